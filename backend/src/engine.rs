@@ -1,0 +1,220 @@
+//! The engine boundary: one Rust trait mirroring upstream's engine-plugin C API
+//! (`plugin_sdk/.../EnginePluginApi.h`, reference `backend-c-api.md` §7).
+//!
+//! This module owns the contract between the backend and every engine; it never executes or
+//! interprets a graph itself. Mapping to upstream entry points:
+//!
+//! | upstream | here |
+//! |---|---|
+//! | `GetAllEngineIds` / `GetEngineName` | [`Engine::name`], [`Engine::id`] (64-bit FNV-1a of the name) |
+//! | `GetApplicableEngineIds` | [`Engine::check_applicable`] |
+//! | `GetEngineDetails` (behavior notes, knobs) | [`Engine::behavior_notes`], [`Engine::knobs`] |
+//! | `CreateExecutionContext` / `DestroyExecutionContext` | [`Engine::create_execution_context`] / `Drop` |
+//! | `GetWorkspaceSizeFromExecutionContext` | [`ExecutionContext::workspace_size`] |
+//! | `ExecuteOpGraph` | [`ExecutionContext::execute`] |
+//! | `SerializeExecutionContext` (save hook) | [`PlanSerialization::serialize_execution_context`] |
+//! | `CreateExecutionContextFromSerialized` (load hook) | [`PlanSerialization::create_execution_context_from_serialized`] |
+//! | `DestroySerializedExecutionContext` (destroy hook) | `Drop` of the returned `Vec<u8>` |
+//!
+//! Beyond upstream (design D2): the save hook receives the engine id. An engine without
+//! [`Engine::serialization`] makes saves and loads fail with `NOT_SUPPORTED`.
+
+use crate::graph::OperationGraph;
+use crate::status::PluginResult;
+use std::any::Any;
+
+/// 64-bit FNV-1a of an engine name, cast to `i64`: upstream's engine id rule
+/// (offset basis `0xcbf29ce484222325`, prime `0x100000001b3`, over the UTF-8 bytes).
+pub fn engine_id_from_name(name: &str) -> i64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in name.as_bytes() {
+        h ^= u64::from(*b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h as i64
+}
+
+/// `hipdnnBackendBehaviorNote_t` (values from `HipdnnBackendBehaviorNote.h`).
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum BehaviorNote {
+    /// `HIPDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION` (0).
+    RuntimeCompilation = 0,
+    /// `HIPDNN_BEHAVIOR_NOTE_REQUIRES_LAYOUT_TRANSFORM` (1).
+    RequiresLayoutTransform = 1,
+    /// `HIPDNN_BEHAVIOR_NOTE_SUPPORTS_GRAPH_CAPTURE` (2).
+    SupportsGraphCapture = 2,
+    /// `HIPDNN_BEHAVIOR_NOTE_EXTERNAL_LIBRARY_DEPENDENCY` (3).
+    ExternalLibraryDependency = 3,
+    /// `HIPDNN_BEHAVIOR_NOTE_SUPPORTS_EXECUTION_PLAN_SERIALIZATION` (4): plans of this engine
+    /// can be saved and loaded; `to_binary()` embeds the plan only for such engines.
+    SupportsExecutionPlanSerialization = 4,
+}
+
+/// A knob an engine exposes (upstream `KNOB_INFO`): an integer choice in `[min, max]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KnobInfo {
+    /// Knob type id (engine-defined).
+    pub knob_type: i64,
+    /// Short description.
+    pub description: String,
+    /// Smallest allowed value.
+    pub min: i64,
+    /// Largest allowed value.
+    pub max: i64,
+    /// Value used when the config does not choose one.
+    pub default: i64,
+}
+
+/// An engine config (upstream `ENGINECFG`): the engine plus its knob choices.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineConfig {
+    /// Engine id ([`engine_id_from_name`] of the engine's name).
+    pub engine_id: i64,
+    /// Knob choices as `(knob_type, value)`; knobs not listed take their default.
+    pub knob_choices: Vec<(i64, i64)>,
+}
+
+/// One tensor's memory in a variant pack, as an engine sees it.
+///
+/// Host memory is passed as Rust slices (the CPU engine reads and writes them safely);
+/// device memory as an address and a length in bytes, valid on the handle's device for the
+/// duration of the call.
+#[derive(Debug)]
+pub enum BufferRef<'a> {
+    /// Read-only host bytes (an input).
+    Host(&'a [u8]),
+    /// Writable host bytes (an output, or an input the caller lets the engine write).
+    HostMut(&'a mut [u8]),
+    /// Device memory: address and length in bytes.
+    Device {
+        /// Device address.
+        addr: u64,
+        /// Length in bytes.
+        len: usize,
+    },
+}
+
+impl BufferRef<'_> {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        match self {
+            BufferRef::Host(s) => s.len(),
+            BufferRef::HostMut(s) => s.len(),
+            BufferRef::Device { len, .. } => *len,
+        }
+    }
+    /// True when the buffer holds 0 bytes.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Address used for alignment checks (host pointer or device address).
+    pub fn addr(&self) -> u64 {
+        match self {
+            BufferRef::Host(s) => s.as_ptr() as u64,
+            BufferRef::HostMut(s) => s.as_ptr() as u64,
+            BufferRef::Device { addr, .. } => *addr,
+        }
+    }
+}
+
+/// A `{uid, memory}` pair of a variant pack (upstream `hipdnnPluginDeviceBuffer_t`).
+#[derive(Debug)]
+pub struct TensorBinding<'a> {
+    /// Tensor UID.
+    pub uid: i64,
+    /// The tensor's memory.
+    pub data: BufferRef<'a>,
+}
+
+/// What an execution context gets for one execute call.
+#[derive(Debug)]
+pub struct ExecuteArgs<'a, 'b> {
+    /// The handle's stream (0 = default stream; meaningless for host engines).
+    pub stream: u64,
+    /// Workspace memory, `None` when the caller passed none.
+    pub workspace: Option<BufferRef<'b>>,
+    /// Bound tensors in variant-pack order.
+    pub tensors: &'a mut [TensorBinding<'b>],
+}
+
+/// A built or restored plan of one engine (upstream execution context). Dropping it is
+/// upstream's `DestroyExecutionContext`.
+pub trait ExecutionContext: Send + Sync + Any {
+    /// Workspace in bytes this context needs for every execute.
+    fn workspace_size(&self) -> usize;
+
+    /// Runs the plan on the bound tensors.
+    ///
+    /// # Errors
+    /// `BAD_PARAM`/`INVALID_VALUE` for a missing or wrong-sized tensor or workspace;
+    /// engine-specific statuses for execution failures.
+    fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()>;
+
+    /// Downcasting support (engines recognise their own contexts in the save hook).
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// The three serialization hooks (all or none, as upstream). Destroy is `Drop` of the bytes.
+pub trait PlanSerialization: Send + Sync {
+    /// Save hook: the plugin payload for `ctx`, built by this engine (id `engine_id`).
+    ///
+    /// # Errors
+    /// Any refusal; the backend reports it as `PLUGIN_ERROR` with this message kept.
+    fn serialize_execution_context(
+        &self,
+        engine_id: i64,
+        ctx: &dyn ExecutionContext,
+    ) -> PluginResult<Vec<u8>>;
+
+    /// Load hook: a new context from a payload this engine (or an older build of it) saved.
+    /// `payload` borrows the caller's bytes for the duration of the call only.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` for damaged bytes, `NOT_APPLICABLE` for valid bytes this engine cannot
+    /// run here; no context is created on any failure.
+    fn create_execution_context_from_serialized(
+        &self,
+        payload: &[u8],
+    ) -> PluginResult<Box<dyn ExecutionContext>>;
+}
+
+/// An engine, registered in a handle's engine registry.
+pub trait Engine: Send + Sync {
+    /// Engine name, unique within a handle (e.g. `hipdnn.reference.cpu`).
+    fn name(&self) -> &str;
+
+    /// Engine id: 64-bit FNV-1a of [`Engine::name`].
+    fn id(&self) -> i64 {
+        engine_id_from_name(self.name())
+    }
+
+    /// Whether this engine can run `graph`.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` with a message naming the op, attribute and value it refuses.
+    fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()>;
+
+    /// Behavior notes of this engine for `graph`.
+    fn behavior_notes(&self, graph: &OperationGraph) -> Vec<BehaviorNote>;
+
+    /// Knobs this engine exposes for `graph` (none by default).
+    fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {
+        Vec::new()
+    }
+
+    /// Builds an execution context (selects kernels, compiles, prepares launches).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` when the graph or config is not served; others as the engine defines.
+    fn create_execution_context(
+        &self,
+        config: &EngineConfig,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>>;
+
+    /// The serialization hooks, when this engine has them.
+    fn serialization(&self) -> Option<&dyn PlanSerialization> {
+        None
+    }
+}

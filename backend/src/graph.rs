@@ -1,0 +1,89 @@
+//! The backend's operation graph: a verified `Graph` FlatBuffer and the facts the backend needs
+//! from it (tensor UIDs and alignments for plans, override-shape flag, preferred engine).
+//!
+//! Built from bytes, as upstream's `hipdnnBackendCreateAndDeserializeGraph_ext` does. This
+//! module owns verification of untrusted graph bytes; it never interprets operations (engines
+//! do, from [`OperationGraph::graph`]).
+
+use crate::status::{BackendError, BackendResult, Status};
+use hipdnn_schema::graph::Graph;
+use hipdnn_schema::tensor_value::read_tensor_value;
+
+/// A verified serialized graph.
+#[derive(Debug, Clone)]
+pub struct OperationGraph {
+    bytes: Vec<u8>,
+    tensor_uids: Vec<i64>,
+    tensor_alignments: Vec<i64>,
+    is_override_shape_enabled: bool,
+    preferred_engine_id: Option<i64>,
+}
+
+impl OperationGraph {
+    /// Verifies `bytes` as a bare `Graph` FlatBuffer and keeps a copy.
+    ///
+    /// Tensor identities are collected in buffer order: `uid`, and alignment `0` for a runtime
+    /// pass-by-value tensor, else its `alignment` (reference `backend-c-api.md` §4.2 step 3).
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "serialized graph is invalid: …" when the FlatBuffers verifier (or the
+    /// `TensorValue` union check) fails, or when the graph has no nodes.
+    pub fn from_bytes(bytes: &[u8]) -> BackendResult<Self> {
+        let graph = flatbuffers::root::<Graph>(bytes).map_err(|e| {
+            BackendError::new(Status::BadParam, format!("serialized graph is invalid: {e}"))
+        })?;
+        let mut tensor_uids = Vec::new();
+        let mut tensor_alignments = Vec::new();
+        if let Some(tensors) = graph.tensors() {
+            for t in tensors.iter() {
+                read_tensor_value(&t).map_err(|e| {
+                    BackendError::new(
+                        Status::BadParam,
+                        format!("serialized graph is invalid: tensor {}: {e}", t.uid()),
+                    )
+                })?;
+                tensor_uids.push(t.uid());
+                tensor_alignments.push(if t.is_runtime_pass_by_value() { 0 } else { t.alignment() });
+            }
+        }
+        Ok(OperationGraph {
+            tensor_uids,
+            tensor_alignments,
+            is_override_shape_enabled: graph.is_override_shape_enabled(),
+            preferred_engine_id: graph.preferred_engine_id(),
+            bytes: bytes.to_vec(),
+        })
+    }
+
+    /// The serialized `Graph` bytes, exactly as given.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Typed read access to the verified graph.
+    pub fn graph(&self) -> Graph<'_> {
+        // SAFETY: `self.bytes` passed `flatbuffers::root::<Graph>` (the verifier) in
+        // `from_bytes` and is never mutated afterwards.
+        unsafe { flatbuffers::root_unchecked::<Graph>(&self.bytes) }
+    }
+
+    /// Tensor UIDs in buffer order.
+    pub fn tensor_uids(&self) -> &[i64] {
+        &self.tensor_uids
+    }
+
+    /// Tensor alignments (bytes) parallel to [`Self::tensor_uids`]; 0 = not enforced.
+    pub fn tensor_alignments(&self) -> &[i64] {
+        &self.tensor_alignments
+    }
+
+    /// The graph's `is_override_shape_enabled` flag.
+    pub fn is_override_shape_enabled(&self) -> bool {
+        self.is_override_shape_enabled
+    }
+
+    /// The graph's preferred engine id, when set.
+    pub fn preferred_engine_id(&self) -> Option<i64> {
+        self.preferred_engine_id
+    }
+}
