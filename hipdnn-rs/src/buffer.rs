@@ -1,0 +1,250 @@
+//! Typed tensor buffers and variant packs.
+//!
+//! A [`Buffer<T>`] holds `len` elements of `T` in memory that is 64-byte aligned (more than the
+//! 16-byte default tensor alignment of hipDNN, so every buffer satisfies any alignment a graph
+//! asks for up to 64). Host buffers live in ordinary memory; device buffers (when a GPU engine
+//! serves the handle) live on the handle's GPU and are copied on `to_vec`.
+//!
+//! A [`VariantPack`] binds tensor UIDs to buffers for one `execute` call (upstream: the
+//! `std::unordered_map<int64_t, void*>` variant pack). Inputs are bound by shared reference,
+//! outputs by mutable reference, so the borrow checker rules out a buffer written while read.
+
+use crate::Error;
+use bytemuck::{Pod, Zeroable};
+use half::{bf16, f16};
+use hipdnn_backend::BufferRef;
+use std::marker::PhantomData;
+
+/// Alignment in bytes of every buffer's first element.
+pub const BUFFER_ALIGNMENT: usize = 64;
+
+#[derive(Clone, Copy, Pod, Zeroable)]
+#[repr(C, align(64))]
+struct Chunk([u8; BUFFER_ALIGNMENT]);
+
+/// An element type a buffer can hold, with its schema data type and little-endian codec.
+pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
+    /// Schema `DataType` of this element (e.g. `FLOAT` for `f32`).
+    const DATA_TYPE: crate::DataType;
+    /// Size of one element in bytes.
+    const SIZE: usize;
+    /// Writes `self` as little-endian bytes into `out[..Self::SIZE]`.
+    fn write_le(self, out: &mut [u8]);
+    /// Reads one element from `bytes[..Self::SIZE]` (little-endian).
+    fn read_le(bytes: &[u8]) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $dt:ident, $n:expr) => {
+        impl Element for $t {
+            const DATA_TYPE: crate::DataType = crate::DataType::$dt;
+            const SIZE: usize = $n;
+            fn write_le(self, out: &mut [u8]) {
+                out[..$n].copy_from_slice(&self.to_le_bytes());
+            }
+            fn read_le(bytes: &[u8]) -> Self {
+                let mut a = [0u8; $n];
+                a.copy_from_slice(&bytes[..$n]);
+                <$t>::from_le_bytes(a)
+            }
+        }
+    };
+}
+element!(f32, FLOAT, 4);
+element!(f64, DOUBLE, 8);
+element!(f16, HALF, 2);
+element!(bf16, BFLOAT16, 2);
+element!(i32, INT32, 4);
+element!(i64, INT64, 8);
+element!(i8, INT8, 1);
+element!(u8, UINT8, 1);
+
+impl Element for bool {
+    const DATA_TYPE: crate::DataType = crate::DataType::BOOLEAN;
+    const SIZE: usize = 1;
+    fn write_le(self, out: &mut [u8]) {
+        out[0] = u8::from(self);
+    }
+    fn read_le(bytes: &[u8]) -> Self {
+        bytes[0] != 0
+    }
+}
+
+/// Where a buffer's memory lives.
+#[derive(Clone)]
+enum Storage {
+    Host(Vec<Chunk>),
+}
+
+/// `len` elements of `T` in 64-byte-aligned memory.
+#[derive(Clone)]
+pub struct Buffer<T: Element> {
+    storage: Storage,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+impl<T: Element> std::fmt::Debug for Buffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Buffer")
+            .field("elements", &self.len)
+            .field("bytes", &self.byte_len())
+            .field("location", &"host")
+            .finish()
+    }
+}
+
+impl<T: Element> Buffer<T> {
+    /// A host buffer of `len` elements, zero-filled (all bytes 0).
+    pub fn zeros(len: usize) -> Self {
+        let chunks = (len * T::SIZE).div_ceil(BUFFER_ALIGNMENT);
+        Buffer { storage: Storage::Host(vec![Chunk([0; BUFFER_ALIGNMENT]); chunks]), len, _t: PhantomData }
+    }
+
+    /// A host buffer of `len` elements, each equal to `value`.
+    pub fn filled(len: usize, value: T) -> Self {
+        let mut b = Self::zeros(len);
+        for c in b.host_bytes_mut().chunks_exact_mut(T::SIZE) {
+            value.write_le(c);
+        }
+        b
+    }
+
+    /// A host buffer holding a copy of `data`.
+    pub fn from_slice(data: &[T]) -> Self {
+        let mut b = Self::zeros(data.len());
+        for (c, v) in b.host_bytes_mut().chunks_exact_mut(T::SIZE).zip(data) {
+            v.write_le(c);
+        }
+        b
+    }
+
+    /// A host buffer holding the elements of `array` in logical (row-major) order, i.e. a
+    /// packed tensor whose strides are the row-major strides of `array.shape()`.
+    pub fn from_ndarray<S, D>(array: &ndarray::ArrayBase<S, D>) -> Self
+    where
+        S: ndarray::Data<Elem = T>,
+        D: ndarray::Dimension,
+    {
+        let data: Vec<T> = array.iter().copied().collect();
+        Self::from_slice(&data)
+    }
+
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// True when the buffer holds no element.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Size in bytes (`len * T::SIZE`).
+    pub fn byte_len(&self) -> usize {
+        self.len * T::SIZE
+    }
+
+    /// The buffer's bytes (little-endian elements).
+    pub fn as_bytes(&self) -> &[u8] {
+        self.host_bytes()
+    }
+
+    fn host_bytes(&self) -> &[u8] {
+        let n = self.byte_len();
+        match &self.storage {
+            Storage::Host(c) => &bytemuck::cast_slice::<Chunk, u8>(c)[..n],
+        }
+    }
+
+    fn host_bytes_mut(&mut self) -> &mut [u8] {
+        let n = self.byte_len();
+        match &mut self.storage {
+            Storage::Host(c) => &mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..n],
+        }
+    }
+
+    /// Copies the elements out.
+    pub fn to_vec(&self) -> Vec<T> {
+        self.host_bytes().chunks_exact(T::SIZE).map(T::read_le).collect()
+    }
+
+    /// Copies the elements out as an array of `shape` (row-major).
+    ///
+    /// # Errors
+    /// `InvalidValue` when the product of `shape` differs from [`Self::len`].
+    pub fn to_ndarray(&self, shape: &[usize]) -> Result<ndarray::ArrayD<T>, Error> {
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(shape), self.to_vec()).map_err(|e| {
+            Error::invalid_value(format!(
+                "buffer of {} elements cannot take shape {shape:?}: {e}",
+                self.len
+            ))
+        })
+    }
+
+    pub(crate) fn as_input(&self) -> BufferRef<'_> {
+        BufferRef::Host(self.host_bytes())
+    }
+
+    pub(crate) fn as_output(&mut self) -> BufferRef<'_> {
+        BufferRef::HostMut(self.host_bytes_mut())
+    }
+}
+
+/// Something a variant pack can bind to a UID: `&Buffer<T>` (an input) or `&mut Buffer<T>`
+/// (an output).
+pub trait Bind<'a> {
+    /// The engine-facing view of the memory.
+    fn bind(self) -> BufferRef<'a>;
+}
+
+impl<'a, T: Element> Bind<'a> for &'a Buffer<T> {
+    fn bind(self) -> BufferRef<'a> {
+        self.as_input()
+    }
+}
+
+impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
+    fn bind(self) -> BufferRef<'a> {
+        self.as_output()
+    }
+}
+
+/// Tensor UID → buffer bindings for one `execute` call.
+///
+/// The pack must contain every non-virtual tensor of the graph (runtime pass-by-value scalars
+/// too, as host buffers). Sizes and alignments are checked before the engine runs.
+#[derive(Debug, Default)]
+pub struct VariantPack<'a> {
+    pub(crate) entries: Vec<(i64, BufferRef<'a>)>,
+}
+
+impl<'a> VariantPack<'a> {
+    /// An empty pack.
+    pub fn new() -> Self {
+        VariantPack { entries: Vec::new() }
+    }
+
+    /// Binds `uid` to a buffer: `&buffer` for an input, `&mut buffer` for an output.
+    /// A second binding of the same UID replaces the first.
+    pub fn with(mut self, uid: i64, buffer: impl Bind<'a>) -> Self {
+        self.entries.retain(|(u, _)| *u != uid);
+        self.entries.push((uid, buffer.bind()));
+        self
+    }
+
+    /// Number of bound UIDs.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// True when nothing is bound.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The bound UIDs in binding order.
+    pub fn uids(&self) -> Vec<i64> {
+        self.entries.iter().map(|(u, _)| *u).collect()
+    }
+}
