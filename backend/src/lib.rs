@@ -9,12 +9,25 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod engine;
+pub mod envelope;
 pub mod graph;
+pub mod handle;
+pub mod hdgp;
+pub mod plan;
 pub mod status;
+pub mod variant_pack;
 
 pub use engine::{
     BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
     PlanSerialization, TensorBinding, engine_id_from_name,
 };
+pub use envelope::{PlanEnvelope, write_envelope};
 pub use graph::OperationGraph;
+pub use handle::{Handle, HeuristicMode};
+pub use hdgp::{
+    CONTENT_EXECUTION_PLAN, CONTENT_GRAPH, GraphAndPlan, is_graph_and_plan_container,
+    serialized_contents, write_graph_and_plan,
+};
+pub use plan::ExecutionPlanDescriptor;
+pub use variant_pack::VariantPack;
 pub use status::{BackendError, BackendResult, PluginError, PluginResult, PluginStatus, Status};

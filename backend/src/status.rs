@@ -79,12 +79,27 @@ pub struct BackendError {
     pub status: Status,
     /// Human-readable cause (what `hipdnnGetLastErrorString` would return).
     pub message: String,
+    /// For `BAD_PARAM_SIZE_INSUFFICIENT` from a two-call byte API: the size in bytes the output
+    /// buffer needs (upstream writes it to `*size` before failing). `None` for other errors.
+    pub required_size: Option<usize>,
 }
 
 impl BackendError {
-    /// Builds an error from a status and a message.
+    /// Builds an error from a status and a message (no required size).
     pub fn new(status: Status, message: impl Into<String>) -> Self {
-        BackendError { status, message: message.into() }
+        BackendError { status, message: message.into(), required_size: None }
+    }
+
+    /// `BAD_PARAM_SIZE_INSUFFICIENT` for an output buffer of `given` bytes when `required` are
+    /// needed; the message names both sizes and [`BackendError::required_size`] holds `required`.
+    pub fn size_insufficient(what: &str, given: usize, required: usize) -> Self {
+        BackendError {
+            status: Status::BadParamSizeInsufficient,
+            message: format!(
+                "{what}: output buffer of {given} bytes is too small, {required} bytes needed"
+            ),
+            required_size: Some(required),
+        }
     }
 }
 

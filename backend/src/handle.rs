@@ -1,0 +1,149 @@
+//! The handle: a registry of engines and a stream, and the engine heuristic.
+//!
+//! This module owns engine registration (unique ids), lookup by id and name (routing), and the
+//! heuristic that orders engine configs for a graph. It never builds or runs plans (the
+//! execution plan descriptor does) and loads no plugins itself: the caller registers engines
+//! (upstream `hipdnnCreate` loads plugins from paths; D2 replaces that with in-process
+//! registration).
+
+use crate::engine::{Engine, EngineConfig};
+use crate::graph::OperationGraph;
+use crate::status::{BackendError, BackendResult, Status};
+use std::sync::Arc;
+
+/// `hipdnnBackendHeurMode_t`: how the heuristic orders engine configs.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum HeuristicMode {
+    /// `HIPDNN_HEUR_MODE_FALLBACK` (0): every applicable engine, the graph's preferred engine
+    /// first (when set and applicable), then registration order.
+    #[default]
+    Fallback = 0,
+}
+
+/// A handle (upstream `hipdnnHandle_t`): engine registry plus stream.
+///
+/// Engines are shared (`Arc`) so plans built or loaded through the handle can keep their
+/// engine alive for their own lifetime.
+#[derive(Default)]
+pub struct Handle {
+    engines: Vec<Arc<dyn Engine>>,
+    stream: u64,
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("engines", &self.engines.iter().map(|e| e.name()).collect::<Vec<_>>())
+            .field("stream", &self.stream)
+            .finish()
+    }
+}
+
+impl Handle {
+    /// A handle with no engines and the default stream (0).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds `engine` to the registry (after the ones already there).
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "duplicate engine id N: …" when an engine with the same id is registered
+    /// (upstream checks that engine ids are unique across loaded plugins).
+    pub fn register_engine(&mut self, engine: Arc<dyn Engine>) -> BackendResult<()> {
+        let id = engine.id();
+        if let Some(old) = self.engine(id) {
+            return Err(BackendError::new(
+                Status::BadParam,
+                format!(
+                    "duplicate engine id {id}: engine \"{}\" is already registered, cannot add \
+                     \"{}\"",
+                    old.name(),
+                    engine.name()
+                ),
+            ));
+        }
+        self.engines.push(engine);
+        Ok(())
+    }
+
+    /// The registered engines, in registration order.
+    pub fn engines(&self) -> &[Arc<dyn Engine>] {
+        &self.engines
+    }
+
+    /// The engine with id `engine_id`, if registered.
+    pub fn engine(&self, engine_id: i64) -> Option<&Arc<dyn Engine>> {
+        self.engines.iter().find(|e| e.id() == engine_id)
+    }
+
+    /// The engine serving `engine_id`, as plan routing needs it.
+    ///
+    /// # Errors
+    /// `INTERNAL_ERROR` "Invalid engine ID: N" (upstream text) when no engine has that id.
+    pub fn engine_for(&self, engine_id: i64) -> BackendResult<&Arc<dyn Engine>> {
+        self.engine(engine_id).ok_or_else(|| {
+            BackendError::new(Status::InternalError, format!("Invalid engine ID: {engine_id}"))
+        })
+    }
+
+    /// Id of the engine named `name` (upstream `hipdnnGetEngineIdByName_ext`).
+    ///
+    /// # Errors
+    /// `NOT_SUPPORTED` when no registered engine has that name.
+    pub fn engine_id_by_name(&self, name: &str) -> BackendResult<i64> {
+        self.engines.iter().find(|e| e.name() == name).map(|e| e.id()).ok_or_else(|| {
+            BackendError::new(Status::NotSupported, format!("no engine named \"{name}\""))
+        })
+    }
+
+    /// Sets the stream (upstream `hipdnnSetStream`; an opaque `hipStream_t`, 0 = default).
+    pub fn set_stream(&mut self, stream: u64) {
+        self.stream = stream;
+    }
+
+    /// The stream passed to engines on execute.
+    pub fn stream(&self) -> u64 {
+        self.stream
+    }
+
+    /// The engine heuristic (upstream `ENGINEHEUR` descriptor): engine configs for `graph`,
+    /// best first. Only engines whose [`Engine::check_applicable`] passes are listed, each
+    /// once with default knobs; see [`HeuristicMode::Fallback`] for the order.
+    ///
+    /// # Errors
+    /// `NOT_SUPPORTED` "no engine is applicable to the graph: …" naming each engine and its
+    /// refusal when the list would be empty (upstream returns an empty result and the frontend
+    /// fails later; we fail here with the reasons).
+    pub fn engine_configs(
+        &self,
+        graph: &OperationGraph,
+        mode: HeuristicMode,
+    ) -> BackendResult<Vec<EngineConfig>> {
+        let HeuristicMode::Fallback = mode;
+        let mut configs = Vec::new();
+        let mut refusals = Vec::new();
+        for e in &self.engines {
+            match e.check_applicable(graph) {
+                Ok(()) => configs.push(EngineConfig { engine_id: e.id(), knob_choices: vec![] }),
+                Err(err) => refusals.push(format!("{}: {}", e.name(), err.message)),
+            }
+        }
+        if let Some(pref) = graph.preferred_engine_id()
+            && let Some(pos) = configs.iter().position(|c| c.engine_id == pref)
+        {
+            let c = configs.remove(pos);
+            configs.insert(0, c);
+        }
+        if configs.is_empty() {
+            let why =
+                if refusals.is_empty() { "no engines registered".into() } else { refusals.join("; ") };
+            return Err(BackendError::new(
+                Status::NotSupported,
+                format!("no engine is applicable to the graph: {why}"),
+            ));
+        }
+        Ok(configs)
+    }
+}

@@ -1,0 +1,363 @@
+//! The execution plan descriptor (upstream `ExecutionPlanDescriptor`, reference
+//! `backend-c-api.md` §4, decisions D3/D4, upstream PRs #13315 and #14517).
+//!
+//! This module owns a plan's execution context, its tensor identities, routing of execute and
+//! save to the plan's engine, and the serialized-plan cache. It never interprets a plugin
+//! payload and never rebuilds the envelope of a loaded plan.
+
+use crate::engine::{Engine, EngineConfig, ExecuteArgs, ExecutionContext};
+use crate::envelope::{PlanEnvelope, write_envelope};
+use crate::graph::OperationGraph;
+use crate::handle::Handle;
+use crate::hdgp::plan_part;
+use crate::status::{BackendError, BackendResult, PluginError, Status};
+use crate::variant_pack::VariantPack;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Message of the `NOT_SUPPORTED` for an engine without the serialization hooks (upstream text).
+pub const NO_SERIALIZATION_MESSAGE: &str =
+    "Engine plugin does not support execution context serialization";
+
+/// A finalized execution plan: one engine's execution context for one graph, with the
+/// serialized-plan cache.
+///
+/// A value of this type is always finalized (Rust construction replaces upstream's
+/// create/set/finalize sequence), so upstream's `NOT_INITIALIZED` cases cannot occur.
+///
+/// # Serialized-plan cache (D3)
+/// The plan keeps `Mutex<Option<Vec<u8>>>` with its serialized bytes:
+/// - **Built plan** ([`ExecutionPlanDescriptor::finalize`]): empty until the first save. The
+///   first save, under the lock, calls the engine's save hook once and builds a version 2
+///   envelope; the cache is set only after both succeed, so a failed save leaves it empty and
+///   the next save retries. Later saves (also concurrent ones) copy the cache and never call
+///   the engine again.
+/// - **Loaded plan** ([`ExecutionPlanDescriptor::from_bytes`]): the cache is seeded with the
+///   exact plan bytes it was loaded from, so a save returns them byte-identically (a version 1
+///   envelope stays version 1) and never calls the engine's save hook.
+///
+/// Memory: a loaded plan keeps exactly one copy of its plan bytes (the envelope, including
+/// the plugin payload) for its lifetime, whether or not it is saved again; for kernel-ingestor
+/// plans those bytes include the GPU code object. A built plan keeps one copy only after its
+/// first save. When an `HDGP` container is loaded, only its plan part is kept.
+pub struct ExecutionPlanDescriptor {
+    engine: Arc<dyn Engine>,
+    engine_id: i64,
+    engine_config: Option<EngineConfig>,
+    context: Box<dyn ExecutionContext>,
+    tensor_uids: Vec<i64>,
+    tensor_alignments: Vec<i64>,
+    workspace_size: usize,
+    is_override_shape_enabled: bool,
+    serialized_plan_cache: Mutex<Option<Vec<u8>>>,
+}
+
+impl std::fmt::Debug for ExecutionPlanDescriptor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExecutionPlanDescriptor")
+            .field("engine", &self.engine.name())
+            .field("engine_id", &self.engine_id)
+            .field("engine_config", &self.engine_config)
+            .field("tensor_uids", &self.tensor_uids)
+            .field("tensor_alignments", &self.tensor_alignments)
+            .field("workspace_size", &self.workspace_size)
+            .field("is_override_shape_enabled", &self.is_override_shape_enabled)
+            .field("is_serialized_plan_cached", &self.is_serialized_plan_cached())
+            .finish()
+    }
+}
+
+fn plugin_error(what: &str, engine: &dyn Engine, e: PluginError) -> BackendError {
+    BackendError::new(
+        Status::PluginError,
+        format!("{what} (engine \"{}\", {:?}): {}", engine.name(), e.status, e.message),
+    )
+}
+
+impl ExecutionPlanDescriptor {
+    /// Builds a plan from an engine config and a graph (upstream `finalize`, reference §4.2):
+    /// routes `config.engine_id` to the handle's engine, collects the graph's tensor UIDs and
+    /// alignments (buffer order; 0 for runtime pass-by-value tensors), takes the override-shape
+    /// flag, creates the execution context and reads its workspace size.
+    ///
+    /// # Errors
+    /// - `INTERNAL_ERROR` "Invalid engine ID: N" when no engine of `handle` has the config's id.
+    /// - `PLUGIN_ERROR` "engine could not create an execution context …" with the engine's
+    ///   message when its `create_execution_context` fails.
+    /// - `INTERNAL_ERROR` when the context's workspace size does not fit in `i64`.
+    pub fn finalize(
+        handle: &Handle,
+        config: &EngineConfig,
+        graph: &OperationGraph,
+    ) -> BackendResult<Self> {
+        let engine = Arc::clone(handle.engine_for(config.engine_id)?);
+        let context = engine
+            .create_execution_context(config, graph)
+            .map_err(|e| plugin_error("engine could not create an execution context", &*engine, e))?;
+        let workspace_size = context.workspace_size();
+        if i64::try_from(workspace_size).is_err() {
+            return Err(BackendError::new(
+                Status::InternalError,
+                format!("engine reported an invalid workspace size: {workspace_size} bytes"),
+            ));
+        }
+        Ok(ExecutionPlanDescriptor {
+            engine_id: config.engine_id,
+            engine,
+            engine_config: Some(config.clone()),
+            context,
+            tensor_uids: graph.tensor_uids().to_vec(),
+            tensor_alignments: graph.tensor_alignments().to_vec(),
+            workspace_size,
+            is_override_shape_enabled: graph.is_override_shape_enabled(),
+            serialized_plan_cache: Mutex::new(None),
+        })
+    }
+
+    /// Loads a plan from serialized bytes (upstream
+    /// `hipdnnBackendCreateAndDeserializeExecutionPlan_ext` + `deserializeBackendPlan`,
+    /// reference §4.5, §4.6 and §6.4).
+    ///
+    /// `bytes` is a bare envelope or an `HDGP` container (the marker is checked first; for a
+    /// container only its plan blob is used and kept). The envelope checks run in order (see
+    /// [`PlanEnvelope::parse`]); then the envelope's engine id is routed to `handle`'s engine,
+    /// whose load hook receives the plugin payload as a slice of `bytes` (no temporary copy).
+    /// After the engine restored the context, the cache is seeded with the exact plan bytes.
+    /// On any failure no descriptor is produced (and nothing is cached).
+    ///
+    /// # Errors
+    /// - `BAD_PARAM` "Serialized execution plan is empty." for empty input.
+    /// - Container cut: `BAD_PARAM` "unable to verify the serialized graph-and-plan container…",
+    ///   `BAD_PARAM` "container carries no execution plan…".
+    /// - Envelope checks: `BAD_PARAM` "Serialized execution plan FlatBuffer is invalid.",
+    ///   `NOT_SUPPORTED` for version 0 or > 2, `BAD_PARAM` for missing/empty payload or UIDs,
+    ///   missing or mismatched v2 alignments, negative workspace.
+    /// - `INTERNAL_ERROR` "Invalid engine ID: N" when no engine of `handle` serves the id (no
+    ///   engine is called).
+    /// - `NOT_SUPPORTED` "Engine plugin does not support execution context serialization" when
+    ///   the engine has no hooks.
+    /// - `PLUGIN_ERROR` "engine refused to restore the execution plan …: <engine message>"
+    ///   when the load hook fails.
+    pub fn from_bytes(handle: &Handle, bytes: &[u8]) -> BackendResult<Self> {
+        if bytes.is_empty() {
+            return Err(BackendError::new(Status::BadParam, "Serialized execution plan is empty."));
+        }
+        let plan_bytes = plan_part(bytes)?;
+        let env = PlanEnvelope::parse(plan_bytes)?;
+        let engine = Arc::clone(handle.engine_for(env.engine_id)?);
+        let hooks = engine
+            .serialization()
+            .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;
+        let context = hooks
+            .create_execution_context_from_serialized(env.plugin_payload)
+            .map_err(|e| plugin_error("engine refused to restore the execution plan", &*engine, e))?;
+        let workspace_size = usize::try_from(env.workspace_size).map_err(|_| {
+            BackendError::new(
+                Status::BadParam,
+                format!("workspace size {} does not fit this machine", env.workspace_size),
+            )
+        })?;
+        Ok(ExecutionPlanDescriptor {
+            engine,
+            engine_id: env.engine_id,
+            engine_config: None,
+            context,
+            tensor_alignments: env.tensor_alignments.unwrap_or_default(),
+            tensor_uids: env.tensor_uids,
+            workspace_size,
+            is_override_shape_enabled: env.is_override_shape_enabled,
+            // Seeded after the engine restored the context (PR14517).
+            serialized_plan_cache: Mutex::new(Some(plan_bytes.to_vec())),
+        })
+    }
+
+    /// Workspace in bytes every execute needs (`EXECUTION_PLAN_WORKSPACE_SIZE`).
+    pub fn workspace_size(&self) -> usize {
+        self.workspace_size
+    }
+
+    /// Id of the engine that runs the plan (`EXECUTION_PLAN_ENGINE_GLOBAL_INDEX_EXT`).
+    pub fn engine_id(&self) -> i64 {
+        self.engine_id
+    }
+
+    /// The engine that runs the plan.
+    pub fn engine(&self) -> &Arc<dyn Engine> {
+        &self.engine
+    }
+
+    /// Tensor UIDs in graph-buffer order (`EXECUTION_PLAN_TENSOR_UIDS_EXT`).
+    pub fn tensor_uids(&self) -> &[i64] {
+        &self.tensor_uids
+    }
+
+    /// Byte alignment per UID, parallel to [`Self::tensor_uids`] (0 = not enforced); empty for
+    /// a plan loaded from a version 1 envelope (no alignment enforcement).
+    pub fn tensor_alignments(&self) -> &[i64] {
+        &self.tensor_alignments
+    }
+
+    /// The graph's override-shape flag (`EXECUTION_PLAN_IS_OVERRIDE_SHAPE_ENABLED_EXT`).
+    pub fn is_override_shape_enabled(&self) -> bool {
+        self.is_override_shape_enabled
+    }
+
+    /// The engine config the plan was built from; `None` for a loaded plan (upstream returns
+    /// `BAD_PARAM_NULL_POINTER` for `EXECUTION_PLAN_ENGINE_CONFIG` then).
+    pub fn engine_config(&self) -> Option<&EngineConfig> {
+        self.engine_config.as_ref()
+    }
+
+    /// The engine's execution context.
+    pub fn execution_context(&self) -> &dyn ExecutionContext {
+        &*self.context
+    }
+
+    /// True when the serialized-plan cache holds bytes (always for a loaded plan; for a built
+    /// plan after its first successful save).
+    pub fn is_serialized_plan_cached(&self) -> bool {
+        self.lock_cache().is_some()
+    }
+
+    /// Runs the plan (upstream `hipdnnBackendExecute`, reference §4.7).
+    ///
+    /// Checks, in order: the plan's engine id is served by `handle` (routing); no UID is bound
+    /// twice and every bound UID is a tensor of the plan; when the plan has alignments (as many
+    /// as UIDs), each bound buffer whose UID has alignment > 0 starts at a multiple of it; the
+    /// workspace holds at least [`Self::workspace_size`] bytes when that is > 0. Then the
+    /// execution context runs on `handle`'s stream.
+    ///
+    /// # Errors
+    /// `INTERNAL_ERROR` "Invalid engine ID: N"; `BAD_PARAM` "variant pack …" naming the UID,
+    /// the address and alignment, or the workspace sizes; `PLUGIN_ERROR` "engine failed to
+    /// execute the plan …" with the engine's message.
+    pub fn execute(&self, handle: &Handle, pack: VariantPack<'_>) -> BackendResult<()> {
+        handle.engine_for(self.engine_id)?;
+        let (mut tensors, workspace) = pack.into_parts();
+        let mut seen = HashSet::with_capacity(tensors.len());
+        let enforce = !self.tensor_alignments.is_empty()
+            && self.tensor_alignments.len() == self.tensor_uids.len();
+        for t in &tensors {
+            if !seen.insert(t.uid) {
+                return Err(BackendError::new(
+                    Status::BadParam,
+                    format!("variant pack binds tensor uid {} twice", t.uid),
+                ));
+            }
+            let Some(i) = self.tensor_uids.iter().position(|&u| u == t.uid) else {
+                return Err(BackendError::new(
+                    Status::BadParam,
+                    format!("variant pack tensor uid {} is not a tensor of the plan", t.uid),
+                ));
+            };
+            let addr = t.data.addr();
+            if enforce && addr != 0 {
+                let align = self.tensor_alignments[i];
+                if align > 0 && addr % align as u64 != 0 {
+                    return Err(BackendError::new(
+                        Status::BadParam,
+                        format!(
+                            "variant pack tensor uid {} at address {addr:#x} is not aligned to \
+                             {align} bytes",
+                            t.uid
+                        ),
+                    ));
+                }
+            }
+        }
+        if self.workspace_size > 0 {
+            let given = workspace.as_ref().map_or(0, |w| w.len());
+            if given < self.workspace_size {
+                return Err(BackendError::new(
+                    Status::BadParam,
+                    format!(
+                        "variant pack workspace is too small: {given} bytes given, {} needed",
+                        self.workspace_size
+                    ),
+                ));
+            }
+        }
+        self.context
+            .execute(ExecuteArgs { stream: handle.stream(), workspace, tensors: &mut tensors })
+            .map_err(|e| plugin_error("engine failed to execute the plan", &*self.engine, e))
+    }
+
+    fn lock_cache(&self) -> MutexGuard<'_, Option<Vec<u8>>> {
+        // A panic while the lock was held cannot leave a half-filled cache (it is assigned
+        // only after a complete fill), so a poisoned lock is safe to use.
+        self.serialized_plan_cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Fills the cache if empty (first save of a built plan), under the caller's lock.
+    fn fill(&self, cache: &mut Option<Vec<u8>>) -> BackendResult<()> {
+        if cache.is_some() {
+            return Ok(());
+        }
+        let hooks = self
+            .engine
+            .serialization()
+            .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;
+        let payload = hooks
+            .serialize_execution_context(self.engine_id, &*self.context)
+            .map_err(|e| plugin_error("engine could not save the execution plan", &*self.engine, e))?;
+        if payload.is_empty() {
+            return Err(BackendError::new(
+                Status::PluginError,
+                format!(
+                    "engine could not save the execution plan (engine \"{}\"): it returned an \
+                     empty plugin payload",
+                    self.engine.name()
+                ),
+            ));
+        }
+        let bytes = write_envelope(
+            self.engine_id,
+            self.workspace_size as i64,
+            &self.tensor_uids,
+            &self.tensor_alignments,
+            self.is_override_shape_enabled,
+            &payload,
+        );
+        drop(payload); // upstream: destroy hook, exactly once after a successful save
+        *cache = Some(bytes);
+        Ok(())
+    }
+
+    /// Two-call save (upstream `hipdnnBackendGetSerializedExecutionPlan_ext`, reference §4.4).
+    ///
+    /// `out == None` returns the size in bytes only; `Some(buf)` copies the plan bytes into
+    /// `buf[..size]` and returns the size. Either call fills the cache first if it is empty
+    /// (see the type docs), so the size query and the fill are byte-identical.
+    ///
+    /// # Errors
+    /// - `NOT_SUPPORTED` "Engine plugin does not support execution context serialization".
+    /// - `PLUGIN_ERROR` "engine could not save the execution plan …" when the save hook fails or
+    ///   returns an empty payload (the cache stays empty; the next call retries).
+    /// - `BAD_PARAM_SIZE_INSUFFICIENT` when `buf` is shorter than the size; the message names
+    ///   both sizes and [`BackendError::required_size`] holds the needed size (the cache stays
+    ///   filled; `buf` is untouched).
+    pub fn serialize_into(&self, out: Option<&mut [u8]>) -> BackendResult<usize> {
+        let mut cache = self.lock_cache();
+        self.fill(&mut cache)?;
+        let bytes = cache.as_deref().unwrap_or_default();
+        if let Some(buf) = out {
+            if buf.len() < bytes.len() {
+                return Err(BackendError::size_insufficient(
+                    "serialized execution plan",
+                    buf.len(),
+                    bytes.len(),
+                ));
+            }
+            buf[..bytes.len()].copy_from_slice(bytes);
+        }
+        Ok(bytes.len())
+    }
+
+    /// The serialized plan as a new vector (one copy of the cache). Same rules and errors as
+    /// [`Self::serialize_into`] except that no size can be insufficient.
+    pub fn to_bytes(&self) -> BackendResult<Vec<u8>> {
+        let mut cache = self.lock_cache();
+        self.fill(&mut cache)?;
+        Ok(cache.as_deref().unwrap_or_default().to_vec())
+    }
+}
