@@ -1,1 +1,4 @@
-//! placeholder
+//! `hipdnn-provider`: engines (CPU reference, kernel ingestor), kpack archives, ingestor payload,
+//! HIP runtime layer, kernel sources.
+
+pub mod kpack;
