@@ -50,17 +50,17 @@ macro_rules! element {
         }
     };
 }
-element!(f32, FLOAT, 4);
-element!(f64, DOUBLE, 8);
-element!(f16, HALF, 2);
-element!(bf16, BFLOAT16, 2);
-element!(i32, INT32, 4);
-element!(i64, INT64, 8);
-element!(i8, INT8, 1);
-element!(u8, UINT8, 1);
+element!(f32, Float, 4);
+element!(f64, Double, 8);
+element!(f16, Half, 2);
+element!(bf16, BFloat16, 2);
+element!(i32, Int32, 4);
+element!(i64, Int64, 8);
+element!(i8, Int8, 1);
+element!(u8, Uint8, 1);
 
 impl Element for bool {
-    const DATA_TYPE: crate::DataType = crate::DataType::BOOLEAN;
+    const DATA_TYPE: crate::DataType = crate::DataType::Boolean;
     const SIZE: usize = 1;
     fn write_le(self, out: &mut [u8]) {
         out[0] = u8::from(self);

@@ -1,0 +1,351 @@
+//! Building, executing, saving and loading a graph's execution plan.
+//!
+//! This module wires [`Graph`] to the backend: `build` (validate → operation graph → engine
+//! configs → execution plan), `execute`, `workspace_size`, and the four save/load entry points
+//! of upstream's frontend (`to_binary`/`from_binary`, `to_compiled_plan_binary`/
+//! `from_compiled_plan_binary`, reference `frontend-graph-api.md` §3.4–§3.6).
+//!
+//! # Re-saving a loaded plan
+//! A plan loaded from bytes saves again as **the plan bytes it was loaded from**, byte for byte,
+//! without asking the engine (upstream PR #14517). A re-save therefore keeps the original
+//! kernel, provider version and format versions; a newer kernel in an upgraded provider never
+//! enters it — to pick one up, load the graph alone and `build` again. The loaded plan keeps one
+//! copy of its plan bytes for its lifetime (for GPU plans that includes the code object).
+//!
+//! Beyond upstream (which promises only the plan part): `to_binary()` of a graph loaded with
+//! `from_binary()` and not changed since returns the identical container bytes, even when
+//! another producer wrote them. "Not changed" is decided by comparing the graph's serialized
+//! bytes with those it had right after the load; the loaded container is kept for that (one
+//! more copy of the container for the graph's lifetime).
+
+use crate::buffer::{Buffer, VariantPack};
+use crate::handle::{Handle, backend_error};
+use crate::{Error, ErrorCode, Graph, Result};
+use hipdnn_backend::{
+    BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, hdgp,
+};
+use std::sync::Arc;
+
+/// Message of the error for executing or saving a graph without a plan.
+pub const NO_PLAN_MESSAGE: &str =
+    "Graph has no compiled execution plan. Call build() or from_compiled_plan_binary() first.";
+
+/// Message prefix of the error for `to_compiled_plan_binary` without a finalized plan.
+pub const NO_FINALIZED_PLAN_MESSAGE: &str = "Graph has no finalized compiled execution plan. \
+     Call build(), build_plans() or from_compiled_plan_binary() first.";
+
+#[derive(Clone)]
+struct LoadedContainer {
+    /// The whole container as given to `from_binary`.
+    bytes: Arc<Vec<u8>>,
+    /// `to_graph_bytes()` of the graph right after the load.
+    graph_bytes: Vec<u8>,
+}
+
+/// The compiled part of a graph: its active plan and, for a loaded graph, what it was loaded
+/// from. Not part of graph equality.
+#[derive(Clone, Default)]
+pub(crate) struct CompiledState {
+    plan: Option<Arc<ExecutionPlanDescriptor>>,
+    /// The plan's engine reports SUPPORTS_EXECUTION_PLAN_SERIALIZATION (always true for a
+    /// loaded plan: it was saved by such an engine).
+    serializable: bool,
+    engine_name: String,
+    loaded: Option<LoadedContainer>,
+}
+
+impl PartialEq for CompiledState {
+    fn eq(&self, _other: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for CompiledState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledState")
+            .field("plan", &self.plan.as_ref().map(|p| p.engine_id()))
+            .field("engine", &self.engine_name)
+            .field("serializable", &self.serializable)
+            .field("loaded_container_bytes", &self.loaded.as_ref().map(|l| l.bytes.len()))
+            .finish()
+    }
+}
+
+impl Graph {
+    /// Validates the graph, lowers it to the backend and builds an execution plan with the
+    /// first engine (in heuristic order) that accepts it.
+    ///
+    /// Steps (upstream `build`): assign missing UIDs, `validate()`, serialize to a `Graph`
+    /// FlatBuffer, verify it as the backend's operation graph, ask the heuristic (only the first
+    /// mode is used; every mode maps to FALLBACK) for engine configs, and finalize a plan from
+    /// the first config whose engine builds one. Replaces any previous plan.
+    ///
+    /// # Errors
+    /// The `validate()` errors; `GRAPH_NOT_SUPPORTED` when no engine applies (the message lists
+    /// each engine's reason); `HIPDNN_BACKEND_ERROR` when every applicable engine fails to build.
+    pub fn build(&mut self, handle: &Handle, modes: &[HeuristicMode]) -> Result<()> {
+        self.assign_uids();
+        self.validate()?;
+        let bytes = self.to_graph_bytes()?;
+        let op = OperationGraph::from_bytes(&bytes)
+            .map_err(|e| backend_error("Cannot create the operation graph.", e))?;
+        let mode = modes.first().copied().unwrap_or_default();
+        let configs = handle.backend().engine_configs(&op, mode).map_err(|e| {
+            Error::new(ErrorCode::GraphNotSupported, format!("No engine supports the graph: {}", e.message))
+        })?;
+        let mut failures = Vec::new();
+        for config in &configs {
+            match ExecutionPlanDescriptor::finalize(handle.backend(), config, &op) {
+                Ok(plan) => {
+                    let engine = plan.engine();
+                    let serializable = engine
+                        .behavior_notes(&op)
+                        .contains(&BehaviorNote::SupportsExecutionPlanSerialization);
+                    log::info!("hipdnn: built an execution plan with engine {}", engine.name());
+                    self.compiled = CompiledState {
+                        engine_name: engine.name().to_string(),
+                        plan: Some(Arc::new(plan)),
+                        serializable,
+                        loaded: None,
+                    };
+                    return Ok(());
+                }
+                Err(e) => failures.push(format!("{}: {}", e.status.name(), e.message)),
+            }
+        }
+        Err(Error::new(
+            ErrorCode::HipdnnBackendError,
+            format!("No execution plan could be built. Backend error: {}", failures.join("; ")),
+        ))
+    }
+
+    /// True when the graph holds an active execution plan (built or loaded).
+    pub fn has_plan(&self) -> bool {
+        self.compiled.plan.is_some()
+    }
+
+    /// Name of the engine that runs the active plan.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` [`NO_PLAN_MESSAGE`] without a plan.
+    pub fn engine_name(&self) -> Result<&str> {
+        self.plan()?;
+        Ok(&self.compiled.engine_name)
+    }
+
+    /// Id of the engine that runs the active plan (upstream `get_execution_plan_engine_id`).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` [`NO_PLAN_MESSAGE`] without a plan.
+    pub fn execution_plan_engine_id(&self) -> Result<i64> {
+        Ok(self.plan()?.engine_id())
+    }
+
+    fn plan(&self) -> Result<&Arc<ExecutionPlanDescriptor>> {
+        self.compiled.plan.as_ref().ok_or_else(|| Error::new(ErrorCode::InvalidValue, NO_PLAN_MESSAGE))
+    }
+
+    /// Workspace in bytes the active plan needs for every execute.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` [`NO_PLAN_MESSAGE`] without a plan.
+    pub fn workspace_size(&self) -> Result<usize> {
+        Ok(self.plan()?.workspace_size())
+    }
+
+    /// Executes the active plan on the buffers of `pack` (tensor UID → buffer).
+    ///
+    /// Before the engine runs, every non-virtual tensor of the graph must be bound, and each
+    /// bound buffer must hold at least the tensor's extent (`(1 + Σ (dim−1)·stride)` elements
+    /// of its data type); a plan loaded without a graph checks only what the backend checks
+    /// (UIDs and alignments). `workspace` must hold at least [`Graph::workspace_size`] bytes
+    /// and may be `None` when that is 0.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` without a plan, for a missing tensor, a short buffer or workspace;
+    /// `HIPDNN_BACKEND_ERROR` when the backend or engine refuses (alignment, unknown UID,
+    /// execution failure), with the backend status and message.
+    pub fn execute(
+        &self,
+        handle: &Handle,
+        pack: VariantPack<'_>,
+        workspace: Option<&mut Buffer<u8>>,
+    ) -> Result<()> {
+        let plan = self.plan()?;
+        self.check_pack(&pack)?;
+        let need = plan.workspace_size();
+        let ws_len = workspace.as_ref().map_or(0, |w| w.byte_len());
+        if ws_len < need {
+            return Err(Error::new(
+                ErrorCode::InvalidValue,
+                format!("the plan needs a workspace of {need} bytes; {ws_len} bytes were given"),
+            ));
+        }
+        let mut bp = hipdnn_backend::VariantPack::new();
+        for (uid, data) in pack.entries {
+            bp.insert(uid, data);
+        }
+        if let Some(ws) = workspace {
+            bp.set_workspace(crate::buffer::Bind::bind(ws));
+        }
+        plan.execute(handle.backend(), bp).map_err(|e| backend_error("Execution failed.", e))
+    }
+
+    fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
+        for (_, t) in self.tensors() {
+            if t.is_virtual {
+                continue;
+            }
+            let Some(uid) = t.uid else { continue };
+            let Some((_, data)) = pack.entries.iter().find(|(u, _)| *u == uid) else {
+                if t.value.is_some() && !t.is_runtime_pass_by_value {
+                    continue; // a baked scalar needs no buffer
+                }
+                return Err(Error::new(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "the variant pack has no buffer for tensor '{}' (uid {uid})",
+                        t.name
+                    ),
+                ));
+            };
+            let elem = element_size(t.data_type);
+            let extent = 1 + t
+                .dims
+                .iter()
+                .zip(&t.strides)
+                .map(|(d, s)| (d - 1).max(0) * s)
+                .sum::<i64>();
+            let need = usize::try_from(extent).unwrap_or(usize::MAX).saturating_mul(elem);
+            if data.len() < need {
+                return Err(Error::new(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {:?} need {need}",
+                        t.name,
+                        data.len(),
+                        t.dims,
+                        t.strides,
+                        t.data_type
+                    ),
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Saves the graph, with its plan when the plan can be saved.
+    ///
+    /// With an active plan whose engine reports `SUPPORTS_EXECUTION_PLAN_SERIALIZATION`, the
+    /// result is an `HDGP` container (graph blob + plan blob, both 8-byte aligned). Otherwise
+    /// (no plan, or an engine without the note — logged as a warning containing "does not
+    /// support execution plan serialization; serializing the graph only.") it is the bare
+    /// `Graph` FlatBuffer, byte-identical to a graph that never had a plan.
+    ///
+    /// For a loaded plan the plan part is the bytes it was loaded from; for a graph loaded with
+    /// [`Graph::from_binary`] and unchanged since, the whole loaded container is returned.
+    ///
+    /// # Errors
+    /// Graph serialization errors; `HIPDNN_BACKEND_ERROR` when the engine refuses to save the
+    /// plan (no graph-only fallback then, as upstream).
+    pub fn to_binary(&self) -> Result<Vec<u8>> {
+        let graph_bytes = self.to_graph_bytes()?;
+        let Some(plan) = &self.compiled.plan else {
+            return Ok(graph_bytes);
+        };
+        if !self.compiled.serializable {
+            log::warn!(
+                "hipdnn: engine {} does not support execution plan serialization; serializing the graph only.",
+                self.compiled.engine_name
+            );
+            return Ok(graph_bytes);
+        }
+        let plan_bytes =
+            plan.to_bytes().map_err(|e| backend_error("Cannot serialize the execution plan.", e))?;
+        if let Some(loaded) = &self.compiled.loaded
+            && loaded.graph_bytes == graph_bytes
+            && hdgp::plan_part(&loaded.bytes).ok() == Some(plan_bytes.as_slice())
+        {
+            return Ok(loaded.bytes.as_ref().clone());
+        }
+        Ok(hdgp::write_graph_and_plan(&graph_bytes, Some(&plan_bytes)))
+    }
+
+    /// Loads a graph saved by [`Graph::to_binary`] (a bare `Graph` FlatBuffer or an `HDGP`
+    /// container), restoring its plan on `handle` when the container carries one. No kernel
+    /// selection or compilation happens.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` when the graph bytes do not verify (a bare plan given here is refused
+    /// this way, and no graph is created); `HIPDNN_BACKEND_ERROR` with the backend status for a
+    /// damaged container (`BAD_PARAM`), a container without a graph, or a plan the engines
+    /// refuse (`PLUGIN_ERROR`, `INTERNAL_ERROR` "Invalid engine ID: N", …).
+    pub fn from_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
+        let graph_blob =
+            hdgp::graph_part(bytes).map_err(|e| backend_error("Cannot read the graph.", e))?;
+        let mut g = Graph::from_graph_bytes(graph_blob)?;
+        let flags = hdgp::serialized_contents(bytes)
+            .map_err(|e| backend_error("Cannot read the container.", e))?;
+        if flags & hdgp::CONTENT_EXECUTION_PLAN != 0 {
+            let plan = ExecutionPlanDescriptor::from_bytes(handle.backend(), bytes)
+                .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+            let graph_bytes = g.to_graph_bytes()?;
+            g.compiled = CompiledState {
+                engine_name: plan.engine().name().to_string(),
+                plan: Some(Arc::new(plan)),
+                serializable: true,
+                loaded: Some(LoadedContainer { bytes: Arc::new(bytes.to_vec()), graph_bytes }),
+            };
+        }
+        Ok(g)
+    }
+
+    /// The active plan's serialized bytes (a `SerializedExecutionPlan` envelope), built or
+    /// loaded. For a loaded plan these are exactly the plan bytes it was loaded from (for a
+    /// container, its plan part).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` [`NO_FINALIZED_PLAN_MESSAGE`] without a plan; `HIPDNN_BACKEND_ERROR` when
+    /// the engine refuses to save (`PLUGIN_ERROR`) or has no serialization (`NOT_SUPPORTED`).
+    pub fn to_compiled_plan_binary(&self) -> Result<Vec<u8>> {
+        let plan = self
+            .compiled
+            .plan
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorCode::InvalidValue, NO_FINALIZED_PLAN_MESSAGE))?;
+        plan.to_bytes().map_err(|e| backend_error("Cannot serialize the execution plan.", e))
+    }
+
+    /// Loads a plan saved by [`Graph::to_compiled_plan_binary`] (or the plan part of an `HDGP`
+    /// container) on `handle`. The returned graph has no nodes or tensors; execute it with a
+    /// variant pack by UID. The plan is bound to `handle`'s device.
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` with the backend status: `BAD_PARAM` for damaged bytes or a
+    /// container without a plan, `NOT_SUPPORTED` for an unknown envelope version,
+    /// `INTERNAL_ERROR` "Invalid engine ID: N", `PLUGIN_ERROR` when the engine refuses.
+    pub fn from_compiled_plan_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
+        let plan = ExecutionPlanDescriptor::from_bytes(handle.backend(), bytes)
+            .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+        let mut g = Graph::new();
+        g.set_override_shape_enabled(plan.is_override_shape_enabled());
+        g.compiled = CompiledState {
+            engine_name: plan.engine().name().to_string(),
+            plan: Some(Arc::new(plan)),
+            serializable: true,
+            loaded: None,
+        };
+        Ok(g)
+    }
+}
+
+/// Bytes per element of a data type as stored in a buffer (sub-byte types count as 1).
+fn element_size(dt: crate::DataType) -> usize {
+    use crate::DataType as D;
+    match dt {
+        D::Double | D::Int64 => 8,
+        D::Float | D::Int32 => 4,
+        D::Half | D::BFloat16 => 2,
+        _ => 1,
+    }
+}

@@ -1,0 +1,118 @@
+//! The handle: the engines a graph can be built for and the device they run on.
+//!
+//! [`Handle::new`] picks a GPU when one is usable (a HIP or CUDA driver, a device, and kernel
+//! archives for its architecture) and otherwise the CPU; [`Handle::cpu`] always gives the CPU.
+//! Every handle registers the CPU reference engine (`hipdnn.reference.cpu`), so every graph the
+//! reference engine supports can be built, executed, saved and loaded anywhere. On a GPU handle
+//! the kernel-ingestor engines are registered first, so the heuristic ranks them before the CPU
+//! engine. Which device a handle uses is logged at INFO and shown by `Debug`.
+
+use crate::{Error, ErrorCode};
+use hipdnn_backend::BackendError;
+use std::sync::Arc;
+
+/// The device a handle executes on.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Device {
+    /// Host memory and the CPU reference engine.
+    Cpu,
+    /// A GPU, by platform and architecture name (`sm_90`, `gfx942:sramecc+:xnack-`, …).
+    Gpu {
+        /// Device ordinal.
+        ordinal: usize,
+        /// Device name reported by the driver.
+        name: String,
+        /// Architecture name (decorated on AMD).
+        arch: String,
+    },
+}
+
+/// A hipDNN handle: a backend handle with its registered engines, bound to one device.
+pub struct Handle {
+    backend: hipdnn_backend::Handle,
+    device: Device,
+}
+
+impl std::fmt::Debug for Handle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Handle")
+            .field("device", &self.device)
+            .field(
+                "engines",
+                &self.backend.engines().iter().map(|e| e.name().to_string()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
+}
+
+pub(crate) fn backend_error(context: &str, e: BackendError) -> Error {
+    Error::new(
+        ErrorCode::HipdnnBackendError,
+        format!("{context} Backend error: {}: {}", e.status.name(), e.message),
+    )
+}
+
+impl Handle {
+    /// A handle on the GPU when one is usable, else on the CPU (logged at INFO).
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` only if registering the CPU reference engine fails (it cannot
+    /// in practice).
+    pub fn new() -> Result<Self, Error> {
+        match Self::gpu() {
+            Ok(h) => Ok(h),
+            Err(e) => {
+                log::info!("hipdnn: using the CPU ({})", e.message);
+                Self::cpu()
+            }
+        }
+    }
+
+    /// A handle on the CPU with the CPU reference engine.
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` if registering the engine fails.
+    pub fn cpu() -> Result<Self, Error> {
+        let mut backend = hipdnn_backend::Handle::new();
+        backend
+            .register_engine(Arc::new(hipdnn_provider::reference::ReferenceEngine::new()))
+            .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
+        log::info!("hipdnn: handle on the CPU (engine hipdnn.reference.cpu)");
+        Ok(Handle { backend, device: Device::Cpu })
+    }
+
+    /// A handle on the first usable GPU, with the kernel-ingestor engines ranked before the CPU
+    /// reference engine.
+    ///
+    /// # Errors
+    /// `GRAPH_NOT_SUPPORTED` "no GPU: …" when no driver, no device, or no kernel archive for
+    /// the device's architecture is found.
+    pub fn gpu() -> Result<Self, Error> {
+        Err(Error::new(ErrorCode::GraphNotSupported, "no GPU: GPU engines are not built yet"))
+    }
+
+    /// The device this handle executes on.
+    pub fn device(&self) -> &Device {
+        &self.device
+    }
+
+    /// True when the handle executes on a GPU (buffers it allocates live on the device).
+    pub fn is_gpu(&self) -> bool {
+        matches!(self.device, Device::Gpu { .. })
+    }
+
+    /// The backend handle (engine registry, stream).
+    pub fn backend(&self) -> &hipdnn_backend::Handle {
+        &self.backend
+    }
+
+    /// Mutable backend handle (to register extra engines or set the stream).
+    pub fn backend_mut(&mut self) -> &mut hipdnn_backend::Handle {
+        &mut self.backend
+    }
+
+    /// Names of the registered engines in heuristic order.
+    pub fn engine_names(&self) -> Vec<String> {
+        self.backend.engines().iter().map(|e| e.name().to_string()).collect()
+    }
+}
