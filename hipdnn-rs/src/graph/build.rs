@@ -1,0 +1,566 @@
+//! Operation methods: each appends one node and creates its outputs as new virtual tensors
+//! with inferred dims, strides and data type (upstream `Graph::conv_fprop` etc., reference §3.2).
+//!
+//! Naming (upstream rule): an unnamed op becomes `"<Kind>_<nodeIndex>"` (e.g. `ConvFprop_0`),
+//! its outputs `"<opname>::<ROLE>"` (e.g. `ConvFprop_0::Y`). Outputs get packed strides in the
+//! layout (stride order) of the op's first input when the ranks agree, row-major otherwise, and
+//! the graph's intermediate type when set, else the first input's type. Shape inference only
+//! fills what it can; [`Graph::validate`] reports what is wrong. All methods panic if a handle
+//! is not from this graph.
+
+use super::ops::*;
+use super::tensor::{TensorAttributes, TensorId, packed_strides, stride_order};
+use super::types::*;
+use super::{Graph, Operation};
+
+/// Outputs of [`Graph::batchnorm`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BatchnormOutputs {
+    /// Normalized output (dims of x).
+    pub y: TensorId,
+    /// Saved per-channel mean (1, C, 1, ..).
+    pub mean: TensorId,
+    /// Saved per-channel inverse variance (1, C, 1, ..).
+    pub inv_variance: TensorId,
+    /// Next running mean; only when prev running mean, variance and momentum are all set.
+    pub next_running_mean: Option<TensorId>,
+    /// Next running variance; same condition.
+    pub next_running_variance: Option<TensorId>,
+}
+
+fn conv_out(input: i64, pre: i64, post: i64, k: i64, stride: i64, dil: i64) -> i64 {
+    if stride <= 0 {
+        return 0;
+    }
+    (input + pre + post - dil * (k - 1) - 1).div_euclid(stride) + 1
+}
+
+fn window_out(input: i64, pre: i64, post: i64, window: i64, stride: i64) -> i64 {
+    if stride <= 0 {
+        return 0;
+    }
+    (input + pre + post - window).div_euclid(stride) + 1
+}
+
+fn at(v: &[i64], i: usize, default: i64) -> i64 {
+    v.get(i).copied().unwrap_or(default)
+}
+
+/// Numpy broadcast of several shapes (right-aligned; a 1 stretches; conflicting sizes take the
+/// larger, validate reports them).
+pub(crate) fn broadcast(shapes: &[&[i64]]) -> Vec<i64> {
+    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    (0..rank)
+        .map(|i| {
+            shapes
+                .iter()
+                .filter_map(|s| (i + s.len()).checked_sub(rank).map(|j| s[j]))
+                .fold(1, |acc, d| if acc == 1 { d } else if d == 1 { acc } else { acc.max(d) })
+        })
+        .collect()
+}
+
+impl Graph {
+    fn dims_of(&self, t: TensorId) -> Vec<i64> {
+        self.tensors[t.index()].dims.clone()
+    }
+
+    fn node_name(&self, given: &mut String, kind: &str) -> String {
+        if given.is_empty() {
+            *given = format!("{kind}_{}", self.nodes.len());
+        }
+        given.clone()
+    }
+
+    fn output_type(&self, first: TensorId) -> DataType {
+        if self.intermediate_data_type != DataType::Unset {
+            self.intermediate_data_type
+        } else {
+            self.tensors[first.index()].data_type
+        }
+    }
+
+    /// Creates a virtual output tensor `<op>::<ROLE>` laid out like `like`.
+    fn output(&mut self, op: &str, role: &str, dims: Vec<i64>, like: TensorId, data_type: DataType) -> TensorId {
+        let like_strides = &self.tensors[like.index()].strides;
+        let order = if like_strides.len() == dims.len() {
+            stride_order(like_strides)
+        } else {
+            (0..dims.len()).collect()
+        };
+        let strides = packed_strides(&dims, &order);
+        self.tensor(TensorAttributes {
+            name: format!("{op}::{role}"),
+            data_type,
+            dims,
+            strides,
+            is_virtual: true,
+            ..Default::default()
+        })
+    }
+
+    fn push(&mut self, op: impl Into<Operation>) {
+        self.add_node(op);
+    }
+
+    /// Unary pointwise op (`ABS`, `RELU_FWD`, ...): `out_0 = f(in_0)`, dims of x.
+    pub fn pointwise_unary(&mut self, x: TensorId, mut attrs: PointwiseAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "Pointwise");
+        let y = self.output(&name, "OUT_0", self.dims_of(x), x, self.output_type(x));
+        attrs.in_0 = Some(x);
+        attrs.out_0 = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Binary pointwise op (`ADD`, `MUL`, ...): `out_0 = f(in_0, in_1)`, numpy-broadcast dims.
+    pub fn pointwise(&mut self, a: TensorId, b: TensorId, mut attrs: PointwiseAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "Pointwise");
+        let dims = broadcast(&[&self.dims_of(a), &self.dims_of(b)]);
+        let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
+        attrs.in_0 = Some(a);
+        attrs.in_1 = Some(b);
+        attrs.out_0 = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Ternary pointwise op (`BINARY_SELECT`), numpy-broadcast dims of the three inputs.
+    pub fn pointwise_ternary(&mut self, a: TensorId, b: TensorId, c: TensorId, mut attrs: PointwiseAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "Pointwise");
+        let dims = broadcast(&[&self.dims_of(a), &self.dims_of(b), &self.dims_of(c)]);
+        let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
+        attrs.in_0 = Some(a);
+        attrs.in_1 = Some(b);
+        attrs.in_2 = Some(c);
+        attrs.out_0 = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Convolution forward: x (N, C, spatial..), w (K, C/groups, kernel..) → y (N, K, out..)
+    /// with `out = floor((in + pre + post - dilation*(k-1) - 1)/stride) + 1` (missing list
+    /// entries count as pad 0, stride 1, dilation 1 for inference; validate requires them).
+    pub fn conv_fprop(&mut self, x: TensorId, w: TensorId, mut attrs: ConvFpropAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "ConvFprop");
+        let (xd, wd) = (self.dims_of(x), self.dims_of(w));
+        let mut dims = vec![at(&xd, 0, 1), at(&wd, 0, 1)];
+        for i in 0..xd.len().saturating_sub(2) {
+            let a = &attrs;
+            dims.push(conv_out(xd[i + 2], at(&a.pre_padding, i, 0), at(&a.post_padding, i, 0), at(&wd, i + 2, 1), at(&a.stride, i, 1), at(&a.dilation, i, 1)));
+        }
+        let y = self.output(&name, "Y", dims, x, self.output_type(x));
+        attrs.x = Some(x);
+        attrs.w = Some(w);
+        attrs.y = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Convolution backward data: dy (N, K, out..), w (K, C, kernel..) → dx (N, C, in..) with
+    /// `in = (out-1)*stride - pre - post + dilation*(k-1) + 1` (the smallest consistent input;
+    /// set the real dims with [`Graph::set_dims`] when they differ, as upstream requires).
+    pub fn conv_dgrad(&mut self, dy: TensorId, w: TensorId, mut attrs: ConvDgradAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "ConvDgrad");
+        let (dd, wd) = (self.dims_of(dy), self.dims_of(w));
+        let mut dims = vec![at(&dd, 0, 1), at(&wd, 1, 1)];
+        for i in 0..dd.len().saturating_sub(2) {
+            let a = &attrs;
+            dims.push((dd[i + 2] - 1) * at(&a.stride, i, 1) - at(&a.pre_padding, i, 0) - at(&a.post_padding, i, 0) + at(&a.dilation, i, 1) * (at(&wd, i + 2, 1) - 1) + 1);
+        }
+        let dx = self.output(&name, "DX", dims, dy, self.output_type(dy));
+        attrs.dy = Some(dy);
+        attrs.w = Some(w);
+        attrs.dx = Some(dx);
+        self.push(attrs);
+        dx
+    }
+
+    /// Convolution backward filter: dy (N, K, out..), x (N, C, in..) → dw (K, C, kernel..) with
+    /// `k = ((in + pre + post - 1) - (out-1)*stride) / dilation + 1` (set the real dims with
+    /// [`Graph::set_dims`] when they differ, as upstream requires).
+    pub fn conv_wgrad(&mut self, dy: TensorId, x: TensorId, mut attrs: ConvWgradAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "ConvWgrad");
+        let (dd, xd) = (self.dims_of(dy), self.dims_of(x));
+        let mut dims = vec![at(&dd, 1, 1), at(&xd, 1, 1)];
+        for i in 0..xd.len().saturating_sub(2) {
+            let a = &attrs;
+            let span = xd[i + 2] + at(&a.pre_padding, i, 0) + at(&a.post_padding, i, 0) - 1 - (at(&dd, i + 2, 1) - 1) * at(&a.stride, i, 1);
+            dims.push(span.div_euclid(at(&a.dilation, i, 1).max(1)) + 1);
+        }
+        let dw = self.output(&name, "DW", dims, x, self.output_type(x));
+        attrs.x = Some(x);
+        attrs.dy = Some(dy);
+        attrs.dw = Some(dw);
+        self.push(attrs);
+        dw
+    }
+
+    /// Matrix product: a (..batch, M, K) × b (..batch, K, N) → c (..broadcast batch, M, N).
+    pub fn matmul(&mut self, a: TensorId, b: TensorId, mut attrs: MatmulAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "Matmul");
+        let (ad, bd) = (self.dims_of(a), self.dims_of(b));
+        let (ab, bb) = (&ad[..ad.len().saturating_sub(2)], &bd[..bd.len().saturating_sub(2)]);
+        let mut dims = broadcast(&[ab, bb]);
+        dims.push(if ad.len() >= 2 { ad[ad.len() - 2] } else { 1 });
+        dims.push(bd.last().copied().unwrap_or(1));
+        let c = self.output(&name, "C", dims, a, self.output_type(a));
+        attrs.a = Some(a);
+        attrs.b = Some(b);
+        attrs.c = Some(c);
+        self.push(attrs);
+        c
+    }
+
+    fn channel_dims(&self, x: TensorId) -> Vec<i64> {
+        let xd = self.dims_of(x);
+        (0..xd.len()).map(|i| if i == 1 { xd[1] } else { 1 }).collect()
+    }
+
+    /// Batchnorm training forward: x (N, C, ..), scale/bias (1, C, 1, ..); epsilon, and
+    /// optionally prev running stats and momentum, are set on `attrs`. Outputs: y (dims of x),
+    /// mean and inv_variance (1, C, 1, ..), next running mean/variance when prev mean, prev
+    /// variance and momentum are all set.
+    pub fn batchnorm(&mut self, x: TensorId, scale: TensorId, bias: TensorId, mut attrs: BatchnormAttributes) -> BatchnormOutputs {
+        let name = self.node_name(&mut attrs.name, "Batchnorm");
+        let dt = self.output_type(x);
+        let ch = self.channel_dims(x);
+        let y = self.output(&name, "Y", self.dims_of(x), x, dt);
+        let mean = self.output(&name, "MEAN", ch.clone(), scale, dt);
+        let inv_variance = self.output(&name, "INV_VARIANCE", ch.clone(), scale, dt);
+        let running = attrs.prev_running_mean.is_some() && attrs.prev_running_variance.is_some() && attrs.momentum.is_some();
+        let (nrm, nrv) = if running {
+            (
+                Some(self.output(&name, "NEXT_RUNNING_MEAN", ch.clone(), scale, dt)),
+                Some(self.output(&name, "NEXT_RUNNING_VARIANCE", ch, scale, dt)),
+            )
+        } else {
+            (None, None)
+        };
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.bias = Some(bias);
+        attrs.y = Some(y);
+        attrs.mean = Some(mean);
+        attrs.inv_variance = Some(inv_variance);
+        attrs.next_running_mean = nrm;
+        attrs.next_running_variance = nrv;
+        self.push(attrs);
+        BatchnormOutputs { y, mean, inv_variance, next_running_mean: nrm, next_running_variance: nrv }
+    }
+
+    /// Batchnorm backward: dy, x (N, C, ..), scale (1, C, 1, ..); saved mean / inv variance
+    /// and peer stats on `attrs`. Returns `[dx, dscale, dbias]` (dims of x, scale, scale).
+    pub fn batchnorm_backward(&mut self, dy: TensorId, x: TensorId, scale: TensorId, mut attrs: BatchnormBackwardAttributes) -> [TensorId; 3] {
+        let name = self.node_name(&mut attrs.name, "BatchnormBackward");
+        let dt = self.output_type(dy);
+        let dx = self.output(&name, "DX", self.dims_of(x), x, dt);
+        let dscale = self.output(&name, "DSCALE", self.dims_of(scale), scale, dt);
+        let dbias = self.output(&name, "DBIAS", self.dims_of(scale), scale, dt);
+        attrs.dy = Some(dy);
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.dx = Some(dx);
+        attrs.dscale = Some(dscale);
+        attrs.dbias = Some(dbias);
+        self.push(attrs);
+        [dx, dscale, dbias]
+    }
+
+    /// Batchnorm inference `y = (x - mean) * inv_variance * scale + bias`; y has the dims of x.
+    pub fn batchnorm_inference(&mut self, x: TensorId, mean: TensorId, inv_variance: TensorId, scale: TensorId, bias: TensorId, mut attrs: BatchnormInferenceAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "BatchnormInference");
+        let y = self.output(&name, "Y", self.dims_of(x), x, self.output_type(x));
+        attrs.x = Some(x);
+        attrs.mean = Some(mean);
+        attrs.inv_variance = Some(inv_variance);
+        attrs.scale = Some(scale);
+        attrs.bias = Some(bias);
+        attrs.y = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Batchnorm inference from variance and an epsilon tensor; y has the dims of x.
+    #[allow(clippy::too_many_arguments)]
+    pub fn batchnorm_inference_variance_ext(&mut self, x: TensorId, mean: TensorId, variance: TensorId, scale: TensorId, bias: TensorId, epsilon: TensorId, mut attrs: BatchnormInferenceVarianceExtAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "BatchnormInferenceVarianceExt");
+        let y = self.output(&name, "Y", self.dims_of(x), x, self.output_type(x));
+        attrs.x = Some(x);
+        attrs.mean = Some(mean);
+        attrs.variance = Some(variance);
+        attrs.scale = Some(scale);
+        attrs.bias = Some(bias);
+        attrs.epsilon = Some(epsilon);
+        attrs.y = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Statistics dims of a normalization: x's dims where `scale` is 1, else 1.
+    fn stats_dims(&self, x: TensorId, scale: TensorId) -> Vec<i64> {
+        let (xd, sd) = (self.dims_of(x), self.dims_of(scale));
+        xd.iter().enumerate().map(|(i, &d)| if at(&sd, i, 1) == 1 { d } else { 1 }).collect()
+    }
+
+    /// Layer normalization: x, scale, bias (epsilon on `attrs`). Returns `(y, mean,
+    /// inv_variance)`; the statistics (x's dims with the normalized dims set to 1) exist only
+    /// when `forward_phase` is `Training`.
+    pub fn layernorm(&mut self, x: TensorId, scale: TensorId, bias: TensorId, mut attrs: LayernormAttributes) -> (TensorId, Option<TensorId>, Option<TensorId>) {
+        let name = self.node_name(&mut attrs.name, "Layernorm");
+        let dt = self.output_type(x);
+        let y = self.output(&name, "Y", self.dims_of(x), x, dt);
+        let (mut mean, mut inv) = (None, None);
+        if attrs.forward_phase == NormFwdPhase::Training {
+            let sd = self.stats_dims(x, scale);
+            mean = Some(self.output(&name, "MEAN", sd.clone(), x, dt));
+            inv = Some(self.output(&name, "INV_VARIANCE", sd, x, dt));
+        }
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.bias = Some(bias);
+        attrs.y = Some(y);
+        attrs.mean = mean;
+        attrs.inv_variance = inv;
+        self.push(attrs);
+        (y, mean, inv)
+    }
+
+    /// Layer normalization backward. Returns `[dx, dscale, dbias]` (dims of x, scale, scale).
+    pub fn layernorm_backward(&mut self, dy: TensorId, x: TensorId, scale: TensorId, mut attrs: LayernormBackwardAttributes) -> [TensorId; 3] {
+        let name = self.node_name(&mut attrs.name, "LayernormBackward");
+        let dt = self.output_type(dy);
+        let dx = self.output(&name, "DX", self.dims_of(x), x, dt);
+        let dscale = self.output(&name, "DSCALE", self.dims_of(scale), scale, dt);
+        let dbias = self.output(&name, "DBIAS", self.dims_of(scale), scale, dt);
+        attrs.dy = Some(dy);
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.dx = Some(dx);
+        attrs.dscale = Some(dscale);
+        attrs.dbias = Some(dbias);
+        self.push(attrs);
+        [dx, dscale, dbias]
+    }
+
+    /// RMS normalization (epsilon, optional bias on `attrs`). Returns `(y, inv_rms)`; inv_rms
+    /// exists only when `forward_phase` is `Training`.
+    pub fn rmsnorm(&mut self, x: TensorId, scale: TensorId, mut attrs: RmsNormAttributes) -> (TensorId, Option<TensorId>) {
+        let name = self.node_name(&mut attrs.name, "RmsNorm");
+        let dt = self.output_type(x);
+        let y = self.output(&name, "Y", self.dims_of(x), x, dt);
+        let inv = (attrs.forward_phase == NormFwdPhase::Training).then(|| {
+            let sd = self.stats_dims(x, scale);
+            self.output(&name, "INV_RMS", sd, x, dt)
+        });
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.y = Some(y);
+        attrs.inv_rms = inv;
+        self.push(attrs);
+        (y, inv)
+    }
+
+    /// RMS normalization backward. Returns `(dx, dscale, dbias)`; dbias only when
+    /// `compute_dbias` (upstream `set_compute_dbias(true)`).
+    pub fn rmsnorm_backward(&mut self, dy: TensorId, x: TensorId, scale: TensorId, inv_rms: TensorId, compute_dbias: bool, mut attrs: RmsNormBackwardAttributes) -> (TensorId, TensorId, Option<TensorId>) {
+        let name = self.node_name(&mut attrs.name, "RmsNormBackward");
+        let dt = self.output_type(dy);
+        let dx = self.output(&name, "DX", self.dims_of(x), x, dt);
+        let dscale = self.output(&name, "DSCALE", self.dims_of(scale), scale, dt);
+        let dbias = compute_dbias.then(|| self.output(&name, "DBIAS", self.dims_of(scale), scale, dt));
+        attrs.dy = Some(dy);
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.inv_rms = Some(inv_rms);
+        attrs.dx = Some(dx);
+        attrs.dscale = Some(dscale);
+        attrs.dbias = dbias;
+        self.push(attrs);
+        (dx, dscale, dbias)
+    }
+
+    /// Scaled dot-product attention: q (B, H, Sq, D), k (B, Hk, Skv, D), v (B, Hk, Skv, Dv) →
+    /// `(o, stats)`: o (B, H, Sq, Dv); stats (B, H, Sq, 1) FLOAT when `generate_stats ==
+    /// Some(true)` and `attrs.stats` is not already set. Masks, dropout, scales and the other
+    /// optional tensors are set on `attrs`.
+    pub fn sdpa(&mut self, q: TensorId, k: TensorId, v: TensorId, mut attrs: SdpaAttributes) -> (TensorId, Option<TensorId>) {
+        let name = self.node_name(&mut attrs.name, "Sdpa");
+        let (qd, vd) = (self.dims_of(q), self.dims_of(v));
+        let mut od = qd.clone();
+        if let (Some(l), Some(&dv)) = (od.last_mut(), vd.last()) {
+            *l = dv;
+        }
+        let o = self.output(&name, "O", od, q, self.output_type(q));
+        if attrs.generate_stats == Some(true) && attrs.stats.is_none() {
+            let mut sd = qd;
+            if let Some(l) = sd.last_mut() {
+                *l = 1;
+            }
+            attrs.stats = Some(self.output(&name, "STATS", sd, q, DataType::Float));
+        }
+        attrs.q = Some(q);
+        attrs.k = Some(k);
+        attrs.v = Some(v);
+        attrs.o = Some(o);
+        let stats = attrs.stats;
+        self.push(attrs);
+        (o, stats)
+    }
+
+    /// Scaled dot-product attention backward. Returns `[dq, dk, dv]` (dims of q, k, v).
+    #[allow(clippy::too_many_arguments)]
+    pub fn sdpa_backward(&mut self, q: TensorId, k: TensorId, v: TensorId, o: TensorId, d_o: TensorId, stats: TensorId, mut attrs: SdpaBackwardAttributes) -> [TensorId; 3] {
+        let name = self.node_name(&mut attrs.name, "SdpaBackward");
+        let dt = self.output_type(d_o);
+        let dq = self.output(&name, "DQ", self.dims_of(q), q, dt);
+        let dk = self.output(&name, "DK", self.dims_of(k), k, dt);
+        let dv = self.output(&name, "DV", self.dims_of(v), v, dt);
+        attrs.q = Some(q);
+        attrs.k = Some(k);
+        attrs.v = Some(v);
+        attrs.o = Some(o);
+        attrs.d_o = Some(d_o);
+        attrs.stats = Some(stats);
+        attrs.dq = Some(dq);
+        attrs.dk = Some(dk);
+        attrs.dv = Some(dv);
+        self.push(attrs);
+        [dq, dk, dv]
+    }
+
+    /// Reduction of x into a new tensor with dims `out_dims` (reduced dims are 1; the schema
+    /// has no axis list, so the output dims define the reduction).
+    pub fn reduction(&mut self, x: TensorId, out_dims: impl Into<Vec<i64>>, mut attrs: ReductionAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "Reduction");
+        let y = self.output(&name, "Y", out_dims.into(), x, self.output_type(x));
+        attrs.x = Some(x);
+        attrs.y = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Resample forward: x (N, C, spatial..) → `(y, index)`, y (N, C, out..) with
+    /// `out = floor((in + pre + post - window)/stride) + 1`; index (INT32, dims of y) when
+    /// `generate_index == Some(true)` and the mode is `MaxPool`.
+    pub fn resample(&mut self, x: TensorId, mut attrs: ResampleFwdAttributes) -> (TensorId, Option<TensorId>) {
+        let name = self.node_name(&mut attrs.name, "ResampleFwd");
+        let xd = self.dims_of(x);
+        let mut dims: Vec<i64> = xd.iter().take(2).copied().collect();
+        for i in 0..xd.len().saturating_sub(2) {
+            let a = &attrs;
+            dims.push(window_out(xd[i + 2], at(&a.pre_padding, i, 0), at(&a.post_padding, i, 0), at(&a.window, i, 1), at(&a.stride, i, 1)));
+        }
+        let y = self.output(&name, "Y", dims.clone(), x, self.output_type(x));
+        let index = (attrs.generate_index == Some(true) && attrs.resample_mode == ResampleMode::MaxPool)
+            .then(|| self.output(&name, "INDEX", dims, x, DataType::Int32));
+        attrs.x = Some(x);
+        attrs.y = Some(y);
+        attrs.index = index;
+        self.push(attrs);
+        (y, index)
+    }
+
+    /// Resample forward without an index output (sets `generate_index = Some(false)`).
+    pub fn resample_fwd(&mut self, x: TensorId, attrs: ResampleFwdAttributes) -> TensorId {
+        self.resample(x, attrs.generate_index(false)).0
+    }
+
+    /// Resample backward: dy (N, C, out..) and optional max-pool `index` → dx (N, C, in..)
+    /// with `in = (out-1)*stride + window - pre - post` (set real dims with [`Graph::set_dims`]
+    /// when they differ).
+    pub fn resample_bwd(&mut self, dy: TensorId, index: Option<TensorId>, mut attrs: ResampleBwdAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "ResampleBwd");
+        let dd = self.dims_of(dy);
+        let mut dims: Vec<i64> = dd.iter().take(2).copied().collect();
+        for i in 0..dd.len().saturating_sub(2) {
+            let a = &attrs;
+            dims.push((dd[i + 2] - 1) * at(&a.stride, i, 1) + at(&a.window, i, 1) - at(&a.pre_padding, i, 0) - at(&a.post_padding, i, 0));
+        }
+        let dx = self.output(&name, "DX", dims, dy, self.output_type(dy));
+        attrs.dy = Some(dy);
+        attrs.dx = Some(dx);
+        attrs.index = index;
+        self.push(attrs);
+        dx
+    }
+
+    /// Block-scaled quantization: returns `(y, scale)`; y has x's dims and type (set the
+    /// quantized type with [`Graph::set_data_type`]); scale has x's dims with the `axis` dim
+    /// (default: last) divided by `block_size` (rounded up).
+    pub fn block_scale_quantize(&mut self, x: TensorId, mut attrs: BlockScaleQuantizeAttributes) -> (TensorId, TensorId) {
+        let name = self.node_name(&mut attrs.name, "BlockScaleQuantize");
+        let xd = self.dims_of(x);
+        let dt = self.output_type(x);
+        let y = self.output(&name, "Y", xd.clone(), x, dt);
+        let mut sd = xd.clone();
+        let axis = attrs.axis.unwrap_or(xd.len() as i64 - 1);
+        if let Some(d) = usize::try_from(axis).ok().and_then(|a| sd.get_mut(a)) {
+            let b = i64::from(attrs.block_size.max(1));
+            *d = (*d + b - 1) / b;
+        }
+        let scale = self.output(&name, "SCALE", sd, x, dt);
+        attrs.x = Some(x);
+        attrs.y = Some(y);
+        attrs.scale = Some(scale);
+        self.push(attrs);
+        (y, scale)
+    }
+
+    /// Block-scaled dequantization: y has x's dims.
+    pub fn block_scale_dequantize(&mut self, x: TensorId, scale: TensorId, mut attrs: BlockScaleDequantizeAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "BlockScaleDequantize");
+        let y = self.output(&name, "Y", self.dims_of(x), x, self.output_type(x));
+        attrs.x = Some(x);
+        attrs.scale = Some(scale);
+        attrs.y = Some(y);
+        self.push(attrs);
+        y
+    }
+
+    /// Plugin operation over `inputs` creating `num_outputs` outputs `OUT_<i>` with **empty
+    /// dims** (the plugin defines them; set them with [`Graph::set_dims`]) and the type of the
+    /// first input. Panics if `inputs` is empty.
+    pub fn custom_op(&mut self, inputs: &[TensorId], num_outputs: usize, mut attrs: CustomOpAttributes) -> Vec<TensorId> {
+        let name = self.node_name(&mut attrs.name, "CustomOp");
+        let first = inputs[0];
+        let dt = self.output_type(first);
+        let outs: Vec<TensorId> = (0..num_outputs).map(|i| self.output(&name, &format!("OUT_{i}"), Vec::new(), first, dt)).collect();
+        attrs.inputs = inputs.to_vec();
+        attrs.outputs = outs.clone();
+        self.push(attrs);
+        outs
+    }
+
+    /// MoE grouped matmul: token (T, K), weight (E, K, N), first_token_offset (E), optional
+    /// token_index / token_ks → output (T, N).
+    pub fn moe_grouped_matmul(&mut self, token: TensorId, weight: TensorId, first_token_offset: TensorId, token_index: Option<TensorId>, token_ks: Option<TensorId>, mut attrs: MoeGroupedMatmulAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "MoeGroupedMatmul");
+        let (td, wd) = (self.dims_of(token), self.dims_of(weight));
+        let dims = vec![at(&td, 0, 1), wd.last().copied().unwrap_or(1)];
+        let out = self.output(&name, "OUTPUT", dims, token, self.output_type(token));
+        attrs.token = Some(token);
+        attrs.weight = Some(weight);
+        attrs.first_token_offset = Some(first_token_offset);
+        attrs.token_index = token_index;
+        attrs.token_ks = token_ks;
+        attrs.output = Some(out);
+        self.push(attrs);
+        out
+    }
+
+    /// MoE grouped matmul weight gradient: doutput (T, N), token (T, K), first_token_offset (E)
+    /// → dweight (E, K, N).
+    pub fn moe_grouped_matmul_bwd(&mut self, doutput: TensorId, token: TensorId, first_token_offset: TensorId, mut attrs: MoeGroupedMatmulBwdAttributes) -> TensorId {
+        let name = self.node_name(&mut attrs.name, "MoeGroupedMatmulBwd");
+        let (dd, td, fd) = (self.dims_of(doutput), self.dims_of(token), self.dims_of(first_token_offset));
+        let dims = vec![at(&fd, 0, 1), td.last().copied().unwrap_or(1), dd.last().copied().unwrap_or(1)];
+        let dw = self.output(&name, "DWEIGHT", dims, doutput, self.output_type(doutput));
+        attrs.doutput = Some(doutput);
+        attrs.token = Some(token);
+        attrs.first_token_offset = Some(first_token_offset);
+        attrs.dweight = Some(dw);
+        self.push(attrs);
+        dw
+    }
+}

@@ -1,0 +1,248 @@
+//! The graph: an arena of tensors and operation nodes with `Copy` handles.
+//!
+//! This module owns the in-memory model of a hipDNN graph (upstream `hipdnn_frontend::graph::Graph`,
+//! reference §3) and its two wire forms: the bare `Graph` FlatBuffer ([`Graph::to_graph_bytes`],
+//! [`Graph::from_graph_bytes`]) and JSON ([`Graph::to_json`], [`Graph::from_json`]). It never
+//! talks to a backend: lowering, plans and execution belong to other modules.
+//!
+//! The model is a field-for-field image of the schema, so load → save reproduces the bytes (or
+//! JSON) this crate wrote: tensor order, node order, absent vs present optional fields, the
+//! graph id and the minimum engine API version are all kept.
+
+mod build;
+mod bytes;
+pub mod error;
+mod json;
+mod kinds;
+pub mod ops;
+pub mod tensor;
+pub mod types;
+mod validate;
+
+pub use build::BatchnormOutputs;
+pub use error::{Error, ErrorCode, Result};
+pub use json::JSON_VERSION;
+pub use ops::*;
+pub use tensor::{NodeId, TensorAttributes, TensorId, TensorValue, packed_strides, stride_order};
+pub use types::{
+    AttentionImplementation, ConvMode, DataType, DiagonalAlignment, EngineApiVersion,
+    MoeGroupedMatmulMode, NormFwdPhase, PaddingMode, PointwiseMode, ReductionMode, ResampleMode,
+};
+
+/// A hipDNN operation graph.
+///
+/// Tensors and nodes live in arenas and are addressed by [`TensorId`] / [`NodeId`] handles
+/// (insertion indices). Methods taking a handle **panic** if the handle does not belong to this
+/// graph (like slice indexing); everything reading external data returns [`Error`] instead.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Graph {
+    name: String,
+    compute_data_type: DataType,
+    intermediate_data_type: DataType,
+    io_data_type: DataType,
+    tensors: Vec<TensorAttributes>,
+    nodes: Vec<Operation>,
+    preferred_engine_id: Option<i64>,
+    override_shape_enabled: bool,
+    min_required_engine_api_version: Option<EngineApiVersion>,
+    id: Option<[u8; 16]>,
+}
+
+impl Graph {
+    /// An empty graph (no name, all data types `Unset`).
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Graph name (empty when unnamed).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Sets the graph name.
+    pub fn set_name(&mut self, name: impl Into<String>) -> &mut Self {
+        self.name = name.into();
+        self
+    }
+    /// Default compute type of the nodes.
+    pub fn compute_data_type(&self) -> DataType {
+        self.compute_data_type
+    }
+    /// Sets the default compute type of the nodes.
+    pub fn set_compute_data_type(&mut self, t: DataType) -> &mut Self {
+        self.compute_data_type = t;
+        self
+    }
+    /// Type of virtual (intermediate) tensors whose type is unset.
+    pub fn intermediate_data_type(&self) -> DataType {
+        self.intermediate_data_type
+    }
+    /// Sets the type of virtual tensors whose type is unset; also used for new op outputs.
+    pub fn set_intermediate_data_type(&mut self, t: DataType) -> &mut Self {
+        self.intermediate_data_type = t;
+        self
+    }
+    /// Type of non-virtual tensors whose type is unset.
+    pub fn io_data_type(&self) -> DataType {
+        self.io_data_type
+    }
+    /// Sets the type of non-virtual tensors whose type is unset.
+    pub fn set_io_data_type(&mut self, t: DataType) -> &mut Self {
+        self.io_data_type = t;
+        self
+    }
+    /// Preferred engine id (`set_preferred_engine_id_ext`); `None` when unset.
+    pub fn preferred_engine_id(&self) -> Option<i64> {
+        self.preferred_engine_id
+    }
+    /// Sets or clears the preferred engine id.
+    pub fn set_preferred_engine_id(&mut self, id: Option<i64>) -> &mut Self {
+        self.preferred_engine_id = id;
+        self
+    }
+    /// Whether execute-time shape overrides are enabled.
+    pub fn is_override_shape_enabled(&self) -> bool {
+        self.override_shape_enabled
+    }
+    /// Enables or disables execute-time shape overrides (must be set before build).
+    pub fn set_override_shape_enabled(&mut self, on: bool) -> &mut Self {
+        self.override_shape_enabled = on;
+        self
+    }
+    /// Minimum engine API version recorded in the graph (`None`: absent, meaning 1.0.0).
+    pub fn min_required_engine_api_version(&self) -> Option<EngineApiVersion> {
+        self.min_required_engine_api_version
+    }
+    /// Sets or clears the recorded minimum engine API version.
+    pub fn set_min_required_engine_api_version(&mut self, v: Option<EngineApiVersion>) -> &mut Self {
+        self.min_required_engine_api_version = v;
+        self
+    }
+    /// The graph's 128-bit id (schema `Uuid`; minted at finalization upstream), if any.
+    pub fn id(&self) -> Option<[u8; 16]> {
+        self.id
+    }
+    /// Sets or clears the graph id. Any 128-bit value is kept as is.
+    pub fn set_id(&mut self, id: Option<[u8; 16]>) -> &mut Self {
+        self.id = id;
+        self
+    }
+
+    // ---- tensors ----
+
+    /// Adds a tensor (a copy of `attrs`, UID kept) and returns its handle.
+    pub fn tensor(&mut self, attrs: TensorAttributes) -> TensorId {
+        let id = TensorId(u32::try_from(self.tensors.len()).expect("more than 2^32 tensors"));
+        self.tensors.push(attrs);
+        id
+    }
+    /// Adds a copy of tensor `like` with its UID cleared and its name replaced by `name`
+    /// (upstream `tensor_like`).
+    pub fn tensor_like(&mut self, like: TensorId, name: impl Into<String>) -> TensorId {
+        let mut t = self.tensors[like.index()].clone();
+        t.uid = None;
+        t.name = name.into();
+        self.tensor(t)
+    }
+    /// Attributes of tensor `t`. Panics if `t` is not from this graph.
+    pub fn tensor_attributes(&self, t: TensorId) -> &TensorAttributes {
+        &self.tensors[t.index()]
+    }
+    /// Mutable attributes of tensor `t`. Panics if `t` is not from this graph.
+    pub fn tensor_attributes_mut(&mut self, t: TensorId) -> &mut TensorAttributes {
+        &mut self.tensors[t.index()]
+    }
+    /// Number of tensors.
+    pub fn tensor_count(&self) -> usize {
+        self.tensors.len()
+    }
+    /// Every tensor with its handle, in insertion order.
+    pub fn tensors(&self) -> impl Iterator<Item = (TensorId, &TensorAttributes)> {
+        self.tensors.iter().enumerate().map(|(i, t)| (TensorId(i as u32), t))
+    }
+    /// Marks `t` an output (`is_virtual = !output`). Panics if `t` is not from this graph.
+    pub fn set_output(&mut self, t: TensorId, output: bool) -> &mut Self {
+        self.tensors[t.index()].is_virtual = !output;
+        self
+    }
+    /// Sets the UID of `t`.
+    pub fn set_uid(&mut self, t: TensorId, uid: i64) -> &mut Self {
+        self.tensors[t.index()].uid = Some(uid);
+        self
+    }
+    /// Clears the UID of `t` (it will be auto-assigned).
+    pub fn clear_uid(&mut self, t: TensorId) -> &mut Self {
+        self.tensors[t.index()].uid = None;
+        self
+    }
+    /// Renames tensor `t`.
+    pub fn set_tensor_name(&mut self, t: TensorId, name: impl Into<String>) -> &mut Self {
+        self.tensors[t.index()].name = name.into();
+        self
+    }
+    /// Sets the data type of `t`.
+    pub fn set_data_type(&mut self, t: TensorId, dt: DataType) -> &mut Self {
+        self.tensors[t.index()].data_type = dt;
+        self
+    }
+    /// Sets the dims of `t` (and packed strides in its current layout when the rank changes
+    /// or strides are unset).
+    pub fn set_dims(&mut self, t: TensorId, dims: impl Into<Vec<i64>>) -> &mut Self {
+        let tensor = &mut self.tensors[t.index()];
+        let dims = dims.into();
+        let order = if tensor.strides.len() == dims.len() {
+            stride_order(&tensor.strides)
+        } else {
+            (0..dims.len()).collect()
+        };
+        tensor.strides = packed_strides(&dims, &order);
+        tensor.dims = dims;
+        self
+    }
+    /// Sets the strides of `t` (elements).
+    pub fn set_strides(&mut self, t: TensorId, strides: impl Into<Vec<i64>>) -> &mut Self {
+        self.tensors[t.index()].strides = strides.into();
+        self
+    }
+    /// Handles of the tensors named `name`, in insertion order (names need not be unique).
+    pub fn tensors_by_name(&self, name: &str) -> Vec<TensorId> {
+        self.tensors().filter(|(_, t)| t.name == name).map(|(i, _)| i).collect()
+    }
+    /// Handle of the (first) tensor with UID `uid`.
+    pub fn tensor_by_uid(&self, uid: i64) -> Option<TensorId> {
+        self.tensors().find(|(_, t)| t.uid == Some(uid)).map(|(i, _)| i)
+    }
+
+    // ---- nodes ----
+
+    /// Number of nodes.
+    pub fn node_count(&self) -> usize {
+        self.nodes.len()
+    }
+    /// Every node with its handle, in insertion order.
+    pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &Operation)> {
+        self.nodes.iter().enumerate().map(|(i, n)| (NodeId(i as u32), n))
+    }
+    /// Node `n`. Panics if `n` is not from this graph.
+    pub fn node(&self, n: NodeId) -> &Operation {
+        &self.nodes[n.index()]
+    }
+    /// Mutable node `n`. Panics if `n` is not from this graph.
+    pub fn node_mut(&mut self, n: NodeId) -> &mut Operation {
+        &mut self.nodes[n.index()]
+    }
+    /// The node that writes tensor `t`, if any (the first one in insertion order).
+    pub fn producer(&self, t: TensorId) -> Option<NodeId> {
+        self.nodes()
+            .find(|(_, n)| n.inputs_outputs().1.contains(&t))
+            .map(|(i, _)| i)
+    }
+
+    /// Appends a node exactly as given (no naming, no output creation) and returns its handle.
+    /// Used by the loaders and for hand-assembled graphs; the op methods ([`Graph::conv_fprop`],
+    /// ...) are the usual way to add nodes.
+    pub fn add_node(&mut self, op: impl Into<Operation>) -> NodeId {
+        let id = NodeId(u32::try_from(self.nodes.len()).expect("more than 2^32 nodes"));
+        self.nodes.push(op.into());
+        id
+    }
+}

@@ -1,0 +1,327 @@
+//! Graph checks (upstream `Graph::validate`, reference §4): UIDs, topology, connectivity,
+//! tensor rules and per-node required attributes. Checks run in upstream's order and stop
+//! at the first failure; messages name the node (`conv_fprop 'ConvFprop_0'`), the tensor and
+//! the attribute.
+
+use std::cmp::Reverse;
+use std::collections::{BinaryHeap, HashMap, HashSet};
+
+use super::error::{Error, Result};
+use super::tensor::TensorId;
+use super::types::*;
+use super::{Graph, NodeId, Operation};
+
+fn label(op: &Operation) -> String {
+    format!("{} '{}'", op.method(), op.name())
+}
+
+impl Graph {
+    /// Assigns a UID to every tensor that has none: in insertion order, counting up from 0 and
+    /// skipping values already used (deterministic version of upstream's rule).
+    pub fn assign_uids(&mut self) -> &mut Self {
+        let used: HashSet<i64> = self.tensors.iter().filter_map(|t| t.uid).collect();
+        let mut next = 0i64;
+        for t in self.tensors.iter_mut().filter(|t| t.uid.is_none()) {
+            while used.contains(&next) {
+                next += 1;
+            }
+            t.uid = Some(next);
+            next += 1;
+        }
+        self
+    }
+
+    /// UID of every tensor by arena index, after checking all are set and unique.
+    pub(crate) fn checked_uids(&self) -> Result<Vec<i64>> {
+        let mut uids = Vec::with_capacity(self.tensors.len());
+        let mut seen = HashSet::with_capacity(self.tensors.len());
+        for (i, t) in self.tensors.iter().enumerate() {
+            let uid = t.uid.ok_or_else(|| {
+                Error::not_set(format!(
+                    "tensor #{i} '{}' has no UID (set one or call Graph::assign_uids)",
+                    t.name
+                ))
+            })?;
+            if !seen.insert(uid) {
+                return Err(Error::invalid(format!(
+                    "Duplicate tensor UIDs found in the graph (UID {uid}, tensor #{i} '{}')",
+                    t.name
+                )));
+            }
+            uids.push(uid);
+        }
+        Ok(uids)
+    }
+
+    fn check_handles(&self) -> Result<()> {
+        let n = self.tensors.len();
+        for op in &self.nodes {
+            let (ins, outs) = op.inputs_outputs();
+            if let Some(t) = ins.iter().chain(&outs).find(|t| t.index() >= n) {
+                return Err(Error::invalid(format!(
+                    "{}: refers to tensor #{} which is not in this graph",
+                    label(op),
+                    t.index()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Node order for writing: a stable topological sort (Kahn; among ready nodes, the lowest
+    /// insertion index first).
+    ///
+    /// # Errors
+    /// `InvalidValue` if a tensor is written by two nodes, a handle is foreign, or the nodes
+    /// form a cycle.
+    pub fn topological_order(&self) -> Result<Vec<NodeId>> {
+        self.check_handles()?;
+        let mut producer: HashMap<TensorId, usize> = HashMap::new();
+        let io: Vec<(Vec<TensorId>, Vec<TensorId>)> = self.nodes.iter().map(Operation::inputs_outputs).collect();
+        for (i, (_, outs)) in io.iter().enumerate() {
+            for &t in outs {
+                if let Some(p) = producer.insert(t, i) {
+                    if p != i {
+                        return Err(Error::invalid(format!(
+                            "tensor '{}' is written by both {} and {}",
+                            self.tensors[t.index()].name,
+                            label(&self.nodes[p]),
+                            label(&self.nodes[i])
+                        )));
+                    }
+                }
+            }
+        }
+        let mut indegree = vec![0usize; self.nodes.len()];
+        let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
+        for (i, (ins, _)) in io.iter().enumerate() {
+            let mut preds: Vec<usize> = ins.iter().filter_map(|t| producer.get(t).copied()).collect();
+            preds.sort_unstable();
+            preds.dedup();
+            for p in preds {
+                indegree[i] += 1;
+                consumers[p].push(i);
+            }
+        }
+        let mut ready: BinaryHeap<Reverse<usize>> =
+            (0..self.nodes.len()).filter(|&i| indegree[i] == 0).map(Reverse).collect();
+        let mut order = Vec::with_capacity(self.nodes.len());
+        while let Some(Reverse(i)) = ready.pop() {
+            order.push(NodeId(i as u32));
+            for &c in &consumers[i] {
+                indegree[c] -= 1;
+                if indegree[c] == 0 {
+                    ready.push(Reverse(c));
+                }
+            }
+        }
+        if order.len() != self.nodes.len() {
+            let stuck = (0..self.nodes.len()).find(|&i| indegree[i] > 0).unwrap_or(0);
+            return Err(Error::invalid(format!(
+                "the graph has a cycle (through {}); cannot sort it topologically",
+                label(&self.nodes[stuck])
+            )));
+        }
+        Ok(order)
+    }
+
+    fn check_connected(&self) -> Result<()> {
+        if self.nodes.len() <= 1 {
+            return Ok(());
+        }
+        // Union-find over nodes; nodes sharing any tensor are joined.
+        let mut parent: Vec<usize> = (0..self.nodes.len()).collect();
+        fn find(p: &mut [usize], mut x: usize) -> usize {
+            while p[x] != x {
+                p[x] = p[p[x]];
+                x = p[x];
+            }
+            x
+        }
+        let mut owner: HashMap<TensorId, usize> = HashMap::new();
+        for (i, op) in self.nodes.iter().enumerate() {
+            let (ins, outs) = op.inputs_outputs();
+            for t in ins.into_iter().chain(outs) {
+                if let Some(&j) = owner.get(&t) {
+                    let (a, b) = (find(&mut parent, i), find(&mut parent, j));
+                    parent[a] = b;
+                } else {
+                    owner.insert(t, i);
+                }
+            }
+        }
+        let root = find(&mut parent, 0);
+        if let Some(i) = (1..self.nodes.len()).find(|&i| find(&mut parent, i) != root) {
+            return Err(Error::invalid(format!(
+                "the graph has more than one connected component ({} is not connected to {}); please split the graph",
+                label(&self.nodes[i]),
+                label(&self.nodes[0])
+            )));
+        }
+        Ok(())
+    }
+
+    /// Checks the graph (upstream `Graph::validate`, reference §4), in this order:
+    /// 1. every tensor has a UID (`AttributeNotSet`; see [`Graph::assign_uids`]);
+    /// 2. UIDs are unique (`InvalidValue` "Duplicate tensor UIDs found in the graph");
+    /// 3. handles belong to the graph, each tensor has at most one producer, no cycle
+    ///    (`InvalidValue`);
+    /// 4. the nodes form one connected component (`InvalidValue` "... please split the graph");
+    /// 5. every tensor used by a node passes [`crate::TensorAttributes::validate`];
+    /// 6. per-node attributes: required tensors and settings present (`AttributeNotSet`),
+    ///    geometry lists match the spatial rank and are positive, modes fit the inputs
+    ///    (`InvalidValue`).
+    ///
+    /// Does not modify the graph and does not fill unset data types from the graph types
+    /// (op methods already give outputs a type).
+    ///
+    /// # Errors
+    /// The first failing check, as above.
+    pub fn validate(&self) -> Result<()> {
+        self.checked_uids()?;
+        self.topological_order()?;
+        self.check_connected()?;
+        let mut used = vec![false; self.tensors.len()];
+        for op in &self.nodes {
+            let (ins, outs) = op.inputs_outputs();
+            for t in ins.into_iter().chain(outs) {
+                used[t.index()] = true;
+            }
+        }
+        for (i, t) in self.tensors.iter().enumerate() {
+            if used[i] {
+                t.validate(&format!("#{i} '{}'", t.name))?;
+            }
+        }
+        for op in &self.nodes {
+            self.validate_node(op)?;
+        }
+        Ok(())
+    }
+
+    fn dims(&self, t: Option<TensorId>) -> &[i64] {
+        t.map_or(&[], |t| &self.tensors[t.index()].dims)
+    }
+
+    fn validate_node(&self, op: &Operation) -> Result<()> {
+        let l = label(op);
+        // Required tensors: writing them checks presence; reuse the wire writer's rule.
+        let uids: Vec<i64> = self.tensors.iter().map(|t| t.uid.unwrap_or(0)).collect();
+        let c = super::kinds::Wctx { uids: &uids, label: &l };
+        op.json_write(&c)?;
+        let need = |ok: bool, attr: &str| -> Result<()> {
+            if ok { Ok(()) } else { Err(Error::not_set(format!("{l}: attribute '{attr}' is not set"))) }
+        };
+        match op {
+            Operation::Pointwise(a) => {
+                need(a.mode != PointwiseMode::Unset, "mode")?;
+                let given = 1 + usize::from(a.in_1.is_some()) + usize::from(a.in_2.is_some());
+                if given != a.mode.arity() {
+                    return Err(Error::invalid(format!(
+                        "{l}: mode {} takes {} input(s) but {given} are set",
+                        a.mode.schema_name(),
+                        a.mode.arity()
+                    )));
+                }
+            }
+            Operation::ConvFprop(a) => self.check_conv(&l, "x", self.dims(a.x), &a.pre_padding, &a.post_padding, &a.stride, &a.dilation, a.conv_mode)?,
+            Operation::ConvDgrad(a) => self.check_conv(&l, "dx", self.dims(a.dx), &a.pre_padding, &a.post_padding, &a.stride, &a.dilation, a.conv_mode)?,
+            Operation::ConvWgrad(a) => self.check_conv(&l, "x", self.dims(a.x), &a.pre_padding, &a.post_padding, &a.stride, &a.dilation, a.conv_mode)?,
+            Operation::Matmul(a) => {
+                let (da, db) = (self.dims(a.a), self.dims(a.b));
+                if da.len() < 2 || db.len() < 2 {
+                    return Err(Error::invalid(format!("{l}: a and b need rank >= 2 (got {} and {})", da.len(), db.len())));
+                }
+                if da[da.len() - 1] != db[db.len() - 2] {
+                    return Err(Error::invalid(format!(
+                        "{l}: inner dims differ: a is {da:?}, b is {db:?} (a[-1] must equal b[-2])"
+                    )));
+                }
+            }
+            Operation::Reduction(a) => need(a.mode != ReductionMode::NotSet, "mode")?,
+            Operation::ResampleFwd(a) => {
+                need(a.resample_mode != ResampleMode::NotSet, "resample_mode")?;
+                self.check_window(&l, "x", self.dims(a.x), &a.pre_padding, &a.post_padding, &a.stride, &a.window)?
+            }
+            Operation::ResampleBwd(a) => {
+                need(a.resample_mode != ResampleMode::NotSet, "resample_mode")?;
+                self.check_window(&l, "dx", self.dims(a.dx), &a.pre_padding, &a.post_padding, &a.stride, &a.window)?
+            }
+            Operation::Layernorm(a) => need(a.forward_phase != NormFwdPhase::NotSet, "forward_phase")?,
+            Operation::RmsNorm(a) => need(a.forward_phase != NormFwdPhase::NotSet, "forward_phase")?,
+            Operation::Batchnorm(a) => {
+                let running = [a.prev_running_mean.is_some(), a.prev_running_variance.is_some(), a.momentum.is_some()];
+                if running.iter().any(|&b| b) && !running.iter().all(|&b| b) {
+                    return Err(Error::not_set(format!(
+                        "{l}: attributes 'prev_running_mean', 'prev_running_variance' and 'momentum' must be set together"
+                    )));
+                }
+            }
+            Operation::CustomOp(a) => {
+                need(!a.custom_op_id.is_empty(), "custom_op_id")?;
+                if !a.custom_op_id.contains('.') {
+                    return Err(Error::invalid(format!(
+                        "{l}: attribute 'custom_op_id' is '{}', expected '<plugin>.<operation>'",
+                        a.custom_op_id
+                    )));
+                }
+            }
+            Operation::Sdpa(a) => {
+                for (n, t) in [("q", a.q), ("k", a.k), ("v", a.v)] {
+                    let d = self.dims(t);
+                    if d.len() != 4 {
+                        return Err(Error::invalid(format!("{l}: {n} must be 4-D (B, H, S, D), got {d:?}")));
+                    }
+                }
+                if let Some(p) = a.dropout_probability {
+                    if !(0.0..1.0).contains(&p) {
+                        return Err(Error::invalid(format!("{l}: attribute 'dropout_probability' is {p}, must be in [0, 1)")));
+                    }
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_conv(&self, l: &str, xname: &str, x: &[i64], pre: &[i64], post: &[i64], stride: &[i64], dil: &[i64], mode: ConvMode) -> Result<()> {
+        if mode == ConvMode::Unset {
+            return Err(Error::not_set(format!("{l}: attribute 'conv_mode' is not set")));
+        }
+        self.check_geometry(l, xname, x, &[("pre_padding", pre), ("post_padding", post), ("stride", stride), ("dilation", dil)])?;
+        for (n, v) in [("stride", stride), ("dilation", dil)] {
+            if let Some(s) = v.iter().find(|&&s| s <= 0) {
+                return Err(Error::invalid(format!("{l}: attribute '{n}' has entry {s}, must be > 0")));
+            }
+        }
+        Ok(())
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    fn check_window(&self, l: &str, xname: &str, x: &[i64], pre: &[i64], post: &[i64], stride: &[i64], window: &[i64]) -> Result<()> {
+        self.check_geometry(l, xname, x, &[("pre_padding", pre), ("post_padding", post), ("stride", stride), ("window", window)])?;
+        for (n, v) in [("stride", stride), ("window", window)] {
+            if let Some(s) = v.iter().find(|&&s| s <= 0) {
+                return Err(Error::invalid(format!("{l}: attribute '{n}' has entry {s}, must be > 0")));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_geometry(&self, l: &str, xname: &str, x: &[i64], lists: &[(&str, &[i64])]) -> Result<()> {
+        let spatial = x.len().saturating_sub(2);
+        for (n, v) in lists {
+            if v.is_empty() {
+                return Err(Error::not_set(format!("{l}: attribute '{n}' is not set")));
+            }
+            if v.len() != spatial {
+                return Err(Error::invalid(format!(
+                    "{l}: attribute '{n}' has {} entries, {xname} has {spatial} spatial dims",
+                    v.len()
+                )));
+            }
+        }
+        Ok(())
+    }
+}
