@@ -11,11 +11,17 @@ fn pick(device: &str, candidates: &[&str]) -> Option<ArchSelection> {
 }
 
 fn explicit(index: usize) -> Option<ArchSelection> {
-    Some(ArchSelection { index, tier: ArchTier::Explicit })
+    Some(ArchSelection {
+        index,
+        tier: ArchTier::Explicit,
+    })
 }
 
 fn generic(index: usize) -> Option<ArchSelection> {
-    Some(ArchSelection { index, tier: ArchTier::Generic })
+    Some(ArchSelection {
+        index,
+        tier: ArchTier::Generic,
+    })
 }
 
 #[test]
@@ -25,8 +31,15 @@ fn a_decorated_device_picks_a_bare_entry() {
 
 #[test]
 fn a_decorated_device_picks_a_decorated_entry() {
-    assert_eq!(pick("gfx90a:sramecc+:xnack-", &["gfx90a:sramecc+"]), explicit(0));
-    assert_eq!(pick("gfx90a:sramecc+:xnack-", &["gfx90a:xnack-"]), None, "features match in device order only");
+    assert_eq!(
+        pick("gfx90a:sramecc+:xnack-", &["gfx90a:sramecc+"]),
+        explicit(0)
+    );
+    assert_eq!(
+        pick("gfx90a:sramecc+:xnack-", &["gfx90a:xnack-"]),
+        None,
+        "features match in device order only"
+    );
 }
 
 #[test]
@@ -62,14 +75,26 @@ fn an_explicit_entry_beats_a_generic_entry() {
 
 #[test]
 fn prefers_the_exact_device_arch_over_a_generic_key() {
-    assert_eq!(pick("gfx1100:xnack-", &["gfx11-generic", "gfx1100"]), explicit(1));
+    assert_eq!(
+        pick("gfx1100:xnack-", &["gfx11-generic", "gfx1100"]),
+        explicit(1)
+    );
 }
 
 #[test]
 fn a_generic_entry_serves_a_member_device() {
     assert_eq!(pick("gfx1151", &["gfx942", "gfx11-generic"]), generic(1));
-    assert_eq!(pick("gfx942:sramecc+:xnack-", &["gfx9-4-generic"]), generic(0), "judged on the base arch");
-    assert!(find_generic_target("gfx11-generic").unwrap().members.contains(&"gfx1151"));
+    assert_eq!(
+        pick("gfx942:sramecc+:xnack-", &["gfx9-4-generic"]),
+        generic(0),
+        "judged on the base arch"
+    );
+    assert!(
+        find_generic_target("gfx11-generic")
+            .unwrap()
+            .members
+            .contains(&"gfx1151")
+    );
 }
 
 #[test]
@@ -80,7 +105,11 @@ fn a_generic_only_archive_selects_the_generic_key() {
 #[test]
 fn a_generic_entry_does_not_serve_a_non_member() {
     assert_eq!(pick("gfx1030", &["gfx11-generic"]), None);
-    assert_eq!(pick("gfx90a", &["gfx9-generic"]), None, "gfx90a is not in LLVM's gfx9-generic");
+    assert_eq!(
+        pick("gfx90a", &["gfx9-generic"]),
+        None,
+        "gfx90a is not in LLVM's gfx9-generic"
+    );
 }
 
 #[test]
@@ -128,6 +157,14 @@ fn a_generic_selection_logs_info() {
     pick("gfx1152", &["gfx11-generic"]);
     pick("gfx1153", &["gfx1153", "gfx11-generic"]);
     let logged = CAPTURE.0.lock().unwrap().clone();
-    assert!(logged.contains(&"kpack: device arch 'gfx1152' is served by generic archive key 'gfx11-generic'".to_string()));
-    assert!(!logged.iter().any(|m| m.contains("'gfx1153'")), "an explicit selection logs nothing");
+    assert!(
+        logged.contains(
+            &"kpack: device arch 'gfx1152' is served by generic archive key 'gfx11-generic'"
+                .to_string()
+        )
+    );
+    assert!(
+        !logged.iter().any(|m| m.contains("'gfx1153'")),
+        "an explicit selection logs nothing"
+    );
 }

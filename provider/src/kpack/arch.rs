@@ -35,18 +35,34 @@ pub struct GenericTarget {
 /// table (LLVM 20). Upstream's exact table is unconfirmed (kpack.md §6); v1 packs use no
 /// generics. `gfx9-4-generic` lists LLVM 20's members (gfx940/gfx941 were removed from LLVM).
 pub const GENERIC_TARGETS: &[GenericTarget] = &[
-    GenericTarget { name: "gfx9-generic", members: &["gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"] },
-    GenericTarget { name: "gfx9-4-generic", members: &["gfx942", "gfx950"] },
-    GenericTarget { name: "gfx10-1-generic", members: &["gfx1010", "gfx1011", "gfx1012", "gfx1013"] },
+    GenericTarget {
+        name: "gfx9-generic",
+        members: &["gfx900", "gfx902", "gfx904", "gfx906", "gfx909", "gfx90c"],
+    },
+    GenericTarget {
+        name: "gfx9-4-generic",
+        members: &["gfx942", "gfx950"],
+    },
+    GenericTarget {
+        name: "gfx10-1-generic",
+        members: &["gfx1010", "gfx1011", "gfx1012", "gfx1013"],
+    },
     GenericTarget {
         name: "gfx10-3-generic",
-        members: &["gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036"],
+        members: &[
+            "gfx1030", "gfx1031", "gfx1032", "gfx1033", "gfx1034", "gfx1035", "gfx1036",
+        ],
     },
     GenericTarget {
         name: "gfx11-generic",
-        members: &["gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153"],
+        members: &[
+            "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1152", "gfx1153",
+        ],
     },
-    GenericTarget { name: "gfx12-generic", members: &["gfx1200", "gfx1201"] },
+    GenericTarget {
+        name: "gfx12-generic",
+        members: &["gfx1200", "gfx1201"],
+    },
 ];
 
 /// `stripArchFeatures`: the base arch, cut at the first `:` (`gfx942:sramecc+:xnack-` →
@@ -97,7 +113,10 @@ pub fn select_arch<S: AsRef<str>>(device_arch: &str, candidates: &[S]) -> Option
         .iter()
         .position(|c| !c.as_ref().ends_with("-generic") && arch_matches(device_arch, c.as_ref()))
     {
-        return Some(ArchSelection { index, tier: ArchTier::Explicit });
+        return Some(ArchSelection {
+            index,
+            tier: ArchTier::Explicit,
+        });
     }
     let index = candidates.iter().position(|c| {
         find_generic_target(c.as_ref()).is_some_and(|g| generic_target_contains(g, device_arch))
@@ -106,5 +125,8 @@ pub fn select_arch<S: AsRef<str>>(device_arch: &str, candidates: &[S]) -> Option
         "kpack: device arch '{device_arch}' is served by generic archive key '{}'",
         candidates[index].as_ref()
     );
-    Some(ArchSelection { index, tier: ArchTier::Generic })
+    Some(ArchSelection {
+        index,
+        tier: ArchTier::Generic,
+    })
 }

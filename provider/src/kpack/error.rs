@@ -89,7 +89,10 @@ pub struct KpackError {
 
 impl KpackError {
     pub(crate) fn new(code: KpackErrorCode, detail: impl Into<String>) -> Self {
-        Self { code, detail: detail.into() }
+        Self {
+            code,
+            detail: detail.into(),
+        }
     }
 }
 

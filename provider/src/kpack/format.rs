@@ -99,21 +99,28 @@ fn io_err(what: &str, e: &std::io::Error) -> KpackError {
 }
 
 fn map_get<'a>(map: &'a [(Value, Value)], key: &str) -> Option<&'a Value> {
-    map.iter().find(|(k, _)| k.as_str() == Some(key)).map(|(_, v)| v)
+    map.iter()
+        .find(|(k, _)| k.as_str() == Some(key))
+        .map(|(_, v)| v)
 }
 
 fn as_map<'a>(v: &'a Value, what: &str) -> Result<&'a [(Value, Value)], KpackError> {
-    v.as_map().map(|m| m.as_slice()).ok_or_else(|| fmt_err(format!("{what} is not a map")))
+    v.as_map()
+        .map(|m| m.as_slice())
+        .ok_or_else(|| fmt_err(format!("{what} is not a map")))
 }
 
 fn req_u64(map: &[(Value, Value)], key: &str, what: &str) -> Result<u64, KpackError> {
-    map_get(map, key)
-        .and_then(Value::as_u64)
-        .ok_or_else(|| fmt_err(format!("{what}: '{key}' is missing or not an unsigned integer")))
+    map_get(map, key).and_then(Value::as_u64).ok_or_else(|| {
+        fmt_err(format!(
+            "{what}: '{key}' is missing or not an unsigned integer"
+        ))
+    })
 }
 
 fn read_at(file: &mut File, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, KpackError> {
-    file.seek(SeekFrom::Start(offset)).map_err(|e| io_err(what, &e))?;
+    file.seek(SeekFrom::Start(offset))
+        .map_err(|e| io_err(what, &e))?;
     let mut buf = vec![0u8; len];
     file.read_exact(&mut buf).map_err(|e| io_err(what, &e))?;
     Ok(buf)
@@ -138,7 +145,10 @@ impl KpackArchive {
     pub fn open(path: impl AsRef<Path>) -> Result<Self, KpackError> {
         let path = path.as_ref();
         if path.as_os_str().is_empty() {
-            return Err(KpackError::new(KpackErrorCode::InvalidArgument, "empty archive path"));
+            return Err(KpackError::new(
+                KpackErrorCode::InvalidArgument,
+                "empty archive path",
+            ));
         }
         let mut file = File::open(path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
@@ -152,11 +162,16 @@ impl KpackArchive {
             .map_err(|e| KpackError::new(KpackErrorCode::IoError, format!("cannot stat: {e}")))?
             .len();
         if file_len < KPACK_HEADER_FIELDS_LEN as u64 {
-            return Err(fmt_err(format!("file is {file_len} bytes, shorter than the 16-byte header")));
+            return Err(fmt_err(format!(
+                "file is {file_len} bytes, shorter than the 16-byte header"
+            )));
         }
         let header = read_at(&mut file, 0, KPACK_HEADER_FIELDS_LEN, "reading the header")?;
         if header[0..4] != KPACK_MAGIC {
-            return Err(fmt_err(format!("bad magic {:02x?}, expected \"KPAK\"", &header[0..4])));
+            return Err(fmt_err(format!(
+                "bad magic {:02x?}, expected \"KPAK\"",
+                &header[0..4]
+            )));
         }
         let version = u32::from_le_bytes([header[4], header[5], header[6], header[7]]);
         if version != KPACK_VERSION {
@@ -185,7 +200,12 @@ impl KpackArchive {
         Self::from_toc(path.to_path_buf(), file, file_len, &toc_value)
     }
 
-    fn from_toc(path: PathBuf, mut file: File, file_len: u64, toc: &Value) -> Result<Self, KpackError> {
+    fn from_toc(
+        path: PathBuf,
+        mut file: File,
+        file_len: u64,
+        toc: &Value,
+    ) -> Result<Self, KpackError> {
         let root = as_map(toc, "TOC")?;
         if let Some(v) = map_get(root, "format_version") {
             if v.as_u64() != Some(1) {
@@ -195,13 +215,22 @@ impl KpackArchive {
                 ));
             }
         }
-        let text = |key: &str| map_get(root, key).and_then(Value::as_str).unwrap_or("").to_owned();
+        let text = |key: &str| {
+            map_get(root, key)
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_owned()
+        };
         let group_name = text("group_name");
         let gfx_arch_family = text("gfx_arch_family");
         // Malformed or absent gfx_arches reads as empty (reported at ARCH_LOOKUP).
         let gfx_arches = map_get(root, "gfx_arches")
             .and_then(Value::as_array)
-            .and_then(|a| a.iter().map(|v| v.as_str().map(str::to_owned)).collect::<Option<Vec<_>>>())
+            .and_then(|a| {
+                a.iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()
+            })
             .unwrap_or_default();
         let scheme = match map_get(root, "compression_scheme") {
             None => CompressionScheme::None,
@@ -217,16 +246,26 @@ impl KpackArchive {
             },
         };
         let mut entries = BTreeMap::new();
-        let toc_map = as_map(map_get(root, "toc").ok_or_else(|| fmt_err("TOC has no 'toc' map"))?, "'toc'")?;
+        let toc_map = as_map(
+            map_get(root, "toc").ok_or_else(|| fmt_err("TOC has no 'toc' map"))?,
+            "'toc'",
+        )?;
         for (bk, bv) in toc_map {
-            let binary_name = bk.as_str().ok_or_else(|| fmt_err("a toc key is not a string"))?;
+            let binary_name = bk
+                .as_str()
+                .ok_or_else(|| fmt_err("a toc key is not a string"))?;
             let mut per_arch = BTreeMap::new();
             for (ak, av) in as_map(bv, &format!("toc['{binary_name}']"))? {
-                let arch = ak.as_str().ok_or_else(|| fmt_err("an arch key is not a string"))?;
+                let arch = ak
+                    .as_str()
+                    .ok_or_else(|| fmt_err("an arch key is not a string"))?;
                 let what = format!("toc['{binary_name}']['{arch}']");
                 let e = as_map(av, &what)?;
                 let entry = TocEntry {
-                    kind: map_get(e, "type").and_then(Value::as_str).unwrap_or("").to_owned(),
+                    kind: map_get(e, "type")
+                        .and_then(Value::as_str)
+                        .unwrap_or("")
+                        .to_owned(),
                     ordinal: req_u64(e, "ordinal", &what)?,
                     original_size: map_get(e, "original_size").and_then(Value::as_u64),
                     metadata: map_get(e, "metadata").cloned(),
@@ -239,13 +278,18 @@ impl KpackArchive {
             CompressionScheme::None => {
                 let arr = map_get(root, "blobs")
                     .and_then(Value::as_array)
-                    .ok_or_else(|| fmt_err("scheme 'none' but 'blobs' is missing or not an array"))?;
+                    .ok_or_else(|| {
+                        fmt_err("scheme 'none' but 'blobs' is missing or not an array")
+                    })?;
                 arr.iter()
                     .enumerate()
                     .map(|(i, b)| {
                         let what = format!("blobs[{i}]");
                         let m = as_map(b, &what)?;
-                        Ok(BlobLoc { offset: req_u64(m, "offset", &what)?, size: req_u64(m, "size", &what)? })
+                        Ok(BlobLoc {
+                            offset: req_u64(m, "offset", &what)?,
+                            size: req_u64(m, "size", &what)?,
+                        })
                     })
                     .collect::<Result<Vec<_>, KpackError>>()?
             }
@@ -327,7 +371,9 @@ impl KpackArchive {
         let mut hits = Vec::new();
         for i in 0..=KPACK_MAX_SPLIT_INDEX {
             let name = format!("{binary_name}#{i}");
-            let Some(per_arch) = self.toc.get(&name) else { break };
+            let Some(per_arch) = self.toc.get(&name) else {
+                break;
+            };
             if let Some(e) = per_arch.get(arch) {
                 hits.push((name.clone(), e));
             }
@@ -350,13 +396,28 @@ impl KpackArchive {
         }
     }
 
-    fn read_entry(&self, binary_name: &str, arch: &str, e: &TocEntry) -> Result<Vec<u8>, KpackError> {
+    fn read_entry(
+        &self,
+        binary_name: &str,
+        arch: &str,
+        e: &TocEntry,
+    ) -> Result<Vec<u8>, KpackError> {
         let what = format!("toc['{binary_name}']['{arch}']");
         let loc = usize::try_from(e.ordinal)
             .ok()
             .and_then(|i| self.blobs.get(i))
-            .ok_or_else(|| fmt_err(format!("{what}: ordinal {} is outside the {} blobs", e.ordinal, self.blobs.len())))?;
-        if loc.offset.checked_add(loc.size).is_none_or(|end| end > self.file_len) {
+            .ok_or_else(|| {
+                fmt_err(format!(
+                    "{what}: ordinal {} is outside the {} blobs",
+                    e.ordinal,
+                    self.blobs.len()
+                ))
+            })?;
+        if loc
+            .offset
+            .checked_add(loc.size)
+            .is_none_or(|end| end > self.file_len)
+        {
             return Err(fmt_err(format!(
                 "{what}: blob [{}, +{}) lies outside the {}-byte file",
                 loc.offset, loc.size, self.file_len
@@ -365,13 +426,19 @@ impl KpackArchive {
         let declared = match self.scheme {
             CompressionScheme::None => loc.size,
             CompressionScheme::ZstdPerKernel => e.original_size.ok_or_else(|| {
-                KpackError::new(KpackErrorCode::DecompressionFailed, format!("{what}: no original_size"))
+                KpackError::new(
+                    KpackErrorCode::DecompressionFailed,
+                    format!("{what}: no original_size"),
+                )
             })?,
         };
         if !super::size_is_credible(declared, self.file_len) {
             return Err(KpackError::new(
                 KpackErrorCode::InvalidMetadata,
-                format!("{what}: size {declared} is not credible for a {}-byte archive", self.file_len),
+                format!(
+                    "{what}: size {declared} is not credible for a {}-byte archive",
+                    self.file_len
+                ),
             ));
         }
         let raw = {
@@ -383,7 +450,10 @@ impl KpackArchive {
             CompressionScheme::ZstdPerKernel => zstd::bulk::Decompressor::new()
                 .and_then(|mut d| d.decompress(&raw, declared as usize))
                 .map_err(|err| {
-                    KpackError::new(KpackErrorCode::DecompressionFailed, format!("{what}: zstd frame: {err}"))
+                    KpackError::new(
+                        KpackErrorCode::DecompressionFailed,
+                        format!("{what}: zstd frame: {err}"),
+                    )
                 })?,
         };
         if let Some(orig) = e.original_size {
@@ -399,24 +469,37 @@ impl KpackArchive {
 }
 
 /// Walks `u32 count` then `count × (u32 frame_size, frame)` at `[zoff, zoff+zsize)`.
-fn walk_frame_table(file: &mut File, file_len: u64, zoff: u64, zsize: u64) -> Result<Vec<BlobLoc>, KpackError> {
+fn walk_frame_table(
+    file: &mut File,
+    file_len: u64,
+    zoff: u64,
+    zsize: u64,
+) -> Result<Vec<BlobLoc>, KpackError> {
     let end = zoff
         .checked_add(zsize)
         .filter(|&e| e <= file_len && zsize >= 4)
-        .ok_or_else(|| fmt_err(format!("zstd section [{zoff}, +{zsize}) lies outside the {file_len}-byte file")))?;
+        .ok_or_else(|| {
+            fmt_err(format!(
+                "zstd section [{zoff}, +{zsize}) lies outside the {file_len}-byte file"
+            ))
+        })?;
     let c = read_at(file, zoff, 4, "zstd frame table")?;
     let count = u32::from_le_bytes([c[0], c[1], c[2], c[3]]);
     let mut pos = zoff + 4;
     let mut out = Vec::new();
     for i in 0..count {
         if pos + 4 > end {
-            return Err(fmt_err(format!("zstd frame table: size prefix of frame {i} runs past the section")));
+            return Err(fmt_err(format!(
+                "zstd frame table: size prefix of frame {i} runs past the section"
+            )));
         }
         let s = read_at(file, pos, 4, "zstd frame table")?;
         let size = u64::from(u32::from_le_bytes([s[0], s[1], s[2], s[3]]));
         pos += 4;
         if pos + size > end {
-            return Err(fmt_err(format!("zstd frame table: frame {i} ({size} bytes) runs past the section")));
+            return Err(fmt_err(format!(
+                "zstd frame table: frame {i} ({size} bytes) runs past the section"
+            )));
         }
         out.push(BlobLoc { offset: pos, size });
         pos += size;
@@ -491,13 +574,26 @@ impl KpackWriter {
             )));
         }
         if !self.gfx_arches.iter().any(|a| a == arch) {
-            return Err(KpackWriteError::UndeclaredArch { binary_name: binary_name.into(), arch: arch.into() });
+            return Err(KpackWriteError::UndeclaredArch {
+                binary_name: binary_name.into(),
+                arch: arch.into(),
+            });
         }
         let key = (binary_name.to_owned(), arch.to_owned());
         if self.kernels.contains_key(&key) {
-            return Err(KpackWriteError::DuplicateEntry { binary_name: key.0, arch: key.1 });
+            return Err(KpackWriteError::DuplicateEntry {
+                binary_name: key.0,
+                arch: key.1,
+            });
         }
-        self.kernels.insert(key, PendingKernel { kind: kind.to_owned(), bytes, metadata });
+        self.kernels.insert(
+            key,
+            PendingKernel {
+                kind: kind.to_owned(),
+                bytes,
+                metadata,
+            },
+        );
         Ok(())
     }
 
@@ -530,7 +626,9 @@ impl KpackWriter {
             }
             let bin_key = str_v(binary_name);
             match toc.last_mut() {
-                Some((b, Value::Map(per_arch))) if *b == bin_key => per_arch.push(kv(arch, Value::Map(entry))),
+                Some((b, Value::Map(per_arch))) if *b == bin_key => {
+                    per_arch.push(kv(arch, Value::Map(entry)))
+                }
                 _ => toc.push((bin_key, Value::Map(vec![kv(arch, Value::Map(entry))]))),
             }
             match self.scheme {
@@ -542,7 +640,10 @@ impl KpackWriter {
                     out.extend_from_slice(&k.bytes);
                 }
                 CompressionScheme::ZstdPerKernel => {
-                    frames.push(zstd::bulk::compress(&k.bytes, KPACK_ZSTD_LEVEL).map_err(KpackWriteError::Compression)?);
+                    frames.push(
+                        zstd::bulk::compress(&k.bytes, KPACK_ZSTD_LEVEL)
+                            .map_err(KpackWriteError::Compression)?,
+                    );
                 }
             }
         }
@@ -550,7 +651,8 @@ impl KpackWriter {
         if self.scheme == CompressionScheme::ZstdPerKernel {
             out.extend_from_slice(&(frames.len() as u32).to_le_bytes());
             for f in &frames {
-                let len = u32::try_from(f.len()).map_err(|_| KpackWriteError::Invalid("zstd frame over u32".into()))?;
+                let len = u32::try_from(f.len())
+                    .map_err(|_| KpackWriteError::Invalid("zstd frame over u32".into()))?;
                 out.extend_from_slice(&len.to_le_bytes());
                 out.extend_from_slice(f);
             }
@@ -561,7 +663,10 @@ impl KpackWriter {
             kv("format_version", Value::from(1u64)),
             kv("group_name", str_v(&self.group_name)),
             kv("gfx_arch_family", str_v(&self.gfx_arch_family)),
-            kv("gfx_arches", Value::Array(self.gfx_arches.iter().map(|a| str_v(a)).collect())),
+            kv(
+                "gfx_arches",
+                Value::Array(self.gfx_arches.iter().map(|a| str_v(a)).collect()),
+            ),
             kv("toc", Value::Map(toc)),
             kv("compression_scheme", str_v(self.scheme.name())),
         ];
@@ -585,7 +690,9 @@ impl KpackWriter {
     /// As [`KpackWriter::to_bytes`], plus [`KpackWriteError::Io`] when the file cannot be written.
     pub fn write_to(&self, path: impl AsRef<Path>) -> Result<(), KpackWriteError> {
         let bytes = self.to_bytes()?;
-        std::fs::write(path.as_ref(), bytes)
-            .map_err(|source| KpackWriteError::Io { path: path.as_ref().display().to_string(), source })
+        std::fs::write(path.as_ref(), bytes).map_err(|source| KpackWriteError::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        })
     }
 }

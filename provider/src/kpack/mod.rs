@@ -21,11 +21,12 @@ pub use arch::{
 };
 pub use error::{KpackError, KpackErrorCode, KpackLoadStage, KpackReadError, KpackWriteError};
 pub use format::{
-    CompressionScheme, KPACK_BLOB_ALIGNMENT, KPACK_HEADER_FIELDS_LEN, KPACK_MAGIC, KPACK_MAX_SPLIT_INDEX,
-    KPACK_VERSION, KPACK_ZSTD_LEVEL, KpackArchive, KpackWriter, TocEntry,
+    CompressionScheme, KPACK_BLOB_ALIGNMENT, KPACK_HEADER_FIELDS_LEN, KPACK_MAGIC,
+    KPACK_MAX_SPLIT_INDEX, KPACK_VERSION, KPACK_ZSTD_LEVEL, KpackArchive, KpackWriter, TocEntry,
 };
 pub use shared::{ArchiveLease, open_shared_archive, test_hooks};
 pub use verified::{
-    ELF_MAGIC, KPACK_MAX_CODE_OBJECT_BYTES, KPACK_MAX_EXPANSION_RATIO, OFFLOAD_BUNDLE_MAGIC, VerifiedCodeObject,
-    code_object_magic_problem, read_verified_code_object, sha256_hex, size_is_credible,
+    ELF_MAGIC, KPACK_MAX_CODE_OBJECT_BYTES, KPACK_MAX_EXPANSION_RATIO, OFFLOAD_BUNDLE_MAGIC,
+    VerifiedCodeObject, code_object_magic_problem, read_verified_code_object, sha256_hex,
+    size_is_credible,
 };

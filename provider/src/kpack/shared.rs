@@ -66,7 +66,11 @@ impl Drop for ArchiveLease {
         let dropped = {
             let mut st = lock(&STATE);
             st.leases -= 1;
-            if st.leases == 0 { std::mem::take(&mut st.slots) } else { HashMap::new() }
+            if st.leases == 0 {
+                std::mem::take(&mut st.slots)
+            } else {
+                HashMap::new()
+            }
         };
         drop(dropped); // outside the state lock
     }

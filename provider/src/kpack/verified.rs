@@ -26,7 +26,8 @@ pub const OFFLOAD_BUNDLE_MAGIC: &[u8] = b"__CLANG_OFFLOAD_BUNDLE__";
 /// Size credibility (kpack.md §5 step 5): `size ≤ 2 GiB` and, when `archive_bytes` is known
 /// (non-zero), `size / 4096 ≤ archive_bytes` (integer division). Pure; sizes in bytes.
 pub fn size_is_credible(size: u64, archive_bytes: u64) -> bool {
-    size <= KPACK_MAX_CODE_OBJECT_BYTES && (archive_bytes == 0 || size / KPACK_MAX_EXPANSION_RATIO <= archive_bytes)
+    size <= KPACK_MAX_CODE_OBJECT_BYTES
+        && (archive_bytes == 0 || size / KPACK_MAX_EXPANSION_RATIO <= archive_bytes)
 }
 
 /// Magic check (kpack.md §5 step 6, §10). For an `sm_*` arch key: PTX text starting `//` or
@@ -34,8 +35,12 @@ pub fn size_is_credible(size: u64, archive_bytes: u64) -> bool {
 /// `__CLANG_OFFLOAD_BUNDLE__`, never PTX. Returns why the bytes are refused, or `None`.
 pub fn code_object_magic_problem(arch: &str, bytes: &[u8]) -> Option<&'static str> {
     if arch.starts_with("sm_") {
-        let ok = bytes.starts_with(b"//") || bytes.starts_with(b".version") || bytes.starts_with(ELF_MAGIC);
-        (!ok).then_some("the entry is neither PTX text (starting '//' or '.version') nor a cubin (ELF)")
+        let ok = bytes.starts_with(b"//")
+            || bytes.starts_with(b".version")
+            || bytes.starts_with(ELF_MAGIC);
+        (!ok).then_some(
+            "the entry is neither PTX text (starting '//' or '.version') nor a cubin (ELF)",
+        )
     } else {
         let ok = bytes.starts_with(ELF_MAGIC) || bytes.starts_with(OFFLOAD_BUNDLE_MAGIC);
         (!ok).then_some("the entry is neither an ELF code object nor a clang offload bundle")
@@ -65,7 +70,11 @@ pub struct VerifiedCodeObject {
 }
 
 fn fail(stage: KpackLoadStage, code: Option<KpackErrorCode>, message: String) -> KpackReadError {
-    KpackReadError { stage, code, message }
+    KpackReadError {
+        stage,
+        code,
+        message,
+    }
 }
 
 /// `readVerifiedKpackCodeObject(archivePath, tocKey, deviceArch, expectedSha256)`.
@@ -99,11 +108,17 @@ pub fn read_verified_code_object(
 ) -> Result<VerifiedCodeObject, KpackReadError> {
     let p = archive_path.display();
     let archive: Arc<KpackArchive> = open_shared_archive(archive_path).map_err(|e| {
-        let absent = matches!(e.code, KpackErrorCode::FileNotFound | KpackErrorCode::ArchiveNotFound);
+        let absent = matches!(
+            e.code,
+            KpackErrorCode::FileNotFound | KpackErrorCode::ArchiveNotFound
+        );
         let message = if absent {
             format!("kpack archive '{p}' does not exist ({})", e.code)
         } else {
-            format!("kpack archive '{p}' could not be read ({}): {}", e.code, e.detail)
+            format!(
+                "kpack archive '{p}' could not be read ({}): {}",
+                e.code, e.detail
+            )
         };
         fail(KpackLoadStage::OpenArchive, Some(e.code), message)
     })?;
@@ -112,7 +127,9 @@ pub fn read_verified_code_object(
         return Err(fail(
             KpackLoadStage::ArchLookup,
             None,
-            format!("kpack archive '{p}' declares no architectures; its gfx_arches entry is absent or malformed"),
+            format!(
+                "kpack archive '{p}' declares no architectures; its gfx_arches entry is absent or malformed"
+            ),
         ));
     }
     let Some(sel) = select_arch(device_arch, arches) else {
@@ -131,12 +148,19 @@ pub fn read_verified_code_object(
         fail(
             KpackLoadStage::Decompress,
             Some(code),
-            format!("cannot decompress toc_key '{toc_key}' at arch '{arch}' from kpack archive '{p}' ({code}): {detail}"),
+            format!(
+                "cannot decompress toc_key '{toc_key}' at arch '{arch}' from kpack archive '{p}' ({code}): {detail}"
+            ),
         )
     };
     let bytes = match archive.get_kernel(toc_key, &arch) {
         Ok(b) => b,
-        Err(e) if matches!(e.code, KpackErrorCode::KernelNotFound | KpackErrorCode::ArchNotFound) => {
+        Err(e)
+            if matches!(
+                e.code,
+                KpackErrorCode::KernelNotFound | KpackErrorCode::ArchNotFound
+            ) =>
+        {
             return Err(fail(
                 KpackLoadStage::EntryLookup,
                 Some(e.code),
@@ -150,12 +174,19 @@ pub fn read_verified_code_object(
         Err(e) => return Err(decompress_fail(e.code, &e.detail)),
     };
     if bytes.is_empty() {
-        return Err(decompress_fail(KpackErrorCode::DecompressionFailed, "the entry is empty"));
+        return Err(decompress_fail(
+            KpackErrorCode::DecompressionFailed,
+            "the entry is empty",
+        ));
     }
     if !size_is_credible(bytes.len() as u64, archive.file_len()) {
         return Err(decompress_fail(
             KpackErrorCode::InvalidMetadata,
-            &format!("size {} is not credible for a {}-byte archive", bytes.len(), archive.file_len()),
+            &format!(
+                "size {} is not credible for a {}-byte archive",
+                bytes.len(),
+                archive.file_len()
+            ),
         ));
     }
     if let Some(problem) = code_object_magic_problem(&arch, &bytes) {
