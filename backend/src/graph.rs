@@ -30,7 +30,10 @@ impl OperationGraph {
     /// `TensorValue` union check) fails, or when the graph has no nodes.
     pub fn from_bytes(bytes: &[u8]) -> BackendResult<Self> {
         let graph = flatbuffers::root::<Graph>(bytes).map_err(|e| {
-            BackendError::new(Status::BadParam, format!("serialized graph is invalid: {e}"))
+            BackendError::new(
+                Status::BadParam,
+                format!("serialized graph is invalid: {e}"),
+            )
         })?;
         if graph.nodes().is_none_or(|n| n.is_empty()) {
             return Err(BackendError::new(
@@ -49,7 +52,11 @@ impl OperationGraph {
                     )
                 })?;
                 tensor_uids.push(t.uid());
-                tensor_alignments.push(if t.is_runtime_pass_by_value() { 0 } else { t.alignment() });
+                tensor_alignments.push(if t.is_runtime_pass_by_value() {
+                    0
+                } else {
+                    t.alignment()
+                });
             }
         }
         Ok(OperationGraph {

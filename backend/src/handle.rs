@@ -34,7 +34,10 @@ pub struct Handle {
 impl std::fmt::Debug for Handle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Handle")
-            .field("engines", &self.engines.iter().map(|e| e.name()).collect::<Vec<_>>())
+            .field(
+                "engines",
+                &self.engines.iter().map(|e| e.name()).collect::<Vec<_>>(),
+            )
             .field("stream", &self.stream)
             .finish()
     }
@@ -84,7 +87,10 @@ impl Handle {
     /// `INTERNAL_ERROR` "Invalid engine ID: N" (upstream text) when no engine has that id.
     pub fn engine_for(&self, engine_id: i64) -> BackendResult<&Arc<dyn Engine>> {
         self.engine(engine_id).ok_or_else(|| {
-            BackendError::new(Status::InternalError, format!("Invalid engine ID: {engine_id}"))
+            BackendError::new(
+                Status::InternalError,
+                format!("Invalid engine ID: {engine_id}"),
+            )
         })
     }
 
@@ -93,9 +99,13 @@ impl Handle {
     /// # Errors
     /// `NOT_SUPPORTED` when no registered engine has that name.
     pub fn engine_id_by_name(&self, name: &str) -> BackendResult<i64> {
-        self.engines.iter().find(|e| e.name() == name).map(|e| e.id()).ok_or_else(|| {
-            BackendError::new(Status::NotSupported, format!("no engine named \"{name}\""))
-        })
+        self.engines
+            .iter()
+            .find(|e| e.name() == name)
+            .map(|e| e.id())
+            .ok_or_else(|| {
+                BackendError::new(Status::NotSupported, format!("no engine named \"{name}\""))
+            })
     }
 
     /// Sets the stream (upstream `hipdnnSetStream`; an opaque `hipStream_t`, 0 = default).
@@ -126,7 +136,10 @@ impl Handle {
         let mut refusals = Vec::new();
         for e in &self.engines {
             match e.check_applicable(graph) {
-                Ok(()) => configs.push(EngineConfig { engine_id: e.id(), knob_choices: vec![] }),
+                Ok(()) => configs.push(EngineConfig {
+                    engine_id: e.id(),
+                    knob_choices: vec![],
+                }),
                 Err(err) => refusals.push(format!("{}: {}", e.name(), err.message)),
             }
         }
@@ -137,8 +150,11 @@ impl Handle {
             configs.insert(0, c);
         }
         if configs.is_empty() {
-            let why =
-                if refusals.is_empty() { "no engines registered".into() } else { refusals.join("; ") };
+            let why = if refusals.is_empty() {
+                "no engines registered".into()
+            } else {
+                refusals.join("; ")
+            };
             return Err(BackendError::new(
                 Status::NotSupported,
                 format!("no engine is applicable to the graph: {why}"),

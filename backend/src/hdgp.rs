@@ -60,12 +60,17 @@ impl<'a> GraphAndPlan<'a> {
             ));
         }
         let root = flatbuffers::root::<SerializedGraphAndPlan>(bytes).map_err(|e| {
-            BackendError::new(Status::BadParam, format!("{UNVERIFIABLE_CONTAINER_MESSAGE}: {e}"))
+            BackendError::new(
+                Status::BadParam,
+                format!("{UNVERIFIABLE_CONTAINER_MESSAGE}: {e}"),
+            )
         })?;
-        let non_empty = |v: Option<flatbuffers::Vector<'a, u8>>| {
-            v.map(|v| v.bytes()).filter(|b| !b.is_empty())
-        };
-        Ok(GraphAndPlan { graph: non_empty(root.graph_blob()), plan: non_empty(root.plan_blob()) })
+        let non_empty =
+            |v: Option<flatbuffers::Vector<'a, u8>>| v.map(|v| v.bytes()).filter(|b| !b.is_empty());
+        Ok(GraphAndPlan {
+            graph: non_empty(root.graph_blob()),
+            plan: non_empty(root.plan_blob()),
+        })
     }
 
     /// The serialized `Graph` bytes, `None` when the blob is absent or empty.

@@ -29,5 +29,5 @@ pub use hdgp::{
     serialized_contents, write_graph_and_plan,
 };
 pub use plan::ExecutionPlanDescriptor;
-pub use variant_pack::VariantPack;
 pub use status::{BackendError, BackendResult, PluginError, PluginResult, PluginStatus, Status};
+pub use variant_pack::VariantPack;

@@ -62,7 +62,10 @@ impl std::fmt::Debug for ExecutionPlanDescriptor {
             .field("tensor_alignments", &self.tensor_alignments)
             .field("workspace_size", &self.workspace_size)
             .field("is_override_shape_enabled", &self.is_override_shape_enabled)
-            .field("is_serialized_plan_cached", &self.is_serialized_plan_cached())
+            .field(
+                "is_serialized_plan_cached",
+                &self.is_serialized_plan_cached(),
+            )
             .finish()
     }
 }
@@ -70,7 +73,12 @@ impl std::fmt::Debug for ExecutionPlanDescriptor {
 fn plugin_error(what: &str, engine: &dyn Engine, e: PluginError) -> BackendError {
     BackendError::new(
         Status::PluginError,
-        format!("{what} (engine \"{}\", {:?}): {}", engine.name(), e.status, e.message),
+        format!(
+            "{what} (engine \"{}\", {:?}): {}",
+            engine.name(),
+            e.status,
+            e.message
+        ),
     )
 }
 
@@ -93,7 +101,9 @@ impl ExecutionPlanDescriptor {
         let engine = Arc::clone(handle.engine_for(config.engine_id)?);
         let context = engine
             .create_execution_context(config, graph)
-            .map_err(|e| plugin_error("engine could not create an execution context", &*engine, e))?;
+            .map_err(|e| {
+                plugin_error("engine could not create an execution context", &*engine, e)
+            })?;
         let workspace_size = context.workspace_size();
         if i64::try_from(workspace_size).is_err() {
             return Err(BackendError::new(
@@ -140,7 +150,10 @@ impl ExecutionPlanDescriptor {
     ///   when the load hook fails.
     pub fn from_bytes(handle: &Handle, bytes: &[u8]) -> BackendResult<Self> {
         if bytes.is_empty() {
-            return Err(BackendError::new(Status::BadParam, "Serialized execution plan is empty."));
+            return Err(BackendError::new(
+                Status::BadParam,
+                "Serialized execution plan is empty.",
+            ));
         }
         let plan_bytes = plan_part(bytes)?;
         let env = PlanEnvelope::parse(plan_bytes)?;
@@ -150,11 +163,16 @@ impl ExecutionPlanDescriptor {
             .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;
         let context = hooks
             .create_execution_context_from_serialized(env.plugin_payload)
-            .map_err(|e| plugin_error("engine refused to restore the execution plan", &*engine, e))?;
+            .map_err(|e| {
+                plugin_error("engine refused to restore the execution plan", &*engine, e)
+            })?;
         let workspace_size = usize::try_from(env.workspace_size).map_err(|_| {
             BackendError::new(
                 Status::BadParam,
-                format!("workspace size {} does not fit this machine", env.workspace_size),
+                format!(
+                    "workspace size {} does not fit this machine",
+                    env.workspace_size
+                ),
             )
         })?;
         Ok(ExecutionPlanDescriptor {
@@ -247,7 +265,10 @@ impl ExecutionPlanDescriptor {
             let Some(i) = self.tensor_uids.iter().position(|&u| u == t.uid) else {
                 return Err(BackendError::new(
                     Status::BadParam,
-                    format!("variant pack tensor uid {} is not a tensor of the plan", t.uid),
+                    format!(
+                        "variant pack tensor uid {} is not a tensor of the plan",
+                        t.uid
+                    ),
                 ));
             };
             let addr = t.data.addr();
@@ -278,14 +299,20 @@ impl ExecutionPlanDescriptor {
             }
         }
         self.context
-            .execute(ExecuteArgs { stream: handle.stream(), workspace, tensors: &mut tensors })
+            .execute(ExecuteArgs {
+                stream: handle.stream(),
+                workspace,
+                tensors: &mut tensors,
+            })
             .map_err(|e| plugin_error("engine failed to execute the plan", &*self.engine, e))
     }
 
     fn lock_cache(&self) -> MutexGuard<'_, Option<Vec<u8>>> {
         // A panic while the lock was held cannot leave a half-filled cache (it is assigned
         // only after a complete fill), so a poisoned lock is safe to use.
-        self.serialized_plan_cache.lock().unwrap_or_else(|p| p.into_inner())
+        self.serialized_plan_cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
     }
 
     /// Fills the cache if empty (first save of a built plan), under the caller's lock.
@@ -299,7 +326,9 @@ impl ExecutionPlanDescriptor {
             .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;
         let payload = hooks
             .serialize_execution_context(self.engine_id, &*self.context)
-            .map_err(|e| plugin_error("engine could not save the execution plan", &*self.engine, e))?;
+            .map_err(|e| {
+                plugin_error("engine could not save the execution plan", &*self.engine, e)
+            })?;
         if payload.is_empty() {
             return Err(BackendError::new(
                 Status::PluginError,

@@ -87,7 +87,11 @@ pub struct BackendError {
 impl BackendError {
     /// Builds an error from a status and a message (no required size).
     pub fn new(status: Status, message: impl Into<String>) -> Self {
-        BackendError { status, message: message.into(), required_size: None }
+        BackendError {
+            status,
+            message: message.into(),
+            required_size: None,
+        }
     }
 
     /// `BAD_PARAM_SIZE_INSUFFICIENT` for an output buffer of `given` bytes when `required` are
@@ -139,7 +143,10 @@ pub struct PluginError {
 impl PluginError {
     /// Builds an engine error.
     pub fn new(status: PluginStatus, message: impl Into<String>) -> Self {
-        PluginError { status, message: message.into() }
+        PluginError {
+            status,
+            message: message.into(),
+        }
     }
     /// `NOT_APPLICABLE` with a message.
     pub fn not_applicable(message: impl Into<String>) -> Self {

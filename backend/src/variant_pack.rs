@@ -16,7 +16,10 @@ pub struct VariantPack<'a> {
 impl<'a> VariantPack<'a> {
     /// An empty pack (no tensors, no workspace).
     pub fn new() -> Self {
-        VariantPack { tensors: Vec::new(), workspace: None }
+        VariantPack {
+            tensors: Vec::new(),
+            workspace: None,
+        }
     }
 
     /// Binds `data` to tensor `uid` (builder form of [`VariantPack::insert`]).

@@ -19,7 +19,11 @@ fn err_of<T: std::fmt::Debug>(r: Result<T, BackendError>) -> BackendError {
 fn assert_err<T: std::fmt::Debug>(r: Result<T, BackendError>, status: Status, prefix: &str) {
     let e = err_of(r);
     assert_eq!(e.status, status, "message: {}", e.message);
-    assert!(e.message.starts_with(prefix), "message {:?} does not start with {prefix:?}", e.message);
+    assert!(
+        e.message.starts_with(prefix),
+        "message {:?} does not start with {prefix:?}",
+        e.message
+    );
 }
 
 // ---- finalize and attributes ----
@@ -35,10 +39,16 @@ fn finalize_collects_uids_alignments_workspace_and_engine_id() {
     assert!(!plan.is_override_shape_enabled());
     assert_eq!(
         plan.engine_config(),
-        Some(&EngineConfig { engine_id: engine.counters_id(), knob_choices: vec![] })
+        Some(&EngineConfig {
+            engine_id: engine.counters_id(),
+            knob_choices: vec![]
+        })
     );
     assert_eq!(engine.creates(), 1);
-    assert!(!plan.is_serialized_plan_cached(), "a built plan caches only on its first save");
+    assert!(
+        !plan.is_serialized_plan_cached(),
+        "a built plan caches only on its first save"
+    );
 }
 
 trait Id {
@@ -60,9 +70,15 @@ fn finalize_gives_runtime_pass_by_value_tensors_alignment_zero() {
     ))
     .unwrap();
     let id = engine_id_from_name(COUNTING_ENGINE);
-    let plan =
-        ExecutionPlanDescriptor::finalize(&handle, &EngineConfig { engine_id: id, knob_choices: vec![] }, &g)
-            .unwrap();
+    let plan = ExecutionPlanDescriptor::finalize(
+        &handle,
+        &EngineConfig {
+            engine_id: id,
+            knob_choices: vec![],
+        },
+        &g,
+    )
+    .unwrap();
     assert_eq!(plan.tensor_uids(), &[1, 2, 3]);
     assert_eq!(plan.tensor_alignments(), &[16, 0, 8]);
     assert!(plan.is_override_shape_enabled());
@@ -73,7 +89,10 @@ fn finalize_with_an_unknown_engine_id_is_internal_error() {
     let (handle, engine) = counting_handle();
     let r = ExecutionPlanDescriptor::finalize(
         &handle,
-        &EngineConfig { engine_id: 42, knob_choices: vec![] },
+        &EngineConfig {
+            engine_id: 42,
+            knob_choices: vec![],
+        },
         &fixture_graph(),
     );
     assert_err(r, Status::InternalError, "Invalid engine ID: 42");
@@ -87,12 +106,23 @@ fn finalize_keeps_the_engine_message_when_context_creation_fails() {
     let id = engine_id_from_name(COUNTING_ENGINE);
     let e = err_of(ExecutionPlanDescriptor::finalize(
         &handle,
-        &EngineConfig { engine_id: id, knob_choices: vec![] },
+        &EngineConfig {
+            engine_id: id,
+            knob_choices: vec![],
+        },
         &fixture_graph(),
     ));
     assert_eq!(e.status, Status::PluginError);
-    assert!(e.message.starts_with("engine could not create an execution context"));
-    assert!(e.message.contains("counting engine cannot build this graph"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("engine could not create an execution context")
+    );
+    assert!(
+        e.message
+            .contains("counting engine cannot build this graph"),
+        "{}",
+        e.message
+    );
 }
 
 // ---- save: first save, cache, size query ----
@@ -141,7 +171,10 @@ fn size_query_returns_exactly_the_written_length() {
     let mut big = vec![0xAAu8; n + 16];
     assert_eq!(plan.serialize_into(Some(&mut big)).unwrap(), n);
     assert_eq!(&big[..n], &plan.to_bytes().unwrap()[..]);
-    assert!(big[n..].iter().all(|&b| b == 0xAA), "bytes past the size are untouched");
+    assert!(
+        big[n..].iter().all(|&b| b == 0xAA),
+        "bytes past the size are untouched"
+    );
 }
 
 #[test]
@@ -154,10 +187,20 @@ fn short_buffer_gives_size_insufficient_with_the_needed_size() {
         let e = err_of(plan.serialize_into(Some(&mut buf)));
         assert_eq!(e.status, Status::BadParamSizeInsufficient);
         assert_eq!(e.required_size, Some(n));
-        assert!(e.message.contains(&format!("{n} bytes needed")), "{}", e.message);
-        assert!(buf.iter().all(|&b| b == 0x55), "a failed save leaves the output untouched");
+        assert!(
+            e.message.contains(&format!("{n} bytes needed")),
+            "{}",
+            e.message
+        );
+        assert!(
+            buf.iter().all(|&b| b == 0x55),
+            "a failed save leaves the output untouched"
+        );
     }
-    assert!(plan.is_serialized_plan_cached(), "the cache stays filled after a short buffer");
+    assert!(
+        plan.is_serialized_plan_cached(),
+        "the cache stays filled after a short buffer"
+    );
 }
 
 #[test]
@@ -189,14 +232,24 @@ fn failed_save_leaves_the_cache_empty_and_the_next_save_retries() {
     engine.refuse_save.store(true, Ordering::SeqCst);
     let e = err_of(plan.to_bytes());
     assert_eq!(e.status, Status::PluginError);
-    assert!(e.message.starts_with("engine could not save the execution plan"));
-    assert!(e.message.contains("counting engine refuses to save"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("engine could not save the execution plan")
+    );
+    assert!(
+        e.message.contains("counting engine refuses to save"),
+        "{}",
+        e.message
+    );
     assert!(!plan.is_serialized_plan_cached());
     assert_eq!(engine.saves(), 1);
     engine.refuse_save.store(false, Ordering::SeqCst);
     let bytes = plan.to_bytes().unwrap();
     assert_eq!(engine.saves(), 2, "the retry calls the save hook again");
-    assert_eq!(PlanEnvelope::parse(&bytes).unwrap().plugin_payload, &SAVE_PAYLOAD);
+    assert_eq!(
+        PlanEnvelope::parse(&bytes).unwrap().plugin_payload,
+        &SAVE_PAYLOAD
+    );
 }
 
 #[test]
@@ -204,7 +257,11 @@ fn empty_payload_from_the_save_hook_is_plugin_error_and_not_cached() {
     let (handle, engine) = counting_handle();
     let plan = built_plan(&handle);
     engine.empty_save.store(true, Ordering::SeqCst);
-    assert_err(plan.serialize_into(None), Status::PluginError, "engine could not save the execution plan");
+    assert_err(
+        plan.serialize_into(None),
+        Status::PluginError,
+        "engine could not save the execution plan",
+    );
     assert!(!plan.is_serialized_plan_cached());
 }
 
@@ -215,7 +272,10 @@ fn save_of_a_plan_whose_engine_has_no_hooks_is_not_supported() {
     handle.register_engine(engine.clone()).unwrap();
     let plan = ExecutionPlanDescriptor::finalize(
         &handle,
-        &EngineConfig { engine_id: engine_id_from_name("test.nohooks"), knob_choices: vec![] },
+        &EngineConfig {
+            engine_id: engine_id_from_name("test.nohooks"),
+            knob_choices: vec![],
+        },
         &fixture_graph(),
     )
     .unwrap();
@@ -237,7 +297,10 @@ fn save_round_trips_the_override_shape_flag() {
     .unwrap();
     let plan = ExecutionPlanDescriptor::finalize(
         &handle,
-        &EngineConfig { engine_id: engine_id_from_name(COUNTING_ENGINE), knob_choices: vec![] },
+        &EngineConfig {
+            engine_id: engine_id_from_name(COUNTING_ENGINE),
+            knob_choices: vec![],
+        },
         &g,
     )
     .unwrap();
@@ -272,10 +335,17 @@ fn resave_of_a_loaded_plan_is_byte_identical_and_never_calls_the_save_hook() {
 fn loaded_v1_envelope_resaves_as_identical_v1_bytes() {
     for flag in [false, true] {
         let (handle, engine) = counting_handle();
-        let v1 = Env { override_shape: flag, ..Env::v1() }.bytes();
+        let v1 = Env {
+            override_shape: flag,
+            ..Env::v1()
+        }
+        .bytes();
         let loaded = ExecutionPlanDescriptor::from_bytes(&handle, &v1).unwrap();
         assert_eq!(loaded.is_override_shape_enabled(), flag);
-        assert!(loaded.tensor_alignments().is_empty(), "v1 carries no alignments");
+        assert!(
+            loaded.tensor_alignments().is_empty(),
+            "v1 carries no alignments"
+        );
         let again = loaded.to_bytes().unwrap();
         assert_eq!(again, v1);
         assert_eq!(PlanEnvelope::parse(&again).unwrap().version, 1);
@@ -293,10 +363,23 @@ fn deserialize_restores_the_serialized_execution_plan() {
     assert!(!plan.is_override_shape_enabled());
     assert_eq!(plan.workspace_size(), 1024);
     assert_eq!(plan.engine_id(), engine_id_from_name(COUNTING_ENGINE));
-    assert_eq!(plan.engine_config(), None, "a loaded plan has no engine config");
+    assert_eq!(
+        plan.engine_config(),
+        None,
+        "a loaded plan has no engine config"
+    );
     assert_eq!(engine.loads(), 1);
-    let (_, payload) = engine.counters.last_load_payload.lock().unwrap().clone().unwrap();
-    assert_eq!(payload, LOAD_PAYLOAD, "the engine gets exactly the 3 payload bytes");
+    let (_, payload) = engine
+        .counters
+        .last_load_payload
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap();
+    assert_eq!(
+        payload, LOAD_PAYLOAD,
+        "the engine gets exactly the 3 payload bytes"
+    );
     assert_eq!(plan.execution_context().workspace_size(), 1024);
 }
 
@@ -305,7 +388,13 @@ fn load_hook_receives_the_payload_borrowed_from_the_input() {
     let (handle, engine) = counting_handle();
     let bytes = Env::v2().bytes();
     let _plan = ExecutionPlanDescriptor::from_bytes(&handle, &bytes).unwrap();
-    let (addr, _) = engine.counters.last_load_payload.lock().unwrap().clone().unwrap();
+    let (addr, _) = engine
+        .counters
+        .last_load_payload
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap();
     let start = bytes.as_ptr() as usize;
     assert!(
         addr >= start && addr + LOAD_PAYLOAD.len() <= start + bytes.len(),
@@ -317,10 +406,22 @@ fn load_hook_receives_the_payload_borrowed_from_the_input() {
 fn failed_restore_yields_no_descriptor_and_keeps_the_engine_message() {
     let (handle, engine) = counting_handle();
     engine.refuse_load.store(true, Ordering::SeqCst);
-    let e = err_of(ExecutionPlanDescriptor::from_bytes(&handle, &Env::v2().bytes()));
+    let e = err_of(ExecutionPlanDescriptor::from_bytes(
+        &handle,
+        &Env::v2().bytes(),
+    ));
     assert_eq!(e.status, Status::PluginError);
-    assert!(e.message.starts_with("engine refused to restore the execution plan"), "{}", e.message);
-    assert!(e.message.contains("counting engine refuses this payload"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("engine refused to restore the execution plan"),
+        "{}",
+        e.message
+    );
+    assert!(
+        e.message.contains("counting engine refuses this payload"),
+        "{}",
+        e.message
+    );
     assert_eq!(engine.loads(), 1);
     assert_eq!(engine.saves(), 0);
 }
@@ -328,7 +429,11 @@ fn failed_restore_yields_no_descriptor_and_keeps_the_engine_message() {
 #[test]
 fn unknown_engine_id_on_load_is_internal_error_and_no_hook_is_called() {
     let (handle, engine) = counting_handle();
-    let bytes = Env { engine_id: 777, ..Env::v2() }.bytes();
+    let bytes = Env {
+        engine_id: 777,
+        ..Env::v2()
+    }
+    .bytes();
     assert_err(
         ExecutionPlanDescriptor::from_bytes(&handle, &bytes),
         Status::InternalError,
@@ -355,14 +460,22 @@ fn load_for_an_engine_without_hooks_is_not_supported() {
 fn load_err(bytes: &[u8]) -> BackendError {
     let (handle, engine) = counting_handle();
     let e = err_of(ExecutionPlanDescriptor::from_bytes(&handle, bytes));
-    assert_eq!(engine.loads(), 0, "a refused envelope never reaches the engine");
+    assert_eq!(
+        engine.loads(),
+        0,
+        "a refused envelope never reaches the engine"
+    );
     e
 }
 
 fn assert_load_err(bytes: &[u8], status: Status, prefix: &str) {
     let e = load_err(bytes);
     assert_eq!(e.status, status, "{}", e.message);
-    assert!(e.message.starts_with(prefix), "message {:?} does not start with {prefix:?}", e.message);
+    assert!(
+        e.message.starts_with(prefix),
+        "message {:?} does not start with {prefix:?}",
+        e.message
+    );
 }
 
 #[test]
@@ -383,7 +496,11 @@ fn deserialize_rejects_an_invalid_flatbuffer() {
 fn deserialize_rejects_unsupported_versions() {
     for v in [0u32, 3, 99] {
         assert_load_err(
-            &Env { version: v, ..Env::v2() }.bytes(),
+            &Env {
+                version: v,
+                ..Env::v2()
+            }
+            .bytes(),
             Status::NotSupported,
             &format!("Unsupported serialized execution plan version: {v}"),
         );
@@ -393,7 +510,11 @@ fn deserialize_rejects_unsupported_versions() {
 #[test]
 fn deserialize_rejects_missing_plugin_payload() {
     assert_load_err(
-        &Env { payload: None, ..Env::v2() }.bytes(),
+        &Env {
+            payload: None,
+            ..Env::v2()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan has no plugin payload.",
     );
@@ -402,7 +523,11 @@ fn deserialize_rejects_missing_plugin_payload() {
 #[test]
 fn deserialize_rejects_empty_plugin_payload() {
     assert_load_err(
-        &Env { payload: Some(vec![]), ..Env::v2() }.bytes(),
+        &Env {
+            payload: Some(vec![]),
+            ..Env::v2()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan has no plugin payload.",
     );
@@ -411,7 +536,12 @@ fn deserialize_rejects_empty_plugin_payload() {
 #[test]
 fn deserialize_rejects_missing_tensor_uids() {
     assert_load_err(
-        &Env { uids: None, alignments: None, ..Env::v1() }.bytes(),
+        &Env {
+            uids: None,
+            alignments: None,
+            ..Env::v1()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan has no tensor UIDs.",
     );
@@ -420,7 +550,12 @@ fn deserialize_rejects_missing_tensor_uids() {
 #[test]
 fn deserialize_rejects_empty_tensor_uids() {
     assert_load_err(
-        &Env { uids: Some(vec![]), alignments: Some(vec![]), ..Env::v2() }.bytes(),
+        &Env {
+            uids: Some(vec![]),
+            alignments: Some(vec![]),
+            ..Env::v2()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan has no tensor UIDs.",
     );
@@ -429,7 +564,11 @@ fn deserialize_rejects_empty_tensor_uids() {
 #[test]
 fn deserialize_rejects_missing_tensor_alignments_in_v2() {
     assert_load_err(
-        &Env { alignments: None, ..Env::v2() }.bytes(),
+        &Env {
+            alignments: None,
+            ..Env::v2()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan has no tensor alignments.",
     );
@@ -438,7 +577,11 @@ fn deserialize_rejects_missing_tensor_alignments_in_v2() {
 #[test]
 fn deserialize_rejects_mismatched_tensor_alignments_in_v2() {
     assert_load_err(
-        &Env { alignments: Some(vec![16, 64]), ..Env::v2() }.bytes(),
+        &Env {
+            alignments: Some(vec![16, 64]),
+            ..Env::v2()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan tensor alignment count (2) does not match its tensor UID count (3).",
     );
@@ -447,7 +590,11 @@ fn deserialize_rejects_mismatched_tensor_alignments_in_v2() {
 #[test]
 fn deserialize_rejects_negative_workspace_size() {
     assert_load_err(
-        &Env { workspace_size: -1, ..Env::v2() }.bytes(),
+        &Env {
+            workspace_size: -1,
+            ..Env::v2()
+        }
+        .bytes(),
         Status::BadParam,
         "Serialized execution plan has a negative workspace size: -1",
     );
@@ -457,11 +604,53 @@ fn deserialize_rejects_negative_workspace_size() {
 fn deserialize_checks_run_in_upstream_order() {
     // Unsupported version beats missing payload; missing payload beats missing uids; missing
     // uids beat missing alignments; alignments beat a negative workspace.
-    assert_eq!(load_err(&Env { version: 7, payload: None, ..Env::v2() }.bytes()).status, Status::NotSupported);
-    assert!(load_err(&Env { payload: None, uids: None, ..Env::v2() }.bytes()).message.contains("plugin payload"));
-    assert!(load_err(&Env { uids: None, alignments: None, ..Env::v2() }.bytes()).message.contains("tensor UIDs"));
+    assert_eq!(
+        load_err(
+            &Env {
+                version: 7,
+                payload: None,
+                ..Env::v2()
+            }
+            .bytes()
+        )
+        .status,
+        Status::NotSupported
+    );
     assert!(
-        load_err(&Env { alignments: None, workspace_size: -5, ..Env::v2() }.bytes()).message.contains("alignments")
+        load_err(
+            &Env {
+                payload: None,
+                uids: None,
+                ..Env::v2()
+            }
+            .bytes()
+        )
+        .message
+        .contains("plugin payload")
+    );
+    assert!(
+        load_err(
+            &Env {
+                uids: None,
+                alignments: None,
+                ..Env::v2()
+            }
+            .bytes()
+        )
+        .message
+        .contains("tensor UIDs")
+    );
+    assert!(
+        load_err(
+            &Env {
+                alignments: None,
+                workspace_size: -5,
+                ..Env::v2()
+            }
+            .bytes()
+        )
+        .message
+        .contains("alignments")
     );
 }
 

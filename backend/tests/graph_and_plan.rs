@@ -28,7 +28,10 @@ fn container_with_graph_and_plan_verifies_and_both_blobs_are_8_aligned() {
     let plan = saved_plan();
     let c = write_graph_and_plan(&graph, Some(&plan));
     assert_eq!(&c[4..8], b"HDGP");
-    assert!(flatbuffers::root::<SerializedGraphAndPlan>(&c).is_ok(), "generated verifier");
+    assert!(
+        flatbuffers::root::<SerializedGraphAndPlan>(&c).is_ok(),
+        "generated verifier"
+    );
     let gp = GraphAndPlan::parse(&c).unwrap();
     let (g, p) = (gp.graph_blob().unwrap(), gp.plan_blob().unwrap());
     assert_eq!(g, &graph[..]);
@@ -47,7 +50,11 @@ fn container_blobs_stay_8_aligned_for_every_graph_length() {
         let gp = GraphAndPlan::parse(&c).unwrap();
         assert_eq!(gp.graph_blob().unwrap(), &graph[..]);
         assert_eq!(gp.plan_blob().unwrap(), &plan[..]);
-        assert_eq!(offset_in(&c, gp.plan_blob().unwrap()) % 8, 0, "graph length {glen}");
+        assert_eq!(
+            offset_in(&c, gp.plan_blob().unwrap()) % 8,
+            0,
+            "graph length {glen}"
+        );
         assert_eq!(c.len() % 4, 0);
     }
 }
@@ -67,15 +74,20 @@ fn graph_only_container_when_there_is_no_plan() {
 
 #[test]
 fn container_passes_flatc() {
-    let Ok(out) = std::process::Command::new("flatc").arg("--version").output() else {
+    let Ok(out) = std::process::Command::new("flatc")
+        .arg("--version")
+        .output()
+    else {
         eprintln!("skipped: flatc not found");
         return;
     };
     assert!(out.status.success());
     let dir = std::env::temp_dir().join(format!("hdgp-flatc-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
-    let schema =
-        concat!(env!("CARGO_MANIFEST_DIR"), "/../schema/fbs/serialized_graph_and_plan.fbs");
+    let schema = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../schema/fbs/serialized_graph_and_plan.fbs"
+    );
     for (name, plan) in [("both", Some(saved_plan())), ("graph_only", None)] {
         let bin = dir.join(format!("{name}.bin"));
         std::fs::write(&bin, write_graph_and_plan(&graph_bytes(), plan.as_deref())).unwrap();
@@ -87,7 +99,11 @@ fn container_passes_flatc() {
             .arg(&bin)
             .output()
             .unwrap();
-        assert!(out.status.success(), "flatc refused {name}: {}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "flatc refused {name}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let json = std::fs::read_to_string(dir.join(format!("{name}.json"))).unwrap();
         assert!(json.contains("graph_blob"));
         assert_eq!(json.contains("plan_blob"), plan.is_some());
@@ -103,14 +119,32 @@ fn query_contents_follows_upstream() {
     let plan = saved_plan();
     let both = write_graph_and_plan(&graph, Some(&plan));
     assert_eq!(serialized_contents(&both).unwrap(), 3);
-    assert_eq!(serialized_contents(&write_graph_and_plan(&graph, None)).unwrap(), 1);
+    assert_eq!(
+        serialized_contents(&write_graph_and_plan(&graph, None)).unwrap(),
+        1
+    );
     assert_eq!(serialized_contents(&graph).unwrap(), 1, "legacy bare graph");
-    assert_eq!(serialized_contents(&[1, 2, 3, 4]).unwrap(), 1, "4-byte blob");
-    assert_eq!(serialized_contents(&[7u8; 8]).unwrap(), 1, "8 garbage bytes");
-    assert_eq!(serialized_contents(&plan).unwrap(), 1, "bare plan (must not be routed here)");
+    assert_eq!(
+        serialized_contents(&[1, 2, 3, 4]).unwrap(),
+        1,
+        "4-byte blob"
+    );
+    assert_eq!(
+        serialized_contents(&[7u8; 8]).unwrap(),
+        1,
+        "8 garbage bytes"
+    );
+    assert_eq!(
+        serialized_contents(&plan).unwrap(),
+        1,
+        "bare plan (must not be routed here)"
+    );
     let e = serialized_contents(&both[..16]).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("unable to verify the serialized graph-and-plan container"));
+    assert!(
+        e.message
+            .starts_with("unable to verify the serialized graph-and-plan container")
+    );
 }
 
 #[test]
@@ -125,7 +159,10 @@ fn detection_needs_eight_bytes_and_the_exact_marker() {
     assert!(is_graph_and_plan_container(eight));
     let e = GraphAndPlan::parse(eight).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("unable to verify the serialized graph-and-plan container"));
+    assert!(
+        e.message
+            .starts_with("unable to verify the serialized graph-and-plan container")
+    );
 }
 
 #[test]
@@ -154,7 +191,11 @@ fn plan_load_from_a_container_resaves_exactly_the_plan_bytes_inside_it() {
     let c = write_graph_and_plan(&graph, Some(&plan));
     let (handle, engine) = counting_handle();
     let loaded = ExecutionPlanDescriptor::from_bytes(&handle, &c).unwrap();
-    assert_eq!(loaded.to_bytes().unwrap(), plan, "re-save returns the plan, not the container");
+    assert_eq!(
+        loaded.to_bytes().unwrap(),
+        plan,
+        "re-save returns the plan, not the container"
+    );
     assert_eq!(loaded.serialize_into(None).unwrap(), plan.len());
     assert_eq!(engine.saves(), 0);
     assert_eq!(engine.loads(), 1);
@@ -174,7 +215,11 @@ fn plan_load_from_a_container_without_a_plan_is_bad_param() {
     let (handle, engine) = counting_handle();
     let e = ExecutionPlanDescriptor::from_bytes(&handle, &c).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("container carries no execution plan"), "{}", e.message);
+    assert!(
+        e.message.starts_with("container carries no execution plan"),
+        "{}",
+        e.message
+    );
     assert_eq!(engine.loads(), 0);
 }
 
@@ -184,7 +229,10 @@ fn plan_load_rejects_an_identified_but_corrupt_container() {
     let (handle, engine) = counting_handle();
     let e = ExecutionPlanDescriptor::from_bytes(&handle, &c[..16]).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("unable to verify the serialized graph-and-plan container"));
+    assert!(
+        e.message
+            .starts_with("unable to verify the serialized graph-and-plan container")
+    );
     assert_eq!(engine.loads(), 0);
 }
 
@@ -213,7 +261,11 @@ fn graph_load_rejects_a_container_with_an_empty_graph_blob() {
     let c = write_graph_and_plan(&[], Some(&saved_plan()));
     let e = OperationGraph::from_graph_or_container(&c).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("container carries no graph"), "{}", e.message);
+    assert!(
+        e.message.starts_with("container carries no graph"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -221,7 +273,10 @@ fn graph_load_rejects_an_identified_but_corrupt_container() {
     let c = write_graph_and_plan(&graph_bytes(), None);
     let e = OperationGraph::from_graph_or_container(&c[..20]).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("unable to verify the serialized graph-and-plan container"));
+    assert!(
+        e.message
+            .starts_with("unable to verify the serialized graph-and-plan container")
+    );
 }
 
 #[test]
@@ -231,7 +286,11 @@ fn bare_plan_given_to_the_graph_loader_is_bad_param_and_no_graph() {
     for plan in [saved_plan(), Env::v1().bytes()] {
         let e = OperationGraph::from_graph_or_container(&plan).unwrap_err();
         assert_eq!(e.status, Status::BadParam);
-        assert!(e.message.starts_with("serialized graph is invalid"), "{}", e.message);
+        assert!(
+            e.message.starts_with("serialized graph is invalid"),
+            "{}",
+            e.message
+        );
     }
 }
 

@@ -16,20 +16,33 @@ fn dev(addr: u64) -> BufferRef<'static> {
 }
 
 fn ws() -> BufferRef<'static> {
-    BufferRef::Device { addr: 0x10_0000, len: WORKSPACE }
+    BufferRef::Device {
+        addr: 0x10_0000,
+        len: WORKSPACE,
+    }
 }
 
 /// Addresses aligned to 256 (every fixture alignment).
 fn aligned_pack() -> VariantPack<'static> {
-    VariantPack::new().with(11, dev(0x1000)).with(22, dev(0x2000)).with(33, dev(0x3000)).with_workspace(ws())
+    VariantPack::new()
+        .with(11, dev(0x1000))
+        .with(22, dev(0x2000))
+        .with(33, dev(0x3000))
+        .with_workspace(ws())
 }
 
 #[test]
 fn register_engine_rejects_duplicate_ids() {
     let (mut handle, _engine) = counting_handle();
-    let e = handle.register_engine(Arc::new(CountingEngine::new(COUNTING_ENGINE))).unwrap_err();
+    let e = handle
+        .register_engine(Arc::new(CountingEngine::new(COUNTING_ENGINE)))
+        .unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("duplicate engine id"), "{}", e.message);
+    assert!(
+        e.message.starts_with("duplicate engine id"),
+        "{}",
+        e.message
+    );
     assert_eq!(handle.engines().len(), 1);
 }
 
@@ -39,15 +52,23 @@ fn engine_lookup_by_name_and_id() {
     let id = handle.engine_id_by_name(COUNTING_ENGINE).unwrap();
     assert_eq!(id, engine_id_from_name(COUNTING_ENGINE));
     assert_eq!(handle.engine(id).unwrap().name(), COUNTING_ENGINE);
-    assert_eq!(handle.engine_id_by_name("nope").unwrap_err().status, Status::NotSupported);
+    assert_eq!(
+        handle.engine_id_by_name("nope").unwrap_err().status,
+        Status::NotSupported
+    );
     let e = handle.engine_for(5).err().unwrap();
-    assert_eq!((e.status, e.message.as_str()), (Status::InternalError, "Invalid engine ID: 5"));
+    assert_eq!(
+        (e.status, e.message.as_str()),
+        (Status::InternalError, "Invalid engine ID: 5")
+    );
 }
 
 fn three_engines() -> (Handle, Vec<Arc<CountingEngine>>) {
     let mut handle = Handle::new();
-    let engines: Vec<_> =
-        ["test.a", "test.b", "test.c"].iter().map(|n| Arc::new(CountingEngine::new(n))).collect();
+    let engines: Vec<_> = ["test.a", "test.b", "test.c"]
+        .iter()
+        .map(|n| Arc::new(CountingEngine::new(n)))
+        .collect();
     for e in &engines {
         handle.register_engine(e.clone()).unwrap();
     }
@@ -58,9 +79,14 @@ fn three_engines() -> (Handle, Vec<Arc<CountingEngine>>) {
 fn fallback_heuristic_lists_applicable_engines_in_registration_order() {
     let (handle, engines) = three_engines();
     engines[1].inapplicable.store(true, Ordering::SeqCst);
-    let configs = handle.engine_configs(&fixture_graph(), HeuristicMode::Fallback).unwrap();
+    let configs = handle
+        .engine_configs(&fixture_graph(), HeuristicMode::Fallback)
+        .unwrap();
     let ids: Vec<i64> = configs.iter().map(|c| c.engine_id).collect();
-    assert_eq!(ids, vec![engine_id_from_name("test.a"), engine_id_from_name("test.c")]);
+    assert_eq!(
+        ids,
+        vec![engine_id_from_name("test.a"), engine_id_from_name("test.c")]
+    );
     assert!(configs.iter().all(|c| c.knob_choices.is_empty()));
 }
 
@@ -81,7 +107,11 @@ fn fallback_heuristic_puts_the_preferred_engine_first() {
         .collect();
     assert_eq!(
         ids,
-        vec![engine_id_from_name("test.c"), engine_id_from_name("test.a"), engine_id_from_name("test.b")]
+        vec![
+            engine_id_from_name("test.c"),
+            engine_id_from_name("test.a"),
+            engine_id_from_name("test.b")
+        ]
     );
 }
 
@@ -91,10 +121,19 @@ fn fallback_heuristic_without_an_applicable_engine_is_not_supported_with_reasons
     for e in &engines {
         e.inapplicable.store(true, Ordering::SeqCst);
     }
-    let e = handle.engine_configs(&fixture_graph(), HeuristicMode::Fallback).unwrap_err();
+    let e = handle
+        .engine_configs(&fixture_graph(), HeuristicMode::Fallback)
+        .unwrap_err();
     assert_eq!(e.status, Status::NotSupported);
-    assert!(e.message.starts_with("no engine is applicable to the graph"));
-    assert!(e.message.contains("test.b does not serve this graph"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("no engine is applicable to the graph")
+    );
+    assert!(
+        e.message.contains("test.b does not serve this graph"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -112,10 +151,16 @@ fn execute_enforces_tensor_alignments() {
     let (handle, engine) = counting_handle();
     let plan = built_plan(&handle);
     // uid 33 needs 256-byte alignment; 0x3010 is only 16-aligned.
-    let pack = VariantPack::new().with(11, dev(0x1000)).with(33, dev(0x3010)).with_workspace(ws());
+    let pack = VariantPack::new()
+        .with(11, dev(0x1000))
+        .with(33, dev(0x3010))
+        .with_workspace(ws());
     let e = plan.execute(&handle, pack).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("variant pack tensor uid 33 at address 0x3010 is not aligned to 256"));
+    assert!(
+        e.message
+            .starts_with("variant pack tensor uid 33 at address 0x3010 is not aligned to 256")
+    );
     assert_eq!(engine.executes(), 0);
     // A null address is not checked (upstream skips null pointers).
     let pack = VariantPack::new().with(33, dev(0)).with_workspace(ws());
@@ -126,7 +171,9 @@ fn execute_enforces_tensor_alignments() {
 fn execute_of_a_v1_loaded_plan_does_not_enforce_alignment() {
     let (handle, engine) = counting_handle();
     let plan = ExecutionPlanDescriptor::from_bytes(&handle, &Env::v1().bytes()).unwrap();
-    let pack = VariantPack::new().with(33, dev(0x3001)).with_workspace(ws());
+    let pack = VariantPack::new()
+        .with(33, dev(0x3001))
+        .with_workspace(ws());
     plan.execute(&handle, pack).unwrap();
     assert_eq!(engine.executes(), 1);
 }
@@ -135,22 +182,46 @@ fn execute_of_a_v1_loaded_plan_does_not_enforce_alignment() {
 fn execute_of_a_v2_loaded_plan_enforces_alignment() {
     let (handle, _engine) = counting_handle();
     let plan = ExecutionPlanDescriptor::from_bytes(&handle, &Env::v2().bytes()).unwrap();
-    let pack = VariantPack::new().with(22, dev(0x2020)).with_workspace(ws());
-    assert_eq!(plan.execute(&handle, pack).unwrap_err().status, Status::BadParam);
+    let pack = VariantPack::new()
+        .with(22, dev(0x2020))
+        .with_workspace(ws());
+    assert_eq!(
+        plan.execute(&handle, pack).unwrap_err().status,
+        Status::BadParam
+    );
 }
 
 #[test]
 fn execute_rejects_unknown_and_duplicate_uids() {
     let (handle, engine) = counting_handle();
     let plan = built_plan(&handle);
-    let e = plan.execute(&handle, VariantPack::new().with(99, dev(0x1000)).with_workspace(ws())).unwrap_err();
-    assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("variant pack tensor uid 99 is not a tensor of the plan"));
     let e = plan
-        .execute(&handle, VariantPack::new().with(11, dev(0x1000)).with(11, dev(0x2000)).with_workspace(ws()))
+        .execute(
+            &handle,
+            VariantPack::new()
+                .with(99, dev(0x1000))
+                .with_workspace(ws()),
+        )
         .unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("variant pack binds tensor uid 11 twice"));
+    assert!(
+        e.message
+            .starts_with("variant pack tensor uid 99 is not a tensor of the plan")
+    );
+    let e = plan
+        .execute(
+            &handle,
+            VariantPack::new()
+                .with(11, dev(0x1000))
+                .with(11, dev(0x2000))
+                .with_workspace(ws()),
+        )
+        .unwrap_err();
+    assert_eq!(e.status, Status::BadParam);
+    assert!(
+        e.message
+            .starts_with("variant pack binds tensor uid 11 twice")
+    );
     assert_eq!(engine.executes(), 0);
 }
 
@@ -161,7 +232,10 @@ fn execute_rejects_a_too_small_workspace() {
     let pack = VariantPack::new().with(11, dev(0x1000));
     let e = plan.execute(&handle, pack).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("variant pack workspace is too small: 0 bytes given, 1024 needed"));
+    assert!(
+        e.message
+            .starts_with("variant pack workspace is too small: 0 bytes given, 1024 needed")
+    );
 }
 
 #[test]
@@ -178,7 +252,16 @@ fn execute_through_a_handle_without_the_engine_is_internal_error() {
 #[test]
 fn built_plan_keeps_its_engine_config() {
     let (handle, _engine) = counting_handle();
-    let cfg = handle.engine_configs(&fixture_graph(), HeuristicMode::Fallback).unwrap().remove(0);
+    let cfg = handle
+        .engine_configs(&fixture_graph(), HeuristicMode::Fallback)
+        .unwrap()
+        .remove(0);
     let plan = ExecutionPlanDescriptor::finalize(&handle, &cfg, &fixture_graph()).unwrap();
-    assert_eq!(plan.engine_config(), Some(&EngineConfig { engine_id: cfg.engine_id, knob_choices: vec![] }));
+    assert_eq!(
+        plan.engine_config(),
+        Some(&EngineConfig {
+            engine_id: cfg.engine_id,
+            knob_choices: vec![]
+        })
+    );
 }

@@ -9,11 +9,11 @@ use hipdnn_backend::{
     BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, Handle, OperationGraph,
     PlanSerialization, PluginError, PluginResult,
 };
+use hipdnn_schema::execution_plan::{SerializedExecutionPlan, SerializedExecutionPlanArgs};
 use hipdnn_schema::graph::{
     DataType, Graph, GraphArgs, Node, NodeArgs, NodeAttributes, PointwiseAttributes,
     PointwiseAttributesArgs, PointwiseMode, TensorAttributes, TensorAttributesArgs,
 };
-use hipdnn_schema::execution_plan::{SerializedExecutionPlan, SerializedExecutionPlanArgs};
 use std::any::Any;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -95,7 +95,9 @@ impl ExecutionContext for CountingContext {
     }
     fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()> {
         self.counters.execute.fetch_add(1, Ordering::SeqCst);
-        self.counters.last_stream.store(args.stream, Ordering::SeqCst);
+        self.counters
+            .last_stream
+            .store(args.stream, Ordering::SeqCst);
         Ok(())
     }
     fn as_any(&self) -> &dyn Any {
@@ -111,12 +113,17 @@ impl PlanSerialization for CountingEngine {
     ) -> PluginResult<Vec<u8>> {
         self.counters.save_hook.fetch_add(1, Ordering::SeqCst);
         if self.refuse_save.load(Ordering::SeqCst) {
-            return Err(PluginError::not_applicable("counting engine refuses to save"));
+            return Err(PluginError::not_applicable(
+                "counting engine refuses to save",
+            ));
         }
         if self.empty_save.load(Ordering::SeqCst) {
             return Ok(Vec::new());
         }
-        let ctx = ctx.as_any().downcast_ref::<CountingContext>().expect("own context");
+        let ctx = ctx
+            .as_any()
+            .downcast_ref::<CountingContext>()
+            .expect("own context");
         Ok(ctx.payload.clone())
     }
 
@@ -128,7 +135,9 @@ impl PlanSerialization for CountingEngine {
         *self.counters.last_load_payload.lock().unwrap() =
             Some((payload.as_ptr() as usize, payload.to_vec()));
         if self.refuse_load.load(Ordering::SeqCst) {
-            return Err(PluginError::invalid_value("counting engine refuses this payload"));
+            return Err(PluginError::invalid_value(
+                "counting engine refuses this payload",
+            ));
         }
         Ok(Box::new(CountingContext {
             counters: Arc::clone(&self.counters),
@@ -144,13 +153,20 @@ impl Engine for CountingEngine {
     }
     fn check_applicable(&self, _graph: &OperationGraph) -> PluginResult<()> {
         if self.inapplicable.load(Ordering::SeqCst) {
-            Err(PluginError::not_applicable(format!("{} does not serve this graph", self.name)))
+            Err(PluginError::not_applicable(format!(
+                "{} does not serve this graph",
+                self.name
+            )))
         } else {
             Ok(())
         }
     }
     fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
-        if self.has_hooks { vec![BehaviorNote::SupportsExecutionPlanSerialization] } else { vec![] }
+        if self.has_hooks {
+            vec![BehaviorNote::SupportsExecutionPlanSerialization]
+        } else {
+            vec![]
+        }
     }
     fn create_execution_context(
         &self,
@@ -159,7 +175,9 @@ impl Engine for CountingEngine {
     ) -> PluginResult<Box<dyn ExecutionContext>> {
         self.counters.create_context.fetch_add(1, Ordering::SeqCst);
         if self.refuse_create.load(Ordering::SeqCst) {
-            return Err(PluginError::not_applicable("counting engine cannot build this graph"));
+            return Err(PluginError::not_applicable(
+                "counting engine cannot build this graph",
+            ));
         }
         Ok(Box::new(CountingContext {
             counters: Arc::clone(&self.counters),
@@ -251,7 +269,11 @@ pub fn graph_bytes_with(tensors: &[T], preferred: Option<i64>, override_shape: b
 /// The fixture graph: uids {11, 22, 33} with alignments {16, 64, 256}.
 pub fn graph_bytes() -> Vec<u8> {
     graph_bytes_with(
-        &[T(UIDS[0], ALIGNMENTS[0], false), T(UIDS[1], ALIGNMENTS[1], false), T(UIDS[2], ALIGNMENTS[2], false)],
+        &[
+            T(UIDS[0], ALIGNMENTS[0], false),
+            T(UIDS[1], ALIGNMENTS[1], false),
+            T(UIDS[2], ALIGNMENTS[2], false),
+        ],
         None,
         false,
     )
@@ -266,7 +288,10 @@ pub fn built_plan(handle: &Handle) -> hipdnn_backend::ExecutionPlanDescriptor {
     let id = handle.engine_id_by_name(COUNTING_ENGINE).unwrap();
     hipdnn_backend::ExecutionPlanDescriptor::finalize(
         handle,
-        &EngineConfig { engine_id: id, knob_choices: vec![] },
+        &EngineConfig {
+            engine_id: id,
+            knob_choices: vec![],
+        },
         &fixture_graph(),
     )
     .unwrap()
@@ -299,7 +324,11 @@ impl Env {
     }
     /// A valid version 1 envelope (no alignments).
     pub fn v1() -> Self {
-        Env { version: 1, alignments: None, ..Self::v2() }
+        Env {
+            version: 1,
+            alignments: None,
+            ..Self::v2()
+        }
     }
     pub fn bytes(&self) -> Vec<u8> {
         let mut fbb = flatbuffers::FlatBufferBuilder::new();
