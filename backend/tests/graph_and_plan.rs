@@ -317,3 +317,14 @@ fn graph_and_plan_container_resaves_byte_identically_while_the_graph_is_unchange
     assert_eq!(reloaded.to_bytes().unwrap(), plan);
     assert_eq!(engine3.saves(), 0);
 }
+
+#[test]
+fn graph_without_nodes_is_bad_param() {
+    use hipdnn_schema::graph::{Graph, GraphArgs};
+    let mut fbb = flatbuffers::FlatBufferBuilder::new();
+    let g = Graph::create(&mut fbb, &GraphArgs::default());
+    fbb.finish_minimal(g);
+    let e = OperationGraph::from_graph_or_container(fbb.finished_data()).unwrap_err();
+    assert_eq!(e.status, Status::BadParam);
+    assert!(e.message.starts_with("serialized graph is invalid: the graph has no nodes"));
+}
