@@ -220,3 +220,33 @@ fn patch_uoffset(out: &mut [u8], field: usize, target: usize) {
     let off = u32::try_from(target - field).expect("offset fits in u32");
     out[field..field + 4].copy_from_slice(&off.to_le_bytes());
 }
+
+/// Two-call graph-and-plan save (upstream `hipdnnBackendGetSerializedBinaryGraphAndPlan_ext`,
+/// reference §6.3): builds the container of `graph_bytes` and, when `plan` is `Some`, that
+/// plan's serialized bytes (for a loaded plan, the bytes it was loaded from). `out == None`
+/// returns the size only; `Some(buf)` copies the container into `buf[..size]`. No container is
+/// cached (the graph may differ between calls; the plan bytes are stable).
+///
+/// # Errors
+/// The plan save's errors pass through (e.g. `NOT_SUPPORTED` for an engine without hooks,
+/// `PLUGIN_ERROR`); `BAD_PARAM_SIZE_INSUFFICIENT` with [`BackendError::required_size`] when
+/// `buf` is shorter than the container (`buf` untouched).
+pub fn serialize_graph_and_plan_into(
+    graph_bytes: &[u8],
+    plan: Option<&crate::plan::ExecutionPlanDescriptor>,
+    out: Option<&mut [u8]>,
+) -> BackendResult<usize> {
+    let plan_bytes = plan.map(|p| p.to_bytes()).transpose()?;
+    let container = write_graph_and_plan(graph_bytes, plan_bytes.as_deref());
+    if let Some(buf) = out {
+        if buf.len() < container.len() {
+            return Err(BackendError::size_insufficient(
+                "serialized graph-and-plan container",
+                buf.len(),
+                container.len(),
+            ));
+        }
+        buf[..container.len()].copy_from_slice(&container);
+    }
+    Ok(container.len())
+}

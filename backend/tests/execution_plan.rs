@@ -689,3 +689,27 @@ fn every_single_byte_flip_of_an_envelope_is_an_error_or_a_faithful_plan() {
     }
     assert!(errors > bytes.len(), "only {errors} flips were refused");
 }
+
+#[test]
+fn envelope_writer_bytes_are_pinned() {
+    // If this test fails, you changed what a save writes (or the flatbuffers crate did): plans
+    // saved before must still load, and a wire change needs EXECUTION_PLAN_WRITE_VERSION
+    // bumped. Do not just edit the expected bytes.
+    let bytes = hipdnn_backend::write_envelope(7, 1024, &UIDS, &ALIGNMENTS, true, &SAVE_PAYLOAD);
+    let hex: String = bytes.iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, PINNED_ENVELOPE_HEX, "{hex}");
+    let env = PlanEnvelope::parse(&bytes).unwrap();
+    assert_eq!(
+        (env.version, env.engine_id, env.workspace_size),
+        (2, 7, 1024)
+    );
+    assert!(env.is_override_shape_enabled);
+}
+
+const PINNED_ENVELOPE_HEX: &str = concat!(
+    "18000000000012002c000800180020000c001000070014001200000000000001",
+    "0200000040000000580000001800000007000000000000000004000000000000",
+    "0000000003000000100000000000000040000000000000000001000000000000",
+    "00000000030000000b0000000000000016000000000000002100000000000000",
+    "0400000009080706",
+);

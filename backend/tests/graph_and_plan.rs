@@ -326,5 +326,56 @@ fn graph_without_nodes_is_bad_param() {
     fbb.finish_minimal(g);
     let e = OperationGraph::from_graph_or_container(fbb.finished_data()).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
-    assert!(e.message.starts_with("serialized graph is invalid: the graph has no nodes"));
+    assert!(
+        e.message
+            .starts_with("serialized graph is invalid: the graph has no nodes")
+    );
+}
+
+#[test]
+fn hdgp_writer_bytes_are_pinned() {
+    // If this test fails, you changed the container layout: containers written before still
+    // load (the reader does not depend on this layout), but say why in the commit and keep both
+    // blobs 8-aligned. Do not just edit the expected bytes.
+    let c = write_graph_and_plan(b"GRAPH", Some(b"PLAN!"));
+    #[rustfmt::skip]
+    let expected: &[u8] = &[
+        16, 0, 0, 0, b'H', b'D', b'G', b'P',      // 0: root offset 16, identifier
+        8, 0, 12, 0, 4, 0, 8, 0,                  // 8: vtable (size 8, table 12, fields @4 @8)
+        8, 0, 0, 0,                               // 16: table soffset to the vtable
+        8, 0, 0, 0,                               // 20: graph_blob uoffset -> 28
+        20, 0, 0, 0,                              // 24: plan_blob uoffset -> 44
+        5, 0, 0, 0, b'G', b'R', b'A', b'P', b'H', // 28: graph length, data @32
+        0, 0, 0, 0, 0, 0, 0,                      // 37: pad so that plan data is 8-aligned
+        5, 0, 0, 0, b'P', b'L', b'A', b'N', b'!', // 44: plan length, data @48
+        0, 0, 0,                                  // 53: pad to a multiple of 4
+    ];
+    assert_eq!(c, expected);
+    assert_eq!(c.len(), 56);
+}
+
+#[test]
+fn two_call_graph_and_plan_save_reports_size_and_refuses_short_buffers() {
+    use hipdnn_backend::hdgp::serialize_graph_and_plan_into;
+    let (handle, engine) = counting_handle();
+    let plan = built_plan(&handle);
+    let graph = graph_bytes();
+    let n = serialize_graph_and_plan_into(&graph, Some(&plan), None).unwrap();
+    let mut buf = vec![0u8; n];
+    assert_eq!(
+        serialize_graph_and_plan_into(&graph, Some(&plan), Some(&mut buf)).unwrap(),
+        n
+    );
+    assert_eq!(
+        buf,
+        write_graph_and_plan(&graph, Some(&plan.to_bytes().unwrap()))
+    );
+    let mut short = vec![0u8; n - 1];
+    let e = serialize_graph_and_plan_into(&graph, Some(&plan), Some(&mut short)).unwrap_err();
+    assert_eq!(e.status, Status::BadParamSizeInsufficient);
+    assert_eq!(e.required_size, Some(n));
+    assert!(short.iter().all(|&b| b == 0));
+    assert_eq!(engine.saves(), 1);
+    let g_only = serialize_graph_and_plan_into(&graph, None, None).unwrap();
+    assert!(g_only < n);
 }
