@@ -25,8 +25,8 @@ pub use envelope::{PlanEnvelope, write_envelope};
 pub use graph::OperationGraph;
 pub use handle::{Handle, HeuristicMode};
 pub use hdgp::{
-    CONTENT_EXECUTION_PLAN, CONTENT_GRAPH, GraphAndPlan, is_graph_and_plan_container,
-    serialized_contents, write_graph_and_plan,
+    CONTENT_EXECUTION_PLAN, CONTENT_GRAPH, GraphAndPlan, graph_part, is_graph_and_plan_container,
+    plan_part, serialize_graph_and_plan_into, serialized_contents, write_graph_and_plan,
 };
 pub use plan::ExecutionPlanDescriptor;
 pub use status::{BackendError, BackendResult, PluginError, PluginResult, PluginStatus, Status};

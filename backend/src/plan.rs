@@ -146,7 +146,7 @@ impl ExecutionPlanDescriptor {
     ///   engine is called).
     /// - `NOT_SUPPORTED` "Engine plugin does not support execution context serialization" when
     ///   the engine has no hooks.
-    /// - `PLUGIN_ERROR` "engine refused to restore the execution plan …: <engine message>"
+    /// - `PLUGIN_ERROR` "engine refused to restore the execution plan …: \<engine message\>"
     ///   when the load hook fails.
     pub fn from_bytes(handle: &Handle, bytes: &[u8]) -> BackendResult<Self> {
         if bytes.is_empty() {
