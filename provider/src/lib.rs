@@ -1,4 +1,5 @@
 //! `hipdnn-provider`: engines (CPU reference, kernel ingestor), kpack archives, ingestor payload,
 //! HIP runtime layer, kernel sources.
 
+pub mod hip;
 pub mod kpack;

@@ -1,0 +1,674 @@
+//! Safe RAII types over [`super::result`] (cudarc's `safe` layer).
+//!
+//! Ownership: [`GpuRuntime`] (the loaded driver, shared in an `Arc`) → [`Device`] (one GPU,
+//! `Arc`, holds its primary context on NVIDIA) → [`DeviceBuffer`], [`Module`], [`Stream`],
+//! [`Event`], each holding an `Arc<Device>` so the device outlives them; a [`Function`] holds its
+//! module. Everything frees itself in `Drop` (errors on free are logged, never panicked on).
+//!
+//! Every operation first makes its device current on the calling thread
+//! (`hipSetDevice` / `cuCtxSetCurrent`), so the types may be used from any thread.
+//!
+//! What is validated: kernel arguments against the recorded signature (count, kind, size,
+//! offsets), buffer lengths on copies, buffers belonging to the launching device. What is not:
+//! what a kernel does with its arguments. Device memory lies outside Rust's memory model; an
+//! out-of-bounds device access is a kernel bug that the driver reports as an error from a later
+//! call (launch, synchronize or copy), not host memory corruption.
+//!
+//! Copies are synchronous (`hipMemcpy` / `cuMemcpyHtoD`/`DtoH`) and ordered after work queued on
+//! the device's blocking streams (legacy default-stream semantics); [`Stream::synchronize`] is
+//! the explicit way to wait for launches.
+
+use std::ffi::c_void;
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use super::result::{self, DriverError, Platform};
+use super::sys::{Api, DevicePtr, Handle};
+
+/// No usable GPU runtime or device. `Display`: `no GPU: <reason>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("no GPU: {reason}")]
+pub struct NoGpu {
+    /// Why: which libraries were tried, the driver's init error, or "0 devices".
+    pub reason: String,
+}
+
+/// One enumerated device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Driver ordinal (0-based).
+    pub ordinal: usize,
+    /// Architecture: `gcnArchName` on AMD (e.g. `gfx942:sramecc+:xnack-`, features included),
+    /// `sm_<major><minor>` on NVIDIA (e.g. `sm_90`).
+    pub arch: String,
+    /// Marketing name (e.g. `NVIDIA H200`).
+    pub name: String,
+}
+
+/// The loaded driver (AMD HIP runtime or NVIDIA CUDA driver) and its device list.
+pub struct GpuRuntime {
+    api: Api,
+    platform: Platform,
+    devices: Vec<DeviceInfo>,
+}
+
+impl std::fmt::Debug for GpuRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GpuRuntime")
+            .field("library", &self.api.library_name)
+            .field("platform", &self.platform)
+            .field("devices", &self.devices)
+            .finish()
+    }
+}
+
+impl GpuRuntime {
+    /// Loads the driver at run time (AMD libraries first, then NVIDIA's, see [`super::sys`]),
+    /// initialises it and enumerates devices.
+    ///
+    /// Errors ([`NoGpu`]): no library could be opened or one lacked a symbol (the message lists
+    /// every attempt); `hipInit`/`cuInit` failed (e.g. no kernel driver); zero devices; a
+    /// device's architecture could not be read.
+    pub fn load() -> Result<Arc<GpuRuntime>, NoGpu> {
+        let api = Api::load().map_err(|tried| NoGpu { reason: format!("no HIP or CUDA driver library could be loaded ({})", tried.join("; ")) })?;
+        let platform = result::platform(&api);
+        let nogpu = |e: DriverError| NoGpu { reason: format!("{} loaded, but {e}", api.library_name) };
+        result::init(&api).map_err(nogpu)?;
+        let count = result::device_count(&api).map_err(nogpu)?;
+        if count == 0 {
+            return Err(NoGpu { reason: format!("{} loaded, but it reports 0 devices", api.library_name) });
+        }
+        let mut devices = Vec::with_capacity(count);
+        for ordinal in 0..count {
+            let arch = result::device_arch(&api, ordinal as i32).map_err(nogpu)?;
+            let name = result::device_name(&api, ordinal as i32).unwrap_or_default();
+            devices.push(DeviceInfo { ordinal, arch, name });
+        }
+        Ok(Arc::new(GpuRuntime { api, platform, devices }))
+    }
+
+    /// The platform in use.
+    pub fn platform(&self) -> Platform {
+        self.platform
+    }
+
+    /// The library that was opened (e.g. `libcuda.so.1`).
+    pub fn library_name(&self) -> &str {
+        &self.api.library_name
+    }
+
+    /// The enumerated devices, in ordinal order (never empty).
+    pub fn devices(&self) -> &[DeviceInfo] {
+        &self.devices
+    }
+
+    /// Opens device `ordinal` (retains its primary context on NVIDIA).
+    ///
+    /// Errors: `hipErrorInvalidDevice` (code -1, detected here) for an ordinal beyond
+    /// [`GpuRuntime::devices`]; the driver's error from retaining/selecting the device.
+    pub fn open_device(self: &Arc<Self>, ordinal: usize) -> Result<Arc<Device>, DriverError> {
+        let Some(info) = self.devices.get(ordinal).cloned() else {
+            return Err(result::local_error(&self.api, "hipSetDevice", "cuDeviceGet", "hipErrorInvalidDevice",
+                format!("device ordinal {ordinal} is out of range (the runtime reports {} devices)", self.devices.len())));
+        };
+        let ctx = result::retain_device(&self.api, ordinal as i32)?;
+        let dev = Device { rt: Arc::clone(self), info, ctx: Handle(ctx) };
+        dev.bind()?;
+        Ok(Arc::new(dev))
+    }
+}
+
+/// One opened GPU. Create with [`GpuRuntime::open_device`].
+#[derive(Debug)]
+pub struct Device {
+    rt: Arc<GpuRuntime>,
+    info: DeviceInfo,
+    ctx: Handle,
+}
+
+impl Device {
+    /// Ordinal, architecture and name.
+    pub fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// Architecture name (see [`DeviceInfo::arch`]).
+    pub fn arch(&self) -> &str {
+        &self.info.arch
+    }
+
+    /// The runtime this device belongs to.
+    pub fn runtime(&self) -> &Arc<GpuRuntime> {
+        &self.rt
+    }
+
+    fn api(&self) -> &Api {
+        &self.rt.api
+    }
+
+    /// Makes this device current on the calling thread. Called by every operation; public for
+    /// callers that mix in their own driver calls.
+    pub fn bind(&self) -> Result<(), DriverError> {
+        // SAFETY: `ctx` was retained in `open_device` and is released only in `Drop`.
+        unsafe { result::set_device(self.api(), self.info.ordinal as i32, self.ctx.0) }
+    }
+
+    /// Allocates `len` elements of `T` (contents unspecified; at least 1 byte is allocated so a
+    /// zero-length buffer still has a distinct address).
+    pub fn alloc<T: DeviceCopy>(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer<T>, DriverError> {
+        self.bind()?;
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
+            result::local_error(self.api(), "hipMalloc", "cuMemAlloc", "hipErrorOutOfMemory", format!("{len} elements of {} bytes overflow usize", size_of::<T>()))
+        })?;
+        let ptr = result::malloc(self.api(), bytes.max(1))?;
+        Ok(DeviceBuffer { dev: Arc::clone(self), ptr, len, _t: PhantomData })
+    }
+
+    /// Allocates a buffer and copies `data` into it.
+    pub fn htod<T: DeviceCopy>(self: &Arc<Self>, data: &[T]) -> Result<DeviceBuffer<T>, DriverError> {
+        let mut b = self.alloc(data.len())?;
+        b.copy_from_host(data)?;
+        Ok(b)
+    }
+
+    /// Loads a code object (`hipModuleLoadData` / `cuModuleLoadData`): HSACO on AMD, cubin or
+    /// PTX text (no NUL needed; a NUL-terminated copy is made) on NVIDIA. The bytes are not
+    /// retained.
+    pub fn load_module(self: &Arc<Self>, image: &[u8]) -> Result<Module, DriverError> {
+        self.bind()?;
+        let m = result::module_load_data(self.api(), image)?;
+        Ok(Module { inner: Arc::new(ModuleInner { dev: Arc::clone(self), raw: Handle(m) }) })
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: every object created in this context holds an `Arc<Device>`, so they are all
+        // gone; this balances the retain in `open_device`.
+        if let Err(e) = unsafe { result::release_device(self.api(), self.info.ordinal as i32) } {
+            log::warn!("releasing device {}: {e}", self.info.ordinal);
+        }
+    }
+}
+
+mod sealed {
+    pub trait Sealed {}
+}
+
+/// Plain element types that may be copied to and from device memory byte for byte: every bit
+/// pattern is a valid value and there is no padding. Sealed; implemented for the integer and
+/// float primitives and for `half::f16` and `half::bf16`.
+pub trait DeviceCopy: Copy + Send + Sync + 'static + sealed::Sealed {}
+macro_rules! device_copy {
+    ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl DeviceCopy for $t {})* };
+}
+device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64, half::f16, half::bf16);
+
+fn as_bytes<T: DeviceCopy>(s: &[T]) -> &[u8] {
+    let n = std::mem::size_of_val(s);
+    // SAFETY: `T: DeviceCopy` is a padding-free primitive; the byte view covers exactly the slice.
+    unsafe { std::slice::from_raw_parts(s.as_ptr().cast::<u8>(), n) }
+}
+
+fn as_bytes_mut<T: DeviceCopy>(s: &mut [T]) -> &mut [u8] {
+    let n = std::mem::size_of_val(s);
+    // SAFETY: as above, and every byte pattern is a valid `T`, so writes through the view are sound.
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), n) }
+}
+
+/// `len` elements of `T` in device memory; freed (`hipFree` / `cuMemFree`) on drop.
+#[derive(Debug)]
+pub struct DeviceBuffer<T: DeviceCopy> {
+    dev: Arc<Device>,
+    ptr: DevicePtr,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+/// Length mismatch in a host↔device copy.
+fn len_error(dev: &Device, call: &'static str, pcall: &'static str, host: usize, device: usize) -> DriverError {
+    result::local_error(dev.api(), call, pcall, "hipErrorInvalidValue", format!("host slice has {host} elements, device buffer has {device}"))
+}
+
+impl<T: DeviceCopy> DeviceBuffer<T> {
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether the buffer has no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The device address (for launch arguments and diagnostics).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The owning device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
+    /// Copies `src` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`) to the device.
+    pub fn copy_from_host(&mut self, src: &[T]) -> Result<(), DriverError> {
+        if src.len() != self.len {
+            return Err(len_error(&self.dev, "hipMemcpy", "cuMemcpyHtoD", src.len(), self.len));
+        }
+        self.dev.bind()?;
+        // SAFETY: `ptr` is this buffer's live allocation of `len * size_of::<T>()` bytes on
+        // the (now current) device, and `src` has exactly that many bytes.
+        unsafe { result::memcpy_htod(self.dev.api(), self.ptr, as_bytes(src)) }
+    }
+
+    /// Copies the buffer into `dst` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`).
+    pub fn copy_to_host(&self, dst: &mut [T]) -> Result<(), DriverError> {
+        if dst.len() != self.len {
+            return Err(len_error(&self.dev, "hipMemcpy", "cuMemcpyDtoH", dst.len(), self.len));
+        }
+        self.dev.bind()?;
+        // SAFETY: as in `copy_from_host`, in the other direction.
+        unsafe { result::memcpy_dtoh(self.dev.api(), as_bytes_mut(dst), self.ptr) }
+    }
+
+    /// Copies the buffer into a new `Vec`.
+    pub fn to_vec(&self) -> Result<Vec<T>, DriverError>
+    where
+        T: Default,
+    {
+        let mut v = vec![T::default(); self.len];
+        self.copy_to_host(&mut v)?;
+        Ok(v)
+    }
+}
+
+impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: `ptr` came from `malloc` on this device and is freed once, here. Both
+            // hipFree and cuMemFree wait for outstanding work on the device before freeing, so
+            // a launch still using the buffer completes first.
+            unsafe { result::free(self.dev.api(), self.ptr) }
+        });
+        if let Err(e) = r {
+            log::warn!("freeing a device buffer: {e}");
+        }
+    }
+}
+
+#[derive(Debug)]
+struct ModuleInner {
+    dev: Arc<Device>,
+    raw: Handle,
+}
+
+impl Drop for ModuleInner {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: loaded in `load_module`, unloaded once; every `Function` holds this
+            // `Arc<ModuleInner>`, so none is left.
+            unsafe { result::module_unload(self.dev.api(), self.raw.0) }
+        });
+        if let Err(e) = r {
+            log::warn!("unloading a module: {e}");
+        }
+    }
+}
+
+/// A loaded code object; unloaded when it and all its [`Function`]s are dropped.
+#[derive(Debug, Clone)]
+pub struct Module {
+    inner: Arc<ModuleInner>,
+}
+
+/// The kind of one explicit kernel argument (AMDGPU `.value_kind`, verbatim spelling).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ArgKind {
+    /// `global_buffer`: a device address (8 bytes).
+    GlobalBuffer,
+    /// `by_value`: a scalar or struct passed by value.
+    ByValue,
+}
+
+impl ArgKind {
+    /// The AMDGPU metadata spelling (`global_buffer`, `by_value`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ArgKind::GlobalBuffer => "global_buffer",
+            ArgKind::ByValue => "by_value",
+        }
+    }
+
+    /// Parses the AMDGPU spelling; `None` for kinds this layer cannot pass (e.g. `hidden_*`).
+    pub fn parse(s: &str) -> Option<ArgKind> {
+        match s {
+            "global_buffer" => Some(ArgKind::GlobalBuffer),
+            "by_value" => Some(ArgKind::ByValue),
+            _ => None,
+        }
+    }
+}
+
+/// One entry of a recorded kernel signature (kernel descriptor `signature`, kpack.md §8):
+/// kind, size in bytes and byte offset in the explicit kernarg segment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct ArgSpec {
+    /// Argument kind.
+    pub kind: ArgKind,
+    /// Size in bytes (8 for `global_buffer`).
+    pub size: u32,
+    /// Byte offset in the kernarg segment (natural alignment).
+    pub offset: u32,
+}
+
+/// A signature is invalid, or launch arguments do not match it.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum LaunchError {
+    /// The driver refused the launch.
+    #[error(transparent)]
+    Driver(#[from] DriverError),
+    /// Arguments and signature disagree (message names the kernel, argument index, both sides).
+    #[error("kernel '{kernel}': {detail}")]
+    Signature {
+        /// Kernel symbol.
+        kernel: String,
+        /// What disagrees.
+        detail: String,
+    },
+}
+
+impl Module {
+    /// Looks up kernel `name` (undecorated, no `.kd`) and attaches its recorded `signature`.
+    ///
+    /// Errors: [`LaunchError::Signature`] when the signature is malformed (a `global_buffer`
+    /// that is not 8 bytes, a zero size, an offset not aligned to `min(size, 8)`, or offsets not
+    /// strictly increasing without overlap); [`LaunchError::Driver`] from
+    /// `hipModuleGetFunction` (e.g. `hipErrorNotFound` / `CUDA_ERROR_NOT_FOUND`).
+    pub fn function(&self, name: &str, signature: &[ArgSpec]) -> Result<Function, LaunchError> {
+        let bad = |detail: String| LaunchError::Signature { kernel: name.into(), detail };
+        let mut end = 0u32;
+        for (i, a) in signature.iter().enumerate() {
+            if a.size == 0 || (a.kind == ArgKind::GlobalBuffer && a.size != 8) {
+                return Err(bad(format!("signature entry {i} is {} of {} bytes", a.kind.as_str(), a.size)));
+            }
+            if a.offset % a.size.min(8) != 0 || a.offset < end {
+                return Err(bad(format!("signature entry {i} has offset {} (previous argument ends at {end}, alignment {})", a.offset, a.size.min(8))));
+            }
+            end = a.offset + a.size;
+        }
+        let dev = &self.inner.dev;
+        dev.bind()?;
+        // SAFETY: the module is loaded for as long as `self.inner` lives.
+        let f = unsafe { result::module_get_function(dev.api(), self.inner.raw.0, name) }?;
+        Ok(Function { module: Arc::clone(&self.inner), raw: Handle(f), name: name.into(), signature: signature.to_vec(), kernarg_size: end })
+    }
+}
+
+/// One launch argument. Build with `From`: `(&buffer).into()`, `7i32.into()`, `1.5f32.into()`.
+#[derive(Debug, Clone, Copy)]
+pub enum KernelArg<'a> {
+    /// A device buffer (`global_buffer`, 8 bytes): its address and owning device ordinal.
+    Buffer {
+        /// Device address.
+        ptr: u64,
+        /// Owning device ordinal.
+        device: usize,
+        /// Ties the argument to the borrowed buffer.
+        _buf: PhantomData<&'a ()>,
+    },
+    /// A by-value scalar of 1, 2, 4 or 8 bytes, little-endian in the low bytes.
+    Value {
+        /// Size in bytes.
+        size: u32,
+        /// Value bits (only the low `size` bytes are used).
+        bits: u64,
+    },
+}
+
+impl<'a, T: DeviceCopy> From<&'a DeviceBuffer<T>> for KernelArg<'a> {
+    fn from(b: &'a DeviceBuffer<T>) -> Self {
+        KernelArg::Buffer { ptr: b.ptr, device: b.dev.info.ordinal, _buf: PhantomData }
+    }
+}
+impl From<i32> for KernelArg<'_> {
+    fn from(v: i32) -> Self {
+        KernelArg::Value { size: 4, bits: v as u32 as u64 }
+    }
+}
+impl From<u32> for KernelArg<'_> {
+    fn from(v: u32) -> Self {
+        KernelArg::Value { size: 4, bits: v as u64 }
+    }
+}
+impl From<f32> for KernelArg<'_> {
+    fn from(v: f32) -> Self {
+        KernelArg::Value { size: 4, bits: v.to_bits() as u64 }
+    }
+}
+impl From<i64> for KernelArg<'_> {
+    fn from(v: i64) -> Self {
+        KernelArg::Value { size: 8, bits: v as u64 }
+    }
+}
+impl From<u64> for KernelArg<'_> {
+    fn from(v: u64) -> Self {
+        KernelArg::Value { size: 8, bits: v }
+    }
+}
+
+/// Launch geometry: grid and block dimensions and dynamic shared memory in bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LaunchConfig {
+    /// Blocks in x, y, z (each ≥ 1).
+    pub grid: (u32, u32, u32),
+    /// Threads per block in x, y, z (each ≥ 1).
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory bytes.
+    pub shared_bytes: u32,
+}
+
+impl LaunchConfig {
+    /// A 1-D launch covering `n` threads with `block` threads per block
+    /// (grid = ceil(n / block), at least 1).
+    pub fn linear(n: u64, block: u32) -> LaunchConfig {
+        let grid = n.div_ceil(block.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
+        LaunchConfig { grid: (grid, 1, 1), block: (block.max(1), 1, 1), shared_bytes: 0 }
+    }
+}
+
+/// A kernel with its recorded signature; keeps its module loaded.
+#[derive(Debug, Clone)]
+pub struct Function {
+    module: Arc<ModuleInner>,
+    raw: Handle,
+    name: String,
+    signature: Vec<ArgSpec>,
+    kernarg_size: u32,
+}
+
+impl Function {
+    /// Kernel symbol.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// The recorded signature.
+    pub fn signature(&self) -> &[ArgSpec] {
+        &self.signature
+    }
+
+    /// Queues the kernel on `stream` with `args` checked against the signature: same count;
+    /// a `Buffer` only for `global_buffer`, a `Value` only for `by_value` of the same size;
+    /// buffers and stream on this function's device. Returns when queued (asynchronous):
+    /// borrowed buffers must stay alive until the stream is synchronized (dropping a buffer
+    /// waits for the device, see [`DeviceBuffer`]).
+    ///
+    /// Errors: [`LaunchError::Signature`] for any mismatch (nothing is launched);
+    /// [`LaunchError::Driver`] from `hipModuleLaunchKernel` / `cuLaunchKernel`.
+    pub fn launch(&self, stream: &Stream, cfg: LaunchConfig, args: &[KernelArg<'_>]) -> Result<(), LaunchError> {
+        let bad = |detail: String| LaunchError::Signature { kernel: self.name.clone(), detail };
+        let dev = &self.module.dev;
+        if !Arc::ptr_eq(&stream.dev, dev) && stream.dev.info.ordinal != dev.info.ordinal {
+            return Err(bad(format!("stream belongs to device {}, the module to device {}", stream.dev.info.ordinal, dev.info.ordinal)));
+        }
+        if args.len() != self.signature.len() {
+            return Err(bad(format!("{} arguments given, the signature has {}", args.len(), self.signature.len())));
+        }
+        let mut block = vec![0u64; (self.kernarg_size as usize).div_ceil(8).max(1)];
+        let bytes = as_bytes_mut(&mut block);
+        for (i, (arg, spec)) in args.iter().zip(&self.signature).enumerate() {
+            let (size, bits) = match *arg {
+                KernelArg::Buffer { ptr, device, .. } => {
+                    if spec.kind != ArgKind::GlobalBuffer {
+                        return Err(bad(format!("argument {i} is a buffer, the signature records by_value of {} bytes at offset {}", spec.size, spec.offset)));
+                    }
+                    if device != dev.info.ordinal {
+                        return Err(bad(format!("argument {i} is a buffer of device {device}, the kernel runs on device {}", dev.info.ordinal)));
+                    }
+                    (8u32, ptr)
+                }
+                KernelArg::Value { size, bits } => {
+                    if spec.kind != ArgKind::ByValue || spec.size != size {
+                        return Err(bad(format!("argument {i} is a by_value of {size} bytes, the signature records {} of {} bytes at offset {}", spec.kind.as_str(), spec.size, spec.offset)));
+                    }
+                    (size, bits)
+                }
+            };
+            let o = spec.offset as usize;
+            bytes[o..o + size as usize].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
+        }
+        let base = block.as_mut_ptr().cast::<u8>();
+        let mut params: Vec<*mut c_void> = self
+            .signature
+            .iter()
+            .map(|s| base.wrapping_add(s.offset as usize).cast::<c_void>())
+            .collect();
+        dev.bind()?;
+        // SAFETY: `raw` is a function of the module kept loaded by `self.module`, on `dev`
+        // (current); the stream is a live stream of the same device (checked above); `params`
+        // holds one pointer per explicit argument into `block`, each to `spec.size` bytes
+        // written above, alive until this call returns; buffer addresses come from live
+        // `DeviceBuffer`s borrowed for `'_` on the same device.
+        unsafe {
+            result::launch_kernel(dev.api(), self.raw.0, cfg.grid, cfg.block, cfg.shared_bytes, stream.raw.0, &mut params)?;
+        }
+        Ok(())
+    }
+}
+
+/// A blocking stream (`hipStreamCreate` / `cuStreamCreate(0)`), destroyed on drop.
+#[derive(Debug)]
+pub struct Stream {
+    dev: Arc<Device>,
+    raw: Handle,
+}
+
+impl Stream {
+    /// Creates a stream on `dev`.
+    pub fn new(dev: &Arc<Device>) -> Result<Stream, DriverError> {
+        dev.bind()?;
+        let s = result::stream_create(dev.api())?;
+        Ok(Stream { dev: Arc::clone(dev), raw: Handle(s) })
+    }
+
+    /// Waits until all work queued on the stream has completed; reports kernel faults.
+    pub fn synchronize(&self) -> Result<(), DriverError> {
+        self.dev.bind()?;
+        // SAFETY: the stream lives as long as `self`.
+        unsafe { result::stream_synchronize(self.dev.api(), self.raw.0) }
+    }
+}
+
+impl Drop for Stream {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: created in `new`, destroyed once here.
+            unsafe { result::stream_destroy(self.dev.api(), self.raw.0) }
+        });
+        if let Err(e) = r {
+            log::warn!("destroying a stream: {e}");
+        }
+    }
+}
+
+/// A timing event (`hipEventCreate` / `cuEventCreate(0)`), destroyed on drop.
+#[derive(Debug)]
+pub struct Event {
+    dev: Arc<Device>,
+    raw: Handle,
+}
+
+impl Event {
+    /// Creates an event on `dev`.
+    pub fn new(dev: &Arc<Device>) -> Result<Event, DriverError> {
+        dev.bind()?;
+        let e = result::event_create(dev.api())?;
+        Ok(Event { dev: Arc::clone(dev), raw: Handle(e) })
+    }
+
+    /// Records the event on `stream` (same device, else `hipErrorInvalidHandle`).
+    pub fn record(&self, stream: &Stream) -> Result<(), DriverError> {
+        if stream.dev.info.ordinal != self.dev.info.ordinal {
+            return Err(result::local_error(self.dev.api(), "hipEventRecord", "cuEventRecord", "hipErrorInvalidHandle", "event and stream belong to different devices".into()));
+        }
+        self.dev.bind()?;
+        // SAFETY: both live, same device.
+        unsafe { result::event_record(self.dev.api(), self.raw.0, stream.raw.0) }
+    }
+
+    /// Waits for the event to complete.
+    pub fn synchronize(&self) -> Result<(), DriverError> {
+        self.dev.bind()?;
+        // SAFETY: the event lives as long as `self`.
+        unsafe { result::event_synchronize(self.dev.api(), self.raw.0) }
+    }
+
+    /// Milliseconds from `self` to `end`; both must have been recorded and completed
+    /// (else `hipErrorNotReady` / `CUDA_ERROR_NOT_READY` or invalid-handle errors).
+    pub fn elapsed_ms(&self, end: &Event) -> Result<f32, DriverError> {
+        self.dev.bind()?;
+        // SAFETY: both events live as long as the borrows.
+        unsafe { result::event_elapsed_ms(self.dev.api(), self.raw.0, end.raw.0) }
+    }
+}
+
+impl Drop for Event {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: created in `new`, destroyed once here.
+            unsafe { result::event_destroy(self.dev.api(), self.raw.0) }
+        });
+        if let Err(e) = r {
+            log::warn!("destroying an event: {e}");
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn linear_config_rounds_up() {
+        assert_eq!(LaunchConfig::linear(1000, 256).grid, (4, 1, 1));
+        assert_eq!(LaunchConfig::linear(0, 256).grid, (1, 1, 1));
+        assert_eq!(LaunchConfig::linear(256, 256).grid, (1, 1, 1));
+    }
+
+    #[test]
+    fn load_without_a_driver_reports_no_gpu_or_succeeds() {
+        match GpuRuntime::load() {
+            Ok(rt) => assert!(!rt.devices().is_empty()),
+            Err(e) => assert!(e.to_string().starts_with("no GPU: "), "{e}"),
+        }
+    }
+
+    #[test]
+    fn arg_kinds_round_trip() {
+        for k in [ArgKind::GlobalBuffer, ArgKind::ByValue] {
+            assert_eq!(ArgKind::parse(k.as_str()), Some(k));
+        }
+        assert_eq!(ArgKind::parse("hidden_block_count_x"), None);
+    }
+}
