@@ -2,4 +2,5 @@
 //! HIP runtime layer, kernel sources.
 
 pub mod hip;
+pub mod ingestor;
 pub mod kpack;
