@@ -4,3 +4,4 @@
 pub mod hip;
 pub mod ingestor;
 pub mod kpack;
+pub mod reference;

@@ -1,0 +1,228 @@
+//! Pointwise kernels: every `PointwiseMode` with a mathematical meaning, numpy broadcasting
+//! of inputs to the output dims, computed in f32 (upstream `hipdnn_sdk` CPU reference rules for
+//! relu clips and slope).
+//!
+//! Owns only element math; it never reads bytes or graph attributes.
+
+use hipdnn_schema::graph::PointwiseMode as M;
+use ndarray::{ArrayD, IxDyn, Zip};
+
+/// Attributes of one pointwise node.
+#[derive(Debug, Clone, Copy)]
+pub struct PointwiseParams {
+    /// The mode.
+    pub mode: M,
+    /// RELU lower clip (default 0).
+    pub lower_clip: f32,
+    /// RELU upper clip (default `f32::MAX`).
+    pub upper_clip: f32,
+    /// RELU slope below the lower clip (default 0).
+    pub lower_slope: f32,
+    /// SWISH beta (default 1).
+    pub swish_beta: f32,
+    /// ELU alpha (default 1).
+    pub elu_alpha: f32,
+    /// SOFTPLUS beta (default 1).
+    pub softplus_beta: f32,
+    /// GEN_INDEX axis (default 0).
+    pub axis: usize,
+}
+
+/// Number of inputs a mode takes (1, 2 or 3), `None` for modes without a meaning here.
+pub fn arity(mode: M) -> Option<usize> {
+    Some(match mode {
+        M::ABS | M::CEIL | M::ERF | M::EXP | M::FLOOR | M::IDENTITY | M::LOG
+        | M::LOGICAL_NOT | M::NEG | M::RECIPROCAL | M::RELU_FWD | M::RSQRT | M::SIGMOID_FWD
+        | M::SIN | M::SOFTPLUS_FWD | M::SQRT | M::TAN | M::TANH_FWD | M::ELU_FWD
+        | M::GELU_FWD | M::GELU_APPROX_TANH_FWD | M::SWISH_FWD | M::GEN_INDEX => 1,
+        M::ADD | M::ADD_SQUARE | M::CMP_EQ | M::CMP_GE | M::CMP_GT | M::CMP_LE | M::CMP_LT
+        | M::CMP_NEQ | M::DIV | M::MAX_OP | M::MIN_OP | M::MUL | M::SUB | M::LOGICAL_AND
+        | M::LOGICAL_OR | M::RELU_BWD | M::SIGMOID_BWD | M::TANH_BWD | M::ELU_BWD
+        | M::GELU_BWD | M::GELU_APPROX_TANH_BWD | M::SOFTPLUS_BWD | M::SWISH_BWD => 2,
+        M::BINARY_SELECT => 3,
+        _ => return None,
+    })
+}
+
+/// The error function (Numerical Recipes `erfc` Chebyshev fit, evaluated in f64; relative error
+/// below 1.2e-7).
+pub fn erf(x: f32) -> f32 {
+    let z = f64::from(x).abs();
+    let t = 1.0 / (1.0 + 0.5 * z);
+    let r = t * (-z * z - 1.265_512_23
+        + t * (1.000_023_68
+            + t * (0.374_091_96
+                + t * (0.096_784_18
+                    + t * (-0.186_288_06
+                        + t * (0.278_868_07
+                            + t * (-1.135_203_98
+                                + t * (1.488_515_87
+                                    + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+        .exp();
+    let e = 1.0 - r;
+    (if x >= 0.0 { e } else { -e }) as f32
+}
+
+fn sigmoid(x: f32) -> f32 {
+    1.0 / (1.0 + (-x).exp())
+}
+
+fn softplus(x: f32, beta: f32) -> f32 {
+    let bx = beta * x;
+    // log1p(exp(bx)) / beta, stable for large bx.
+    if bx > 20.0 { x } else { bx.exp().ln_1p() / beta }
+}
+
+const SQRT_2_OVER_PI: f32 = 0.797_884_6;
+const GELU_C: f32 = 0.044_715;
+
+fn gelu(x: f32) -> f32 {
+    0.5 * x * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2))
+}
+
+fn gelu_tanh(x: f32) -> f32 {
+    0.5 * x * (1.0 + (SQRT_2_OVER_PI * (x + GELU_C * x * x * x)).tanh())
+}
+
+fn b(v: bool) -> f32 {
+    if v { 1.0 } else { 0.0 }
+}
+
+/// One unary element.
+pub fn unary(p: &PointwiseParams, x: f32) -> f32 {
+    match p.mode {
+        M::ABS => x.abs(),
+        M::CEIL => x.ceil(),
+        M::ERF => erf(x),
+        M::EXP => x.exp(),
+        M::FLOOR => x.floor(),
+        M::IDENTITY => x,
+        M::LOG => x.ln(),
+        M::LOGICAL_NOT => b(x == 0.0),
+        M::NEG => -x,
+        M::RECIPROCAL => 1.0 / x,
+        M::RELU_FWD => {
+            if x <= p.lower_clip {
+                p.lower_slope * (x - p.lower_clip) + p.lower_clip
+            } else if x >= p.upper_clip {
+                p.upper_clip
+            } else {
+                x
+            }
+        }
+        M::RSQRT => 1.0 / x.sqrt(),
+        M::SIGMOID_FWD => sigmoid(x),
+        M::SIN => x.sin(),
+        M::SOFTPLUS_FWD => softplus(x, p.softplus_beta),
+        M::SQRT => x.sqrt(),
+        M::TAN => x.tan(),
+        M::TANH_FWD => x.tanh(),
+        M::ELU_FWD => {
+            if x > 0.0 {
+                x
+            } else {
+                p.elu_alpha * (x.exp() - 1.0)
+            }
+        }
+        M::GELU_FWD => gelu(x),
+        M::GELU_APPROX_TANH_FWD => gelu_tanh(x),
+        M::SWISH_FWD => x * sigmoid(p.swish_beta * x),
+        _ => f32::NAN,
+    }
+}
+
+/// One binary element; for `*_BWD` modes `a` is dy and `x` the forward input (cuDNN order).
+pub fn binary(p: &PointwiseParams, a: f32, x: f32) -> f32 {
+    match p.mode {
+        M::ADD => a + x,
+        M::ADD_SQUARE => a + x * x,
+        M::CMP_EQ => b(a == x),
+        M::CMP_GE => b(a >= x),
+        M::CMP_GT => b(a > x),
+        M::CMP_LE => b(a <= x),
+        M::CMP_LT => b(a < x),
+        M::CMP_NEQ => b(a != x),
+        M::DIV => a / x,
+        M::MAX_OP => a.max(x),
+        M::MIN_OP => a.min(x),
+        M::MUL => a * x,
+        M::SUB => a - x,
+        M::LOGICAL_AND => b(a != 0.0 && x != 0.0),
+        M::LOGICAL_OR => b(a != 0.0 || x != 0.0),
+        M::RELU_BWD => {
+            let d = if x <= p.lower_clip {
+                p.lower_slope
+            } else if x >= p.upper_clip {
+                0.0
+            } else {
+                1.0
+            };
+            a * d
+        }
+        M::SIGMOID_BWD => {
+            let s = sigmoid(x);
+            a * s * (1.0 - s)
+        }
+        M::TANH_BWD => {
+            let t = x.tanh();
+            a * (1.0 - t * t)
+        }
+        M::ELU_BWD => a * if x > 0.0 { 1.0 } else { p.elu_alpha * x.exp() },
+        M::GELU_BWD => {
+            let cdf = 0.5 * (1.0 + erf(x * std::f32::consts::FRAC_1_SQRT_2));
+            let pdf = (-0.5 * x * x).exp() * 0.398_942_3;
+            a * (cdf + x * pdf)
+        }
+        M::GELU_APPROX_TANH_BWD => {
+            let u = SQRT_2_OVER_PI * (x + GELU_C * x * x * x);
+            let t = u.tanh();
+            let du = SQRT_2_OVER_PI * (1.0 + 3.0 * GELU_C * x * x);
+            a * (0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * du)
+        }
+        M::SOFTPLUS_BWD => a * sigmoid(p.softplus_beta * x),
+        M::SWISH_BWD => {
+            let s = sigmoid(p.swish_beta * x);
+            a * (s + p.swish_beta * x * s * (1.0 - s))
+        }
+        _ => f32::NAN,
+    }
+}
+
+/// Runs a pointwise node: `inputs` (1–3 dense arrays, each broadcastable to `out_dims` by numpy
+/// rules) → a dense array of `out_dims`. `BINARY_SELECT` gives `in2 != 0 ? in0 : in1`;
+/// `GEN_INDEX` gives each element's index along `axis` of `out_dims`.
+///
+/// # Errors
+/// A message when an input does not broadcast to `out_dims`.
+pub fn pointwise(
+    p: &PointwiseParams,
+    inputs: &[&ArrayD<f32>],
+    out_dims: &[usize],
+) -> Result<ArrayD<f32>, String> {
+    let shape = IxDyn(out_dims);
+    let mut out = ArrayD::<f32>::zeros(shape.clone());
+    let mut views = Vec::with_capacity(inputs.len());
+    for (i, a) in inputs.iter().enumerate() {
+        views.push(a.broadcast(shape.clone()).ok_or_else(|| {
+            format!("input {i} dims {:?} do not broadcast to output dims {out_dims:?}", a.shape())
+        })?);
+    }
+    if p.mode == M::GEN_INDEX {
+        let axis = p.axis;
+        for (idx, o) in out.indexed_iter_mut() {
+            *o = idx[axis] as f32;
+        }
+        return Ok(out);
+    }
+    match views.len() {
+        1 => Zip::from(&mut out).and(&views[0]).par_for_each(|o, &x| *o = unary(p, x)),
+        2 => Zip::from(&mut out)
+            .and(&views[0])
+            .and(&views[1])
+            .par_for_each(|o, &a, &x| *o = binary(p, a, x)),
+        _ => Zip::from(&mut out).and(&views[0]).and(&views[1]).and(&views[2]).par_for_each(
+            |o, &a, &x, &c| *o = if c != 0.0 { a } else { x },
+        ),
+    }
+    Ok(out)
+}

@@ -1,0 +1,145 @@
+//! Scaled dot-product attention forward over dense `(B, H, S, D)` arrays.
+//!
+//! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head); grouped-query attention when K/V
+//! have fewer heads (head h reads K/V head `h / (H / H_kv)`). Masked scores are −∞; a row with
+//! every score masked gives O = 0 and stats = −∞. Owns only arithmetic; each query row is
+//! computed by one task in key order, so results are bit-identical for any thread count.
+
+use ndarray::{ArrayD, IxDyn};
+use rayon::prelude::*;
+
+/// One query row: output, logsumexp, max, Σexp.
+type Row = (Vec<f32>, f32, f32, f32);
+
+/// Which scores are kept, relative to the diagonal `j = i + shift` where `shift = 0`
+/// (top-left alignment) or `S_kv − S_q` (bottom-right).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Band {
+    /// Bottom-right diagonal alignment.
+    pub bottom_right: bool,
+    /// Keep `j ≤ i + shift + right` (`Some(0)` = causal).
+    pub right: Option<i64>,
+    /// Keep `j > i + shift − left` (sliding window of `left` keys).
+    pub left: Option<i64>,
+}
+
+/// Results of one attention: O `(B, H, S_q, D_v)` and per-row softmax statistics
+/// `(B, H, S_q, 1)`: logsumexp, max and Σexp(s − max).
+pub struct SdpaOut {
+    /// Attention output.
+    pub o: ArrayD<f32>,
+    /// logsumexp of the scaled, masked scores.
+    pub stats: ArrayD<f32>,
+    /// Row maximum of the scaled, masked scores.
+    pub max: ArrayD<f32>,
+    /// Σ exp(score − max).
+    pub sum_exp: ArrayD<f32>,
+}
+
+/// Attention forward. `mask` (broadcastable to `(B, H, S_q, S_kv)`) is added to the scaled
+/// scores; when `mask_is_bool` a zero entry masks the score instead.
+///
+/// # Errors
+/// A message when the mask does not broadcast or head counts do not divide.
+pub fn sdpa(
+    q: &ArrayD<f32>,
+    k: &ArrayD<f32>,
+    v: &ArrayD<f32>,
+    scale: f32,
+    mask: Option<(&ArrayD<f32>, bool)>,
+    band: Band,
+) -> Result<SdpaOut, String> {
+    let (b, h, sq, d) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
+    let (hk, skv, dv) = (k.shape()[1], k.shape()[2], v.shape()[3]);
+    if hk == 0 || h % hk != 0 || v.shape()[1] != hk || k.shape()[3] != d || v.shape()[2] != skv {
+        return Err(format!(
+            "sdpa dims do not agree: q {:?}, k {:?}, v {:?}",
+            q.shape(),
+            k.shape(),
+            v.shape()
+        ));
+    }
+    let rep = h / hk;
+    let qs = q.as_standard_layout();
+    let ks = k.as_standard_layout();
+    let vs = v.as_standard_layout();
+    let (qs, ks, vs) = (qs.as_slice().unwrap(), ks.as_slice().unwrap(), vs.as_slice().unwrap());
+    let sd = [b, h, sq, skv];
+    let mview = match mask {
+        Some((m, _)) => Some(
+            m.broadcast(IxDyn(&sd))
+                .ok_or_else(|| format!("attn_mask dims {:?} do not broadcast to {sd:?}", m.shape()))?
+                .as_standard_layout()
+                .into_owned(),
+        ),
+        None => None,
+    };
+    let mask_bool = mask.is_some_and(|m| m.1);
+    let shift = if band.bottom_right { skv as i64 - sq as i64 } else { 0 };
+    let rows: Vec<Row> = (0..b * h * sq)
+        .into_par_iter()
+        .map(|r| {
+            let (bh, i) = (r / sq, r % sq);
+            let (bi, hi) = (bh / h, bh % h);
+            let kvh = bi * hk + hi / rep;
+            let qrow = &qs[r * d..][..d];
+            let mut s = vec![f32::NEG_INFINITY; skv];
+            for (j, sj) in s.iter_mut().enumerate() {
+                let diag = i as i64 + shift;
+                if band.right.is_some_and(|rb| j as i64 > diag + rb)
+                    || band.left.is_some_and(|lb| j as i64 <= diag - lb)
+                {
+                    continue;
+                }
+                let krow = &ks[(kvh * skv + j) * d..][..d];
+                let dot = qrow.iter().zip(krow).fold(0f32, |a, (x, y)| a + x * y);
+                let mut val = dot * scale;
+                if let Some(m) = &mview {
+                    let mv = m.as_slice().unwrap()[r * skv + j];
+                    if mask_bool {
+                        if mv == 0.0 {
+                            continue;
+                        }
+                    } else {
+                        val += mv;
+                    }
+                }
+                *sj = val;
+            }
+            let mx = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+            let mut o = vec![0f32; dv];
+            if mx == f32::NEG_INFINITY {
+                return (o, f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0);
+            }
+            let p: Vec<f32> = s.iter().map(|&x| (x - mx).exp()).collect();
+            let sum = p.iter().fold(0f32, |a, &x| a + x);
+            for (j, &pj) in p.iter().enumerate() {
+                if pj == 0.0 {
+                    continue;
+                }
+                let vrow = &vs[(kvh * skv + j) * dv..][..dv];
+                for (oo, &vv) in o.iter_mut().zip(vrow) {
+                    *oo += pj * vv;
+                }
+            }
+            for oo in &mut o {
+                *oo /= sum;
+            }
+            (o, mx + sum.ln(), mx, sum)
+        })
+        .collect();
+    let mut o = Vec::with_capacity(b * h * sq * dv);
+    for row in &rows {
+        o.extend_from_slice(&row.0);
+    }
+    let sdims = [b, h, sq, 1];
+    let col = |f: fn(&Row) -> f32| {
+        ArrayD::from_shape_vec(IxDyn(&sdims), rows.iter().map(f).collect()).expect("dims")
+    };
+    Ok(SdpaOut {
+        o: ArrayD::from_shape_vec(IxDyn(&[b, h, sq, dv]), o).expect("dims"),
+        stats: col(|r| r.1),
+        max: col(|r| r.2),
+        sum_exp: col(|r| r.3),
+    })
+}

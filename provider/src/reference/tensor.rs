@@ -1,0 +1,133 @@
+//! Tensor descriptions and the strided byte ↔ dense `f32` conversion of the CPU reference
+//! engine.
+//!
+//! Owns: the engine's copy of a `TensorAttributes` (dims, strides in elements, data type,
+//! virtual / pass-by-value state) and the conversion of a bound host buffer into a dense
+//! row-major [`ArrayD<f32>`] over the logical dims and back. It never interprets operations.
+
+use super::dtype::Elem;
+use hipdnn_backend::{PluginError, PluginResult};
+use hipdnn_schema::tensor_value::TensorValue;
+use ndarray::{ArrayD, IxDyn};
+
+/// The engine's copy of one graph tensor.
+#[derive(Debug, Clone)]
+pub struct TensorDesc {
+    /// Tensor UID.
+    pub uid: i64,
+    /// Tensor name (for messages).
+    pub name: String,
+    /// Element codec.
+    pub elem: Elem,
+    /// Logical dims (NCHW order for conv/norm tensors whatever the layout).
+    pub dims: Vec<usize>,
+    /// Strides in elements, parallel to `dims`.
+    pub strides: Vec<usize>,
+    /// Virtual (intermediate) tensor: lives in engine host memory, never bound.
+    pub is_virtual: bool,
+    /// Runtime pass-by-value scalar: read from the bound host buffer.
+    pub runtime_pass_by_value: bool,
+    /// Baked value (compile-time constant, or the default of a runtime scalar).
+    pub value: Option<f32>,
+}
+
+impl TensorDesc {
+    /// Number of logical elements (product of dims).
+    pub fn volume(&self) -> usize {
+        self.dims.iter().product()
+    }
+
+    /// Bytes a buffer must hold: `(Σ (dim-1)·stride + 1) · element size`.
+    pub fn required_bytes(&self) -> usize {
+        if self.dims.contains(&0) {
+            return 0;
+        }
+        let span: usize = self.dims.iter().zip(&self.strides).map(|(d, s)| (d - 1) * s).sum();
+        (span + 1) * self.elem.size()
+    }
+
+    /// Byte offsets of every logical element, row-major over `dims`.
+    fn offsets(&self) -> Vec<usize> {
+        let n = self.volume();
+        let mut out = Vec::with_capacity(n);
+        let rank = self.dims.len();
+        let mut idx = vec![0usize; rank];
+        let es = self.elem.size();
+        for _ in 0..n {
+            out.push(idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum::<usize>() * es);
+            for d in (0..rank).rev() {
+                idx[d] += 1;
+                if idx[d] < self.dims[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        out
+    }
+
+    /// Reads `bytes` (laid out by `strides`) into a dense row-major array of `dims`.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` naming the UID when `bytes` is shorter than [`Self::required_bytes`].
+    pub fn load(&self, bytes: &[u8]) -> PluginResult<ArrayD<f32>> {
+        self.check_len(bytes.len())?;
+        let es = self.elem.size();
+        let data: Vec<f32> =
+            self.offsets().into_iter().map(|o| self.elem.read(&bytes[o..o + es])).collect();
+        Ok(ArrayD::from_shape_vec(IxDyn(&self.dims), data).expect("volume matches dims"))
+    }
+
+    /// Writes the dense row-major `values` (of `dims`) into `bytes` at the strided positions,
+    /// leaving bytes between elements untouched.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` naming the UID when `bytes` is shorter than [`Self::required_bytes`].
+    pub fn store(&self, values: &ArrayD<f32>, bytes: &mut [u8]) -> PluginResult<()> {
+        self.check_len(bytes.len())?;
+        let es = self.elem.size();
+        for (o, v) in self.offsets().into_iter().zip(values.iter()) {
+            self.elem.write(*v, &mut bytes[o..o + es]);
+        }
+        Ok(())
+    }
+
+    /// Checks a bound buffer's length.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "tensor uid U ('name'): buffer holds N bytes, dims [..] strides [..] of
+    /// TYPE need M".
+    pub fn check_len(&self, len: usize) -> PluginResult<()> {
+        let need = self.required_bytes();
+        if len < need {
+            return Err(PluginError::bad_param(format!(
+                "tensor uid {} ('{}'): buffer holds {len} bytes, dims {:?} strides {:?} of {:?} need {need}",
+                self.uid, self.name, self.dims, self.strides, self.elem
+            )));
+        }
+        Ok(())
+    }
+
+    /// The dense array of a baked pass-by-value scalar (every element = the value).
+    pub fn value_array(&self) -> Option<ArrayD<f32>> {
+        self.value.map(|v| ArrayD::from_elem(IxDyn(&self.dims), self.elem.quantize(v)))
+    }
+}
+
+/// A `TensorValue` widened to f32 (integers and f64 may round).
+pub fn tensor_value_f32(v: TensorValue) -> f32 {
+    match v {
+        TensorValue::Float32(x) | TensorValue::Float16(x) | TensorValue::BFloat16(x) => x,
+        TensorValue::Float8(b) => f32::from(b),
+        TensorValue::Int32(i) => i as f32,
+        TensorValue::Float64(d) => d as f32,
+        TensorValue::Int64(i) => i as f32,
+        TensorValue::Bool(b) => {
+            if b {
+                1.0
+            } else {
+                0.0
+            }
+        }
+    }
+}
