@@ -36,6 +36,12 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 type Res<T> = Result<T, String>;
+/// Explicit kernel arguments: (value_kind, size, offset).
+type Sig = Vec<(String, u32, u32)>;
+/// Kernel symbol → signature.
+type SigMap = BTreeMap<String, Sig>;
+/// A verified entry: bytes, `readelf -h`, `readelf --dyn-syms`, metadata signatures.
+type Entry = (Vec<u8>, String, String, SigMap);
 
 /// Kernel sources, in archive order: (family, file name).
 const SOURCES: &[(&str, &str)] = &[("conv_fwd", "conv_fwd.cu"), ("pointwise", "pointwise.cu")];
@@ -133,7 +139,7 @@ fn toc_key(family: &str, kind: &str, source: &[u8], header: &[u8], flags: &[&str
 }
 
 /// AMDGPU metadata per kernel: name → explicit args (kind, size, offset), hidden args dropped.
-fn hsaco_metadata(readelf: &str, path: &Path) -> Res<(String, BTreeMap<String, Vec<(String, u32, u32)>>)> {
+fn hsaco_metadata(readelf: &str, path: &Path) -> Res<(String, SigMap)> {
     let notes = run(Command::new(readelf).arg("--notes").arg(path))?;
     let mut target = String::new();
     let mut kernels = BTreeMap::new();
@@ -444,7 +450,7 @@ fn verify_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<usize> {
         let text = std::fs::read_to_string(dir.join(file)).map_err(|e| format!("{arch}/{file}: {e}"))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{arch}/{file}: {e}"))?;
         let kernels = doc["kernels"].as_array().ok_or("no kernels")?;
-        let mut cache: BTreeMap<String, (Vec<u8>, String, String, BTreeMap<String, Vec<(String, u32, u32)>>)> = BTreeMap::new();
+        let mut cache: BTreeMap<String, Entry> = BTreeMap::new();
         for k in kernels {
             let ks = &k["kernel_source"];
             let key = ks["toc_key"].as_str().ok_or("toc_key")?.to_string();
