@@ -13,3 +13,18 @@
 pub mod kernel;
 pub mod launch_values;
 pub mod payload;
+pub mod capture;
+pub mod descriptor;
+pub mod device;
+pub mod dispatch;
+pub mod engine;
+pub mod packs;
+pub mod plan;
+pub mod restore;
+
+pub use capture::{capture_plan, CaptureEnvironment, CodeObjectReader, KpackCodeObjectReader};
+pub use descriptor::{KernelDescriptor, KernelSource};
+pub use device::{Device, DeviceError, DeviceResolver, FixedDevice, KernelFunction, Module};
+pub use dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
+pub use engine::IngestorEngine;
+pub use restore::{restore_plan, RestoreEnvironment};

@@ -1,0 +1,220 @@
+//! Dispatch handlers and their registry: how a pack turns a graph (or saved launch values)
+//! into a launch.
+//!
+//! Upstream: the plugin SDK's `IKernelDispatchHandler` with `supportsSaving`,
+//! `saveLaunchInputs`, `restoreLaunch` (`SavedDispatch.hpp`), and `DispatchRegistry`
+//! (`NativeHooks.hpp`); reference `ingestor-payload.md` §4, §11, §12. A handler is registered
+//! under its versioned contract name (`hipkernel.<pack>.dispatch.v<N>`) and, for the pack's
+//! default version, under the unversioned alias too (one handler, two names). Descriptors name
+//! the unversioned alias (or a versioned name); payloads always carry the versioned one. A new
+//! contract version (`.v2`) is a new handler registered beside the old one with
+//! [`DispatchRegistry::register_versioned_only`]. This module never touches a device.
+
+use super::device::{KernelArgValue, LaunchGeometry};
+use super::kernel::KernelArgument;
+use super::launch_values::LaunchValues;
+use super::payload::refusal::{incompatible, quote};
+use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+/// `hipkernel.<pack>.dispatch` — the unversioned alias of a pack.
+pub fn dispatch_alias(pack: &str) -> String {
+    format!("hipkernel.{pack}.dispatch")
+}
+
+/// `hipkernel.<pack>.dispatch.v<version>` — a versioned contract name.
+pub fn dispatch_contract(pack: &str, version: u32) -> String {
+    format!("hipkernel.{pack}.dispatch.v{version}")
+}
+
+/// The unversioned alias of a versioned name (`….dispatch.v1` → `….dispatch`), `None` when
+/// `name` carries no `.v<digits>` suffix.
+pub fn unversioned(name: &str) -> Option<&str> {
+    let (base, v) = name.rsplit_once(".v")?;
+    (!v.is_empty() && v.bytes().all(|b| b.is_ascii_digit())).then_some(base)
+}
+
+/// A launch a handler prepared (from a graph at build, or from launch values at restore).
+/// Build and restore go through the same geometry functions, so both give identical launches.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedLaunch {
+    /// The versioned contract the launch follows, e.g. `hipkernel.pointwise.dispatch.v1`.
+    pub dispatch: String,
+    /// The launch inputs (what a save records).
+    pub launch_values: LaunchValues,
+    /// Grid, block and dynamic shared memory.
+    pub geometry: LaunchGeometry,
+    /// Workspace the launch needs, in bytes.
+    pub workspace_bytes: u64,
+    /// Tensor UIDs whose device pointers are the first kernel arguments, in order.
+    pub pointer_uids: Vec<i64>,
+    /// By-value kernel arguments after the pointers, in order.
+    pub scalar_args: Vec<KernelArgValue>,
+}
+
+/// Kernel arguments of `launch`: one pointer per `pointer_uids` entry (looked up by UID in
+/// `tensors`), then `scalar_args`.
+///
+/// # Errors
+/// `BAD_PARAM` when a UID is not bound, or bound to host memory.
+pub fn default_kernel_args(
+    launch: &PreparedLaunch,
+    tensors: &[TensorBinding<'_>],
+) -> PluginResult<Vec<KernelArgValue>> {
+    let mut args = Vec::with_capacity(launch.pointer_uids.len() + launch.scalar_args.len());
+    for uid in &launch.pointer_uids {
+        let t = tensors.iter().find(|t| t.uid == *uid).ok_or_else(|| {
+            PluginError::bad_param(format!("the variant pack binds no memory to tensor UID {uid}"))
+        })?;
+        match t.data {
+            BufferRef::Device { addr, .. } => args.push(KernelArgValue::Pointer(addr)),
+            _ => {
+                return Err(PluginError::bad_param(format!(
+                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
+                )));
+            }
+        }
+    }
+    args.extend_from_slice(&launch.scalar_args);
+    Ok(args)
+}
+
+/// A pack's dispatch handler for one contract version.
+pub trait DispatchHandler: Send + Sync {
+    /// The versioned contract name this handler reads and writes (`hipkernel.<pack>.dispatch.v<N>`).
+    fn contract(&self) -> &str;
+
+    /// The kernel arguments this handler's launch passes (order, kinds, sizes); the recorded
+    /// signature of a kernel must match it.
+    fn launch_signature(&self) -> Vec<KernelArgument>;
+
+    /// Prepares a launch for `graph`.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming what the pack does not serve.
+    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch>;
+
+    /// Whether this handler saves launch inputs *and* restores launches (SDK default false).
+    fn supports_saving(&self) -> bool {
+        false
+    }
+
+    /// The launch inputs to record for `launch`, `None` when this handler does not save.
+    fn save_launch_inputs(&self, _launch: &PreparedLaunch) -> Option<LaunchValues> {
+        None
+    }
+
+    /// A launch from launch values saved under `dispatch`.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) for every contract rule the values break (§11); the
+    /// default refuses because the handler does not restore.
+    fn restore_launch(&self, dispatch: &str, _values: &LaunchValues) -> PluginResult<PreparedLaunch> {
+        Err(incompatible(format!(
+            "the dispatch handler registered under '{}' does not support restoring launches",
+            quote(dispatch)
+        )))
+    }
+
+    /// The kernel arguments of `launch` for the bound tensors.
+    ///
+    /// # Errors
+    /// As [`default_kernel_args`].
+    fn kernel_args(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        default_kernel_args(launch, tensors)
+    }
+}
+
+/// Dispatch handlers by name (versioned names and unversioned aliases).
+#[derive(Default, Clone)]
+pub struct DispatchRegistry {
+    handlers: HashMap<String, Arc<dyn DispatchHandler>>,
+}
+
+impl fmt::Debug for DispatchRegistry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut names: Vec<_> = self.handlers.keys().collect();
+        names.sort();
+        f.debug_struct("DispatchRegistry").field("names", &names).finish()
+    }
+}
+
+impl DispatchRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The registry with this provider's native packs: Pointwise v1 and ConvFwd v1, each under
+    /// its versioned name and its unversioned alias.
+    pub fn with_native_packs() -> Self {
+        let mut r = Self::new();
+        r.register(Arc::new(super::packs::pointwise::PointwiseV1Handler))
+            .and_then(|()| r.register(Arc::new(super::packs::conv_fwd::ConvFwdV1Handler)))
+            .unwrap_or_else(|e| unreachable!("native packs register once: {e}"));
+        r
+    }
+
+    fn insert_versioned(&mut self, handler: &Arc<dyn DispatchHandler>) -> PluginResult<String> {
+        let name = handler.contract().to_string();
+        if unversioned(&name).is_none() {
+            return Err(PluginError::internal(format!(
+                "dispatch contract '{name}' carries no version suffix '.v<N>'"
+            )));
+        }
+        if self.handlers.contains_key(&name) {
+            return Err(PluginError::internal(format!(
+                "a dispatch handler is already registered under '{name}'"
+            )));
+        }
+        self.handlers.insert(name.clone(), handler.clone());
+        Ok(name)
+    }
+
+    /// Registers `handler` under its versioned contract name and under the unversioned alias
+    /// (the alias keeps its first handler when already taken).
+    ///
+    /// # Errors
+    /// `INTERNAL_ERROR` when the contract name has no `.v<N>` suffix or is already registered.
+    pub fn register(&mut self, handler: Arc<dyn DispatchHandler>) -> PluginResult<()> {
+        let name = self.insert_versioned(&handler)?;
+        if let Some(alias) = unversioned(&name) {
+            self.handlers.entry(alias.to_string()).or_insert(handler);
+        }
+        Ok(())
+    }
+
+    /// Registers `handler` under its versioned contract name only (a newer contract version
+    /// beside the default one).
+    ///
+    /// # Errors
+    /// As [`Self::register`].
+    pub fn register_versioned_only(&mut self, handler: Arc<dyn DispatchHandler>) -> PluginResult<()> {
+        self.insert_versioned(&handler).map(|_| ())
+    }
+
+    /// The handler registered under `name` (versioned or alias).
+    pub fn resolve(&self, name: &str) -> Option<Arc<dyn DispatchHandler>> {
+        self.handlers.get(name).cloned()
+    }
+
+    /// Every registered handler once (by contract name), sorted by contract name.
+    pub fn handlers(&self) -> Vec<Arc<dyn DispatchHandler>> {
+        let mut v: Vec<_> = self
+            .handlers
+            .iter()
+            .filter(|(k, h)| h.contract() == k.as_str())
+            .map(|(_, h)| h.clone())
+            .collect();
+        v.sort_by(|a, b| a.contract().cmp(b.contract()));
+        v
+    }
+}

@@ -1,0 +1,93 @@
+//! Restore (load hook): a payload back into an executable plan, with the checks in the final
+//! order of ROCm/rocm-libraries #13315 (reference `ingestor-payload.md` §8).
+//!
+//! Order: decoder 1–10 (incl. 9b) → device resolver → 11 target → 12 dispatch handler →
+//! 13 handler restores → 14 signature → 15 launch values → 16 module load on the handle's
+//! device. A failed restore creates nothing. No descriptor, archive, selection, benchmark or
+//! compile is used. This module never saves.
+
+use super::device::{DeviceResolver, KernelCode};
+use super::dispatch::DispatchRegistry;
+use super::kernel::{format_signature, is_code_object_target_compatible, signatures_match};
+use super::payload::refusal::{incompatible, quote};
+use super::payload::{decode_payload_with_limits, BodySizeLimits};
+use super::plan::{load_failure_message, RestoredPlan};
+use hipdnn_backend::status::{PluginError, PluginResult};
+use std::sync::Arc;
+
+/// What a restore needs besides the bytes.
+#[derive(Clone, Copy)]
+pub struct RestoreEnvironment<'a> {
+    /// Finds the handle's device; `None` = the environment lacks its resolver (INTERNAL).
+    pub resolver: Option<&'a dyn DeviceResolver>,
+    /// Dispatch handlers by name.
+    pub registry: &'a DispatchRegistry,
+    /// Body size limits (tests shrink them).
+    pub limits: BodySizeLimits,
+}
+
+/// Restores a plan from `payload`.
+///
+/// # Errors
+/// In order: the decoder's refusals (§6); `INTERNAL_ERROR` when the environment has no
+/// resolver, or `cannot resolve the handle's device to restore saved kernel <uuid>`;
+/// `NOT_APPLICABLE` (load prefix) for `saved kernel <uuid> was saved for target '<t>', which
+/// device <n> ('<arch>') cannot run`; `no dispatch handler is registered under '<d>', which
+/// saved kernel <uuid> names`; `the dispatch handler registered under '<d>' does not support
+/// restoring saved kernel <uuid>`; `the saved kernel's arguments do not match what this
+/// provider launches: ...`; the launch-value contract texts (§11); the module-load texts
+/// (`hipModuleLoadData` / `hipModuleGetFunction`).
+pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResult<RestoredPlan> {
+    let p = decode_payload_with_limits(payload, env.limits)?;
+    let kernel_id = uuid::Uuid::from_bytes(p.kernel_descriptor_id);
+    let saved = format!("saved kernel {kernel_id}");
+    let resolver = env.resolver.ok_or_else(|| {
+        PluginError::internal(format!("the restore environment has no device resolver to restore {saved}"))
+    })?;
+    let device = resolver
+        .current_device()
+        .filter(|d| d.ordinal() >= 0)
+        .ok_or_else(|| PluginError::internal(format!("cannot resolve the handle's device to restore {saved}")))?;
+    let arch = device.arch();
+    if !is_code_object_target_compatible(p.source_kind, &p.target, &arch) {
+        return Err(incompatible(format!(
+            "{saved} was saved for target '{}', which device {} ('{arch}') cannot run",
+            quote(&p.target),
+            device.ordinal()
+        )));
+    }
+    let d = quote(&p.dispatch_symbol);
+    let handler = env.registry.resolve(&p.dispatch_symbol).ok_or_else(|| {
+        incompatible(format!("no dispatch handler is registered under '{d}', which {saved} names"))
+    })?;
+    if !handler.supports_saving() {
+        return Err(incompatible(format!(
+            "the dispatch handler registered under '{d}' does not support restoring {saved}"
+        )));
+    }
+    let label = format!("saved plan for kernel {kernel_id} (symbol '{}', dispatch '{d}')", quote(&p.symbol));
+    let expected = handler.launch_signature();
+    if !signatures_match(&p.signature, &expected) {
+        return Err(incompatible(format!(
+            "the saved kernel's arguments do not match what this provider launches: kpack kernel source for {label}: symbol '{}' is packaged with arguments {}, but this pack launches it with {}",
+            quote(&p.symbol),
+            quote(&format_signature(&p.signature)),
+            format_signature(&expected)
+        )));
+    }
+    let launch = handler.restore_launch(&p.dispatch_symbol, &p.launch_values)?;
+    let code = Arc::new(KernelCode::new(Arc::from(p.code_object), &p.symbol));
+    code.load_on(device.as_ref())
+        .map_err(|f| incompatible(load_failure_message(&label, &f)))?;
+    Ok(RestoredPlan {
+        payload: Arc::from(payload),
+        kernel_id,
+        symbol: p.symbol,
+        target: p.target,
+        source_kind: p.source_kind,
+        workspace_bytes: p.workspace_bytes,
+        handler,
+        launch,
+        code,
+    })
+}
