@@ -48,11 +48,19 @@ impl Error {
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
         Error { code, message: message.into() }
     }
-    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+    /// An `InvalidValue` error.
+    pub fn invalid_value(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::InvalidValue, message)
     }
-    pub(crate) fn not_set(message: impl Into<String>) -> Self {
+    /// An `AttributeNotSet` error.
+    pub fn attribute_not_set(message: impl Into<String>) -> Self {
         Self::new(ErrorCode::AttributeNotSet, message)
+    }
+    pub(crate) fn invalid(message: impl Into<String>) -> Self {
+        Self::invalid_value(message)
+    }
+    pub(crate) fn not_set(message: impl Into<String>) -> Self {
+        Self::attribute_not_set(message)
     }
 }
 

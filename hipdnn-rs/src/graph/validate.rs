@@ -167,13 +167,14 @@ impl Graph {
     /// 3. handles belong to the graph, each tensor has at most one producer, no cycle
     ///    (`InvalidValue`);
     /// 4. the nodes form one connected component (`InvalidValue` "... please split the graph");
-    /// 5. every tensor used by a node passes [`crate::TensorAttributes::validate`];
+    /// 5. every tensor used by a node passes [`crate::TensorAttributes::validate`], an unset
+    ///    data type counting as the graph's intermediate (virtual) or io type (upstream
+    ///    `fill_from_context`);
     /// 6. per-node attributes: required tensors and settings present (`AttributeNotSet`),
     ///    geometry lists match the spatial rank and are positive, modes fit the inputs
     ///    (`InvalidValue`).
     ///
-    /// Does not modify the graph and does not fill unset data types from the graph types
-    /// (op methods already give outputs a type).
+    /// Does not modify the graph.
     ///
     /// # Errors
     /// The first failing check, as above.
@@ -190,6 +191,11 @@ impl Graph {
         }
         for (i, t) in self.tensors.iter().enumerate() {
             if used[i] {
+                // fill_from_context: an unset type takes the intermediate (virtual) or io type.
+                let mut t = t.clone();
+                if t.data_type == DataType::Unset {
+                    t.data_type = if t.is_virtual { self.intermediate_data_type } else { self.io_data_type };
+                }
                 t.validate(&format!("#{i} '{}'", t.name))?;
             }
         }
