@@ -4,6 +4,9 @@
 //! numpy runs in a `python3` subprocess with `OPENBLAS_CORETYPE` and `OPENBLAS_L2_SIZE` unset
 //! (this machine may set them); when python3 or numpy is missing the numpy line says so.
 
+// `criterion_group!` generates an undocumented `pub fn benches`.
+#![allow(missing_docs)]
+
 use criterion::{Criterion, criterion_group, criterion_main};
 use hipdnn_provider::reference::ops::conv::{ConvGeometry, conv_fprop};
 use hipdnn_provider::reference::ops::matmul::matmul;
@@ -13,8 +16,13 @@ use std::time::Instant;
 
 fn filled(dims: &[usize]) -> ArrayD<f32> {
     let n: usize = dims.iter().product();
-    ArrayD::from_shape_vec(IxDyn(dims), (0..n).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect())
-        .expect("dims")
+    ArrayD::from_shape_vec(
+        IxDyn(dims),
+        (0..n)
+            .map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0)
+            .collect(),
+    )
+    .expect("dims")
 }
 
 fn numpy_gflops(kind: &str) -> Option<f64> {
@@ -51,17 +59,27 @@ fn report(kind: &str, flops: f64, secs: f64) {
             "{kind}: reference {ours:.2} GFLOP/s, numpy {np:.2} GFLOP/s, ratio reference/numpy {:.3}",
             ours / np
         ),
-        None => println!("{kind}: reference {ours:.2} GFLOP/s; numpy skipped: python3 with numpy unavailable"),
+        None => println!(
+            "{kind}: reference {ours:.2} GFLOP/s; numpy skipped: python3 with numpy unavailable"
+        ),
     }
 }
 
 fn bench(c: &mut Criterion) {
     let x = filled(&[1, 64, 56, 56]);
     let w = filled(&[64, 64, 3, 3]);
-    let geo = ConvGeometry { pre: vec![1, 1], post: vec![1, 1], stride: vec![1, 1], dilation: vec![1, 1], flip: false };
+    let geo = ConvGeometry {
+        pre: vec![1, 1],
+        post: vec![1, 1],
+        stride: vec![1, 1],
+        dilation: vec![1, 1],
+        flip: false,
+    };
     let y_dims = [1, 64, 56, 56];
     let conv_flops = 2.0 * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
-    c.bench_function("conv_fprop_1x64x56x56_k64_3x3", |b| b.iter(|| conv_fprop(&x, &w, &y_dims, &geo)));
+    c.bench_function("conv_fprop_1x64x56x56_k64_3x3", |b| {
+        b.iter(|| conv_fprop(&x, &w, &y_dims, &geo))
+    });
     let t = Instant::now();
     let n = 5;
     for _ in 0..n {
@@ -71,12 +89,18 @@ fn bench(c: &mut Criterion) {
 
     let a = filled(&[512, 512]);
     let bm = filled(&[512, 512]);
-    c.bench_function("matmul_512", |b| b.iter(|| matmul(&a, &bm, &[512, 512]).expect("dims")));
+    c.bench_function("matmul_512", |b| {
+        b.iter(|| matmul(&a, &bm, &[512, 512]).expect("dims"))
+    });
     let t = Instant::now();
     for _ in 0..n {
         std::hint::black_box(matmul(&a, &bm, &[512, 512]).expect("dims"));
     }
-    report("matmul", 2.0 * 512f64.powi(3) * n as f64, t.elapsed().as_secs_f64());
+    report(
+        "matmul",
+        2.0 * 512f64.powi(3) * n as f64,
+        t.elapsed().as_secs_f64(),
+    );
 }
 
 criterion_group! {

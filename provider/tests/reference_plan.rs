@@ -8,7 +8,7 @@ use hipdnn_provider::reference::payload::{self, DAMAGED, HEADER_SIZE, INCOMPATIB
 use hipdnn_provider::reference::testing::{GraphBuilder, TensorSpec, random_values};
 use hipdnn_provider::reference::{ENGINE_NAME, ReferenceEngine};
 use hipdnn_schema::graph::{
-    ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, ConvMode, DataType as DT,
+    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
     NodeAttributes, PointwiseAttributesArgs, PointwiseMode, SdpaAttributes, SdpaAttributesArgs,
 };
 
@@ -47,7 +47,12 @@ fn conv_relu() -> GraphBuilder {
     );
     g.pointwise(
         "relu",
-        PointwiseAttributesArgs { operation: PointwiseMode::RELU_FWD, in_0_tensor_uid: Y, out_0_tensor_uid: Z, ..Default::default() },
+        PointwiseAttributesArgs {
+            operation: PointwiseMode::RELU_FWD,
+            in_0_tensor_uid: Y,
+            out_0_tensor_uid: Z,
+            ..Default::default()
+        },
     );
     g
 }
@@ -67,11 +72,25 @@ fn inputs(g: &GraphBuilder) -> Bufs {
 fn run(ctx: &dyn ExecutionContext, b: &Bufs, zlen: usize) -> Vec<u8> {
     let mut z = vec![0u8; zlen];
     let mut t = vec![
-        TensorBinding { uid: X, data: BufferRef::Host(&b.x) },
-        TensorBinding { uid: W, data: BufferRef::Host(&b.w) },
-        TensorBinding { uid: Z, data: BufferRef::HostMut(&mut z) },
+        TensorBinding {
+            uid: X,
+            data: BufferRef::Host(&b.x),
+        },
+        TensorBinding {
+            uid: W,
+            data: BufferRef::Host(&b.w),
+        },
+        TensorBinding {
+            uid: Z,
+            data: BufferRef::HostMut(&mut z),
+        },
     ];
-    ctx.execute(ExecuteArgs { stream: 0, workspace: None, tensors: &mut t }).expect("execute");
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: None,
+        tensors: &mut t,
+    })
+    .expect("execute");
     z
 }
 
@@ -80,7 +99,15 @@ fn built() -> (GraphBuilder, OperationGraph, Box<dyn ExecutionContext>) {
     let bytes = conv_relu().build();
     let graph = OperationGraph::from_bytes(&bytes).expect("graph");
     let e = ReferenceEngine::new();
-    let ctx = e.create_execution_context(&EngineConfig { engine_id: e.id(), knob_choices: vec![] }, &graph).expect("ctx");
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![],
+            },
+            &graph,
+        )
+        .expect("ctx");
     (g, graph, ctx)
 }
 
@@ -90,7 +117,10 @@ fn engine_identity_notes_and_workspace() {
     assert_eq!(e.name(), "hipdnn.reference.cpu");
     assert_eq!(ENGINE_NAME, e.name());
     let (_, graph, ctx) = built();
-    assert_eq!(e.behavior_notes(&graph), vec![BehaviorNote::SupportsExecutionPlanSerialization]);
+    assert_eq!(
+        e.behavior_notes(&graph),
+        vec![BehaviorNote::SupportsExecutionPlanSerialization]
+    );
     assert_eq!(ctx.workspace_size(), 0);
     assert!(e.check_applicable(&graph).is_ok());
 }
@@ -103,10 +133,18 @@ fn save_load_execute_is_bit_identical_and_resave_is_byte_identical() {
     let zlen = g.spec(Z).bytes_len();
     let want = run(ctx.as_ref(), &b, zlen);
     let ser = e.serialization().expect("hooks");
-    let p = ser.serialize_execution_context(e.id(), ctx.as_ref()).expect("save");
-    let loaded = ser.create_execution_context_from_serialized(&p).expect("load");
+    let p = ser
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .expect("save");
+    let loaded = ser
+        .create_execution_context_from_serialized(&p)
+        .expect("load");
     assert_eq!(run(loaded.as_ref(), &b, zlen), want);
-    assert_eq!(ser.serialize_execution_context(e.id(), loaded.as_ref()).expect("resave"), p);
+    assert_eq!(
+        ser.serialize_execution_context(e.id(), loaded.as_ref())
+            .expect("resave"),
+        p
+    );
     // The relu really ran: no negative outputs, some positive.
     let z = g.spec(Z).decode(&want);
     assert!(z.iter().all(|&v| v >= 0.0) && z.iter().any(|&v| v > 0.0));
@@ -117,8 +155,16 @@ fn execution_is_bit_identical_across_thread_counts() {
     let (g, _, ctx) = built();
     let b = inputs(&g);
     let zlen = g.spec(Z).bytes_len();
-    let one = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap().install(|| run(ctx.as_ref(), &b, zlen));
-    let four = rayon::ThreadPoolBuilder::new().num_threads(4).build().unwrap().install(|| run(ctx.as_ref(), &b, zlen));
+    let one = rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .unwrap()
+        .install(|| run(ctx.as_ref(), &b, zlen));
+    let four = rayon::ThreadPoolBuilder::new()
+        .num_threads(4)
+        .build()
+        .unwrap()
+        .install(|| run(ctx.as_ref(), &b, zlen));
     assert_eq!(one, four);
     assert_eq!(run(ctx.as_ref(), &b, zlen), one);
 }
@@ -133,8 +179,9 @@ fn payload_header_bytes_are_pinned() {
     want.extend_from_slice(&[3, 0, 0, 0, 0, 0, 0, 0]);
     // SHA-256("abc")
     want.extend_from_slice(&[
-        0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22, 0x23,
-        0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00, 0x15, 0xad,
+        0xba, 0x78, 0x16, 0xbf, 0x8f, 0x01, 0xcf, 0xea, 0x41, 0x41, 0x40, 0xde, 0x5d, 0xae, 0x22,
+        0x23, 0xb0, 0x03, 0x61, 0xa3, 0x96, 0x17, 0x7a, 0x9c, 0xb4, 0x10, 0xff, 0x61, 0xf2, 0x00,
+        0x15, 0xad,
     ]);
     want.extend_from_slice(b"abc");
     assert_eq!(p, want);
@@ -143,7 +190,11 @@ fn payload_header_bytes_are_pinned() {
 
 fn load_err(p: &[u8]) -> (PluginStatus, String) {
     let e = ReferenceEngine::new();
-    match e.serialization().unwrap().create_execution_context_from_serialized(p) {
+    match e
+        .serialization()
+        .unwrap()
+        .create_execution_context_from_serialized(p)
+    {
         Ok(_) => panic!("payload of {} bytes loaded", p.len()),
         Err(err) => (err.status, err.message),
     }
@@ -152,7 +203,10 @@ fn load_err(p: &[u8]) -> (PluginStatus, String) {
 fn saved() -> Vec<u8> {
     let (_, _, ctx) = built();
     let e = ReferenceEngine::new();
-    e.serialization().unwrap().serialize_execution_context(e.id(), ctx.as_ref()).unwrap()
+    e.serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap()
 }
 
 #[test]
@@ -189,7 +243,10 @@ fn each_damaged_header_field_is_refused_as_damaged() {
         d[at] = if d[at] == byte { byte ^ 0x55 } else { byte };
         let (st, msg) = load_err(&d);
         assert_eq!(st, PluginStatus::InvalidValue, "byte {at}: {msg}");
-        assert!(msg.starts_with(DAMAGED) && msg.contains(part), "byte {at}: {msg}");
+        assert!(
+            msg.starts_with(DAMAGED) && msg.contains(part),
+            "byte {at}: {msg}"
+        );
     }
 }
 
@@ -200,11 +257,20 @@ fn other_major_version_is_valid_but_not_loadable_and_damage_wins() {
     v2[4] = 2;
     let (st, msg) = load_err(&v2);
     assert_eq!(st, PluginStatus::NotApplicable);
-    assert!(msg.starts_with(INCOMPATIBLE) && msg.contains("2.0"), "{msg}");
+    assert!(
+        msg.starts_with(INCOMPATIBLE) && msg.contains("2.0"),
+        "{msg}"
+    );
     // A newer minor loads.
     let mut minor = p.clone();
     minor[6] = 7;
-    assert!(ReferenceEngine::new().serialization().unwrap().create_execution_context_from_serialized(&minor).is_ok());
+    assert!(
+        ReferenceEngine::new()
+            .serialization()
+            .unwrap()
+            .create_execution_context_from_serialized(&minor)
+            .is_ok()
+    );
     // Damage and incompatibility together: damage is reported.
     v2[HEADER_SIZE + 1] ^= 1;
     let (st, msg) = load_err(&v2);
@@ -225,30 +291,84 @@ fn device_buffers_short_buffers_and_missing_tensors_are_refused() {
     let b = inputs(&g);
     let mut z = vec![0u8; g.spec(Z).bytes_len()];
     let mut t = vec![
-        TensorBinding { uid: X, data: BufferRef::Device { addr: 0x1000, len: b.x.len() } },
-        TensorBinding { uid: W, data: BufferRef::Host(&b.w) },
-        TensorBinding { uid: Z, data: BufferRef::HostMut(&mut z) },
+        TensorBinding {
+            uid: X,
+            data: BufferRef::Device {
+                addr: 0x1000,
+                len: b.x.len(),
+            },
+        },
+        TensorBinding {
+            uid: W,
+            data: BufferRef::Host(&b.w),
+        },
+        TensorBinding {
+            uid: Z,
+            data: BufferRef::HostMut(&mut z),
+        },
     ];
-    let err = ctx.execute(ExecuteArgs { stream: 0, workspace: None, tensors: &mut t }).unwrap_err();
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap_err();
     assert_eq!(err.status, PluginStatus::BadParam);
-    assert!(err.message.contains("tensor uid 1") && err.message.contains("device buffer"), "{}", err.message);
+    assert!(
+        err.message.contains("tensor uid 1") && err.message.contains("device buffer"),
+        "{}",
+        err.message
+    );
 
     let short = &b.w[..b.w.len() - 1];
     let mut t = vec![
-        TensorBinding { uid: X, data: BufferRef::Host(&b.x) },
-        TensorBinding { uid: W, data: BufferRef::Host(short) },
-        TensorBinding { uid: Z, data: BufferRef::HostMut(&mut z) },
+        TensorBinding {
+            uid: X,
+            data: BufferRef::Host(&b.x),
+        },
+        TensorBinding {
+            uid: W,
+            data: BufferRef::Host(short),
+        },
+        TensorBinding {
+            uid: Z,
+            data: BufferRef::HostMut(&mut z),
+        },
     ];
-    let err = ctx.execute(ExecuteArgs { stream: 0, workspace: None, tensors: &mut t }).unwrap_err();
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap_err();
     assert_eq!(err.status, PluginStatus::BadParam);
-    assert!(err.message.starts_with("tensor uid 2 ('w'): buffer holds 431 bytes"), "{}", err.message);
+    assert!(
+        err.message
+            .starts_with("tensor uid 2 ('w'): buffer holds 431 bytes"),
+        "{}",
+        err.message
+    );
     assert!(z.iter().all(|&v| v == 0), "nothing written on failure");
 
     let mut t = vec![
-        TensorBinding { uid: X, data: BufferRef::Host(&b.x) },
-        TensorBinding { uid: Z, data: BufferRef::HostMut(&mut z) },
+        TensorBinding {
+            uid: X,
+            data: BufferRef::Host(&b.x),
+        },
+        TensorBinding {
+            uid: Z,
+            data: BufferRef::HostMut(&mut z),
+        },
     ];
-    let err = ctx.execute(ExecuteArgs { stream: 0, workspace: None, tensors: &mut t }).unwrap_err();
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap_err();
     assert_eq!(err.message, "tensor uid 2 ('w') is not in the variant pack");
 }
 
@@ -278,7 +398,10 @@ fn sdpa_dropout_is_refused_naming_op_attribute_and_value() {
     let graph = OperationGraph::from_bytes(&g.build()).unwrap();
     let err = ReferenceEngine::new().check_applicable(&graph).unwrap_err();
     assert_eq!(err.status, PluginStatus::NotApplicable);
-    assert_eq!(err.message, "sdpa 'Sdpa_0': dropout_probability 0.1 is not supported by the CPU reference engine");
+    assert_eq!(
+        err.message,
+        "sdpa 'Sdpa_0': dropout_probability 0.1 is not supported by the CPU reference engine"
+    );
 }
 
 #[test]
@@ -286,15 +409,45 @@ fn unsupported_data_type_and_unproduced_virtual_tensor_are_refused() {
     let mut g = GraphBuilder::new("fp8");
     g.tensor(TensorSpec::new(1, "a", DT::FP8_E4M3, &[4]))
         .tensor(TensorSpec::new(2, "b", DT::FLOAT, &[4]));
-    g.pointwise("id", PointwiseAttributesArgs { operation: PointwiseMode::IDENTITY, in_0_tensor_uid: 1, out_0_tensor_uid: 2, ..Default::default() });
-    let err = ReferenceEngine::new().check_applicable(&OperationGraph::from_bytes(&g.build()).unwrap()).unwrap_err();
+    g.pointwise(
+        "id",
+        PointwiseAttributesArgs {
+            operation: PointwiseMode::IDENTITY,
+            in_0_tensor_uid: 1,
+            out_0_tensor_uid: 2,
+            ..Default::default()
+        },
+    );
+    let err = ReferenceEngine::new()
+        .check_applicable(&OperationGraph::from_bytes(&g.build()).unwrap())
+        .unwrap_err();
     assert_eq!(err.status, PluginStatus::NotApplicable);
-    assert!(err.message.starts_with("tensor uid 1 ('a'): data_type FP8_E4M3 is not supported"), "{}", err.message);
+    assert!(
+        err.message
+            .starts_with("tensor uid 1 ('a'): data_type FP8_E4M3 is not supported"),
+        "{}",
+        err.message
+    );
 
     let mut g = GraphBuilder::new("virt");
     g.tensor(TensorSpec::new(1, "a", DT::FLOAT, &[4]).virtual_())
         .tensor(TensorSpec::new(2, "b", DT::FLOAT, &[4]));
-    g.pointwise("id", PointwiseAttributesArgs { operation: PointwiseMode::IDENTITY, in_0_tensor_uid: 1, out_0_tensor_uid: 2, ..Default::default() });
-    let err = ReferenceEngine::new().check_applicable(&OperationGraph::from_bytes(&g.build()).unwrap()).unwrap_err();
-    assert!(err.message.contains("virtual tensor uid 1 ('a') is read but no node writes it"), "{}", err.message);
+    g.pointwise(
+        "id",
+        PointwiseAttributesArgs {
+            operation: PointwiseMode::IDENTITY,
+            in_0_tensor_uid: 1,
+            out_0_tensor_uid: 2,
+            ..Default::default()
+        },
+    );
+    let err = ReferenceEngine::new()
+        .check_applicable(&OperationGraph::from_bytes(&g.build()).unwrap())
+        .unwrap_err();
+    assert!(
+        err.message
+            .contains("virtual tensor uid 1 ('a') is read but no node writes it"),
+        "{}",
+        err.message
+    );
 }

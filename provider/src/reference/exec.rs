@@ -58,7 +58,10 @@ impl Env<'_, '_, '_> {
 
     fn scalar(&mut self, uid: i64) -> PluginResult<f32> {
         let v = self.get(uid)?;
-        v.iter().next().copied().ok_or_else(|| PluginError::bad_param(format!("tensor uid {uid} is empty")))
+        v.iter()
+            .next()
+            .copied()
+            .ok_or_else(|| PluginError::bad_param(format!("tensor uid {uid} is empty")))
     }
 
     fn put(&mut self, uid: i64, v: ArrayD<f32>) -> PluginResult<()> {
@@ -89,7 +92,9 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
     let mut index = HashMap::new();
     let outputs: HashSet<i64> = plan.steps.iter().flat_map(|s| s.op.outputs()).collect();
     for (i, b) in bindings.iter().enumerate() {
-        let Some(d) = plan.tensors.get(&b.uid) else { continue };
+        let Some(d) = plan.tensors.get(&b.uid) else {
+            continue;
+        };
         if d.is_virtual {
             continue;
         }
@@ -116,11 +121,19 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
             let d = &plan.tensors[&u];
             let needs_buffer = !d.is_virtual && (d.value.is_none() || outputs.contains(&u));
             if needs_buffer && !index.contains_key(&u) {
-                return Err(PluginError::bad_param(format!("tensor uid {u} ('{}') is not in the variant pack", d.name)));
+                return Err(PluginError::bad_param(format!(
+                    "tensor uid {u} ('{}') is not in the variant pack",
+                    d.name
+                )));
             }
         }
     }
-    let mut env = Env { plan, bindings, index, values: HashMap::new() };
+    let mut env = Env {
+        plan,
+        bindings,
+        index,
+        values: HashMap::new(),
+    };
     for s in &plan.steps {
         run_step(&mut env, &s.name, &s.op)?;
     }
@@ -131,7 +144,10 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
     let e = msg(name);
     match op {
         Op::Pointwise { p, ins, out } => {
-            let vals = ins.iter().map(|&u| env.get(u)).collect::<PluginResult<Vec<_>>>()?;
+            let vals = ins
+                .iter()
+                .map(|&u| env.get(u))
+                .collect::<PluginResult<Vec<_>>>()?;
             let refs: Vec<&ArrayD<f32>> = vals.iter().collect();
             let dims = env.desc(*out).dims.clone();
             let r = pointwise::pointwise(p, &refs, &dims).map_err(e)?;
@@ -157,8 +173,20 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
             let dims = env.desc(*c).dims.clone();
             env.put(*c, matmul::matmul(&av, &bv, &dims).map_err(e)?)
         }
-        Op::BnInference { x, mean, stats, scale, bias, y } => {
-            let (xv, mv, sv, bv) = (env.get(*x)?, env.get(*mean)?, env.get(*scale)?, env.get(*bias)?);
+        Op::BnInference {
+            x,
+            mean,
+            stats,
+            scale,
+            bias,
+            y,
+        } => {
+            let (xv, mv, sv, bv) = (
+                env.get(*x)?,
+                env.get(*mean)?,
+                env.get(*scale)?,
+                env.get(*bias)?,
+            );
             let inv = match stats {
                 BnStats::InvVariance(u) => env.get(*u)?,
                 BnStats::Variance(u, eps) => {
@@ -166,9 +194,21 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
                     norm::inv_std(&env.get(*u)?, eps)
                 }
             };
-            env.put(*y, norm::batchnorm_inference(&xv, &mv, &inv, &sv, &bv).map_err(e)?)
+            env.put(
+                *y,
+                norm::batchnorm_inference(&xv, &mv, &inv, &sv, &bv).map_err(e)?,
+            )
         }
-        Op::BnTraining { x, scale, bias, eps, y, mean, inv_var, running } => {
+        Op::BnTraining {
+            x,
+            scale,
+            bias,
+            eps,
+            y,
+            mean,
+            inv_var,
+            running,
+        } => {
             let (xv, sv, bv) = (env.get(*x)?, env.get(*scale)?, env.get(*bias)?);
             let epsv = env.scalar(*eps)?;
             let mut sd = vec![1; xv.ndim()];
@@ -187,20 +227,40 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
                 let (pmv, pvv, mom) = (env.get(*pm)?, env.get(*pv)?, env.scalar(*mo)?);
                 let pmv = reshape(pmv, &sd);
                 let pvv = reshape(pvv, &sd);
-                let unbias = if cnt > 1 { cnt as f32 / (cnt - 1) as f32 } else { 1.0 };
-                let nmv = ndarray::Zip::from(&pmv).and(&m).map_collect(|&p, &c| (1.0 - mom) * p + mom * c);
-                let nvv = ndarray::Zip::from(&pvv).and(&var).map_collect(|&p, &c| (1.0 - mom) * p + mom * c * unbias);
+                let unbias = if cnt > 1 {
+                    cnt as f32 / (cnt - 1) as f32
+                } else {
+                    1.0
+                };
+                let nmv = ndarray::Zip::from(&pmv)
+                    .and(&m)
+                    .map_collect(|&p, &c| (1.0 - mom) * p + mom * c);
+                let nvv = ndarray::Zip::from(&pvv)
+                    .and(&var)
+                    .map_collect(|&p, &c| (1.0 - mom) * p + mom * c * unbias);
                 env.put(*nm, nmv)?;
                 env.put(*nv, nvv)?;
             }
             Ok(())
         }
-        Op::Layernorm { x, scale, bias, eps, y, stat_dims, mean, inv_var } => {
+        Op::Layernorm {
+            x,
+            scale,
+            bias,
+            eps,
+            y,
+            stat_dims,
+            mean,
+            inv_var,
+        } => {
             let (xv, sv, bv) = (env.get(*x)?, env.get(*scale)?, env.get(*bias)?);
             let epsv = env.scalar(*eps)?;
             let (m, var, _) = norm::moments(&xv, stat_dims);
             let inv = norm::inv_std(&var, epsv);
-            env.put(*y, norm::normalize(&xv, Some(&m), &inv, &sv, Some(&bv)).map_err(e)?)?;
+            env.put(
+                *y,
+                norm::normalize(&xv, Some(&m), &inv, &sv, Some(&bv)).map_err(e)?,
+            )?;
             if let Some(u) = mean {
                 env.put(*u, m)?;
             }
@@ -209,7 +269,15 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
             }
             Ok(())
         }
-        Op::Rmsnorm { x, scale, bias, eps, y, stat_dims, inv_rms } => {
+        Op::Rmsnorm {
+            x,
+            scale,
+            bias,
+            eps,
+            y,
+            stat_dims,
+            inv_rms,
+        } => {
             let (xv, sv) = (env.get(*x)?, env.get(*scale)?);
             let bv = match bias {
                 Some(b) => Some(env.get(*b)?),
@@ -217,7 +285,10 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
             };
             let epsv = env.scalar(*eps)?;
             let inv = norm::inv_rms(&xv, stat_dims, epsv);
-            env.put(*y, norm::normalize(&xv, None, &inv, &sv, bv.as_ref()).map_err(e)?)?;
+            env.put(
+                *y,
+                norm::normalize(&xv, None, &inv, &sv, bv.as_ref()).map_err(e)?,
+            )?;
             if let Some(u) = inv_rms {
                 env.put(*u, inv)?;
             }
@@ -228,7 +299,13 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
             let dims = env.desc(*y).dims.clone();
             env.put(*y, reduce::reduce(*mode, &xv, &dims))
         }
-        Op::Resample { x, y, index, kind, geo } => {
+        Op::Resample {
+            x,
+            y,
+            index,
+            kind,
+            geo,
+        } => {
             let xv = env.get(*x)?;
             let dims = env.desc(*y).dims.clone();
             let (yv, iv) = resample::pool(&xv, &dims, *kind, geo);
@@ -238,7 +315,18 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
             }
             Ok(())
         }
-        Op::Sdpa { q, k, v, o, mask, scale, band, stats, max, sum_exp } => {
+        Op::Sdpa {
+            q,
+            k,
+            v,
+            o,
+            mask,
+            scale,
+            band,
+            stats,
+            max,
+            sum_exp,
+        } => {
             let (qv, kv, vv) = (env.get(*q)?, env.get(*k)?, env.get(*v)?);
             let s = match scale {
                 Scalar::Value(s) => *s,
@@ -248,7 +336,8 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
                 Some(u) => Some((env.get(*u)?, env.desc(*u).elem == super::dtype::Elem::Bool)),
                 None => None,
             };
-            let r = sdpa::sdpa(&qv, &kv, &vv, s, mv.as_ref().map(|(a, b)| (a, *b)), *band).map_err(e)?;
+            let r = sdpa::sdpa(&qv, &kv, &vv, s, mv.as_ref().map(|(a, b)| (a, *b)), *band)
+                .map_err(e)?;
             env.put(*o, r.o)?;
             for (u, val) in [(stats, r.stats), (max, r.max), (sum_exp, r.sum_exp)] {
                 if let Some(u) = u {

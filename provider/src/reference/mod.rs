@@ -57,7 +57,10 @@ impl ReferenceContext {
     /// # Errors
     /// `NOT_APPLICABLE` as the applicability check.
     pub fn new(graph: &OperationGraph) -> PluginResult<Self> {
-        Ok(ReferenceContext { plan: plan::Plan::from_graph(&graph.graph())?, graph_bytes: graph.bytes().to_vec() })
+        Ok(ReferenceContext {
+            plan: plan::Plan::from_graph(&graph.graph())?,
+            graph_bytes: graph.bytes().to_vec(),
+        })
     }
 
     /// The serialized `Graph` this plan runs.
@@ -120,17 +123,29 @@ impl Engine for ReferenceEngine {
 }
 
 impl PlanSerialization for ReferenceEngine {
-    fn serialize_execution_context(&self, engine_id: i64, ctx: &dyn ExecutionContext) -> PluginResult<Vec<u8>> {
+    fn serialize_execution_context(
+        &self,
+        engine_id: i64,
+        ctx: &dyn ExecutionContext,
+    ) -> PluginResult<Vec<u8>> {
         if engine_id != self.id() {
-            return Err(PluginError::bad_param(format!("save hook of {ENGINE_NAME} called for engine id {engine_id}")));
+            return Err(PluginError::bad_param(format!(
+                "save hook of {ENGINE_NAME} called for engine id {engine_id}"
+            )));
         }
-        let ctx = ctx.as_any().downcast_ref::<ReferenceContext>().ok_or_else(|| {
-            PluginError::bad_param(format!("execution context was not built by {ENGINE_NAME}"))
-        })?;
+        let ctx = ctx
+            .as_any()
+            .downcast_ref::<ReferenceContext>()
+            .ok_or_else(|| {
+                PluginError::bad_param(format!("execution context was not built by {ENGINE_NAME}"))
+            })?;
         Ok(payload::encode(&ctx.graph_bytes))
     }
 
-    fn create_execution_context_from_serialized(&self, payload: &[u8]) -> PluginResult<Box<dyn ExecutionContext>> {
+    fn create_execution_context_from_serialized(
+        &self,
+        payload: &[u8],
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
         let graph = payload::decode(payload)?;
         let ctx = ReferenceContext::new(&graph).map_err(|e| match e.status {
             hipdnn_backend::PluginStatus::NotApplicable => {

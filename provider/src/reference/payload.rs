@@ -67,32 +67,51 @@ fn u16_at(b: &[u8], at: usize) -> u16 {
 /// but cannot be loaded here: …" for another major version.
 pub fn decode(payload: &[u8]) -> PluginResult<OperationGraph> {
     if payload.len() < 4 || payload[..4] != MAGIC {
-        return Err(damaged(format!("magic is not HRCP (payload of {} bytes)", payload.len())));
+        return Err(damaged(format!(
+            "magic is not HRCP (payload of {} bytes)",
+            payload.len()
+        )));
     }
     if payload.len() < HEADER_SIZE {
-        return Err(damaged(format!("header truncated: {} of {HEADER_SIZE} bytes", payload.len())));
+        return Err(damaged(format!(
+            "header truncated: {} of {HEADER_SIZE} bytes",
+            payload.len()
+        )));
     }
     let (major, minor) = (u16_at(payload, 4), u16_at(payload, 6));
     let hsize = usize::from(u16_at(payload, 8));
     if hsize < HEADER_SIZE || hsize > payload.len() {
-        return Err(damaged(format!("header size {hsize} is outside {HEADER_SIZE}..={}", payload.len())));
+        return Err(damaged(format!(
+            "header size {hsize} is outside {HEADER_SIZE}..={}",
+            payload.len()
+        )));
     }
     if u16_at(payload, 10) != 0 {
-        return Err(damaged(format!("reserved field is {}, expected 0", u16_at(payload, 10))));
+        return Err(damaged(format!(
+            "reserved field is {}, expected 0",
+            u16_at(payload, 10)
+        )));
     }
     let mut lb = [0u8; 8];
     lb.copy_from_slice(&payload[12..20]);
     let body_len = u64::from_le_bytes(lb);
     let actual = (payload.len() - hsize) as u64;
     if body_len != actual {
-        let how = if actual < body_len { "truncated" } else { "extended" };
-        return Err(damaged(format!("body {how}: header records {body_len} bytes, {actual} present")));
+        let how = if actual < body_len {
+            "truncated"
+        } else {
+            "extended"
+        };
+        return Err(damaged(format!(
+            "body {how}: header records {body_len} bytes, {actual} present"
+        )));
     }
     let body = &payload[hsize..];
     if Sha256::digest(body)[..] != payload[20..52] {
         return Err(damaged("body checksum (SHA-256) does not match"));
     }
-    let graph = OperationGraph::from_bytes(body).map_err(|e| damaged(format!("graph: {}", e.message)))?;
+    let graph =
+        OperationGraph::from_bytes(body).map_err(|e| damaged(format!("graph: {}", e.message)))?;
     if major != VERSION_MAJOR {
         return Err(PluginError::not_applicable(format!(
             "{INCOMPATIBLE}format version {major}.{minor}, this build reads {VERSION_MAJOR}.x"

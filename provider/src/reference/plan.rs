@@ -42,37 +42,97 @@ pub enum BnStats {
 #[derive(Debug, Clone)]
 pub enum Op {
     /// Pointwise.
-    Pointwise { p: PointwiseParams, ins: Vec<i64>, out: i64 },
+    Pointwise {
+        p: PointwiseParams,
+        ins: Vec<i64>,
+        out: i64,
+    },
     /// Convolution forward.
-    ConvFprop { x: i64, w: i64, y: i64, geo: ConvGeometry },
+    ConvFprop {
+        x: i64,
+        w: i64,
+        y: i64,
+        geo: ConvGeometry,
+    },
     /// Convolution data gradient.
-    ConvDgrad { dy: i64, w: i64, dx: i64, geo: ConvGeometry },
+    ConvDgrad {
+        dy: i64,
+        w: i64,
+        dx: i64,
+        geo: ConvGeometry,
+    },
     /// Convolution filter gradient.
-    ConvWgrad { x: i64, dy: i64, dw: i64, geo: ConvGeometry },
+    ConvWgrad {
+        x: i64,
+        dy: i64,
+        dw: i64,
+        geo: ConvGeometry,
+    },
     /// Matmul.
     Matmul { a: i64, b: i64, c: i64 },
     /// Batchnorm inference.
-    BnInference { x: i64, mean: i64, stats: BnStats, scale: i64, bias: i64, y: i64 },
+    BnInference {
+        x: i64,
+        mean: i64,
+        stats: BnStats,
+        scale: i64,
+        bias: i64,
+        y: i64,
+    },
     /// Batchnorm training forward.
     BnTraining {
-        x: i64, scale: i64, bias: i64, eps: i64, y: i64, mean: Option<i64>, inv_var: Option<i64>,
+        x: i64,
+        scale: i64,
+        bias: i64,
+        eps: i64,
+        y: i64,
+        mean: Option<i64>,
+        inv_var: Option<i64>,
         running: Option<(i64, i64, i64, i64, i64)>,
     },
     /// Layernorm forward.
     Layernorm {
-        x: i64, scale: i64, bias: i64, eps: i64, y: i64, stat_dims: Vec<usize>,
-        mean: Option<i64>, inv_var: Option<i64>,
+        x: i64,
+        scale: i64,
+        bias: i64,
+        eps: i64,
+        y: i64,
+        stat_dims: Vec<usize>,
+        mean: Option<i64>,
+        inv_var: Option<i64>,
     },
     /// RMSNorm forward.
-    Rmsnorm { x: i64, scale: i64, bias: Option<i64>, eps: i64, y: i64, stat_dims: Vec<usize>, inv_rms: Option<i64> },
+    Rmsnorm {
+        x: i64,
+        scale: i64,
+        bias: Option<i64>,
+        eps: i64,
+        y: i64,
+        stat_dims: Vec<usize>,
+        inv_rms: Option<i64>,
+    },
     /// Reduction.
     Reduction { mode: ReductionMode, x: i64, y: i64 },
     /// Resample (pooling) forward.
-    Resample { x: i64, y: i64, index: Option<i64>, kind: PoolKind, geo: PoolGeometry },
+    Resample {
+        x: i64,
+        y: i64,
+        index: Option<i64>,
+        kind: PoolKind,
+        geo: PoolGeometry,
+    },
     /// SDPA forward.
     Sdpa {
-        q: i64, k: i64, v: i64, o: i64, mask: Option<i64>, scale: Scalar, band: Band,
-        stats: Option<i64>, max: Option<i64>, sum_exp: Option<i64>,
+        q: i64,
+        k: i64,
+        v: i64,
+        o: i64,
+        mask: Option<i64>,
+        scale: Scalar,
+        band: Band,
+        stats: Option<i64>,
+        max: Option<i64>,
+        sum_exp: Option<i64>,
     },
 }
 
@@ -85,7 +145,14 @@ impl Op {
             Op::ConvDgrad { dy, w, .. } => vec![*dy, *w],
             Op::ConvWgrad { x, dy, .. } => vec![*x, *dy],
             Op::Matmul { a, b, .. } => vec![*a, *b],
-            Op::BnInference { x, mean, stats, scale, bias, .. } => {
+            Op::BnInference {
+                x,
+                mean,
+                stats,
+                scale,
+                bias,
+                ..
+            } => {
                 let mut v = vec![*x, *mean, *scale, *bias];
                 match stats {
                     BnStats::InvVariance(i) => v.push(*i),
@@ -93,21 +160,47 @@ impl Op {
                 }
                 v
             }
-            Op::BnTraining { x, scale, bias, eps, running, .. } => {
+            Op::BnTraining {
+                x,
+                scale,
+                bias,
+                eps,
+                running,
+                ..
+            } => {
                 let mut v = vec![*x, *scale, *bias, *eps];
                 if let Some((pm, pv, m, _, _)) = running {
                     v.extend([*pm, *pv, *m]);
                 }
                 v
             }
-            Op::Layernorm { x, scale, bias, eps, .. } => vec![*x, *scale, *bias, *eps],
-            Op::Rmsnorm { x, scale, bias, eps, .. } => {
+            Op::Layernorm {
+                x,
+                scale,
+                bias,
+                eps,
+                ..
+            } => vec![*x, *scale, *bias, *eps],
+            Op::Rmsnorm {
+                x,
+                scale,
+                bias,
+                eps,
+                ..
+            } => {
                 let mut v = vec![*x, *scale, *eps];
                 v.extend(bias);
                 v
             }
             Op::Reduction { x, .. } | Op::Resample { x, .. } => vec![*x],
-            Op::Sdpa { q, k, v, mask, scale, .. } => {
+            Op::Sdpa {
+                q,
+                k,
+                v,
+                mask,
+                scale,
+                ..
+            } => {
                 let mut r = vec![*q, *k, *v];
                 r.extend(mask);
                 if let Scalar::Tensor(u) = scale {
@@ -127,7 +220,13 @@ impl Op {
             Op::ConvWgrad { dw, .. } => vec![*dw],
             Op::Matmul { c, .. } => vec![*c],
             Op::BnInference { y, .. } | Op::Reduction { y, .. } => vec![*y],
-            Op::BnTraining { y, mean, inv_var, running, .. } => {
+            Op::BnTraining {
+                y,
+                mean,
+                inv_var,
+                running,
+                ..
+            } => {
                 let mut v = vec![*y];
                 v.extend(mean.iter().chain(inv_var));
                 if let Some((_, _, _, nm, nv)) = running {
@@ -135,7 +234,9 @@ impl Op {
                 }
                 v
             }
-            Op::Layernorm { y, mean, inv_var, .. } => {
+            Op::Layernorm {
+                y, mean, inv_var, ..
+            } => {
                 let mut v = vec![*y];
                 v.extend(mean.iter().chain(inv_var));
                 v
@@ -150,7 +251,13 @@ impl Op {
                 v.extend(index);
                 v
             }
-            Op::Sdpa { o, stats, max, sum_exp, .. } => {
+            Op::Sdpa {
+                o,
+                stats,
+                max,
+                sum_exp,
+                ..
+            } => {
                 let mut v = vec![*o];
                 v.extend(stats.iter().chain(max).chain(sum_exp));
                 v
@@ -205,7 +312,10 @@ impl Cx<'_> {
     fn float(&self, attr: &str, uid: i64) -> PluginResult<&TensorDesc> {
         let t = self.t(attr, uid)?;
         if !t.elem.is_float() {
-            return Err(self.refuse(&format!("{attr} (uid {uid}) data_type"), format!("{:?}", t.elem)));
+            return Err(self.refuse(
+                &format!("{attr} (uid {uid}) data_type"),
+                format!("{:?}", t.elem),
+            ));
         }
         Ok(t)
     }
@@ -223,21 +333,38 @@ impl Cx<'_> {
     }
     fn dims_eq(&self, attr: &str, t: &TensorDesc, want: &[usize]) -> PluginResult<()> {
         if t.dims != want {
-            return Err(self.bad(format!("{attr} (uid {}) dims {:?} differ from the expected {want:?}", t.uid, t.dims)));
+            return Err(self.bad(format!(
+                "{attr} (uid {}) dims {:?} differ from the expected {want:?}",
+                t.uid, t.dims
+            )));
         }
         Ok(())
     }
     fn bcast(&self, attr: &str, t: &TensorDesc, to: &[usize]) -> PluginResult<()> {
         if !broadcasts(&t.dims, to) {
-            return Err(self.bad(format!("{attr} (uid {}) dims {:?} do not broadcast to {to:?}", t.uid, t.dims)));
+            return Err(self.bad(format!(
+                "{attr} (uid {}) dims {:?} do not broadcast to {to:?}",
+                t.uid, t.dims
+            )));
         }
         Ok(())
     }
-    fn spatial(&self, attr: &str, v: Option<flatbuffers::Vector<'_, i64>>, n: usize, default: usize) -> PluginResult<Vec<usize>> {
-        let Some(v) = v else { return Ok(vec![default; n]) };
+    fn spatial(
+        &self,
+        attr: &str,
+        v: Option<flatbuffers::Vector<'_, i64>>,
+        n: usize,
+        default: usize,
+    ) -> PluginResult<Vec<usize>> {
+        let Some(v) = v else {
+            return Ok(vec![default; n]);
+        };
         let vals: Vec<i64> = v.iter().collect();
         if vals.len() != n {
-            return Err(self.bad(format!("{attr} {vals:?} has {} entries, expected {n} (one per spatial dim)", vals.len())));
+            return Err(self.bad(format!(
+                "{attr} {vals:?} has {} entries, expected {n} (one per spatial dim)",
+                vals.len()
+            )));
         }
         if vals.iter().any(|&x| x < 0 || (default == 1 && x == 0)) {
             return Err(self.refuse(attr, format!("{vals:?}")));
@@ -249,7 +376,11 @@ impl Cx<'_> {
 /// numpy broadcasting: `from` (right-aligned) broadcasts to `to`.
 pub fn broadcasts(from: &[usize], to: &[usize]) -> bool {
     from.len() <= to.len()
-        && from.iter().rev().zip(to.iter().rev()).all(|(&f, &t)| f == t || f == 1)
+        && from
+            .iter()
+            .rev()
+            .zip(to.iter().rev())
+            .all(|(&f, &t)| f == t || f == 1)
 }
 
 /// Normalized-axes rule shared by layernorm (when `normalized_dim_count` is 0) and rmsnorm:
@@ -257,8 +388,13 @@ pub fn broadcasts(from: &[usize], to: &[usize]) -> bool {
 /// scale is all ones. Returns the statistics dims (x dims with normalized axes set to 1).
 pub fn stat_dims_from_scale(x: &[usize], scale: &[usize]) -> Vec<usize> {
     let off = x.len().saturating_sub(scale.len());
-    let first = (1..x.len()).find(|&i| i >= off && scale[i - off] != 1).unwrap_or(1);
-    x.iter().enumerate().map(|(i, &d)| if i >= first { 1 } else { d }).collect()
+    let first = (1..x.len())
+        .find(|&i| i >= off && scale[i - off] != 1)
+        .unwrap_or(1);
+    x.iter()
+        .enumerate()
+        .map(|(i, &d)| if i >= first { 1 } else { d })
+        .collect()
 }
 
 fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
@@ -274,7 +410,11 @@ fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
         })?;
         let dims: Vec<i64> = t.dims().map(|v| v.iter().collect()).unwrap_or_default();
         let strides: Vec<i64> = t.strides().map(|v| v.iter().collect()).unwrap_or_default();
-        if dims.is_empty() || dims.len() != strides.len() || dims.iter().any(|&d| d <= 0) || strides.iter().any(|&s| s < 0) {
+        if dims.is_empty()
+            || dims.len() != strides.len()
+            || dims.iter().any(|&d| d <= 0)
+            || strides.iter().any(|&s| s < 0)
+        {
             return Err(na(format!(
                 "tensor uid {uid} ('{name}'): dims {dims:?} / strides {strides:?} are not a valid layout"
             )));
@@ -285,16 +425,19 @@ fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
         if out.contains_key(&uid) {
             return Err(na(format!("tensor uid {uid} appears twice in the graph")));
         }
-        out.insert(uid, TensorDesc {
+        out.insert(
             uid,
-            name,
-            elem,
-            dims: dims.iter().map(|&d| d as usize).collect(),
-            strides: strides.iter().map(|&s| s as usize).collect(),
-            is_virtual: t.virtual_(),
-            runtime_pass_by_value: t.is_runtime_pass_by_value(),
-            value,
-        });
+            TensorDesc {
+                uid,
+                name,
+                elem,
+                dims: dims.iter().map(|&d| d as usize).collect(),
+                strides: strides.iter().map(|&s| s as usize).collect(),
+                is_virtual: t.virtual_(),
+                runtime_pass_by_value: t.is_runtime_pass_by_value(),
+                value,
+            },
+        );
     }
     Ok(out)
 }
@@ -323,23 +466,52 @@ fn conv_geo(
 }
 
 /// Checks x `(N, C, in…)`, w `(K, C/g, f…)`, y `(N, K, out…)` of a convolution.
-fn conv_shapes(cx: &Cx<'_>, x: &TensorDesc, w: &TensorDesc, y: &TensorDesc, geo: &ConvGeometry) -> PluginResult<()> {
+fn conv_shapes(
+    cx: &Cx<'_>,
+    x: &TensorDesc,
+    w: &TensorDesc,
+    y: &TensorDesc,
+    geo: &ConvGeometry,
+) -> PluginResult<()> {
     let r = x.dims.len();
     if !(3..=5).contains(&r) || w.dims.len() != r || y.dims.len() != r {
-        return Err(cx.refuse("tensor rank", format!("{r} (x {:?}, w {:?}, y {:?}); 3 to 5 dims are supported", x.dims, w.dims, y.dims)));
+        return Err(cx.refuse(
+            "tensor rank",
+            format!(
+                "{r} (x {:?}, w {:?}, y {:?}); 3 to 5 dims are supported",
+                x.dims, w.dims, y.dims
+            ),
+        ));
     }
     let (c, cg, k) = (x.dims[1], w.dims[1], w.dims[0]);
     if c % cg != 0 || k % (c / cg) != 0 {
-        return Err(cx.bad(format!("channels do not form groups: x C {c}, w C/groups {cg}, K {k}")));
+        return Err(cx.bad(format!(
+            "channels do not form groups: x C {c}, w C/groups {cg}, K {k}"
+        )));
     }
     let mut want = vec![x.dims[0], k];
     for d in 0..r - 2 {
-        let o = out_size(x.dims[d + 2], w.dims[d + 2], geo.pre[d], geo.post[d], geo.stride[d], geo.dilation[d])
-            .ok_or_else(|| cx.bad(format!("filter {:?} does not fit input {:?} with this padding", w.dims, x.dims)))?;
+        let o = out_size(
+            x.dims[d + 2],
+            w.dims[d + 2],
+            geo.pre[d],
+            geo.post[d],
+            geo.stride[d],
+            geo.dilation[d],
+        )
+        .ok_or_else(|| {
+            cx.bad(format!(
+                "filter {:?} does not fit input {:?} with this padding",
+                w.dims, x.dims
+            ))
+        })?;
         want.push(o);
     }
     if y.dims != want {
-        return Err(cx.bad(format!("output dims {:?} differ from the expected {want:?}", y.dims)));
+        return Err(cx.bad(format!(
+            "output dims {:?} differ from the expected {want:?}",
+            y.dims
+        )));
     }
     Ok(())
 }
@@ -347,23 +519,41 @@ fn conv_shapes(cx: &Cx<'_>, x: &TensorDesc, w: &TensorDesc, y: &TensorDesc, geo:
 fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResult<Op> {
     let name = node.name().unwrap_or("").to_string();
     let ty = node.attributes_type();
-    let cx = |op: &'static str| Cx { tensors, op, name: name.clone() };
+    let cx = |op: &'static str| Cx {
+        tensors,
+        op,
+        name: name.clone(),
+    };
     match ty {
         NA::PointwiseAttributes => {
-            let a = node.attributes_as_pointwise_attributes().expect("type checked");
+            let a = node
+                .attributes_as_pointwise_attributes()
+                .expect("type checked");
             let cx = cx("pointwise");
             let mode = a.operation();
             let n = arity(mode).ok_or_else(|| cx.refuse("operation", format!("{mode:?}")))?;
             let mut ins = vec![a.in_0_tensor_uid()];
-            for (i, u) in [a.in_1_tensor_uid(), a.in_2_tensor_uid()].into_iter().enumerate().take(n - 1) {
-                ins.push(u.ok_or_else(|| cx.bad(format!("operation {mode:?} needs in_{}_tensor_uid", i + 1)))?);
+            for (i, u) in [a.in_1_tensor_uid(), a.in_2_tensor_uid()]
+                .into_iter()
+                .enumerate()
+                .take(n - 1)
+            {
+                ins.push(u.ok_or_else(|| {
+                    cx.bad(format!("operation {mode:?} needs in_{}_tensor_uid", i + 1))
+                })?);
             }
             let out = cx.t("out_0_tensor_uid", a.out_0_tensor_uid())?;
             for (i, u) in ins.iter().enumerate() {
-                cx.bcast(&format!("in_{i}_tensor_uid"), cx.t(&format!("in_{i}_tensor_uid"), *u)?, &out.dims)?;
+                cx.bcast(
+                    &format!("in_{i}_tensor_uid"),
+                    cx.t(&format!("in_{i}_tensor_uid"), *u)?,
+                    &out.dims,
+                )?;
             }
             let axis = a.axis_tensor_uid().unwrap_or(0);
-            if mode == hipdnn_schema::graph::PointwiseMode::GEN_INDEX && (axis < 0 || axis as usize >= out.dims.len()) {
+            if mode == hipdnn_schema::graph::PointwiseMode::GEN_INDEX
+                && (axis < 0 || axis as usize >= out.dims.len())
+            {
                 return Err(cx.refuse("axis", axis));
             }
             let p = PointwiseParams {
@@ -376,59 +566,154 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 softplus_beta: a.softplus_beta().unwrap_or(1.0),
                 axis: axis.max(0) as usize,
             };
-            Ok(Op::Pointwise { p, ins, out: a.out_0_tensor_uid() })
+            Ok(Op::Pointwise {
+                p,
+                ins,
+                out: a.out_0_tensor_uid(),
+            })
         }
         NA::ConvolutionFwdAttributes => {
-            let a = node.attributes_as_convolution_fwd_attributes().expect("type checked");
+            let a = node
+                .attributes_as_convolution_fwd_attributes()
+                .expect("type checked");
             let cx = cx("conv_fprop");
-            let (x, w, y) = (cx.float("x_tensor_uid", a.x_tensor_uid())?, cx.float("w_tensor_uid", a.w_tensor_uid())?, cx.float("y_tensor_uid", a.y_tensor_uid())?);
-            let geo = conv_geo(&cx, x.dims.len().saturating_sub(2), a.pre_padding(), a.post_padding(), a.stride(), a.dilation(), a.conv_mode())?;
+            let (x, w, y) = (
+                cx.float("x_tensor_uid", a.x_tensor_uid())?,
+                cx.float("w_tensor_uid", a.w_tensor_uid())?,
+                cx.float("y_tensor_uid", a.y_tensor_uid())?,
+            );
+            let geo = conv_geo(
+                &cx,
+                x.dims.len().saturating_sub(2),
+                a.pre_padding(),
+                a.post_padding(),
+                a.stride(),
+                a.dilation(),
+                a.conv_mode(),
+            )?;
             conv_shapes(&cx, x, w, y, &geo)?;
-            Ok(Op::ConvFprop { x: x.uid, w: w.uid, y: y.uid, geo })
+            Ok(Op::ConvFprop {
+                x: x.uid,
+                w: w.uid,
+                y: y.uid,
+                geo,
+            })
         }
         NA::ConvolutionBwdAttributes => {
-            let a = node.attributes_as_convolution_bwd_attributes().expect("type checked");
+            let a = node
+                .attributes_as_convolution_bwd_attributes()
+                .expect("type checked");
             let cx = cx("conv_dgrad");
-            let (dy, w, dx) = (cx.float("dy_tensor_uid", a.dy_tensor_uid())?, cx.float("w_tensor_uid", a.w_tensor_uid())?, cx.float("dx_tensor_uid", a.dx_tensor_uid())?);
-            let geo = conv_geo(&cx, dx.dims.len().saturating_sub(2), a.pre_padding(), a.post_padding(), a.stride(), a.dilation(), a.conv_mode())?;
+            let (dy, w, dx) = (
+                cx.float("dy_tensor_uid", a.dy_tensor_uid())?,
+                cx.float("w_tensor_uid", a.w_tensor_uid())?,
+                cx.float("dx_tensor_uid", a.dx_tensor_uid())?,
+            );
+            let geo = conv_geo(
+                &cx,
+                dx.dims.len().saturating_sub(2),
+                a.pre_padding(),
+                a.post_padding(),
+                a.stride(),
+                a.dilation(),
+                a.conv_mode(),
+            )?;
             conv_shapes(&cx, dx, w, dy, &geo)?;
-            Ok(Op::ConvDgrad { dy: dy.uid, w: w.uid, dx: dx.uid, geo })
+            Ok(Op::ConvDgrad {
+                dy: dy.uid,
+                w: w.uid,
+                dx: dx.uid,
+                geo,
+            })
         }
         NA::ConvolutionWrwAttributes => {
-            let a = node.attributes_as_convolution_wrw_attributes().expect("type checked");
+            let a = node
+                .attributes_as_convolution_wrw_attributes()
+                .expect("type checked");
             let cx = cx("conv_wgrad");
-            let (x, dy, dw) = (cx.float("x_tensor_uid", a.x_tensor_uid())?, cx.float("dy_tensor_uid", a.dy_tensor_uid())?, cx.float("dw_tensor_uid", a.dw_tensor_uid())?);
-            let geo = conv_geo(&cx, x.dims.len().saturating_sub(2), a.pre_padding(), a.post_padding(), a.stride(), a.dilation(), a.conv_mode())?;
+            let (x, dy, dw) = (
+                cx.float("x_tensor_uid", a.x_tensor_uid())?,
+                cx.float("dy_tensor_uid", a.dy_tensor_uid())?,
+                cx.float("dw_tensor_uid", a.dw_tensor_uid())?,
+            );
+            let geo = conv_geo(
+                &cx,
+                x.dims.len().saturating_sub(2),
+                a.pre_padding(),
+                a.post_padding(),
+                a.stride(),
+                a.dilation(),
+                a.conv_mode(),
+            )?;
             conv_shapes(&cx, x, dw, dy, &geo)?;
-            Ok(Op::ConvWgrad { x: x.uid, dy: dy.uid, dw: dw.uid, geo })
+            Ok(Op::ConvWgrad {
+                x: x.uid,
+                dy: dy.uid,
+                dw: dw.uid,
+                geo,
+            })
         }
         NA::MatmulAttributes => {
-            let a = node.attributes_as_matmul_attributes().expect("type checked");
+            let a = node
+                .attributes_as_matmul_attributes()
+                .expect("type checked");
             let cx = cx("matmul");
-            let (ta, tb, tc) = (cx.float("a_tensor_uid", a.a_tensor_uid())?, cx.float("b_tensor_uid", a.b_tensor_uid())?, cx.float("c_tensor_uid", a.c_tensor_uid())?);
+            let (ta, tb, tc) = (
+                cx.float("a_tensor_uid", a.a_tensor_uid())?,
+                cx.float("b_tensor_uid", a.b_tensor_uid())?,
+                cx.float("c_tensor_uid", a.c_tensor_uid())?,
+            );
             let (ra, rb, rc) = (ta.dims.len(), tb.dims.len(), tc.dims.len());
             if ra < 2 || rb < 2 || rc < 2 {
                 return Err(cx.bad("a, b and c need at least 2 dims"));
             }
             let (m, k, n) = (ta.dims[ra - 2], ta.dims[ra - 1], tb.dims[rb - 1]);
             if tb.dims[rb - 2] != k || tc.dims[rc - 2] != m || tc.dims[rc - 1] != n {
-                return Err(cx.bad(format!("dims do not agree: a {:?}, b {:?}, c {:?}", ta.dims, tb.dims, tc.dims)));
+                return Err(cx.bad(format!(
+                    "dims do not agree: a {:?}, b {:?}, c {:?}",
+                    ta.dims, tb.dims, tc.dims
+                )));
             }
             let cb = &tc.dims[..rc - 2];
             if !broadcasts(&ta.dims[..ra - 2], cb) || !broadcasts(&tb.dims[..rb - 2], cb) {
-                return Err(cx.bad(format!("batch dims of a {:?} and b {:?} do not broadcast to c {:?}", ta.dims, tb.dims, tc.dims)));
+                return Err(cx.bad(format!(
+                    "batch dims of a {:?} and b {:?} do not broadcast to c {:?}",
+                    ta.dims, tb.dims, tc.dims
+                )));
             }
-            Ok(Op::Matmul { a: ta.uid, b: tb.uid, c: tc.uid })
+            Ok(Op::Matmul {
+                a: ta.uid,
+                b: tb.uid,
+                c: tc.uid,
+            })
         }
         NA::BatchnormInferenceAttributes | NA::BatchnormInferenceAttributesVarianceExt => {
             let cx = cx("batchnorm_inference");
             let (xu, mu, su, bu, yu, stats) = if ty == NA::BatchnormInferenceAttributes {
-                let a = node.attributes_as_batchnorm_inference_attributes().expect("type checked");
-                (a.x_tensor_uid(), a.mean_tensor_uid(), a.scale_tensor_uid(), a.bias_tensor_uid(), a.y_tensor_uid(), BnStats::InvVariance(a.inv_variance_tensor_uid()))
+                let a = node
+                    .attributes_as_batchnorm_inference_attributes()
+                    .expect("type checked");
+                (
+                    a.x_tensor_uid(),
+                    a.mean_tensor_uid(),
+                    a.scale_tensor_uid(),
+                    a.bias_tensor_uid(),
+                    a.y_tensor_uid(),
+                    BnStats::InvVariance(a.inv_variance_tensor_uid()),
+                )
             } else {
-                let a = node.attributes_as_batchnorm_inference_attributes_variance_ext().expect("type checked");
+                let a = node
+                    .attributes_as_batchnorm_inference_attributes_variance_ext()
+                    .expect("type checked");
                 cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
-                (a.x_tensor_uid(), a.mean_tensor_uid(), a.scale_tensor_uid(), a.bias_tensor_uid(), a.y_tensor_uid(), BnStats::Variance(a.variance_tensor_uid(), a.epsilon_tensor_uid()))
+                (
+                    a.x_tensor_uid(),
+                    a.mean_tensor_uid(),
+                    a.scale_tensor_uid(),
+                    a.bias_tensor_uid(),
+                    a.y_tensor_uid(),
+                    BnStats::Variance(a.variance_tensor_uid(), a.epsilon_tensor_uid()),
+                )
             };
             let x = cx.float("x_tensor_uid", xu)?;
             cx.dims_eq("y_tensor_uid", cx.float("y_tensor_uid", yu)?, &x.dims)?;
@@ -436,25 +721,49 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 BnStats::InvVariance(u) => ("inv_variance_tensor_uid", u),
                 BnStats::Variance(u, _) => ("variance_tensor_uid", u),
             };
-            for (attr, u) in [("mean_tensor_uid", mu), sv, ("scale_tensor_uid", su), ("bias_tensor_uid", bu)] {
+            for (attr, u) in [
+                ("mean_tensor_uid", mu),
+                sv,
+                ("scale_tensor_uid", su),
+                ("bias_tensor_uid", bu),
+            ] {
                 cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
             }
-            Ok(Op::BnInference { x: xu, mean: mu, stats, scale: su, bias: bu, y: yu })
+            Ok(Op::BnInference {
+                x: xu,
+                mean: mu,
+                stats,
+                scale: su,
+                bias: bu,
+                y: yu,
+            })
         }
         NA::BatchnormAttributes => {
-            let a = node.attributes_as_batchnorm_attributes().expect("type checked");
+            let a = node
+                .attributes_as_batchnorm_attributes()
+                .expect("type checked");
             let cx = cx("batchnorm");
             if let Some(p) = a.peer_stats_tensor_uid().filter(|p| !p.is_empty()) {
-                return Err(cx.refuse("peer_stats_tensor_uid", format!("{:?}", p.iter().collect::<Vec<_>>())));
+                return Err(cx.refuse(
+                    "peer_stats_tensor_uid",
+                    format!("{:?}", p.iter().collect::<Vec<_>>()),
+                ));
             }
             let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
             if x.dims.len() < 2 {
                 return Err(cx.bad("x needs at least 2 dims (N, C, …)"));
             }
-            cx.dims_eq("y_tensor_uid", cx.float("y_tensor_uid", a.y_tensor_uid())?, &x.dims)?;
+            cx.dims_eq(
+                "y_tensor_uid",
+                cx.float("y_tensor_uid", a.y_tensor_uid())?,
+                &x.dims,
+            )?;
             let mut stat = vec![1; x.dims.len()];
             stat[1] = x.dims[1];
-            for (attr, u) in [("scale_tensor_uid", a.scale_tensor_uid()), ("bias_tensor_uid", a.bias_tensor_uid())] {
+            for (attr, u) in [
+                ("scale_tensor_uid", a.scale_tensor_uid()),
+                ("bias_tensor_uid", a.bias_tensor_uid()),
+            ] {
                 cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
             }
             cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
@@ -462,10 +771,19 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             let inv_var = cx.opt("inv_variance_tensor_uid", a.inv_variance_tensor_uid())?;
             for u in mean.iter().chain(&inv_var) {
                 if tensors[u].volume() != x.dims[1] {
-                    return Err(cx.bad(format!("statistics tensor uid {u} dims {:?} must hold C = {} values", tensors[u].dims, x.dims[1])));
+                    return Err(cx.bad(format!(
+                        "statistics tensor uid {u} dims {:?} must hold C = {} values",
+                        tensors[u].dims, x.dims[1]
+                    )));
                 }
             }
-            let r = [a.prev_running_mean_tensor_uid(), a.prev_running_variance_tensor_uid(), a.momentum_tensor_uid(), a.next_running_mean_tensor_uid(), a.next_running_variance_tensor_uid()];
+            let r = [
+                a.prev_running_mean_tensor_uid(),
+                a.prev_running_variance_tensor_uid(),
+                a.momentum_tensor_uid(),
+                a.next_running_mean_tensor_uid(),
+                a.next_running_variance_tensor_uid(),
+            ];
             let running = match r {
                 [None, None, None, None, None] => None,
                 [Some(pm), Some(pv), Some(m), Some(nm), Some(nv)] => {
@@ -476,13 +794,28 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 }
                 _ => return Err(cx.bad("running statistics need all of prev_running_mean, prev_running_variance, momentum, next_running_mean and next_running_variance")),
             };
-            Ok(Op::BnTraining { x: x.uid, scale: a.scale_tensor_uid(), bias: a.bias_tensor_uid(), eps: a.epsilon_tensor_uid(), y: a.y_tensor_uid(), mean, inv_var, running })
+            Ok(Op::BnTraining {
+                x: x.uid,
+                scale: a.scale_tensor_uid(),
+                bias: a.bias_tensor_uid(),
+                eps: a.epsilon_tensor_uid(),
+                y: a.y_tensor_uid(),
+                mean,
+                inv_var,
+                running,
+            })
         }
         NA::LayernormAttributes => {
-            let a = node.attributes_as_layernorm_attributes().expect("type checked");
+            let a = node
+                .attributes_as_layernorm_attributes()
+                .expect("type checked");
             let cx = cx("layernorm");
             let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
-            cx.dims_eq("y_tensor_uid", cx.float("y_tensor_uid", a.y_tensor_uid())?, &x.dims)?;
+            cx.dims_eq(
+                "y_tensor_uid",
+                cx.float("y_tensor_uid", a.y_tensor_uid())?,
+                &x.dims,
+            )?;
             let scale = cx.float("scale_tensor_uid", a.scale_tensor_uid())?;
             let ndc = a.normalized_dim_count();
             let stat_dims = if ndc == 0 {
@@ -491,9 +824,16 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 return Err(cx.refuse("normalized_dim_count", ndc));
             } else {
                 let r = x.dims.len();
-                x.dims.iter().enumerate().map(|(i, &d)| if i >= r - ndc as usize { 1 } else { d }).collect()
+                x.dims
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| if i >= r - ndc as usize { 1 } else { d })
+                    .collect()
             };
-            for (attr, u) in [("scale_tensor_uid", a.scale_tensor_uid()), ("bias_tensor_uid", a.bias_tensor_uid())] {
+            for (attr, u) in [
+                ("scale_tensor_uid", a.scale_tensor_uid()),
+                ("bias_tensor_uid", a.bias_tensor_uid()),
+            ] {
                 cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
             }
             cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
@@ -505,13 +845,28 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                     return Err(cx.bad(format!("statistics tensor uid {u} dims {:?} must hold {sv} values (dims {stat_dims:?})", tensors[u].dims)));
                 }
             }
-            Ok(Op::Layernorm { x: x.uid, scale: scale.uid, bias: a.bias_tensor_uid(), eps: a.epsilon_tensor_uid(), y: a.y_tensor_uid(), stat_dims, mean, inv_var })
+            Ok(Op::Layernorm {
+                x: x.uid,
+                scale: scale.uid,
+                bias: a.bias_tensor_uid(),
+                eps: a.epsilon_tensor_uid(),
+                y: a.y_tensor_uid(),
+                stat_dims,
+                mean,
+                inv_var,
+            })
         }
         NA::RMSNormAttributes => {
-            let a = node.attributes_as_rmsnorm_attributes().expect("type checked");
+            let a = node
+                .attributes_as_rmsnorm_attributes()
+                .expect("type checked");
             let cx = cx("rmsnorm");
             let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
-            cx.dims_eq("y_tensor_uid", cx.float("y_tensor_uid", a.y_tensor_uid())?, &x.dims)?;
+            cx.dims_eq(
+                "y_tensor_uid",
+                cx.float("y_tensor_uid", a.y_tensor_uid())?,
+                &x.dims,
+            )?;
             let scale = cx.float("scale_tensor_uid", a.scale_tensor_uid())?;
             cx.bcast("scale_tensor_uid", scale, &x.dims)?;
             if let Some(b) = a.bias_tensor_uid() {
@@ -523,26 +878,53 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             let sv: usize = stat_dims.iter().product();
             if let Some(u) = inv_rms {
                 if tensors[&u].volume() != sv {
-                    return Err(cx.bad(format!("inv_rms tensor uid {u} dims {:?} must hold {sv} values", tensors[&u].dims)));
+                    return Err(cx.bad(format!(
+                        "inv_rms tensor uid {u} dims {:?} must hold {sv} values",
+                        tensors[&u].dims
+                    )));
                 }
             }
-            Ok(Op::Rmsnorm { x: x.uid, scale: scale.uid, bias: a.bias_tensor_uid(), eps: a.epsilon_tensor_uid(), y: a.y_tensor_uid(), stat_dims, inv_rms })
+            Ok(Op::Rmsnorm {
+                x: x.uid,
+                scale: scale.uid,
+                bias: a.bias_tensor_uid(),
+                eps: a.epsilon_tensor_uid(),
+                y: a.y_tensor_uid(),
+                stat_dims,
+                inv_rms,
+            })
         }
         NA::ReductionAttributes => {
-            let a = node.attributes_as_reduction_attributes().expect("type checked");
+            let a = node
+                .attributes_as_reduction_attributes()
+                .expect("type checked");
             let cx = cx("reduction");
             let mode = a.mode();
             if !(1..=9).contains(&mode.0) {
                 return Err(cx.refuse("mode", format!("{mode:?}")));
             }
-            let (x, y) = (cx.t("in_tensor_uid", a.in_tensor_uid())?, cx.t("out_tensor_uid", a.out_tensor_uid())?);
-            if x.dims.len() != y.dims.len() || x.dims.iter().zip(&y.dims).any(|(&i, &o)| o != i && o != 1) {
-                return Err(cx.bad(format!("output dims {:?} must equal input dims {:?} except reduced axes of 1", y.dims, x.dims)));
+            let (x, y) = (
+                cx.t("in_tensor_uid", a.in_tensor_uid())?,
+                cx.t("out_tensor_uid", a.out_tensor_uid())?,
+            );
+            if x.dims.len() != y.dims.len()
+                || x.dims.iter().zip(&y.dims).any(|(&i, &o)| o != i && o != 1)
+            {
+                return Err(cx.bad(format!(
+                    "output dims {:?} must equal input dims {:?} except reduced axes of 1",
+                    y.dims, x.dims
+                )));
             }
-            Ok(Op::Reduction { mode, x: x.uid, y: y.uid })
+            Ok(Op::Reduction {
+                mode,
+                x: x.uid,
+                y: y.uid,
+            })
         }
         NA::ResampleFwdAttributes => {
-            let a = node.attributes_as_resample_fwd_attributes().expect("type checked");
+            let a = node
+                .attributes_as_resample_fwd_attributes()
+                .expect("type checked");
             let cx = cx("resample_fwd");
             let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
             let y = cx.float("y_tensor_uid", a.y_tensor_uid())?;
@@ -558,14 +940,26 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 post: cx.spatial("post_padding", a.post_padding(), sp, 0)?,
             };
             let kind = match a.resample_mode() {
-                ResampleMode::MAXPOOL => PoolKind::Max { zero_pad: a.padding_mode() == PaddingMode::ZERO_PAD },
+                ResampleMode::MAXPOOL => PoolKind::Max {
+                    zero_pad: a.padding_mode() == PaddingMode::ZERO_PAD,
+                },
                 ResampleMode::AVGPOOL_EXCLUDE_PADDING => PoolKind::AvgExcludePadding,
                 ResampleMode::AVGPOOL_INCLUDE_PADDING => PoolKind::AvgIncludePadding,
                 m => return Err(cx.refuse("resample_mode", format!("{m:?}"))),
             };
             let mut want = vec![x.dims[0], x.dims[1]];
             for d in 0..sp {
-                want.push(out_size(x.dims[d + 2], geo.window[d], geo.pre[d], geo.post[d], geo.stride[d], 1).ok_or_else(|| cx.bad("window does not fit the padded input"))?);
+                want.push(
+                    out_size(
+                        x.dims[d + 2],
+                        geo.window[d],
+                        geo.pre[d],
+                        geo.post[d],
+                        geo.stride[d],
+                        1,
+                    )
+                    .ok_or_else(|| cx.bad("window does not fit the padded input"))?,
+                );
             }
             cx.dims_eq("y_tensor_uid", y, &want)?;
             let index = cx.opt("index_tensor_uid", a.index_tensor_uid())?;
@@ -574,11 +968,20 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             }
             if let Some(u) = index {
                 if !matches!(kind, PoolKind::Max { .. }) {
-                    return Err(cx.refuse("index_tensor_uid with resample_mode", format!("{:?}", a.resample_mode())));
+                    return Err(cx.refuse(
+                        "index_tensor_uid with resample_mode",
+                        format!("{:?}", a.resample_mode()),
+                    ));
                 }
                 cx.dims_eq("index_tensor_uid", &tensors[&u], &want)?;
             }
-            Ok(Op::Resample { x: x.uid, y: y.uid, index, kind, geo })
+            Ok(Op::Resample {
+                x: x.uid,
+                y: y.uid,
+                index,
+                kind,
+                geo,
+            })
         }
         NA::SdpaAttributes => {
             let a = node.attributes_as_sdpa_attributes().expect("type checked");
@@ -587,15 +990,24 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 return Err(cx.refuse("dropout_probability", p));
             }
             for (attr, u) in [
-                ("seq_len_q_tensor_uid", a.seq_len_q_tensor_uid()), ("seq_len_kv_tensor_uid", a.seq_len_kv_tensor_uid()),
-                ("seed_tensor_uid", a.seed_tensor_uid()), ("offset_tensor_uid", a.offset_tensor_uid()),
-                ("dropout_mask_tensor_uid", a.dropout_mask_tensor_uid()), ("dropout_scale_tensor_uid", a.dropout_scale_tensor_uid()),
-                ("page_table_k_tensor_uid", a.page_table_k_tensor_uid()), ("page_table_v_tensor_uid", a.page_table_v_tensor_uid()),
-                ("block_mask_tensor_uid", a.block_mask_tensor_uid()), ("sink_token_tensor_uid", a.sink_token_tensor_uid()),
-                ("descale_q_tensor_uid", a.descale_q_tensor_uid()), ("descale_k_tensor_uid", a.descale_k_tensor_uid()),
-                ("descale_v_tensor_uid", a.descale_v_tensor_uid()), ("descale_s_tensor_uid", a.descale_s_tensor_uid()),
-                ("scale_s_tensor_uid", a.scale_s_tensor_uid()), ("scale_o_tensor_uid", a.scale_o_tensor_uid()),
-                ("rng_dump_tensor_uid", a.rng_dump_tensor_uid()), ("amax_s_tensor_uid", a.amax_s_tensor_uid()),
+                ("seq_len_q_tensor_uid", a.seq_len_q_tensor_uid()),
+                ("seq_len_kv_tensor_uid", a.seq_len_kv_tensor_uid()),
+                ("seed_tensor_uid", a.seed_tensor_uid()),
+                ("offset_tensor_uid", a.offset_tensor_uid()),
+                ("dropout_mask_tensor_uid", a.dropout_mask_tensor_uid()),
+                ("dropout_scale_tensor_uid", a.dropout_scale_tensor_uid()),
+                ("page_table_k_tensor_uid", a.page_table_k_tensor_uid()),
+                ("page_table_v_tensor_uid", a.page_table_v_tensor_uid()),
+                ("block_mask_tensor_uid", a.block_mask_tensor_uid()),
+                ("sink_token_tensor_uid", a.sink_token_tensor_uid()),
+                ("descale_q_tensor_uid", a.descale_q_tensor_uid()),
+                ("descale_k_tensor_uid", a.descale_k_tensor_uid()),
+                ("descale_v_tensor_uid", a.descale_v_tensor_uid()),
+                ("descale_s_tensor_uid", a.descale_s_tensor_uid()),
+                ("scale_s_tensor_uid", a.scale_s_tensor_uid()),
+                ("scale_o_tensor_uid", a.scale_o_tensor_uid()),
+                ("rng_dump_tensor_uid", a.rng_dump_tensor_uid()),
+                ("amax_s_tensor_uid", a.amax_s_tensor_uid()),
                 ("amax_o_tensor_uid", a.amax_o_tensor_uid()),
             ] {
                 cx.refuse_set(attr, u)?;
@@ -606,14 +1018,29 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             if a.padding_mask() {
                 return Err(cx.refuse("padding_mask", true));
             }
-            let (q, k, v, o) = (cx.float("q_tensor_uid", a.q_tensor_uid())?, cx.float("k_tensor_uid", a.k_tensor_uid())?, cx.float("v_tensor_uid", a.v_tensor_uid())?, cx.float("o_tensor_uid", a.o_tensor_uid())?);
+            let (q, k, v, o) = (
+                cx.float("q_tensor_uid", a.q_tensor_uid())?,
+                cx.float("k_tensor_uid", a.k_tensor_uid())?,
+                cx.float("v_tensor_uid", a.v_tensor_uid())?,
+                cx.float("o_tensor_uid", a.o_tensor_uid())?,
+            );
             if [q, k, v, o].iter().any(|t| t.dims.len() != 4) {
                 return Err(cx.bad("q, k, v and o must have 4 dims (B, H, S, D)"));
             }
             let (b, h, sq, d) = (q.dims[0], q.dims[1], q.dims[2], q.dims[3]);
             let (hk, skv) = (k.dims[1], k.dims[2]);
-            if k.dims[0] != b || v.dims[0] != b || k.dims[3] != d || v.dims[1] != hk || v.dims[2] != skv || hk == 0 || h % hk != 0 {
-                return Err(cx.bad(format!("dims do not agree: q {:?}, k {:?}, v {:?}", q.dims, k.dims, v.dims)));
+            if k.dims[0] != b
+                || v.dims[0] != b
+                || k.dims[3] != d
+                || v.dims[1] != hk
+                || v.dims[2] != skv
+                || hk == 0
+                || h % hk != 0
+            {
+                return Err(cx.bad(format!(
+                    "dims do not agree: q {:?}, k {:?}, v {:?}",
+                    q.dims, k.dims, v.dims
+                )));
             }
             cx.dims_eq("o_tensor_uid", o, &[b, h, sq, v.dims[3]])?;
             let mask = cx.opt("attn_mask_tensor_uid", a.attn_mask_tensor_uid())?;
@@ -629,7 +1056,11 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
                 (None, None) => Scalar::Value(1.0),
             };
             let br = a.diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT;
-            let mut band = Band { bottom_right: br, right: a.right_bound(), left: a.left_bound() };
+            let mut band = Band {
+                bottom_right: br,
+                right: a.right_bound(),
+                left: a.left_bound(),
+            };
             if a.causal_mask() || a.causal_mask_bottom_right() {
                 if a.causal_mask() && a.causal_mask_bottom_right() {
                     return Err(cx.bad("causal_mask and causal_mask_bottom_right are both set"));
@@ -646,7 +1077,18 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             for u in stats.iter().chain(&max).chain(&sum_exp) {
                 cx.dims_eq("statistics tensor", &tensors[u], &[b, h, sq, 1])?;
             }
-            Ok(Op::Sdpa { q: q.uid, k: k.uid, v: v.uid, o: o.uid, mask, scale, band, stats, max, sum_exp })
+            Ok(Op::Sdpa {
+                q: q.uid,
+                k: k.uid,
+                v: v.uid,
+                o: o.uid,
+                mask,
+                scale,
+                band,
+                stats,
+                max,
+                sum_exp,
+            })
         }
         other => Err(na(format!(
             "node '{name}': operation {} is not supported by the CPU reference engine",
@@ -666,7 +1108,10 @@ impl Plan {
         let tensors = read_tensors(graph)?;
         let mut ops = Vec::new();
         for node in graph.nodes().iter().flatten() {
-            ops.push(Step { name: node.name().unwrap_or("").to_string(), op: parse_node(&node, &tensors)? });
+            ops.push(Step {
+                name: node.name().unwrap_or("").to_string(),
+                op: parse_node(&node, &tensors)?,
+            });
         }
         if ops.is_empty() {
             return Err(na("graph has no nodes".into()));
@@ -676,10 +1121,16 @@ impl Plan {
         for (i, s) in ops.iter().enumerate() {
             for u in s.op.outputs() {
                 if producer.insert(u, i).is_some() {
-                    return Err(na(format!("node '{}': tensor uid {u} is written by two nodes", s.name)));
+                    return Err(na(format!(
+                        "node '{}': tensor uid {u} is written by two nodes",
+                        s.name
+                    )));
                 }
                 if tensors[&u].value.is_some() || tensors[&u].runtime_pass_by_value {
-                    return Err(na(format!("node '{}': output tensor uid {u} is a pass-by-value scalar", s.name)));
+                    return Err(na(format!(
+                        "node '{}': output tensor uid {u} is a pass-by-value scalar",
+                        s.name
+                    )));
                 }
             }
         }
@@ -694,13 +1145,19 @@ impl Plan {
                         users[p].push(i);
                     }
                     None if t.is_virtual => {
-                        return Err(na(format!("node '{}': virtual tensor uid {u} ('{}') is read but no node writes it", s.name, t.name)));
+                        return Err(na(format!(
+                            "node '{}': virtual tensor uid {u} ('{}') is read but no node writes it",
+                            s.name, t.name
+                        )));
                     }
                     None => {}
                 }
             }
         }
-        let mut ready: BTreeMap<usize, ()> = (0..ops.len()).filter(|&i| indeg[i] == 0).map(|i| (i, ())).collect();
+        let mut ready: BTreeMap<usize, ()> = (0..ops.len())
+            .filter(|&i| indeg[i] == 0)
+            .map(|i| (i, ()))
+            .collect();
         let mut order = Vec::with_capacity(ops.len());
         while let Some((&i, _)) = ready.iter().next() {
             ready.remove(&i);

@@ -42,7 +42,12 @@ impl TensorDesc {
         if self.dims.contains(&0) {
             return 0;
         }
-        let span: usize = self.dims.iter().zip(&self.strides).map(|(d, s)| (d - 1) * s).sum();
+        let span: usize = self
+            .dims
+            .iter()
+            .zip(&self.strides)
+            .map(|(d, s)| (d - 1) * s)
+            .sum();
         (span + 1) * self.elem.size()
     }
 
@@ -54,7 +59,13 @@ impl TensorDesc {
         let mut idx = vec![0usize; rank];
         let es = self.elem.size();
         for _ in 0..n {
-            out.push(idx.iter().zip(&self.strides).map(|(i, s)| i * s).sum::<usize>() * es);
+            out.push(
+                idx.iter()
+                    .zip(&self.strides)
+                    .map(|(i, s)| i * s)
+                    .sum::<usize>()
+                    * es,
+            );
             for d in (0..rank).rev() {
                 idx[d] += 1;
                 if idx[d] < self.dims[d] {
@@ -73,8 +84,11 @@ impl TensorDesc {
     pub fn load(&self, bytes: &[u8]) -> PluginResult<ArrayD<f32>> {
         self.check_len(bytes.len())?;
         let es = self.elem.size();
-        let data: Vec<f32> =
-            self.offsets().into_iter().map(|o| self.elem.read(&bytes[o..o + es])).collect();
+        let data: Vec<f32> = self
+            .offsets()
+            .into_iter()
+            .map(|o| self.elem.read(&bytes[o..o + es]))
+            .collect();
         Ok(ArrayD::from_shape_vec(IxDyn(&self.dims), data).expect("volume matches dims"))
     }
 
@@ -110,7 +124,8 @@ impl TensorDesc {
 
     /// The dense array of a baked pass-by-value scalar (every element = the value).
     pub fn value_array(&self) -> Option<ArrayD<f32>> {
-        self.value.map(|v| ArrayD::from_elem(IxDyn(&self.dims), self.elem.quantize(v)))
+        self.value
+            .map(|v| ArrayD::from_elem(IxDyn(&self.dims), self.elem.quantize(v)))
     }
 }
 

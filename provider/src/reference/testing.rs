@@ -121,7 +121,12 @@ impl TensorSpec {
     }
     /// Buffer bytes needed: `(Σ (dim-1)·stride + 1) · element size`.
     pub fn bytes_len(&self) -> usize {
-        let span: i64 = self.dims.iter().zip(&self.strides).map(|(d, s)| (d - 1) * s).sum();
+        let span: i64 = self
+            .dims
+            .iter()
+            .zip(&self.strides)
+            .map(|(d, s)| (d - 1) * s)
+            .sum();
         (span as usize + 1) * self.elem().size()
     }
     /// Byte offset of each logical element, row-major over dims.
@@ -151,7 +156,10 @@ impl TensorSpec {
     /// Decodes a strided buffer into dense row-major values.
     pub fn decode(&self, bytes: &[u8]) -> Vec<f32> {
         let es = self.elem().size();
-        self.offsets().into_iter().map(|o| self.elem().read(&bytes[o..o + es])).collect()
+        self.offsets()
+            .into_iter()
+            .map(|o| self.elem().read(&bytes[o..o + es]))
+            .collect()
     }
     /// `values` rounded to the tensor's type (what a round trip through a buffer gives).
     pub fn quantize(&self, values: &[f32]) -> Vec<f32> {
@@ -160,9 +168,8 @@ impl TensorSpec {
 }
 
 /// Writes one node's attribute table; returns the union type and offset.
-pub type NodeWriter = Box<
-    dyn FnOnce(&mut FlatBufferBuilder<'static>) -> (NodeAttributes, WIPOffset<UnionWIPOffset>),
->;
+pub type NodeWriter =
+    Box<dyn FnOnce(&mut FlatBufferBuilder<'static>) -> (NodeAttributes, WIPOffset<UnionWIPOffset>)>;
 
 /// Builds a `Graph` FlatBuffer.
 pub struct GraphBuilder {
@@ -174,7 +181,11 @@ pub struct GraphBuilder {
 impl GraphBuilder {
     /// An empty graph named `name` (io/compute/intermediate types FLOAT).
     pub fn new(name: &str) -> Self {
-        GraphBuilder { name: name.to_string(), tensors: Vec::new(), nodes: Vec::new() }
+        GraphBuilder {
+            name: name.to_string(),
+            tensors: Vec::new(),
+            nodes: Vec::new(),
+        }
     }
     /// Adds a tensor.
     pub fn tensor(&mut self, t: TensorSpec) -> &mut Self {
@@ -191,7 +202,10 @@ impl GraphBuilder {
         self.node(
             name,
             Box::new(move |fbb| {
-                (NodeAttributes::PointwiseAttributes, PointwiseAttributes::create(fbb, &args).as_union_value())
+                (
+                    NodeAttributes::PointwiseAttributes,
+                    PointwiseAttributes::create(fbb, &args).as_union_value(),
+                )
             }),
         )
     }
@@ -200,7 +214,10 @@ impl GraphBuilder {
     /// # Panics
     /// When no tensor has that UID.
     pub fn spec(&self, uid: i64) -> &TensorSpec {
-        self.tensors.iter().find(|t| t.uid == uid).expect("uid present")
+        self.tensors
+            .iter()
+            .find(|t| t.uid == uid)
+            .expect("uid present")
     }
     /// Serializes the graph.
     pub fn build(self) -> Vec<u8> {
@@ -222,7 +239,11 @@ impl GraphBuilder {
             fbb.push_slot::<i64>(TensorAttributes::VT_ALIGNMENT, 16, 16);
             fbb.push_slot::<DataType>(TensorAttributes::VT_DATA_TYPE, t.data_type, DataType::UNSET);
             fbb.push_slot::<bool>(TensorAttributes::VT_VIRTUAL_, t.is_virtual, false);
-            fbb.push_slot::<bool>(TensorAttributes::VT_IS_RUNTIME_PASS_BY_VALUE, t.runtime, false);
+            fbb.push_slot::<bool>(
+                TensorAttributes::VT_IS_RUNTIME_PASS_BY_VALUE,
+                t.runtime,
+                false,
+            );
             let end = fbb.end_table(start);
             toffs.push(WIPOffset::<TensorAttributes>::new(end.value()));
         }
@@ -233,7 +254,12 @@ impl GraphBuilder {
             let name = fbb.create_string(&name);
             noffs.push(Node::create(
                 &mut fbb,
-                &NodeArgs { name: Some(name), compute_data_type: DataType::FLOAT, attributes_type: ty, attributes: Some(off) },
+                &NodeArgs {
+                    name: Some(name),
+                    compute_data_type: DataType::FLOAT,
+                    attributes_type: ty,
+                    attributes: Some(off),
+                },
             ));
         }
         let nodes = fbb.create_vector(&noffs);
@@ -317,21 +343,52 @@ pub fn run_graph(
     inputs: &[(i64, Vec<f32>)],
     outputs: &[i64],
 ) -> hipdnn_backend::PluginResult<Vec<Vec<f32>>> {
-    use hipdnn_backend::{BufferRef, Engine, EngineConfig, ExecuteArgs, OperationGraph, PluginError, TensorBinding};
+    use hipdnn_backend::{
+        BufferRef, Engine, EngineConfig, ExecuteArgs, OperationGraph, PluginError, TensorBinding,
+    };
     let specs: Vec<TensorSpec> = builder.tensors.clone();
-    let spec = |u: i64| specs.iter().find(|t| t.uid == u).expect("uid present").clone();
+    let spec = |u: i64| {
+        specs
+            .iter()
+            .find(|t| t.uid == u)
+            .expect("uid present")
+            .clone()
+    };
     let bytes = builder.build();
-    let graph = OperationGraph::from_bytes(&bytes).map_err(|e| PluginError::bad_param(e.message))?;
+    let graph =
+        OperationGraph::from_bytes(&bytes).map_err(|e| PluginError::bad_param(e.message))?;
     let engine = super::ReferenceEngine::new();
-    let ctx = engine.create_execution_context(&EngineConfig { engine_id: engine.id(), knob_choices: vec![] }, &graph)?;
-    let in_bufs: Vec<(i64, Vec<u8>)> = inputs.iter().map(|(u, v)| (*u, spec(*u).encode(v))).collect();
-    let mut out_bufs: Vec<(i64, Vec<u8>)> = outputs.iter().map(|&u| (u, vec![0u8; spec(u).bytes_len()])).collect();
+    let ctx = engine.create_execution_context(
+        &EngineConfig {
+            engine_id: engine.id(),
+            knob_choices: vec![],
+        },
+        &graph,
+    )?;
+    let in_bufs: Vec<(i64, Vec<u8>)> = inputs
+        .iter()
+        .map(|(u, v)| (*u, spec(*u).encode(v)))
+        .collect();
+    let mut out_bufs: Vec<(i64, Vec<u8>)> = outputs
+        .iter()
+        .map(|&u| (u, vec![0u8; spec(u).bytes_len()]))
+        .collect();
     let mut bindings: Vec<TensorBinding<'_>> = in_bufs
         .iter()
-        .map(|(u, b)| TensorBinding { uid: *u, data: BufferRef::Host(b) })
-        .chain(out_bufs.iter_mut().map(|(u, b)| TensorBinding { uid: *u, data: BufferRef::HostMut(b) }))
+        .map(|(u, b)| TensorBinding {
+            uid: *u,
+            data: BufferRef::Host(b),
+        })
+        .chain(out_bufs.iter_mut().map(|(u, b)| TensorBinding {
+            uid: *u,
+            data: BufferRef::HostMut(b),
+        }))
         .collect();
-    ctx.execute(ExecuteArgs { stream: 0, workspace: None, tensors: &mut bindings })?;
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: None,
+        tensors: &mut bindings,
+    })?;
     drop(bindings);
     Ok(out_bufs.iter().map(|(u, b)| spec(*u).decode(b)).collect())
 }

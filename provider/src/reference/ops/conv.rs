@@ -27,7 +27,14 @@ pub struct ConvGeometry {
 
 /// Output spatial size: `(i + pre + post - dil·(k-1) - 1) / stride + 1`, `None` when the
 /// dilated filter does not fit.
-pub fn out_size(i: usize, k: usize, pre: usize, post: usize, stride: usize, dil: usize) -> Option<usize> {
+pub fn out_size(
+    i: usize,
+    k: usize,
+    pre: usize,
+    post: usize,
+    stride: usize,
+    dil: usize,
+) -> Option<usize> {
     let padded = i + pre + post;
     let span = dil * (k - 1) + 1;
     if padded < span || stride == 0 {
@@ -141,7 +148,12 @@ fn dense(a: &ArrayD<f32>) -> std::borrow::Cow<'_, [f32]> {
 
 /// Forward convolution: y `(N, K, out…)` = x `(N, C, in…)` ⋆ w `(K, C/g, f…)`.
 /// im2col per (batch, group), then one row of `y` per output channel in parallel.
-pub fn conv_fprop(x: &ArrayD<f32>, w: &ArrayD<f32>, y_dims: &[usize], g: &ConvGeometry) -> ArrayD<f32> {
+pub fn conv_fprop(
+    x: &ArrayD<f32>,
+    w: &ArrayD<f32>,
+    y_dims: &[usize],
+    g: &ConvGeometry,
+) -> ArrayD<f32> {
     let w = if g.flip { flip_filter(w) } else { w.clone() };
     let geo = Geo3::new(x.shape(), w.shape(), y_dims, g);
     let (xs, ws) = (dense(x), dense(&w));
@@ -162,15 +174,18 @@ pub fn conv_fprop(x: &ArrayD<f32>, w: &ArrayD<f32>, y_dims: &[usize], g: &ConvGe
                 }
             });
             let ybase = (n * geo.k + grp * kg) * ovol;
-            y[ybase..ybase + kg * ovol].par_chunks_mut(ovol).enumerate().for_each(|(kk, yrow)| {
-                let wrow = &ws[(grp * kg + kk) * crs..][..crs];
-                for (r, &wv) in wrow.iter().enumerate() {
-                    let crow = &col[r * ovol..(r + 1) * ovol];
-                    for (o, &cv) in yrow.iter_mut().zip(crow) {
-                        *o += wv * cv;
+            y[ybase..ybase + kg * ovol]
+                .par_chunks_mut(ovol)
+                .enumerate()
+                .for_each(|(kk, yrow)| {
+                    let wrow = &ws[(grp * kg + kk) * crs..][..crs];
+                    for (r, &wv) in wrow.iter().enumerate() {
+                        let crow = &col[r * ovol..(r + 1) * ovol];
+                        for (o, &cv) in yrow.iter_mut().zip(crow) {
+                            *o += wv * cv;
+                        }
                     }
-                }
-            });
+                });
         }
     }
     ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume")
@@ -178,7 +193,12 @@ pub fn conv_fprop(x: &ArrayD<f32>, w: &ArrayD<f32>, y_dims: &[usize], g: &ConvGe
 
 /// Data gradient: dx `(N, C, in…)` from dy `(N, K, out…)` and w `(K, C/g, f…)`; each dx
 /// (batch, channel) slice is accumulated by one task in (k, tap, output position) order.
-pub fn conv_dgrad(dy: &ArrayD<f32>, w: &ArrayD<f32>, dx_dims: &[usize], g: &ConvGeometry) -> ArrayD<f32> {
+pub fn conv_dgrad(
+    dy: &ArrayD<f32>,
+    w: &ArrayD<f32>,
+    dx_dims: &[usize],
+    g: &ConvGeometry,
+) -> ArrayD<f32> {
     let w = if g.flip { flip_filter(w) } else { w.clone() };
     let geo = Geo3::new(dx_dims, w.shape(), dy.shape(), g);
     let (dys, ws) = (dense(dy), dense(&w));
@@ -208,7 +228,12 @@ pub fn conv_dgrad(dy: &ArrayD<f32>, w: &ArrayD<f32>, dx_dims: &[usize], g: &Conv
 
 /// Filter gradient: dw `(K, C/g, f…)` from x `(N, C, in…)` and dy `(N, K, out…)`; each dw
 /// row (one output channel) is summed by one task in (n, c, tap, position) order.
-pub fn conv_wgrad(x: &ArrayD<f32>, dy: &ArrayD<f32>, dw_dims: &[usize], g: &ConvGeometry) -> ArrayD<f32> {
+pub fn conv_wgrad(
+    x: &ArrayD<f32>,
+    dy: &ArrayD<f32>,
+    dw_dims: &[usize],
+    g: &ConvGeometry,
+) -> ArrayD<f32> {
     let geo = Geo3::new(x.shape(), dw_dims, dy.shape(), g);
     let (xs, dys) = (dense(x), dense(dy));
     let taps = geo.taps();

@@ -18,7 +18,8 @@ pub fn matmul(a: &ArrayD<f32>, b: &ArrayD<f32>, c_dims: &[usize]) -> Result<Arra
     }
     let (m, n) = (c_dims[r - 2], c_dims[r - 1]);
     let k = a.shape()[a.ndim() - 1];
-    if a.shape()[a.ndim() - 2] != m || b.shape()[b.ndim() - 2] != k || b.shape()[b.ndim() - 1] != n {
+    if a.shape()[a.ndim() - 2] != m || b.shape()[b.ndim() - 2] != k || b.shape()[b.ndim() - 1] != n
+    {
         return Err(format!(
             "matmul dims do not agree: a {:?}, b {:?}, c {:?}",
             a.shape(),
@@ -31,11 +32,18 @@ pub fn matmul(a: &ArrayD<f32>, b: &ArrayD<f32>, c_dims: &[usize]) -> Result<Arra
     ad.extend([m, k]);
     let mut bd = batch.to_vec();
     bd.extend([k, n]);
-    let av = a.broadcast(IxDyn(&ad)).ok_or_else(|| format!("a {:?} does not broadcast to {ad:?}", a.shape()))?;
-    let bv = b.broadcast(IxDyn(&bd)).ok_or_else(|| format!("b {:?} does not broadcast to {bd:?}", b.shape()))?;
+    let av = a
+        .broadcast(IxDyn(&ad))
+        .ok_or_else(|| format!("a {:?} does not broadcast to {ad:?}", a.shape()))?;
+    let bv = b
+        .broadcast(IxDyn(&bd))
+        .ok_or_else(|| format!("b {:?} does not broadcast to {bd:?}", b.shape()))?;
     let av = av.as_standard_layout();
     let bv = bv.as_standard_layout();
-    let (asl, bsl) = (av.as_slice().expect("standard"), bv.as_slice().expect("standard"));
+    let (asl, bsl) = (
+        av.as_slice().expect("standard"),
+        bv.as_slice().expect("standard"),
+    );
     let nb: usize = batch.iter().product();
     let mut c = vec![0f32; nb * m * n];
     if n > 0 {

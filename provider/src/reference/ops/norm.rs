@@ -8,7 +8,11 @@ use super::reduce::groups;
 use ndarray::{ArrayD, IxDyn, Zip};
 use rayon::prelude::*;
 
-fn bcast<'a>(a: &'a ArrayD<f32>, dims: &[usize], what: &str) -> Result<ndarray::ArrayViewD<'a, f32>, String> {
+fn bcast<'a>(
+    a: &'a ArrayD<f32>,
+    dims: &[usize],
+    what: &str,
+) -> Result<ndarray::ArrayViewD<'a, f32>, String> {
     a.broadcast(IxDyn(dims))
         .ok_or_else(|| format!("{what} dims {:?} do not broadcast to {dims:?}", a.shape()))
 }
@@ -60,8 +64,10 @@ pub fn moments(x: &ArrayD<f32>, stat_dims: &[usize]) -> (ArrayD<f32>, ArrayD<f32
             (mean, var)
         })
         .collect();
-    let mean = ArrayD::from_shape_vec(IxDyn(stat_dims), mv.iter().map(|p| p.0).collect()).expect("dims");
-    let var = ArrayD::from_shape_vec(IxDyn(stat_dims), mv.iter().map(|p| p.1).collect()).expect("dims");
+    let mean =
+        ArrayD::from_shape_vec(IxDyn(stat_dims), mv.iter().map(|p| p.0).collect()).expect("dims");
+    let var =
+        ArrayD::from_shape_vec(IxDyn(stat_dims), mv.iter().map(|p| p.1).collect()).expect("dims");
     (mean, var, cnt)
 }
 

@@ -31,14 +31,52 @@ pub struct PointwiseParams {
 /// Number of inputs a mode takes (1, 2 or 3), `None` for modes without a meaning here.
 pub fn arity(mode: M) -> Option<usize> {
     Some(match mode {
-        M::ABS | M::CEIL | M::ERF | M::EXP | M::FLOOR | M::IDENTITY | M::LOG
-        | M::LOGICAL_NOT | M::NEG | M::RECIPROCAL | M::RELU_FWD | M::RSQRT | M::SIGMOID_FWD
-        | M::SIN | M::SOFTPLUS_FWD | M::SQRT | M::TAN | M::TANH_FWD | M::ELU_FWD
-        | M::GELU_FWD | M::GELU_APPROX_TANH_FWD | M::SWISH_FWD | M::GEN_INDEX => 1,
-        M::ADD | M::ADD_SQUARE | M::CMP_EQ | M::CMP_GE | M::CMP_GT | M::CMP_LE | M::CMP_LT
-        | M::CMP_NEQ | M::DIV | M::MAX_OP | M::MIN_OP | M::MUL | M::SUB | M::LOGICAL_AND
-        | M::LOGICAL_OR | M::RELU_BWD | M::SIGMOID_BWD | M::TANH_BWD | M::ELU_BWD
-        | M::GELU_BWD | M::GELU_APPROX_TANH_BWD | M::SOFTPLUS_BWD | M::SWISH_BWD => 2,
+        M::ABS
+        | M::CEIL
+        | M::ERF
+        | M::EXP
+        | M::FLOOR
+        | M::IDENTITY
+        | M::LOG
+        | M::LOGICAL_NOT
+        | M::NEG
+        | M::RECIPROCAL
+        | M::RELU_FWD
+        | M::RSQRT
+        | M::SIGMOID_FWD
+        | M::SIN
+        | M::SOFTPLUS_FWD
+        | M::SQRT
+        | M::TAN
+        | M::TANH_FWD
+        | M::ELU_FWD
+        | M::GELU_FWD
+        | M::GELU_APPROX_TANH_FWD
+        | M::SWISH_FWD
+        | M::GEN_INDEX => 1,
+        M::ADD
+        | M::ADD_SQUARE
+        | M::CMP_EQ
+        | M::CMP_GE
+        | M::CMP_GT
+        | M::CMP_LE
+        | M::CMP_LT
+        | M::CMP_NEQ
+        | M::DIV
+        | M::MAX_OP
+        | M::MIN_OP
+        | M::MUL
+        | M::SUB
+        | M::LOGICAL_AND
+        | M::LOGICAL_OR
+        | M::RELU_BWD
+        | M::SIGMOID_BWD
+        | M::TANH_BWD
+        | M::ELU_BWD
+        | M::GELU_BWD
+        | M::GELU_APPROX_TANH_BWD
+        | M::SOFTPLUS_BWD
+        | M::SWISH_BWD => 2,
         M::BINARY_SELECT => 3,
         _ => return None,
     })
@@ -49,16 +87,17 @@ pub fn arity(mode: M) -> Option<usize> {
 pub fn erf(x: f32) -> f32 {
     let z = f64::from(x).abs();
     let t = 1.0 / (1.0 + 0.5 * z);
-    let r = t * (-z * z - 1.265_512_23
-        + t * (1.000_023_68
-            + t * (0.374_091_96
-                + t * (0.096_784_18
-                    + t * (-0.186_288_06
-                        + t * (0.278_868_07
-                            + t * (-1.135_203_98
-                                + t * (1.488_515_87
-                                    + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
-        .exp();
+    let r = t
+        * (-z * z - 1.265_512_23
+            + t * (1.000_023_68
+                + t * (0.374_091_96
+                    + t * (0.096_784_18
+                        + t * (-0.186_288_06
+                            + t * (0.278_868_07
+                                + t * (-1.135_203_98
+                                    + t * (1.488_515_87
+                                        + t * (-0.822_152_23 + t * 0.170_872_77)))))))))
+            .exp();
     let e = 1.0 - r;
     (if x >= 0.0 { e } else { -e }) as f32
 }
@@ -70,7 +109,11 @@ fn sigmoid(x: f32) -> f32 {
 fn softplus(x: f32, beta: f32) -> f32 {
     let bx = beta * x;
     // log1p(exp(bx)) / beta, stable for large bx.
-    if bx > 20.0 { x } else { bx.exp().ln_1p() / beta }
+    if bx > 20.0 {
+        x
+    } else {
+        bx.exp().ln_1p() / beta
+    }
 }
 
 const SQRT_2_OVER_PI: f32 = 0.797_884_6;
@@ -204,7 +247,10 @@ pub fn pointwise(
     let mut views = Vec::with_capacity(inputs.len());
     for (i, a) in inputs.iter().enumerate() {
         views.push(a.broadcast(shape.clone()).ok_or_else(|| {
-            format!("input {i} dims {:?} do not broadcast to output dims {out_dims:?}", a.shape())
+            format!(
+                "input {i} dims {:?} do not broadcast to output dims {out_dims:?}",
+                a.shape()
+            )
         })?);
     }
     if p.mode == M::GEN_INDEX {
@@ -215,14 +261,18 @@ pub fn pointwise(
         return Ok(out);
     }
     match views.len() {
-        1 => Zip::from(&mut out).and(&views[0]).par_for_each(|o, &x| *o = unary(p, x)),
+        1 => Zip::from(&mut out)
+            .and(&views[0])
+            .par_for_each(|o, &x| *o = unary(p, x)),
         2 => Zip::from(&mut out)
             .and(&views[0])
             .and(&views[1])
             .par_for_each(|o, &a, &x| *o = binary(p, a, x)),
-        _ => Zip::from(&mut out).and(&views[0]).and(&views[1]).and(&views[2]).par_for_each(
-            |o, &a, &x, &c| *o = if c != 0.0 { a } else { x },
-        ),
+        _ => Zip::from(&mut out)
+            .and(&views[0])
+            .and(&views[1])
+            .and(&views[2])
+            .par_for_each(|o, &a, &x, &c| *o = if c != 0.0 { a } else { x }),
     }
     Ok(out)
 }

@@ -37,7 +37,12 @@ pub struct PoolGeometry {
 
 /// Pools x `(N, C, in…)` into `(N, C, out…)` = `y_dims`; returns y and the index of each
 /// maximum as its row-major position inside the window (0 for average pooling).
-pub fn pool(x: &ArrayD<f32>, y_dims: &[usize], kind: PoolKind, g: &PoolGeometry) -> (ArrayD<f32>, ArrayD<f32>) {
+pub fn pool(
+    x: &ArrayD<f32>,
+    y_dims: &[usize],
+    kind: PoolKind,
+    g: &PoolGeometry,
+) -> (ArrayD<f32>, ArrayD<f32>) {
     let xs = x.as_standard_layout();
     let xs = xs.as_slice().expect("standard");
     let sp = x.ndim() - 2;

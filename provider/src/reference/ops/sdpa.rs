@@ -63,19 +63,29 @@ pub fn sdpa(
     let qs = q.as_standard_layout();
     let ks = k.as_standard_layout();
     let vs = v.as_standard_layout();
-    let (qs, ks, vs) = (qs.as_slice().unwrap(), ks.as_slice().unwrap(), vs.as_slice().unwrap());
+    let (qs, ks, vs) = (
+        qs.as_slice().unwrap(),
+        ks.as_slice().unwrap(),
+        vs.as_slice().unwrap(),
+    );
     let sd = [b, h, sq, skv];
     let mview = match mask {
         Some((m, _)) => Some(
             m.broadcast(IxDyn(&sd))
-                .ok_or_else(|| format!("attn_mask dims {:?} do not broadcast to {sd:?}", m.shape()))?
+                .ok_or_else(|| {
+                    format!("attn_mask dims {:?} do not broadcast to {sd:?}", m.shape())
+                })?
                 .as_standard_layout()
                 .into_owned(),
         ),
         None => None,
     };
     let mask_bool = mask.is_some_and(|m| m.1);
-    let shift = if band.bottom_right { skv as i64 - sq as i64 } else { 0 };
+    let shift = if band.bottom_right {
+        skv as i64 - sq as i64
+    } else {
+        0
+    };
     let rows: Vec<Row> = (0..b * h * sq)
         .into_par_iter()
         .map(|r| {
