@@ -7,8 +7,8 @@ use hipdnn_provider::ingestor::payload::refusal::{
     DAMAGED_PREFIX, ENCODE_PREFIX, INCOMPATIBLE_PREFIX,
 };
 use hipdnn_provider::ingestor::payload::{
-    decode_payload, decode_payload_with_limits, encode_payload, encode_payload_with_limits,
-    seal_body, sha256_hex, BodySizeLimits, IngestorPlanPayload, HEADER_SIZE,
+    BodySizeLimits, HEADER_SIZE, IngestorPlanPayload, decode_payload, decode_payload_with_limits,
+    encode_payload, encode_payload_with_limits, seal_body, sha256_hex,
 };
 use hipdnn_schema::flatbuffers::FlatBufferBuilder;
 use hipdnn_schema::ingestor_plan as fb;
@@ -43,7 +43,11 @@ fn sample(kind: KernelSourceKind) -> IngestorPlanPayload {
 fn assert_refused(e: &PluginError, status: PluginStatus, prefix: &str, needle: &str) {
     assert_eq!(e.status, status, "{}", e.message);
     assert!(e.message.starts_with(prefix), "{}", e.message);
-    assert!(e.message.contains(needle), "expected '{needle}' in: {}", e.message);
+    assert!(
+        e.message.contains(needle),
+        "expected '{needle}' in: {}",
+        e.message
+    );
 }
 
 fn body_of(payload: &[u8]) -> Vec<u8> {
@@ -56,12 +60,17 @@ fn code_offset(body: &[u8]) -> usize {
     plan.kernel_image().code_object().bytes().as_ptr() as usize - body.as_ptr() as usize
 }
 
+/// Launch values of a hand-built body: (name, union type, carries data).
+type RawValues = Vec<(String, u8, bool)>;
+/// An edit of a valid payload.
+type Edit = Box<dyn Fn(&mut IngestorPlanPayload)>;
+
 /// Hand-built bodies for cases the encoder refuses to write.
 struct Raw {
     workspace: Option<u64>,
     source_kind: u8,
     sha256: String,
-    values: Vec<(String, u8, bool)>,
+    values: RawValues,
     uids: Vec<i64>,
     provider_version: Option<String>,
     identifier: &'static str,
@@ -87,7 +96,8 @@ impl Raw {
         let symbol = b.create_string("k");
         let target = b.create_string("gfx90a");
         let sha = b.create_string(&self.sha256);
-        let sig = b.create_vector::<hipdnn_schema::flatbuffers::ForwardsUOffset<fb::KernelArgument>>(&[]);
+        let sig =
+            b.create_vector::<hipdnn_schema::flatbuffers::ForwardsUOffset<fb::KernelArgument>>(&[]);
         let code = b.create_vector(&self.code);
         let image = fb::KernelImage::create(
             &mut b,
@@ -106,7 +116,8 @@ impl Raw {
             .map(|(name, t, data)| {
                 let n = b.create_string(name);
                 let d = data.then(|| {
-                    fb::Int64Value::create(&mut b, &fb::Int64ValueArgs { value: 5 }).as_union_value()
+                    fb::Int64Value::create(&mut b, &fb::Int64ValueArgs { value: 5 })
+                        .as_union_value()
                 });
                 fb::LaunchValue::create(
                     &mut b,
@@ -122,7 +133,10 @@ impl Raw {
         let ds = b.create_string("hipkernel.test.dispatch.v1");
         let dispatch = fb::DispatchData::create(
             &mut b,
-            &fb::DispatchDataArgs { dispatch_symbol: Some(ds), values: Some(vals) },
+            &fb::DispatchDataArgs {
+                dispatch_symbol: Some(ds),
+                values: Some(vals),
+            },
         );
         let uids = b.create_vector(&self.uids);
         let pv = self.provider_version.as_ref().map(|v| b.create_string(v));
@@ -176,9 +190,15 @@ fn round_trips_empty_optional_content() {
 
 #[test]
 fn round_trips_a_double_launch_value_exactly() {
-    for bits in [0x3FB9_9999_9999_999Au64, 1, 0x7FEF_FFFF_FFFF_FFFF, 0x8000_0000_0000_0000] {
+    for bits in [
+        0x3FB9_9999_9999_999Au64,
+        1,
+        0x7FEF_FFFF_FFFF_FFFF,
+        0x8000_0000_0000_0000,
+    ] {
         let mut p = sample(KernelSourceKind::Kpack);
-        p.launch_values.insert("scale".into(), LaunchValue::Float(f64::from_bits(bits)));
+        p.launch_values
+            .insert("scale".into(), LaunchValue::Float(f64::from_bits(bits)));
         let back = decode_payload(&encode_payload(&p).unwrap()).unwrap();
         match back.launch_values["scale"] {
             LaunchValue::Float(v) => assert_eq!(v.to_bits(), bits),
@@ -192,7 +212,12 @@ fn writes_launch_values_sorted_by_name() {
     let bytes = encode_payload(&sample(KernelSourceKind::Kpack)).unwrap();
     let body = body_of(&bytes);
     let plan = fb::root_as_execution_plan(&body).unwrap();
-    let names: Vec<_> = plan.dispatch_data().values().iter().map(|v| v.name()).collect();
+    let names: Vec<_> = plan
+        .dispatch_data()
+        .values()
+        .iter()
+        .map(|v| v.name())
+        .collect();
     assert_eq!(names, ["count", "flag", "layout", "scale", "shape"]);
     assert!(plan.kernel_image().signature().get(0).name().is_none());
 }
@@ -208,7 +233,10 @@ fn body_starts_at_the_header_size_and_code_is_sixteen_byte_aligned() {
         let at = code_offset(&body);
         assert_eq!(at % 16, 0, "code size {n}: body offset {at}");
         assert_eq!((HEADER_SIZE + at) % 16, 0, "code size {n}: payload offset");
-        assert_eq!(&bytes[HEADER_SIZE + at..HEADER_SIZE + at + n], &p.code_object[..]);
+        assert_eq!(
+            &bytes[HEADER_SIZE + at..HEADER_SIZE + at + n],
+            &p.code_object[..]
+        );
     }
 }
 
@@ -236,7 +264,12 @@ fn a_flipped_byte_in_the_code_or_the_root_offset_is_a_digest_mismatch() {
         let mut b = bytes.clone();
         b[pos] ^= 0x01;
         let e = decode_payload(&b).unwrap_err();
-        assert_refused(&e, PluginStatus::InvalidValue, DAMAGED_PREFIX, "body digest mismatch: the header records ");
+        assert_refused(
+            &e,
+            PluginStatus::InvalidValue,
+            DAMAGED_PREFIX,
+            "body digest mismatch: the header records ",
+        );
     }
 }
 
@@ -245,8 +278,17 @@ fn refuses_every_truncation() {
     let bytes = encode_payload(&sample(KernelSourceKind::Kpack)).unwrap();
     for n in 0..bytes.len() {
         let e = decode_payload(&bytes[..n]).unwrap_err();
-        assert_eq!(e.status, PluginStatus::InvalidValue, "prefix {n}: {}", e.message);
-        assert!(e.message.starts_with(DAMAGED_PREFIX), "prefix {n}: {}", e.message);
+        assert_eq!(
+            e.status,
+            PluginStatus::InvalidValue,
+            "prefix {n}: {}",
+            e.message
+        );
+        assert!(
+            e.message.starts_with(DAMAGED_PREFIX),
+            "prefix {n}: {}",
+            e.message
+        );
     }
 }
 
@@ -256,7 +298,12 @@ fn verifier_rejects_a_corrupt_root_offset_with_a_valid_digest() {
     let mut body = body_of(&bytes);
     body[0..4].copy_from_slice(&0xFFFF_FFF0u32.to_le_bytes());
     let e = decode_payload(&seal_body(&body)).unwrap_err();
-    assert_refused(&e, PluginStatus::InvalidValue, DAMAGED_PREFIX, "the FlatBuffers verifier rejects the payload body");
+    assert_refused(
+        &e,
+        PluginStatus::InvalidValue,
+        DAMAGED_PREFIX,
+        "the FlatBuffers verifier rejects the payload body",
+    );
 }
 
 #[test]
@@ -265,7 +312,12 @@ fn rejects_a_body_with_another_file_identifier() {
     raw.decode().unwrap();
     raw.identifier = "XXXX";
     let e = raw.decode().unwrap_err();
-    assert_refused(&e, PluginStatus::InvalidValue, DAMAGED_PREFIX, "does not carry the HKSP file identifier");
+    assert_refused(
+        &e,
+        PluginStatus::InvalidValue,
+        DAMAGED_PREFIX,
+        "does not carry the HKSP file identifier",
+    );
 }
 
 #[test]
@@ -277,7 +329,9 @@ fn refuses_a_body_outside_the_size_limits() {
     let e = decode_payload_with_limits(&bytes, lim(12, n)).unwrap_err();
     assert_eq!(
         e.message,
-        format!("{DAMAGED_PREFIX}body size {n} is outside the FlatBuffers limits: at least 12 and less than {n}")
+        format!(
+            "{DAMAGED_PREFIX}body size {n} is outside the FlatBuffers limits: at least 12 and less than {n}"
+        )
     );
     assert!(decode_payload_with_limits(&bytes, lim(12, n + 1)).is_ok());
     let e = decode_payload_with_limits(&bytes, lim(n + 1, usize::MAX)).unwrap_err();
@@ -287,7 +341,13 @@ fn refuses_a_body_outside_the_size_limits() {
     let mut tiny = seal_body(&[0u8; 11]);
     tiny[20] ^= 1;
     let e = decode_payload(&tiny).unwrap_err();
-    assert!(e.message.contains("body size 11 is outside the FlatBuffers limits: at least 12 and less than 2147483647"), "{}", e.message);
+    assert!(
+        e.message.contains(
+            "body size 11 is outside the FlatBuffers limits: at least 12 and less than 2147483647"
+        ),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -297,7 +357,9 @@ fn refuses_a_non_empty_runtime_pass_by_value_list() {
     let e = raw.decode().unwrap_err();
     assert_eq!(
         e.message,
-        format!("{INCOMPATIBLE_PREFIX}the plan takes runtime pass-by-value tensors (UIDs 7), which this provider does not support")
+        format!(
+            "{INCOMPATIBLE_PREFIX}the plan takes runtime pass-by-value tensors (UIDs 7), which this provider does not support"
+        )
     );
     assert_eq!(e.status, PluginStatus::NotApplicable);
     raw.uids = vec![7, 8];
@@ -310,23 +372,45 @@ fn damage_is_reported_before_incompatibility() {
     raw.uids = vec![7];
     raw.workspace = None;
     let e = raw.decode().unwrap_err();
-    assert_refused(&e, PluginStatus::InvalidValue, DAMAGED_PREFIX, "workspace_bytes is missing");
+    assert_refused(
+        &e,
+        PluginStatus::InvalidValue,
+        DAMAGED_PREFIX,
+        "workspace_bytes is missing",
+    );
     // Header damage beats an incompatible body too.
     let mut raw = Raw::valid();
     raw.uids = vec![7];
     let mut p = seal_body(&raw.body());
     p[HEADER_SIZE + 5] ^= 1;
     let e = decode_payload(&p).unwrap_err();
-    assert_refused(&e, PluginStatus::InvalidValue, DAMAGED_PREFIX, "body digest mismatch");
+    assert_refused(
+        &e,
+        PluginStatus::InvalidValue,
+        DAMAGED_PREFIX,
+        "body digest mismatch",
+    );
 }
 
 #[test]
 fn rejects_malformed_launch_values() {
-    let cases: [(Vec<(String, u8, bool)>, &str); 5] = [
-        (vec![("a".into(), 0, false)], "launch value 'a' has unknown value type 0"),
-        (vec![("a".into(), 9, true)], "launch value 'a' has unknown value type 9"),
-        (vec![("a".into(), 2, true), ("".into(), 2, true)], "launch value at index 1 has no name"),
-        (vec![("a".into(), 2, true), ("a".into(), 2, true)], "launch value name 'a' occurs more than once"),
+    let cases: [(RawValues, &str); 5] = [
+        (
+            vec![("a".into(), 0, false)],
+            "launch value 'a' has unknown value type 0",
+        ),
+        (
+            vec![("a".into(), 9, true)],
+            "launch value 'a' has unknown value type 9",
+        ),
+        (
+            vec![("a".into(), 2, true), ("".into(), 2, true)],
+            "launch value at index 1 has no name",
+        ),
+        (
+            vec![("a".into(), 2, true), ("a".into(), 2, true)],
+            "launch value name 'a' occurs more than once",
+        ),
         // The Rust FlatBuffers verifier already refuses a union with a type and no value, so
         // this case is damage at check 8; the structure check 9 stays as a second line.
         (
@@ -351,7 +435,10 @@ fn quotes_long_payload_text_cut_at_eighty_characters() {
     let e = raw.decode().unwrap_err();
     assert_eq!(
         e.message,
-        format!("{DAMAGED_PREFIX}launch value name '{}... (100 characters)' occurs more than once", "n".repeat(80))
+        format!(
+            "{DAMAGED_PREFIX}launch value name '{}... (100 characters)' occurs more than once",
+            "n".repeat(80)
+        )
     );
 }
 
@@ -360,7 +447,10 @@ fn rejects_a_missing_required_scalar() {
     let mut raw = Raw::valid();
     raw.workspace = None;
     let e = raw.decode().unwrap_err();
-    assert_eq!(e.message, format!("{DAMAGED_PREFIX}the required field workspace_bytes is missing"));
+    assert_eq!(
+        e.message,
+        format!("{DAMAGED_PREFIX}the required field workspace_bytes is missing")
+    );
 }
 
 #[test]
@@ -368,7 +458,12 @@ fn verifier_rejects_a_body_without_a_provider_version() {
     let mut raw = Raw::valid();
     raw.provider_version = None;
     let e = raw.decode().unwrap_err();
-    assert_refused(&e, PluginStatus::InvalidValue, DAMAGED_PREFIX, "the FlatBuffers verifier rejects");
+    assert_refused(
+        &e,
+        PluginStatus::InvalidValue,
+        DAMAGED_PREFIX,
+        "the FlatBuffers verifier rejects",
+    );
 }
 
 #[test]
@@ -391,7 +486,10 @@ fn rejects_an_unset_or_unknown_source_kind() {
         let mut raw = Raw::valid();
         raw.source_kind = kind;
         let e = raw.decode().unwrap_err();
-        assert_eq!(e.message, format!("{DAMAGED_PREFIX}kernel source kind {kind} is unset or unknown"));
+        assert_eq!(
+            e.message,
+            format!("{DAMAGED_PREFIX}kernel source kind {kind} is unset or unknown")
+        );
     }
 }
 
@@ -404,17 +502,25 @@ fn refuses_a_kernel_digest_that_does_not_match_the_code_object() {
     let e = raw.decode().unwrap_err();
     assert_eq!(
         e.message,
-        format!("{DAMAGED_PREFIX}the kernel digest {expected} does not match the code object, which hashes to {got}")
+        format!(
+            "{DAMAGED_PREFIX}the kernel digest {expected} does not match the code object, which hashes to {got}"
+        )
     );
     assert_eq!(e.status, PluginStatus::InvalidValue);
 }
 
 #[test]
 fn writer_rejects_inputs_it_owns_as_an_internal_error() {
-    let cases: Vec<(Box<dyn Fn(&mut IngestorPlanPayload)>, &str)> = vec![
+    let cases: Vec<(Edit, &str)> = vec![
         (Box::new(|p| p.symbol.clear()), "the kernel symbol is empty"),
-        (Box::new(|p| p.dispatch_symbol.clear()), "the dispatch symbol is empty"),
-        (Box::new(|p| p.sha256 = "ABC".into()), "the kernel digest 'ABC' is not 64 lowercase hex characters"),
+        (
+            Box::new(|p| p.dispatch_symbol.clear()),
+            "the dispatch symbol is empty",
+        ),
+        (
+            Box::new(|p| p.sha256 = "ABC".into()),
+            "the kernel digest 'ABC' is not 64 lowercase hex characters",
+        ),
     ];
     for (edit, text) in cases {
         let mut p = sample(KernelSourceKind::Kpack);
@@ -431,7 +537,10 @@ fn writer_refuses_an_empty_provider_version() {
     p.provider_version.clear();
     let e = encode_payload(&p).unwrap_err();
     assert_eq!(e.status, PluginStatus::InternalError);
-    assert_eq!(e.message, format!("{ENCODE_PREFIX}the provider version is empty"));
+    assert_eq!(
+        e.message,
+        format!("{ENCODE_PREFIX}the provider version is empty")
+    );
 }
 
 #[test]
@@ -441,7 +550,9 @@ fn writer_refuses_a_code_object_the_format_cannot_hold_with_the_load_prefix() {
     assert_eq!(e.status, PluginStatus::NotApplicable);
     assert_eq!(
         e.message,
-        format!("{INCOMPATIBLE_PREFIX}the code object holds 37 bytes, and the payload format holds less than 37")
+        format!(
+            "{INCOMPATIBLE_PREFIX}the code object holds 37 bytes, and the payload format holds less than 37"
+        )
     );
     let e = encode_payload_with_limits(&p, BodySizeLimits { min: 12, max: 38 }).unwrap_err();
     assert_eq!(e.status, PluginStatus::InternalError);
@@ -465,8 +576,12 @@ fn resealed_byte_sweep_never_panics_and_refuses_with_the_right_prefix() {
                 Err(e) => {
                     refused += 1;
                     match e.status {
-                        PluginStatus::InvalidValue => assert!(e.message.starts_with(DAMAGED_PREFIX), "{}", e.message),
-                        PluginStatus::NotApplicable => assert!(e.message.starts_with(INCOMPATIBLE_PREFIX), "{}", e.message),
+                        PluginStatus::InvalidValue => {
+                            assert!(e.message.starts_with(DAMAGED_PREFIX), "{}", e.message)
+                        }
+                        PluginStatus::NotApplicable => {
+                            assert!(e.message.starts_with(INCOMPATIBLE_PREFIX), "{}", e.message)
+                        }
                         s => panic!("byte {i}: unexpected status {s:?}: {}", e.message),
                     }
                 }

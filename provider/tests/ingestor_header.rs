@@ -2,7 +2,7 @@
 
 use hipdnn_backend::status::PluginStatus;
 use hipdnn_provider::ingestor::payload::header::{
-    decode_header, digest_from_hex, digest_to_hex, encode_header, HEADER_SIZE,
+    HEADER_SIZE, decode_header, digest_from_hex, digest_to_hex, encode_header,
 };
 use hipdnn_provider::ingestor::payload::refusal::{DAMAGED_PREFIX, INCOMPATIBLE_PREFIX};
 use sha2::{Digest, Sha256};
@@ -59,7 +59,9 @@ fn refuses_a_wrong_marker() {
     assert_eq!(e.status, PluginStatus::InvalidValue);
     assert_eq!(
         e.message,
-        format!("{DAMAGED_PREFIX}not an ingestor plan: the payload does not start with the HKIP marker")
+        format!(
+            "{DAMAGED_PREFIX}not an ingestor plan: the payload does not start with the HKIP marker"
+        )
     );
 }
 
@@ -85,7 +87,11 @@ fn refuses_minor_one_point_one_and_accepts_minor_zero() {
     set_u16(&mut p, 6, 1);
     let e = decode_header(&p).unwrap_err();
     assert_eq!(e.status, PluginStatus::NotApplicable);
-    assert!(e.message.contains("version 1.1 is not readable"), "{}", e.message);
+    assert!(
+        e.message.contains("version 1.1 is not readable"),
+        "{}",
+        e.message
+    );
     set_u16(&mut p, 6, 0);
     assert!(decode_header(&p).is_ok());
 }
@@ -97,7 +103,10 @@ fn refuses_kinds_zero_and_two() {
         set_u16(&mut p, 8, kind);
         let e = decode_header(&p).unwrap_err();
         assert_eq!(e.status, PluginStatus::NotApplicable);
-        assert_eq!(e.message, format!("{INCOMPATIBLE_PREFIX}unknown ingestor plan kind {kind}"));
+        assert_eq!(
+            e.message,
+            format!("{INCOMPATIBLE_PREFIX}unknown ingestor plan kind {kind}")
+        );
     }
 }
 
@@ -143,14 +152,21 @@ fn checks_the_version_before_anything_else() {
     // Kind before header size.
     set_u16(&mut p, 4, 1);
     let e = decode_header(&p).unwrap_err();
-    assert!(e.message.contains("unknown ingestor plan kind 7"), "{}", e.message);
+    assert!(
+        e.message.contains("unknown ingestor plan kind 7"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
 fn converts_digests_between_raw_and_hex() {
     let raw: [u8; 32] = Sha256::digest(b"abc").into();
     let text = digest_to_hex(&raw);
-    assert_eq!(text, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    assert_eq!(
+        text,
+        "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    );
     assert_eq!(digest_from_hex(&text), Some(raw));
     assert_eq!(digest_from_hex(&text[..63]), None);
     assert_eq!(HEADER_SIZE, 48);

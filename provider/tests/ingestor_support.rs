@@ -1,7 +1,7 @@
 //! Shared fakes for the ingestor tests: a device reporting a fixed arch and counting module
 //! loads, a switchable resolver, an in-memory code-object reader, and payload builders.
 //! Included by the `ingestor_*` tests with `#[path]`; it holds no tests itself.
-#![allow(dead_code)]
+#![allow(dead_code, missing_docs)]
 
 use hipdnn_provider::ingestor::capture::CodeObjectReader;
 use hipdnn_provider::ingestor::device::{
@@ -9,7 +9,7 @@ use hipdnn_provider::ingestor::device::{
 };
 use hipdnn_provider::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use hipdnn_provider::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
-use hipdnn_provider::ingestor::payload::{sha256_hex, IngestorPlanPayload};
+use hipdnn_provider::ingestor::payload::{IngestorPlanPayload, sha256_hex};
 use hipdnn_provider::kpack::{KpackLoadStage, KpackReadError};
 use std::any::Any;
 use std::collections::HashMap;
@@ -75,9 +75,14 @@ impl Device for FakeDevice {
         self.loads.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(2));
         if self.refuse_load {
-            return Err(DeviceError::new("hipModuleLoadData", "hipErrorInvalidImage"));
+            return Err(DeviceError::new(
+                "hipModuleLoadData",
+                "hipErrorInvalidImage",
+            ));
         }
-        Ok(Arc::new(FakeModule { symbols: self.symbols.clone() }))
+        Ok(Arc::new(FakeModule {
+            symbols: self.symbols.clone(),
+        }))
     }
     fn launch(
         &self,
@@ -86,7 +91,10 @@ impl Device for FakeDevice {
         args: &[KernelArgValue],
         _stream: u64,
     ) -> Result<(), DeviceError> {
-        self.launches.lock().unwrap().push((geometry, args.to_vec()));
+        self.launches
+            .lock()
+            .unwrap()
+            .push((geometry, args.to_vec()));
         Ok(())
     }
     fn synchronize(&self, _stream: u64) -> Result<(), DeviceError> {
@@ -119,17 +127,32 @@ pub struct FakeReader {
     pub last_arch: Mutex<String>,
 }
 impl CodeObjectReader for FakeReader {
-    fn read(&self, archive: &Path, toc_key: &str, device_arch: &str, sha256: &str) -> Result<Vec<u8>, KpackReadError> {
+    fn read(
+        &self,
+        archive: &Path,
+        toc_key: &str,
+        device_arch: &str,
+        sha256: &str,
+    ) -> Result<Vec<u8>, KpackReadError> {
         self.reads.fetch_add(1, Ordering::SeqCst);
         *self.last_arch.lock().unwrap() = device_arch.to_string();
-        let err = |stage, message: String| KpackReadError { stage, code: None, message };
+        let err = |stage, message: String| KpackReadError {
+            stage,
+            code: None,
+            message,
+        };
         if let Some(stage) = self.fail {
             return Err(err(stage, "forced by the test".into()));
         }
         let bytes = self
             .entries
             .get(&(archive.to_path_buf(), toc_key.to_string()))
-            .ok_or_else(|| err(KpackLoadStage::OpenArchive, format!("kpack archive '{}' does not exist", archive.display())))?;
+            .ok_or_else(|| {
+                err(
+                    KpackLoadStage::OpenArchive,
+                    format!("kpack archive '{}' does not exist", archive.display()),
+                )
+            })?;
         if sha256_hex(bytes) != sha256 {
             return Err(err(KpackLoadStage::DigestMismatch, "hashes differ".into()));
         }
@@ -154,7 +177,19 @@ pub const CONV_KERNEL_ID: [u8; 16] = [0x21; 16];
 /// The valid conv payload of the restore checklist: target gfx90a, extents (1,1,3,5,1,2,2),
 /// block 64, 256 bytes of 0xAB with a matching sha256.
 pub fn valid_conv_payload() -> IngestorPlanPayload {
-    let inputs = ConvFwdLaunchInputs { x_uid: 1, w_uid: 2, y_uid: 3, n: 1, c: 1, h: 3, width: 5, k: 1, r: 2, s: 2, block_size: 64 };
+    let inputs = ConvFwdLaunchInputs {
+        x_uid: 1,
+        w_uid: 2,
+        y_uid: 3,
+        n: 1,
+        c: 1,
+        h: 3,
+        width: 5,
+        k: 1,
+        r: 2,
+        s: 2,
+        block_size: 64,
+    };
     let code = vec![0xAB; 256];
     IngestorPlanPayload {
         kernel_descriptor_id: CONV_KERNEL_ID,

@@ -8,9 +8,9 @@
 //! 11 encode and hand over last. A refusal returns an error and produces no bytes.
 
 use super::dispatch::DispatchRegistry;
-use super::kernel::{strip_arch_features, KernelSourceKind};
+use super::kernel::{KernelSourceKind, strip_arch_features};
 use super::payload::refusal::{save_damaged, save_refused};
-use super::payload::{encode_payload_with_limits, BodySizeLimits, IngestorPlanPayload};
+use super::payload::{BodySizeLimits, IngestorPlanPayload, encode_payload_with_limits};
 use super::plan::{IngestorExecutionContext, IngestorPlan, SingleKernelPlan};
 use crate::kpack::{KpackLoadStage, KpackReadError};
 use hipdnn_backend::engine::ExecutionContext;
@@ -22,8 +22,7 @@ use std::sync::Arc;
 pub const PROVIDER_VERSION: &str = env!("CARGO_PKG_VERSION");
 
 /// Text of the rule-1 refusal (also rule 3').
-pub const NOT_AN_INGESTOR_PLAN: &str =
-    "this plan was not built by an ingestor engine; its engine does not support saving execution plans";
+pub const NOT_AN_INGESTOR_PLAN: &str = "this plan was not built by an ingestor engine; its engine does not support saving execution plans";
 
 /// Reads a verified code object from a kpack archive (reference `kpack.md` §5). The default
 /// [`KpackCodeObjectReader`] calls [`crate::kpack::read_verified_code_object`]; tests fake it.
@@ -33,8 +32,13 @@ pub trait CodeObjectReader: Send + Sync {
     ///
     /// # Errors
     /// The kpack stage and message of the failed step.
-    fn read(&self, archive: &Path, toc_key: &str, device_arch: &str, sha256: &str)
-    -> Result<Vec<u8>, KpackReadError>;
+    fn read(
+        &self,
+        archive: &Path,
+        toc_key: &str,
+        device_arch: &str,
+        sha256: &str,
+    ) -> Result<Vec<u8>, KpackReadError>;
 }
 
 /// The real reader over `crate::kpack`.
@@ -49,7 +53,8 @@ impl CodeObjectReader for KpackCodeObjectReader {
         device_arch: &str,
         sha256: &str,
     ) -> Result<Vec<u8>, KpackReadError> {
-        crate::kpack::read_verified_code_object(archive, toc_key, device_arch, sha256).map(|v| v.bytes)
+        crate::kpack::read_verified_code_object(archive, toc_key, device_arch, sha256)
+            .map(|v| v.bytes)
     }
 }
 
@@ -78,7 +83,10 @@ pub struct CaptureEnvironment<'a> {
 /// read failures; `INVALID_VALUE` with prefix `cannot save this plan: its kernel source does
 /// not match its descriptor: ` for a `DIGEST_MISMATCH`; `INTERNAL_ERROR` for rules 7, 8, a
 /// missing archive path; the encoder's errors.
-pub fn capture_plan(ctx: &dyn ExecutionContext, env: &CaptureEnvironment<'_>) -> PluginResult<Vec<u8>> {
+pub fn capture_plan(
+    ctx: &dyn ExecutionContext,
+    env: &CaptureEnvironment<'_>,
+) -> PluginResult<Vec<u8>> {
     let ctx = ctx
         .as_any()
         .downcast_ref::<IngestorExecutionContext>()
@@ -109,18 +117,24 @@ fn capture_single(plan: &SingleKernelPlan, env: &CaptureEnvironment<'_>) -> Plug
             k.sources.len()
         )));
     }
-    let source = k
-        .single_source()
-        .ok_or_else(|| PluginError::internal(format!("kernel '{}' ({}) has no source", k.name, k.id)))?;
+    let source = k.single_source().ok_or_else(|| {
+        PluginError::internal(format!("kernel '{}' ({}) has no source", k.name, k.id))
+    })?;
     if source.kind != KernelSourceKind::Kpack {
         return Err(save_refused(format!(
             "kernel '{}' ({}) has source kind '{}', which saving does not yet support",
             k.name, k.id, source.kind
         )));
     }
-    let values = plan.handler.save_launch_inputs(&plan.launch).ok_or_else(|| {
-        save_refused(format!("this dispatch handler does not support saving kernel '{}' ({})", k.name, k.id))
-    })?;
+    let values = plan
+        .handler
+        .save_launch_inputs(&plan.launch)
+        .ok_or_else(|| {
+            save_refused(format!(
+                "this dispatch handler does not support saving kernel '{}' ({})",
+                k.name, k.id
+            ))
+        })?;
     let dispatch = plan.handler.contract().to_string();
     match env.registry.resolve(&dispatch) {
         Some(h) if Arc::ptr_eq(&h, &plan.handler) => {}
@@ -138,10 +152,16 @@ fn capture_single(plan: &SingleKernelPlan, env: &CaptureEnvironment<'_>) -> Plug
         )));
     }
     let archive = source.library.as_deref().ok_or_else(|| {
-        PluginError::internal(format!("the code bytes of this source kind are not exposed for {}", k.describe()))
+        PluginError::internal(format!(
+            "the code bytes of this source kind are not exposed for {}",
+            k.describe()
+        ))
     })?;
     if archive.as_os_str().is_empty() {
-        return Err(PluginError::internal(format!("kernel {} has an empty archive path", k.describe())));
+        return Err(PluginError::internal(format!(
+            "kernel {} has an empty archive path",
+            k.describe()
+        )));
     }
     let label = format!("kernel {}", k.describe());
     let code = env

@@ -81,11 +81,18 @@ impl KernelDescriptor {
     }
     /// The source of a single-launch kernel (`None` for a multi-launch kernel).
     pub fn single_source(&self) -> Option<&KernelSource> {
-        if self.sources.len() == 1 { self.sources.values().next() } else { None }
+        if self.sources.len() == 1 {
+            self.sources.values().next()
+        } else {
+            None
+        }
     }
     /// `kind 'name' (uuid)` as messages describe a kernel (`describeDescriptor`).
     pub fn describe(&self) -> String {
-        let kind = self.single_source().map(|s| s.kind.spelling()).unwrap_or("multi-launch");
+        let kind = self
+            .single_source()
+            .map(|s| s.kind.spelling())
+            .unwrap_or("multi-launch");
         format!("{kind} '{}' ({})", self.name, self.id)
     }
 }
@@ -157,8 +164,12 @@ fn invalid(msg: String) -> PluginError {
 
 /// Resolves a kpack `library` against the descriptor's directory and checks the tree rules.
 fn resolve_library(tree_root: &Path, descriptor: &Path, library: &str) -> PluginResult<PathBuf> {
-    let root = normalise(tree_root)
-        .ok_or_else(|| invalid(format!("descriptor tree root '{}' is invalid", tree_root.display())))?;
+    let root = normalise(tree_root).ok_or_else(|| {
+        invalid(format!(
+            "descriptor tree root '{}' is invalid",
+            tree_root.display()
+        ))
+    })?;
     let dir = descriptor.parent().unwrap_or(Path::new(""));
     let joined = dir.join(library);
     let resolved = normalise(&joined).filter(|p| p.starts_with(&root)).ok_or_else(|| {
@@ -171,9 +182,16 @@ fn resolve_library(tree_root: &Path, descriptor: &Path, library: &str) -> Plugin
     })?;
     // No component below the root may be a symlink.
     let mut at = root.clone();
-    for c in resolved.strip_prefix(&root).unwrap_or(Path::new("")).components() {
+    for c in resolved
+        .strip_prefix(&root)
+        .unwrap_or(Path::new(""))
+        .components()
+    {
         at.push(c);
-        if std::fs::symlink_metadata(&at).map(|m| m.file_type().is_symlink()).unwrap_or(false) {
+        if std::fs::symlink_metadata(&at)
+            .map(|m| m.file_type().is_symlink())
+            .unwrap_or(false)
+        {
             return Err(invalid(format!(
                 "kernel library '{library}' of descriptor '{}' passes through the symlink '{}'; libraries must lie inside the descriptor tree without symlinks",
                 descriptor.display(),
@@ -195,8 +213,12 @@ impl KernelDescriptor {
         let file = descriptor_path.display();
         let j: DescriptorJson = serde_json::from_str(text)
             .map_err(|e| invalid(format!("kernel descriptor '{file}' is malformed: {e}")))?;
-        let id = uuid::Uuid::parse_str(&j.id)
-            .map_err(|e| invalid(format!("kernel descriptor '{file}' has an invalid id '{}': {e}", j.id)))?;
+        let id = uuid::Uuid::parse_str(&j.id).map_err(|e| {
+            invalid(format!(
+                "kernel descriptor '{file}' has an invalid id '{}': {e}",
+                j.id
+            ))
+        })?;
         let raw: BTreeMap<String, SourceJson> = match (j.kernel_source, j.sources) {
             (Some(s), None) => BTreeMap::from([("main".to_string(), s)]),
             (None, Some(m)) if !m.is_empty() => m,
@@ -209,14 +231,19 @@ impl KernelDescriptor {
         let mut sources = BTreeMap::new();
         for (launch, s) in raw {
             let kind = KernelSourceKind::from_spelling(&s.kind).ok_or_else(|| {
-                invalid(format!("kernel descriptor '{file}' has unknown source kind '{}'", s.kind))
+                invalid(format!(
+                    "kernel descriptor '{file}' has unknown source kind '{}'",
+                    s.kind
+                ))
             })?;
             let library = match (kind, &s.library) {
                 (KernelSourceKind::Kpack, Some(lib)) => {
                     Some(resolve_library(tree_root, descriptor_path, lib)?)
                 }
                 (KernelSourceKind::Kpack, None) => {
-                    return Err(invalid(format!("kpack kernel source of '{file}' has no 'library'")));
+                    return Err(invalid(format!(
+                        "kpack kernel source of '{file}' has no 'library'"
+                    )));
                 }
                 _ => None,
             };
@@ -249,7 +276,13 @@ impl KernelDescriptor {
                 },
             );
         }
-        Ok(KernelDescriptor { id, name: j.name, dispatch: j.dispatch, archs: j.archs, sources })
+        Ok(KernelDescriptor {
+            id,
+            name: j.name,
+            dispatch: j.dispatch,
+            archs: j.archs,
+            sources,
+        })
     }
 
     /// Reads and parses the descriptor file `descriptor_path` inside `tree_root`.
@@ -258,7 +291,10 @@ impl KernelDescriptor {
     /// `INVALID_VALUE` when the file cannot be read, else as [`Self::parse`].
     pub fn load(tree_root: &Path, descriptor_path: &Path) -> PluginResult<Self> {
         let text = std::fs::read_to_string(descriptor_path).map_err(|e| {
-            invalid(format!("cannot read kernel descriptor '{}': {e}", descriptor_path.display()))
+            invalid(format!(
+                "cannot read kernel descriptor '{}': {e}",
+                descriptor_path.display()
+            ))
         })?;
         Self::parse(tree_root, descriptor_path, &text)
     }

@@ -27,7 +27,10 @@ pub struct DeviceError {
 impl DeviceError {
     /// Builds an error for `call`.
     pub fn new(call: impl Into<String>, message: impl Into<String>) -> Self {
-        DeviceError { call: call.into(), message: message.into() }
+        DeviceError {
+            call: call.into(),
+            message: message.into(),
+        }
     }
 }
 
@@ -212,14 +215,23 @@ pub struct KernelCode {
 
 impl fmt::Debug for KernelCode {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "KernelCode({} bytes, symbol '{}')", self.bytes.len(), self.symbol)
+        write!(
+            f,
+            "KernelCode({} bytes, symbol '{}')",
+            self.bytes.len(),
+            self.symbol
+        )
     }
 }
 
 impl KernelCode {
     /// Code object `bytes` holding the kernel `symbol`; nothing is loaded yet.
     pub fn new(bytes: Arc<[u8]>, symbol: &str) -> Self {
-        KernelCode { bytes, symbol: symbol.to_string(), per_device: Mutex::new(HashMap::new()) }
+        KernelCode {
+            bytes,
+            symbol: symbol.to_string(),
+            per_device: Mutex::new(HashMap::new()),
+        }
     }
     /// The code object bytes.
     pub fn bytes(&self) -> &Arc<[u8]> {
@@ -241,19 +253,24 @@ impl KernelCode {
     /// runtime error of the failed `load_module` / `get_function`.
     pub fn load_on(&self, device: &dyn Device) -> Result<LoadedKernel, LoadFailure> {
         if self.bytes.is_empty() {
-            return Err(LoadFailure { stage: LoadStage::Empty, error: None });
+            return Err(LoadFailure {
+                stage: LoadStage::Empty,
+                error: None,
+            });
         }
         let cell = {
             let mut map = self.per_device.lock().unwrap_or_else(|p| p.into_inner());
             map.entry(device.ordinal()).or_default().clone()
         };
         cell.get_or_try_init(|| {
-            let module = device
-                .load_module(&self.bytes)
-                .map_err(|e| LoadFailure { stage: LoadStage::ModuleLoad, error: Some(e) })?;
-            let function = module
-                .get_function(&self.symbol)
-                .map_err(|e| LoadFailure { stage: LoadStage::SymbolLookup, error: Some(e) })?;
+            let module = device.load_module(&self.bytes).map_err(|e| LoadFailure {
+                stage: LoadStage::ModuleLoad,
+                error: Some(e),
+            })?;
+            let function = module.get_function(&self.symbol).map_err(|e| LoadFailure {
+                stage: LoadStage::SymbolLookup,
+                error: Some(e),
+            })?;
             Ok(LoadedKernel { module, function })
         })
         .cloned()

@@ -68,7 +68,9 @@ pub fn default_kernel_args(
     let mut args = Vec::with_capacity(launch.pointer_uids.len() + launch.scalar_args.len());
     for uid in &launch.pointer_uids {
         let t = tensors.iter().find(|t| t.uid == *uid).ok_or_else(|| {
-            PluginError::bad_param(format!("the variant pack binds no memory to tensor UID {uid}"))
+            PluginError::bad_param(format!(
+                "the variant pack binds no memory to tensor UID {uid}"
+            ))
         })?;
         match t.data {
             BufferRef::Device { addr, .. } => args.push(KernelArgValue::Pointer(addr)),
@@ -113,7 +115,11 @@ pub trait DispatchHandler: Send + Sync {
     /// # Errors
     /// `NOT_APPLICABLE` (load prefix) for every contract rule the values break (§11); the
     /// default refuses because the handler does not restore.
-    fn restore_launch(&self, dispatch: &str, _values: &LaunchValues) -> PluginResult<PreparedLaunch> {
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        _values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
         Err(incompatible(format!(
             "the dispatch handler registered under '{}' does not support restoring launches",
             quote(dispatch)
@@ -143,7 +149,9 @@ impl fmt::Debug for DispatchRegistry {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut names: Vec<_> = self.handlers.keys().collect();
         names.sort();
-        f.debug_struct("DispatchRegistry").field("names", &names).finish()
+        f.debug_struct("DispatchRegistry")
+            .field("names", &names)
+            .finish()
     }
 }
 
@@ -197,7 +205,10 @@ impl DispatchRegistry {
     ///
     /// # Errors
     /// As [`Self::register`].
-    pub fn register_versioned_only(&mut self, handler: Arc<dyn DispatchHandler>) -> PluginResult<()> {
+    pub fn register_versioned_only(
+        &mut self,
+        handler: Arc<dyn DispatchHandler>,
+    ) -> PluginResult<()> {
         self.insert_versioned(&handler).map(|_| ())
     }
 

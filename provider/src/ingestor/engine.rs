@@ -6,16 +6,16 @@
 //! asking each descriptor's handler to prepare the graph; it never interprets bytes of a
 //! payload itself (see [`super::capture`] and [`super::restore`]).
 
-use super::capture::{capture_plan, CaptureEnvironment, CodeObjectReader, PROVIDER_VERSION};
+use super::capture::{CaptureEnvironment, CodeObjectReader, PROVIDER_VERSION, capture_plan};
 use super::descriptor::KernelDescriptor;
 use super::device::{DeviceResolver, KernelCode};
 use super::dispatch::DispatchRegistry;
-use super::kernel::{format_signature, signatures_match, KernelSourceKind};
+use super::kernel::{KernelSourceKind, format_signature, signatures_match};
 use super::payload::BodySizeLimits;
 use super::plan::{
-    load_failure_message, BenchmarkPlan, IngestorExecutionContext, IngestorPlan, SingleKernelPlan,
+    BenchmarkPlan, IngestorExecutionContext, IngestorPlan, SingleKernelPlan, load_failure_message,
 };
-use super::restore::{restore_plan, RestoreEnvironment};
+use super::restore::{RestoreEnvironment, restore_plan};
 use hipdnn_backend::engine::{
     BehaviorNote, Engine, EngineConfig, ExecutionContext, KnobInfo, PlanSerialization,
 };
@@ -39,7 +39,12 @@ pub struct IngestorEngine {
 
 impl std::fmt::Debug for IngestorEngine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "IngestorEngine({}, {} kernels)", self.name, self.kernels.len())
+        write!(
+            f,
+            "IngestorEngine({}, {} kernels)",
+            self.name,
+            self.kernels.len()
+        )
     }
 }
 
@@ -77,8 +82,13 @@ impl IngestorEngine {
     pub fn supports_plan_serialization(&self) -> bool {
         !self.kernels.is_empty()
             && self.kernels.iter().all(|k| {
-                k.sources.values().all(|s| s.kind == KernelSourceKind::Kpack)
-                    && self.registry.resolve(&k.dispatch).is_some_and(|h| h.supports_saving())
+                k.sources
+                    .values()
+                    .all(|s| s.kind == KernelSourceKind::Kpack)
+                    && self
+                        .registry
+                        .resolve(&k.dispatch)
+                        .is_some_and(|h| h.supports_saving())
             })
     }
 
@@ -88,7 +98,11 @@ impl IngestorEngine {
     /// # Errors
     /// `NOT_APPLICABLE` when the kernel does not serve the graph or the device; `INVALID_VALUE`
     /// for a digest mismatch; `INTERNAL_ERROR` without a device.
-    pub fn build_plan(&self, kernel: &Arc<KernelDescriptor>, graph: &OperationGraph) -> PluginResult<SingleKernelPlan> {
+    pub fn build_plan(
+        &self,
+        kernel: &Arc<KernelDescriptor>,
+        graph: &OperationGraph,
+    ) -> PluginResult<SingleKernelPlan> {
         let handler = self.registry.resolve(&kernel.dispatch).ok_or_else(|| {
             PluginError::not_applicable(format!(
                 "no dispatch handler is registered under '{}', which kernel {} names",
@@ -97,7 +111,10 @@ impl IngestorEngine {
             ))
         })?;
         let source = kernel.single_source().ok_or_else(|| {
-            PluginError::not_applicable(format!("kernel {} has several launches; this engine builds single-launch kernels", kernel.describe()))
+            PluginError::not_applicable(format!(
+                "kernel {} has several launches; this engine builds single-launch kernels",
+                kernel.describe()
+            ))
         })?;
         let launch = handler.prepare(graph)?;
         let expected = handler.launch_signature();
@@ -114,7 +131,9 @@ impl IngestorEngine {
             .resolver
             .current_device()
             .filter(|d| d.ordinal() >= 0)
-            .ok_or_else(|| PluginError::internal("cannot resolve the handle's device to build a plan"))?;
+            .ok_or_else(|| {
+                PluginError::internal("cannot resolve the handle's device to build a plan")
+            })?;
         let arch = device.arch();
         let code = match (&source.kind, &source.library) {
             (KernelSourceKind::Kpack, Some(lib)) => {
@@ -140,10 +159,20 @@ impl IngestorEngine {
             }
             _ => None,
         };
-        Ok(SingleKernelPlan { kernel: kernel.clone(), handler, launch, code, build_device_arch: arch })
+        Ok(SingleKernelPlan {
+            kernel: kernel.clone(),
+            handler,
+            launch,
+            code,
+            build_device_arch: arch,
+        })
     }
 
-    fn applicable_plans(&self, graph: &OperationGraph, all: bool) -> PluginResult<Vec<SingleKernelPlan>> {
+    fn applicable_plans(
+        &self,
+        graph: &OperationGraph,
+        all: bool,
+    ) -> PluginResult<Vec<SingleKernelPlan>> {
         let mut plans = Vec::new();
         let mut last = None;
         for k in &self.kernels {
@@ -158,7 +187,9 @@ impl IngestorEngine {
             }
         }
         if plans.is_empty() {
-            return Err(last.unwrap_or_else(|| PluginError::not_applicable(format!("engine {} has no kernels", self.name))));
+            return Err(last.unwrap_or_else(|| {
+                PluginError::not_applicable(format!("engine {} has no kernels", self.name))
+            }));
         }
         Ok(plans)
     }
@@ -178,7 +209,12 @@ impl Engine for IngestorEngine {
                 None => {}
             }
         }
-        Err(last.unwrap_or_else(|| PluginError::not_applicable(format!("no kernel of engine {} serves this graph", self.name))))
+        Err(last.unwrap_or_else(|| {
+            PluginError::not_applicable(format!(
+                "no kernel of engine {} serves this graph",
+                self.name
+            ))
+        }))
     }
 
     fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
@@ -199,15 +235,25 @@ impl Engine for IngestorEngine {
         }]
     }
 
-    fn create_execution_context(&self, config: &EngineConfig, graph: &OperationGraph) -> PluginResult<Box<dyn ExecutionContext>> {
-        let bench = config.knob_choices.iter().any(|(t, v)| *t == KNOB_BENCHMARK && *v != 0);
+    fn create_execution_context(
+        &self,
+        config: &EngineConfig,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let bench = config
+            .knob_choices
+            .iter()
+            .any(|(t, v)| *t == KNOB_BENCHMARK && *v != 0);
         let mut plans = self.applicable_plans(graph, bench)?;
         let plan = if bench {
             IngestorPlan::Benchmark(BenchmarkPlan::new(plans))
         } else {
             IngestorPlan::Single(plans.remove(0))
         };
-        Ok(Box::new(IngestorExecutionContext { plan, resolver: self.resolver.clone() }))
+        Ok(Box::new(IngestorExecutionContext {
+            plan,
+            resolver: self.resolver.clone(),
+        }))
     }
 
     fn serialization(&self) -> Option<&dyn PlanSerialization> {
@@ -216,7 +262,11 @@ impl Engine for IngestorEngine {
 }
 
 impl PlanSerialization for IngestorEngine {
-    fn serialize_execution_context(&self, _engine_id: i64, ctx: &dyn ExecutionContext) -> PluginResult<Vec<u8>> {
+    fn serialize_execution_context(
+        &self,
+        _engine_id: i64,
+        ctx: &dyn ExecutionContext,
+    ) -> PluginResult<Vec<u8>> {
         capture_plan(
             ctx,
             &CaptureEnvironment {
@@ -228,11 +278,21 @@ impl PlanSerialization for IngestorEngine {
         )
     }
 
-    fn create_execution_context_from_serialized(&self, payload: &[u8]) -> PluginResult<Box<dyn ExecutionContext>> {
+    fn create_execution_context_from_serialized(
+        &self,
+        payload: &[u8],
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
         let plan = restore_plan(
             payload,
-            &RestoreEnvironment { resolver: Some(self.resolver.as_ref()), registry: &self.registry, limits: self.limits },
+            &RestoreEnvironment {
+                resolver: Some(self.resolver.as_ref()),
+                registry: &self.registry,
+                limits: self.limits,
+            },
         )?;
-        Ok(Box::new(IngestorExecutionContext { plan: IngestorPlan::Restored(plan), resolver: self.resolver.clone() }))
+        Ok(Box::new(IngestorExecutionContext {
+            plan: IngestorPlan::Restored(plan),
+            resolver: self.resolver.clone(),
+        }))
     }
 }

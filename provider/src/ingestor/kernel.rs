@@ -53,9 +53,14 @@ impl KernelSourceKind {
     }
     /// The kind for a descriptor spelling.
     pub fn from_spelling(s: &str) -> Option<Self> {
-        [Self::EmbeddedSource, Self::Kpack, Self::HsacoFile, Self::RockeBuilder]
-            .into_iter()
-            .find(|k| k.spelling() == s)
+        [
+            Self::EmbeddedSource,
+            Self::Kpack,
+            Self::HsacoFile,
+            Self::RockeBuilder,
+        ]
+        .into_iter()
+        .find(|k| k.spelling() == s)
     }
 }
 
@@ -82,11 +87,21 @@ pub struct KernelArgument {
 impl KernelArgument {
     /// An argument without a name.
     pub fn new(kind: &str, size: u32, offset: u32) -> Self {
-        KernelArgument { kind: kind.to_string(), size, offset, name: String::new() }
+        KernelArgument {
+            kind: kind.to_string(),
+            size,
+            offset,
+            name: String::new(),
+        }
     }
     /// An argument with a name.
     pub fn named(kind: &str, size: u32, offset: u32, name: &str) -> Self {
-        KernelArgument { kind: kind.to_string(), size, offset, name: name.to_string() }
+        KernelArgument {
+            kind: kind.to_string(),
+            size,
+            offset,
+            name: name.to_string(),
+        }
     }
 }
 

@@ -10,21 +10,21 @@
 //! Trust: a saved plan holds executable GPU code. Its SHA-256 digests detect accidental damage,
 //! not attacks; load only plans from a trusted source (see `docs/ingestor.md`).
 
-pub mod kernel;
-pub mod launch_values;
-pub mod payload;
 pub mod capture;
 pub mod descriptor;
 pub mod device;
 pub mod dispatch;
 pub mod engine;
+pub mod kernel;
+pub mod launch_values;
 pub mod packs;
+pub mod payload;
 pub mod plan;
 pub mod restore;
 
-pub use capture::{capture_plan, CaptureEnvironment, CodeObjectReader, KpackCodeObjectReader};
+pub use capture::{CaptureEnvironment, CodeObjectReader, KpackCodeObjectReader, capture_plan};
 pub use descriptor::{KernelDescriptor, KernelSource};
 pub use device::{Device, DeviceError, DeviceResolver, FixedDevice, KernelFunction, Module};
 pub use dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 pub use engine::IngestorEngine;
-pub use restore::{restore_plan, RestoreEnvironment};
+pub use restore::{RestoreEnvironment, restore_plan};

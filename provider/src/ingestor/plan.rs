@@ -10,7 +10,7 @@
 use super::descriptor::KernelDescriptor;
 use super::device::{Device, DeviceResolver, KernelCode, LoadFailure, LoadStage};
 use super::dispatch::{DispatchHandler, PreparedLaunch};
-use super::kernel::{is_code_object_target_compatible, strip_arch_features, KernelSourceKind};
+use super::kernel::{KernelSourceKind, is_code_object_target_compatible, strip_arch_features};
 use hipdnn_backend::engine::{ExecuteArgs, ExecutionContext};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
@@ -37,7 +37,12 @@ pub struct SingleKernelPlan {
 
 impl fmt::Debug for SingleKernelPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "SingleKernelPlan({}, {})", self.kernel.describe(), self.launch.dispatch)
+        write!(
+            f,
+            "SingleKernelPlan({}, {})",
+            self.kernel.describe(),
+            self.launch.dispatch
+        )
     }
 }
 
@@ -50,14 +55,22 @@ pub struct BenchmarkPlan {
 
 impl fmt::Debug for BenchmarkPlan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "BenchmarkPlan({} candidates, winner {:?})", self.candidates.len(), self.winner.get())
+        write!(
+            f,
+            "BenchmarkPlan({} candidates, winner {:?})",
+            self.candidates.len(),
+            self.winner.get()
+        )
     }
 }
 
 impl BenchmarkPlan {
     /// A plan over `candidates` with no winner yet.
     pub fn new(candidates: Vec<SingleKernelPlan>) -> Self {
-        BenchmarkPlan { candidates, winner: OnceCell::new() }
+        BenchmarkPlan {
+            candidates,
+            winner: OnceCell::new(),
+        }
     }
     /// The chosen candidate, once the first execute chose one.
     pub fn winner(&self) -> Option<&SingleKernelPlan> {
@@ -66,7 +79,9 @@ impl BenchmarkPlan {
     /// Chooses `index` as the winner (no-op when one is chosen already); used by the first
     /// execute and by tests.
     pub fn choose(&self, index: usize) {
-        let _ = self.winner.set(index.min(self.candidates.len().saturating_sub(1)));
+        let _ = self
+            .winner
+            .set(index.min(self.candidates.len().saturating_sub(1)));
     }
 }
 
@@ -101,7 +116,10 @@ impl fmt::Debug for RestoredPlan {
 impl RestoredPlan {
     /// `saved kernel <uuid> (dispatch '<d>')`.
     pub fn description(&self) -> String {
-        format!("saved kernel {} (dispatch '{}')", self.kernel_id, self.launch.dispatch)
+        format!(
+            "saved kernel {} (dispatch '{}')",
+            self.kernel_id, self.launch.dispatch
+        )
     }
 }
 
@@ -138,11 +156,17 @@ pub fn load_failure_message(label: &str, f: &LoadFailure) -> String {
         }
         LoadStage::ModuleLoad => format!(
             "the driver refuses the code object of {label} at stage MODULE_LOAD: hipModuleLoadData failed: {}",
-            f.error.as_ref().map(ToString::to_string).unwrap_or_default()
+            f.error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
         ),
         LoadStage::SymbolLookup => format!(
             "the driver refuses the code object of {label} at stage SYMBOL_LOOKUP: hipModuleGetFunction failed: {}",
-            f.error.as_ref().map(ToString::to_string).unwrap_or_default()
+            f.error
+                .as_ref()
+                .map(ToString::to_string)
+                .unwrap_or_default()
         ),
     }
 }
@@ -193,7 +217,12 @@ impl Launchable<'_> {
             .map_err(|f| PluginError::not_applicable(load_failure_message(&self.label, &f)))?;
         let kargs = self.handler.kernel_args(self.launch, args.tensors)?;
         device
-            .launch(kernel.function.as_ref(), self.launch.geometry, &kargs, args.stream)
+            .launch(
+                kernel.function.as_ref(),
+                self.launch.geometry,
+                &kargs,
+                args.stream,
+            )
             .map_err(|e| PluginError::internal(format!("launching {} failed: {e}", self.label)))
     }
 }
@@ -206,7 +235,11 @@ impl SingleKernelPlan {
                 self.kernel.describe()
             ))
         })?;
-        let kind = self.kernel.single_source().map(|s| s.kind).unwrap_or(KernelSourceKind::Kpack);
+        let kind = self
+            .kernel
+            .single_source()
+            .map(|s| s.kind)
+            .unwrap_or(KernelSourceKind::Kpack);
         Ok(Launchable {
             label: format!("kernel {}", self.kernel.describe()),
             kind,
@@ -224,10 +257,16 @@ impl IngestorExecutionContext {
         self.resolver
             .current_device()
             .filter(|d| d.ordinal() >= 0)
-            .ok_or_else(|| PluginError::internal("cannot resolve the handle's device for this execute"))
+            .ok_or_else(|| {
+                PluginError::internal("cannot resolve the handle's device for this execute")
+            })
     }
 
-    fn run_single(plan: &SingleKernelPlan, device: &dyn Device, args: &ExecuteArgs<'_, '_>) -> PluginResult<()> {
+    fn run_single(
+        plan: &SingleKernelPlan,
+        device: &dyn Device,
+        args: &ExecuteArgs<'_, '_>,
+    ) -> PluginResult<()> {
         plan.launchable()?.run(device, args)
     }
 }
@@ -236,9 +275,12 @@ impl ExecutionContext for IngestorExecutionContext {
     fn workspace_size(&self) -> usize {
         let w = match &self.plan {
             IngestorPlan::Single(p) => p.launch.workspace_bytes,
-            IngestorPlan::Benchmark(b) => {
-                b.candidates.iter().map(|c| c.launch.workspace_bytes).max().unwrap_or(0)
-            }
+            IngestorPlan::Benchmark(b) => b
+                .candidates
+                .iter()
+                .map(|c| c.launch.workspace_bytes)
+                .max()
+                .unwrap_or(0),
             IngestorPlan::Restored(r) => r.workspace_bytes,
         };
         usize::try_from(w).unwrap_or(usize::MAX)
@@ -266,15 +308,16 @@ impl ExecutionContext for IngestorExecutionContext {
                 for (i, c) in b.candidates.iter().enumerate() {
                     let t0 = Instant::now();
                     Self::run_single(c, device.as_ref(), &args)?;
-                    device
-                        .synchronize(args.stream)
-                        .map_err(|e| PluginError::internal(format!("benchmark synchronize failed: {e}")))?;
+                    device.synchronize(args.stream).map_err(|e| {
+                        PluginError::internal(format!("benchmark synchronize failed: {e}"))
+                    })?;
                     let dt = t0.elapsed();
                     if best.is_none_or(|(_, d)| dt < d) {
                         best = Some((i, dt));
                     }
                 }
-                let (i, _) = best.ok_or_else(|| PluginError::internal("benchmarking plan has no candidates"))?;
+                let (i, _) = best
+                    .ok_or_else(|| PluginError::internal("benchmarking plan has no candidates"))?;
                 b.choose(i);
                 // Run the winner last so the outputs are the winner's.
                 match b.winner() {

@@ -10,8 +10,8 @@ use super::device::{DeviceResolver, KernelCode};
 use super::dispatch::DispatchRegistry;
 use super::kernel::{format_signature, is_code_object_target_compatible, signatures_match};
 use super::payload::refusal::{incompatible, quote};
-use super::payload::{decode_payload_with_limits, BodySizeLimits};
-use super::plan::{load_failure_message, RestoredPlan};
+use super::payload::{BodySizeLimits, decode_payload_with_limits};
+use super::plan::{RestoredPlan, load_failure_message};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use std::sync::Arc;
 
@@ -42,12 +42,18 @@ pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResul
     let kernel_id = uuid::Uuid::from_bytes(p.kernel_descriptor_id);
     let saved = format!("saved kernel {kernel_id}");
     let resolver = env.resolver.ok_or_else(|| {
-        PluginError::internal(format!("the restore environment has no device resolver to restore {saved}"))
+        PluginError::internal(format!(
+            "the restore environment has no device resolver to restore {saved}"
+        ))
     })?;
     let device = resolver
         .current_device()
         .filter(|d| d.ordinal() >= 0)
-        .ok_or_else(|| PluginError::internal(format!("cannot resolve the handle's device to restore {saved}")))?;
+        .ok_or_else(|| {
+            PluginError::internal(format!(
+                "cannot resolve the handle's device to restore {saved}"
+            ))
+        })?;
     let arch = device.arch();
     if !is_code_object_target_compatible(p.source_kind, &p.target, &arch) {
         return Err(incompatible(format!(
@@ -58,14 +64,19 @@ pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResul
     }
     let d = quote(&p.dispatch_symbol);
     let handler = env.registry.resolve(&p.dispatch_symbol).ok_or_else(|| {
-        incompatible(format!("no dispatch handler is registered under '{d}', which {saved} names"))
+        incompatible(format!(
+            "no dispatch handler is registered under '{d}', which {saved} names"
+        ))
     })?;
     if !handler.supports_saving() {
         return Err(incompatible(format!(
             "the dispatch handler registered under '{d}' does not support restoring {saved}"
         )));
     }
-    let label = format!("saved plan for kernel {kernel_id} (symbol '{}', dispatch '{d}')", quote(&p.symbol));
+    let label = format!(
+        "saved plan for kernel {kernel_id} (symbol '{}', dispatch '{d}')",
+        quote(&p.symbol)
+    );
     let expected = handler.launch_signature();
     if !signatures_match(&p.signature, &expected) {
         return Err(incompatible(format!(

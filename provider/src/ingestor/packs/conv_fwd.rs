@@ -32,8 +32,19 @@ pub const CONV_FWD_V1: &str = "hipkernel.conv_fwd.dispatch.v1";
 /// Block size this pack builds with, in threads.
 pub const CONV_FWD_BLOCK_SIZE: u32 = 64;
 /// Value names of the v1 contract.
-pub const CONV_FWD_V1_NAMES: [&str; 11] =
-    ["block_size", "c", "h", "k", "n", "r", "s", "w.uid", "width", "x.uid", "y.uid"];
+pub const CONV_FWD_V1_NAMES: [&str; 11] = [
+    "block_size",
+    "c",
+    "h",
+    "k",
+    "n",
+    "r",
+    "s",
+    "w.uid",
+    "width",
+    "x.uid",
+    "y.uid",
+];
 
 /// The launch inputs of contract v1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +77,11 @@ impl ConvFwdLaunchInputs {
     /// The launch values (all INT).
     pub fn to_values(&self) -> LaunchValues {
         let mut v = LaunchValues::new();
-        for (name, x) in [("x.uid", self.x_uid), ("w.uid", self.w_uid), ("y.uid", self.y_uid)] {
+        for (name, x) in [
+            ("x.uid", self.x_uid),
+            ("w.uid", self.w_uid),
+            ("y.uid", self.y_uid),
+        ] {
             v.insert(name.into(), LaunchValue::Int(x));
         }
         for (name, x) in [
@@ -80,7 +95,10 @@ impl ConvFwdLaunchInputs {
         ] {
             v.insert(name.into(), LaunchValue::Int(i64::from(x)));
         }
-        v.insert("block_size".into(), LaunchValue::Int(i64::from(self.block_size)));
+        v.insert(
+            "block_size".into(),
+            LaunchValue::Int(i64::from(self.block_size)),
+        );
         v
     }
 
@@ -140,7 +158,11 @@ impl ConvFwdLaunchInputs {
         }
         let blocks = (total + block - 1) / block;
         let blocks = u32::try_from(blocks).map_err(|_| too_big())?;
-        Ok(LaunchGeometry { grid: [blocks, 1, 1], block: [self.block_size, 1, 1], shared_mem_bytes: 0 })
+        Ok(LaunchGeometry {
+            grid: [blocks, 1, 1],
+            block: [self.block_size, 1, 1],
+            shared_mem_bytes: 0,
+        })
     }
 
     /// The prepared launch of these inputs.
@@ -168,7 +190,9 @@ pub struct ConvFwdV1Handler;
 
 fn extent(v: i64, what: &str) -> PluginResult<i32> {
     i32::try_from(v).ok().filter(|x| *x >= 1).ok_or_else(|| {
-        PluginError::not_applicable(format!("the conv_fwd pack needs {what} in [1, 2147483647], not {v}"))
+        PluginError::not_applicable(format!(
+            "the conv_fwd pack needs {what} in [1, 2147483647], not {v}"
+        ))
     })
 }
 
@@ -191,9 +215,13 @@ impl DispatchHandler for ConvFwdV1Handler {
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
         let node = single_node(graph, "conv_fwd")?;
-        let a = node.attributes_as_convolution_fwd_attributes().ok_or_else(|| {
-            PluginError::not_applicable("the conv_fwd pack serves convolution forward nodes only")
-        })?;
+        let a = node
+            .attributes_as_convolution_fwd_attributes()
+            .ok_or_else(|| {
+                PluginError::not_applicable(
+                    "the conv_fwd pack serves convolution forward nodes only",
+                )
+            })?;
         let all = |v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, want: i64| {
             v.map(|v| v.iter().all(|x| x == want)).unwrap_or(true)
         };
@@ -227,7 +255,9 @@ impl DispatchHandler for ConvFwdV1Handler {
             s: extent(w[3], "s")?,
             block_size: CONV_FWD_BLOCK_SIZE,
         };
-        inputs.to_launch().map_err(|e| PluginError::not_applicable(e.message))
+        inputs
+            .to_launch()
+            .map_err(|e| PluginError::not_applicable(e.message))
     }
 
     fn supports_saving(&self) -> bool {
@@ -238,7 +268,11 @@ impl DispatchHandler for ConvFwdV1Handler {
         Some(launch.launch_values.clone())
     }
 
-    fn restore_launch(&self, dispatch: &str, values: &LaunchValues) -> PluginResult<PreparedLaunch> {
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
         ConvFwdLaunchInputs::from_values(dispatch, values)?.to_launch()
     }
 }

@@ -31,12 +31,17 @@ pub(crate) fn single_node<'a>(graph: &'a OperationGraph, pack: &str) -> PluginRe
 ///
 /// # Errors
 /// `NOT_APPLICABLE` when the graph has no tensor with that UID.
-pub(crate) fn tensor<'a>(graph: &'a OperationGraph, uid: i64) -> PluginResult<TensorAttributes<'a>> {
+pub(crate) fn tensor<'a>(
+    graph: &'a OperationGraph,
+    uid: i64,
+) -> PluginResult<TensorAttributes<'a>> {
     graph
         .graph()
         .tensors()
         .and_then(|ts| ts.iter().find(|t| t.uid() == uid))
-        .ok_or_else(|| PluginError::not_applicable(format!("the graph has no tensor with UID {uid}")))
+        .ok_or_else(|| {
+            PluginError::not_applicable(format!("the graph has no tensor with UID {uid}"))
+        })
 }
 
 /// Dims of a tensor (empty when absent).

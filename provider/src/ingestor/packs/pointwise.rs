@@ -29,7 +29,8 @@ pub const POINTWISE_V1: &str = "hipkernel.pointwise.dispatch.v1";
 /// Block size this pack builds with, in threads.
 pub const POINTWISE_BLOCK_SIZE: u32 = 256;
 /// Value names of the v1 contract.
-pub const POINTWISE_V1_NAMES: [&str; 4] = ["block_size", "input_a.uid", "input_b.uid", "output.uid"];
+pub const POINTWISE_V1_NAMES: [&str; 4] =
+    ["block_size", "input_a.uid", "input_b.uid", "output.uid"];
 
 /// The launch inputs of contract v1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -51,7 +52,10 @@ impl PointwiseLaunchInputs {
         v.insert("input_a.uid".into(), LaunchValue::Int(self.input_a_uid));
         v.insert("input_b.uid".into(), LaunchValue::Int(self.input_b_uid));
         v.insert("output.uid".into(), LaunchValue::Int(self.output_uid));
-        v.insert("block_size".into(), LaunchValue::Int(i64::from(self.block_size)));
+        v.insert(
+            "block_size".into(),
+            LaunchValue::Int(i64::from(self.block_size)),
+        );
         v
     }
 
@@ -72,7 +76,11 @@ impl PointwiseLaunchInputs {
 
     /// Grid (1,1,1), block (block_size,1,1), no shared memory.
     pub fn geometry(&self) -> LaunchGeometry {
-        LaunchGeometry { grid: [1, 1, 1], block: [self.block_size, 1, 1], shared_mem_bytes: 0 }
+        LaunchGeometry {
+            grid: [1, 1, 1],
+            block: [self.block_size, 1, 1],
+            shared_mem_bytes: 0,
+        }
     }
 
     /// Workspace in bytes: 1024 when block_size = 256, else 0.
@@ -149,7 +157,11 @@ impl DispatchHandler for PointwiseV1Handler {
         Some(launch.launch_values.clone())
     }
 
-    fn restore_launch(&self, dispatch: &str, values: &LaunchValues) -> PluginResult<PreparedLaunch> {
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
         Ok(PointwiseLaunchInputs::from_values(dispatch, values)?.to_launch())
     }
 }

@@ -5,7 +5,7 @@
 //! §3, §6; upstream `serialization/IngestorPlanCodec.cpp`, final form of ROCm/rocm-libraries
 //! #13315). It never consults a device, an archive or a dispatch handler.
 
-use super::header::{decode_header, encode_header, BODY_ALIGNMENT, HEADER_SIZE};
+use super::header::{BODY_ALIGNMENT, HEADER_SIZE, decode_header, encode_header};
 use super::refusal::{damaged, encode_fault, incompatible, quote};
 use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
@@ -32,7 +32,10 @@ pub struct BodySizeLimits {
 
 impl Default for BodySizeLimits {
     fn default() -> Self {
-        BodySizeLimits { min: FLATBUFFERS_MIN_BUFFER_SIZE, max: FLATBUFFERS_MAX_BUFFER_SIZE }
+        BodySizeLimits {
+            min: FLATBUFFERS_MIN_BUFFER_SIZE,
+            max: FLATBUFFERS_MAX_BUFFER_SIZE,
+        }
     }
 }
 
@@ -67,7 +70,10 @@ pub struct IngestorPlanPayload {
 
 /// Whether `text` is 64 characters of `[0-9a-f]`.
 pub fn is_lowercase_sha256_hex(text: &str) -> bool {
-    text.len() == 64 && text.bytes().all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    text.len() == 64
+        && text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
 }
 
 /// Lowercase hex SHA-256 of `bytes`.
@@ -175,7 +181,12 @@ fn build_body(p: &IngestorPlanPayload) -> Vec<u8> {
             let name = (!a.name.is_empty()).then(|| fbb.create_string(&a.name));
             fb::KernelArgument::create(
                 &mut fbb,
-                &fb::KernelArgumentArgs { kind: Some(kind), size: a.size, offset: a.offset, name },
+                &fb::KernelArgumentArgs {
+                    kind: Some(kind),
+                    size: a.size,
+                    offset: a.offset,
+                    name,
+                },
             )
         })
         .collect();
@@ -226,7 +237,11 @@ fn build_body(p: &IngestorPlanPayload) -> Vec<u8> {
             };
             fb::LaunchValue::create(
                 &mut fbb,
-                &fb::LaunchValueArgs { name: Some(name), value_type, value: Some(data) },
+                &fb::LaunchValueArgs {
+                    name: Some(name),
+                    value_type,
+                    value: Some(data),
+                },
             )
         })
         .collect();
@@ -234,7 +249,10 @@ fn build_body(p: &IngestorPlanPayload) -> Vec<u8> {
     let dispatch_symbol = fbb.create_string(&p.dispatch_symbol);
     let dispatch = fb::DispatchData::create(
         &mut fbb,
-        &fb::DispatchDataArgs { dispatch_symbol: Some(dispatch_symbol), values: Some(values) },
+        &fb::DispatchDataArgs {
+            dispatch_symbol: Some(dispatch_symbol),
+            values: Some(values),
+        },
     );
     let uids = fbb.create_vector(&p.runtime_pass_by_value_uids);
     // The builder writes back to front: the code data ends `used` bytes before the end of the
@@ -335,7 +353,10 @@ pub fn decode_payload_with_limits(
         .ok_or_else(|| damaged("the required field workspace_bytes is missing"))?;
     let image = plan.kernel_image();
     let source_kind = KernelSourceKind::from_wire(image.source_kind().0).ok_or_else(|| {
-        damaged(format!("kernel source kind {} is unset or unknown", image.source_kind().0))
+        damaged(format!(
+            "kernel source kind {} is unset or unknown",
+            image.source_kind().0
+        ))
     })?;
     let sha256 = image.sha256();
     if !is_lowercase_sha256_hex(sha256) {
@@ -352,20 +373,25 @@ pub fn decode_payload_with_limits(
             return Err(damaged(format!("launch value at index {i} has no name")));
         }
         if launch_values.contains_key(name) {
-            return Err(damaged(format!("launch value name '{}' occurs more than once", quote(name))));
+            return Err(damaged(format!(
+                "launch value name '{}' occurs more than once",
+                quote(name)
+            )));
         }
         let t = v.value_type();
         let value = match t {
-            fb::LaunchValueData::BoolValue => v.value_as_bool_value().map(|x| LaunchValue::Bool(x.value())),
-            fb::LaunchValueData::Int64Value => {
-                v.value_as_int_64_value().map(|x| LaunchValue::Int(x.value()))
-            }
-            fb::LaunchValueData::DoubleValue => {
-                v.value_as_double_value().map(|x| LaunchValue::Float(x.value()))
-            }
-            fb::LaunchValueData::StringValue => {
-                v.value_as_string_value().map(|x| LaunchValue::String(x.value().to_string()))
-            }
+            fb::LaunchValueData::BoolValue => v
+                .value_as_bool_value()
+                .map(|x| LaunchValue::Bool(x.value())),
+            fb::LaunchValueData::Int64Value => v
+                .value_as_int_64_value()
+                .map(|x| LaunchValue::Int(x.value())),
+            fb::LaunchValueData::DoubleValue => v
+                .value_as_double_value()
+                .map(|x| LaunchValue::Float(x.value())),
+            fb::LaunchValueData::StringValue => v
+                .value_as_string_value()
+                .map(|x| LaunchValue::String(x.value().to_string())),
             fb::LaunchValueData::Int64ListValue => v
                 .value_as_int_64_list_value()
                 .map(|x| LaunchValue::IntList(x.values().iter().collect())),
@@ -378,7 +404,10 @@ pub fn decode_payload_with_limits(
             }
         };
         let value = value.ok_or_else(|| {
-            damaged(format!("launch value '{}' has a type but no data", quote(name)))
+            damaged(format!(
+                "launch value '{}' has a type but no data",
+                quote(name)
+            ))
         })?;
         launch_values.insert(name.to_string(), value);
     }
@@ -391,7 +420,11 @@ pub fn decode_payload_with_limits(
     }
     let uids: Vec<i64> = plan.runtime_pass_by_value_uids().iter().collect();
     if !uids.is_empty() {
-        let list = uids.iter().map(i64::to_string).collect::<Vec<_>>().join(", ");
+        let list = uids
+            .iter()
+            .map(i64::to_string)
+            .collect::<Vec<_>>()
+            .join(", ");
         return Err(incompatible(format!(
             "the plan takes runtime pass-by-value tensors (UIDs {}), which this provider does not support",
             quote(&list)

@@ -104,7 +104,13 @@ pub fn decode_header(payload: &[u8]) -> PluginResult<PayloadHeader> {
     }
     let mut body_sha256 = [0u8; 32];
     body_sha256.copy_from_slice(&payload[DIGEST_OFFSET..DIGEST_OFFSET + DIGEST_SIZE]);
-    Ok(PayloadHeader { format_major: major, format_minor: minor, kind, header_size, body_sha256 })
+    Ok(PayloadHeader {
+        format_major: major,
+        format_minor: minor,
+        kind,
+        header_size,
+        body_sha256,
+    })
 }
 
 /// Lowercase hex of a raw digest.

@@ -23,27 +23,42 @@ pub const QUOTE_LIMIT: usize = 80;
 
 /// `INVALID_VALUE` with [`DAMAGED_PREFIX`].
 pub fn damaged(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(PluginStatus::InvalidValue, format!("{DAMAGED_PREFIX}{}", what.as_ref()))
+    PluginError::new(
+        PluginStatus::InvalidValue,
+        format!("{DAMAGED_PREFIX}{}", what.as_ref()),
+    )
 }
 
 /// `NOT_APPLICABLE` with [`INCOMPATIBLE_PREFIX`].
 pub fn incompatible(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(PluginStatus::NotApplicable, format!("{INCOMPATIBLE_PREFIX}{}", what.as_ref()))
+    PluginError::new(
+        PluginStatus::NotApplicable,
+        format!("{INCOMPATIBLE_PREFIX}{}", what.as_ref()),
+    )
 }
 
 /// `INTERNAL_ERROR` with [`ENCODE_PREFIX`].
 pub fn encode_fault(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(PluginStatus::InternalError, format!("{ENCODE_PREFIX}{}", what.as_ref()))
+    PluginError::new(
+        PluginStatus::InternalError,
+        format!("{ENCODE_PREFIX}{}", what.as_ref()),
+    )
 }
 
 /// `NOT_APPLICABLE` with [`SAVE_REFUSED_PREFIX`].
 pub fn save_refused(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(PluginStatus::NotApplicable, format!("{SAVE_REFUSED_PREFIX}{}", what.as_ref()))
+    PluginError::new(
+        PluginStatus::NotApplicable,
+        format!("{SAVE_REFUSED_PREFIX}{}", what.as_ref()),
+    )
 }
 
 /// `INVALID_VALUE` with [`SAVE_DAMAGED_PREFIX`].
 pub fn save_damaged(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(PluginStatus::InvalidValue, format!("{SAVE_DAMAGED_PREFIX}{}", what.as_ref()))
+    PluginError::new(
+        PluginStatus::InvalidValue,
+        format!("{SAVE_DAMAGED_PREFIX}{}", what.as_ref()),
+    )
 }
 
 /// Payload text as quoted in messages: at most [`QUOTE_LIMIT`] characters, a longer text cut
