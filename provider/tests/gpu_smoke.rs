@@ -19,7 +19,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use half::{bf16, f16};
-use hipdnn_provider::hip::{ArgKind, ArgSpec, Device, DeviceBuffer, Event, Function, GpuRuntime, KernelArg, LaunchConfig, LaunchError, Module, Stream};
+use hipdnn_provider::hip::{
+    ArgKind, ArgSpec, Device, DeviceBuffer, Event, Function, GpuRuntime, KernelArg, LaunchConfig,
+    LaunchError, Module, Stream,
+};
 use hipdnn_provider::kpack::KpackArchive;
 use sha2::{Digest, Sha256};
 
@@ -52,10 +55,19 @@ fn setup(file: &str) -> Option<Kernels> {
     let dir = packed_dir().join(&arch);
     let path = dir.join(file);
     let Ok(text) = std::fs::read_to_string(&path) else {
-        println!("skipped: no GPU kernels packed for {arch} ({} missing)", path.display());
+        println!(
+            "skipped: no GPU kernels packed for {arch} ({} missing)",
+            path.display()
+        );
         return None;
     };
-    println!("device 0: {} ({}), {} via {}", dev.info().name, dev.arch(), file, rt.library_name());
+    println!(
+        "device 0: {} ({}), {} via {}",
+        dev.info().name,
+        dev.arch(),
+        file,
+        rt.library_name()
+    );
     let doc: serde_json::Value = serde_json::from_str(&text).unwrap();
     let mut archives: BTreeMap<String, KpackArchive> = BTreeMap::new();
     let mut modules: BTreeMap<String, Module> = BTreeMap::new();
@@ -64,13 +76,25 @@ fn setup(file: &str) -> Option<Kernels> {
         let ks = &k["kernel_source"];
         let lib = ks["library"].as_str().unwrap().to_string();
         let key = ks["toc_key"].as_str().unwrap().to_string();
-        let archive = archives.entry(lib.clone()).or_insert_with(|| KpackArchive::open(dir.join(&lib)).unwrap());
+        let archive = archives
+            .entry(lib.clone())
+            .or_insert_with(|| KpackArchive::open(dir.join(&lib)).unwrap());
         if !modules.contains_key(&key) {
             let bytes = archive.get_kernel(&key, &arch).unwrap();
-            assert_eq!(hex::encode(Sha256::digest(&bytes)), ks["sha256"].as_str().unwrap(), "{key}");
+            assert_eq!(
+                hex::encode(Sha256::digest(&bytes)),
+                ks["sha256"].as_str().unwrap(),
+                "{key}"
+            );
             let t = std::time::Instant::now();
-            let m = dev.load_module(&bytes).unwrap_or_else(|e| panic!("{key}: {e}"));
-            println!("  loaded {key} ({} bytes) in {:.1} ms", bytes.len(), t.elapsed().as_secs_f64() * 1e3);
+            let m = dev
+                .load_module(&bytes)
+                .unwrap_or_else(|e| panic!("{key}: {e}"));
+            println!(
+                "  loaded {key} ({} bytes) in {:.1} ms",
+                bytes.len(),
+                t.elapsed().as_secs_f64() * 1e3
+            );
             modules.insert(key.clone(), m);
         }
         let sig: Vec<ArgSpec> = ks["signature"]
@@ -84,19 +108,31 @@ fn setup(file: &str) -> Option<Kernels> {
             })
             .collect();
         let sym = ks["symbol"].as_str().unwrap();
-        let f = modules[&key].function(sym, &sig).unwrap_or_else(|e| panic!("{sym}: {e}"));
+        let f = modules[&key]
+            .function(sym, &sig)
+            .unwrap_or_else(|e| panic!("{sym}: {e}"));
         fns.insert(sym.to_string(), f);
     }
     let stream = Stream::new(&dev).unwrap();
-    Some(Kernels { dev, stream, fns, modules: modules.into_values().collect(), label: format!("{arch}/{file}") })
+    Some(Kernels {
+        dev,
+        stream,
+        fns,
+        modules: modules.into_values().collect(),
+        label: format!("{arch}/{file}"),
+    })
 }
 
 /// Deterministic pseudo-random values in [lo, hi).
 fn values(n: usize, seed: u64, lo: f32, hi: f32) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             lo + (hi - lo) * ((s >> 40) as f32 / (1u64 << 24) as f32)
         })
         .collect()
@@ -148,8 +184,22 @@ impl Buf {
     fn upload(dev: &Arc<Device>, dt: Dt, v: &[f32]) -> Buf {
         match dt {
             Dt::F32 => Buf::F32(dev.htod(v).unwrap()),
-            Dt::F16 => Buf::H(dev.htod(&v.iter().map(|&x| f16::from_f32(x).to_bits()).collect::<Vec<_>>()).unwrap()),
-            Dt::Bf16 => Buf::H(dev.htod(&v.iter().map(|&x| bf16::from_f32(x).to_bits()).collect::<Vec<_>>()).unwrap()),
+            Dt::F16 => Buf::H(
+                dev.htod(
+                    &v.iter()
+                        .map(|&x| f16::from_f32(x).to_bits())
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap(),
+            ),
+            Dt::Bf16 => Buf::H(
+                dev.htod(
+                    &v.iter()
+                        .map(|&x| bf16::from_f32(x).to_bits())
+                        .collect::<Vec<_>>(),
+                )
+                .unwrap(),
+            ),
         }
     }
     fn zeros(dev: &Arc<Device>, dt: Dt, n: usize) -> Buf {
@@ -158,8 +208,18 @@ impl Buf {
     fn download(&self, dt: Dt) -> Vec<f32> {
         match (self, dt) {
             (Buf::F32(b), _) => b.to_vec().unwrap(),
-            (Buf::H(b), Dt::F16) => b.to_vec().unwrap().into_iter().map(|x| f16::from_bits(x).to_f32()).collect(),
-            (Buf::H(b), _) => b.to_vec().unwrap().into_iter().map(|x| bf16::from_bits(x).to_f32()).collect(),
+            (Buf::H(b), Dt::F16) => b
+                .to_vec()
+                .unwrap()
+                .into_iter()
+                .map(|x| f16::from_bits(x).to_f32())
+                .collect(),
+            (Buf::H(b), _) => b
+                .to_vec()
+                .unwrap()
+                .into_iter()
+                .map(|x| bf16::from_bits(x).to_f32())
+                .collect(),
         }
     }
     fn arg(&self) -> KernelArg<'_> {
@@ -183,8 +243,15 @@ fn bcast_strides(input: &[usize], out: &[usize; 5]) -> [i32; 5] {
     let mut s = [0i32; 5];
     let mut acc = 1usize;
     for k in (0..5).rev() {
-        assert!(d[k] == out[k] || d[k] == 1, "{input:?} does not broadcast to {out:?}");
-        s[k] = if d[k] == 1 && out[k] != 1 { 0 } else { acc as i32 };
+        assert!(
+            d[k] == out[k] || d[k] == 1,
+            "{input:?} does not broadcast to {out:?}"
+        );
+        s[k] = if d[k] == 1 && out[k] != 1 {
+            0
+        } else {
+            acc as i32
+        };
         acc *= d[k];
     }
     s
@@ -205,7 +272,10 @@ fn unary_ref(op: &str, x: f64) -> f64 {
         "relu_fwd" => x.max(0.0),
         "sigmoid_fwd" => 1.0 / (1.0 + (-x).exp()),
         "tanh_fwd" => x.tanh(),
-        "gelu_fwd" => 0.5 * x * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh()),
+        "gelu_fwd" => {
+            0.5 * x
+                * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x)).tanh())
+        }
         "exp" => x.exp(),
         "neg" => -x,
         "abs" => x.abs(),
@@ -225,7 +295,16 @@ fn binary_ref(op: &str, a: f32, b: f32) -> f32 {
     }
 }
 
-const UNARY: &[&str] = &["identity", "relu_fwd", "sigmoid_fwd", "tanh_fwd", "gelu_fwd", "exp", "neg", "abs"];
+const UNARY: &[&str] = &[
+    "identity",
+    "relu_fwd",
+    "sigmoid_fwd",
+    "tanh_fwd",
+    "gelu_fwd",
+    "exp",
+    "neg",
+    "abs",
+];
 const BINARY: &[&str] = &["add", "sub", "mul", "div", "max", "min"];
 const DTYPES: &[Dt] = &[Dt::F32, Dt::F16, Dt::Bf16];
 
@@ -253,31 +332,69 @@ fn compare(what: &str, dt: Dt, exact: bool, got: &[f32], want: &[f64]) -> f64 {
     max_err
 }
 
-fn run_unary(k: &Kernels, op: &str, dt: Dt, out_shape: &[usize], in_shape: &[usize], seed: u64) -> f64 {
+fn run_unary(
+    k: &Kernels,
+    op: &str,
+    dt: Dt,
+    out_shape: &[usize],
+    in_shape: &[usize],
+    seed: u64,
+) -> f64 {
     let out = dims5(out_shape);
     let n: usize = out.iter().product();
     let nin: usize = in_shape.iter().product();
-    let (lo, hi) = if op == "exp" { (-10.0, 10.0) } else { (-6.0, 6.0) };
-    let x: Vec<f32> = values(nin, seed, lo, hi).into_iter().map(|v| dt.round(v)).collect();
+    let (lo, hi) = if op == "exp" {
+        (-10.0, 10.0)
+    } else {
+        (-6.0, 6.0)
+    };
+    let x: Vec<f32> = values(nin, seed, lo, hi)
+        .into_iter()
+        .map(|v| dt.round(v))
+        .collect();
     let sx = bcast_strides(in_shape, &out);
-    let want: Vec<f64> = (0..n).map(|i| unary_ref(op, x[offset(i, &out, &sx)] as f64)).collect();
+    let want: Vec<f64> = (0..n)
+        .map(|i| unary_ref(op, x[offset(i, &out, &sx)] as f64))
+        .collect();
     let dx = Buf::upload(&k.dev, dt, &x);
     let dy = Buf::zeros(&k.dev, dt, n);
     let name = format!("hipdnn_pw_{op}_{}", dt.name());
     let mut args = vec![dx.arg(), dy.arg()];
     args.extend(out.iter().map(|&d| KernelArg::from(d as i32)));
     args.extend(sx.iter().map(|&s| KernelArg::from(s)));
-    k.fns[&name].launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args).unwrap();
+    k.fns[&name]
+        .launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args)
+        .unwrap();
     k.stream.synchronize().unwrap();
-    compare(&format!("{name} {out_shape:?}<-{in_shape:?}"), dt, exact_op(op), &dy.download(dt), &want)
+    compare(
+        &format!("{name} {out_shape:?}<-{in_shape:?}"),
+        dt,
+        exact_op(op),
+        &dy.download(dt),
+        &want,
+    )
 }
 
 #[allow(clippy::too_many_arguments)]
-fn run_binary(k: &Kernels, op: &str, dt: Dt, out_shape: &[usize], a_shape: &[usize], b_shape: &[usize], seed: u64) -> f64 {
+fn run_binary(
+    k: &Kernels,
+    op: &str,
+    dt: Dt,
+    out_shape: &[usize],
+    a_shape: &[usize],
+    b_shape: &[usize],
+    seed: u64,
+) -> f64 {
     let out = dims5(out_shape);
     let n: usize = out.iter().product();
-    let a: Vec<f32> = values(a_shape.iter().product(), seed, -4.0, 4.0).into_iter().map(|v| dt.round(v)).collect();
-    let mut b: Vec<f32> = values(b_shape.iter().product(), seed + 1, -4.0, 4.0).into_iter().map(|v| dt.round(v)).collect();
+    let a: Vec<f32> = values(a_shape.iter().product(), seed, -4.0, 4.0)
+        .into_iter()
+        .map(|v| dt.round(v))
+        .collect();
+    let mut b: Vec<f32> = values(b_shape.iter().product(), seed + 1, -4.0, 4.0)
+        .into_iter()
+        .map(|v| dt.round(v))
+        .collect();
     if op == "div" {
         for v in &mut b {
             if v.abs() < 0.25 {
@@ -287,15 +404,29 @@ fn run_binary(k: &Kernels, op: &str, dt: Dt, out_shape: &[usize], a_shape: &[usi
     }
     let (sa, sb) = (bcast_strides(a_shape, &out), bcast_strides(b_shape, &out));
     // Reference: the op in f32 on the (16-bit-rounded) inputs, as the kernel computes it.
-    let want: Vec<f64> = (0..n).map(|i| binary_ref(op, a[offset(i, &out, &sa)], b[offset(i, &out, &sb)]) as f64).collect();
-    let (da, db, dy) = (Buf::upload(&k.dev, dt, &a), Buf::upload(&k.dev, dt, &b), Buf::zeros(&k.dev, dt, n));
+    let want: Vec<f64> = (0..n)
+        .map(|i| binary_ref(op, a[offset(i, &out, &sa)], b[offset(i, &out, &sb)]) as f64)
+        .collect();
+    let (da, db, dy) = (
+        Buf::upload(&k.dev, dt, &a),
+        Buf::upload(&k.dev, dt, &b),
+        Buf::zeros(&k.dev, dt, n),
+    );
     let name = format!("hipdnn_pw_{op}_{}", dt.name());
     let mut args = vec![da.arg(), db.arg(), dy.arg()];
     args.extend(out.iter().map(|&d| KernelArg::from(d as i32)));
     args.extend(sa.iter().chain(&sb).map(|&s| KernelArg::from(s)));
-    k.fns[&name].launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args).unwrap();
+    k.fns[&name]
+        .launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args)
+        .unwrap();
     k.stream.synchronize().unwrap();
-    compare(&format!("{name} {a_shape:?},{b_shape:?}"), dt, true, &dy.download(dt), &want)
+    compare(
+        &format!("{name} {a_shape:?},{b_shape:?}"),
+        dt,
+        true,
+        &dy.download(dt),
+        &want,
+    )
 }
 
 fn pointwise(file: &str) {
@@ -327,7 +458,10 @@ fn pointwise(file: &str) {
             }
         }
     }
-    println!("{}: {count} pointwise launches match the CPU loops; max |error| per kernel:", k.label);
+    println!(
+        "{}: {count} pointwise launches match the CPU loops; max |error| per kernel:",
+        k.label
+    );
     for (name, e) in worst {
         println!("  {name}: {e:.3e}");
     }
@@ -340,7 +474,10 @@ fn gpu_pointwise_matches_cpu() {
 
 #[test]
 fn gpu_pointwise_ptx_fallback_matches_cpu() {
-    if matches!(GpuRuntime::load().map(|r| r.platform()), Ok(hipdnn_provider::hip::Platform::Nvidia)) {
+    if matches!(
+        GpuRuntime::load().map(|r| r.platform()),
+        Ok(hipdnn_provider::hip::Platform::Nvidia)
+    ) {
         pointwise("kernels-ptx.json");
     } else {
         println!("skipped: no GPU (or not an NVIDIA GPU; PTX fallback applies to NVIDIA only)");
@@ -381,13 +518,22 @@ impl Conv {
                         for c in 0..self.c {
                             for r in 0..self.r {
                                 for s in 0..self.s {
-                                    let ih = (op * self.stride.0 + r * self.dil.0) as isize - self.pad.0 as isize;
-                                    let iw = (oq * self.stride.1 + s * self.dil.1) as isize - self.pad.1 as isize;
-                                    if ih < 0 || iw < 0 || ih >= self.h as isize || iw >= self.w as isize {
+                                    let ih = (op * self.stride.0 + r * self.dil.0) as isize
+                                        - self.pad.0 as isize;
+                                    let iw = (oq * self.stride.1 + s * self.dil.1) as isize
+                                        - self.pad.1 as isize;
+                                    if ih < 0
+                                        || iw < 0
+                                        || ih >= self.h as isize
+                                        || iw >= self.w as isize
+                                    {
                                         continue;
                                     }
-                                    let xv = x[((n * self.c + c) * self.h + ih as usize) * self.w + iw as usize] as f64;
-                                    let wv = wt[((k * self.c + c) * self.r + r) * self.s + s] as f64;
+                                    let xv = x[((n * self.c + c) * self.h + ih as usize) * self.w
+                                        + iw as usize]
+                                        as f64;
+                                    let wv =
+                                        wt[((k * self.c + c) * self.r + r) * self.s + s] as f64;
                                     acc += xv * wv;
                                     m += (xv * wv).abs();
                                 }
@@ -412,47 +558,176 @@ impl Conv {
 
 fn run_conv(kn: &Kernels, cv: Conv, dt: Dt, v1: bool, seed: u64) -> f64 {
     let (p, q) = cv.pq();
-    let x: Vec<f32> = values(cv.n * cv.c * cv.h * cv.w, seed, -1.0, 1.0).into_iter().map(|v| dt.round(v)).collect();
-    let wt: Vec<f32> = values(cv.k * cv.c * cv.r * cv.s, seed + 1, -1.0, 1.0).into_iter().map(|v| dt.round(v)).collect();
-    let bias: Vec<f32> = values(cv.k, seed + 2, -1.0, 1.0).into_iter().map(|v| dt.round(v)).collect();
+    let x: Vec<f32> = values(cv.n * cv.c * cv.h * cv.w, seed, -1.0, 1.0)
+        .into_iter()
+        .map(|v| dt.round(v))
+        .collect();
+    let wt: Vec<f32> = values(cv.k * cv.c * cv.r * cv.s, seed + 1, -1.0, 1.0)
+        .into_iter()
+        .map(|v| dt.round(v))
+        .collect();
+    let bias: Vec<f32> = values(cv.k, seed + 2, -1.0, 1.0)
+        .into_iter()
+        .map(|v| dt.round(v))
+        .collect();
     let (want, mag) = cv.reference(&x, &wt, &bias);
     let total = cv.n * cv.k * p * q;
-    let (dx, dw, db, dy) = (Buf::upload(&kn.dev, dt, &x), Buf::upload(&kn.dev, dt, &wt), Buf::upload(&kn.dev, dt, &bias), Buf::zeros(&kn.dev, dt, total));
+    let (dx, dw, db, dy) = (
+        Buf::upload(&kn.dev, dt, &x),
+        Buf::upload(&kn.dev, dt, &wt),
+        Buf::upload(&kn.dev, dt, &bias),
+        Buf::zeros(&kn.dev, dt, total),
+    );
     let i = |v: usize| KernelArg::from(v as i32);
     let (name, args) = if v1 {
         let name = format!("hipdnn_conv_fwd_v1_{}", dt.name());
-        (name, vec![dx.arg(), dw.arg(), dy.arg(), i(cv.n), i(cv.c), i(cv.h), i(cv.w), i(cv.k), i(cv.r), i(cv.s)])
+        (
+            name,
+            vec![
+                dx.arg(),
+                dw.arg(),
+                dy.arg(),
+                i(cv.n),
+                i(cv.c),
+                i(cv.h),
+                i(cv.w),
+                i(cv.k),
+                i(cv.r),
+                i(cv.s),
+            ],
+        )
     } else {
         let name = format!("hipdnn_conv_fwd_{}", dt.name());
         let args = vec![
-            dx.arg(), dw.arg(), db.arg(), dy.arg(), i(cv.n), i(cv.c), i(cv.h), i(cv.w), i(cv.k), i(cv.r), i(cv.s), i(p), i(q),
-            i(cv.pad.0), i(cv.pad.1), i(cv.stride.0), i(cv.stride.1), i(cv.dil.0), i(cv.dil.1), KernelArg::from(cv.epilogue),
+            dx.arg(),
+            dw.arg(),
+            db.arg(),
+            dy.arg(),
+            i(cv.n),
+            i(cv.c),
+            i(cv.h),
+            i(cv.w),
+            i(cv.k),
+            i(cv.r),
+            i(cv.s),
+            i(p),
+            i(q),
+            i(cv.pad.0),
+            i(cv.pad.1),
+            i(cv.stride.0),
+            i(cv.stride.1),
+            i(cv.dil.0),
+            i(cv.dil.1),
+            KernelArg::from(cv.epilogue),
         ];
         (name, args)
     };
-    kn.fns[&name].launch(&kn.stream, LaunchConfig::linear(total as u64, 128), &args).unwrap();
+    kn.fns[&name]
+        .launch(&kn.stream, LaunchConfig::linear(total as u64, 128), &args)
+        .unwrap();
     kn.stream.synchronize().unwrap();
     let got = dy.download(dt);
-    let (rtol, atol) = if dt == Dt::F32 { (1e-5, 1e-6) } else { (2e-3, 1e-3) };
+    let (rtol, atol) = if dt == Dt::F32 {
+        (1e-5, 1e-6)
+    } else {
+        (2e-3, 1e-3)
+    };
     let mut max_err = 0f64;
     for (j, ((&g, &w), &m)) in got.iter().zip(&want).zip(&mag).enumerate() {
         let err = (g as f64 - w).abs();
         max_err = max_err.max(err);
-        assert!(err <= rtol * m + atol, "{name} {cv:?}: element {j}: got {g}, want {w}");
+        assert!(
+            err <= rtol * m + atol,
+            "{name} {cv:?}: element {j}: got {g}, want {w}"
+        );
     }
     max_err
 }
 
 #[test]
 fn gpu_conv_fwd_matches_cpu() {
-    let Some(k) = setup("kernels.json") else { return };
+    let Some(k) = setup("kernels.json") else {
+        return;
+    };
     let cases = [
-        Conv { n: 1, c: 1, h: 5, w: 5, k: 1, r: 3, s: 3, pad: (0, 0), stride: (1, 1), dil: (1, 1), epilogue: 0 },
-        Conv { n: 2, c: 3, h: 8, w: 7, k: 4, r: 3, s: 3, pad: (1, 1), stride: (1, 1), dil: (1, 1), epilogue: 1 },
-        Conv { n: 2, c: 3, h: 9, w: 9, k: 5, r: 3, s: 2, pad: (1, 0), stride: (2, 1), dil: (1, 2), epilogue: 3 },
-        Conv { n: 1, c: 8, h: 16, w: 16, k: 16, r: 1, s: 1, pad: (0, 0), stride: (1, 1), dil: (1, 1), epilogue: 2 },
-        Conv { n: 3, c: 4, h: 10, w: 12, k: 6, r: 5, s: 3, pad: (2, 1), stride: (3, 2), dil: (2, 1), epilogue: 3 },
-        Conv { n: 4, c: 16, h: 32, w: 32, k: 32, r: 3, s: 3, pad: (1, 1), stride: (1, 1), dil: (1, 1), epilogue: 3 },
+        Conv {
+            n: 1,
+            c: 1,
+            h: 5,
+            w: 5,
+            k: 1,
+            r: 3,
+            s: 3,
+            pad: (0, 0),
+            stride: (1, 1),
+            dil: (1, 1),
+            epilogue: 0,
+        },
+        Conv {
+            n: 2,
+            c: 3,
+            h: 8,
+            w: 7,
+            k: 4,
+            r: 3,
+            s: 3,
+            pad: (1, 1),
+            stride: (1, 1),
+            dil: (1, 1),
+            epilogue: 1,
+        },
+        Conv {
+            n: 2,
+            c: 3,
+            h: 9,
+            w: 9,
+            k: 5,
+            r: 3,
+            s: 2,
+            pad: (1, 0),
+            stride: (2, 1),
+            dil: (1, 2),
+            epilogue: 3,
+        },
+        Conv {
+            n: 1,
+            c: 8,
+            h: 16,
+            w: 16,
+            k: 16,
+            r: 1,
+            s: 1,
+            pad: (0, 0),
+            stride: (1, 1),
+            dil: (1, 1),
+            epilogue: 2,
+        },
+        Conv {
+            n: 3,
+            c: 4,
+            h: 10,
+            w: 12,
+            k: 6,
+            r: 5,
+            s: 3,
+            pad: (2, 1),
+            stride: (3, 2),
+            dil: (2, 1),
+            epilogue: 3,
+        },
+        Conv {
+            n: 4,
+            c: 16,
+            h: 32,
+            w: 32,
+            k: 32,
+            r: 3,
+            s: 3,
+            pad: (1, 1),
+            stride: (1, 1),
+            dil: (1, 1),
+            epilogue: 3,
+        },
     ];
     let mut n = 0;
     for (ci, cv) in cases.iter().enumerate() {
@@ -473,19 +748,31 @@ fn gpu_conv_fwd_matches_cpu() {
 
 #[test]
 fn gpu_launch_checks_and_errors() {
-    let Some(k) = setup("kernels.json") else { return };
+    let Some(k) = setup("kernels.json") else {
+        return;
+    };
     // Wrong argument count and kind are refused before the driver is called.
     let f = &k.fns["hipdnn_pw_add_f32"];
     let b = k.dev.htod(&[1f32; 4]).unwrap();
-    let e = f.launch(&k.stream, LaunchConfig::linear(4, 64), &[(&b).into()]).unwrap_err();
-    assert_eq!(e.to_string(), "kernel 'hipdnn_pw_add_f32': 1 arguments given, the signature has 18");
+    let e = f
+        .launch(&k.stream, LaunchConfig::linear(4, 64), &[(&b).into()])
+        .unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        "kernel 'hipdnn_pw_add_f32': 1 arguments given, the signature has 18"
+    );
     let mut args: Vec<KernelArg> = vec![(&b).into(), 3i32.into(), (&b).into()];
     args.extend((0..15).map(|_| KernelArg::from(1i32)));
-    let e = f.launch(&k.stream, LaunchConfig::linear(4, 64), &args).unwrap_err();
+    let e = f
+        .launch(&k.stream, LaunchConfig::linear(4, 64), &args)
+        .unwrap_err();
     assert!(matches!(e, LaunchError::Signature { .. }), "{e}");
     assert!(e.to_string().contains("argument 1 is a by_value of 4 bytes, the signature records global_buffer of 8 bytes at offset 8"), "{e}");
     // A code object that is not one is refused by the driver with the HIP name first.
-    let e = k.dev.load_module(b"definitely not a code object").unwrap_err();
+    let e = k
+        .dev
+        .load_module(b"definitely not a code object")
+        .unwrap_err();
     assert!(e.to_string().starts_with("hipModuleLoadData"), "{e}");
     println!("bad module: {e}");
     // Unknown kernel name.
@@ -497,7 +784,9 @@ fn gpu_launch_checks_and_errors() {
 
 #[test]
 fn gpu_event_timing() {
-    let Some(k) = setup("kernels.json") else { return };
+    let Some(k) = setup("kernels.json") else {
+        return;
+    };
     let n = 1 << 24;
     let x = k.dev.htod(&values(n, 1, -1.0, 1.0)).unwrap();
     let y = k.dev.alloc::<f32>(n).unwrap();
@@ -505,11 +794,13 @@ fn gpu_event_timing() {
     args.extend([1, 1, 1, 1, n as i32, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1].map(KernelArg::from));
     let f = &k.fns["hipdnn_pw_add_f32"];
     let (start, end) = (Event::new(&k.dev).unwrap(), Event::new(&k.dev).unwrap());
-    f.launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args).unwrap();
+    f.launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args)
+        .unwrap();
     start.record(&k.stream).unwrap();
     let reps = 20;
     for _ in 0..reps {
-        f.launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args).unwrap();
+        f.launch(&k.stream, LaunchConfig::linear(n as u64, 256), &args)
+            .unwrap();
     }
     end.record(&k.stream).unwrap();
     end.synchronize().unwrap();
@@ -519,5 +810,8 @@ fn gpu_event_timing() {
     let got = y.to_vec().unwrap();
     let xs = x.to_vec().unwrap();
     assert!(got.iter().zip(&xs).all(|(g, v)| *g == v + v));
-    println!("{}: hipdnn_pw_add_f32 over {n} elements: {ms:.4} ms per launch ({gbs:.0} GB/s)", k.label);
+    println!(
+        "{}: hipdnn_pw_add_f32 over {n} elements: {ms:.4} ms per launch ({gbs:.0} GB/s)",
+        k.label
+    );
 }

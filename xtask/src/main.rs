@@ -73,9 +73,26 @@ fn amd_e_flags(arch: &str) -> u32 {
     }
 }
 
-const HIP_FLAGS: &[&str] = &["-x", "hip", "-cuid=hipdnn", "-nogpulib", "-nogpuinc", "--cuda-device-only", "--no-gpu-bundle-output", "-O3"];
-const CUDA_FLAGS: &[&str] =
-    &["-x", "cuda", "--cuda-feature=+ptx78", "--cuda-device-only", "-nocudainc", "-nocudalib", "-O3", "-S"];
+const HIP_FLAGS: &[&str] = &[
+    "-x",
+    "hip",
+    "-cuid=hipdnn",
+    "-nogpulib",
+    "-nogpuinc",
+    "--cuda-device-only",
+    "--no-gpu-bundle-output",
+    "-O3",
+];
+const CUDA_FLAGS: &[&str] = &[
+    "-x",
+    "cuda",
+    "--cuda-feature=+ptx78",
+    "--cuda-device-only",
+    "-nocudainc",
+    "-nocudalib",
+    "-O3",
+    "-S",
+];
 
 struct Tools {
     clang19: String,
@@ -87,7 +104,11 @@ struct Tools {
 fn run(cmd: &mut Command) -> Res<String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
     if !out.status.success() {
-        return Err(format!("{cmd:?} failed: {}\n{}", out.status, String::from_utf8_lossy(&out.stderr)));
+        return Err(format!(
+            "{cmd:?} failed: {}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        ));
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
@@ -98,7 +119,11 @@ fn first_line_version(tool: &str) -> Res<String> {
 }
 
 fn have(tool: &str) -> bool {
-    Command::new(tool).arg("--version").output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new(tool)
+        .arg("--version")
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 fn find_ptxas() -> Option<PathBuf> {
@@ -147,7 +172,9 @@ fn hsaco_metadata(readelf: &str, path: &Path) -> Res<(String, SigMap)> {
     let mut cur: Option<(String, u32, u32)> = None;
     let mut in_args = false;
     let mut name: Option<String> = None;
-    let flush_kernel = |name: &mut Option<String>, args: &mut Vec<(String, u32, u32)>, kernels: &mut BTreeMap<_, _>| {
+    let flush_kernel = |name: &mut Option<String>,
+                        args: &mut Vec<(String, u32, u32)>,
+                        kernels: &mut BTreeMap<_, _>| {
         if let Some(n) = name.take() {
             kernels.insert(n, std::mem::take(args));
         }
@@ -201,7 +228,14 @@ fn hsaco_metadata(readelf: &str, path: &Path) -> Res<(String, SigMap)> {
     flush_kernel(&mut name, &mut args, &mut kernels);
     let kernels = kernels
         .into_iter()
-        .map(|(k, v): (String, Vec<(String, u32, u32)>)| (k, v.into_iter().filter(|a| !a.0.starts_with("hidden_")).collect()))
+        .map(|(k, v): (String, Vec<(String, u32, u32)>)| {
+            (
+                k,
+                v.into_iter()
+                    .filter(|a| !a.0.starts_with("hidden_"))
+                    .collect(),
+            )
+        })
         .collect();
     Ok((target, kernels))
 }
@@ -213,7 +247,12 @@ fn ptx_entries(ptx: &str) -> BTreeMap<String, Vec<u32>> {
     for line in ptx.lines() {
         let l = line.trim();
         if let Some(rest) = l.strip_prefix(".visible .entry ") {
-            let name = rest.split('(').next().unwrap_or_default().trim().to_string();
+            let name = rest
+                .split('(')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_string();
             cur = Some((name, Vec::new()));
             if !rest.contains(")") {
                 continue;
@@ -221,7 +260,11 @@ fn ptx_entries(ptx: &str) -> BTreeMap<String, Vec<u32>> {
         }
         if let Some((_, params)) = cur.as_mut() {
             if let Some(p) = l.strip_prefix(".param ") {
-                let size = if p.starts_with(".u64") || p.starts_with(".b64") || p.starts_with(".s64") || p.starts_with(".f64") {
+                let size = if p.starts_with(".u64")
+                    || p.starts_with(".b64")
+                    || p.starts_with(".s64")
+                    || p.starts_with(".f64")
+                {
                     8
                 } else {
                     4
@@ -287,23 +330,47 @@ fn build_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<(Vec<Product>, Value)
                     Some(clang) => {
                         let out = work.join(format!("{family}.hsaco"));
                         let arch_flag = format!("--offload-arch={arch}");
-                        run(Command::new(clang).args(&flags).arg(&arch_flag).arg("-o").arg(&out).arg(&src_path))?;
+                        run(Command::new(clang)
+                            .args(&flags)
+                            .arg(&arch_flag)
+                            .arg("-o")
+                            .arg(&out)
+                            .arg(&src_path))?;
                         prov.insert("compiler".into(), json!(first_line_version(clang)?));
                         std::fs::read(&out).map_err(|e| e.to_string())?
                     }
                     None => carry_over(cx, arch, &key)?,
                 };
-                prov.insert("flags".into(), json!(format!("{} --offload-arch={arch}", flags.join(" "))));
-                products.push(Product { family, kind: "hsaco", toc_key: key, bytes });
+                prov.insert(
+                    "flags".into(),
+                    json!(format!("{} --offload-arch={arch}", flags.join(" "))),
+                );
+                products.push(Product {
+                    family,
+                    kind: "hsaco",
+                    toc_key: key,
+                    bytes,
+                });
             }
             Vendor::Nvidia => {
                 let flags: Vec<&str> = CUDA_FLAGS.to_vec();
                 let key = toc_key(family, "ptx", &source, &header, &flags);
                 let out = work.join(format!("{family}.ptx"));
                 let arch_flag = format!("--cuda-gpu-arch={arch}");
-                run(Command::new(&cx.tools.clang19).args(&flags).arg(&arch_flag).arg("-o").arg(&out).arg(&src_path))?;
-                prov.insert("compiler".into(), json!(first_line_version(&cx.tools.clang19)?));
-                prov.insert("flags".into(), json!(format!("{} {arch_flag}", flags.join(" "))));
+                run(Command::new(&cx.tools.clang19)
+                    .args(&flags)
+                    .arg(&arch_flag)
+                    .arg("-o")
+                    .arg(&out)
+                    .arg(&src_path))?;
+                prov.insert(
+                    "compiler".into(),
+                    json!(first_line_version(&cx.tools.clang19)?),
+                );
+                prov.insert(
+                    "flags".into(),
+                    json!(format!("{} {arch_flag}", flags.join(" "))),
+                );
                 let ptx = std::fs::read(&out).map_err(|e| e.to_string())?;
                 let ptxas_flags = ["-O3"];
                 let mut cflags = flags.clone();
@@ -313,16 +380,37 @@ fn build_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<(Vec<Product>, Value)
                 let cubin = match &cx.tools.ptxas {
                     Some(ptxas) => {
                         let cout = work.join(format!("{family}.cubin"));
-                        run(Command::new(ptxas).args(ptxas_flags).arg(format!("-arch={arch}")).arg("-o").arg(&cout).arg(&out))?;
+                        run(Command::new(ptxas)
+                            .args(ptxas_flags)
+                            .arg(format!("-arch={arch}"))
+                            .arg("-o")
+                            .arg(&cout)
+                            .arg(&out))?;
                         let v = run(Command::new(ptxas).arg("--version"))?;
-                        prov.insert("assembler".into(), json!(v.lines().last().unwrap_or_default().trim()));
-                        prov.insert("assembler_flags".into(), json!(format!("ptxas -O3 -arch={arch}")));
+                        prov.insert(
+                            "assembler".into(),
+                            json!(v.lines().last().unwrap_or_default().trim()),
+                        );
+                        prov.insert(
+                            "assembler_flags".into(),
+                            json!(format!("ptxas -O3 -arch={arch}")),
+                        );
                         std::fs::read(&cout).map_err(|e| e.to_string())?
                     }
                     None => carry_over(cx, arch, &ckey)?,
                 };
-                products.push(Product { family, kind: "cubin", toc_key: ckey, bytes: cubin });
-                products.push(Product { family, kind: "ptx", toc_key: key, bytes: ptx });
+                products.push(Product {
+                    family,
+                    kind: "cubin",
+                    toc_key: ckey,
+                    bytes: cubin,
+                });
+                products.push(Product {
+                    family,
+                    kind: "ptx",
+                    toc_key: key,
+                    bytes: ptx,
+                });
             }
         }
     }
@@ -338,9 +426,13 @@ fn archive_name(arch: &str) -> String {
 /// Reads `toc_key` for `arch` from the committed archive (tool missing here).
 fn carry_over(cx: &Ctx, arch: &str, key: &str) -> Res<Vec<u8>> {
     let path = cx.committed.join(arch).join(archive_name(arch));
-    eprintln!("note: compiler for {arch} not available; carrying over {key} from {}", path.display());
+    eprintln!(
+        "note: compiler for {arch} not available; carrying over {key} from {}",
+        path.display()
+    );
     let a = KpackArchive::open(&path).map_err(|e| format!("{}: {e}", path.display()))?;
-    a.get_kernel(key, arch).map_err(|e| format!("{}: {key}: {e}", path.display()))
+    a.get_kernel(key, arch)
+        .map_err(|e| format!("{}: {key}: {e}", path.display()))
 }
 
 /// The committed provenance (when a product was carried over, its versions are kept).
@@ -363,11 +455,18 @@ fn write_arch(cx: &Ctx, out_dir: &Path, arch: &str, vendor: Vendor) -> Res<()> {
     }
     let dir = out_dir.join(arch);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
-    let mut w = KpackWriter::new(GROUP, arch, vec![arch.to_string()], CompressionScheme::ZstdPerKernel);
+    let mut w = KpackWriter::new(
+        GROUP,
+        arch,
+        vec![arch.to_string()],
+        CompressionScheme::ZstdPerKernel,
+    );
     for p in &products {
-        w.add_kernel(&p.toc_key, arch, p.kind, p.bytes.clone(), None).map_err(|e| e.to_string())?;
+        w.add_kernel(&p.toc_key, arch, p.kind, p.bytes.clone(), None)
+            .map_err(|e| e.to_string())?;
     }
-    w.write_to(dir.join(archive_name(arch))).map_err(|e| e.to_string())?;
+    w.write_to(dir.join(archive_name(arch)))
+        .map_err(|e| e.to_string())?;
 
     // Signatures: AMD from the code-object metadata of this arch; NVIDIA from the gfx942 build
     // of the same source (kpack.md §10), cross-checked against the PTX parameter sizes.
@@ -395,22 +494,34 @@ fn write_arch(cx: &Ctx, out_dir: &Path, arch: &str, vendor: Vendor) -> Res<()> {
             let ptx_text;
             let symbols: Vec<String> = if kind == "hsaco" {
                 let f = cx.scratch.join(format!("{arch}-{}.hsaco", p.family));
-                hsaco_metadata(&cx.tools.readelf, &f)?.1.into_keys().collect()
+                hsaco_metadata(&cx.tools.readelf, &f)?
+                    .1
+                    .into_keys()
+                    .collect()
             } else {
-                let ptx = products.iter().find(|q| q.kind == "ptx" && q.family == p.family).ok_or("no ptx")?;
+                let ptx = products
+                    .iter()
+                    .find(|q| q.kind == "ptx" && q.family == p.family)
+                    .ok_or("no ptx")?;
                 ptx_text = String::from_utf8_lossy(&ptx.bytes).into_owned();
                 let entries = ptx_entries(&ptx_text);
                 for (name, sizes) in &entries {
-                    let sig = sigs.get(name).ok_or_else(|| format!("{name}: no AMDGPU metadata"))?;
+                    let sig = sigs
+                        .get(name)
+                        .ok_or_else(|| format!("{name}: no AMDGPU metadata"))?;
                     let amd_sizes: Vec<u32> = sig.iter().map(|a| a.1).collect();
                     if &amd_sizes != sizes {
-                        return Err(format!("{name}: PTX parameter sizes {sizes:?} differ from the AMDGPU signature {amd_sizes:?}"));
+                        return Err(format!(
+                            "{name}: PTX parameter sizes {sizes:?} differ from the AMDGPU signature {amd_sizes:?}"
+                        ));
                     }
                 }
                 entries.into_keys().collect()
             };
             for sym in symbols {
-                let sig = sigs.get(&sym).ok_or_else(|| format!("{sym}: no signature"))?;
+                let sig = sigs
+                    .get(&sym)
+                    .ok_or_else(|| format!("{sym}: no signature"))?;
                 let mut k = describe(&sym);
                 let src = json!({
                     "kind": "kpack",
@@ -444,10 +555,15 @@ fn write_arch(cx: &Ctx, out_dir: &Path, arch: &str, vendor: Vendor) -> Res<()> {
 fn verify_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<usize> {
     let dir = cx.committed.join(arch);
     let archive = KpackArchive::open(dir.join(archive_name(arch))).map_err(|e| e.to_string())?;
-    let files: &[&str] = if vendor == Vendor::Amd { &["kernels.json"] } else { &["kernels.json", "kernels-ptx.json"] };
+    let files: &[&str] = if vendor == Vendor::Amd {
+        &["kernels.json"]
+    } else {
+        &["kernels.json", "kernels-ptx.json"]
+    };
     let mut checked = 0;
     for file in files {
-        let text = std::fs::read_to_string(dir.join(file)).map_err(|e| format!("{arch}/{file}: {e}"))?;
+        let text =
+            std::fs::read_to_string(dir.join(file)).map_err(|e| format!("{arch}/{file}: {e}"))?;
         let doc: Value = serde_json::from_str(&text).map_err(|e| format!("{arch}/{file}: {e}"))?;
         let kernels = doc["kernels"].as_array().ok_or("no kernels")?;
         let mut cache: BTreeMap<String, Entry> = BTreeMap::new();
@@ -457,8 +573,11 @@ fn verify_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<usize> {
             let sym = ks["symbol"].as_str().ok_or("symbol")?;
             let ctx = format!("{arch}/{file}: {sym}");
             if !cache.contains_key(&key) {
-                let bytes = archive.get_kernel(&key, arch).map_err(|e| format!("{ctx}: {e}"))?;
-                let (mut header, mut syms, mut meta) = (String::new(), String::new(), BTreeMap::new());
+                let bytes = archive
+                    .get_kernel(&key, arch)
+                    .map_err(|e| format!("{ctx}: {e}"))?;
+                let (mut header, mut syms, mut meta) =
+                    (String::new(), String::new(), BTreeMap::new());
                 if bytes.starts_with(b"\x7fELF") && vendor == Vendor::Amd {
                     let f = cx.scratch.join(format!("verify-{arch}.hsaco"));
                     std::fs::write(&f, &bytes).map_err(|e| e.to_string())?;
@@ -480,22 +599,37 @@ fn verify_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<usize> {
                 .as_array()
                 .ok_or("signature")?
                 .iter()
-                .map(|a| (a["kind"].as_str().unwrap_or_default().to_string(), a["size"].as_u64().unwrap_or(0) as u32, a["offset"].as_u64().unwrap_or(0) as u32))
+                .map(|a| {
+                    (
+                        a["kind"].as_str().unwrap_or_default().to_string(),
+                        a["size"].as_u64().unwrap_or(0) as u32,
+                        a["offset"].as_u64().unwrap_or(0) as u32,
+                    )
+                })
                 .collect();
             match (vendor, k["payload"].as_str()) {
                 (Vendor::Amd, Some("hsaco")) => {
                     let flags = format!("0x{:X}", amd_e_flags(arch));
-                    for need in ["AMDGPU - HSA", "ABI Version:                       3", "EM_AMDGPU", flags.as_str()] {
+                    for need in [
+                        "AMDGPU - HSA",
+                        "ABI Version:                       3",
+                        "EM_AMDGPU",
+                        flags.as_str(),
+                    ] {
                         if !header.contains(need) {
                             return Err(format!("{ctx}: ELF header lacks {need:?}"));
                         }
                     }
-                    let has = |s: &str| syms.lines().any(|l| l.split_whitespace().last() == Some(s));
+                    let has =
+                        |s: &str| syms.lines().any(|l| l.split_whitespace().last() == Some(s));
                     if !has(sym) || !has(&format!("{sym}.kd")) {
                         return Err(format!("{ctx}: symbol or {sym}.kd missing"));
                     }
                     if meta.get(sym) != Some(&sig) {
-                        return Err(format!("{ctx}: metadata args {:?} differ from the descriptor signature {sig:?}", meta.get(sym)));
+                        return Err(format!(
+                            "{ctx}: metadata args {:?} differ from the descriptor signature {sig:?}",
+                            meta.get(sym)
+                        ));
                     }
                 }
                 (Vendor::Nvidia, Some("ptx")) => {
@@ -505,12 +639,16 @@ fn verify_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<usize> {
                     }
                     let sizes: Vec<u32> = sig.iter().map(|a| a.1).collect();
                     if ptx_entries(&t).get(sym) != Some(&sizes) {
-                        return Err(format!("{ctx}: PTX entry missing or parameters differ from the signature"));
+                        return Err(format!(
+                            "{ctx}: PTX entry missing or parameters differ from the signature"
+                        ));
                     }
                 }
                 (Vendor::Nvidia, Some("cubin")) => {
                     // ELF64, e_machine EM_CUDA (190) at offset 18.
-                    if !bytes.starts_with(b"\x7fELF\x02") || bytes.get(18..20) != Some(&190u16.to_le_bytes()[..]) {
+                    if !bytes.starts_with(b"\x7fELF\x02")
+                        || bytes.get(18..20) != Some(&190u16.to_le_bytes()[..])
+                    {
                         return Err(format!("{ctx}: not a CUDA ELF"));
                     }
                 }
@@ -551,10 +689,15 @@ fn main() {
 }
 
 fn pack(check: bool) -> Res<()> {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().ok_or("no workspace root")?.to_path_buf();
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no workspace root")?
+        .to_path_buf();
     for t in ["clang++-19", "llvm-readelf-19"] {
         if !have(t) {
-            return Err(format!("{t} not found (apt-get install -y clang-19 lld-19 llvm-19)"));
+            return Err(format!(
+                "{t} not found (apt-get install -y clang-19 lld-19 llvm-19)"
+            ));
         }
     }
     let tools = Tools {
@@ -567,8 +710,17 @@ fn pack(check: bool) -> Res<()> {
     let scratch = std::env::temp_dir().join(format!("hipdnn-pack-kernels-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
-    let cx = Ctx { root, tools, scratch: scratch.clone(), committed: committed.clone() };
-    let out = if check { scratch.join("out") } else { committed.clone() };
+    let cx = Ctx {
+        root,
+        tools,
+        scratch: scratch.clone(),
+        committed: committed.clone(),
+    };
+    let out = if check {
+        scratch.join("out")
+    } else {
+        committed.clone()
+    };
     let result = (|| {
         // gfx942 first: the NVIDIA signatures are read from its build.
         let mut order: Vec<(&str, Vendor)> = ARCHES.to_vec();
@@ -580,7 +732,10 @@ fn pack(check: bool) -> Res<()> {
         if check {
             let diffs = compare_dirs(&staged, &committed)?;
             if !diffs.is_empty() {
-                return Err(format!("rebuilt kernel archives differ from the committed ones: {}", diffs.join(", ")));
+                return Err(format!(
+                    "rebuilt kernel archives differ from the committed ones: {}",
+                    diffs.join(", ")
+                ));
             }
             let mut n = 0;
             for &(arch, vendor) in ARCHES {

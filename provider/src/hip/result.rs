@@ -10,7 +10,9 @@
 
 use std::ffi::{CString, c_char, c_int, c_void};
 
-use super::sys::{self, Api, DevicePtr, Fns, RawContext, RawEvent, RawFunction, RawModule, RawStream, Status};
+use super::sys::{
+    self, Api, DevicePtr, Fns, RawContext, RawEvent, RawFunction, RawModule, RawStream, Status,
+};
 
 /// A driver call failed.
 ///
@@ -32,7 +34,9 @@ pub struct DriverError {
 }
 
 fn platform_suffix(e: &DriverError) -> String {
-    e.platform_call.map(|p| format!(" ({p})")).unwrap_or_default()
+    e.platform_call
+        .map(|p| format!(" ({p})"))
+        .unwrap_or_default()
 }
 
 /// Which platform an [`Api`] drives.
@@ -64,21 +68,35 @@ fn error_text(api: &Api, code: Status) -> (String, String) {
             let mut n: *const c_char = std::ptr::null();
             let mut t: *const c_char = std::ptr::null();
             // SAFETY: out-pointers are valid locals; unknown codes leave them null (checked).
-            let (rn, rt) = unsafe { ((c.get_error_name)(code, &mut n), (c.get_error_string)(code, &mut t)) };
-            let name = if rn == 0 { 
+            let (rn, rt) = unsafe {
+                (
+                    (c.get_error_name)(code, &mut n),
+                    (c.get_error_string)(code, &mut t),
+                )
+            };
+            let name = if rn == 0 {
                 // SAFETY: on success the driver stores a static NUL-terminated string.
                 unsafe { sys::c_str_to_string(n) }
-            } else { format!("CUresult {code}") };
+            } else {
+                format!("CUresult {code}")
+            };
             let text = if rt == 0 {
                 // SAFETY: as above.
                 unsafe { sys::c_str_to_string(t) }
-            } else { "unknown error".into() };
+            } else {
+                "unknown error".into()
+            };
             (name, text)
         }
     }
 }
 
-fn check(api: &Api, call: &'static str, platform_call: &'static str, code: Status) -> Result<(), DriverError> {
+fn check(
+    api: &Api,
+    call: &'static str,
+    platform_call: &'static str,
+    code: Status,
+) -> Result<(), DriverError> {
     if code == 0 {
         return Ok(());
     }
@@ -96,7 +114,13 @@ fn check(api: &Api, call: &'static str, platform_call: &'static str, code: Statu
 }
 
 /// A failure detected on the Rust side of a call (code -1).
-pub(crate) fn local_error(api: &Api, call: &'static str, platform_call: &'static str, name: &str, text: String) -> DriverError {
+pub(crate) fn local_error(
+    api: &Api,
+    call: &'static str,
+    platform_call: &'static str,
+    name: &str,
+    text: String,
+) -> DriverError {
     DriverError {
         call,
         platform_call: match api.fns {
@@ -147,14 +171,28 @@ pub fn device_arch(api: &Api, ordinal: i32) -> Result<String, DriverError> {
             // SAFETY: `buf` is zeroed, 8-aligned and 4096 bytes, larger than
             // hipDeviceProp_tR0600 (1472 bytes), so the runtime writes inside it.
             let code = unsafe { (h.get_device_properties)(buf.as_mut_ptr().cast(), ordinal) };
-            check(api, "hipGetDeviceProperties", "hipGetDeviceProperties", code)?;
+            check(
+                api,
+                "hipGetDeviceProperties",
+                "hipGetDeviceProperties",
+                code,
+            )?;
             let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
-            let field = &bytes[sys::HIP_PROP_GCN_ARCH_NAME_OFFSET..sys::HIP_PROP_GCN_ARCH_NAME_OFFSET + sys::HIP_PROP_GCN_ARCH_NAME_LEN];
+            let field = &bytes[sys::HIP_PROP_GCN_ARCH_NAME_OFFSET
+                ..sys::HIP_PROP_GCN_ARCH_NAME_OFFSET + sys::HIP_PROP_GCN_ARCH_NAME_LEN];
             let end = field.iter().position(|&b| b == 0).unwrap_or(field.len());
             let name = String::from_utf8_lossy(&field[..end]).into_owned();
             if !name.starts_with("gfx") {
-                return Err(local_error(api, "hipGetDeviceProperties", "hipGetDeviceProperties", "hipErrorUnknownLayout",
-                    format!("gcnArchName at offset {} reads {name:?}, not a gfx architecture", sys::HIP_PROP_GCN_ARCH_NAME_OFFSET)));
+                return Err(local_error(
+                    api,
+                    "hipGetDeviceProperties",
+                    "hipGetDeviceProperties",
+                    "hipErrorUnknownLayout",
+                    format!(
+                        "gcnArchName at offset {} reads {name:?}, not a gfx architecture",
+                        sys::HIP_PROP_GCN_ARCH_NAME_OFFSET
+                    ),
+                ));
             }
             Ok(name)
         }
@@ -162,10 +200,22 @@ pub fn device_arch(api: &Api, ordinal: i32) -> Result<String, DriverError> {
             let dev = cu_device(api, ordinal)?;
             let (mut major, mut minor): (c_int, c_int) = (0, 0);
             // SAFETY: valid out-pointers, a device handle from cuDeviceGet, documented attributes.
-            let code = unsafe { (c.device_get_attribute)(&mut major, sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev) };
+            let code = unsafe {
+                (c.device_get_attribute)(
+                    &mut major,
+                    sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR,
+                    dev,
+                )
+            };
             check(api, "hipDeviceGetAttribute", "cuDeviceGetAttribute", code)?;
             // SAFETY: as above.
-            let code = unsafe { (c.device_get_attribute)(&mut minor, sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, dev) };
+            let code = unsafe {
+                (c.device_get_attribute)(
+                    &mut minor,
+                    sys::CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR,
+                    dev,
+                )
+            };
             check(api, "hipDeviceGetAttribute", "cuDeviceGetAttribute", code)?;
             Ok(format!("sm_{major}{minor}"))
         }
@@ -185,12 +235,18 @@ pub fn device_name(api: &Api, ordinal: i32) -> Result<String, DriverError> {
         }
     };
     check(api, "hipDeviceGetName", "cuDeviceGetName", code)?;
-    let bytes: Vec<u8> = buf.iter().take_while(|&&b| b != 0).map(|&b| b as u8).collect();
+    let bytes: Vec<u8> = buf
+        .iter()
+        .take_while(|&&b| b != 0)
+        .map(|&b| b as u8)
+        .collect();
     Ok(String::from_utf8_lossy(&bytes).into_owned())
 }
 
 fn cu_device(api: &Api, ordinal: i32) -> Result<c_int, DriverError> {
-    let Fns::Cuda(c) = &api.fns else { return Ok(ordinal) };
+    let Fns::Cuda(c) = &api.fns else {
+        return Ok(ordinal);
+    };
     let mut dev: c_int = 0;
     // SAFETY: valid out-pointer; the driver validates the ordinal.
     let code = unsafe { (c.device_get)(&mut dev, ordinal) };
@@ -285,7 +341,12 @@ pub unsafe fn memcpy_htod(api: &Api, dst: DevicePtr, src: &[u8]) -> Result<(), D
     // SAFETY: `src` is a live slice; `dst` is large enough per the caller's contract.
     let code = unsafe {
         match &api.fns {
-            Fns::Hip(h) => (h.memcpy)(dst as *mut c_void, src.as_ptr().cast(), src.len(), sys::HIP_MEMCPY_HOST_TO_DEVICE),
+            Fns::Hip(h) => (h.memcpy)(
+                dst as *mut c_void,
+                src.as_ptr().cast(),
+                src.len(),
+                sys::HIP_MEMCPY_HOST_TO_DEVICE,
+            ),
             Fns::Cuda(c) => (c.memcpy_htod)(dst, src.as_ptr().cast(), src.len()),
         }
     };
@@ -300,7 +361,12 @@ pub unsafe fn memcpy_dtoh(api: &Api, dst: &mut [u8], src: DevicePtr) -> Result<(
     // SAFETY: `dst` is a live mutable slice; `src` is large enough per the caller's contract.
     let code = unsafe {
         match &api.fns {
-            Fns::Hip(h) => (h.memcpy)(dst.as_mut_ptr().cast(), src as *const c_void, dst.len(), sys::HIP_MEMCPY_DEVICE_TO_HOST),
+            Fns::Hip(h) => (h.memcpy)(
+                dst.as_mut_ptr().cast(),
+                src as *const c_void,
+                dst.len(),
+                sys::HIP_MEMCPY_DEVICE_TO_HOST,
+            ),
             Fns::Cuda(c) => (c.memcpy_dtoh)(dst.as_mut_ptr().cast(), src, dst.len()),
         }
     };
@@ -353,9 +419,19 @@ pub unsafe fn module_unload(api: &Api, m: RawModule) -> Result<(), DriverError> 
 ///
 /// # Safety
 /// `m` is a module from [`module_load_data`] that is still loaded.
-pub unsafe fn module_get_function(api: &Api, m: RawModule, name: &str) -> Result<RawFunction, DriverError> {
+pub unsafe fn module_get_function(
+    api: &Api,
+    m: RawModule,
+    name: &str,
+) -> Result<RawFunction, DriverError> {
     let cname = CString::new(name).map_err(|_| {
-        local_error(api, "hipModuleGetFunction", "cuModuleGetFunction", "hipErrorInvalidValue", format!("kernel name {name:?} contains a NUL byte"))
+        local_error(
+            api,
+            "hipModuleGetFunction",
+            "cuModuleGetFunction",
+            "hipErrorInvalidValue",
+            format!("kernel name {name:?} contains a NUL byte"),
+        )
     })?;
     let mut f: RawFunction = std::ptr::null_mut();
     // SAFETY: valid out-pointer and C string; `m` alive per the caller's contract.
@@ -392,7 +468,19 @@ pub unsafe fn launch_kernel(
     };
     // SAFETY: per the caller's contract; `extra` is null.
     let code = unsafe {
-        launch(f, grid.0, grid.1, grid.2, block.0, block.1, block.2, shared_bytes, stream, params.as_mut_ptr(), std::ptr::null_mut())
+        launch(
+            f,
+            grid.0,
+            grid.1,
+            grid.2,
+            block.0,
+            block.1,
+            block.2,
+            shared_bytes,
+            stream,
+            params.as_mut_ptr(),
+            std::ptr::null_mut(),
+        )
     };
     check(api, "hipModuleLaunchKernel", "cuLaunchKernel", code)
 }
@@ -489,7 +577,11 @@ pub unsafe fn event_synchronize(api: &Api, e: RawEvent) -> Result<(), DriverErro
 ///
 /// # Safety
 /// `start` and `end` are live events of the same device.
-pub unsafe fn event_elapsed_ms(api: &Api, start: RawEvent, end: RawEvent) -> Result<f32, DriverError> {
+pub unsafe fn event_elapsed_ms(
+    api: &Api,
+    start: RawEvent,
+    end: RawEvent,
+) -> Result<f32, DriverError> {
     let mut ms = 0f32;
     // SAFETY: valid out-pointer; events alive per the caller's contract.
     let code = unsafe {
@@ -534,7 +626,15 @@ mod tests {
             e.to_string(),
             "hipModuleLoadData (cuModuleLoadData) failed: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed"
         );
-        let amd = DriverError { platform_call: None, name: "hipErrorInvalidImage".into(), text: "invalid image".into(), ..e };
-        assert_eq!(amd.to_string(), "hipModuleLoadData failed: hipErrorInvalidImage: invalid image");
+        let amd = DriverError {
+            platform_call: None,
+            name: "hipErrorInvalidImage".into(),
+            text: "invalid image".into(),
+            ..e
+        };
+        assert_eq!(
+            amd.to_string(),
+            "hipModuleLoadData failed: hipErrorInvalidImage: invalid image"
+        );
     }
 }

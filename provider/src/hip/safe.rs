@@ -70,21 +70,38 @@ impl GpuRuntime {
     /// every attempt); `hipInit`/`cuInit` failed (e.g. no kernel driver); zero devices; a
     /// device's architecture could not be read.
     pub fn load() -> Result<Arc<GpuRuntime>, NoGpu> {
-        let api = Api::load().map_err(|tried| NoGpu { reason: format!("no HIP or CUDA driver library could be loaded ({})", tried.join("; ")) })?;
+        let api = Api::load().map_err(|tried| NoGpu {
+            reason: format!(
+                "no HIP or CUDA driver library could be loaded ({})",
+                tried.join("; ")
+            ),
+        })?;
         let platform = result::platform(&api);
-        let nogpu = |e: DriverError| NoGpu { reason: format!("{} loaded, but {e}", api.library_name) };
+        let nogpu = |e: DriverError| NoGpu {
+            reason: format!("{} loaded, but {e}", api.library_name),
+        };
         result::init(&api).map_err(nogpu)?;
         let count = result::device_count(&api).map_err(nogpu)?;
         if count == 0 {
-            return Err(NoGpu { reason: format!("{} loaded, but it reports 0 devices", api.library_name) });
+            return Err(NoGpu {
+                reason: format!("{} loaded, but it reports 0 devices", api.library_name),
+            });
         }
         let mut devices = Vec::with_capacity(count);
         for ordinal in 0..count {
             let arch = result::device_arch(&api, ordinal as i32).map_err(nogpu)?;
             let name = result::device_name(&api, ordinal as i32).unwrap_or_default();
-            devices.push(DeviceInfo { ordinal, arch, name });
+            devices.push(DeviceInfo {
+                ordinal,
+                arch,
+                name,
+            });
         }
-        Ok(Arc::new(GpuRuntime { api, platform, devices }))
+        Ok(Arc::new(GpuRuntime {
+            api,
+            platform,
+            devices,
+        }))
     }
 
     /// The platform in use.
@@ -108,11 +125,23 @@ impl GpuRuntime {
     /// [`GpuRuntime::devices`]; the driver's error from retaining/selecting the device.
     pub fn open_device(self: &Arc<Self>, ordinal: usize) -> Result<Arc<Device>, DriverError> {
         let Some(info) = self.devices.get(ordinal).cloned() else {
-            return Err(result::local_error(&self.api, "hipSetDevice", "cuDeviceGet", "hipErrorInvalidDevice",
-                format!("device ordinal {ordinal} is out of range (the runtime reports {} devices)", self.devices.len())));
+            return Err(result::local_error(
+                &self.api,
+                "hipSetDevice",
+                "cuDeviceGet",
+                "hipErrorInvalidDevice",
+                format!(
+                    "device ordinal {ordinal} is out of range (the runtime reports {} devices)",
+                    self.devices.len()
+                ),
+            ));
         };
         let ctx = result::retain_device(&self.api, ordinal as i32)?;
-        let dev = Device { rt: Arc::clone(self), info, ctx: Handle(ctx) };
+        let dev = Device {
+            rt: Arc::clone(self),
+            info,
+            ctx: Handle(ctx),
+        };
         dev.bind()?;
         Ok(Arc::new(dev))
     }
@@ -155,17 +184,34 @@ impl Device {
 
     /// Allocates `len` elements of `T` (contents unspecified; at least 1 byte is allocated so a
     /// zero-length buffer still has a distinct address).
-    pub fn alloc<T: DeviceCopy>(self: &Arc<Self>, len: usize) -> Result<DeviceBuffer<T>, DriverError> {
+    pub fn alloc<T: DeviceCopy>(
+        self: &Arc<Self>,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>, DriverError> {
         self.bind()?;
         let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
-            result::local_error(self.api(), "hipMalloc", "cuMemAlloc", "hipErrorOutOfMemory", format!("{len} elements of {} bytes overflow usize", size_of::<T>()))
+            result::local_error(
+                self.api(),
+                "hipMalloc",
+                "cuMemAlloc",
+                "hipErrorOutOfMemory",
+                format!("{len} elements of {} bytes overflow usize", size_of::<T>()),
+            )
         })?;
         let ptr = result::malloc(self.api(), bytes.max(1))?;
-        Ok(DeviceBuffer { dev: Arc::clone(self), ptr, len, _t: PhantomData })
+        Ok(DeviceBuffer {
+            dev: Arc::clone(self),
+            ptr,
+            len,
+            _t: PhantomData,
+        })
     }
 
     /// Allocates a buffer and copies `data` into it.
-    pub fn htod<T: DeviceCopy>(self: &Arc<Self>, data: &[T]) -> Result<DeviceBuffer<T>, DriverError> {
+    pub fn htod<T: DeviceCopy>(
+        self: &Arc<Self>,
+        data: &[T],
+    ) -> Result<DeviceBuffer<T>, DriverError> {
         let mut b = self.alloc(data.len())?;
         b.copy_from_host(data)?;
         Ok(b)
@@ -177,7 +223,12 @@ impl Device {
     pub fn load_module(self: &Arc<Self>, image: &[u8]) -> Result<Module, DriverError> {
         self.bind()?;
         let m = result::module_load_data(self.api(), image)?;
-        Ok(Module { inner: Arc::new(ModuleInner { dev: Arc::clone(self), raw: Handle(m) }) })
+        Ok(Module {
+            inner: Arc::new(ModuleInner {
+                dev: Arc::clone(self),
+                raw: Handle(m),
+            }),
+        })
     }
 }
 
@@ -202,7 +253,20 @@ pub trait DeviceCopy: Copy + Send + Sync + 'static + sealed::Sealed {}
 macro_rules! device_copy {
     ($($t:ty),*) => { $(impl sealed::Sealed for $t {} impl DeviceCopy for $t {})* };
 }
-device_copy!(u8, i8, u16, i16, u32, i32, u64, i64, f32, f64, half::f16, half::bf16);
+device_copy!(
+    u8,
+    i8,
+    u16,
+    i16,
+    u32,
+    i32,
+    u64,
+    i64,
+    f32,
+    f64,
+    half::f16,
+    half::bf16
+);
 
 fn as_bytes<T: DeviceCopy>(s: &[T]) -> &[u8] {
     let n = std::mem::size_of_val(s);
@@ -226,8 +290,20 @@ pub struct DeviceBuffer<T: DeviceCopy> {
 }
 
 /// Length mismatch in a host↔device copy.
-fn len_error(dev: &Device, call: &'static str, pcall: &'static str, host: usize, device: usize) -> DriverError {
-    result::local_error(dev.api(), call, pcall, "hipErrorInvalidValue", format!("host slice has {host} elements, device buffer has {device}"))
+fn len_error(
+    dev: &Device,
+    call: &'static str,
+    pcall: &'static str,
+    host: usize,
+    device: usize,
+) -> DriverError {
+    result::local_error(
+        dev.api(),
+        call,
+        pcall,
+        "hipErrorInvalidValue",
+        format!("host slice has {host} elements, device buffer has {device}"),
+    )
 }
 
 impl<T: DeviceCopy> DeviceBuffer<T> {
@@ -254,7 +330,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// Copies `src` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`) to the device.
     pub fn copy_from_host(&mut self, src: &[T]) -> Result<(), DriverError> {
         if src.len() != self.len {
-            return Err(len_error(&self.dev, "hipMemcpy", "cuMemcpyHtoD", src.len(), self.len));
+            return Err(len_error(
+                &self.dev,
+                "hipMemcpy",
+                "cuMemcpyHtoD",
+                src.len(),
+                self.len,
+            ));
         }
         self.dev.bind()?;
         // SAFETY: `ptr` is this buffer's live allocation of `len * size_of::<T>()` bytes on
@@ -265,7 +347,13 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// Copies the buffer into `dst` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`).
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<(), DriverError> {
         if dst.len() != self.len {
-            return Err(len_error(&self.dev, "hipMemcpy", "cuMemcpyDtoH", dst.len(), self.len));
+            return Err(len_error(
+                &self.dev,
+                "hipMemcpy",
+                "cuMemcpyDtoH",
+                dst.len(),
+                self.len,
+            ));
         }
         self.dev.bind()?;
         // SAFETY: as in `copy_from_host`, in the other direction.
@@ -386,14 +474,25 @@ impl Module {
     /// strictly increasing without overlap); [`LaunchError::Driver`] from
     /// `hipModuleGetFunction` (e.g. `hipErrorNotFound` / `CUDA_ERROR_NOT_FOUND`).
     pub fn function(&self, name: &str, signature: &[ArgSpec]) -> Result<Function, LaunchError> {
-        let bad = |detail: String| LaunchError::Signature { kernel: name.into(), detail };
+        let bad = |detail: String| LaunchError::Signature {
+            kernel: name.into(),
+            detail,
+        };
         let mut end = 0u32;
         for (i, a) in signature.iter().enumerate() {
             if a.size == 0 || (a.kind == ArgKind::GlobalBuffer && a.size != 8) {
-                return Err(bad(format!("signature entry {i} is {} of {} bytes", a.kind.as_str(), a.size)));
+                return Err(bad(format!(
+                    "signature entry {i} is {} of {} bytes",
+                    a.kind.as_str(),
+                    a.size
+                )));
             }
             if a.offset % a.size.min(8) != 0 || a.offset < end {
-                return Err(bad(format!("signature entry {i} has offset {} (previous argument ends at {end}, alignment {})", a.offset, a.size.min(8))));
+                return Err(bad(format!(
+                    "signature entry {i} has offset {} (previous argument ends at {end}, alignment {})",
+                    a.offset,
+                    a.size.min(8)
+                )));
             }
             end = a.offset + a.size;
         }
@@ -401,7 +500,13 @@ impl Module {
         dev.bind()?;
         // SAFETY: the module is loaded for as long as `self.inner` lives.
         let f = unsafe { result::module_get_function(dev.api(), self.inner.raw.0, name) }?;
-        Ok(Function { module: Arc::clone(&self.inner), raw: Handle(f), name: name.into(), signature: signature.to_vec(), kernarg_size: end })
+        Ok(Function {
+            module: Arc::clone(&self.inner),
+            raw: Handle(f),
+            name: name.into(),
+            signature: signature.to_vec(),
+            kernarg_size: end,
+        })
     }
 }
 
@@ -428,27 +533,43 @@ pub enum KernelArg<'a> {
 
 impl<'a, T: DeviceCopy> From<&'a DeviceBuffer<T>> for KernelArg<'a> {
     fn from(b: &'a DeviceBuffer<T>) -> Self {
-        KernelArg::Buffer { ptr: b.ptr, device: b.dev.info.ordinal, _buf: PhantomData }
+        KernelArg::Buffer {
+            ptr: b.ptr,
+            device: b.dev.info.ordinal,
+            _buf: PhantomData,
+        }
     }
 }
 impl From<i32> for KernelArg<'_> {
     fn from(v: i32) -> Self {
-        KernelArg::Value { size: 4, bits: v as u32 as u64 }
+        KernelArg::Value {
+            size: 4,
+            bits: v as u32 as u64,
+        }
     }
 }
 impl From<u32> for KernelArg<'_> {
     fn from(v: u32) -> Self {
-        KernelArg::Value { size: 4, bits: v as u64 }
+        KernelArg::Value {
+            size: 4,
+            bits: v as u64,
+        }
     }
 }
 impl From<f32> for KernelArg<'_> {
     fn from(v: f32) -> Self {
-        KernelArg::Value { size: 4, bits: v.to_bits() as u64 }
+        KernelArg::Value {
+            size: 4,
+            bits: v.to_bits() as u64,
+        }
     }
 }
 impl From<i64> for KernelArg<'_> {
     fn from(v: i64) -> Self {
-        KernelArg::Value { size: 8, bits: v as u64 }
+        KernelArg::Value {
+            size: 8,
+            bits: v as u64,
+        }
     }
 }
 impl From<u64> for KernelArg<'_> {
@@ -473,7 +594,11 @@ impl LaunchConfig {
     /// (grid = ceil(n / block), at least 1).
     pub fn linear(n: u64, block: u32) -> LaunchConfig {
         let grid = n.div_ceil(block.max(1) as u64).clamp(1, u32::MAX as u64) as u32;
-        LaunchConfig { grid: (grid, 1, 1), block: (block.max(1), 1, 1), shared_bytes: 0 }
+        LaunchConfig {
+            grid: (grid, 1, 1),
+            block: (block.max(1), 1, 1),
+            shared_bytes: 0,
+        }
     }
 }
 
@@ -506,14 +631,29 @@ impl Function {
     ///
     /// Errors: [`LaunchError::Signature`] for any mismatch (nothing is launched);
     /// [`LaunchError::Driver`] from `hipModuleLaunchKernel` / `cuLaunchKernel`.
-    pub fn launch(&self, stream: &Stream, cfg: LaunchConfig, args: &[KernelArg<'_>]) -> Result<(), LaunchError> {
-        let bad = |detail: String| LaunchError::Signature { kernel: self.name.clone(), detail };
+    pub fn launch(
+        &self,
+        stream: &Stream,
+        cfg: LaunchConfig,
+        args: &[KernelArg<'_>],
+    ) -> Result<(), LaunchError> {
+        let bad = |detail: String| LaunchError::Signature {
+            kernel: self.name.clone(),
+            detail,
+        };
         let dev = &self.module.dev;
         if !Arc::ptr_eq(&stream.dev, dev) && stream.dev.info.ordinal != dev.info.ordinal {
-            return Err(bad(format!("stream belongs to device {}, the module to device {}", stream.dev.info.ordinal, dev.info.ordinal)));
+            return Err(bad(format!(
+                "stream belongs to device {}, the module to device {}",
+                stream.dev.info.ordinal, dev.info.ordinal
+            )));
         }
         if args.len() != self.signature.len() {
-            return Err(bad(format!("{} arguments given, the signature has {}", args.len(), self.signature.len())));
+            return Err(bad(format!(
+                "{} arguments given, the signature has {}",
+                args.len(),
+                self.signature.len()
+            )));
         }
         let mut block = vec![0u64; (self.kernarg_size as usize).div_ceil(8).max(1)];
         let bytes = as_bytes_mut(&mut block);
@@ -521,16 +661,27 @@ impl Function {
             let (size, bits) = match *arg {
                 KernelArg::Buffer { ptr, device, .. } => {
                     if spec.kind != ArgKind::GlobalBuffer {
-                        return Err(bad(format!("argument {i} is a buffer, the signature records by_value of {} bytes at offset {}", spec.size, spec.offset)));
+                        return Err(bad(format!(
+                            "argument {i} is a buffer, the signature records by_value of {} bytes at offset {}",
+                            spec.size, spec.offset
+                        )));
                     }
                     if device != dev.info.ordinal {
-                        return Err(bad(format!("argument {i} is a buffer of device {device}, the kernel runs on device {}", dev.info.ordinal)));
+                        return Err(bad(format!(
+                            "argument {i} is a buffer of device {device}, the kernel runs on device {}",
+                            dev.info.ordinal
+                        )));
                     }
                     (8u32, ptr)
                 }
                 KernelArg::Value { size, bits } => {
                     if spec.kind != ArgKind::ByValue || spec.size != size {
-                        return Err(bad(format!("argument {i} is a by_value of {size} bytes, the signature records {} of {} bytes at offset {}", spec.kind.as_str(), spec.size, spec.offset)));
+                        return Err(bad(format!(
+                            "argument {i} is a by_value of {size} bytes, the signature records {} of {} bytes at offset {}",
+                            spec.kind.as_str(),
+                            spec.size,
+                            spec.offset
+                        )));
                     }
                     (size, bits)
                 }
@@ -551,7 +702,15 @@ impl Function {
         // written above, alive until this call returns; buffer addresses come from live
         // `DeviceBuffer`s borrowed for `'_` on the same device.
         unsafe {
-            result::launch_kernel(dev.api(), self.raw.0, cfg.grid, cfg.block, cfg.shared_bytes, stream.raw.0, &mut params)?;
+            result::launch_kernel(
+                dev.api(),
+                self.raw.0,
+                cfg.grid,
+                cfg.block,
+                cfg.shared_bytes,
+                stream.raw.0,
+                &mut params,
+            )?;
         }
         Ok(())
     }
@@ -569,7 +728,10 @@ impl Stream {
     pub fn new(dev: &Arc<Device>) -> Result<Stream, DriverError> {
         dev.bind()?;
         let s = result::stream_create(dev.api())?;
-        Ok(Stream { dev: Arc::clone(dev), raw: Handle(s) })
+        Ok(Stream {
+            dev: Arc::clone(dev),
+            raw: Handle(s),
+        })
     }
 
     /// Waits until all work queued on the stream has completed; reports kernel faults.
@@ -604,13 +766,22 @@ impl Event {
     pub fn new(dev: &Arc<Device>) -> Result<Event, DriverError> {
         dev.bind()?;
         let e = result::event_create(dev.api())?;
-        Ok(Event { dev: Arc::clone(dev), raw: Handle(e) })
+        Ok(Event {
+            dev: Arc::clone(dev),
+            raw: Handle(e),
+        })
     }
 
     /// Records the event on `stream` (same device, else `hipErrorInvalidHandle`).
     pub fn record(&self, stream: &Stream) -> Result<(), DriverError> {
         if stream.dev.info.ordinal != self.dev.info.ordinal {
-            return Err(result::local_error(self.dev.api(), "hipEventRecord", "cuEventRecord", "hipErrorInvalidHandle", "event and stream belong to different devices".into()));
+            return Err(result::local_error(
+                self.dev.api(),
+                "hipEventRecord",
+                "cuEventRecord",
+                "hipErrorInvalidHandle",
+                "event and stream belong to different devices".into(),
+            ));
         }
         self.dev.bind()?;
         // SAFETY: both live, same device.

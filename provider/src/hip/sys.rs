@@ -200,7 +200,9 @@ pub struct Api {
 
 impl std::fmt::Debug for Api {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Api").field("library_name", &self.library_name).finish_non_exhaustive()
+        f.debug_struct("Api")
+            .field("library_name", &self.library_name)
+            .finish_non_exhaustive()
     }
 }
 
@@ -301,7 +303,11 @@ impl Api {
             match open(name) {
                 Ok(lib) => match load_hip(&lib) {
                     Ok(fns) => {
-                        return Ok(Api { fns: Fns::Hip(fns), library_name: (*name).into(), _lib: lib });
+                        return Ok(Api {
+                            fns: Fns::Hip(fns),
+                            library_name: (*name).into(),
+                            _lib: lib,
+                        });
                     }
                     Err(e) => tried.push(format!("{name}: {e}")),
                 },
@@ -312,7 +318,11 @@ impl Api {
             match open(name) {
                 Ok(lib) => match load_cuda(&lib) {
                     Ok(fns) => {
-                        return Ok(Api { fns: Fns::Cuda(fns), library_name: (*name).into(), _lib: lib });
+                        return Ok(Api {
+                            fns: Fns::Cuda(fns),
+                            library_name: (*name).into(),
+                            _lib: lib,
+                        });
                     }
                     Err(e) => tried.push(format!("{name}: {e}")),
                 },
@@ -348,5 +358,7 @@ pub unsafe fn c_str_to_string(p: *const c_char) -> String {
         return "(null)".into();
     }
     // SAFETY: guaranteed by the caller (non-null, NUL-terminated, valid for the call).
-    unsafe { std::ffi::CStr::from_ptr(p) }.to_string_lossy().into_owned()
+    unsafe { std::ffi::CStr::from_ptr(p) }
+        .to_string_lossy()
+        .into_owned()
 }
