@@ -5,6 +5,7 @@
 //!   at build time, so the crate builds and its tests run on machines without ROCm or CUDA.
 //! - [`result`]: one checked function per call, `Result<_, DriverError>`; messages keep the HIP
 //!   name and add the platform call (`hipModuleLoadData (cuModuleLoadData) failed: …`).
+//! - [`ingestor_device`]: the ingestor engine's `Device` trait over `safe` ([`HipIngestorDevice`]).
 //! - [`safe`]: RAII types — [`GpuRuntime`], [`Device`], [`DeviceBuffer`], [`Module`],
 //!   [`Function`] (launches checked against a recorded signature), [`Stream`], [`Event`].
 //!
@@ -16,10 +17,12 @@
 //! loading it; it is a documented stub today and changes nothing (gpu-toolchain.md §8 explains
 //! why the `hip-runtime-sys` crate is not used by default).
 
+pub mod ingestor_device;
 pub mod result;
 pub mod safe;
 pub mod sys;
 
+pub use ingestor_device::HipIngestorDevice;
 pub use result::{DriverError, Platform};
 pub use safe::{
     ArgKind, ArgSpec, Device, DeviceBuffer, DeviceCopy, DeviceInfo, Event, Function, GpuRuntime,

@@ -450,6 +450,27 @@ pub struct ArgSpec {
     pub offset: u32,
 }
 
+impl ArgSpec {
+    /// Lays out `(kind, size)` pairs at natural alignment (offset rounded up to
+    /// `min(size, 8)`), the layout clang gives `extern "C"` kernel parameters.
+    pub fn natural_layout(args: &[(ArgKind, u32)]) -> Vec<ArgSpec> {
+        let mut off = 0u32;
+        args.iter()
+            .map(|&(kind, size)| {
+                let align = size.clamp(1, 8);
+                off = off.div_ceil(align) * align;
+                let a = ArgSpec {
+                    kind,
+                    size,
+                    offset: off,
+                };
+                off += size;
+                a
+            })
+            .collect()
+    }
+}
+
 /// A signature is invalid, or launch arguments do not match it.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum LaunchError {
@@ -474,28 +495,7 @@ impl Module {
     /// strictly increasing without overlap); [`LaunchError::Driver`] from
     /// `hipModuleGetFunction` (e.g. `hipErrorNotFound` / `CUDA_ERROR_NOT_FOUND`).
     pub fn function(&self, name: &str, signature: &[ArgSpec]) -> Result<Function, LaunchError> {
-        let bad = |detail: String| LaunchError::Signature {
-            kernel: name.into(),
-            detail,
-        };
-        let mut end = 0u32;
-        for (i, a) in signature.iter().enumerate() {
-            if a.size == 0 || (a.kind == ArgKind::GlobalBuffer && a.size != 8) {
-                return Err(bad(format!(
-                    "signature entry {i} is {} of {} bytes",
-                    a.kind.as_str(),
-                    a.size
-                )));
-            }
-            if a.offset % a.size.min(8) != 0 || a.offset < end {
-                return Err(bad(format!(
-                    "signature entry {i} has offset {} (previous argument ends at {end}, alignment {})",
-                    a.offset,
-                    a.size.min(8)
-                )));
-            }
-            end = a.offset + a.size;
-        }
+        let end = check_signature(name, signature)?;
         let dev = &self.inner.dev;
         dev.bind()?;
         // SAFETY: the module is loaded for as long as `self.inner` lives.
@@ -508,6 +508,33 @@ impl Module {
             kernarg_size: end,
         })
     }
+}
+
+/// Validates a signature (see [`Module::function`]); returns the end of its kernarg block.
+fn check_signature(name: &str, signature: &[ArgSpec]) -> Result<u32, LaunchError> {
+    let bad = |detail: String| LaunchError::Signature {
+        kernel: name.into(),
+        detail,
+    };
+    let mut end = 0u32;
+    for (i, a) in signature.iter().enumerate() {
+        if a.size == 0 || (a.kind == ArgKind::GlobalBuffer && a.size != 8) {
+            return Err(bad(format!(
+                "signature entry {i} is {} of {} bytes",
+                a.kind.as_str(),
+                a.size
+            )));
+        }
+        if a.offset % a.size.min(8) != 0 || a.offset < end {
+            return Err(bad(format!(
+                "signature entry {i} has offset {} (previous argument ends at {end}, alignment {})",
+                a.offset,
+                a.size.min(8)
+            )));
+        }
+        end = a.offset + a.size;
+    }
+    Ok(end)
 }
 
 /// One launch argument. Build with `From`: `(&buffer).into()`, `7i32.into()`, `1.5f32.into()`.
@@ -529,6 +556,21 @@ pub enum KernelArg<'a> {
         /// Value bits (only the low `size` bytes are used).
         bits: u64,
     },
+}
+
+impl KernelArg<'static> {
+    /// A `global_buffer` argument from a raw device address on device `device` (e.g. a
+    /// variant-pack pointer the caller does not own as a [`DeviceBuffer`]). The caller vouches
+    /// that the address is a live allocation of that device, large enough for the kernel, until
+    /// the launch completes; device memory is outside Rust's memory model, so a wrong address is
+    /// a device fault reported by a later driver call, not host memory corruption.
+    pub fn device_ptr(ptr: u64, device: usize) -> KernelArg<'static> {
+        KernelArg::Buffer {
+            ptr,
+            device,
+            _buf: PhantomData,
+        }
+    }
 }
 
 impl<'a, T: DeviceCopy> From<&'a DeviceBuffer<T>> for KernelArg<'a> {
@@ -621,6 +663,17 @@ impl Function {
     /// The recorded signature.
     pub fn signature(&self) -> &[ArgSpec] {
         &self.signature
+    }
+
+    /// The same kernel with another signature (validated as in [`Module::function`]); for
+    /// callers that checked the signature elsewhere, e.g. against a kernel descriptor.
+    pub fn with_signature(&self, signature: &[ArgSpec]) -> Result<Function, LaunchError> {
+        let end = check_signature(&self.name, signature)?;
+        Ok(Function {
+            signature: signature.to_vec(),
+            kernarg_size: end,
+            ..self.clone()
+        })
     }
 
     /// Queues the kernel on `stream` with `args` checked against the signature: same count;
@@ -734,6 +787,19 @@ impl Stream {
         })
     }
 
+    /// The device's default (null) stream; nothing is created or destroyed.
+    pub fn default_stream(dev: &Arc<Device>) -> Stream {
+        Stream {
+            dev: Arc::clone(dev),
+            raw: Handle(std::ptr::null_mut()),
+        }
+    }
+
+    /// The owning device.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+
     /// Waits until all work queued on the stream has completed; reports kernel faults.
     pub fn synchronize(&self) -> Result<(), DriverError> {
         self.dev.bind()?;
@@ -744,6 +810,9 @@ impl Stream {
 
 impl Drop for Stream {
     fn drop(&mut self) {
+        if self.raw.0.is_null() {
+            return;
+        }
         let r = self.dev.bind().and_then(|()| {
             // SAFETY: created in `new`, destroyed once here.
             unsafe { result::stream_destroy(self.dev.api(), self.raw.0) }
