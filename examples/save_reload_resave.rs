@@ -119,9 +119,9 @@ fn conv_bias_relu_graph(h: usize, w: usize) -> Graph {
         wt,
         ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]).dilation([1, 1]),
     );
-    let biased = g.pointwise(conv, b, PointwiseAttributes::new(PointwiseMode::Add));
-    let y = g.pointwise_unary(biased, PointwiseAttributes::new(PointwiseMode::ReluFwd));
-    g.set_output(y, true).set_uid(y, Y_UID).set_name_of(y, "y");
+    let biased = g.pointwise(conv, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
+    let y = g.pointwise_unary(biased, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    g.set_output(y, true).set_uid(y, Y_UID).set_tensor_name(y, "y");
     g
 }
 

@@ -85,6 +85,7 @@ impl Graph {
     /// each engine's reason); `HIPDNN_BACKEND_ERROR` when every applicable engine fails to build.
     pub fn build(&mut self, handle: &Handle, modes: &[HeuristicMode]) -> Result<()> {
         self.assign_uids();
+        self.fill_from_context();
         self.validate()?;
         let bytes = self.to_graph_bytes()?;
         let op = OperationGraph::from_bytes(&bytes)
@@ -117,6 +118,29 @@ impl Graph {
             ErrorCode::HipdnnBackendError,
             format!("No execution plan could be built. Backend error: {}", failures.join("; ")),
         ))
+    }
+
+    /// Fills unset types from the graph (upstream `fill_from_context`): a tensor whose data type
+    /// is `Unset` takes the intermediate type if virtual (the io type when that is unset too),
+    /// else the io type; a node whose compute type is `Unset` takes the graph's compute type.
+    pub fn fill_from_context(&mut self) -> &mut Self {
+        let (io, inter, compute) =
+            (self.io_data_type(), self.intermediate_data_type(), self.compute_data_type());
+        let ids: Vec<_> = self.tensors().map(|(t, _)| t).collect();
+        for t in ids {
+            let a = self.tensor_attributes_mut(t);
+            if a.data_type == crate::DataType::Unset {
+                a.data_type = if a.is_virtual && inter != crate::DataType::Unset { inter } else { io };
+            }
+        }
+        let nodes: Vec<_> = self.nodes().map(|(n, _)| n).collect();
+        for n in nodes {
+            let c = self.node_mut(n).compute_data_type_mut();
+            if *c == crate::DataType::Unset {
+                *c = compute;
+            }
+        }
+        self
     }
 
     /// True when the graph holds an active execution plan (built or loaded).

@@ -21,5 +21,13 @@
 //! assert_eq!(Graph::from_graph_bytes(&bytes).unwrap().to_graph_bytes().unwrap(), bytes);
 //! ```
 
+pub mod buffer;
+mod compiled;
 pub mod graph;
+pub mod handle;
+
+pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, VariantPack};
+pub use compiled::{NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE};
 pub use graph::*;
+pub use handle::{Device, Handle};
+pub use hipdnn_backend::{BehaviorNote, HeuristicMode};

@@ -169,6 +169,7 @@ impl Graph {
                 }
                 b
             }),
+            compiled: Default::default(),
         })
     }
 }

@@ -318,6 +318,7 @@ impl Graph {
             override_shape_enabled: bool_or(g, "is_override_shape_enabled", gl, false)?,
             min_required_engine_api_version: version,
             id,
+            compiled: Default::default(),
         })
     }
 }

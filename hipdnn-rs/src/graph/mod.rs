@@ -46,6 +46,8 @@ pub struct Graph {
     override_shape_enabled: bool,
     min_required_engine_api_version: Option<EngineApiVersion>,
     id: Option<[u8; 16]>,
+    /// The active execution plan (built or loaded); not part of graph equality.
+    pub(crate) compiled: crate::compiled::CompiledState,
 }
 
 impl Graph {
