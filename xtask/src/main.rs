@@ -443,16 +443,24 @@ fn committed_provenance(cx: &Ctx, arch: &str) -> Option<Value> {
 }
 
 fn write_arch(cx: &Ctx, out_dir: &Path, arch: &str, vendor: Vendor) -> Res<()> {
-    let (products, mut prov) = build_arch(cx, arch, vendor)?;
-    if let (Some(old), Some(p)) = (committed_provenance(cx, arch), prov.as_object_mut()) {
-        for k in ["compiler", "assembler", "assembler_flags"] {
-            if !p.contains_key(k) {
-                if let Some(v) = old.get(k) {
-                    p.insert(k.into(), v.clone());
-                }
-            }
+    let (products, built) = build_arch(cx, arch, vendor)?;
+    // Provenance in a fixed key order; versions of carried-over products come from the
+    // committed descriptors.
+    let old = committed_provenance(cx, arch).unwrap_or(Value::Null);
+    let mut prov = serde_json::Map::new();
+    for k in [
+        "compiler",
+        "flags",
+        "assembler",
+        "assembler_flags",
+        "sources",
+        "header",
+    ] {
+        if let Some(v) = built.get(k).or_else(|| old.get(k)) {
+            prov.insert(k.into(), v.clone());
         }
     }
+    let prov = Value::Object(prov);
     let dir = out_dir.join(arch);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let mut w = KpackWriter::new(
