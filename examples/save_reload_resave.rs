@@ -202,24 +202,24 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
     let (h, w, x_host) = read_image(&args.input)?;
     println!("input: {} ({w}x{h} RGB)", args.input.display());
-    let x = Buffer::from_slice(&x_host);
-    let wt = Buffer::from_slice(&filters());
-    let b = Buffer::from_slice(&[0.0f32, 0.0, 0.0, -0.05]);
     let n_out = OUT_CHANNELS * h * w;
-
     let handle = handle_for(&args.device)?;
     println!("handle: {handle:?}");
+    let on = |data: &[f32]| Buffer::from_slice_on(&handle, data).map_err(|e| e.to_string());
+    let x = on(&x_host)?;
+    let wt = on(&filters())?;
+    let b = on(&[0.0f32, 0.0, 0.0, -0.05])?;
     let mut graph = conv_bias_relu_graph(h, w);
     rep.step("build", || {
         graph.build(&handle, &[HeuristicMode::Fallback]).map_err(|e| e.to_string())
     })?;
     println!("  engine: {}", graph.engine_name().map_err(|e| e.to_string())?);
-    let mut ws = Buffer::<u8>::zeros(graph.workspace_size().map_err(|e| e.to_string())?);
+    let mut ws = Buffer::<u8>::alloc(&handle, graph.workspace_size().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let exec = |g: &Graph, hd: &Handle, ws: &mut Buffer<u8>| -> Result<Vec<f32>, String> {
-        let mut y = Buffer::<f32>::filled(n_out, f32::NAN);
+        let mut y = Buffer::<f32>::filled(n_out, f32::NAN).to_handle(hd).map_err(|e| e.to_string())?;
         let pack = VariantPack::new().with(X_UID, &x).with(W_UID, &wt).with(B_UID, &b).with(Y_UID, &mut y);
         g.execute(hd, pack, Some(ws)).map_err(|e| e.to_string())?;
-        Ok(y.to_vec())
+        y.to_vec().map_err(|e| e.to_string())
     };
     let y0 = rep.step("execute", || exec(&graph, &handle, &mut ws))?;
     let y0_bytes: Vec<u8> = y0.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -239,7 +239,7 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
     let on_disk = std::fs::read(&bin_path).map_err(|e| e.to_string())?;
     let h2 = rep.step("fresh Handle", || handle_for(&args.device))?;
     let g2 = rep.step("from_binary", || Graph::from_binary(&h2, &on_disk).map_err(|e| e.to_string()))?;
-    let mut ws2 = Buffer::<u8>::zeros(g2.workspace_size().map_err(|e| e.to_string())?);
+    let mut ws2 = Buffer::<u8>::alloc(&h2, g2.workspace_size().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let y1 = rep.step("execute loaded graph+plan", || exec(&g2, &h2, &mut ws2))?;
     rep.check("graph+plan output bit-identical to the built plan's", bits(&y1) == bits(&y0));
     let resaved = rep.step("re-save to_binary", || g2.to_binary().map_err(|e| e.to_string()))?;
@@ -258,7 +258,7 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
     let g3 = rep.step("from_compiled_plan_binary", || {
         Graph::from_compiled_plan_binary(&h3, &plan_disk).map_err(|e| e.to_string())
     })?;
-    let mut ws3 = Buffer::<u8>::zeros(g3.workspace_size().map_err(|e| e.to_string())?);
+    let mut ws3 = Buffer::<u8>::alloc(&h3, g3.workspace_size().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
     let y2 = rep.step("execute loaded plan", || exec(&g3, &h3, &mut ws3))?;
     rep.check("plan-only output bit-identical to the built plan's", bits(&y2) == bits(&y0));
     let replan = rep.step("re-save to_compiled_plan_binary", || {

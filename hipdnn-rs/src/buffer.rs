@@ -9,8 +9,9 @@
 //! `std::unordered_map<int64_t, void*>` variant pack). Inputs are bound by shared reference,
 //! outputs by mutable reference, so the borrow checker rules out a buffer written while read.
 
-use crate::Error;
+use crate::{Error, ErrorCode, Handle};
 use bytemuck::{Pod, Zeroable};
+use hipdnn_provider::hip::safe::DeviceBuffer;
 use half::{bf16, f16};
 use hipdnn_backend::BufferRef;
 use std::marker::PhantomData;
@@ -71,13 +72,17 @@ impl Element for bool {
 }
 
 /// Where a buffer's memory lives.
-#[derive(Clone)]
 enum Storage {
     Host(Vec<Chunk>),
+    /// Device memory of `len * T::SIZE` bytes (at least 1), 256-byte aligned by the driver.
+    Device(DeviceBuffer<u8>),
 }
 
-/// `len` elements of `T` in 64-byte-aligned memory.
-#[derive(Clone)]
+/// `len` elements of `T` in 64-byte-aligned memory, on the host or on a handle's GPU.
+///
+/// Host buffers are made by [`Buffer::zeros`], [`Buffer::filled`], [`Buffer::from_slice`] and
+/// [`Buffer::from_ndarray`]; buffers on a handle's device (the host for a CPU handle) by
+/// [`Buffer::alloc`], [`Buffer::from_slice_on`] and [`Buffer::to_handle`].
 pub struct Buffer<T: Element> {
     storage: Storage,
     len: usize,
@@ -89,7 +94,7 @@ impl<T: Element> std::fmt::Debug for Buffer<T> {
         f.debug_struct("Buffer")
             .field("elements", &self.len)
             .field("bytes", &self.byte_len())
-            .field("location", &"host")
+            .field("location", &if self.is_device() { "device" } else { "host" })
             .finish()
     }
 }
@@ -145,36 +150,95 @@ impl<T: Element> Buffer<T> {
         self.len * T::SIZE
     }
 
-    /// The buffer's bytes (little-endian elements).
-    pub fn as_bytes(&self) -> &[u8] {
-        self.host_bytes()
+    /// True when the buffer lives in GPU memory.
+    pub fn is_device(&self) -> bool {
+        matches!(self.storage, Storage::Device(_))
     }
 
-    fn host_bytes(&self) -> &[u8] {
-        let n = self.byte_len();
+    /// The buffer's bytes (little-endian elements) for a host buffer; `None` on a device.
+    pub fn as_bytes(&self) -> Option<&[u8]> {
         match &self.storage {
-            Storage::Host(c) => &bytemuck::cast_slice::<Chunk, u8>(c)[..n],
+            Storage::Host(c) => Some(&bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()]),
+            Storage::Device(_) => None,
         }
     }
 
+    /// Host bytes of a buffer built by a host constructor (never a device buffer).
     fn host_bytes_mut(&mut self) -> &mut [u8] {
         let n = self.byte_len();
         match &mut self.storage {
             Storage::Host(c) => &mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..n],
+            Storage::Device(_) => &mut [],
         }
     }
 
-    /// Copies the elements out.
-    pub fn to_vec(&self) -> Vec<T> {
-        self.host_bytes().chunks_exact(T::SIZE).map(T::read_le).collect()
+    /// A zero-filled buffer of `len` elements on `handle`'s device (host memory for a CPU
+    /// handle).
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` when the device allocation or copy fails (the driver's error name
+    /// and text are in the message).
+    pub fn alloc(handle: &Handle, len: usize) -> Result<Self, Error> {
+        Self::zeros(len).to_handle(handle)
+    }
+
+    /// A copy of `data` on `handle`'s device (host memory for a CPU handle).
+    ///
+    /// # Errors
+    /// As [`Buffer::alloc`].
+    pub fn from_slice_on(handle: &Handle, data: &[T]) -> Result<Self, Error> {
+        Self::from_slice(data).to_handle(handle)
+    }
+
+    /// A copy of this buffer on `handle`'s device (host memory for a CPU handle).
+    ///
+    /// # Errors
+    /// As [`Buffer::alloc`].
+    pub fn to_handle(&self, handle: &Handle) -> Result<Self, Error> {
+        let bytes = self.bytes_vec()?;
+        match handle.gpu_device() {
+            None => {
+                let mut b = Self::zeros(self.len);
+                b.host_bytes_mut().copy_from_slice(&bytes);
+                Ok(b)
+            }
+            Some(dev) => {
+                let mut padded = bytes;
+                if padded.is_empty() {
+                    padded.push(0);
+                }
+                let d = dev.htod(&padded).map_err(device_error)?;
+                Ok(Buffer { storage: Storage::Device(d), len: self.len, _t: PhantomData })
+            }
+        }
+    }
+
+    fn bytes_vec(&self) -> Result<Vec<u8>, Error> {
+        match &self.storage {
+            Storage::Host(c) => Ok(bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()].to_vec()),
+            Storage::Device(d) => {
+                let mut v = d.to_vec().map_err(device_error)?;
+                v.truncate(self.byte_len());
+                Ok(v)
+            }
+        }
+    }
+
+    /// Copies the elements out (from the device for a device buffer).
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` when a device-to-host copy fails; never for a host buffer.
+    pub fn to_vec(&self) -> Result<Vec<T>, Error> {
+        Ok(self.bytes_vec()?.chunks_exact(T::SIZE).map(T::read_le).collect())
     }
 
     /// Copies the elements out as an array of `shape` (row-major).
     ///
     /// # Errors
-    /// `InvalidValue` when the product of `shape` differs from [`Self::len`].
+    /// `INVALID_VALUE` when the product of `shape` differs from [`Self::len`]; as
+    /// [`Buffer::to_vec`] for a device buffer.
     pub fn to_ndarray(&self, shape: &[usize]) -> Result<ndarray::ArrayD<T>, Error> {
-        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(shape), self.to_vec()).map_err(|e| {
+        ndarray::ArrayD::from_shape_vec(ndarray::IxDyn(shape), self.to_vec()?).map_err(|e| {
             Error::invalid_value(format!(
                 "buffer of {} elements cannot take shape {shape:?}: {e}",
                 self.len
@@ -183,12 +247,23 @@ impl<T: Element> Buffer<T> {
     }
 
     pub(crate) fn as_input(&self) -> BufferRef<'_> {
-        BufferRef::Host(self.host_bytes())
+        match &self.storage {
+            Storage::Host(c) => BufferRef::Host(&bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()]),
+            Storage::Device(d) => BufferRef::Device { addr: d.device_ptr(), len: self.byte_len() },
+        }
     }
 
     pub(crate) fn as_output(&mut self) -> BufferRef<'_> {
-        BufferRef::HostMut(self.host_bytes_mut())
+        let n = self.byte_len();
+        match &mut self.storage {
+            Storage::Host(c) => BufferRef::HostMut(&mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..n]),
+            Storage::Device(d) => BufferRef::Device { addr: d.device_ptr(), len: n },
+        }
     }
+}
+
+fn device_error(e: impl std::fmt::Display) -> Error {
+    Error::new(ErrorCode::HipdnnBackendError, format!("device memory operation failed: {e}"))
 }
 
 /// Something a variant pack can bind to a UID: `&Buffer<T>` (an input) or `&mut Buffer<T>`

@@ -31,6 +31,7 @@ pub enum Device {
 pub struct Handle {
     backend: hipdnn_backend::Handle,
     device: Device,
+    gpu: Option<Arc<hipdnn_provider::hip::safe::Device>>,
 }
 
 impl std::fmt::Debug for Handle {
@@ -78,7 +79,7 @@ impl Handle {
             .register_engine(Arc::new(hipdnn_provider::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
         log::info!("hipdnn: handle on the CPU (engine hipdnn.reference.cpu)");
-        Ok(Handle { backend, device: Device::Cpu })
+        Ok(Handle { backend, device: Device::Cpu, gpu: None })
     }
 
     /// A handle on the first usable GPU, with the kernel-ingestor engines ranked before the CPU
@@ -99,6 +100,11 @@ impl Handle {
     /// True when the handle executes on a GPU (buffers it allocates live on the device).
     pub fn is_gpu(&self) -> bool {
         matches!(self.device, Device::Gpu { .. })
+    }
+
+    /// The GPU this handle executes on, if any (buffers made for the handle live there).
+    pub fn gpu_device(&self) -> Option<&Arc<hipdnn_provider::hip::safe::Device>> {
+        self.gpu.as_ref()
     }
 
     /// The backend handle (engine registry, stream).
