@@ -25,23 +25,37 @@ fn filled(dims: &[usize]) -> ArrayD<f32> {
     .expect("dims")
 }
 
-fn numpy_gflops(kind: &str) -> Option<f64> {
-    let script = match kind {
+/// Python prelude: prints one line naming the BLAS numpy uses (threadpoolctl when installed,
+/// else numpy's build config), before the GFLOP/s line.
+const BLAS_INFO: &str = r#"import numpy as np, time
+try:
+    from threadpoolctl import threadpool_info
+    i = [d for d in threadpool_info() if d.get('user_api') == 'blas']
+    print('blas: ' + '; '.join('%s %s (%s, %s threads)' % (d.get('internal_api'), d.get('version'), d.get('architecture'), d.get('num_threads')) for d in i))
+except ImportError:
+    c = np.show_config(mode='dicts')
+    print('blas: ' + str(c.get('Build Dependencies', {}).get('blas', {}).get('name', 'unknown')) + ' (threadpoolctl not installed)')
+"#;
+
+/// numpy's GFLOP/s for the same problem and the BLAS line, or `None` when python3 or numpy
+/// is missing.
+fn numpy_gflops(kind: &str) -> Option<(f64, String)> {
+    let body = match kind {
         "conv" => {
-            "import numpy as np,time\nx=np.random.rand(1,64,58,58).astype(np.float32)\nw=np.random.rand(64,576).astype(np.float32)\n\
+            "x=np.random.rand(1,64,58,58).astype(np.float32)\nw=np.random.rand(64,576).astype(np.float32)\n\
 from numpy.lib.stride_tricks import sliding_window_view as sw\n\
 def f():\n c=sw(x[0],(3,3),axis=(1,2)).transpose(0,3,4,1,2).reshape(576,56*56)\n return w@c\n\
 f();t=time.perf_counter();n=10\nfor _ in range(n): f()\n\
 print(2*64*576*56*56*n/(time.perf_counter()-t)/1e9)"
         }
         _ => {
-            "import numpy as np,time\na=np.random.rand(512,512).astype(np.float32)\nb=np.random.rand(512,512).astype(np.float32)\n\
+            "a=np.random.rand(512,512).astype(np.float32)\nb=np.random.rand(512,512).astype(np.float32)\n\
 a@b;t=time.perf_counter();n=20\nfor _ in range(n): a@b\nprint(2*512**3*n/(time.perf_counter()-t)/1e9)"
         }
     };
     let out = Command::new("python3")
         .arg("-c")
-        .arg(script)
+        .arg(format!("{BLAS_INFO}{body}"))
         .env_remove("OPENBLAS_CORETYPE")
         .env_remove("OPENBLAS_L2_SIZE")
         .output()
@@ -49,18 +63,23 @@ a@b;t=time.perf_counter();n=20\nfor _ in range(n): a@b\nprint(2*512**3*n/(time.p
     if !out.status.success() {
         return None;
     }
-    String::from_utf8_lossy(&out.stdout).trim().parse().ok()
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mut lines = text.lines();
+    let blas = lines.next()?.to_string();
+    let g = lines.next()?.trim().parse().ok()?;
+    Some((g, blas))
 }
 
-fn report(kind: &str, flops: f64, secs: f64) {
+fn report(kind: &str, shape: &str, flops: f64, secs: f64) {
     let ours = flops / secs / 1e9;
     match numpy_gflops(kind) {
-        Some(np) => println!(
-            "{kind}: reference {ours:.2} GFLOP/s, numpy {np:.2} GFLOP/s, ratio reference/numpy {:.3}",
-            ours / np
+        Some((np, blas)) => println!(
+            "{kind} {shape}: reference {ours:.2} GFLOP/s, numpy {np:.2} GFLOP/s, ratio reference/numpy {:.3}  [numpy {blas}; rayon threads {}]",
+            ours / np,
+            rayon::current_num_threads()
         ),
         None => println!(
-            "{kind}: reference {ours:.2} GFLOP/s; numpy skipped: python3 with numpy unavailable"
+            "{kind} {shape}: reference {ours:.2} GFLOP/s; numpy skipped: python3 with numpy unavailable"
         ),
     }
 }
@@ -85,7 +104,10 @@ fn bench(c: &mut Criterion) {
     for _ in 0..n {
         std::hint::black_box(conv_fprop(&x, &w, &y_dims, &geo));
     }
-    report("conv", conv_flops * n as f64, t.elapsed().as_secs_f64());
+    report(
+        "conv",
+        "1x64x56x56 * 64x64x3x3 pad 1",
+        conv_flops * n as f64, t.elapsed().as_secs_f64());
 
     let a = filled(&[512, 512]);
     let bm = filled(&[512, 512]);
@@ -98,6 +120,7 @@ fn bench(c: &mut Criterion) {
     }
     report(
         "matmul",
+        "512x512x512",
         2.0 * 512f64.powi(3) * n as f64,
         t.elapsed().as_secs_f64(),
     );
