@@ -107,7 +107,9 @@ fn bench(c: &mut Criterion) {
     report(
         "conv",
         "1x64x56x56 * 64x64x3x3 pad 1",
-        conv_flops * n as f64, t.elapsed().as_secs_f64());
+        conv_flops * n as f64,
+        t.elapsed().as_secs_f64(),
+    );
 
     let a = filled(&[512, 512]);
     let bm = filled(&[512, 512]);
