@@ -223,6 +223,26 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
     };
     let y0 = rep.step("execute", || exec(&graph, &handle, &mut ws))?;
     let y0_bytes: Vec<u8> = y0.iter().flat_map(|v| v.to_le_bytes()).collect();
+    if handle.is_gpu() {
+        // Same graph on the CPU reference engine; f32 tolerance 1e-5 absolute (inputs in
+        // [0, 1], 27-term dot products; the GPU uses fused multiply-adds in another order).
+        let cpu = Handle::cpu().map_err(|e| e.to_string())?;
+        let yc = rep.step("execute on the CPU reference engine", || {
+            let mut gc = conv_bias_relu_graph(h, w);
+            gc.build(&cpu, &[HeuristicMode::Fallback]).map_err(|e| e.to_string())?;
+            let (xc, wc) = (Buffer::from_slice(&x_host), Buffer::from_slice(&filters()));
+            let bc = Buffer::from_slice(&[0.0f32, 0.0, 0.0, -0.05]);
+            let mut yc = Buffer::<f32>::filled(n_out, f32::NAN);
+            let pack = VariantPack::new().with(X_UID, &xc).with(W_UID, &wc).with(B_UID, &bc).with(Y_UID, &mut yc);
+            let wsn = gc.workspace_size().map_err(|e| e.to_string())?;
+            let mut wsc = Buffer::<u8>::alloc(&cpu, wsn).map_err(|e| e.to_string())?;
+            gc.execute(&cpu, pack, Some(&mut wsc)).map_err(|e| e.to_string())?;
+            yc.to_vec().map_err(|e| e.to_string())
+        })?;
+        let diff = y0.iter().zip(&yc).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        println!("  GPU vs CPU max |diff| = {diff:e} (tolerance 1e-5)");
+        rep.check("GPU output within 1e-5 of the CPU reference", diff <= 1e-5);
+    }
     let png_path = args.out.join("features.png");
     rep.step("write feature maps PNG", || write_feature_png(&png_path, &y0, h, w))?;
     rep.rows.push(("features.png".into(), sha256_hex(&std::fs::read(&png_path).unwrap_or_default())));

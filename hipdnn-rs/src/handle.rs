@@ -88,8 +88,36 @@ impl Handle {
     /// # Errors
     /// `GRAPH_NOT_SUPPORTED` "no GPU: …" when no driver, no device, or no kernel archive for
     /// the device's architecture is found.
+    ///
+    /// The GPU is device 0 of the HIP runtime (or the CUDA driver on NVIDIA); its kernels come
+    /// from `HIPDNN_KERNEL_DIR/<arch>` or the packed kernels of the source tree (see
+    /// [`hipdnn_provider::gpu`]). The engine `hipkernel.ingestor.gpu` is registered first, then
+    /// `hipdnn.reference.cpu`, which serves what the GPU kernels refuse.
     pub fn gpu() -> Result<Self, Error> {
-        Err(Error::new(ErrorCode::GraphNotSupported, "no GPU: GPU engines are not built yet"))
+        let g = hipdnn_provider::gpu::open(0).map_err(|e| {
+            let text = if e.starts_with("no GPU") { e } else { format!("no GPU: {e}") };
+            Error::new(ErrorCode::GraphNotSupported, text)
+        })?;
+        let mut backend = hipdnn_backend::Handle::new();
+        for engine in &g.engines {
+            backend
+                .register_engine(engine.clone())
+                .map_err(|e| backend_error("Cannot register the GPU ingestor engine.", e))?;
+        }
+        backend
+            .register_engine(Arc::new(hipdnn_provider::reference::ReferenceEngine::new()))
+            .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
+        let device = Device::Gpu {
+            ordinal: g.device.info().ordinal,
+            name: g.device.info().name.clone(),
+            arch: g.device.arch().to_string(),
+        };
+        log::info!(
+            "hipdnn: handle on GPU {device:?} (kernels {}; engines {} then hipdnn.reference.cpu)",
+            g.packed_dir.display(),
+            hipdnn_provider::gpu::GPU_ENGINE_NAME
+        );
+        Ok(Handle { backend, device, gpu: Some(g.device) })
     }
 
     /// The device this handle executes on.

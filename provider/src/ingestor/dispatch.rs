@@ -10,6 +10,7 @@
 //! contract version (`.v2`) is a new handler registered beside the old one with
 //! [`DispatchRegistry::register_versioned_only`]. This module never touches a device.
 
+use super::descriptor::KernelDescriptor;
 use super::device::{KernelArgValue, LaunchGeometry};
 use super::kernel::KernelArgument;
 use super::launch_values::LaunchValues;
@@ -99,6 +100,28 @@ pub trait DispatchHandler: Send + Sync {
     /// # Errors
     /// `NOT_APPLICABLE` naming what the pack does not serve.
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch>;
+
+    /// Prepares a launch of `kernel` for `graph`. A handler whose kernels differ per graph
+    /// (one symbol per op and data type) checks here that `kernel` is the one the graph needs;
+    /// the default ignores `kernel` and calls [`Self::prepare`].
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming what the pack or this kernel does not serve.
+    fn prepare_kernel(
+        &self,
+        _kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<PreparedLaunch> {
+        self.prepare(graph)
+    }
+
+    /// The kernel arguments a launch with `values` passes; for contracts whose argument list
+    /// depends on a launch value (e.g. unary vs binary pointwise). Build compares a kernel's
+    /// recorded signature with this for the prepared launch's values, restore with the saved
+    /// values. The default is [`Self::launch_signature`].
+    fn launch_signature_for(&self, _values: &LaunchValues) -> Vec<KernelArgument> {
+        self.launch_signature()
+    }
 
     /// Whether this handler saves launch inputs *and* restores launches (SDK default false).
     fn supports_saving(&self) -> bool {

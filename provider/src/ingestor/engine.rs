@@ -116,8 +116,8 @@ impl IngestorEngine {
                 kernel.describe()
             ))
         })?;
-        let launch = handler.prepare(graph)?;
-        let expected = handler.launch_signature();
+        let launch = handler.prepare_kernel(kernel, graph)?;
+        let expected = handler.launch_signature_for(&launch.launch_values);
         if !signatures_match(&source.signature, &expected) {
             return Err(PluginError::not_applicable(format!(
                 "kernel {}: symbol '{}' is packaged with arguments {}, but this pack launches it with {}",
@@ -203,7 +203,7 @@ impl Engine for IngestorEngine {
     fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
         let mut last = None;
         for k in &self.kernels {
-            match self.registry.resolve(&k.dispatch).map(|h| h.prepare(graph)) {
+            match self.registry.resolve(&k.dispatch).map(|h| h.prepare_kernel(k, graph)) {
                 Some(Ok(_)) => return Ok(()),
                 Some(Err(e)) => last = Some(e),
                 None => {}

@@ -77,7 +77,7 @@ pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResul
         "saved plan for kernel {kernel_id} (symbol '{}', dispatch '{d}')",
         quote(&p.symbol)
     );
-    let expected = handler.launch_signature();
+    let expected = handler.launch_signature_for(&p.launch_values);
     if !signatures_match(&p.signature, &expected) {
         return Err(incompatible(format!(
             "the saved kernel's arguments do not match what this provider launches: kpack kernel source for {label}: symbol '{}' is packaged with arguments {}, but this pack launches it with {}",

@@ -6,7 +6,9 @@
 //! [`crate::ingestor::dispatch::DispatchRegistry::register_versioned_only`]; v1 never changes.
 
 pub mod conv_fwd;
+pub mod conv_fwd_v2;
 pub mod pointwise;
+pub mod pointwise_v2;
 
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
