@@ -33,7 +33,11 @@ fn round_trip<T: Element>(values: &[T], dt: DataType) {
     for (i, v) in values.iter().enumerate() {
         let mut one = vec![0u8; T::SIZE];
         v.write_le(&mut one);
-        assert_eq!(&bytes[i * T::SIZE..(i + 1) * T::SIZE], one.as_slice(), "{dt:?} element {i}");
+        assert_eq!(
+            &bytes[i * T::SIZE..(i + 1) * T::SIZE],
+            one.as_slice(),
+            "{dt:?} element {i}"
+        );
         assert_eq!(T::read_le(&one), *v);
     }
     let f = Buffer::filled(5, values[0]);
@@ -42,9 +46,18 @@ fn round_trip<T: Element>(values: &[T], dt: DataType) {
 
 #[test]
 fn from_slice_and_to_vec_round_trip_every_element_type() {
-    round_trip(&[1.0f32, -0.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY], DataType::Float);
-    round_trip(&[f16::from_f32(1.5), f16::MAX, f16::from_f32(-2.25)], DataType::Half);
-    round_trip(&[bf16::from_f32(1.5), bf16::MIN, bf16::from_f32(-3.0)], DataType::BFloat16);
+    round_trip(
+        &[1.0f32, -0.0, f32::MAX, f32::MIN_POSITIVE, f32::INFINITY],
+        DataType::Float,
+    );
+    round_trip(
+        &[f16::from_f32(1.5), f16::MAX, f16::from_f32(-2.25)],
+        DataType::Half,
+    );
+    round_trip(
+        &[bf16::from_f32(1.5), bf16::MIN, bf16::from_f32(-3.0)],
+        DataType::BFloat16,
+    );
     round_trip(&[i32::MIN, -1, 0, i32::MAX], DataType::Int32);
     round_trip(&[i8::MIN, -1, 0, i8::MAX], DataType::Int8);
     round_trip(&[0u8, 1, 128, 255], DataType::Uint8);
@@ -52,16 +65,40 @@ fn from_slice_and_to_vec_round_trip_every_element_type() {
     round_trip(&[std::f64::consts::PI, -1e300, 0.0], DataType::Double);
     round_trip(&[i64::MIN, -1, 0, i64::MAX], DataType::Int64);
     // Exact wire bytes of a few values.
-    assert_eq!(Buffer::from_slice(&[1.0f32]).as_bytes().unwrap(), &[0x00, 0x00, 0x80, 0x3f]);
-    assert_eq!(Buffer::from_slice(&[f16::ONE]).as_bytes().unwrap(), &[0x00, 0x3c]);
-    assert_eq!(Buffer::from_slice(&[bf16::ONE]).as_bytes().unwrap(), &[0x80, 0x3f]);
-    assert_eq!(Buffer::from_slice(&[-2i32]).as_bytes().unwrap(), &[0xfe, 0xff, 0xff, 0xff]);
-    assert_eq!(Buffer::from_slice(&[true, false]).as_bytes().unwrap(), &[1, 0]);
+    assert_eq!(
+        Buffer::from_slice(&[1.0f32]).as_bytes().unwrap(),
+        &[0x00, 0x00, 0x80, 0x3f]
+    );
+    assert_eq!(
+        Buffer::from_slice(&[f16::ONE]).as_bytes().unwrap(),
+        &[0x00, 0x3c]
+    );
+    assert_eq!(
+        Buffer::from_slice(&[bf16::ONE]).as_bytes().unwrap(),
+        &[0x80, 0x3f]
+    );
+    assert_eq!(
+        Buffer::from_slice(&[-2i32]).as_bytes().unwrap(),
+        &[0xfe, 0xff, 0xff, 0xff]
+    );
+    assert_eq!(
+        Buffer::from_slice(&[true, false]).as_bytes().unwrap(),
+        &[1, 0]
+    );
     // NaN payloads survive (compare bits).
     let nan = f32::from_bits(0x7fc0_1234);
-    assert_eq!(Buffer::from_slice(&[nan]).to_vec().unwrap()[0].to_bits(), 0x7fc0_1234);
+    assert_eq!(
+        Buffer::from_slice(&[nan]).to_vec().unwrap()[0].to_bits(),
+        0x7fc0_1234
+    );
     // zeros are all-zero bytes.
-    assert!(Buffer::<f64>::zeros(9).as_bytes().unwrap().iter().all(|b| *b == 0));
+    assert!(
+        Buffer::<f64>::zeros(9)
+            .as_bytes()
+            .unwrap()
+            .iter()
+            .all(|b| *b == 0)
+    );
 }
 
 #[test]
@@ -73,7 +110,11 @@ fn to_ndarray_checks_the_shape() {
     assert_eq!(a[[0, 2]], 3.0);
     let e = b.to_ndarray(&[4, 2]).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert!(e.message.starts_with("buffer of 6 elements cannot take shape [4, 2]"), "{e}");
+    assert!(
+        e.message
+            .starts_with("buffer of 6 elements cannot take shape [4, 2]"),
+        "{e}"
+    );
     let e = b.to_ndarray(&[]).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
     // from_ndarray takes row-major order.
@@ -83,7 +124,11 @@ fn to_ndarray_checks_the_shape() {
 
 #[test]
 fn a_second_binding_of_a_uid_replaces_the_first() {
-    let (a, b, c) = (Buffer::<f32>::zeros(2), Buffer::<f32>::zeros(3), Buffer::<f32>::zeros(8));
+    let (a, b, c) = (
+        Buffer::<f32>::zeros(2),
+        Buffer::<f32>::zeros(3),
+        Buffer::<f32>::zeros(8),
+    );
     let pack = VariantPack::new().with(1, &a).with(2, &b).with(1, &c);
     assert_eq!(pack.len(), 2);
     assert_eq!(pack.uids(), vec![2, 1]);
@@ -91,8 +136,14 @@ fn a_second_binding_of_a_uid_replaces_the_first() {
 
     // Executing: the replaced (too short, wrong values) binding is not used.
     let mut g = Graph::new();
-    g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([1, 2, 2, 2]).packed_nchw());
+    g.set_io_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([1, 2, 2, 2])
+            .packed_nchw(),
+    );
     let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::Neg));
     g.set_output(y, true).set_uid(y, 2);
     let h = Handle::cpu().unwrap();
@@ -107,6 +158,12 @@ fn a_second_binding_of_a_uid_replaces_the_first() {
         .with(1, &right)
         .with(2, &mut out);
     g.execute(&h, pack, None).unwrap();
-    assert_eq!(out.to_vec().unwrap(), vec![-1.0, 2.0, -3.0, 4.0, -5.0, 6.0, -7.0, 8.0]);
-    assert!(out_wrong.to_vec().unwrap().iter().all(|v| v.is_nan()), "replaced output untouched");
+    assert_eq!(
+        out.to_vec().unwrap(),
+        vec![-1.0, 2.0, -3.0, 4.0, -5.0, 6.0, -7.0, 8.0]
+    );
+    assert!(
+        out_wrong.to_vec().unwrap().iter().all(|v| v.is_nan()),
+        "replaced output untouched"
+    );
 }

@@ -31,7 +31,9 @@ impl log::Log for Capture {
         true
     }
     fn log(&self, record: &log::Record<'_>) {
-        LOGS.lock().unwrap().push((record.level(), record.args().to_string()));
+        LOGS.lock()
+            .unwrap()
+            .push((record.level(), record.args().to_string()));
     }
     fn flush(&self) {}
 }
@@ -67,7 +69,11 @@ impl ExecutionContext for FillContext {
     fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()> {
         match &args.workspace {
             Some(ws) if ws.len() >= WORKSPACE => {}
-            _ => return Err(PluginError::bad_param("test engine: workspace missing or short")),
+            _ => {
+                return Err(PluginError::bad_param(
+                    "test engine: workspace missing or short",
+                ));
+            }
         }
         for t in args.tensors.iter_mut() {
             if let BufferRef::HostMut(out) = &mut t.data {
@@ -98,7 +104,11 @@ impl Engine for TestEngine {
         Ok(())
     }
     fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
-        if self.note { vec![BehaviorNote::SupportsExecutionPlanSerialization] } else { Vec::new() }
+        if self.note {
+            vec![BehaviorNote::SupportsExecutionPlanSerialization]
+        } else {
+            Vec::new()
+        }
     }
     fn create_execution_context(
         &self,
@@ -118,7 +128,9 @@ impl PlanSerialization for TestEngine {
         _engine_id: i64,
         _ctx: &dyn ExecutionContext,
     ) -> PluginResult<Vec<u8>> {
-        Err(PluginError::internal("test engine refuses to save this plan"))
+        Err(PluginError::internal(
+            "test engine refuses to save this plan",
+        ))
     }
     fn create_execution_context_from_serialized(
         &self,
@@ -131,9 +143,14 @@ impl PlanSerialization for TestEngine {
 fn handle_with_test_engines() -> Handle {
     let mut h = Handle::cpu().unwrap();
     for (name, note) in [(GRAPH_ONLY, false), (REFUSING, true)] {
-        h.backend_mut().register_engine(Arc::new(TestEngine { name, note })).unwrap();
+        h.backend_mut()
+            .register_engine(Arc::new(TestEngine { name, note }))
+            .unwrap();
     }
-    assert_eq!(h.engine_names(), vec!["hipdnn.reference.cpu", GRAPH_ONLY, REFUSING]);
+    assert_eq!(
+        h.engine_names(),
+        vec!["hipdnn.reference.cpu", GRAPH_ONLY, REFUSING]
+    );
     h
 }
 
@@ -144,7 +161,12 @@ fn relu_graph(preferred: Option<&str>) -> Graph {
         .set_io_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float)
         .set_preferred_engine_id(preferred.map(engine_id_from_name));
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([1, 2, 2, 2]).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([1, 2, 2, 2])
+            .packed_nchw(),
+    );
     let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
     g.set_output(y, true).set_uid(y, 2).set_tensor_name(y, "y");
     g
@@ -154,7 +176,11 @@ fn run(g: &Graph, h: &Handle, ws_len: Option<usize>) -> hipdnn::Result<Vec<f32>>
     let x = Buffer::from_slice(&[-2.0f32, -1.0, 0.0, 1.0, 2.0, 3.0, -0.5, 0.5]);
     let mut y = Buffer::<f32>::filled(8, f32::NAN);
     let mut ws = ws_len.map(Buffer::<u8>::zeros);
-    g.execute(h, VariantPack::new().with(1, &x).with(2, &mut y), ws.as_mut())?;
+    g.execute(
+        h,
+        VariantPack::new().with(1, &x).with(2, &mut y),
+        ws.as_mut(),
+    )?;
     Ok(y.to_vec().unwrap())
 }
 
@@ -164,7 +190,10 @@ fn without_a_preferred_engine_the_cpu_engine_is_chosen_and_saved_with_its_plan()
     let mut g = relu_graph(None);
     g.build(&h, &[HeuristicMode::Fallback]).unwrap();
     assert_eq!(g.engine_name().unwrap(), "hipdnn.reference.cpu");
-    assert_eq!(run(&g, &h, None).unwrap(), vec![0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.5]);
+    assert_eq!(
+        run(&g, &h, None).unwrap(),
+        vec![0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.5]
+    );
     assert!(hdgp::is_graph_and_plan_container(&g.to_binary().unwrap()));
 }
 
@@ -176,14 +205,26 @@ fn an_engine_without_the_serialization_note_saves_the_graph_only_with_a_warning(
     g.build(&h, &[HeuristicMode::Fallback]).unwrap();
     assert_eq!(g.engine_name().unwrap(), GRAPH_ONLY);
     assert_eq!(g.workspace_size().unwrap(), WORKSPACE);
-    assert_eq!(run(&g, &h, Some(WORKSPACE)).unwrap(), vec![FILL; 8], "the test engine ran");
+    assert_eq!(
+        run(&g, &h, Some(WORKSPACE)).unwrap(),
+        vec![FILL; 8],
+        "the test engine ran"
+    );
 
     let before = warnings_containing(GRAPH_ONLY).len();
     let saved = g.to_binary().unwrap();
     assert!(!hdgp::is_graph_and_plan_container(&saved));
-    assert_eq!(saved, g.to_graph_bytes().unwrap(), "the bare Graph FlatBuffer");
+    assert_eq!(
+        saved,
+        g.to_graph_bytes().unwrap(),
+        "the bare Graph FlatBuffer"
+    );
     let warnings = warnings_containing(GRAPH_ONLY);
-    assert_eq!(warnings.len(), before + 1, "one warning per save: {warnings:?}");
+    assert_eq!(
+        warnings.len(),
+        before + 1,
+        "one warning per save: {warnings:?}"
+    );
     assert_eq!(
         warnings.last().unwrap(),
         "hipdnn: engine test.graph_only does not support execution plan serialization; serializing the graph only."
@@ -197,7 +238,10 @@ fn an_engine_without_the_serialization_note_saves_the_graph_only_with_a_warning(
     // The saved graph loads without a plan and builds again with the same engine.
     let mut g2 = Graph::from_binary(&h, &saved).unwrap();
     assert!(!g2.has_plan());
-    assert_eq!(g2.preferred_engine_id(), Some(engine_id_from_name(GRAPH_ONLY)));
+    assert_eq!(
+        g2.preferred_engine_id(),
+        Some(engine_id_from_name(GRAPH_ONLY))
+    );
     g2.build(&h, &[HeuristicMode::Fallback]).unwrap();
     assert_eq!(g2.engine_name().unwrap(), GRAPH_ONLY);
 }
@@ -210,15 +254,26 @@ fn an_engine_with_the_note_whose_save_hook_refuses_fails_to_save_without_fallbac
     g.build(&h, &[HeuristicMode::Fallback]).unwrap();
     assert_eq!(g.engine_name().unwrap(), REFUSING);
     assert_eq!(run(&g, &h, Some(WORKSPACE)).unwrap(), vec![FILL; 8]);
-    for e in [g.to_binary().unwrap_err(), g.to_compiled_plan_binary().unwrap_err()] {
+    for e in [
+        g.to_binary().unwrap_err(),
+        g.to_compiled_plan_binary().unwrap_err(),
+    ] {
         assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
         assert!(
-            e.message.starts_with("Cannot serialize the execution plan. Backend error: HIPDNN_STATUS_PLUGIN_ERROR: "),
+            e.message.starts_with(
+                "Cannot serialize the execution plan. Backend error: HIPDNN_STATUS_PLUGIN_ERROR: "
+            ),
             "{e}"
         );
-        assert!(e.message.contains("test engine refuses to save this plan"), "{e}");
+        assert!(
+            e.message.contains("test engine refuses to save this plan"),
+            "{e}"
+        );
     }
-    assert!(warnings_containing(REFUSING).is_empty(), "no graph-only fallback warning");
+    assert!(
+        warnings_containing(REFUSING).is_empty(),
+        "no graph-only fallback warning"
+    );
 }
 
 #[test]
@@ -228,9 +283,19 @@ fn a_workspace_smaller_than_the_plan_needs_is_refused() {
     g.build(&h, &[HeuristicMode::Fallback]).unwrap();
     let e = run(&g, &h, Some(WORKSPACE - 1)).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert_eq!(e.message, "the plan needs a workspace of 256 bytes; 255 bytes were given");
+    assert_eq!(
+        e.message,
+        "the plan needs a workspace of 256 bytes; 255 bytes were given"
+    );
     let e = run(&g, &h, None).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert_eq!(e.message, "the plan needs a workspace of 256 bytes; 0 bytes were given");
-    assert_eq!(run(&g, &h, Some(WORKSPACE + 64)).unwrap(), vec![FILL; 8], "a larger one is fine");
+    assert_eq!(
+        e.message,
+        "the plan needs a workspace of 256 bytes; 0 bytes were given"
+    );
+    assert_eq!(
+        run(&g, &h, Some(WORKSPACE + 64)).unwrap(),
+        vec![FILL; 8],
+        "a larger one is fine"
+    );
 }

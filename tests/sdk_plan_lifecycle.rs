@@ -17,7 +17,9 @@ const CPU_ENGINE: &str = "hipdnn.reference.cpu";
 
 /// Deterministic inputs in about [-1, 1], with a per-tensor `seed`.
 fn data(n: usize, seed: usize) -> Vec<f32> {
-    (0..n).map(|i| ((i * 37 + seed * 11 + 5) % 23) as f32 / 11.0 - 1.0).collect()
+    (0..n)
+        .map(|i| ((i * 37 + seed * 11 + 5) % 23) as f32 / 11.0 - 1.0)
+        .collect()
 }
 
 fn bits(v: &[f32]) -> Vec<u32> {
@@ -39,11 +41,19 @@ impl Case {
     /// Executes `g` on `h` with this case's inputs; outputs start as NaN so an unwritten
     /// element shows.
     fn run(&self, g: &Graph, h: &Handle) -> Vec<Vec<f32>> {
-        let ins: Vec<(i64, Buffer<f32>)> =
-            self.inputs.iter().map(|(u, v)| (*u, Buffer::from_slice(v))).collect();
-        let mut outs: Vec<(i64, Buffer<f32>)> =
-            self.outputs.iter().map(|(u, n)| (*u, Buffer::filled(*n, f32::NAN))).collect();
-        let pack = ins.iter().fold(VariantPack::new(), |p, (u, b)| p.with(*u, b));
+        let ins: Vec<(i64, Buffer<f32>)> = self
+            .inputs
+            .iter()
+            .map(|(u, v)| (*u, Buffer::from_slice(v)))
+            .collect();
+        let mut outs: Vec<(i64, Buffer<f32>)> = self
+            .outputs
+            .iter()
+            .map(|(u, n)| (*u, Buffer::filled(*n, f32::NAN)))
+            .collect();
+        let pack = ins
+            .iter()
+            .fold(VariantPack::new(), |p, (u, b)| p.with(*u, b));
         let pack = outs.iter_mut().fold(pack, |p, (u, b)| p.with(*u, b));
         let mut ws = Buffer::<u8>::zeros(g.workspace_size().unwrap());
         g.execute(h, pack, Some(&mut ws))
@@ -74,7 +84,11 @@ fn assert_close(case: &str, got: &[Vec<f32>], want: &[Vec<f32>], tol: f32) {
 fn assert_same_bits(case: &str, what: &str, got: &[Vec<f32>], want: &[Vec<f32>]) {
     assert_eq!(got.len(), want.len(), "{case}: {what}");
     for (o, (g, w)) in got.iter().zip(want).enumerate() {
-        assert_eq!(bits(g), bits(w), "{case}: {what}: output {o} is not bit-identical");
+        assert_eq!(
+            bits(g),
+            bits(w),
+            "{case}: {what}: output {o} is not bit-identical"
+        );
     }
 }
 
@@ -91,13 +105,37 @@ fn f32_graph(name: &str) -> Graph {
 fn conv_bias_relu() -> Case {
     let (n, c, hh, ww, k) = (1usize, 2usize, 5usize, 5usize, 3usize);
     let mut g = f32_graph("conv_bias_relu");
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([1, 2, 5, 5]).packed_nchw());
-    let w = g.tensor(TensorAttributes::new("w").uid(2).dims([3, 2, 3, 3]).packed_nchw());
-    let b = g.tensor(TensorAttributes::new("b").uid(3).dims([1, 3, 1, 1]).packed_nchw());
-    let conv =
-        g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]).dilation([1, 1]));
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([1, 2, 5, 5])
+            .packed_nchw(),
+    );
+    let w = g.tensor(
+        TensorAttributes::new("w")
+            .uid(2)
+            .dims([3, 2, 3, 3])
+            .packed_nchw(),
+    );
+    let b = g.tensor(
+        TensorAttributes::new("b")
+            .uid(3)
+            .dims([1, 3, 1, 1])
+            .packed_nchw(),
+    );
+    let conv = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1])
+            .dilation([1, 1]),
+    );
     let biased = g.pointwise(conv, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
-    let y = g.pointwise_unary(biased, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    let y = g.pointwise_unary(
+        biased,
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd),
+    );
     g.set_output(y, true).set_uid(y, 4).set_tensor_name(y, "y");
     let (xv, wv, bv) = (data(n * c * hh * ww, 1), data(k * c * 9, 2), data(k, 3));
     let mut yv = vec![0f32; k * hh * ww];
@@ -108,7 +146,8 @@ fn conv_bias_relu() -> Case {
                 for ci in 0..c {
                     for dr in 0..3 {
                         for ds in 0..3 {
-                            let (ir, is) = (r as isize + dr as isize - 1, s as isize + ds as isize - 1);
+                            let (ir, is) =
+                                (r as isize + dr as isize - 1, s as isize + ds as isize - 1);
                             if ir < 0 || is < 0 || ir >= hh as isize || is >= ww as isize {
                                 continue;
                             }
@@ -122,7 +161,10 @@ fn conv_bias_relu() -> Case {
             }
         }
     }
-    assert!(yv.iter().any(|v| *v == 0.0) && yv.iter().any(|v| *v > 0.0), "relu must clip some");
+    assert!(
+        yv.contains(&0.0) && yv.iter().any(|v| *v > 0.0),
+        "relu must clip some"
+    );
     Case {
         name: "conv_bias_relu",
         graph: g,
@@ -137,8 +179,18 @@ fn conv_bias_relu() -> Case {
 fn matmul() -> Case {
     let (bt, m, kk, nn) = (2usize, 3usize, 4usize, 5usize);
     let mut g = f32_graph("matmul");
-    let a = g.tensor(TensorAttributes::new("a").uid(10).dims([2, 3, 4]).packed_nchw());
-    let b = g.tensor(TensorAttributes::new("b").uid(11).dims([2, 4, 5]).packed_nchw());
+    let a = g.tensor(
+        TensorAttributes::new("a")
+            .uid(10)
+            .dims([2, 3, 4])
+            .packed_nchw(),
+    );
+    let b = g.tensor(
+        TensorAttributes::new("b")
+            .uid(11)
+            .dims([2, 4, 5])
+            .packed_nchw(),
+    );
     let c = g.matmul(a, b, MatmulAttributes::new());
     g.set_output(c, true).set_uid(c, 12).set_tensor_name(c, "c");
     let (av, bv) = (data(bt * m * kk, 4), data(bt * kk * nn, 5));
@@ -147,7 +199,9 @@ fn matmul() -> Case {
         for i in 0..m {
             for j in 0..nn {
                 let acc: f64 = (0..kk)
-                    .map(|q| f64::from(av[(p * m + i) * kk + q]) * f64::from(bv[(p * kk + q) * nn + j]))
+                    .map(|q| {
+                        f64::from(av[(p * m + i) * kk + q]) * f64::from(bv[(p * kk + q) * nn + j])
+                    })
                     .sum();
                 cv[(p * m + i) * nn + j] = acc as f32;
             }
@@ -166,9 +220,24 @@ fn matmul() -> Case {
 /// y = tanh(x · s − t) with s broadcast over 1×3×1×1; two outputs: y and u = x · s.
 fn pointwise_chain() -> Case {
     let mut g = f32_graph("pointwise_chain");
-    let x = g.tensor(TensorAttributes::new("x").uid(20).dims([2, 3, 2, 2]).packed_nchw());
-    let s = g.tensor(TensorAttributes::new("s").uid(21).dims([1, 3, 1, 1]).packed_nchw());
-    let t = g.tensor(TensorAttributes::new("t").uid(22).dims([2, 3, 2, 2]).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(20)
+            .dims([2, 3, 2, 2])
+            .packed_nchw(),
+    );
+    let s = g.tensor(
+        TensorAttributes::new("s")
+            .uid(21)
+            .dims([1, 3, 1, 1])
+            .packed_nchw(),
+    );
+    let t = g.tensor(
+        TensorAttributes::new("t")
+            .uid(22)
+            .dims([2, 3, 2, 2])
+            .packed_nchw(),
+    );
     let u = g.pointwise(x, s, PointwiseAttributes::with_mode(PointwiseMode::Mul));
     let d = g.pointwise(u, t, PointwiseAttributes::with_mode(PointwiseMode::Sub));
     let y = g.pointwise_unary(d, PointwiseAttributes::with_mode(PointwiseMode::TanhFwd));
@@ -190,15 +259,36 @@ fn pointwise_chain() -> Case {
 /// Layernorm (inference) over C×H×W of x 2×3×2×2, scale and bias 1×3×2×2, epsilon 1e-5 baked.
 fn layernorm() -> Case {
     let mut g = f32_graph("layernorm");
-    let x = g.tensor(TensorAttributes::new("x").uid(30).dims([2, 3, 2, 2]).packed_nchw());
-    let s = g.tensor(TensorAttributes::new("scale").uid(31).dims([1, 3, 2, 2]).packed_nchw());
-    let b = g.tensor(TensorAttributes::new("bias").uid(32).dims([1, 3, 2, 2]).packed_nchw());
-    let e = g.tensor(TensorAttributes::scalar(TensorValue::Float32(1e-5)).name("eps").uid(33));
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(30)
+            .dims([2, 3, 2, 2])
+            .packed_nchw(),
+    );
+    let s = g.tensor(
+        TensorAttributes::new("scale")
+            .uid(31)
+            .dims([1, 3, 2, 2])
+            .packed_nchw(),
+    );
+    let b = g.tensor(
+        TensorAttributes::new("bias")
+            .uid(32)
+            .dims([1, 3, 2, 2])
+            .packed_nchw(),
+    );
+    let e = g.tensor(
+        TensorAttributes::scalar(TensorValue::Float32(1e-5))
+            .name("eps")
+            .uid(33),
+    );
     let (y, mean, inv) = g.layernorm(
         x,
         s,
         b,
-        LayernormAttributes::new().epsilon(e).forward_phase(NormFwdPhase::Inference),
+        LayernormAttributes::new()
+            .epsilon(e)
+            .forward_phase(NormFwdPhase::Inference),
     );
     assert!(mean.is_none() && inv.is_none());
     g.set_output(y, true).set_uid(y, 34).set_tensor_name(y, "y");
@@ -207,7 +297,11 @@ fn layernorm() -> Case {
     for n in 0..2 {
         let row = &xv[n * 12..n * 12 + 12];
         let mean = row.iter().map(|v| f64::from(*v)).sum::<f64>() / 12.0;
-        let var = row.iter().map(|v| (f64::from(*v) - mean).powi(2)).sum::<f64>() / 12.0;
+        let var = row
+            .iter()
+            .map(|v| (f64::from(*v) - mean).powi(2))
+            .sum::<f64>()
+            / 12.0;
         let inv = 1.0 / (var + 1e-5).sqrt();
         for i in 0..12 {
             yv[n * 12 + i] =
@@ -234,18 +328,43 @@ fn lifecycle(mut case: Case) {
     let h0 = case.built();
     let g0 = std::mem::take(&mut case.graph);
     assert_eq!(g0.engine_name().unwrap(), CPU_ENGINE, "{name}");
-    assert_eq!(g0.execution_plan_engine_id().unwrap(), engine_id_from_name(CPU_ENGINE));
-    assert_eq!(g0.workspace_size().unwrap(), 0, "{name}: the CPU engine needs no workspace");
+    assert_eq!(
+        g0.execution_plan_engine_id().unwrap(),
+        engine_id_from_name(CPU_ENGINE)
+    );
+    assert_eq!(
+        g0.workspace_size().unwrap(),
+        0,
+        "{name}: the CPU engine needs no workspace"
+    );
     let y0 = case.run(&g0, &h0);
     assert_close(name, &y0, &case.expected, case.tol);
-    assert_same_bits(name, "second execute of the built plan", &case.run(&g0, &h0), &y0);
+    assert_same_bits(
+        name,
+        "second execute of the built plan",
+        &case.run(&g0, &h0),
+        &y0,
+    );
 
     // Graph + plan container.
     let bin = g0.to_binary().unwrap();
-    assert!(hdgp::is_graph_and_plan_container(&bin), "{name}: to_binary must give HDGP");
-    assert_eq!(hdgp::serialized_contents(&bin).unwrap(), hdgp::CONTENT_GRAPH | hdgp::CONTENT_EXECUTION_PLAN);
-    assert_eq!(hdgp::graph_part(&bin).unwrap(), g0.to_graph_bytes().unwrap().as_slice());
-    assert_eq!(g0.to_binary().unwrap(), bin, "{name}: saving a built plan twice");
+    assert!(
+        hdgp::is_graph_and_plan_container(&bin),
+        "{name}: to_binary must give HDGP"
+    );
+    assert_eq!(
+        hdgp::serialized_contents(&bin).unwrap(),
+        hdgp::CONTENT_GRAPH | hdgp::CONTENT_EXECUTION_PLAN
+    );
+    assert_eq!(
+        hdgp::graph_part(&bin).unwrap(),
+        g0.to_graph_bytes().unwrap().as_slice()
+    );
+    assert_eq!(
+        g0.to_binary().unwrap(),
+        bin,
+        "{name}: saving a built plan twice"
+    );
     let h1 = Handle::cpu().unwrap();
     let g1 = Graph::from_binary(&h1, &bin).unwrap();
     assert!(g1.has_plan());
@@ -258,7 +377,11 @@ fn lifecycle(mut case: Case) {
     // Plan alone.
     let plan = g0.to_compiled_plan_binary().unwrap();
     assert!(!hdgp::is_graph_and_plan_container(&plan));
-    assert_eq!(hdgp::plan_part(&bin).unwrap(), plan.as_slice(), "{name}: plan inside the container");
+    assert_eq!(
+        hdgp::plan_part(&bin).unwrap(),
+        plan.as_slice(),
+        "{name}: plan inside the container"
+    );
     assert_eq!(
         g1.to_compiled_plan_binary().unwrap(),
         plan,
@@ -271,23 +394,43 @@ fn lifecycle(mut case: Case) {
     let g2 = Graph::from_compiled_plan_binary(&h2, &plan).unwrap();
     assert_eq!(g2.node_count(), 0, "{name}: a plan-only load has no graph");
     assert_eq!(g2.engine_name().unwrap(), CPU_ENGINE);
-    assert_same_bits(name, "from_compiled_plan_binary plan", &case.run(&g2, &h2), &y0);
+    assert_same_bits(
+        name,
+        "from_compiled_plan_binary plan",
+        &case.run(&g2, &h2),
+        &y0,
+    );
     let plan_resaved = g2.to_compiled_plan_binary().unwrap();
     assert_eq!(plan_resaved, plan, "{name}: re-saved plan");
     // The container also loads as a plan; only its plan part is kept.
     let g2c = Graph::from_compiled_plan_binary(&h2, &bin).unwrap();
     assert_eq!(g2c.to_compiled_plan_binary().unwrap(), plan);
-    assert_same_bits(name, "container loaded as a plan", &case.run(&g2c, &h2), &y0);
+    assert_same_bits(
+        name,
+        "container loaded as a plan",
+        &case.run(&g2c, &h2),
+        &y0,
+    );
 
     // Second generation: load the re-saved bytes in yet other handles.
     let h3 = Handle::cpu().unwrap();
     let g3 = Graph::from_binary(&h3, &resaved).unwrap();
-    assert_same_bits(name, "second-generation from_binary", &case.run(&g3, &h3), &y0);
+    assert_same_bits(
+        name,
+        "second-generation from_binary",
+        &case.run(&g3, &h3),
+        &y0,
+    );
     assert_eq!(g3.to_binary().unwrap(), bin);
     assert_eq!(g3.to_compiled_plan_binary().unwrap(), plan);
     let h4 = Handle::cpu().unwrap();
     let g4 = Graph::from_compiled_plan_binary(&h4, &plan_resaved).unwrap();
-    assert_same_bits(name, "second-generation plan load", &case.run(&g4, &h4), &y0);
+    assert_same_bits(
+        name,
+        "second-generation plan load",
+        &case.run(&g4, &h4),
+        &y0,
+    );
     assert_eq!(g4.to_compiled_plan_binary().unwrap(), plan);
 }
 
@@ -323,7 +466,10 @@ fn a_plan_loaded_in_one_handle_runs_the_other_graph_kinds_side_by_side() {
         })
         .collect();
     let h = Handle::cpu().unwrap();
-    let loaded: Vec<Graph> = saved.iter().map(|(b, _)| Graph::from_binary(&h, b).unwrap()).collect();
+    let loaded: Vec<Graph> = saved
+        .iter()
+        .map(|(b, _)| Graph::from_binary(&h, b).unwrap())
+        .collect();
     for ((c, g), (_, y)) in cases.iter().zip(&loaded).zip(&saved) {
         assert_same_bits(c.name, "shared handle", &c.run(g, &h), y);
     }
@@ -338,7 +484,10 @@ fn other_producer_container(graph: &[u8], plan: &[u8]) -> Vec<u8> {
     let g = fbb.create_vector(graph);
     let root = SerializedGraphAndPlan::create(
         &mut fbb,
-        &SerializedGraphAndPlanArgs { graph_blob: Some(g), plan_blob: Some(p) },
+        &SerializedGraphAndPlanArgs {
+            graph_blob: Some(g),
+            plan_blob: Some(p),
+        },
     );
     fbb.finish(root, Some("HDGP"));
     fbb.finished_data().to_vec()
@@ -350,19 +499,32 @@ fn unchanged_loaded_graph_resaves_the_identical_container_even_from_another_prod
     let h = case.built();
     let y0 = case.run(&case.graph, &h);
     let ours = case.graph.to_binary().unwrap();
-    let (graph, plan) = (case.graph.to_graph_bytes().unwrap(), case.graph.to_compiled_plan_binary().unwrap());
+    let (graph, plan) = (
+        case.graph.to_graph_bytes().unwrap(),
+        case.graph.to_compiled_plan_binary().unwrap(),
+    );
 
     let theirs = other_producer_container(&graph, &plan);
-    assert_ne!(theirs, ours, "the other producer's layout must differ from ours");
+    assert_ne!(
+        theirs, ours,
+        "the other producer's layout must differ from ours"
+    );
     let mut padded = ours.clone();
     padded.extend_from_slice(&[0u8; 16]); // trailing padding a verifier accepts
-    for (what, bytes) in [("generated builder", &theirs), ("ours + 16 padding bytes", &padded)] {
+    for (what, bytes) in [
+        ("generated builder", &theirs),
+        ("ours + 16 padding bytes", &padded),
+    ] {
         assert_eq!(hdgp::graph_part(bytes).unwrap(), graph.as_slice(), "{what}");
         assert_eq!(hdgp::plan_part(bytes).unwrap(), plan.as_slice(), "{what}");
         let h1 = Handle::cpu().unwrap();
         let g1 = Graph::from_binary(&h1, bytes).unwrap();
         assert_same_bits("conv_bias_relu", what, &case.run(&g1, &h1), &y0);
-        assert_eq!(&g1.to_binary().unwrap(), bytes, "{what}: unchanged graph re-saves as loaded");
+        assert_eq!(
+            &g1.to_binary().unwrap(),
+            bytes,
+            "{what}: unchanged graph re-saves as loaded"
+        );
         assert_eq!(g1.to_compiled_plan_binary().unwrap(), plan, "{what}");
         // Second generation keeps the other producer's bytes too.
         let g2 = Graph::from_binary(&Handle::cpu().unwrap(), &g1.to_binary().unwrap()).unwrap();
@@ -385,12 +547,31 @@ fn changed_loaded_graph_writes_a_new_container_with_the_loaded_plan_part() {
     let renamed_graph = g1.to_graph_bytes().unwrap();
     let changed = g1.to_binary().unwrap();
     assert_ne!(changed, theirs);
-    assert_eq!(changed, hdgp::write_graph_and_plan(&renamed_graph, Some(&plan)), "our writer's layout");
-    assert_eq!(hdgp::plan_part(&changed).unwrap(), plan.as_slice(), "plan part is the loaded plan");
-    assert_eq!(hdgp::graph_part(&changed).unwrap(), renamed_graph.as_slice());
+    assert_eq!(
+        changed,
+        hdgp::write_graph_and_plan(&renamed_graph, Some(&plan)),
+        "our writer's layout"
+    );
+    assert_eq!(
+        hdgp::plan_part(&changed).unwrap(),
+        plan.as_slice(),
+        "plan part is the loaded plan"
+    );
+    assert_eq!(
+        hdgp::graph_part(&changed).unwrap(),
+        renamed_graph.as_slice()
+    );
     let g2 = Graph::from_binary(&Handle::cpu().unwrap(), &changed).unwrap();
-    assert_eq!(g2.tensor_attributes(g2.tensor_by_uid(1).unwrap()).name, "image");
-    assert_same_bits("conv_bias_relu", "renamed reload", &case.run(&g2, &Handle::cpu().unwrap()), &y0);
+    assert_eq!(
+        g2.tensor_attributes(g2.tensor_by_uid(1).unwrap()).name,
+        "image"
+    );
+    assert_same_bits(
+        "conv_bias_relu",
+        "renamed reload",
+        &case.run(&g2, &Handle::cpu().unwrap()),
+        &y0,
+    );
 
     // Renaming back makes the graph equal to the loaded one again: the loaded bytes return.
     g1.set_tensor_name(x, "x");
@@ -404,11 +585,23 @@ fn execute_and_save_without_a_plan_are_refused() {
     let g = &case.graph;
     assert!(!g.has_plan());
     let e = g.execute(&h, VariantPack::new(), None).unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidValue, NO_PLAN_MESSAGE));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ErrorCode::InvalidValue, NO_PLAN_MESSAGE)
+    );
     let e = g.to_compiled_plan_binary().unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidValue, NO_FINALIZED_PLAN_MESSAGE));
-    for e in [g.workspace_size().unwrap_err(), g.engine_name().unwrap_err()] {
-        assert_eq!((e.code, e.message.as_str()), (ErrorCode::InvalidValue, NO_PLAN_MESSAGE));
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ErrorCode::InvalidValue, NO_FINALIZED_PLAN_MESSAGE)
+    );
+    for e in [
+        g.workspace_size().unwrap_err(),
+        g.engine_name().unwrap_err(),
+    ] {
+        assert_eq!(
+            (e.code, e.message.as_str()),
+            (ErrorCode::InvalidValue, NO_PLAN_MESSAGE)
+        );
     }
     // Without a plan, to_binary is the bare graph (once every tensor has a UID).
     let mut g = case.graph.clone();
@@ -419,7 +612,10 @@ fn execute_and_save_without_a_plan_are_refused() {
     assert_eq!(bare, g.to_graph_bytes().unwrap());
     let mut built = conv_bias_relu();
     built.built();
-    assert!(built.graph.to_graph_bytes().unwrap() == bare, "build assigns the same UIDs and types");
+    assert!(
+        built.graph.to_graph_bytes().unwrap() == bare,
+        "build assigns the same UIDs and types"
+    );
     // ... and it loads as a graph without a plan.
     let g2 = Graph::from_binary(&h, &bare).unwrap();
     assert!(!g2.has_plan());
@@ -440,7 +636,8 @@ fn a_graph_without_a_plan_is_refused_by_from_compiled_plan_binary() {
     case.built();
     let graph = case.graph.to_graph_bytes().unwrap();
     let h = Handle::cpu().unwrap();
-    let e = Graph::from_compiled_plan_binary(&h, &hdgp::write_graph_and_plan(&graph, None)).unwrap_err();
+    let e = Graph::from_compiled_plan_binary(&h, &hdgp::write_graph_and_plan(&graph, None))
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(
         e.message.starts_with(
@@ -451,7 +648,9 @@ fn a_graph_without_a_plan_is_refused_by_from_compiled_plan_binary() {
     let e = Graph::from_compiled_plan_binary(&h, &graph).unwrap_err();
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(
-        e.message.starts_with("Cannot load the execution plan. Backend error: HIPDNN_STATUS_BAD_PARAM: "),
+        e.message.starts_with(
+            "Cannot load the execution plan. Backend error: HIPDNN_STATUS_BAD_PARAM: "
+        ),
         "{e}"
     );
 }
@@ -465,7 +664,11 @@ fn every_truncation_of_a_container_or_plan_is_an_error() {
     let h = Handle::cpu().unwrap();
     for len in 0..bin.len() {
         let cut = &bin[..len];
-        assert!(Graph::from_binary(&h, cut).is_err(), "from_binary accepted {len} of {} bytes", bin.len());
+        assert!(
+            Graph::from_binary(&h, cut).is_err(),
+            "from_binary accepted {len} of {} bytes",
+            bin.len()
+        );
         assert!(
             Graph::from_compiled_plan_binary(&h, cut).is_err(),
             "from_compiled_plan_binary accepted {len} of {} container bytes",
@@ -494,18 +697,29 @@ fn a_damaged_cpu_plan_payload_byte_is_a_plugin_error() {
     let e = Graph::from_compiled_plan_binary(&h, &bad).unwrap_err();
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(
-        e.message.starts_with("Cannot load the execution plan. Backend error: HIPDNN_STATUS_PLUGIN_ERROR: "),
+        e.message.starts_with(
+            "Cannot load the execution plan. Backend error: HIPDNN_STATUS_PLUGIN_ERROR: "
+        ),
         "{e}"
     );
-    assert!(e.message.contains("cpu reference plan data is damaged"), "{e}");
+    assert!(
+        e.message.contains("cpu reference plan data is damaged"),
+        "{e}"
+    );
     // The same damage inside a container refuses the whole load.
-    let plan_in_bin = bin.windows(plan.len()).position(|w| w == plan.as_slice()).unwrap();
+    let plan_in_bin = bin
+        .windows(plan.len())
+        .position(|w| w == plan.as_slice())
+        .unwrap();
     let mut bad_bin = bin.clone();
     bad_bin[plan_in_bin + payload_at + 60] ^= 0x5a;
     let e = Graph::from_binary(&h, &bad_bin).unwrap_err();
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(e.message.contains("HIPDNN_STATUS_PLUGIN_ERROR"), "{e}");
-    assert!(e.message.contains("cpu reference plan data is damaged"), "{e}");
+    assert!(
+        e.message.contains("cpu reference plan data is damaged"),
+        "{e}"
+    );
     // Every single-bit flip in the payload is refused as PLUGIN_ERROR, except in the minor
     // version (bytes 6..8: any minor of major 1 is read), and none panics.
     let mut accepted = Vec::new();
@@ -514,7 +728,10 @@ fn a_damaged_cpu_plan_payload_byte_is_a_plugin_error() {
         b[payload_at + i] ^= 0x01;
         match Graph::from_compiled_plan_binary(&h, &b) {
             Ok(_) => accepted.push(i),
-            Err(e) => assert!(e.message.contains("HIPDNN_STATUS_PLUGIN_ERROR"), "payload byte {i}: {e}"),
+            Err(e) => assert!(
+                e.message.contains("HIPDNN_STATUS_PLUGIN_ERROR"),
+                "payload byte {i}: {e}"
+            ),
         }
     }
     assert_eq!(accepted, vec![6, 7], "only the minor version may change");
@@ -530,28 +747,70 @@ fn missing_and_short_buffers_are_refused_naming_the_uid() {
     let b = Buffer::from_slice(&case.inputs[2].1);
     let mut y = Buffer::<f32>::zeros(75);
 
-    let e = g.execute(&h, VariantPack::new().with(1, &x).with(2, &w).with(4, &mut y), None).unwrap_err();
+    let e = g
+        .execute(
+            &h,
+            VariantPack::new().with(1, &x).with(2, &w).with(4, &mut y),
+            None,
+        )
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert_eq!(e.message, "the variant pack has no buffer for tensor 'b' (uid 3)");
+    assert_eq!(
+        e.message,
+        "the variant pack has no buffer for tensor 'b' (uid 3)"
+    );
 
     let short = Buffer::<f32>::zeros(49);
     let e = g
-        .execute(&h, VariantPack::new().with(1, &short).with(2, &w).with(3, &b).with(4, &mut y), None)
+        .execute(
+            &h,
+            VariantPack::new()
+                .with(1, &short)
+                .with(2, &w)
+                .with(3, &b)
+                .with(4, &mut y),
+            None,
+        )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert!(e.message.starts_with("buffer for tensor 'x' (uid 1) holds 196 bytes;"), "{e}");
+    assert!(
+        e.message
+            .starts_with("buffer for tensor 'x' (uid 1) holds 196 bytes;"),
+        "{e}"
+    );
     assert!(e.message.ends_with("need 200"), "{e}");
 
     let mut short_y = Buffer::<f32>::zeros(74);
     let e = g
-        .execute(&h, VariantPack::new().with(1, &x).with(2, &w).with(3, &b).with(4, &mut short_y), None)
+        .execute(
+            &h,
+            VariantPack::new()
+                .with(1, &x)
+                .with(2, &w)
+                .with(3, &b)
+                .with(4, &mut short_y),
+            None,
+        )
         .unwrap_err();
-    assert!(e.message.starts_with("buffer for tensor 'y' (uid 4) holds 296 bytes;"), "{e}");
+    assert!(
+        e.message
+            .starts_with("buffer for tensor 'y' (uid 4) holds 296 bytes;"),
+        "{e}"
+    );
 
     // A UID that is not a tensor of the plan is refused by the backend.
     let extra = Buffer::<f32>::zeros(4);
     let e = g
-        .execute(&h, VariantPack::new().with(1, &x).with(2, &w).with(3, &b).with(4, &mut y).with(99, &extra), None)
+        .execute(
+            &h,
+            VariantPack::new()
+                .with(1, &x)
+                .with(2, &w)
+                .with(3, &b)
+                .with(4, &mut y)
+                .with(99, &extra),
+            None,
+        )
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(e.message.contains("uid 99"), "{e}");
@@ -559,6 +818,12 @@ fn missing_and_short_buffers_are_refused_naming_the_uid() {
     // A plan loaded without a graph checks only what the backend checks: a missing output.
     let plan = g.to_compiled_plan_binary().unwrap();
     let g2 = Graph::from_compiled_plan_binary(&h, &plan).unwrap();
-    let e = g2.execute(&h, VariantPack::new().with(1, &x).with(2, &w).with(3, &b), None).unwrap_err();
+    let e = g2
+        .execute(
+            &h,
+            VariantPack::new().with(1, &x).with(2, &w).with(3, &b),
+            None,
+        )
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
 }
