@@ -628,6 +628,11 @@ fn a_bare_plan_is_refused_by_from_binary() {
     let plan = case.graph.to_compiled_plan_binary().unwrap();
     let e = Graph::from_binary(&Handle::cpu().unwrap(), &plan).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue, "{e}");
+    assert!(
+        e.message
+            .starts_with("graph bytes failed FlatBuffers verification"),
+        "{e}"
+    );
 }
 
 #[test]
@@ -649,7 +654,8 @@ fn a_graph_without_a_plan_is_refused_by_from_compiled_plan_binary() {
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(
         e.message.starts_with(
-            "Cannot load the execution plan. Backend error: HIPDNN_STATUS_BAD_PARAM: "
+            "Cannot load the execution plan. Backend error: HIPDNN_STATUS_BAD_PARAM: \
+             Serialized execution plan FlatBuffer is invalid."
         ),
         "{e}"
     );
