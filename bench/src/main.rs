@@ -34,11 +34,21 @@ fn pw_graph(mode: PointwiseMode, dims: &[i64]) -> Graph {
         .set_io_data_type(DataType::Float)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let a = g.tensor(TensorAttributes::new("a").uid(1).dims(dims.to_vec()).packed_nchw());
+    let a = g.tensor(
+        TensorAttributes::new("a")
+            .uid(1)
+            .dims(dims.to_vec())
+            .packed_nchw(),
+    );
     let y = if mode == PointwiseMode::Identity {
         g.pointwise_unary(a, PointwiseAttributes::with_mode(mode))
     } else {
-        let b = g.tensor(TensorAttributes::new("b").uid(2).dims(dims.to_vec()).packed_nchw());
+        let b = g.tensor(
+            TensorAttributes::new("b")
+                .uid(2)
+                .dims(dims.to_vec())
+                .packed_nchw(),
+        );
         g.pointwise(a, b, PointwiseAttributes::with_mode(mode))
     };
     g.set_output(y, true).set_uid(y, 4);
@@ -51,12 +61,25 @@ fn conv_graph(n: i64, c: i64, h: i64, k: i64, r: i64, pad: i64, stride: i64) -> 
         .set_io_data_type(DataType::Float)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([n, c, h, h]).packed_nchw());
-    let w = g.tensor(TensorAttributes::new("w").uid(2).dims([k, c, r, r]).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([n, c, h, h])
+            .packed_nchw(),
+    );
+    let w = g.tensor(
+        TensorAttributes::new("w")
+            .uid(2)
+            .dims([k, c, r, r])
+            .packed_nchw(),
+    );
     let y = g.conv_fprop(
         x,
         w,
-        ConvFpropAttributes::new().padding([pad, pad]).stride([stride, stride]).dilation([1, 1]),
+        ConvFpropAttributes::new()
+            .padding([pad, pad])
+            .stride([stride, stride])
+            .dilation([1, 1]),
     );
     g.set_output(y, true).set_uid(y, 4);
     g
@@ -121,7 +144,10 @@ print(json.dumps(out))
 
 fn torch_conv(shapes: &[[i64; 7]]) -> serde_json::Value {
     let arg = serde_json::to_string(shapes).unwrap_or_default();
-    match std::process::Command::new("python3").args(["-c", TORCH, &arg]).output() {
+    match std::process::Command::new("python3")
+        .args(["-c", TORCH, &arg])
+        .output()
+    {
         Ok(o) => serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
         Err(x) => json!({"error": x.to_string()}),
@@ -145,7 +171,9 @@ fn raw_launch_time(h: &Handle) -> R<f64> {
     let module = dev.load_module(&code).map_err(e)?;
     let mut sig = vec![(ArgKind::GlobalBuffer, 8), (ArgKind::GlobalBuffer, 8)];
     sig.extend(std::iter::repeat_n((ArgKind::ByValue, 4), 10));
-    let f = module.function(&src.symbol, &ArgSpec::natural_layout(&sig)).map_err(e)?;
+    let f = module
+        .function(&src.symbol, &ArgSpec::natural_layout(&sig))
+        .map_err(e)?;
     let x = dev.alloc::<f32>(1).map_err(e)?;
     let y = dev.alloc::<f32>(1).map_err(e)?;
     let stream = Stream::default_stream(&dev);
@@ -158,7 +186,8 @@ fn raw_launch_time(h: &Handle) -> R<f64> {
         for v in [1i32, 1, 1, 1, 1, 0, 0, 0, 0, 0] {
             args.push(v.into());
         }
-        f.launch(&stream, LaunchConfig::linear(1, 256), &args).map_err(e)?;
+        f.launch(&stream, LaunchConfig::linear(1, 256), &args)
+            .map_err(e)?;
         stream.synchronize().map_err(e)
     })
 }
@@ -201,7 +230,16 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
         g.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
         let build_ms = t0.elapsed().as_secs_f64() * 1e3;
         let p = (hh + 2 * pad - r) / st + 1;
-        let t = time_exec(&h, &g, &[(1, (nb * c * hh * hh) as usize), (2, (k * c * r * r) as usize)], (nb * k * p * p) as usize, 10)?;
+        let t = time_exec(
+            &h,
+            &g,
+            &[
+                (1, (nb * c * hh * hh) as usize),
+                (2, (k * c * r * r) as usize),
+            ],
+            (nb * k * p * p) as usize,
+            10,
+        )?;
         let flops = 2.0 * (nb * k * p * p * c * r * r) as f64;
         let plan = g.to_compiled_plan_binary().map_err(e)?;
         let h2 = Handle::gpu().map_err(e)?;
@@ -222,7 +260,8 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
     let ov = json!({"execute_us": t_exec * 1e6, "raw_launch_us": t_raw * 1e6});
     println!("overhead: {ov}");
     let device = format!("{:?}", h.device());
-    let report = json!({"device": device, "pointwise": pw, "conv": convs, "torch": torch, "overhead": ov});
+    let report =
+        json!({"device": device, "pointwise": pw, "conv": convs, "torch": torch, "overhead": ov});
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;
     }
@@ -236,24 +275,35 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
         t += "| measure | hipdnn-rs | baseline |\n|---|---|---|\n";
         t += &format!(
             "| pointwise ADD f32, 16.7 M elements | {:.3} ms, {:.0} GB/s | copy (IDENTITY kernel) {:.3} ms, {:.0} GB/s |\n",
-            t_add * 1e3, gbs(12.0 * n as f64, t_add), t_copy * 1e3, gbs(8.0 * n as f64, t_copy)
+            t_add * 1e3,
+            gbs(12.0 * n as f64, t_add),
+            t_copy * 1e3,
+            gbs(8.0 * n as f64, t_copy)
         );
         for r in &convs {
             t += &format!(
                 "| conv fprop f32 {} (n,c,h,k,r,pad,stride) | {:.3} ms ({:.2} TFLOP/s) | PyTorch/cuDNN {} |\n",
-                r["shape"], r["ms"].as_f64().unwrap_or(0.0), r["tflops"].as_f64().unwrap_or(0.0),
-                r["torch_ms"].as_f64().map(|v| format!("{v:.3} ms")).unwrap_or_else(|| "n/a".into())
+                r["shape"],
+                r["ms"].as_f64().unwrap_or(0.0),
+                r["tflops"].as_f64().unwrap_or(0.0),
+                r["torch_ms"]
+                    .as_f64()
+                    .map(|v| format!("{v:.3} ms"))
+                    .unwrap_or_else(|| "n/a".into())
             );
         }
         for r in &convs {
             t += &format!(
                 "| plan load (from_compiled_plan_binary) {} | {:.3} ms | plan build {:.3} ms |\n",
-                r["shape"], r["load_ms"].as_f64().unwrap_or(0.0), r["build_ms"].as_f64().unwrap_or(0.0)
+                r["shape"],
+                r["load_ms"].as_f64().unwrap_or(0.0),
+                r["build_ms"].as_f64().unwrap_or(0.0)
             );
         }
         t += &format!(
             "| execute 1-element graph + sync | {:.1} µs | raw launch + sync {:.1} µs |\n",
-            t_exec * 1e6, t_raw * 1e6
+            t_exec * 1e6,
+            t_raw * 1e6
         );
         let text = std::fs::read_to_string(md).map_err(e)?;
         let (b, en) = ("<!-- gpu-bench:begin -->", "<!-- gpu-bench:end -->");
@@ -269,7 +319,12 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
 
 fn main() -> std::process::ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    let get = |k: &str| args.iter().position(|a| a == k).and_then(|i| args.get(i + 1)).cloned();
+    let get = |k: &str| {
+        args.iter()
+            .position(|a| a == k)
+            .and_then(|i| args.get(i + 1))
+            .cloned()
+    };
     if args.first().map(String::as_str) != Some("gpu") {
         eprintln!("usage: hipdnn-bench gpu [--out PATH] [--md PATH]");
         return std::process::ExitCode::from(2);

@@ -27,10 +27,14 @@ fn gpu() -> Option<Handle> {
 }
 
 fn lcg(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
     (0..n)
         .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
@@ -60,8 +64,18 @@ fn conv_graph(c: &Conv) -> Graph {
         .set_io_data_type(DataType::Float)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([c.n, c.c, c.h, c.w]).packed_nchw());
-    let w = g.tensor(TensorAttributes::new("w").uid(2).dims([c.k, c.c, c.r, c.r]).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([c.n, c.c, c.h, c.w])
+            .packed_nchw(),
+    );
+    let w = g.tensor(
+        TensorAttributes::new("w")
+            .uid(2)
+            .dims([c.k, c.c, c.r, c.r])
+            .packed_nchw(),
+    );
     let mut y = g.conv_fprop(
         x,
         w,
@@ -71,7 +85,12 @@ fn conv_graph(c: &Conv) -> Graph {
             .dilation([c.dil, c.dil]),
     );
     if c.bias {
-        let b = g.tensor(TensorAttributes::new("b").uid(3).dims([1, c.k, 1, 1]).packed_nchw());
+        let b = g.tensor(
+            TensorAttributes::new("b")
+                .uid(3)
+                .dims([1, c.k, 1, 1])
+                .packed_nchw(),
+        );
         y = g.pointwise(y, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
     }
     if c.relu {
@@ -89,9 +108,13 @@ fn run(h: &Handle, g: &mut Graph, inputs: &[(i64, Vec<f32>)], n_out: usize) -> (
 }
 
 fn exec(h: &Handle, g: &Graph, inputs: &[(i64, Vec<f32>)], n_out: usize) -> Vec<f32> {
-    let bufs: Vec<(i64, Buffer<f32>)> =
-        inputs.iter().map(|(u, d)| (*u, Buffer::from_slice_on(h, d).expect("upload"))).collect();
-    let mut y = Buffer::<f32>::filled(n_out, f32::NAN).to_handle(h).expect("y");
+    let bufs: Vec<(i64, Buffer<f32>)> = inputs
+        .iter()
+        .map(|(u, d)| (*u, Buffer::from_slice_on(h, d).expect("upload")))
+        .collect();
+    let mut y = Buffer::<f32>::filled(n_out, f32::NAN)
+        .to_handle(h)
+        .expect("y");
     let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().expect("ws")).expect("ws");
     let mut pack = VariantPack::new();
     for (u, b) in &bufs {
@@ -104,7 +127,17 @@ fn exec(h: &Handle, g: &Graph, inputs: &[(i64, Vec<f32>)], n_out: usize) -> Vec<
 
 fn conv_cases() -> Vec<Conv> {
     let c = |n, c, h, w, k, r, pad, stride, dil, bias, relu| Conv {
-        n, c, h, w, k, r, pad, stride, dil, bias, relu,
+        n,
+        c,
+        h,
+        w,
+        k,
+        r,
+        pad,
+        stride,
+        dil,
+        bias,
+        relu,
     };
     vec![
         c(1, 3, 8, 8, 4, 3, 1, 1, 1, true, true),
@@ -135,11 +168,21 @@ fn gpu_conv_fwd_v2_matches_cpu_as_one_fused_plan() {
     for c in conv_cases() {
         let (ins, n_out) = conv_inputs(&c);
         let (engine, yg) = run(&h, &mut conv_graph(&c), &ins, n_out);
-        assert_eq!(engine, "hipkernel.ingestor.gpu", "conv bias={} relu={}", c.bias, c.relu);
+        assert_eq!(
+            engine, "hipkernel.ingestor.gpu",
+            "conv bias={} relu={}",
+            c.bias, c.relu
+        );
         let (_, yc) = run(&cpu, &mut conv_graph(&c), &ins, n_out);
-        let d = yg.iter().zip(&yc).map(|(a, b)| (a - b).abs() / (1.0 + b.abs())).fold(0f32, f32::max);
-        println!("conv n{} c{} h{} k{} r{} pad{} stride{} dil{} bias{} relu{}: max rel diff {d:e}",
-            c.n, c.c, c.h, c.k, c.r, c.pad, c.stride, c.dil, c.bias, c.relu);
+        let d = yg
+            .iter()
+            .zip(&yc)
+            .map(|(a, b)| (a - b).abs() / (1.0 + b.abs()))
+            .fold(0f32, f32::max);
+        println!(
+            "conv n{} c{} h{} k{} r{} pad{} stride{} dil{} bias{} relu{}: max rel diff {d:e}",
+            c.n, c.c, c.h, c.k, c.r, c.pad, c.stride, c.dil, c.bias, c.relu
+        );
         assert!(d <= 1e-5, "conv diff {d}");
     }
 }
@@ -150,9 +193,19 @@ fn pw_graph(mode: PointwiseMode, binary: bool, a: &[i64], b: &[i64]) -> Graph {
         .set_io_data_type(DataType::Float)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("a").uid(1).dims(a.to_vec()).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("a")
+            .uid(1)
+            .dims(a.to_vec())
+            .packed_nchw(),
+    );
     let y = if binary {
-        let bt = g.tensor(TensorAttributes::new("b").uid(2).dims(b.to_vec()).packed_nchw());
+        let bt = g.tensor(
+            TensorAttributes::new("b")
+                .uid(2)
+                .dims(b.to_vec())
+                .packed_nchw(),
+        );
         g.pointwise(x, bt, PointwiseAttributes::with_mode(mode))
     } else {
         g.pointwise_unary(x, PointwiseAttributes::with_mode(mode))
@@ -167,10 +220,19 @@ fn gpu_pointwise_v2_matches_cpu() {
     let cpu = Handle::cpu().expect("cpu");
     use PointwiseMode as M;
     let modes = [
-        (M::Add, true, true), (M::Sub, true, true), (M::Mul, true, true), (M::Div, true, true),
-        (M::MaxOp, true, true), (M::MinOp, true, true), (M::ReluFwd, false, true),
-        (M::Identity, false, true), (M::Neg, false, true), (M::Abs, false, true),
-        (M::Exp, false, false), (M::SigmoidFwd, false, false), (M::TanhFwd, false, false),
+        (M::Add, true, true),
+        (M::Sub, true, true),
+        (M::Mul, true, true),
+        (M::Div, true, true),
+        (M::MaxOp, true, true),
+        (M::MinOp, true, true),
+        (M::ReluFwd, false, true),
+        (M::Identity, false, true),
+        (M::Neg, false, true),
+        (M::Abs, false, true),
+        (M::Exp, false, false),
+        (M::SigmoidFwd, false, false),
+        (M::TanhFwd, false, false),
         (M::GeluApproxTanhFwd, false, false),
     ];
     let shapes: [(&[i64], &[i64]); 4] = [
@@ -194,7 +256,10 @@ fn gpu_pointwise_v2_matches_cpu() {
                 if exact {
                     assert_eq!(g.to_bits(), c.to_bits(), "{mode:?} {a:?}: {g} vs {c}");
                 } else {
-                    assert!((g - c).abs() <= 4e-6 * c.abs() + 2e-7, "{mode:?} {a:?}: {g} vs {c}");
+                    assert!(
+                        (g - c).abs() <= 4e-6 * c.abs() + 2e-7,
+                        "{mode:?} {a:?}: {g} vs {c}"
+                    );
                 }
             }
         }
@@ -211,7 +276,19 @@ fn gpu_refuses_what_kernels_cannot_do_so_cpu_serves_it() {
 }
 
 fn plan_case() -> (Conv, Vec<(i64, Vec<f32>)>, usize) {
-    let c = Conv { n: 1, c: 3, h: 12, w: 12, k: 4, r: 3, pad: 1, stride: 1, dil: 1, bias: true, relu: true };
+    let c = Conv {
+        n: 1,
+        c: 3,
+        h: 12,
+        w: 12,
+        k: 4,
+        r: 3,
+        pad: 1,
+        stride: 1,
+        dil: 1,
+        bias: true,
+        relu: true,
+    };
     let (ins, n) = conv_inputs(&c);
     (c, ins, n)
 }
@@ -219,7 +296,9 @@ fn plan_case() -> (Conv, Vec<(i64, Vec<f32>)>, usize) {
 /// Inner half of the moved-archive test: runs only in the child process.
 #[test]
 fn gpu_inner_load_with_archive_moved_away() {
-    let Ok(dir) = std::env::var("HIPDNN_GPU_TEST_MOVE_DIR") else { return };
+    let Ok(dir) = std::env::var("HIPDNN_GPU_TEST_MOVE_DIR") else {
+        return;
+    };
     let Some(h) = gpu() else { return };
     let (c, ins, n) = plan_case();
     let (engine, y0) = run(&h, &mut conv_graph(&c), &ins, n);
@@ -227,24 +306,39 @@ fn gpu_inner_load_with_archive_moved_away() {
     let mut g = conv_graph(&c);
     g.build(&h, &[HeuristicMode::Fallback]).expect("build");
     let bin = g.to_binary().expect("to_binary");
-    let plan = g.to_compiled_plan_binary().expect("to_compiled_plan_binary");
+    let plan = g
+        .to_compiled_plan_binary()
+        .expect("to_compiled_plan_binary");
     std::fs::rename(&dir, format!("{dir}.moved")).expect("move the packed kernels away");
     let h2 = Handle::cpu().expect("cpu handle");
     drop(h2);
     // A GPU handle needs the kernel dir to exist only to find kernels.json at open; loading
     // must read no archive: keep kernels.json, move only the .kpack files away.
     std::fs::create_dir_all(&dir).expect("recreate dir");
-    for e in std::fs::read_dir(format!("{dir}.moved")).expect("ls").flatten() {
+    for e in std::fs::read_dir(format!("{dir}.moved"))
+        .expect("ls")
+        .flatten()
+    {
         let sub = e.path();
         let arch = e.file_name();
         std::fs::create_dir_all(std::path::Path::new(&dir).join(&arch)).expect("mkdir");
-        std::fs::copy(sub.join("kernels.json"), std::path::Path::new(&dir).join(&arch).join("kernels.json")).ok();
+        std::fs::copy(
+            sub.join("kernels.json"),
+            std::path::Path::new(&dir).join(&arch).join("kernels.json"),
+        )
+        .ok();
     }
-    let kpacks = std::fs::read_dir(&dir).expect("ls").flatten()
+    let kpacks = std::fs::read_dir(&dir)
+        .expect("ls")
+        .flatten()
         .flat_map(|e| std::fs::read_dir(e.path()).into_iter().flatten().flatten())
-        .filter(|f| f.path().extension().is_some_and(|x| x == "kpack")).count();
+        .filter(|f| f.path().extension().is_some_and(|x| x == "kpack"))
+        .count();
     assert_eq!(kpacks, 0, "no kpack archive is reachable");
-    for (what, bytes, from_plan) in [("to_binary", &bin, false), ("to_compiled_plan_binary", &plan, true)] {
+    for (what, bytes, from_plan) in [
+        ("to_binary", &bin, false),
+        ("to_compiled_plan_binary", &plan, true),
+    ] {
         let h2 = gpu().expect("GPU handle");
         let g2 = if from_plan {
             Graph::from_compiled_plan_binary(&h2, bytes).expect("load plan")
@@ -253,9 +347,22 @@ fn gpu_inner_load_with_archive_moved_away() {
         };
         let y1 = exec(&h2, &g2, &ins, n);
         let y2 = exec(&h2, &g2, &ins, n);
-        assert_eq!(y1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), y0.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{what}");
-        assert_eq!(y1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), y2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), "{what}");
-        let re = if from_plan { g2.to_compiled_plan_binary() } else { g2.to_binary() }.expect("re-save");
+        assert_eq!(
+            y1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            y0.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{what}"
+        );
+        assert_eq!(
+            y1.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            y2.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "{what}"
+        );
+        let re = if from_plan {
+            g2.to_compiled_plan_binary()
+        } else {
+            g2.to_binary()
+        }
+        .expect("re-save");
         assert_eq!(&re, bytes, "{what} re-save byte-identical");
         println!("{what}: loaded without archives, executed twice, re-saved byte-identical");
     }
@@ -277,7 +384,12 @@ fn gpu_save_load_with_archive_moved_away() {
         }
     }
     let out = std::process::Command::new(std::env::current_exe().expect("exe"))
-        .args(["gpu_inner_load_with_archive_moved_away", "--exact", "--nocapture", "--test-threads=1"])
+        .args([
+            "gpu_inner_load_with_archive_moved_away",
+            "--exact",
+            "--nocapture",
+            "--test-threads=1",
+        ])
         .env("HIPDNN_KERNEL_DIR", &kd)
         .env("HIPDNN_GPU_TEST_MOVE_DIR", &kd)
         .output()
@@ -310,39 +422,77 @@ fn gpu_refuses_damaged_newer_and_other_arch_plans() {
     g.build(&h, &[HeuristicMode::Fallback]).expect("build");
     let plan = g.to_compiled_plan_binary().expect("save");
     let r = payload_range(&plan);
-    let load = |b: &[u8]| Graph::from_compiled_plan_binary(&h, b).map(|_| ()).unwrap_err().message;
+    let load = |b: &[u8]| {
+        Graph::from_compiled_plan_binary(&h, b)
+            .map(|_| ())
+            .unwrap_err()
+            .message
+    };
     // Flipped code-object byte (the ELF image inside the body).
-    let elf = plan[r.clone()].windows(4).position(|w| w == b"\x7fELF").expect("ELF code object") + r.start;
+    let elf = plan[r.clone()]
+        .windows(4)
+        .position(|w| w == b"\x7fELF")
+        .expect("ELF code object")
+        + r.start;
     let mut bad = plan.clone();
     bad[elf + 100] ^= 0x01;
     let m = load(&bad);
     println!("flipped byte: {m}");
-    assert!(m.contains("PLUGIN_ERROR") || m.contains("ingestor plan data is damaged"), "{m}");
-    assert!(m.contains("ingestor plan data is damaged") && m.contains("body digest mismatch"), "{m}");
+    assert!(
+        m.contains("PLUGIN_ERROR") || m.contains("ingestor plan data is damaged"),
+        "{m}"
+    );
+    assert!(
+        m.contains("ingestor plan data is damaged") && m.contains("body digest mismatch"),
+        "{m}"
+    );
     // Format major 2.
     let mut v2 = plan.clone();
     v2[r.start + 4..r.start + 6].copy_from_slice(&2u16.to_le_bytes());
     let m = load(&v2);
     println!("format 2.0: {m}");
-    assert!(m.contains("payload format version 2.0 is not readable"), "{m}");
+    assert!(
+        m.contains("payload format version 2.0 is not readable"),
+        "{m}"
+    );
     // Another arch: replace the saved target and reseal.
     let arch = match h.device() {
         hipdnn::Device::Gpu { arch, .. } => arch.split(':').next().unwrap_or_default().to_string(),
         hipdnn::Device::Cpu => unreachable!(),
     };
-    let other = if arch.starts_with("sm_") { "sm_80" } else { "gfx942" };
-    let other = if other == arch { if arch.starts_with("sm_") { "sm_70" } else { "gfx90a" } } else { other };
+    let other = if arch.starts_with("sm_") {
+        "sm_80"
+    } else {
+        "gfx942"
+    };
+    let other = if other == arch {
+        if arch.starts_with("sm_") {
+            "sm_70"
+        } else {
+            "gfx90a"
+        }
+    } else {
+        other
+    };
     assert_eq!(arch.len(), other.len(), "same-length target edit");
     let mut oa = plan.clone();
     let body = &plan[r.start + 48..r.end];
     let pos = body
         .windows(arch.len() + 4)
-        .position(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize == arch.len() && &w[4..] == arch.as_bytes())
+        .position(|w| {
+            u32::from_le_bytes([w[0], w[1], w[2], w[3]]) as usize == arch.len()
+                && &w[4..] == arch.as_bytes()
+        })
         .expect("target string in the body")
-        + r.start + 48 + 4;
+        + r.start
+        + 48
+        + 4;
     oa[pos..pos + other.len()].copy_from_slice(other.as_bytes());
     reseal(&mut oa);
     let m = load(&oa);
     println!("other arch: {m}");
-    assert!(m.contains(&format!("was saved for target '{other}'")), "{m}");
+    assert!(
+        m.contains(&format!("was saved for target '{other}'")),
+        "{m}"
+    );
 }

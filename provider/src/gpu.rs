@@ -15,13 +15,13 @@
 //! across archs and rebuilds.
 
 use crate::hip::{GpuRuntime, HipIngestorDevice};
+use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::{
     DispatchRegistry, FixedDevice, IngestorEngine, KernelDescriptor, KernelSource,
     KpackCodeObjectReader,
 };
-use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -65,7 +65,12 @@ pub struct GpuEngines {
 
 impl std::fmt::Debug for GpuEngines {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "GpuEngines({} at {})", self.arch, self.packed_dir.display())
+        write!(
+            f,
+            "GpuEngines({} at {})",
+            self.arch,
+            self.packed_dir.display()
+        )
     }
 }
 
@@ -88,8 +93,8 @@ pub fn load_packed_descriptors(packed_dir: &Path) -> Result<Vec<KernelDescriptor
     let path = packed_dir.join("kernels.json");
     let text = std::fs::read_to_string(&path)
         .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
     let arch = v["arch"].as_str().unwrap_or_default().to_string();
     let entries = v["kernels"]
         .as_array()
@@ -109,7 +114,9 @@ pub fn load_packed_descriptors(packed_dir: &Path) -> Result<Vec<KernelDescriptor
         }
         let library = ks["library"].as_str().ok_or_else(|| bad("no library"))?;
         if library.contains('/') || library.contains('\\') || library.starts_with('.') {
-            return Err(bad("library must be a file name inside the packed directory"));
+            return Err(bad(
+                "library must be a file name inside the packed directory",
+            ));
         }
         let s = |k: &str| ks[k].as_str().map(str::to_string).ok_or_else(|| bad(k));
         let symbol = s("symbol")?;
@@ -155,7 +162,12 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, String> {
     let device = rt
         .open_device(ordinal)
         .map_err(|e| format!("no GPU: cannot open device {ordinal}: {e}"))?;
-    let arch = device.arch().split(':').next().unwrap_or_default().to_string();
+    let arch = device
+        .arch()
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
     let packed_dir = kernel_dir().join(&arch);
     if !packed_dir.join("kernels.json").is_file() {
         return Err(format!(

@@ -261,7 +261,9 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
     }
     let a = nodes[0]
         .attributes_as_convolution_fwd_attributes()
-        .ok_or_else(|| na("the conv_fwd pack serves graphs that start with a convolution forward node"))?;
+        .ok_or_else(|| {
+            na("the conv_fwd pack serves graphs that start with a convolution forward node")
+        })?;
     if a.conv_mode() != ConvMode::CROSS_CORRELATION {
         return Err(na(format!(
             "the conv_fwd pack (dispatch v2) serves cross-correlation only, not conv mode {:?}",
@@ -339,7 +341,9 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
                     || pw.relu_upper_clip().is_some()
                     || pw.relu_lower_clip_slope().is_some_and(|v| v != 0.0)
                 {
-                    return Err(na("the conv_fwd pack fuses RELU_FWD without clip or slope attributes"));
+                    return Err(na(
+                        "the conv_fwd pack fuses RELU_FWD without clip or slope attributes",
+                    ));
                 }
                 epilogue |= EPILOGUE_RELU;
             }
@@ -354,8 +358,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
     }
     let yt = cur_t;
     let (yd, ys) = dims_strides(&yt);
-    if yd.len() != 4 || !is_packed(&yd, &ys) || yt.data_type() != dtype || wt.data_type() != dtype
-    {
+    if yd.len() != 4 || !is_packed(&yd, &ys) || yt.data_type() != dtype || wt.data_type() != dtype {
         return Err(na(format!(
             "the conv_fwd pack (dispatch v2) writes a packed NKPQ y of the inputs' data type; y dims {yd:?}, strides {ys:?}"
         )));
@@ -365,7 +368,9 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
     let stride = pair(a.stride(), 1);
     let dil = pair(a.dilation(), 1);
     if [&pre, &post, &stride, &dil].iter().any(|v| v.len() != 2) {
-        return Err(na("the conv_fwd pack (dispatch v2) needs 2 spatial padding/stride/dilation values"));
+        return Err(na(
+            "the conv_fwd pack (dispatch v2) needs 2 spatial padding/stride/dilation values",
+        ));
     }
     for (i, (hw, f)) in [(xd[2], wd[2]), (xd[3], wd[3])].into_iter().enumerate() {
         let want = if stride[i] >= 1 && dil[i] >= 1 {
@@ -380,8 +385,11 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
         }
     }
     let pad = |v: i64| {
-        i32::try_from(v)
-            .map_err(|_| na(format!("the conv_fwd pack (dispatch v2): padding {v} out of range")))
+        i32::try_from(v).map_err(|_| {
+            na(format!(
+                "the conv_fwd pack (dispatch v2): padding {v} out of range"
+            ))
+        })
     };
     let inputs = ConvFwdV2Inputs {
         x_uid: a.x_tensor_uid(),
@@ -409,7 +417,9 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
         dtype: dtype.0,
         block_size: CONV_FWD_V2_BLOCK_SIZE,
     };
-    inputs.geometry_for(CONV_FWD_V2).map_err(|e| na(e.message))?;
+    inputs
+        .geometry_for(CONV_FWD_V2)
+        .map_err(|e| na(e.message))?;
     Ok(inputs)
 }
 

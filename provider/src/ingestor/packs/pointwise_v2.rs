@@ -240,9 +240,9 @@ impl PointwiseV2Inputs {
             .ok_or_else(too_big)?;
         for s in std::iter::once(self.sa).chain(self.sb) {
             let mut off = 0i64;
-            for i in 0..5 {
-                off = i64::from(self.dims[i] - 1)
-                    .checked_mul(i64::from(s[i]))
+            for (dim, st) in self.dims.iter().zip(s) {
+                off = i64::from(dim - 1)
+                    .checked_mul(i64::from(st))
                     .and_then(|x| x.checked_add(off))
                     .ok_or_else(|| {
                         incompatible(format!(
@@ -342,9 +342,9 @@ pub struct PointwiseV2Handler;
 impl PointwiseV2Handler {
     fn inputs(&self, graph: &OperationGraph) -> PluginResult<PointwiseV2Inputs> {
         let node = super::single_node(graph, "pointwise")?;
-        let a = node.attributes_as_pointwise_attributes().ok_or_else(|| {
-            na("the pointwise pack serves pointwise nodes only".into())
-        })?;
+        let a = node
+            .attributes_as_pointwise_attributes()
+            .ok_or_else(|| na("the pointwise pack serves pointwise nodes only".into()))?;
         pointwise_inputs(graph, &a)
     }
 }
@@ -464,7 +464,10 @@ pub(crate) fn pointwise_inputs(
 
 /// The kernel symbol of a descriptor's single source (empty when multi-launch).
 pub(crate) fn kernel_symbol(kernel: &KernelDescriptor) -> &str {
-    kernel.single_source().map(|s| s.symbol.as_str()).unwrap_or("")
+    kernel
+        .single_source()
+        .map(|s| s.symbol.as_str())
+        .unwrap_or("")
 }
 
 impl DispatchHandler for PointwiseV2Handler {
@@ -487,9 +490,7 @@ impl DispatchHandler for PointwiseV2Handler {
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        self.inputs(graph)?
-            .to_launch()
-            .map_err(|e| na(e.message))
+        self.inputs(graph)?.to_launch().map_err(|e| na(e.message))
     }
 
     fn prepare_kernel(
