@@ -70,9 +70,13 @@ fn read_image(path: &Path) -> Result<(usize, usize, Vec<f32>), String> {
     let file = File::open(path).map_err(|e| format!("cannot open {}: {e}", path.display()))?;
     let mut dec = png::Decoder::new(std::io::BufReader::new(file));
     dec.set_transformations(png::Transformations::EXPAND | png::Transformations::STRIP_16);
-    let mut reader = dec.read_info().map_err(|e| format!("{}: {e}", path.display()))?;
+    let mut reader = dec
+        .read_info()
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let mut buf = vec![0; reader.output_buffer_size()];
-    let info = reader.next_frame(&mut buf).map_err(|e| format!("{}: {e}", path.display()))?;
+    let info = reader
+        .next_frame(&mut buf)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
     let (w, h) = (info.width as usize, info.height as usize);
     let ch = info.color_type.samples();
     let mut x = vec![0f32; 3 * h * w];
@@ -111,30 +115,58 @@ fn conv_bias_relu_graph(h: usize, w: usize) -> Graph {
         .set_io_data_type(DataType::Float)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("x").uid(X_UID).dims([1, 3, h, w]).packed_nchw());
-    let wt = g.tensor(TensorAttributes::new("w").uid(W_UID).dims([4, 3, 3, 3]).packed_nchw());
-    let b = g.tensor(TensorAttributes::new("b").uid(B_UID).dims([1, 4, 1, 1]).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(X_UID)
+            .dims([1, 3, h, w])
+            .packed_nchw(),
+    );
+    let wt = g.tensor(
+        TensorAttributes::new("w")
+            .uid(W_UID)
+            .dims([4, 3, 3, 3])
+            .packed_nchw(),
+    );
+    let b = g.tensor(
+        TensorAttributes::new("b")
+            .uid(B_UID)
+            .dims([1, 4, 1, 1])
+            .packed_nchw(),
+    );
     let conv = g.conv_fprop(
         x,
         wt,
-        ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]).dilation([1, 1]),
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1])
+            .dilation([1, 1]),
     );
     let biased = g.pointwise(conv, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
-    let y = g.pointwise_unary(biased, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
-    g.set_output(y, true).set_uid(y, Y_UID).set_tensor_name(y, "y");
+    let y = g.pointwise_unary(
+        biased,
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd),
+    );
+    g.set_output(y, true)
+        .set_uid(y, Y_UID)
+        .set_tensor_name(y, "y");
     g
 }
 
 fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().map(|b| format!("{b:02x}")).collect()
+    Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 /// Writes `bytes` to `path` atomically: a temporary file in the same folder, fsync, rename.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let tmp = path.with_extension("tmp");
     let mut f = File::create(&tmp).map_err(|e| format!("cannot create {}: {e}", tmp.display()))?;
-    f.write_all(bytes).map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
-    f.sync_all().map_err(|e| format!("cannot sync {}: {e}", tmp.display()))?;
+    f.write_all(bytes)
+        .map_err(|e| format!("cannot write {}: {e}", tmp.display()))?;
+    f.sync_all()
+        .map_err(|e| format!("cannot sync {}: {e}", tmp.display()))?;
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename to {}: {e}", path.display()))
 }
 
@@ -211,13 +243,25 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
     let b = on(&[0.0f32, 0.0, 0.0, -0.05])?;
     let mut graph = conv_bias_relu_graph(h, w);
     rep.step("build", || {
-        graph.build(&handle, &[HeuristicMode::Fallback]).map_err(|e| e.to_string())
+        graph
+            .build(&handle, &[HeuristicMode::Fallback])
+            .map_err(|e| e.to_string())
     })?;
-    println!("  engine: {}", graph.engine_name().map_err(|e| e.to_string())?);
-    let mut ws = Buffer::<u8>::alloc(&handle, graph.workspace_size().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    println!(
+        "  engine: {}",
+        graph.engine_name().map_err(|e| e.to_string())?
+    );
+    let mut ws = Buffer::<u8>::alloc(&handle, graph.workspace_size().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let exec = |g: &Graph, hd: &Handle, ws: &mut Buffer<u8>| -> Result<Vec<f32>, String> {
-        let mut y = Buffer::<f32>::filled(n_out, f32::NAN).to_handle(hd).map_err(|e| e.to_string())?;
-        let pack = VariantPack::new().with(X_UID, &x).with(W_UID, &wt).with(B_UID, &b).with(Y_UID, &mut y);
+        let mut y = Buffer::<f32>::filled(n_out, f32::NAN)
+            .to_handle(hd)
+            .map_err(|e| e.to_string())?;
+        let pack = VariantPack::new()
+            .with(X_UID, &x)
+            .with(W_UID, &wt)
+            .with(B_UID, &b)
+            .with(Y_UID, &mut y);
         g.execute(hd, pack, Some(ws)).map_err(|e| e.to_string())?;
         y.to_vec().map_err(|e| e.to_string())
     };
@@ -229,24 +273,40 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
         let cpu = Handle::cpu().map_err(|e| e.to_string())?;
         let yc = rep.step("execute on the CPU reference engine", || {
             let mut gc = conv_bias_relu_graph(h, w);
-            gc.build(&cpu, &[HeuristicMode::Fallback]).map_err(|e| e.to_string())?;
+            gc.build(&cpu, &[HeuristicMode::Fallback])
+                .map_err(|e| e.to_string())?;
             let (xc, wc) = (Buffer::from_slice(&x_host), Buffer::from_slice(&filters()));
             let bc = Buffer::from_slice(&[0.0f32, 0.0, 0.0, -0.05]);
             let mut yc = Buffer::<f32>::filled(n_out, f32::NAN);
-            let pack = VariantPack::new().with(X_UID, &xc).with(W_UID, &wc).with(B_UID, &bc).with(Y_UID, &mut yc);
+            let pack = VariantPack::new()
+                .with(X_UID, &xc)
+                .with(W_UID, &wc)
+                .with(B_UID, &bc)
+                .with(Y_UID, &mut yc);
             let wsn = gc.workspace_size().map_err(|e| e.to_string())?;
             let mut wsc = Buffer::<u8>::alloc(&cpu, wsn).map_err(|e| e.to_string())?;
-            gc.execute(&cpu, pack, Some(&mut wsc)).map_err(|e| e.to_string())?;
+            gc.execute(&cpu, pack, Some(&mut wsc))
+                .map_err(|e| e.to_string())?;
             yc.to_vec().map_err(|e| e.to_string())
         })?;
-        let diff = y0.iter().zip(&yc).map(|(a, b)| (a - b).abs()).fold(0f32, f32::max);
+        let diff = y0
+            .iter()
+            .zip(&yc)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
         println!("  GPU vs CPU max |diff| = {diff:e} (tolerance 1e-5)");
         rep.check("GPU output within 1e-5 of the CPU reference", diff <= 1e-5);
     }
     let png_path = args.out.join("features.png");
-    rep.step("write feature maps PNG", || write_feature_png(&png_path, &y0, h, w))?;
-    rep.rows.push(("features.png".into(), sha256_hex(&std::fs::read(&png_path).unwrap_or_default())));
-    rep.rows.push(("output y (f32 LE)".into(), sha256_hex(&y0_bytes)));
+    rep.step("write feature maps PNG", || {
+        write_feature_png(&png_path, &y0, h, w)
+    })?;
+    rep.rows.push((
+        "features.png".into(),
+        sha256_hex(&std::fs::read(&png_path).unwrap_or_default()),
+    ));
+    rep.rows
+        .push(("output y (f32 LE)".into(), sha256_hex(&y0_bytes)));
 
     // Graph + plan container.
     let bin_path = args.out.join("conv_bias_relu.hdgp");
@@ -255,15 +315,29 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
         write_atomic(&bin_path, &b)?;
         Ok(b)
     })?;
-    rep.rows.push((format!("to_binary ({} bytes)", saved.len()), sha256_hex(&saved)));
+    rep.rows.push((
+        format!("to_binary ({} bytes)", saved.len()),
+        sha256_hex(&saved),
+    ));
     let on_disk = std::fs::read(&bin_path).map_err(|e| e.to_string())?;
     let h2 = rep.step("fresh Handle", || handle_for(&args.device))?;
-    let g2 = rep.step("from_binary", || Graph::from_binary(&h2, &on_disk).map_err(|e| e.to_string()))?;
-    let mut ws2 = Buffer::<u8>::alloc(&h2, g2.workspace_size().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let g2 = rep.step("from_binary", || {
+        Graph::from_binary(&h2, &on_disk).map_err(|e| e.to_string())
+    })?;
+    let mut ws2 = Buffer::<u8>::alloc(&h2, g2.workspace_size().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let y1 = rep.step("execute loaded graph+plan", || exec(&g2, &h2, &mut ws2))?;
-    rep.check("graph+plan output bit-identical to the built plan's", bits(&y1) == bits(&y0));
-    let resaved = rep.step("re-save to_binary", || g2.to_binary().map_err(|e| e.to_string()))?;
-    rep.check("re-saved container byte-identical to the file", resaved == on_disk);
+    rep.check(
+        "graph+plan output bit-identical to the built plan's",
+        bits(&y1) == bits(&y0),
+    );
+    let resaved = rep.step("re-save to_binary", || {
+        g2.to_binary().map_err(|e| e.to_string())
+    })?;
+    rep.check(
+        "re-saved container byte-identical to the file",
+        resaved == on_disk,
+    );
 
     // Plan only.
     let plan_path = args.out.join("conv_bias_relu.plan");
@@ -272,21 +346,34 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
         write_atomic(&plan_path, &p)?;
         Ok(p)
     })?;
-    rep.rows.push((format!("to_compiled_plan_binary ({} bytes)", plan.len()), sha256_hex(&plan)));
+    rep.rows.push((
+        format!("to_compiled_plan_binary ({} bytes)", plan.len()),
+        sha256_hex(&plan),
+    ));
     let plan_disk = std::fs::read(&plan_path).map_err(|e| e.to_string())?;
     let h3 = rep.step("fresh Handle", || handle_for(&args.device))?;
     let g3 = rep.step("from_compiled_plan_binary", || {
         Graph::from_compiled_plan_binary(&h3, &plan_disk).map_err(|e| e.to_string())
     })?;
-    let mut ws3 = Buffer::<u8>::alloc(&h3, g3.workspace_size().map_err(|e| e.to_string())?).map_err(|e| e.to_string())?;
+    let mut ws3 = Buffer::<u8>::alloc(&h3, g3.workspace_size().map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
     let y2 = rep.step("execute loaded plan", || exec(&g3, &h3, &mut ws3))?;
-    rep.check("plan-only output bit-identical to the built plan's", bits(&y2) == bits(&y0));
+    rep.check(
+        "plan-only output bit-identical to the built plan's",
+        bits(&y2) == bits(&y0),
+    );
     let replan = rep.step("re-save to_compiled_plan_binary", || {
         g3.to_compiled_plan_binary().map_err(|e| e.to_string())
     })?;
-    rep.check("re-saved plan byte-identical to the file", replan == plan_disk);
+    rep.check(
+        "re-saved plan byte-identical to the file",
+        replan == plan_disk,
+    );
     let inner = g2.to_compiled_plan_binary().map_err(|e| e.to_string())?;
-    rep.check("plan inside the container equals the plan-only save", inner == plan_disk);
+    rep.check(
+        "plan inside the container equals the plan-only save",
+        inner == plan_disk,
+    );
     Ok(())
 }
 
@@ -302,7 +389,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut rep = Report { rows: Vec::new(), failures: Vec::new() };
+    let mut rep = Report {
+        rows: Vec::new(),
+        failures: Vec::new(),
+    };
     let result = run(&args, &mut rep);
     println!("\n{:<40} sha256", "artifact");
     for (k, v) in &rep.rows {

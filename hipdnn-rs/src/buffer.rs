@@ -11,9 +11,9 @@
 
 use crate::{Error, ErrorCode, Handle};
 use bytemuck::{Pod, Zeroable};
-use hipdnn_provider::hip::safe::DeviceBuffer;
 use half::{bf16, f16};
 use hipdnn_backend::BufferRef;
+use hipdnn_provider::hip::safe::DeviceBuffer;
 use std::marker::PhantomData;
 
 /// Alignment in bytes of every buffer's first element.
@@ -94,7 +94,10 @@ impl<T: Element> std::fmt::Debug for Buffer<T> {
         f.debug_struct("Buffer")
             .field("elements", &self.len)
             .field("bytes", &self.byte_len())
-            .field("location", &if self.is_device() { "device" } else { "host" })
+            .field(
+                "location",
+                &if self.is_device() { "device" } else { "host" },
+            )
             .finish()
     }
 }
@@ -103,7 +106,11 @@ impl<T: Element> Buffer<T> {
     /// A host buffer of `len` elements, zero-filled (all bytes 0).
     pub fn zeros(len: usize) -> Self {
         let chunks = (len * T::SIZE).div_ceil(BUFFER_ALIGNMENT);
-        Buffer { storage: Storage::Host(vec![Chunk([0; BUFFER_ALIGNMENT]); chunks]), len, _t: PhantomData }
+        Buffer {
+            storage: Storage::Host(vec![Chunk([0; BUFFER_ALIGNMENT]); chunks]),
+            len,
+            _t: PhantomData,
+        }
     }
 
     /// A host buffer of `len` elements, each equal to `value`.
@@ -208,14 +215,20 @@ impl<T: Element> Buffer<T> {
                     padded.push(0);
                 }
                 let d = dev.htod(&padded).map_err(device_error)?;
-                Ok(Buffer { storage: Storage::Device(d), len: self.len, _t: PhantomData })
+                Ok(Buffer {
+                    storage: Storage::Device(d),
+                    len: self.len,
+                    _t: PhantomData,
+                })
             }
         }
     }
 
     fn bytes_vec(&self) -> Result<Vec<u8>, Error> {
         match &self.storage {
-            Storage::Host(c) => Ok(bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()].to_vec()),
+            Storage::Host(c) => {
+                Ok(bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()].to_vec())
+            }
             Storage::Device(d) => {
                 let mut v = d.to_vec().map_err(device_error)?;
                 v.truncate(self.byte_len());
@@ -229,7 +242,11 @@ impl<T: Element> Buffer<T> {
     /// # Errors
     /// `HIPDNN_BACKEND_ERROR` when a device-to-host copy fails; never for a host buffer.
     pub fn to_vec(&self) -> Result<Vec<T>, Error> {
-        Ok(self.bytes_vec()?.chunks_exact(T::SIZE).map(T::read_le).collect())
+        Ok(self
+            .bytes_vec()?
+            .chunks_exact(T::SIZE)
+            .map(T::read_le)
+            .collect())
     }
 
     /// Copies the elements out as an array of `shape` (row-major).
@@ -248,22 +265,35 @@ impl<T: Element> Buffer<T> {
 
     pub(crate) fn as_input(&self) -> BufferRef<'_> {
         match &self.storage {
-            Storage::Host(c) => BufferRef::Host(&bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()]),
-            Storage::Device(d) => BufferRef::Device { addr: d.device_ptr(), len: self.byte_len() },
+            Storage::Host(c) => {
+                BufferRef::Host(&bytemuck::cast_slice::<Chunk, u8>(c)[..self.byte_len()])
+            }
+            Storage::Device(d) => BufferRef::Device {
+                addr: d.device_ptr(),
+                len: self.byte_len(),
+            },
         }
     }
 
     pub(crate) fn as_output(&mut self) -> BufferRef<'_> {
         let n = self.byte_len();
         match &mut self.storage {
-            Storage::Host(c) => BufferRef::HostMut(&mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..n]),
-            Storage::Device(d) => BufferRef::Device { addr: d.device_ptr(), len: n },
+            Storage::Host(c) => {
+                BufferRef::HostMut(&mut bytemuck::cast_slice_mut::<Chunk, u8>(c)[..n])
+            }
+            Storage::Device(d) => BufferRef::Device {
+                addr: d.device_ptr(),
+                len: n,
+            },
         }
     }
 }
 
 fn device_error(e: impl std::fmt::Display) -> Error {
-    Error::new(ErrorCode::HipdnnBackendError, format!("device memory operation failed: {e}"))
+    Error::new(
+        ErrorCode::HipdnnBackendError,
+        format!("device memory operation failed: {e}"),
+    )
 }
 
 /// Something a variant pack can bind to a UID: `&Buffer<T>` (an input) or `&mut Buffer<T>`
@@ -297,7 +327,9 @@ pub struct VariantPack<'a> {
 impl<'a> VariantPack<'a> {
     /// An empty pack.
     pub fn new() -> Self {
-        VariantPack { entries: Vec::new() }
+        VariantPack {
+            entries: Vec::new(),
+        }
     }
 
     /// Binds `uid` to a buffer: `&buffer` for an input, `&mut buffer` for an output.

@@ -21,9 +21,7 @@
 use crate::buffer::{Buffer, VariantPack};
 use crate::handle::{Handle, backend_error};
 use crate::{Error, ErrorCode, Graph, Result};
-use hipdnn_backend::{
-    BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, hdgp,
-};
+use hipdnn_backend::{BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, hdgp};
 use std::sync::Arc;
 
 /// Message of the error for executing or saving a graph without a plan.
@@ -66,7 +64,10 @@ impl std::fmt::Debug for CompiledState {
             .field("plan", &self.plan.as_ref().map(|p| p.engine_id()))
             .field("engine", &self.engine_name)
             .field("serializable", &self.serializable)
-            .field("loaded_container_bytes", &self.loaded.as_ref().map(|l| l.bytes.len()))
+            .field(
+                "loaded_container_bytes",
+                &self.loaded.as_ref().map(|l| l.bytes.len()),
+            )
             .finish()
     }
 }
@@ -92,7 +93,10 @@ impl Graph {
             .map_err(|e| backend_error("Cannot create the operation graph.", e))?;
         let mode = modes.first().copied().unwrap_or_default();
         let configs = handle.backend().engine_configs(&op, mode).map_err(|e| {
-            Error::new(ErrorCode::GraphNotSupported, format!("No engine supports the graph: {}", e.message))
+            Error::new(
+                ErrorCode::GraphNotSupported,
+                format!("No engine supports the graph: {}", e.message),
+            )
         })?;
         let mut failures = Vec::new();
         for config in &configs {
@@ -102,7 +106,10 @@ impl Graph {
                     let serializable = engine
                         .behavior_notes(&op)
                         .contains(&BehaviorNote::SupportsExecutionPlanSerialization);
-                    log::info!("hipdnn: built an execution plan with engine {}", engine.name());
+                    log::info!(
+                        "hipdnn: built an execution plan with engine {}",
+                        engine.name()
+                    );
                     self.compiled = CompiledState {
                         engine_name: engine.name().to_string(),
                         plan: Some(Arc::new(plan)),
@@ -116,7 +123,10 @@ impl Graph {
         }
         Err(Error::new(
             ErrorCode::HipdnnBackendError,
-            format!("No execution plan could be built. Backend error: {}", failures.join("; ")),
+            format!(
+                "No execution plan could be built. Backend error: {}",
+                failures.join("; ")
+            ),
         ))
     }
 
@@ -124,13 +134,20 @@ impl Graph {
     /// is `Unset` takes the intermediate type if virtual (the io type when that is unset too),
     /// else the io type; a node whose compute type is `Unset` takes the graph's compute type.
     pub fn fill_from_context(&mut self) -> &mut Self {
-        let (io, inter, compute) =
-            (self.io_data_type(), self.intermediate_data_type(), self.compute_data_type());
+        let (io, inter, compute) = (
+            self.io_data_type(),
+            self.intermediate_data_type(),
+            self.compute_data_type(),
+        );
         let ids: Vec<_> = self.tensors().map(|(t, _)| t).collect();
         for t in ids {
             let a = self.tensor_attributes_mut(t);
             if a.data_type == crate::DataType::Unset {
-                a.data_type = if a.is_virtual && inter != crate::DataType::Unset { inter } else { io };
+                a.data_type = if a.is_virtual && inter != crate::DataType::Unset {
+                    inter
+                } else {
+                    io
+                };
             }
         }
         let nodes: Vec<_> = self.nodes().map(|(n, _)| n).collect();
@@ -166,7 +183,10 @@ impl Graph {
     }
 
     fn plan(&self) -> Result<&Arc<ExecutionPlanDescriptor>> {
-        self.compiled.plan.as_ref().ok_or_else(|| Error::new(ErrorCode::InvalidValue, NO_PLAN_MESSAGE))
+        self.compiled
+            .plan
+            .as_ref()
+            .ok_or_else(|| Error::new(ErrorCode::InvalidValue, NO_PLAN_MESSAGE))
     }
 
     /// Workspace in bytes the active plan needs for every execute.
@@ -212,7 +232,8 @@ impl Graph {
         if let Some(ws) = workspace {
             bp.set_workspace(crate::buffer::Bind::bind(ws));
         }
-        plan.execute(handle.backend(), bp).map_err(|e| backend_error("Execution failed.", e))
+        plan.execute(handle.backend(), bp)
+            .map_err(|e| backend_error("Execution failed.", e))
     }
 
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
@@ -240,7 +261,9 @@ impl Graph {
                 .zip(&t.strides)
                 .map(|(d, s)| (d - 1).max(0) * s)
                 .sum::<i64>();
-            let need = usize::try_from(extent).unwrap_or(usize::MAX).saturating_mul(elem);
+            let need = usize::try_from(extent)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(elem);
             if data.len() < need {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
@@ -284,8 +307,9 @@ impl Graph {
             );
             return Ok(graph_bytes);
         }
-        let plan_bytes =
-            plan.to_bytes().map_err(|e| backend_error("Cannot serialize the execution plan.", e))?;
+        let plan_bytes = plan
+            .to_bytes()
+            .map_err(|e| backend_error("Cannot serialize the execution plan.", e))?;
         if let Some(loaded) = &self.compiled.loaded
             && loaded.graph_bytes == graph_bytes
             && hdgp::plan_part(&loaded.bytes).ok() == Some(plan_bytes.as_slice())
@@ -318,7 +342,10 @@ impl Graph {
                 engine_name: plan.engine().name().to_string(),
                 plan: Some(Arc::new(plan)),
                 serializable: true,
-                loaded: Some(LoadedContainer { bytes: Arc::new(bytes.to_vec()), graph_bytes }),
+                loaded: Some(LoadedContainer {
+                    bytes: Arc::new(bytes.to_vec()),
+                    graph_bytes,
+                }),
             };
         }
         Ok(g)
@@ -337,7 +364,8 @@ impl Graph {
             .plan
             .as_ref()
             .ok_or_else(|| Error::new(ErrorCode::InvalidValue, NO_FINALIZED_PLAN_MESSAGE))?;
-        plan.to_bytes().map_err(|e| backend_error("Cannot serialize the execution plan.", e))
+        plan.to_bytes()
+            .map_err(|e| backend_error("Cannot serialize the execution plan.", e))
     }
 
     /// Loads a plan saved by [`Graph::to_compiled_plan_binary`] (or the plan part of an `HDGP`

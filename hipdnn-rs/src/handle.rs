@@ -40,7 +40,12 @@ impl std::fmt::Debug for Handle {
             .field("device", &self.device)
             .field(
                 "engines",
-                &self.backend.engines().iter().map(|e| e.name().to_string()).collect::<Vec<_>>(),
+                &self
+                    .backend
+                    .engines()
+                    .iter()
+                    .map(|e| e.name().to_string())
+                    .collect::<Vec<_>>(),
             )
             .finish()
     }
@@ -49,7 +54,11 @@ impl std::fmt::Debug for Handle {
 pub(crate) fn backend_error(context: &str, e: BackendError) -> Error {
     Error::new(
         ErrorCode::HipdnnBackendError,
-        format!("{context} Backend error: {}: {}", e.status.name(), e.message),
+        format!(
+            "{context} Backend error: {}: {}",
+            e.status.name(),
+            e.message
+        ),
     )
 }
 
@@ -79,7 +88,11 @@ impl Handle {
             .register_engine(Arc::new(hipdnn_provider::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
         log::info!("hipdnn: handle on the CPU (engine hipdnn.reference.cpu)");
-        Ok(Handle { backend, device: Device::Cpu, gpu: None })
+        Ok(Handle {
+            backend,
+            device: Device::Cpu,
+            gpu: None,
+        })
     }
 
     /// A handle on the first usable GPU, with the kernel-ingestor engines ranked before the CPU
@@ -95,7 +108,11 @@ impl Handle {
     /// `hipdnn.reference.cpu`, which serves what the GPU kernels refuse.
     pub fn gpu() -> Result<Self, Error> {
         let g = hipdnn_provider::gpu::open(0).map_err(|e| {
-            let text = if e.starts_with("no GPU") { e } else { format!("no GPU: {e}") };
+            let text = if e.starts_with("no GPU") {
+                e
+            } else {
+                format!("no GPU: {e}")
+            };
             Error::new(ErrorCode::GraphNotSupported, text)
         })?;
         let mut backend = hipdnn_backend::Handle::new();
@@ -117,7 +134,11 @@ impl Handle {
             g.packed_dir.display(),
             hipdnn_provider::gpu::GPU_ENGINE_NAME
         );
-        Ok(Handle { backend, device, gpu: Some(g.device) })
+        Ok(Handle {
+            backend,
+            device,
+            gpu: Some(g.device),
+        })
     }
 
     /// The device this handle executes on.
@@ -147,6 +168,10 @@ impl Handle {
 
     /// Names of the registered engines in heuristic order.
     pub fn engine_names(&self) -> Vec<String> {
-        self.backend.engines().iter().map(|e| e.name().to_string()).collect()
+        self.backend
+            .engines()
+            .iter()
+            .map(|e| e.name().to_string())
+            .collect()
     }
 }

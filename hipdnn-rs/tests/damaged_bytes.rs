@@ -39,7 +39,11 @@ fn every_truncation_is_an_error_or_a_graph() {
         }
     }
     // Almost every cut loses the root or a referenced table.
-    assert!(errors > bytes.len() * 9 / 10, "{errors} of {} truncations rejected", bytes.len());
+    assert!(
+        errors > bytes.len() * 9 / 10,
+        "{errors} of {} truncations rejected",
+        bytes.len()
+    );
 }
 
 #[test]
@@ -50,7 +54,11 @@ fn every_flipped_byte_is_an_error_or_a_graph() {
     for i in 0..bytes.len() {
         let mask = [0xFFu8, 0x01, 0x80][i % 3];
         data[i] ^= mask;
-        if exercise(&data) { ok += 1 } else { err += 1 }
+        if exercise(&data) {
+            ok += 1
+        } else {
+            err += 1
+        }
         data[i] ^= mask;
     }
     assert!(ok > 0 && err > 0, "ok {ok}, err {err}");

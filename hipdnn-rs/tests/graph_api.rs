@@ -7,15 +7,31 @@ use common::assert_round_trips;
 use hipdnn::*;
 
 fn t(g: &mut Graph, name: &str, uid: i64, dims: &[i64]) -> TensorId {
-    g.tensor(TensorAttributes::new(name).uid(uid).data_type(DataType::Float).dims(dims.to_vec()).packed_nchw())
+    g.tensor(
+        TensorAttributes::new(name)
+            .uid(uid)
+            .data_type(DataType::Float)
+            .dims(dims.to_vec())
+            .packed_nchw(),
+    )
 }
 
 fn conv_relu() -> (Graph, TensorId, TensorId) {
     let mut g = Graph::new();
-    g.set_name("conv_relu").set_io_data_type(DataType::Half).set_intermediate_data_type(DataType::Float).set_compute_data_type(DataType::Float);
+    g.set_name("conv_relu")
+        .set_io_data_type(DataType::Half)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
     let x = t(&mut g, "x", 1, &[1, 3, 8, 8]);
     let w = t(&mut g, "w", 2, &[4, 3, 3, 3]);
-    let y = g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]).dilation([1, 1]));
+    let y = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1])
+            .dilation([1, 1]),
+    );
     let r = g.pointwise_unary(y, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
     g.set_output(r, true).set_uid(r, 4);
     g.assign_uids();
@@ -31,7 +47,11 @@ fn unnamed_ops_and_outputs_get_upstream_names() {
     assert_eq!(g.tensor_attributes(r).name, "Pointwise_1::OUT_0");
     assert!(g.tensor_attributes(y).is_virtual);
     assert!(!g.tensor_attributes(r).is_virtual);
-    assert_eq!(g.tensor_attributes(y).data_type, DataType::Float, "intermediate type");
+    assert_eq!(
+        g.tensor_attributes(y).data_type,
+        DataType::Float,
+        "intermediate type"
+    );
 }
 
 #[test]
@@ -49,10 +69,16 @@ fn conv_relu_has_four_tensors_one_virtual_and_keeps_settings() {
     assert_eq!(v["json_version"], JSON_VERSION);
     assert_eq!(v["hipdnn_frontend_version"], env!("CARGO_PKG_VERSION"));
     assert_eq!(v["tensors"][0]["dims"], serde_json::json!([1, 3, 8, 8]));
-    assert_eq!(v["tensors"][0]["strides"], serde_json::json!([192, 64, 8, 1]));
+    assert_eq!(
+        v["tensors"][0]["strides"],
+        serde_json::json!([192, 64, 8, 1])
+    );
     assert_eq!(v["nodes"][0]["attributes_type"], "ConvolutionFwdAttributes");
     assert_eq!(v["nodes"][0]["attributes"]["x_tensor_uid"], 1);
-    assert_eq!(v["nodes"][0]["attributes"]["conv_mode"], "CROSS_CORRELATION");
+    assert_eq!(
+        v["nodes"][0]["attributes"]["conv_mode"],
+        "CROSS_CORRELATION"
+    );
     let back = Graph::from_graph_bytes(&g.to_graph_bytes().unwrap()).unwrap();
     assert_eq!(back.preferred_engine_id(), Some(42));
     assert_eq!(back.name(), "conv_relu");
@@ -64,7 +90,15 @@ fn conv_output_dims_follow_the_upstream_formula() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[1, 3, 10, 12]);
     let w = t(&mut g, "w", 2, &[4, 3, 3, 5]);
-    let y = g.conv_fprop(x, w, ConvFpropAttributes::new().pre_padding([1, 2]).post_padding([0, 1]).stride([2, 3]).dilation([1, 2]));
+    let y = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .pre_padding([1, 2])
+            .post_padding([0, 1])
+            .stride([2, 3])
+            .dilation([1, 2]),
+    );
     // h: floor((10+1+0-1*2-1)/2)+1 = 5; w: floor((12+2+1-2*4-1)/3)+1 = 3
     assert_eq!(g.tensor_attributes(y).dims, vec![1, 4, 5, 3]);
     assert_eq!(g.tensor_attributes(y).strides, vec![60, 15, 3, 1]);
@@ -73,10 +107,23 @@ fn conv_output_dims_follow_the_upstream_formula() {
 #[test]
 fn outputs_take_the_layout_of_the_first_input() {
     let mut g = Graph::new();
-    let x = g.tensor(TensorAttributes::new("x").uid(1).data_type(DataType::Float).dims([1, 3, 8, 8]).packed_nhwc());
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .data_type(DataType::Float)
+            .dims([1, 3, 8, 8])
+            .packed_nhwc(),
+    );
     assert_eq!(g.tensor_attributes(x).strides, vec![192, 1, 24, 3]);
     let w = t(&mut g, "w", 2, &[4, 3, 3, 3]);
-    let y = g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]).dilation([1, 1]));
+    let y = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1])
+            .dilation([1, 1]),
+    );
     assert_eq!(g.tensor_attributes(y).dims, vec![1, 4, 8, 8]);
     assert_eq!(g.tensor_attributes(y).strides, vec![256, 1, 32, 4]);
 }
@@ -101,7 +148,16 @@ fn matmul_and_pointwise_broadcast() {
 fn resample_dims_and_max_pool_index() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[1, 2, 9, 9]);
-    let (y, idx) = g.resample(x, ResampleFwdAttributes::new().window([3, 3]).stride([2, 2]).pre_padding([1, 1]).post_padding([1, 1]).resample_mode(ResampleMode::MaxPool).generate_index(true));
+    let (y, idx) = g.resample(
+        x,
+        ResampleFwdAttributes::new()
+            .window([3, 3])
+            .stride([2, 2])
+            .pre_padding([1, 1])
+            .post_padding([1, 1])
+            .resample_mode(ResampleMode::MaxPool)
+            .generate_index(true),
+    );
     assert_eq!(g.tensor_attributes(y).dims, vec![1, 2, 5, 5]);
     let idx = idx.expect("index output");
     assert_eq!(g.tensor_attributes(idx).data_type, DataType::Int32);
@@ -120,7 +176,10 @@ fn uid_assignment_counts_up_in_insertion_order_skipping_used_values() {
         })
         .collect();
     g.assign_uids();
-    let uids: Vec<i64> = ids.iter().map(|&i| g.tensor_attributes(i).uid.unwrap()).collect();
+    let uids: Vec<i64> = ids
+        .iter()
+        .map(|&i| g.tensor_attributes(i).uid.unwrap())
+        .collect();
     assert_eq!(uids, [0, 1, 2, 3, 4]);
 }
 
@@ -128,9 +187,18 @@ fn uid_assignment_counts_up_in_insertion_order_skipping_used_values() {
 fn duplicate_uids_are_rejected_everywhere() {
     let (mut g, y, _) = conv_relu();
     g.set_uid(y, 1);
-    for e in [g.validate().unwrap_err(), g.to_graph_bytes().unwrap_err(), g.to_json().unwrap_err()] {
+    for e in [
+        g.validate().unwrap_err(),
+        g.to_graph_bytes().unwrap_err(),
+        g.to_json().unwrap_err(),
+    ] {
         assert_eq!(e.code, ErrorCode::InvalidValue);
-        assert!(e.message.starts_with("Duplicate tensor UIDs found in the graph"), "{}", e.message);
+        assert!(
+            e.message
+                .starts_with("Duplicate tensor UIDs found in the graph"),
+            "{}",
+            e.message
+        );
     }
 }
 
@@ -140,7 +208,11 @@ fn missing_uid_is_attribute_not_set() {
     g.clear_uid(y);
     let e = g.validate().unwrap_err();
     assert_eq!(e.code, ErrorCode::AttributeNotSet);
-    assert!(e.message.contains("'ConvFprop_0::Y' has no UID"), "{}", e.message);
+    assert!(
+        e.message.contains("'ConvFprop_0::Y' has no UID"),
+        "{}",
+        e.message
+    );
     assert_eq!(e.to_string(), format!("ATTRIBUTE_NOT_SET: {}", e.message));
 }
 
@@ -155,11 +227,21 @@ fn conv_geometry_mismatch_names_node_and_attribute() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[1, 3, 8, 8]);
     let w = t(&mut g, "w", 2, &[4, 3, 3, 3]);
-    g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]).stride([1, 1, 1]).dilation([1, 1]));
+    g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1, 1])
+            .dilation([1, 1]),
+    );
     g.assign_uids();
     let e = g.validate().unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert_eq!(e.message, "conv_fprop 'ConvFprop_0': attribute 'stride' has 3 entries, x has 2 spatial dims");
+    assert_eq!(
+        e.message,
+        "conv_fprop 'ConvFprop_0': attribute 'stride' has 3 entries, x has 2 spatial dims"
+    );
 }
 
 #[test]
@@ -167,11 +249,18 @@ fn conv_without_dilation_is_attribute_not_set() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[1, 3, 8, 8]);
     let w = t(&mut g, "w", 2, &[4, 3, 3, 3]);
-    g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]));
+    g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]),
+    );
     g.assign_uids();
     let e = g.validate().unwrap_err();
     assert_eq!(e.code, ErrorCode::AttributeNotSet);
-    assert_eq!(e.message, "conv_fprop 'ConvFprop_0': attribute 'dilation' is not set");
+    assert_eq!(
+        e.message,
+        "conv_fprop 'ConvFprop_0': attribute 'dilation' is not set"
+    );
 }
 
 #[test]
@@ -185,7 +274,10 @@ fn batchnorm_without_epsilon_is_attribute_not_set() {
     g.assign_uids();
     let e = g.validate().unwrap_err();
     assert_eq!(e.code, ErrorCode::AttributeNotSet);
-    assert_eq!(e.message, "batchnorm 'Batchnorm_0': attribute 'epsilon_tensor_uid' is not set");
+    assert_eq!(
+        e.message,
+        "batchnorm 'Batchnorm_0': attribute 'epsilon_tensor_uid' is not set"
+    );
     let e = g.to_graph_bytes().unwrap_err();
     assert_eq!(e.code, ErrorCode::AttributeNotSet);
 }
@@ -197,22 +289,50 @@ fn pointwise_arity_must_match_the_mode() {
     g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.assign_uids();
     let e = g.validate().unwrap_err();
-    assert_eq!(e.message, "pointwise 'Pointwise_0': mode ADD takes 2 input(s) but 1 are set");
+    assert_eq!(
+        e.message,
+        "pointwise 'Pointwise_0': mode ADD takes 2 input(s) but 1 are set"
+    );
 }
 
 #[test]
 fn tensor_rules() {
-    let base = TensorAttributes::new("a").data_type(DataType::Float).dims([2, 2]).packed_nchw();
+    let base = TensorAttributes::new("a")
+        .data_type(DataType::Float)
+        .dims([2, 2])
+        .packed_nchw();
     base.validate("a").unwrap();
-    let e = base.clone().data_type(DataType::Unset).validate("a").unwrap_err();
-    assert_eq!((e.code, e.message.as_str()), (ErrorCode::AttributeNotSet, "tensor a: data type is not set"));
-    let e = base.clone().is_virtual(true).runtime_parameter().validate("a").unwrap_err();
+    let e = base
+        .clone()
+        .data_type(DataType::Unset)
+        .validate("a")
+        .unwrap_err();
+    assert_eq!(
+        (e.code, e.message.as_str()),
+        (ErrorCode::AttributeNotSet, "tensor a: data type is not set")
+    );
+    let e = base
+        .clone()
+        .is_virtual(true)
+        .runtime_parameter()
+        .validate("a")
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    let e = base.clone().is_virtual(true).compile_time_constant(TensorValue::Float32(1.0)).validate("a").unwrap_err();
+    let e = base
+        .clone()
+        .is_virtual(true)
+        .compile_time_constant(TensorValue::Float32(1.0))
+        .validate("a")
+        .unwrap_err();
     assert_eq!(e.message, "tensor a: a virtual tensor cannot have a value");
     let e = base.clone().strides([1]).validate("a").unwrap_err();
     assert_eq!(e.message, "tensor a: 2 dims but 1 strides");
-    let e = base.clone().dims(Vec::<i64>::new()).strides(Vec::<i64>::new()).validate("a").unwrap_err();
+    let e = base
+        .clone()
+        .dims(Vec::<i64>::new())
+        .strides(Vec::<i64>::new())
+        .validate("a")
+        .unwrap_err();
     assert_eq!(e.code, ErrorCode::AttributeNotSet);
     let e = base.clone().dims([2, 0]).validate("a").unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
@@ -230,7 +350,11 @@ fn disconnected_graph_must_be_split() {
     g.assign_uids();
     let e = g.validate().unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert!(e.message.ends_with("please split the graph"), "{}", e.message);
+    assert!(
+        e.message.ends_with("please split the graph"),
+        "{}",
+        e.message
+    );
     // Saving does not require connectivity.
     assert_round_trips(&g);
 }
@@ -240,12 +364,29 @@ fn cycle_is_rejected() {
     let mut g = Graph::new();
     let a = t(&mut g, "a", 1, &[4]);
     let b = t(&mut g, "b", 2, &[4]);
-    g.add_node(PointwiseAttributes::with_mode(PointwiseMode::ReluFwd).name("n0").in_0(a).out_0(b));
-    g.add_node(PointwiseAttributes::with_mode(PointwiseMode::ReluFwd).name("n1").in_0(b).out_0(a));
+    g.add_node(
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd)
+            .name("n0")
+            .in_0(a)
+            .out_0(b),
+    );
+    g.add_node(
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd)
+            .name("n1")
+            .in_0(b)
+            .out_0(a),
+    );
     let e = g.validate().unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert!(e.message.starts_with("the graph has a cycle"), "{}", e.message);
-    assert_eq!(g.to_graph_bytes().unwrap_err().code, ErrorCode::InvalidValue);
+    assert!(
+        e.message.starts_with("the graph has a cycle"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        g.to_graph_bytes().unwrap_err().code,
+        ErrorCode::InvalidValue
+    );
 }
 
 #[test]
@@ -254,8 +395,18 @@ fn nodes_are_written_in_topological_order() {
     let a = t(&mut g, "a", 1, &[4]);
     let b = t(&mut g, "b", 2, &[4]);
     let c = t(&mut g, "c", 3, &[4]);
-    g.add_node(PointwiseAttributes::with_mode(PointwiseMode::ReluFwd).name("consumer").in_0(b).out_0(c));
-    g.add_node(PointwiseAttributes::with_mode(PointwiseMode::ReluFwd).name("producer").in_0(a).out_0(b));
+    g.add_node(
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd)
+            .name("consumer")
+            .in_0(b)
+            .out_0(c),
+    );
+    g.add_node(
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd)
+            .name("producer")
+            .in_0(a)
+            .out_0(b),
+    );
     let back = Graph::from_graph_bytes(&g.to_graph_bytes().unwrap()).unwrap();
     let names: Vec<&str> = back.nodes().map(|(_, n)| n.name()).collect();
     assert_eq!(names, ["producer", "consumer"]);
@@ -265,11 +416,33 @@ fn nodes_are_written_in_topological_order() {
 #[test]
 fn shared_unnamed_and_duplicate_named_tensors_survive() {
     let mut g = Graph::new();
-    let x = g.tensor(TensorAttributes::new("").uid(7).data_type(DataType::Float).dims([4]).packed_nchw());
-    let d1 = g.tensor(TensorAttributes::new("dup").uid(8).data_type(DataType::Float).dims([4]).packed_nchw());
-    let d2 = g.tensor(TensorAttributes::new("dup").uid(9).data_type(DataType::Float).dims([4]).packed_nchw());
+    let x = g.tensor(
+        TensorAttributes::new("")
+            .uid(7)
+            .data_type(DataType::Float)
+            .dims([4])
+            .packed_nchw(),
+    );
+    let d1 = g.tensor(
+        TensorAttributes::new("dup")
+            .uid(8)
+            .data_type(DataType::Float)
+            .dims([4])
+            .packed_nchw(),
+    );
+    let d2 = g.tensor(
+        TensorAttributes::new("dup")
+            .uid(9)
+            .data_type(DataType::Float)
+            .dims([4])
+            .packed_nchw(),
+    );
     let y1 = g.pointwise(x, d1, PointwiseAttributes::with_mode(PointwiseMode::Add));
-    let y2 = g.pointwise(x, d2, PointwiseAttributes::with_mode(PointwiseMode::Mul).name("dup"));
+    let y2 = g.pointwise(
+        x,
+        d2,
+        PointwiseAttributes::with_mode(PointwiseMode::Mul).name("dup"),
+    );
     g.pointwise(y1, y2, PointwiseAttributes::with_mode(PointwiseMode::Sub));
     g.assign_uids();
     g.validate().unwrap();
@@ -289,9 +462,23 @@ fn shared_unnamed_and_duplicate_named_tensors_survive() {
 fn pass_by_value_states_survive() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[4]);
-    let c = g.tensor(TensorAttributes::scalar(TensorValue::Float32(0.5)).name("const").uid(2));
-    let d = g.tensor(TensorAttributes::scalar(TensorValue::Int64(-3)).runtime_parameter_with_default(TensorValue::Int64(-3)).name("rt_default").uid(3));
-    let u = g.tensor(TensorAttributes::scalar(TensorValue::Float16(1.5)).runtime_parameter().name("rt_user").uid(4));
+    let c = g.tensor(
+        TensorAttributes::scalar(TensorValue::Float32(0.5))
+            .name("const")
+            .uid(2),
+    );
+    let d = g.tensor(
+        TensorAttributes::scalar(TensorValue::Int64(-3))
+            .runtime_parameter_with_default(TensorValue::Int64(-3))
+            .name("rt_default")
+            .uid(3),
+    );
+    let u = g.tensor(
+        TensorAttributes::scalar(TensorValue::Float16(1.5))
+            .runtime_parameter()
+            .name("rt_user")
+            .uid(4),
+    );
     let y = g.pointwise(x, c, PointwiseAttributes::with_mode(PointwiseMode::Mul));
     let y = g.pointwise(y, d, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.pointwise(y, u, PointwiseAttributes::with_mode(PointwiseMode::Add));
@@ -300,8 +487,14 @@ fn pass_by_value_states_survive() {
     assert_round_trips(&g);
     let back = Graph::from_graph_bytes(&g.to_graph_bytes().unwrap()).unwrap();
     let ta = |t| back.tensor_attributes(t).clone();
-    assert_eq!((ta(c).value, ta(c).is_runtime_pass_by_value), (Some(TensorValue::Float32(0.5)), false));
-    assert_eq!((ta(d).value, ta(d).is_runtime_pass_by_value), (Some(TensorValue::Int64(-3)), true));
+    assert_eq!(
+        (ta(c).value, ta(c).is_runtime_pass_by_value),
+        (Some(TensorValue::Float32(0.5)), false)
+    );
+    assert_eq!(
+        (ta(d).value, ta(d).is_runtime_pass_by_value),
+        (Some(TensorValue::Int64(-3)), true)
+    );
     assert_eq!((ta(u).value, ta(u).is_runtime_pass_by_value), (None, true));
     assert_eq!(ta(c).dims, vec![1]);
 }
@@ -310,46 +503,92 @@ fn pass_by_value_states_survive() {
 fn optional_absent_and_present_with_default_stay_distinct() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[4]);
-    g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd).relu_lower_clip(0.0).axis(0));
+    g.pointwise_unary(
+        x,
+        PointwiseAttributes::with_mode(PointwiseMode::ReluFwd)
+            .relu_lower_clip(0.0)
+            .axis(0),
+    );
     g.assign_uids();
     let back = Graph::from_graph_bytes(&g.to_graph_bytes().unwrap()).unwrap();
-    let Operation::Pointwise(p) = back.node(NodeId::from_index(0)) else { panic!() };
+    let Operation::Pointwise(p) = back.node(NodeId::from_index(0)) else {
+        panic!()
+    };
     assert_eq!(p.relu_lower_clip, Some(0.0));
     assert_eq!(p.axis, Some(0));
     assert_eq!(p.relu_upper_clip, None);
     assert_eq!(p.in_1, None);
     let json = g.to_json().unwrap();
-    assert!(json.contains("\"relu_lower_clip\": 0.0") && json.contains("\"relu_upper_clip\": null"), "{json}");
+    assert!(
+        json.contains("\"relu_lower_clip\": 0.0") && json.contains("\"relu_upper_clip\": null"),
+        "{json}"
+    );
 }
 
 #[test]
 fn graph_id_and_min_engine_api_version_survive() {
     let (mut g, _, _) = conv_relu();
     let id: [u8; 16] = std::array::from_fn(|i| (i * 17) as u8);
-    g.set_id(Some(id)).set_min_required_engine_api_version(Some(EngineApiVersion { major: 1, minor: 2, patch: 0 }));
+    g.set_id(Some(id))
+        .set_min_required_engine_api_version(Some(EngineApiVersion {
+            major: 1,
+            minor: 2,
+            patch: 0,
+        }));
     assert_round_trips(&g);
     let back = Graph::from_graph_bytes(&g.to_graph_bytes().unwrap()).unwrap();
     assert_eq!(back.id(), Some(id));
-    assert_eq!(back.min_required_engine_api_version(), Some(EngineApiVersion { major: 1, minor: 2, patch: 0 }));
+    assert_eq!(
+        back.min_required_engine_api_version(),
+        Some(EngineApiVersion {
+            major: 1,
+            minor: 2,
+            patch: 0
+        })
+    );
 }
 
 #[test]
 fn bad_input_gives_typed_errors() {
     let e = Graph::from_graph_bytes(&[]).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
-    assert!(e.message.starts_with("graph bytes failed FlatBuffers verification"), "{}", e.message);
+    assert!(
+        e.message
+            .starts_with("graph bytes failed FlatBuffers verification"),
+        "{}",
+        e.message
+    );
     let e = Graph::from_json("{").unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
     let (g, _, _) = conv_relu();
     let json = g.to_json().unwrap();
-    let e = Graph::from_json(&json.replace("\"x_tensor_uid\": 1", "\"x_tensor_uid\": 99")).unwrap_err();
-    assert_eq!(e.message, "node #0 'ConvFprop_0': attribute 'x_tensor_uid' references UID 99 which no tensor of the graph has");
-    let e = Graph::from_json(&json.replace("\"json_version\": \"1.0\"", "\"json_version\": \"2.0\"")).unwrap_err();
-    assert!(e.message.contains("json_version '2.0' is not supported"), "{}", e.message);
+    let e =
+        Graph::from_json(&json.replace("\"x_tensor_uid\": 1", "\"x_tensor_uid\": 99")).unwrap_err();
+    assert_eq!(
+        e.message,
+        "node #0 'ConvFprop_0': attribute 'x_tensor_uid' references UID 99 which no tensor of the graph has"
+    );
+    let e =
+        Graph::from_json(&json.replace("\"json_version\": \"1.0\"", "\"json_version\": \"2.0\""))
+            .unwrap_err();
+    assert!(
+        e.message.contains("json_version '2.0' is not supported"),
+        "{}",
+        e.message
+    );
     let e = Graph::from_json(&json.replace("\"stride\"", "\"strides_typo\"")).unwrap_err();
-    assert!(e.message.contains("'strides_typo' is not a field of ConvolutionFwdAttributes"), "{}", e.message);
+    assert!(
+        e.message
+            .contains("'strides_typo' is not a field of ConvolutionFwdAttributes"),
+        "{}",
+        e.message
+    );
     let e = Graph::from_json(&json.replace("\"CROSS_CORRELATION\"", "\"SIDEWAYS\"")).unwrap_err();
-    assert!(e.message.contains("unknown enumerator \"SIDEWAYS\""), "{}", e.message);
+    assert!(
+        e.message.contains("unknown enumerator \"SIDEWAYS\""),
+        "{}",
+        e.message
+    );
 }
 
 #[test]
@@ -357,15 +596,28 @@ fn full_precision_and_non_finite_scalars_survive() {
     let mut g = Graph::new();
     let x = t(&mut g, "x", 1, &[4]);
     let d = g.tensor(TensorAttributes::scalar(TensorValue::Float64(0.1 + 0.2)).uid(2));
-    let f = g.tensor(TensorAttributes::scalar(TensorValue::Float32(f32::MIN_POSITIVE / 3.0)).uid(3));
+    let f =
+        g.tensor(TensorAttributes::scalar(TensorValue::Float32(f32::MIN_POSITIVE / 3.0)).uid(3));
     let i = g.tensor(TensorAttributes::scalar(TensorValue::Float32(f32::NEG_INFINITY)).uid(4));
-    let y = g.pointwise(x, d, PointwiseAttributes::with_mode(PointwiseMode::Add).relu_upper_clip(f32::INFINITY).relu_lower_clip(1.0e-45));
+    let y = g.pointwise(
+        x,
+        d,
+        PointwiseAttributes::with_mode(PointwiseMode::Add)
+            .relu_upper_clip(f32::INFINITY)
+            .relu_lower_clip(1.0e-45),
+    );
     let y = g.pointwise(y, f, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.pointwise(y, i, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.assign_uids();
     let (_, json) = assert_round_trips(&g);
     let back = Graph::from_json(&json).unwrap();
-    assert_eq!(back.tensor_attributes(d).value, Some(TensorValue::Float64(0.30000000000000004)));
-    assert_eq!(back.tensor_attributes(i).value, Some(TensorValue::Float32(f32::NEG_INFINITY)));
+    assert_eq!(
+        back.tensor_attributes(d).value,
+        Some(TensorValue::Float64(0.30000000000000004))
+    );
+    assert_eq!(
+        back.tensor_attributes(i).value,
+        Some(TensorValue::Float32(f32::NEG_INFINITY))
+    );
     assert!(json.contains("\"relu_upper_clip\": \"inf\""), "{json}");
 }

@@ -10,8 +10,14 @@ use serde_json::Value;
 /// Field names of `table` in `schema/fbs/graph.fbs`, in declaration order (a union field
 /// would appear once, without its `_type` twin; op tables have none).
 fn schema_fields(table: &str) -> Vec<String> {
-    let fbs = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../schema/fbs/graph.fbs")).unwrap();
-    let start = fbs.find(&format!("table {table} {{")).unwrap_or_else(|| panic!("table {table} not in graph.fbs"));
+    let fbs = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../schema/fbs/graph.fbs"
+    ))
+    .unwrap();
+    let start = fbs
+        .find(&format!("table {table} {{"))
+        .unwrap_or_else(|| panic!("table {table} not in graph.fbs"));
     let body = &fbs[start..];
     let body = &body[body.find('{').unwrap() + 1..body.find('}').unwrap()];
     body.lines()
@@ -31,7 +37,11 @@ fn every_attribute(op: &str) -> Graph {
     Gen::new(&mut g, 7 + which as u64, true).add_op(which);
     assert_eq!(g.node_count(), 1);
     // Non-zero UIDs for the outputs (UID 0 is the schema default of a `*_tensor_uid`).
-    let unset: Vec<TensorId> = g.tensors().filter(|(_, t)| t.uid.is_none()).map(|(i, _)| i).collect();
+    let unset: Vec<TensorId> = g
+        .tensors()
+        .filter(|(_, t)| t.uid.is_none())
+        .map(|(i, _)| i)
+        .collect();
     for t in unset {
         g.set_uid(t, 1000 + t.index() as i64);
     }
@@ -41,7 +51,11 @@ fn every_attribute(op: &str) -> Graph {
     assert_ne!(node["compute_data_type"], "UNSET");
     let attrs = node["attributes"].as_object().unwrap();
     let table = node["attributes_type"].as_str().unwrap();
-    assert_eq!(attrs.keys().cloned().collect::<Vec<String>>(), schema_fields(table), "{op}: JSON fields vs graph.fbs");
+    assert_eq!(
+        attrs.keys().cloned().collect::<Vec<String>>(),
+        schema_fields(table),
+        "{op}: JSON fields vs graph.fbs"
+    );
     for (k, val) in attrs {
         let default = match val {
             Value::Null => true,
@@ -53,9 +67,13 @@ fn every_attribute(op: &str) -> Graph {
         };
         // A unary/binary pointwise node has no in_1/in_2 by definition (the ternary test
         // covers them).
-        let exempt = (op == "pointwise_unary" && (k == "in_1_tensor_uid" || k == "in_2_tensor_uid"))
+        let exempt = (op == "pointwise_unary"
+            && (k == "in_1_tensor_uid" || k == "in_2_tensor_uid"))
             || (op == "pointwise_binary" && k == "in_2_tensor_uid");
-        assert!(exempt || !default, "{op}: attribute '{k}' is at its default ({val})");
+        assert!(
+            exempt || !default,
+            "{op}: attribute '{k}' is at its default ({val})"
+        );
     }
     g
 }
@@ -82,14 +100,21 @@ fn round_trip_pointwise_ternary_every_attribute() {
 fn round_trip_conv_fprop_every_attribute() {
     let g = every_attribute("conv_fprop");
     let (_, node) = g.nodes().next().unwrap();
-    let Operation::ConvFprop(a) = node else { panic!("not a conv") };
+    let Operation::ConvFprop(a) = node else {
+        panic!("not a conv")
+    };
     let back = Graph::from_graph_bytes(&g.to_graph_bytes().unwrap()).unwrap();
-    let Operation::ConvFprop(b) = back.node(NodeId::from_index(0)) else { panic!("not a conv") };
+    let Operation::ConvFprop(b) = back.node(NodeId::from_index(0)) else {
+        panic!("not a conv")
+    };
     assert_eq!(b.stride, a.stride);
     assert_eq!(b.stride.len(), 2);
     assert!(b.stride.iter().all(|&s| s >= 1));
     assert_ne!(b.conv_mode, ConvMode::Unset);
-    assert_eq!(back.tensor_attributes(b.y.unwrap()).name, format!("{}::Y", b.name));
+    assert_eq!(
+        back.tensor_attributes(b.y.unwrap()).name,
+        format!("{}::Y", b.name)
+    );
 }
 
 #[test]
@@ -161,11 +186,16 @@ fn round_trip_rmsnorm_backward_every_attribute() {
 #[test]
 fn round_trip_sdpa_every_attribute() {
     let g = every_attribute("sdpa");
-    let Operation::Sdpa(a) = g.node(NodeId::from_index(0)) else { panic!("not sdpa") };
+    let Operation::Sdpa(a) = g.node(NodeId::from_index(0)) else {
+        panic!("not sdpa")
+    };
     assert_eq!(a.generate_stats, Some(true));
     assert!(a.stats.is_some() && a.max.is_some() && a.amax_o.is_some());
     assert_eq!(g.tensor_attributes(a.o.unwrap()).dims, vec![1, 2, 16, 8]);
-    assert_eq!(g.tensor_attributes(a.stats.unwrap()).dims, vec![1, 2, 16, 1]);
+    assert_eq!(
+        g.tensor_attributes(a.stats.unwrap()).dims,
+        vec![1, 2, 16, 1]
+    );
 }
 
 #[test]

@@ -22,28 +22,52 @@ pub mod tensor_value;
 /// Generated accessors for `fbs/graph.fbs` (namespace `hipdnn_flatbuffers_sdk.data_objects`).
 ///
 /// The `TensorAttributes.value` union is not generated (see [`crate::tensor_value`]).
-#[allow(clippy::all, missing_docs, unsafe_op_in_unsafe_fn, deprecated, non_camel_case_types)]
+#[allow(
+    clippy::all,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    deprecated,
+    non_camel_case_types
+)]
 pub mod graph {
     include!("generated/graph_generated.rs");
     pub use self::hipdnn_flatbuffers_sdk::data_objects::*;
 }
 
 /// Generated accessors for `fbs/execution_plan.fbs` (the `SerializedExecutionPlan` envelope).
-#[allow(clippy::all, missing_docs, unsafe_op_in_unsafe_fn, deprecated, non_camel_case_types)]
+#[allow(
+    clippy::all,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    deprecated,
+    non_camel_case_types
+)]
 pub mod execution_plan {
     include!("generated/execution_plan_generated.rs");
     pub use self::hipdnn_flatbuffers_sdk::data_objects::*;
 }
 
 /// Generated accessors for `fbs/serialized_graph_and_plan.fbs` (the `HDGP` container).
-#[allow(clippy::all, missing_docs, unsafe_op_in_unsafe_fn, deprecated, non_camel_case_types)]
+#[allow(
+    clippy::all,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    deprecated,
+    non_camel_case_types
+)]
 pub mod graph_and_plan {
     include!("generated/serialized_graph_and_plan_generated.rs");
     pub use self::hipdnn_flatbuffers_sdk::data_objects::*;
 }
 
 /// Generated accessors for `fbs/ingestor_plan.fbs` (the `HKSP` body of an ingestor payload).
-#[allow(clippy::all, missing_docs, unsafe_op_in_unsafe_fn, deprecated, non_camel_case_types)]
+#[allow(
+    clippy::all,
+    missing_docs,
+    unsafe_op_in_unsafe_fn,
+    deprecated,
+    non_camel_case_types
+)]
 pub mod ingestor_plan {
     include!("generated/ingestor_plan_generated.rs");
     pub use self::hip_kernel_provider::kernel_ingestor_engine::serialization::fb::*;

@@ -59,7 +59,11 @@ mod tests {
 
     #[test]
     fn graph_schema_matches_its_pin() {
-        check("graph.fbs", super::GRAPH_SCHEMA_SHA256, "the Graph wire format");
+        check(
+            "graph.fbs",
+            super::GRAPH_SCHEMA_SHA256,
+            "the Graph wire format",
+        );
     }
 
     #[test]

@@ -13,8 +13,8 @@
 //! untrusted bytes must call [`read_tensor_value`] and treat its error as a verification failure.
 
 use crate::graph::{
-    BFloat16Value, BoolValue, Float8Value, Float16Value, Float32Value, Float64Value,
-    Int32Value, Int64Value, TensorAttributes,
+    BFloat16Value, BoolValue, Float8Value, Float16Value, Float32Value, Float64Value, Int32Value,
+    Int64Value, TensorAttributes,
 };
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, VOffsetT, WIPOffset};
 
@@ -106,7 +106,9 @@ pub enum TensorValueError {
 }
 
 fn read_array<const N: usize>(buf: &[u8], at: usize) -> Result<[u8; N], TensorValueError> {
-    let end = at.checked_add(N).ok_or(TensorValueError::OutOfBounds { at, len: buf.len() })?;
+    let end = at
+        .checked_add(N)
+        .ok_or(TensorValueError::OutOfBounds { at, len: buf.len() })?;
     buf.get(at..end)
         .and_then(|s| s.try_into().ok())
         .ok_or(TensorValueError::OutOfBounds { at, len: buf.len() })
@@ -150,12 +152,18 @@ pub fn read_tensor_value(
         TensorValue::layout(type_code).ok_or(TensorValueError::UnknownType(type_code))?;
     let field_at = loc + value_field;
     if field_at % 4 != 0 {
-        return Err(TensorValueError::Misaligned { at: field_at, align: 4 });
+        return Err(TensorValueError::Misaligned {
+            at: field_at,
+            align: 4,
+        });
     }
     let rel = u32::from_le_bytes(read_array::<4>(buf, field_at)?) as usize;
     let at = field_at
         .checked_add(rel)
-        .ok_or(TensorValueError::OutOfBounds { at: field_at, len: buf.len() })?;
+        .ok_or(TensorValueError::OutOfBounds {
+            at: field_at,
+            len: buf.len(),
+        })?;
     if at.checked_add(size).is_none_or(|end| end > buf.len()) {
         return Err(TensorValueError::OutOfBounds { at, len: buf.len() });
     }

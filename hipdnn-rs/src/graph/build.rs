@@ -55,7 +55,15 @@ pub(crate) fn broadcast(shapes: &[&[i64]]) -> Vec<i64> {
             shapes
                 .iter()
                 .filter_map(|s| (i + s.len()).checked_sub(rank).map(|j| s[j]))
-                .fold(1, |acc, d| if acc == 1 { d } else if d == 1 { acc } else { acc.max(d) })
+                .fold(1, |acc, d| {
+                    if acc == 1 {
+                        d
+                    } else if d == 1 {
+                        acc
+                    } else {
+                        acc.max(d)
+                    }
+                })
         })
         .collect()
 }
@@ -81,7 +89,14 @@ impl Graph {
     }
 
     /// Creates a virtual output tensor `<op>::<ROLE>` laid out like `like`.
-    fn output(&mut self, op: &str, role: &str, dims: Vec<i64>, like: TensorId, data_type: DataType) -> TensorId {
+    fn output(
+        &mut self,
+        op: &str,
+        role: &str,
+        dims: Vec<i64>,
+        like: TensorId,
+        data_type: DataType,
+    ) -> TensorId {
         let like_strides = &self.tensors[like.index()].strides;
         let order = if like_strides.len() == dims.len() {
             stride_order(like_strides)
@@ -114,7 +129,12 @@ impl Graph {
     }
 
     /// Binary pointwise op (`ADD`, `MUL`, ...): `out_0 = f(in_0, in_1)`, numpy-broadcast dims.
-    pub fn pointwise(&mut self, a: TensorId, b: TensorId, mut attrs: PointwiseAttributes) -> TensorId {
+    pub fn pointwise(
+        &mut self,
+        a: TensorId,
+        b: TensorId,
+        mut attrs: PointwiseAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Pointwise");
         let dims = broadcast(&[&self.dims_of(a), &self.dims_of(b)]);
         let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
@@ -126,7 +146,13 @@ impl Graph {
     }
 
     /// Ternary pointwise op (`BINARY_SELECT`), numpy-broadcast dims of the three inputs.
-    pub fn pointwise_ternary(&mut self, a: TensorId, b: TensorId, c: TensorId, mut attrs: PointwiseAttributes) -> TensorId {
+    pub fn pointwise_ternary(
+        &mut self,
+        a: TensorId,
+        b: TensorId,
+        c: TensorId,
+        mut attrs: PointwiseAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Pointwise");
         let dims = broadcast(&[&self.dims_of(a), &self.dims_of(b), &self.dims_of(c)]);
         let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
@@ -141,13 +167,25 @@ impl Graph {
     /// Convolution forward: x (N, C, spatial..), w (K, C/groups, kernel..) → y (N, K, out..)
     /// with `out = floor((in + pre + post - dilation*(k-1) - 1)/stride) + 1` (missing list
     /// entries count as pad 0, stride 1, dilation 1 for inference; validate requires them).
-    pub fn conv_fprop(&mut self, x: TensorId, w: TensorId, mut attrs: ConvFpropAttributes) -> TensorId {
+    pub fn conv_fprop(
+        &mut self,
+        x: TensorId,
+        w: TensorId,
+        mut attrs: ConvFpropAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "ConvFprop");
         let (xd, wd) = (self.dims_of(x), self.dims_of(w));
         let mut dims = vec![at(&xd, 0, 1), at(&wd, 0, 1)];
         for i in 0..xd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push(conv_out(xd[i + 2], at(&a.pre_padding, i, 0), at(&a.post_padding, i, 0), at(&wd, i + 2, 1), at(&a.stride, i, 1), at(&a.dilation, i, 1)));
+            dims.push(conv_out(
+                xd[i + 2],
+                at(&a.pre_padding, i, 0),
+                at(&a.post_padding, i, 0),
+                at(&wd, i + 2, 1),
+                at(&a.stride, i, 1),
+                at(&a.dilation, i, 1),
+            ));
         }
         let y = self.output(&name, "Y", dims, x, self.output_type(x));
         attrs.x = Some(x);
@@ -160,13 +198,24 @@ impl Graph {
     /// Convolution backward data: dy (N, K, out..), w (K, C, kernel..) → dx (N, C, in..) with
     /// `in = (out-1)*stride - pre - post + dilation*(k-1) + 1` (the smallest consistent input;
     /// set the real dims with [`Graph::set_dims`] when they differ, as upstream requires).
-    pub fn conv_dgrad(&mut self, dy: TensorId, w: TensorId, mut attrs: ConvDgradAttributes) -> TensorId {
+    pub fn conv_dgrad(
+        &mut self,
+        dy: TensorId,
+        w: TensorId,
+        mut attrs: ConvDgradAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "ConvDgrad");
         let (dd, wd) = (self.dims_of(dy), self.dims_of(w));
         let mut dims = vec![at(&dd, 0, 1), at(&wd, 1, 1)];
         for i in 0..dd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push((dd[i + 2] - 1) * at(&a.stride, i, 1) - at(&a.pre_padding, i, 0) - at(&a.post_padding, i, 0) + at(&a.dilation, i, 1) * (at(&wd, i + 2, 1) - 1) + 1);
+            dims.push(
+                (dd[i + 2] - 1) * at(&a.stride, i, 1)
+                    - at(&a.pre_padding, i, 0)
+                    - at(&a.post_padding, i, 0)
+                    + at(&a.dilation, i, 1) * (at(&wd, i + 2, 1) - 1)
+                    + 1,
+            );
         }
         let dx = self.output(&name, "DX", dims, dy, self.output_type(dy));
         attrs.dy = Some(dy);
@@ -179,13 +228,20 @@ impl Graph {
     /// Convolution backward filter: dy (N, K, out..), x (N, C, in..) → dw (K, C, kernel..) with
     /// `k = ((in + pre + post - 1) - (out-1)*stride) / dilation + 1` (set the real dims with
     /// [`Graph::set_dims`] when they differ, as upstream requires).
-    pub fn conv_wgrad(&mut self, dy: TensorId, x: TensorId, mut attrs: ConvWgradAttributes) -> TensorId {
+    pub fn conv_wgrad(
+        &mut self,
+        dy: TensorId,
+        x: TensorId,
+        mut attrs: ConvWgradAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "ConvWgrad");
         let (dd, xd) = (self.dims_of(dy), self.dims_of(x));
         let mut dims = vec![at(&dd, 1, 1), at(&xd, 1, 1)];
         for i in 0..xd.len().saturating_sub(2) {
             let a = &attrs;
-            let span = xd[i + 2] + at(&a.pre_padding, i, 0) + at(&a.post_padding, i, 0) - 1 - (at(&dd, i + 2, 1) - 1) * at(&a.stride, i, 1);
+            let span = xd[i + 2] + at(&a.pre_padding, i, 0) + at(&a.post_padding, i, 0)
+                - 1
+                - (at(&dd, i + 2, 1) - 1) * at(&a.stride, i, 1);
             dims.push(span.div_euclid(at(&a.dilation, i, 1).max(1)) + 1);
         }
         let dw = self.output(&name, "DW", dims, x, self.output_type(x));
@@ -200,7 +256,10 @@ impl Graph {
     pub fn matmul(&mut self, a: TensorId, b: TensorId, mut attrs: MatmulAttributes) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Matmul");
         let (ad, bd) = (self.dims_of(a), self.dims_of(b));
-        let (ab, bb) = (&ad[..ad.len().saturating_sub(2)], &bd[..bd.len().saturating_sub(2)]);
+        let (ab, bb) = (
+            &ad[..ad.len().saturating_sub(2)],
+            &bd[..bd.len().saturating_sub(2)],
+        );
         let mut dims = broadcast(&[ab, bb]);
         dims.push(if ad.len() >= 2 { ad[ad.len() - 2] } else { 1 });
         dims.push(bd.last().copied().unwrap_or(1));
@@ -214,21 +273,31 @@ impl Graph {
 
     fn channel_dims(&self, x: TensorId) -> Vec<i64> {
         let xd = self.dims_of(x);
-        (0..xd.len()).map(|i| if i == 1 { xd[1] } else { 1 }).collect()
+        (0..xd.len())
+            .map(|i| if i == 1 { xd[1] } else { 1 })
+            .collect()
     }
 
     /// Batchnorm training forward: x (N, C, ..), scale/bias (1, C, 1, ..); epsilon, and
     /// optionally prev running stats and momentum, are set on `attrs`. Outputs: y (dims of x),
     /// mean and inv_variance (1, C, 1, ..), next running mean/variance when prev mean, prev
     /// variance and momentum are all set.
-    pub fn batchnorm(&mut self, x: TensorId, scale: TensorId, bias: TensorId, mut attrs: BatchnormAttributes) -> BatchnormOutputs {
+    pub fn batchnorm(
+        &mut self,
+        x: TensorId,
+        scale: TensorId,
+        bias: TensorId,
+        mut attrs: BatchnormAttributes,
+    ) -> BatchnormOutputs {
         let name = self.node_name(&mut attrs.name, "Batchnorm");
         let dt = self.output_type(x);
         let ch = self.channel_dims(x);
         let y = self.output(&name, "Y", self.dims_of(x), x, dt);
         let mean = self.output(&name, "MEAN", ch.clone(), scale, dt);
         let inv_variance = self.output(&name, "INV_VARIANCE", ch.clone(), scale, dt);
-        let running = attrs.prev_running_mean.is_some() && attrs.prev_running_variance.is_some() && attrs.momentum.is_some();
+        let running = attrs.prev_running_mean.is_some()
+            && attrs.prev_running_variance.is_some()
+            && attrs.momentum.is_some();
         let (nrm, nrv) = if running {
             (
                 Some(self.output(&name, "NEXT_RUNNING_MEAN", ch.clone(), scale, dt)),
@@ -246,12 +315,24 @@ impl Graph {
         attrs.next_running_mean = nrm;
         attrs.next_running_variance = nrv;
         self.push(attrs);
-        BatchnormOutputs { y, mean, inv_variance, next_running_mean: nrm, next_running_variance: nrv }
+        BatchnormOutputs {
+            y,
+            mean,
+            inv_variance,
+            next_running_mean: nrm,
+            next_running_variance: nrv,
+        }
     }
 
     /// Batchnorm backward: dy, x (N, C, ..), scale (1, C, 1, ..); saved mean / inv variance
     /// and peer stats on `attrs`. Returns `[dx, dscale, dbias]` (dims of x, scale, scale).
-    pub fn batchnorm_backward(&mut self, dy: TensorId, x: TensorId, scale: TensorId, mut attrs: BatchnormBackwardAttributes) -> [TensorId; 3] {
+    pub fn batchnorm_backward(
+        &mut self,
+        dy: TensorId,
+        x: TensorId,
+        scale: TensorId,
+        mut attrs: BatchnormBackwardAttributes,
+    ) -> [TensorId; 3] {
         let name = self.node_name(&mut attrs.name, "BatchnormBackward");
         let dt = self.output_type(dy);
         let dx = self.output(&name, "DX", self.dims_of(x), x, dt);
@@ -268,7 +349,15 @@ impl Graph {
     }
 
     /// Batchnorm inference `y = (x - mean) * inv_variance * scale + bias`; y has the dims of x.
-    pub fn batchnorm_inference(&mut self, x: TensorId, mean: TensorId, inv_variance: TensorId, scale: TensorId, bias: TensorId, mut attrs: BatchnormInferenceAttributes) -> TensorId {
+    pub fn batchnorm_inference(
+        &mut self,
+        x: TensorId,
+        mean: TensorId,
+        inv_variance: TensorId,
+        scale: TensorId,
+        bias: TensorId,
+        mut attrs: BatchnormInferenceAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "BatchnormInference");
         let y = self.output(&name, "Y", self.dims_of(x), x, self.output_type(x));
         attrs.x = Some(x);
@@ -283,7 +372,16 @@ impl Graph {
 
     /// Batchnorm inference from variance and an epsilon tensor; y has the dims of x.
     #[allow(clippy::too_many_arguments)]
-    pub fn batchnorm_inference_variance_ext(&mut self, x: TensorId, mean: TensorId, variance: TensorId, scale: TensorId, bias: TensorId, epsilon: TensorId, mut attrs: BatchnormInferenceVarianceExtAttributes) -> TensorId {
+    pub fn batchnorm_inference_variance_ext(
+        &mut self,
+        x: TensorId,
+        mean: TensorId,
+        variance: TensorId,
+        scale: TensorId,
+        bias: TensorId,
+        epsilon: TensorId,
+        mut attrs: BatchnormInferenceVarianceExtAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "BatchnormInferenceVarianceExt");
         let y = self.output(&name, "Y", self.dims_of(x), x, self.output_type(x));
         attrs.x = Some(x);
@@ -300,13 +398,22 @@ impl Graph {
     /// Statistics dims of a normalization: x's dims where `scale` is 1, else 1.
     fn stats_dims(&self, x: TensorId, scale: TensorId) -> Vec<i64> {
         let (xd, sd) = (self.dims_of(x), self.dims_of(scale));
-        xd.iter().enumerate().map(|(i, &d)| if at(&sd, i, 1) == 1 { d } else { 1 }).collect()
+        xd.iter()
+            .enumerate()
+            .map(|(i, &d)| if at(&sd, i, 1) == 1 { d } else { 1 })
+            .collect()
     }
 
     /// Layer normalization: x, scale, bias (epsilon on `attrs`). Returns `(y, mean,
     /// inv_variance)`; the statistics (x's dims with the normalized dims set to 1) exist only
     /// when `forward_phase` is `Training`.
-    pub fn layernorm(&mut self, x: TensorId, scale: TensorId, bias: TensorId, mut attrs: LayernormAttributes) -> (TensorId, Option<TensorId>, Option<TensorId>) {
+    pub fn layernorm(
+        &mut self,
+        x: TensorId,
+        scale: TensorId,
+        bias: TensorId,
+        mut attrs: LayernormAttributes,
+    ) -> (TensorId, Option<TensorId>, Option<TensorId>) {
         let name = self.node_name(&mut attrs.name, "Layernorm");
         let dt = self.output_type(x);
         let y = self.output(&name, "Y", self.dims_of(x), x, dt);
@@ -327,7 +434,13 @@ impl Graph {
     }
 
     /// Layer normalization backward. Returns `[dx, dscale, dbias]` (dims of x, scale, scale).
-    pub fn layernorm_backward(&mut self, dy: TensorId, x: TensorId, scale: TensorId, mut attrs: LayernormBackwardAttributes) -> [TensorId; 3] {
+    pub fn layernorm_backward(
+        &mut self,
+        dy: TensorId,
+        x: TensorId,
+        scale: TensorId,
+        mut attrs: LayernormBackwardAttributes,
+    ) -> [TensorId; 3] {
         let name = self.node_name(&mut attrs.name, "LayernormBackward");
         let dt = self.output_type(dy);
         let dx = self.output(&name, "DX", self.dims_of(x), x, dt);
@@ -345,7 +458,12 @@ impl Graph {
 
     /// RMS normalization (epsilon, optional bias on `attrs`). Returns `(y, inv_rms)`; inv_rms
     /// exists only when `forward_phase` is `Training`.
-    pub fn rmsnorm(&mut self, x: TensorId, scale: TensorId, mut attrs: RmsNormAttributes) -> (TensorId, Option<TensorId>) {
+    pub fn rmsnorm(
+        &mut self,
+        x: TensorId,
+        scale: TensorId,
+        mut attrs: RmsNormAttributes,
+    ) -> (TensorId, Option<TensorId>) {
         let name = self.node_name(&mut attrs.name, "RmsNorm");
         let dt = self.output_type(x);
         let y = self.output(&name, "Y", self.dims_of(x), x, dt);
@@ -363,12 +481,21 @@ impl Graph {
 
     /// RMS normalization backward. Returns `(dx, dscale, dbias)`; dbias only when
     /// `compute_dbias` (upstream `set_compute_dbias(true)`).
-    pub fn rmsnorm_backward(&mut self, dy: TensorId, x: TensorId, scale: TensorId, inv_rms: TensorId, compute_dbias: bool, mut attrs: RmsNormBackwardAttributes) -> (TensorId, TensorId, Option<TensorId>) {
+    pub fn rmsnorm_backward(
+        &mut self,
+        dy: TensorId,
+        x: TensorId,
+        scale: TensorId,
+        inv_rms: TensorId,
+        compute_dbias: bool,
+        mut attrs: RmsNormBackwardAttributes,
+    ) -> (TensorId, TensorId, Option<TensorId>) {
         let name = self.node_name(&mut attrs.name, "RmsNormBackward");
         let dt = self.output_type(dy);
         let dx = self.output(&name, "DX", self.dims_of(x), x, dt);
         let dscale = self.output(&name, "DSCALE", self.dims_of(scale), scale, dt);
-        let dbias = compute_dbias.then(|| self.output(&name, "DBIAS", self.dims_of(scale), scale, dt));
+        let dbias =
+            compute_dbias.then(|| self.output(&name, "DBIAS", self.dims_of(scale), scale, dt));
         attrs.dy = Some(dy);
         attrs.x = Some(x);
         attrs.scale = Some(scale);
@@ -384,7 +511,13 @@ impl Graph {
     /// `(o, stats)`: o (B, H, Sq, Dv); stats (B, H, Sq, 1) FLOAT when `generate_stats ==
     /// Some(true)` and `attrs.stats` is not already set. Masks, dropout, scales and the other
     /// optional tensors are set on `attrs`.
-    pub fn sdpa(&mut self, q: TensorId, k: TensorId, v: TensorId, mut attrs: SdpaAttributes) -> (TensorId, Option<TensorId>) {
+    pub fn sdpa(
+        &mut self,
+        q: TensorId,
+        k: TensorId,
+        v: TensorId,
+        mut attrs: SdpaAttributes,
+    ) -> (TensorId, Option<TensorId>) {
         let name = self.node_name(&mut attrs.name, "Sdpa");
         let (qd, vd) = (self.dims_of(q), self.dims_of(v));
         let mut od = qd.clone();
@@ -410,7 +543,16 @@ impl Graph {
 
     /// Scaled dot-product attention backward. Returns `[dq, dk, dv]` (dims of q, k, v).
     #[allow(clippy::too_many_arguments)]
-    pub fn sdpa_backward(&mut self, q: TensorId, k: TensorId, v: TensorId, o: TensorId, d_o: TensorId, stats: TensorId, mut attrs: SdpaBackwardAttributes) -> [TensorId; 3] {
+    pub fn sdpa_backward(
+        &mut self,
+        q: TensorId,
+        k: TensorId,
+        v: TensorId,
+        o: TensorId,
+        d_o: TensorId,
+        stats: TensorId,
+        mut attrs: SdpaBackwardAttributes,
+    ) -> [TensorId; 3] {
         let name = self.node_name(&mut attrs.name, "SdpaBackward");
         let dt = self.output_type(d_o);
         let dq = self.output(&name, "DQ", self.dims_of(q), q, dt);
@@ -431,7 +573,12 @@ impl Graph {
 
     /// Reduction of x into a new tensor with dims `out_dims` (reduced dims are 1; the schema
     /// has no axis list, so the output dims define the reduction).
-    pub fn reduction(&mut self, x: TensorId, out_dims: impl Into<Vec<i64>>, mut attrs: ReductionAttributes) -> TensorId {
+    pub fn reduction(
+        &mut self,
+        x: TensorId,
+        out_dims: impl Into<Vec<i64>>,
+        mut attrs: ReductionAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Reduction");
         let y = self.output(&name, "Y", out_dims.into(), x, self.output_type(x));
         attrs.x = Some(x);
@@ -443,16 +590,27 @@ impl Graph {
     /// Resample forward: x (N, C, spatial..) → `(y, index)`, y (N, C, out..) with
     /// `out = floor((in + pre + post - window)/stride) + 1`; index (INT32, dims of y) when
     /// `generate_index == Some(true)` and the mode is `MaxPool`.
-    pub fn resample(&mut self, x: TensorId, mut attrs: ResampleFwdAttributes) -> (TensorId, Option<TensorId>) {
+    pub fn resample(
+        &mut self,
+        x: TensorId,
+        mut attrs: ResampleFwdAttributes,
+    ) -> (TensorId, Option<TensorId>) {
         let name = self.node_name(&mut attrs.name, "ResampleFwd");
         let xd = self.dims_of(x);
         let mut dims: Vec<i64> = xd.iter().take(2).copied().collect();
         for i in 0..xd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push(window_out(xd[i + 2], at(&a.pre_padding, i, 0), at(&a.post_padding, i, 0), at(&a.window, i, 1), at(&a.stride, i, 1)));
+            dims.push(window_out(
+                xd[i + 2],
+                at(&a.pre_padding, i, 0),
+                at(&a.post_padding, i, 0),
+                at(&a.window, i, 1),
+                at(&a.stride, i, 1),
+            ));
         }
         let y = self.output(&name, "Y", dims.clone(), x, self.output_type(x));
-        let index = (attrs.generate_index == Some(true) && attrs.resample_mode == ResampleMode::MaxPool)
+        let index = (attrs.generate_index == Some(true)
+            && attrs.resample_mode == ResampleMode::MaxPool)
             .then(|| self.output(&name, "INDEX", dims, x, DataType::Int32));
         attrs.x = Some(x);
         attrs.y = Some(y);
@@ -469,13 +627,22 @@ impl Graph {
     /// Resample backward: dy (N, C, out..) and optional max-pool `index` → dx (N, C, in..)
     /// with `in = (out-1)*stride + window - pre - post` (set real dims with [`Graph::set_dims`]
     /// when they differ).
-    pub fn resample_bwd(&mut self, dy: TensorId, index: Option<TensorId>, mut attrs: ResampleBwdAttributes) -> TensorId {
+    pub fn resample_bwd(
+        &mut self,
+        dy: TensorId,
+        index: Option<TensorId>,
+        mut attrs: ResampleBwdAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "ResampleBwd");
         let dd = self.dims_of(dy);
         let mut dims: Vec<i64> = dd.iter().take(2).copied().collect();
         for i in 0..dd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push((dd[i + 2] - 1) * at(&a.stride, i, 1) + at(&a.window, i, 1) - at(&a.pre_padding, i, 0) - at(&a.post_padding, i, 0));
+            dims.push(
+                (dd[i + 2] - 1) * at(&a.stride, i, 1) + at(&a.window, i, 1)
+                    - at(&a.pre_padding, i, 0)
+                    - at(&a.post_padding, i, 0),
+            );
         }
         let dx = self.output(&name, "DX", dims, dy, self.output_type(dy));
         attrs.dy = Some(dy);
@@ -488,7 +655,11 @@ impl Graph {
     /// Block-scaled quantization: returns `(y, scale)`; y has x's dims and type (set the
     /// quantized type with [`Graph::set_data_type`]); scale has x's dims with the `axis` dim
     /// (default: last) divided by `block_size` (rounded up).
-    pub fn block_scale_quantize(&mut self, x: TensorId, mut attrs: BlockScaleQuantizeAttributes) -> (TensorId, TensorId) {
+    pub fn block_scale_quantize(
+        &mut self,
+        x: TensorId,
+        mut attrs: BlockScaleQuantizeAttributes,
+    ) -> (TensorId, TensorId) {
         let name = self.node_name(&mut attrs.name, "BlockScaleQuantize");
         let xd = self.dims_of(x);
         let dt = self.output_type(x);
@@ -508,7 +679,12 @@ impl Graph {
     }
 
     /// Block-scaled dequantization: y has x's dims.
-    pub fn block_scale_dequantize(&mut self, x: TensorId, scale: TensorId, mut attrs: BlockScaleDequantizeAttributes) -> TensorId {
+    pub fn block_scale_dequantize(
+        &mut self,
+        x: TensorId,
+        scale: TensorId,
+        mut attrs: BlockScaleDequantizeAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "BlockScaleDequantize");
         let y = self.output(&name, "Y", self.dims_of(x), x, self.output_type(x));
         attrs.x = Some(x);
@@ -521,11 +697,18 @@ impl Graph {
     /// Plugin operation over `inputs` creating `num_outputs` outputs `OUT_<i>` with **empty
     /// dims** (the plugin defines them; set them with [`Graph::set_dims`]) and the type of the
     /// first input. Panics if `inputs` is empty.
-    pub fn custom_op(&mut self, inputs: &[TensorId], num_outputs: usize, mut attrs: CustomOpAttributes) -> Vec<TensorId> {
+    pub fn custom_op(
+        &mut self,
+        inputs: &[TensorId],
+        num_outputs: usize,
+        mut attrs: CustomOpAttributes,
+    ) -> Vec<TensorId> {
         let name = self.node_name(&mut attrs.name, "CustomOp");
         let first = inputs[0];
         let dt = self.output_type(first);
-        let outs: Vec<TensorId> = (0..num_outputs).map(|i| self.output(&name, &format!("OUT_{i}"), Vec::new(), first, dt)).collect();
+        let outs: Vec<TensorId> = (0..num_outputs)
+            .map(|i| self.output(&name, &format!("OUT_{i}"), Vec::new(), first, dt))
+            .collect();
         attrs.inputs = inputs.to_vec();
         attrs.outputs = outs.clone();
         self.push(attrs);
@@ -534,7 +717,15 @@ impl Graph {
 
     /// MoE grouped matmul: token (T, K), weight (E, K, N), first_token_offset (E), optional
     /// token_index / token_ks → output (T, N).
-    pub fn moe_grouped_matmul(&mut self, token: TensorId, weight: TensorId, first_token_offset: TensorId, token_index: Option<TensorId>, token_ks: Option<TensorId>, mut attrs: MoeGroupedMatmulAttributes) -> TensorId {
+    pub fn moe_grouped_matmul(
+        &mut self,
+        token: TensorId,
+        weight: TensorId,
+        first_token_offset: TensorId,
+        token_index: Option<TensorId>,
+        token_ks: Option<TensorId>,
+        mut attrs: MoeGroupedMatmulAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "MoeGroupedMatmul");
         let (td, wd) = (self.dims_of(token), self.dims_of(weight));
         let dims = vec![at(&td, 0, 1), wd.last().copied().unwrap_or(1)];
@@ -551,10 +742,24 @@ impl Graph {
 
     /// MoE grouped matmul weight gradient: doutput (T, N), token (T, K), first_token_offset (E)
     /// → dweight (E, K, N).
-    pub fn moe_grouped_matmul_bwd(&mut self, doutput: TensorId, token: TensorId, first_token_offset: TensorId, mut attrs: MoeGroupedMatmulBwdAttributes) -> TensorId {
+    pub fn moe_grouped_matmul_bwd(
+        &mut self,
+        doutput: TensorId,
+        token: TensorId,
+        first_token_offset: TensorId,
+        mut attrs: MoeGroupedMatmulBwdAttributes,
+    ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "MoeGroupedMatmulBwd");
-        let (dd, td, fd) = (self.dims_of(doutput), self.dims_of(token), self.dims_of(first_token_offset));
-        let dims = vec![at(&fd, 0, 1), td.last().copied().unwrap_or(1), dd.last().copied().unwrap_or(1)];
+        let (dd, td, fd) = (
+            self.dims_of(doutput),
+            self.dims_of(token),
+            self.dims_of(first_token_offset),
+        );
+        let dims = vec![
+            at(&fd, 0, 1),
+            td.last().copied().unwrap_or(1),
+            dd.last().copied().unwrap_or(1),
+        ];
         let dw = self.output(&name, "DWEIGHT", dims, doutput, self.output_type(doutput));
         attrs.doutput = Some(doutput);
         attrs.token = Some(token);

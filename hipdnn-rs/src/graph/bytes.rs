@@ -37,7 +37,8 @@ impl Graph {
     pub fn to_graph_bytes(&self) -> Result<Vec<u8>> {
         let uids = self.checked_uids()?;
         let order = self.topological_order()?;
-        let mut fbb = FlatBufferBuilder::with_capacity(1024 + 160 * (self.tensors.len() + self.nodes.len()));
+        let mut fbb =
+            FlatBufferBuilder::with_capacity(1024 + 160 * (self.tensors.len() + self.nodes.len()));
 
         let mut tensor_offsets = Vec::with_capacity(self.tensors.len());
         for (i, t) in self.tensors.iter().enumerate() {
@@ -47,7 +48,10 @@ impl Graph {
         for n in order {
             let op = &self.nodes[n.index()];
             let label = format!("{} '{}'", op.method(), op.name());
-            let c = Wctx { uids: &uids, label: &label };
+            let c = Wctx {
+                uids: &uids,
+                label: &label,
+            };
             let (attributes_type, attributes) = op.wire_write(&mut fbb, &c)?;
             let name = (!op.name().is_empty()).then(|| fbb.create_string(op.name()));
             node_offsets.push(wire::Node::create(
@@ -99,13 +103,18 @@ impl Graph {
     /// union type is unknown, two tensors share a UID ("Duplicate tensor UIDs found in the
     /// graph"), or a node / ragged offset references a UID no tensor has.
     pub fn from_graph_bytes(data: &[u8]) -> Result<Graph> {
-        let g = flatbuffers::root::<wire::Graph>(data)
-            .map_err(|e| Error::invalid(format!("graph bytes failed FlatBuffers verification: {e}")))?;
+        let g = flatbuffers::root::<wire::Graph>(data).map_err(|e| {
+            Error::invalid(format!("graph bytes failed FlatBuffers verification: {e}"))
+        })?;
         let graph_label = "graph";
         let no_uids = HashMap::new();
-        let gc = Rctx { by_uid: &no_uids, label: graph_label };
+        let gc = Rctx {
+            by_uid: &no_uids,
+            label: graph_label,
+        };
 
-        let wire_tensors: Vec<wire::TensorAttributes<'_>> = g.tensors().map(|v| v.iter().collect()).unwrap_or_default();
+        let wire_tensors: Vec<wire::TensorAttributes<'_>> =
+            g.tensors().map(|v| v.iter().collect()).unwrap_or_default();
         let mut by_uid = HashMap::with_capacity(wire_tensors.len());
         for (i, t) in wire_tensors.iter().enumerate() {
             if by_uid.insert(t.uid(), TensorId(i as u32)).is_some() {
@@ -118,8 +127,12 @@ impl Graph {
         let mut tensors = Vec::with_capacity(wire_tensors.len());
         for (i, t) in wire_tensors.iter().enumerate() {
             let label = format!("tensor #{i} '{}'", t.name().unwrap_or_default());
-            let c = Rctx { by_uid: &by_uid, label: &label };
-            let value = read_tensor_value(t).map_err(|e| Error::invalid(format!("{label}: value: {e}")))?;
+            let c = Rctx {
+                by_uid: &by_uid,
+                label: &label,
+            };
+            let value =
+                read_tensor_value(t).map_err(|e| Error::invalid(format!("{label}: value: {e}")))?;
             let ragged_offset = match t.ragged_offset_tensor_uid() {
                 None => None,
                 Some(u) => Some(*by_uid.get(&u).ok_or_else(|| {
@@ -146,22 +159,33 @@ impl Graph {
             nodes.reserve(ns.len());
             for (i, n) in ns.iter().enumerate() {
                 let label = format!("node #{i} '{}'", n.name().unwrap_or_default());
-                let c = Rctx { by_uid: &by_uid, label: &label };
+                let c = Rctx {
+                    by_uid: &by_uid,
+                    label: &label,
+                };
                 nodes.push(Operation::wire_read(&n, &c)?);
             }
         }
         Ok(Graph {
             name: g.name().unwrap_or_default().to_owned(),
             compute_data_type: enum_read(g.compute_data_type(), &gc, "compute_data_type")?,
-            intermediate_data_type: enum_read(g.intermediate_data_type(), &gc, "intermediate_data_type")?,
+            intermediate_data_type: enum_read(
+                g.intermediate_data_type(),
+                &gc,
+                "intermediate_data_type",
+            )?,
             io_data_type: enum_read(g.io_data_type(), &gc, "io_data_type")?,
             tensors,
             nodes,
             preferred_engine_id: g.preferred_engine_id(),
             override_shape_enabled: g.is_override_shape_enabled(),
-            min_required_engine_api_version: g
-                .min_required_engine_api_version()
-                .map(|v| EngineApiVersion { major: v.major(), minor: v.minor(), patch: v.patch() }),
+            min_required_engine_api_version: g.min_required_engine_api_version().map(|v| {
+                EngineApiVersion {
+                    major: v.major(),
+                    minor: v.minor(),
+                    patch: v.patch(),
+                }
+            }),
             id: g.id().map(|u| {
                 let mut b = [0u8; 16];
                 for (dst, src) in b.iter_mut().zip(u.bytes().iter()) {
@@ -198,7 +222,11 @@ fn write_tensor<'a>(
     let dims = fbb.create_vector(&t.dims);
     let strides = fbb.create_vector(&t.strides);
     let start = fbb.start_table();
-    fbb.push_slot::<i64>(W::VT_ALIGNMENT, t.alignment, super::tensor::DEFAULT_ALIGNMENT);
+    fbb.push_slot::<i64>(
+        W::VT_ALIGNMENT,
+        t.alignment,
+        super::tensor::DEFAULT_ALIGNMENT,
+    );
     if let Some(r) = ragged {
         fbb.push_slot_always::<i64>(W::VT_RAGGED_OFFSET_TENSOR_UID, r);
     }
@@ -211,9 +239,17 @@ fn write_tensor<'a>(
     if let Some(n) = name {
         fbb.push_slot_always::<WIPOffset<_>>(W::VT_NAME, n);
     }
-    fbb.push_slot::<bool>(W::VT_IS_RUNTIME_PASS_BY_VALUE, t.is_runtime_pass_by_value, false);
+    fbb.push_slot::<bool>(
+        W::VT_IS_RUNTIME_PASS_BY_VALUE,
+        t.is_runtime_pass_by_value,
+        false,
+    );
     fbb.push_slot::<bool>(W::VT_VIRTUAL_, t.is_virtual, false);
-    fbb.push_slot::<wire::DataType>(W::VT_DATA_TYPE, t.data_type.to_wire(), wire::DataType::UNSET);
+    fbb.push_slot::<wire::DataType>(
+        W::VT_DATA_TYPE,
+        t.data_type.to_wire(),
+        wire::DataType::UNSET,
+    );
     let end = fbb.end_table(start);
     Ok(WIPOffset::new(end.value()))
 }

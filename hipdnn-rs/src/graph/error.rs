@@ -46,7 +46,10 @@ pub struct Error {
 impl Error {
     /// Makes an error from a code and a message.
     pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
-        Error { code, message: message.into() }
+        Error {
+            code,
+            message: message.into(),
+        }
     }
     /// An `InvalidValue` error.
     pub fn invalid_value(message: impl Into<String>) -> Self {

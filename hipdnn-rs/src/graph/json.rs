@@ -13,7 +13,9 @@ use std::collections::HashMap;
 use serde_json::{Map, Value};
 
 use super::error::{Error, Result};
-use super::kinds::{Rctx, Wctx, enum_from_json, enum_to_json, f32_to_json, f64_to_json, json_i64, json_to_f64};
+use super::kinds::{
+    Rctx, Wctx, enum_from_json, enum_to_json, f32_to_json, f64_to_json, json_i64, json_to_f64,
+};
 use super::tensor::{TensorAttributes, TensorId, TensorValue};
 use super::types::{DataType, EngineApiVersion};
 use super::{Graph, Operation};
@@ -22,13 +24,31 @@ use super::{Graph, Operation};
 pub const JSON_VERSION: &str = "1.0";
 
 const GRAPH_KEYS: &[&str] = &[
-    "hipdnn_frontend_version", "json_version", "name", "compute_data_type", "intermediate_data_type",
-    "io_data_type", "tensors", "nodes", "preferred_engine_id", "is_override_shape_enabled",
-    "min_required_engine_api_version", "id",
+    "hipdnn_frontend_version",
+    "json_version",
+    "name",
+    "compute_data_type",
+    "intermediate_data_type",
+    "io_data_type",
+    "tensors",
+    "nodes",
+    "preferred_engine_id",
+    "is_override_shape_enabled",
+    "min_required_engine_api_version",
+    "id",
 ];
 const TENSOR_KEYS: &[&str] = &[
-    "uid", "name", "data_type", "strides", "dims", "virtual", "value_type", "value",
-    "is_runtime_pass_by_value", "ragged_offset_tensor_uid", "alignment",
+    "uid",
+    "name",
+    "data_type",
+    "strides",
+    "dims",
+    "virtual",
+    "value_type",
+    "value",
+    "is_runtime_pass_by_value",
+    "ragged_offset_tensor_uid",
+    "alignment",
 ];
 const NODE_KEYS: &[&str] = &["name", "compute_data_type", "attributes_type", "attributes"];
 
@@ -50,7 +70,8 @@ fn value_json(v: Option<TensorValue>) -> (Value, Value) {
 }
 
 fn obj<'v>(v: &'v Value, what: &str) -> Result<&'v Map<String, Value>> {
-    v.as_object().ok_or_else(|| Error::invalid(format!("JSON: {what} is not an object")))
+    v.as_object()
+        .ok_or_else(|| Error::invalid(format!("JSON: {what} is not an object")))
 }
 
 fn check_keys(m: &Map<String, Value>, allowed: &[&str], what: &str) -> Result<()> {
@@ -69,15 +90,23 @@ fn bad(what: &str, k: &str, expected: &str) -> Error {
 }
 
 fn opt_i64(m: &Map<String, Value>, k: &str, what: &str) -> Result<Option<i64>> {
-    get(m, k).map(|v| json_i64(v).ok_or_else(|| bad(what, k, "an integer"))).transpose()
+    get(m, k)
+        .map(|v| json_i64(v).ok_or_else(|| bad(what, k, "an integer")))
+        .transpose()
 }
 
 fn bool_or(m: &Map<String, Value>, k: &str, what: &str, default: bool) -> Result<bool> {
-    get(m, k).map_or(Ok(default), |v| v.as_bool().ok_or_else(|| bad(what, k, "a boolean")))
+    get(m, k).map_or(Ok(default), |v| {
+        v.as_bool().ok_or_else(|| bad(what, k, "a boolean"))
+    })
 }
 
 fn string(m: &Map<String, Value>, k: &str, what: &str) -> Result<String> {
-    get(m, k).map_or(Ok(String::new()), |v| v.as_str().map(str::to_owned).ok_or_else(|| bad(what, k, "a string")))
+    get(m, k).map_or(Ok(String::new()), |v| {
+        v.as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| bad(what, k, "a string"))
+    })
 }
 
 fn i64_vec(m: &Map<String, Value>, k: &str, what: &str) -> Result<Vec<i64>> {
@@ -93,12 +122,17 @@ fn i64_vec(m: &Map<String, Value>, k: &str, what: &str) -> Result<Vec<i64>> {
 }
 
 fn read_value(m: &Map<String, Value>, what: &str) -> Result<Option<TensorValue>> {
-    let ty = get(m, "value_type").map_or(Ok("NONE"), |v| v.as_str().ok_or_else(|| bad(what, "value_type", "a union type name")))?;
+    let ty = get(m, "value_type").map_or(Ok("NONE"), |v| {
+        v.as_str()
+            .ok_or_else(|| bad(what, "value_type", "a union type name"))
+    })?;
     let val = get(m, "value");
     if ty == "NONE" {
         return match val {
             None => Ok(None),
-            Some(_) => Err(Error::invalid(format!("JSON: {what}: 'value' is set but 'value_type' is NONE"))),
+            Some(_) => Err(Error::invalid(format!(
+                "JSON: {what}: 'value' is set but 'value_type' is NONE"
+            ))),
         };
     }
     let inner = val
@@ -111,12 +145,26 @@ fn read_value(m: &Map<String, Value>, what: &str) -> Result<Option<TensorValue>>
         "Float32Value" => TensorValue::Float32(f32v()?),
         "Float16Value" => TensorValue::Float16(f32v()?),
         "BFloat16Value" => TensorValue::BFloat16(f32v()?),
-        "Float8Value" => TensorValue::Float8(inner.as_u64().and_then(|x| u8::try_from(x).ok()).ok_or_else(e)?),
-        "Int32Value" => TensorValue::Int32(inner.as_i64().and_then(|x| i32::try_from(x).ok()).ok_or_else(e)?),
+        "Float8Value" => TensorValue::Float8(
+            inner
+                .as_u64()
+                .and_then(|x| u8::try_from(x).ok())
+                .ok_or_else(e)?,
+        ),
+        "Int32Value" => TensorValue::Int32(
+            inner
+                .as_i64()
+                .and_then(|x| i32::try_from(x).ok())
+                .ok_or_else(e)?,
+        ),
         "Float64Value" => TensorValue::Float64(json_to_f64(inner).ok_or_else(e)?),
         "Int64Value" => TensorValue::Int64(inner.as_i64().ok_or_else(e)?),
         "BoolValue" => TensorValue::Bool(inner.as_bool().ok_or_else(e)?),
-        other => return Err(Error::invalid(format!("JSON: {what}: value_type '{other}' is not a member of TensorValue"))),
+        other => {
+            return Err(Error::invalid(format!(
+                "JSON: {what}: value_type '{other}' is not a member of TensorValue"
+            )));
+        }
     }))
 }
 
@@ -152,7 +200,10 @@ impl Graph {
             let (ty, val) = value_json(t.value);
             m.insert("value_type".into(), ty);
             m.insert("value".into(), val);
-            m.insert("is_runtime_pass_by_value".into(), Value::from(t.is_runtime_pass_by_value));
+            m.insert(
+                "is_runtime_pass_by_value".into(),
+                Value::from(t.is_runtime_pass_by_value),
+            );
             let ragged = match t.ragged_offset {
                 None => Value::Null,
                 Some(r) => Value::from(*uids.get(r.index()).ok_or_else(|| {
@@ -167,32 +218,58 @@ impl Graph {
         for n in order {
             let op = &self.nodes[n.index()];
             let label = format!("{} '{}'", op.method(), op.name());
-            let c = Wctx { uids: &uids, label: &label };
+            let c = Wctx {
+                uids: &uids,
+                label: &label,
+            };
             let mut m = Map::new();
             m.insert("name".into(), Value::from(op.name()));
-            m.insert("compute_data_type".into(), enum_to_json(op.compute_data_type()));
+            m.insert(
+                "compute_data_type".into(),
+                enum_to_json(op.compute_data_type()),
+            );
             m.insert("attributes_type".into(), Value::from(op.schema_table()));
             m.insert("attributes".into(), Value::Object(op.json_write(&c)?));
             nodes.push(Value::Object(m));
         }
         let mut g = Map::new();
-        g.insert("hipdnn_frontend_version".into(), Value::from(env!("CARGO_PKG_VERSION")));
+        g.insert(
+            "hipdnn_frontend_version".into(),
+            Value::from(env!("CARGO_PKG_VERSION")),
+        );
         g.insert("json_version".into(), Value::from(JSON_VERSION));
         g.insert("name".into(), Value::from(self.name.as_str()));
-        g.insert("compute_data_type".into(), enum_to_json(self.compute_data_type));
-        g.insert("intermediate_data_type".into(), enum_to_json(self.intermediate_data_type));
+        g.insert(
+            "compute_data_type".into(),
+            enum_to_json(self.compute_data_type),
+        );
+        g.insert(
+            "intermediate_data_type".into(),
+            enum_to_json(self.intermediate_data_type),
+        );
         g.insert("io_data_type".into(), enum_to_json(self.io_data_type));
         g.insert("tensors".into(), Value::Array(tensors));
         g.insert("nodes".into(), Value::Array(nodes));
-        g.insert("preferred_engine_id".into(), self.preferred_engine_id.map_or(Value::Null, Value::from));
-        g.insert("is_override_shape_enabled".into(), Value::from(self.override_shape_enabled));
+        g.insert(
+            "preferred_engine_id".into(),
+            self.preferred_engine_id.map_or(Value::Null, Value::from),
+        );
+        g.insert(
+            "is_override_shape_enabled".into(),
+            Value::from(self.override_shape_enabled),
+        );
         g.insert(
             "min_required_engine_api_version".into(),
-            self.min_required_engine_api_version.map_or(Value::Null, |v| {
-                serde_json::json!({ "major": v.major, "minor": v.minor, "patch": v.patch })
-            }),
+            self.min_required_engine_api_version.map_or(
+                Value::Null,
+                |v| serde_json::json!({ "major": v.major, "minor": v.minor, "patch": v.patch }),
+            ),
         );
-        g.insert("id".into(), self.id.map_or(Value::Null, |b| serde_json::json!({ "bytes": b.to_vec() })));
+        g.insert(
+            "id".into(),
+            self.id
+                .map_or(Value::Null, |b| serde_json::json!({ "bytes": b.to_vec() })),
+        );
         Ok(Value::Object(g))
     }
 
@@ -204,7 +281,8 @@ impl Graph {
     /// or union name, a `json_version` other than `1.x`, duplicate UIDs ("Duplicate tensor UIDs
     /// found in the graph"), or a node referencing a UID no tensor has.
     pub fn from_json(json: &str) -> Result<Graph> {
-        let v: Value = serde_json::from_str(json).map_err(|e| Error::invalid(format!("JSON: {e}")))?;
+        let v: Value =
+            serde_json::from_str(json).map_err(|e| Error::invalid(format!("JSON: {e}")))?;
         Self::from_json_value(&v)
     }
 
@@ -216,9 +294,13 @@ impl Graph {
         let g = obj(v, "the graph")?;
         check_keys(g, GRAPH_KEYS, "graph")?;
         if let Some(ver) = get(g, "json_version") {
-            let s = ver.as_str().ok_or_else(|| bad("graph", "json_version", "a string"))?;
+            let s = ver
+                .as_str()
+                .ok_or_else(|| bad("graph", "json_version", "a string"))?;
             if !s.starts_with("1.") {
-                return Err(Error::invalid(format!("JSON: json_version '{s}' is not supported (expected 1.x)")));
+                return Err(Error::invalid(format!(
+                    "JSON: json_version '{s}' is not supported (expected 1.x)"
+                )));
             }
         }
         let gl = "graph";
@@ -234,7 +316,9 @@ impl Graph {
             check_keys(m, TENSOR_KEYS, &what)?;
             let uid = opt_i64(m, "uid", &what)?.unwrap_or(0);
             if by_uid.insert(uid, TensorId(i as u32)).is_some() {
-                return Err(Error::invalid(format!("Duplicate tensor UIDs found in the graph (UID {uid} at tensor #{i})")));
+                return Err(Error::invalid(format!(
+                    "Duplicate tensor UIDs found in the graph (UID {uid} at tensor #{i})"
+                )));
             }
             raw.push((uid, m, what));
         }
@@ -256,7 +340,8 @@ impl Graph {
                 value: read_value(m, &what)?,
                 is_runtime_pass_by_value: bool_or(m, "is_runtime_pass_by_value", &what, false)?,
                 ragged_offset,
-                alignment: opt_i64(m, "alignment", &what)?.unwrap_or(super::tensor::DEFAULT_ALIGNMENT),
+                alignment: opt_i64(m, "alignment", &what)?
+                    .unwrap_or(super::tensor::DEFAULT_ALIGNMENT),
             });
         }
         let nodes_json: &[Value] = match get(g, "nodes") {
@@ -269,7 +354,11 @@ impl Graph {
             let name = string(m, "name", &format!("node #{i}"))?;
             let label = format!("node #{i} '{name}'");
             check_keys(m, NODE_KEYS, &label)?;
-            let compute = enum_from_json::<DataType>(m.get("compute_data_type"), &label, "compute_data_type")?;
+            let compute = enum_from_json::<DataType>(
+                m.get("compute_data_type"),
+                &label,
+                "compute_data_type",
+            )?;
             let ty = get(m, "attributes_type")
                 .and_then(Value::as_str)
                 .ok_or_else(|| bad(&label, "attributes_type", "a NodeAttributes member name"))?;
@@ -278,7 +367,10 @@ impl Graph {
                 None => &empty,
                 Some(a) => obj(a, &format!("{label} attributes"))?,
             };
-            let c = Rctx { by_uid: &by_uid, label: &label };
+            let c = Rctx {
+                by_uid: &by_uid,
+                label: &label,
+            };
             nodes.push(Operation::json_read(ty, name, compute, attrs, &c)?);
         }
         let version = match get(g, "min_required_engine_api_version") {
@@ -287,22 +379,40 @@ impl Graph {
                 let m = obj(v, "min_required_engine_api_version")?;
                 let part = |k: &str| -> Result<u32> {
                     get(m, k).map_or(Ok(0), |x| {
-                        x.as_u64().and_then(|x| u32::try_from(x).ok()).ok_or_else(|| bad("min_required_engine_api_version", k, "a 32-bit unsigned integer"))
+                        x.as_u64()
+                            .and_then(|x| u32::try_from(x).ok())
+                            .ok_or_else(|| {
+                                bad(
+                                    "min_required_engine_api_version",
+                                    k,
+                                    "a 32-bit unsigned integer",
+                                )
+                            })
                     })
                 };
-                Some(EngineApiVersion { major: part("major")?, minor: part("minor")?, patch: part("patch")? })
+                Some(EngineApiVersion {
+                    major: part("major")?,
+                    minor: part("minor")?,
+                    patch: part("patch")?,
+                })
             }
         };
         let id = match get(g, "id") {
             None => None,
             Some(v) => {
-                let bytes = obj(v, "id")?.get("bytes").and_then(Value::as_array).ok_or_else(|| bad(gl, "id", "{\"bytes\": [16 bytes]}"))?;
+                let bytes = obj(v, "id")?
+                    .get("bytes")
+                    .and_then(Value::as_array)
+                    .ok_or_else(|| bad(gl, "id", "{\"bytes\": [16 bytes]}"))?;
                 let mut b = [0u8; 16];
                 if bytes.len() != 16 {
                     return Err(bad(gl, "id", "{\"bytes\": [16 bytes]}"));
                 }
                 for (dst, src) in b.iter_mut().zip(bytes) {
-                    *dst = src.as_u64().and_then(|x| u8::try_from(x).ok()).ok_or_else(|| bad(gl, "id", "bytes 0..=255"))?;
+                    *dst = src
+                        .as_u64()
+                        .and_then(|x| u8::try_from(x).ok())
+                        .ok_or_else(|| bad(gl, "id", "bytes 0..=255"))?;
                 }
                 Some(b)
             }
@@ -310,7 +420,11 @@ impl Graph {
         Ok(Graph {
             name: string(g, "name", gl)?,
             compute_data_type: enum_from_json(g.get("compute_data_type"), gl, "compute_data_type")?,
-            intermediate_data_type: enum_from_json(g.get("intermediate_data_type"), gl, "intermediate_data_type")?,
+            intermediate_data_type: enum_from_json(
+                g.get("intermediate_data_type"),
+                gl,
+                "intermediate_data_type",
+            )?,
             io_data_type: enum_from_json(g.get("io_data_type"), gl, "io_data_type")?,
             tensors,
             nodes,

@@ -33,7 +33,10 @@ impl Wctx<'_> {
     fn required(&self, t: Option<TensorId>, f: &str) -> Result<i64> {
         match t {
             Some(t) => self.uid(t, f),
-            None => Err(Error::not_set(format!("{}: attribute '{f}' is not set", self.label))),
+            None => Err(Error::not_set(format!(
+                "{}: attribute '{f}' is not set",
+                self.label
+            ))),
         }
     }
 }
@@ -54,7 +57,10 @@ impl Rctx<'_> {
         })
     }
     fn bad(&self, f: &str, what: &str) -> Error {
-        Error::invalid(format!("{}: JSON attribute '{f}': expected {what}", self.label))
+        Error::invalid(format!(
+            "{}: JSON attribute '{f}': expected {what}",
+            self.label
+        ))
     }
 }
 
@@ -118,7 +124,12 @@ macro_rules! tensor_kind {
             pub fn set(a: Arg) -> T {
                 Some(a)
             }
-            pub fn write<'a, A: Allocator + 'a>(v: &T, _: &mut FlatBufferBuilder<'a, A>, c: &Wctx, f: &str) -> Result<i64> {
+            pub fn write<'a, A: Allocator + 'a>(
+                v: &T,
+                _: &mut FlatBufferBuilder<'a, A>,
+                c: &Wctx,
+                f: &str,
+            ) -> Result<i64> {
                 c.required(*v, f)
             }
             pub fn read(w: i64, c: &Rctx, f: &str) -> Result<T> {
@@ -135,7 +146,7 @@ macro_rules! tensor_kind {
                 read(uid, c, f)
             }
             pub fn visit(v: &T, ins: &mut Vec<TensorId>, outs: &mut Vec<TensorId>) {
-                                if let Some(t) = v {
+                if let Some(t) = v {
                     if $dir { ins.push(*t) } else { outs.push(*t) }
                 }
             }
@@ -154,7 +165,12 @@ macro_rules! opt_tensor_kind {
             pub fn set(a: Arg) -> T {
                 Some(a)
             }
-            pub fn write<'a, A: Allocator + 'a>(v: &T, _: &mut FlatBufferBuilder<'a, A>, c: &Wctx, f: &str) -> Result<Option<i64>> {
+            pub fn write<'a, A: Allocator + 'a>(
+                v: &T,
+                _: &mut FlatBufferBuilder<'a, A>,
+                c: &Wctx,
+                f: &str,
+            ) -> Result<Option<i64>> {
                 v.map(|t| c.uid(t, f)).transpose()
             }
             pub fn read(w: Option<i64>, c: &Rctx, f: &str) -> Result<T> {
@@ -169,11 +185,15 @@ macro_rules! opt_tensor_kind {
             pub fn from_json(v: Option<&Value>, c: &Rctx, f: &str) -> Result<T> {
                 match present(v) {
                     None => Ok(None),
-                    Some(v) => read(Some(json_i64(v).ok_or_else(|| c.bad(f, "an integer UID or null"))?), c, f),
+                    Some(v) => read(
+                        Some(json_i64(v).ok_or_else(|| c.bad(f, "an integer UID or null"))?),
+                        c,
+                        f,
+                    ),
                 }
             }
             pub fn visit(v: &T, ins: &mut Vec<TensorId>, outs: &mut Vec<TensorId>) {
-                                if let Some(t) = v {
+                if let Some(t) = v {
                     if $dir { ins.push(*t) } else { outs.push(*t) }
                 }
             }
@@ -198,14 +218,22 @@ macro_rules! tensor_list_kind {
                 c: &Wctx,
                 f: &str,
             ) -> Result<Option<WIPOffset<Vector<'a, i64>>>> {
-                let uids = v.iter().map(|&t| c.uid(t, f)).collect::<Result<Vec<i64>>>()?;
+                let uids = v
+                    .iter()
+                    .map(|&t| c.uid(t, f))
+                    .collect::<Result<Vec<i64>>>()?;
                 Ok(Some(fbb.create_vector(&uids)))
             }
             pub fn read(w: Option<Vector<'_, i64>>, c: &Rctx, f: &str) -> Result<T> {
-                w.map(|v| v.iter().map(|u| c.tensor(u, f)).collect()).unwrap_or(Ok(Vec::new()))
+                w.map(|v| v.iter().map(|u| c.tensor(u, f)).collect())
+                    .unwrap_or(Ok(Vec::new()))
             }
             pub fn to_json(v: &T, c: &Wctx, f: &str) -> Result<Value> {
-                Ok(Value::Array(v.iter().map(|&t| c.uid(t, f).map(Value::from)).collect::<Result<_>>()?))
+                Ok(Value::Array(
+                    v.iter()
+                        .map(|&t| c.uid(t, f).map(Value::from))
+                        .collect::<Result<_>>()?,
+                ))
             }
             pub fn from_json(v: Option<&Value>, c: &Rctx, f: &str) -> Result<T> {
                 match present(v) {
@@ -217,7 +245,11 @@ macro_rules! tensor_list_kind {
                 }
             }
             pub fn visit(v: &T, ins: &mut Vec<TensorId>, outs: &mut Vec<TensorId>) {
-                                if $dir { ins.extend_from_slice(v) } else { outs.extend_from_slice(v) }
+                if $dir {
+                    ins.extend_from_slice(v)
+                } else {
+                    outs.extend_from_slice(v)
+                }
             }
         }
     };
@@ -236,7 +268,12 @@ macro_rules! scalar_kind {
             pub fn set(a: Arg) -> T {
                 a
             }
-            pub fn write<'a, A: Allocator + 'a>(v: &T, _: &mut FlatBufferBuilder<'a, A>, _: &Wctx, _: &str) -> Result<T> {
+            pub fn write<'a, A: Allocator + 'a>(
+                v: &T,
+                _: &mut FlatBufferBuilder<'a, A>,
+                _: &Wctx,
+                _: &str,
+            ) -> Result<T> {
                 Ok(*v)
             }
             pub fn read(w: T, _: &Rctx, _: &str) -> Result<T> {
@@ -258,7 +295,14 @@ macro_rules! scalar_kind {
     };
 }
 scalar_kind!(i64_, i64, 0, Value::from, json_i64, "an integer");
-scalar_kind!(i32_, i32, 0, Value::from, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "a 32-bit integer");
+scalar_kind!(
+    i32_,
+    i32,
+    0,
+    Value::from,
+    |v| v.as_i64().and_then(|x| i32::try_from(x).ok()),
+    "a 32-bit integer"
+);
 scalar_kind!(bool_, bool, false, Value::from, Value::as_bool, "a boolean");
 
 macro_rules! opt_scalar_kind {
@@ -270,7 +314,12 @@ macro_rules! opt_scalar_kind {
             pub fn set(a: Arg) -> T {
                 Some(a)
             }
-            pub fn write<'a, A: Allocator + 'a>(v: &T, _: &mut FlatBufferBuilder<'a, A>, _: &Wctx, _: &str) -> Result<T> {
+            pub fn write<'a, A: Allocator + 'a>(
+                v: &T,
+                _: &mut FlatBufferBuilder<'a, A>,
+                _: &Wctx,
+                _: &str,
+            ) -> Result<T> {
                 Ok(*v)
             }
             pub fn read(w: T, _: &Rctx, _: &str) -> Result<T> {
@@ -292,9 +341,27 @@ macro_rules! opt_scalar_kind {
     };
 }
 opt_scalar_kind!(opt_i64, i64, Value::from, json_i64, "an integer or null");
-opt_scalar_kind!(opt_i32, i32, Value::from, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "a 32-bit integer or null");
-opt_scalar_kind!(opt_bool, bool, Value::from, Value::as_bool, "a boolean or null");
-opt_scalar_kind!(opt_f32, f32, f32_to_json, |v| json_to_f64(v).map(|x| x as f32), "a number or null");
+opt_scalar_kind!(
+    opt_i32,
+    i32,
+    Value::from,
+    |v| v.as_i64().and_then(|x| i32::try_from(x).ok()),
+    "a 32-bit integer or null"
+);
+opt_scalar_kind!(
+    opt_bool,
+    bool,
+    Value::from,
+    Value::as_bool,
+    "a boolean or null"
+);
+opt_scalar_kind!(
+    opt_f32,
+    f32,
+    f32_to_json,
+    |v| json_to_f64(v).map(|x| x as f32),
+    "a number or null"
+);
 
 // ---- vectors and strings ----
 
@@ -338,8 +405,18 @@ macro_rules! list_kind {
     };
 }
 list_kind!(i64_list, i64, json_i64, "an array of integers");
-list_kind!(i32_list, i32, |v| v.as_i64().and_then(|x| i32::try_from(x).ok()), "an array of 32-bit integers");
-list_kind!(u8_list, u8, |v| v.as_u64().and_then(|x| u8::try_from(x).ok()), "an array of bytes (0..=255)");
+list_kind!(
+    i32_list,
+    i32,
+    |v| v.as_i64().and_then(|x| i32::try_from(x).ok()),
+    "an array of 32-bit integers"
+);
+list_kind!(
+    u8_list,
+    u8,
+    |v| v.as_u64().and_then(|x| u8::try_from(x).ok()),
+    "an array of bytes (0..=255)"
+);
 
 pub(crate) mod string {
     use super::*;
@@ -366,7 +443,10 @@ pub(crate) mod string {
     pub fn from_json(v: Option<&Value>, c: &Rctx, f: &str) -> Result<T> {
         match present(v) {
             None => Ok(String::new()),
-            Some(v) => v.as_str().map(str::to_owned).ok_or_else(|| c.bad(f, "a string")),
+            Some(v) => v
+                .as_str()
+                .map(str::to_owned)
+                .ok_or_else(|| c.bad(f, "a string")),
         }
     }
     pub fn visit(_: &T, _: &mut Vec<TensorId>, _: &mut Vec<TensorId>) {}
@@ -394,7 +474,12 @@ pub(crate) fn enum_from_json<E: SchemaEnum>(v: Option<&Value>, label: &str, f: &
         Some(Value::String(s)) => E::from_json_name(s).ok_or(()),
         Some(v) => v.as_i64().and_then(E::from_number).ok_or(()),
     }
-    .map_err(|()| Error::invalid(format!("{label}: JSON attribute '{f}': unknown enumerator {}", v.unwrap_or(&Value::Null))))
+    .map_err(|()| {
+        Error::invalid(format!(
+            "{label}: JSON attribute '{f}': unknown enumerator {}",
+            v.unwrap_or(&Value::Null)
+        ))
+    })
 }
 
 macro_rules! enum_kind {

@@ -115,7 +115,10 @@ impl Graph {
         self.min_required_engine_api_version
     }
     /// Sets or clears the recorded minimum engine API version.
-    pub fn set_min_required_engine_api_version(&mut self, v: Option<EngineApiVersion>) -> &mut Self {
+    pub fn set_min_required_engine_api_version(
+        &mut self,
+        v: Option<EngineApiVersion>,
+    ) -> &mut Self {
         self.min_required_engine_api_version = v;
         self
     }
@@ -159,7 +162,10 @@ impl Graph {
     }
     /// Every tensor with its handle, in insertion order.
     pub fn tensors(&self) -> impl Iterator<Item = (TensorId, &TensorAttributes)> {
-        self.tensors.iter().enumerate().map(|(i, t)| (TensorId(i as u32), t))
+        self.tensors
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (TensorId(i as u32), t))
     }
     /// Marks `t` an output (`is_virtual = !output`). Panics if `t` is not from this graph.
     pub fn set_output(&mut self, t: TensorId, output: bool) -> &mut Self {
@@ -207,11 +213,16 @@ impl Graph {
     }
     /// Handles of the tensors named `name`, in insertion order (names need not be unique).
     pub fn tensors_by_name(&self, name: &str) -> Vec<TensorId> {
-        self.tensors().filter(|(_, t)| t.name == name).map(|(i, _)| i).collect()
+        self.tensors()
+            .filter(|(_, t)| t.name == name)
+            .map(|(i, _)| i)
+            .collect()
     }
     /// Handle of the (first) tensor with UID `uid`.
     pub fn tensor_by_uid(&self, uid: i64) -> Option<TensorId> {
-        self.tensors().find(|(_, t)| t.uid == Some(uid)).map(|(i, _)| i)
+        self.tensors()
+            .find(|(_, t)| t.uid == Some(uid))
+            .map(|(i, _)| i)
     }
 
     // ---- nodes ----
@@ -222,7 +233,10 @@ impl Graph {
     }
     /// Every node with its handle, in insertion order.
     pub fn nodes(&self) -> impl Iterator<Item = (NodeId, &Operation)> {
-        self.nodes.iter().enumerate().map(|(i, n)| (NodeId(i as u32), n))
+        self.nodes
+            .iter()
+            .enumerate()
+            .map(|(i, n)| (NodeId(i as u32), n))
     }
     /// Node `n`. Panics if `n` is not from this graph.
     pub fn node(&self, n: NodeId) -> &Operation {

@@ -102,7 +102,10 @@ impl Default for TensorAttributes {
 pub fn packed_strides(dims: &[i64], order: &[usize]) -> Vec<i64> {
     let n = dims.len();
     let mut seen = vec![false; n];
-    let valid = order.len() == n && order.iter().all(|&i| i < n && !std::mem::replace(&mut seen[i], true));
+    let valid = order.len() == n
+        && order
+            .iter()
+            .all(|&i| i < n && !std::mem::replace(&mut seen[i], true));
     let row_major: Vec<usize> = (0..n).collect();
     let order = if valid { order } else { &row_major };
     let mut strides = vec![0i64; n];
@@ -125,7 +128,10 @@ pub fn stride_order(strides: &[i64]) -> Vec<usize> {
 impl TensorAttributes {
     /// A tensor named `name` with every other attribute at its default.
     pub fn new(name: impl Into<String>) -> Self {
-        TensorAttributes { name: name.into(), ..Default::default() }
+        TensorAttributes {
+            name: name.into(),
+            ..Default::default()
+        }
     }
 
     /// A compile-time-constant scalar (`TensorAttributes(v)` upstream): dims = strides = `[1]`,
@@ -189,7 +195,10 @@ impl TensorAttributes {
         let order: Vec<usize> = if n < 3 {
             (0..n).collect()
         } else {
-            std::iter::once(0).chain(2..n).chain(std::iter::once(1)).collect()
+            std::iter::once(0)
+                .chain(2..n)
+                .chain(std::iter::once(1))
+                .collect()
         };
         self.strides = packed_strides(&self.dims, &order);
         self
@@ -253,7 +262,9 @@ impl TensorAttributes {
     /// in length, if a dim is <= 0, or if alignment < 1.
     pub fn validate(&self, label: &str) -> Result<()> {
         if self.data_type == DataType::Unset {
-            return Err(Error::not_set(format!("tensor {label}: data type is not set")));
+            return Err(Error::not_set(format!(
+                "tensor {label}: data type is not set"
+            )));
         }
         if self.is_virtual && self.is_runtime_pass_by_value {
             return Err(Error::invalid(format!(
@@ -261,7 +272,9 @@ impl TensorAttributes {
             )));
         }
         if self.is_virtual && self.value.is_some() {
-            return Err(Error::invalid(format!("tensor {label}: a virtual tensor cannot have a value")));
+            return Err(Error::invalid(format!(
+                "tensor {label}: a virtual tensor cannot have a value"
+            )));
         }
         if self.dims.is_empty() {
             return Err(Error::not_set(format!("tensor {label}: dims are not set")));
@@ -274,10 +287,16 @@ impl TensorAttributes {
             )));
         }
         if let Some(d) = self.dims.iter().find(|&&d| d <= 0) {
-            return Err(Error::invalid(format!("tensor {label}: dim {d} is not > 0 (dims {:?})", self.dims)));
+            return Err(Error::invalid(format!(
+                "tensor {label}: dim {d} is not > 0 (dims {:?})",
+                self.dims
+            )));
         }
         if self.alignment < 1 {
-            return Err(Error::invalid(format!("tensor {label}: alignment {} is not >= 1", self.alignment)));
+            return Err(Error::invalid(format!(
+                "tensor {label}: alignment {} is not >= 1",
+                self.alignment
+            )));
         }
         Ok(())
     }

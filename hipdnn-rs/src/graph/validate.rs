@@ -77,7 +77,8 @@ impl Graph {
     pub fn topological_order(&self) -> Result<Vec<NodeId>> {
         self.check_handles()?;
         let mut producer: HashMap<TensorId, usize> = HashMap::new();
-        let io: Vec<(Vec<TensorId>, Vec<TensorId>)> = self.nodes.iter().map(Operation::inputs_outputs).collect();
+        let io: Vec<(Vec<TensorId>, Vec<TensorId>)> =
+            self.nodes.iter().map(Operation::inputs_outputs).collect();
         for (i, (_, outs)) in io.iter().enumerate() {
             for &t in outs {
                 if let Some(p) = producer.insert(t, i) {
@@ -95,7 +96,10 @@ impl Graph {
         let mut indegree = vec![0usize; self.nodes.len()];
         let mut consumers: Vec<Vec<usize>> = vec![Vec::new(); self.nodes.len()];
         for (i, (ins, _)) in io.iter().enumerate() {
-            let mut preds: Vec<usize> = ins.iter().filter_map(|t| producer.get(t).copied()).collect();
+            let mut preds: Vec<usize> = ins
+                .iter()
+                .filter_map(|t| producer.get(t).copied())
+                .collect();
             preds.sort_unstable();
             preds.dedup();
             for p in preds {
@@ -103,8 +107,10 @@ impl Graph {
                 consumers[p].push(i);
             }
         }
-        let mut ready: BinaryHeap<Reverse<usize>> =
-            (0..self.nodes.len()).filter(|&i| indegree[i] == 0).map(Reverse).collect();
+        let mut ready: BinaryHeap<Reverse<usize>> = (0..self.nodes.len())
+            .filter(|&i| indegree[i] == 0)
+            .map(Reverse)
+            .collect();
         let mut order = Vec::with_capacity(self.nodes.len());
         while let Some(Reverse(i)) = ready.pop() {
             order.push(NodeId(i as u32));
@@ -116,7 +122,9 @@ impl Graph {
             }
         }
         if order.len() != self.nodes.len() {
-            let stuck = (0..self.nodes.len()).find(|&i| indegree[i] > 0).unwrap_or(0);
+            let stuck = (0..self.nodes.len())
+                .find(|&i| indegree[i] > 0)
+                .unwrap_or(0);
             return Err(Error::invalid(format!(
                 "the graph has a cycle (through {}); cannot sort it topologically",
                 label(&self.nodes[stuck])
@@ -194,7 +202,11 @@ impl Graph {
                 // fill_from_context: an unset type takes the intermediate (virtual) or io type.
                 let mut t = t.clone();
                 if t.data_type == DataType::Unset {
-                    t.data_type = if t.is_virtual { self.intermediate_data_type } else { self.io_data_type };
+                    t.data_type = if t.is_virtual {
+                        self.intermediate_data_type
+                    } else {
+                        self.io_data_type
+                    };
                 }
                 t.validate(&format!("#{i} '{}'", t.name))?;
             }
@@ -213,10 +225,19 @@ impl Graph {
         let l = label(op);
         // Required tensors: writing them checks presence; reuse the wire writer's rule.
         let uids: Vec<i64> = self.tensors.iter().map(|t| t.uid.unwrap_or(0)).collect();
-        let c = super::kinds::Wctx { uids: &uids, label: &l };
+        let c = super::kinds::Wctx {
+            uids: &uids,
+            label: &l,
+        };
         op.json_write(&c)?;
         let need = |ok: bool, attr: &str| -> Result<()> {
-            if ok { Ok(()) } else { Err(Error::not_set(format!("{l}: attribute '{attr}' is not set"))) }
+            if ok {
+                Ok(())
+            } else {
+                Err(Error::not_set(format!(
+                    "{l}: attribute '{attr}' is not set"
+                )))
+            }
         };
         match op {
             Operation::Pointwise(a) => {
@@ -230,13 +251,44 @@ impl Graph {
                     )));
                 }
             }
-            Operation::ConvFprop(a) => self.check_conv(&l, "x", self.dims(a.x), &a.pre_padding, &a.post_padding, &a.stride, &a.dilation, a.conv_mode)?,
-            Operation::ConvDgrad(a) => self.check_conv(&l, "dx", self.dims(a.dx), &a.pre_padding, &a.post_padding, &a.stride, &a.dilation, a.conv_mode)?,
-            Operation::ConvWgrad(a) => self.check_conv(&l, "x", self.dims(a.x), &a.pre_padding, &a.post_padding, &a.stride, &a.dilation, a.conv_mode)?,
+            Operation::ConvFprop(a) => self.check_conv(
+                &l,
+                "x",
+                self.dims(a.x),
+                &a.pre_padding,
+                &a.post_padding,
+                &a.stride,
+                &a.dilation,
+                a.conv_mode,
+            )?,
+            Operation::ConvDgrad(a) => self.check_conv(
+                &l,
+                "dx",
+                self.dims(a.dx),
+                &a.pre_padding,
+                &a.post_padding,
+                &a.stride,
+                &a.dilation,
+                a.conv_mode,
+            )?,
+            Operation::ConvWgrad(a) => self.check_conv(
+                &l,
+                "x",
+                self.dims(a.x),
+                &a.pre_padding,
+                &a.post_padding,
+                &a.stride,
+                &a.dilation,
+                a.conv_mode,
+            )?,
             Operation::Matmul(a) => {
                 let (da, db) = (self.dims(a.a), self.dims(a.b));
                 if da.len() < 2 || db.len() < 2 {
-                    return Err(Error::invalid(format!("{l}: a and b need rank >= 2 (got {} and {})", da.len(), db.len())));
+                    return Err(Error::invalid(format!(
+                        "{l}: a and b need rank >= 2 (got {} and {})",
+                        da.len(),
+                        db.len()
+                    )));
                 }
                 if da[da.len() - 1] != db[db.len() - 2] {
                     return Err(Error::invalid(format!(
@@ -247,16 +299,40 @@ impl Graph {
             Operation::Reduction(a) => need(a.mode != ReductionMode::NotSet, "mode")?,
             Operation::ResampleFwd(a) => {
                 need(a.resample_mode != ResampleMode::NotSet, "resample_mode")?;
-                self.check_window(&l, "x", self.dims(a.x), &a.pre_padding, &a.post_padding, &a.stride, &a.window)?
+                self.check_window(
+                    &l,
+                    "x",
+                    self.dims(a.x),
+                    &a.pre_padding,
+                    &a.post_padding,
+                    &a.stride,
+                    &a.window,
+                )?
             }
             Operation::ResampleBwd(a) => {
                 need(a.resample_mode != ResampleMode::NotSet, "resample_mode")?;
-                self.check_window(&l, "dx", self.dims(a.dx), &a.pre_padding, &a.post_padding, &a.stride, &a.window)?
+                self.check_window(
+                    &l,
+                    "dx",
+                    self.dims(a.dx),
+                    &a.pre_padding,
+                    &a.post_padding,
+                    &a.stride,
+                    &a.window,
+                )?
             }
-            Operation::Layernorm(a) => need(a.forward_phase != NormFwdPhase::NotSet, "forward_phase")?,
-            Operation::RmsNorm(a) => need(a.forward_phase != NormFwdPhase::NotSet, "forward_phase")?,
+            Operation::Layernorm(a) => {
+                need(a.forward_phase != NormFwdPhase::NotSet, "forward_phase")?
+            }
+            Operation::RmsNorm(a) => {
+                need(a.forward_phase != NormFwdPhase::NotSet, "forward_phase")?
+            }
             Operation::Batchnorm(a) => {
-                let running = [a.prev_running_mean.is_some(), a.prev_running_variance.is_some(), a.momentum.is_some()];
+                let running = [
+                    a.prev_running_mean.is_some(),
+                    a.prev_running_variance.is_some(),
+                    a.momentum.is_some(),
+                ];
                 if running.iter().any(|&b| b) && !running.iter().all(|&b| b) {
                     return Err(Error::not_set(format!(
                         "{l}: attributes 'prev_running_mean', 'prev_running_variance' and 'momentum' must be set together"
@@ -276,12 +352,16 @@ impl Graph {
                 for (n, t) in [("q", a.q), ("k", a.k), ("v", a.v)] {
                     let d = self.dims(t);
                     if d.len() != 4 {
-                        return Err(Error::invalid(format!("{l}: {n} must be 4-D (B, H, S, D), got {d:?}")));
+                        return Err(Error::invalid(format!(
+                            "{l}: {n} must be 4-D (B, H, S, D), got {d:?}"
+                        )));
                     }
                 }
                 if let Some(p) = a.dropout_probability {
                     if !(0.0..1.0).contains(&p) {
-                        return Err(Error::invalid(format!("{l}: attribute 'dropout_probability' is {p}, must be in [0, 1)")));
+                        return Err(Error::invalid(format!(
+                            "{l}: attribute 'dropout_probability' is {p}, must be in [0, 1)"
+                        )));
                     }
                 }
             }
@@ -291,31 +371,82 @@ impl Graph {
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_conv(&self, l: &str, xname: &str, x: &[i64], pre: &[i64], post: &[i64], stride: &[i64], dil: &[i64], mode: ConvMode) -> Result<()> {
+    fn check_conv(
+        &self,
+        l: &str,
+        xname: &str,
+        x: &[i64],
+        pre: &[i64],
+        post: &[i64],
+        stride: &[i64],
+        dil: &[i64],
+        mode: ConvMode,
+    ) -> Result<()> {
         if mode == ConvMode::Unset {
-            return Err(Error::not_set(format!("{l}: attribute 'conv_mode' is not set")));
+            return Err(Error::not_set(format!(
+                "{l}: attribute 'conv_mode' is not set"
+            )));
         }
-        self.check_geometry(l, xname, x, &[("pre_padding", pre), ("post_padding", post), ("stride", stride), ("dilation", dil)])?;
+        self.check_geometry(
+            l,
+            xname,
+            x,
+            &[
+                ("pre_padding", pre),
+                ("post_padding", post),
+                ("stride", stride),
+                ("dilation", dil),
+            ],
+        )?;
         for (n, v) in [("stride", stride), ("dilation", dil)] {
             if let Some(s) = v.iter().find(|&&s| s <= 0) {
-                return Err(Error::invalid(format!("{l}: attribute '{n}' has entry {s}, must be > 0")));
+                return Err(Error::invalid(format!(
+                    "{l}: attribute '{n}' has entry {s}, must be > 0"
+                )));
             }
         }
         Ok(())
     }
 
     #[allow(clippy::too_many_arguments)]
-    fn check_window(&self, l: &str, xname: &str, x: &[i64], pre: &[i64], post: &[i64], stride: &[i64], window: &[i64]) -> Result<()> {
-        self.check_geometry(l, xname, x, &[("pre_padding", pre), ("post_padding", post), ("stride", stride), ("window", window)])?;
+    fn check_window(
+        &self,
+        l: &str,
+        xname: &str,
+        x: &[i64],
+        pre: &[i64],
+        post: &[i64],
+        stride: &[i64],
+        window: &[i64],
+    ) -> Result<()> {
+        self.check_geometry(
+            l,
+            xname,
+            x,
+            &[
+                ("pre_padding", pre),
+                ("post_padding", post),
+                ("stride", stride),
+                ("window", window),
+            ],
+        )?;
         for (n, v) in [("stride", stride), ("window", window)] {
             if let Some(s) = v.iter().find(|&&s| s <= 0) {
-                return Err(Error::invalid(format!("{l}: attribute '{n}' has entry {s}, must be > 0")));
+                return Err(Error::invalid(format!(
+                    "{l}: attribute '{n}' has entry {s}, must be > 0"
+                )));
             }
         }
         Ok(())
     }
 
-    fn check_geometry(&self, l: &str, xname: &str, x: &[i64], lists: &[(&str, &[i64])]) -> Result<()> {
+    fn check_geometry(
+        &self,
+        l: &str,
+        xname: &str,
+        x: &[i64],
+        lists: &[(&str, &[i64])],
+    ) -> Result<()> {
         let spatial = x.len().saturating_sub(2);
         for (n, v) in lists {
             if v.is_empty() {

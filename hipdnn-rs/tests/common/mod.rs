@@ -44,11 +44,24 @@ pub struct Gen<'a> {
     pub next_uid: i64,
 }
 
-pub const NON_DEFAULT_ENUM_NAMES: &[&str] = &["UNSET", "NOT_SET", "PADDING_NOT_SET", "TOP_LEFT", "AUTO", "NONE"];
+pub const NON_DEFAULT_ENUM_NAMES: &[&str] = &[
+    "UNSET",
+    "NOT_SET",
+    "PADDING_NOT_SET",
+    "TOP_LEFT",
+    "AUTO",
+    "NONE",
+];
 
 impl<'a> Gen<'a> {
     pub fn new(g: &'a mut Graph, seed: u64, full: bool) -> Self {
-        Gen { g, r: Rng::new(seed), full, pool: Vec::new(), next_uid: 100 }
+        Gen {
+            g,
+            r: Rng::new(seed),
+            full,
+            pool: Vec::new(),
+            next_uid: 100,
+        }
     }
 
     fn name(&mut self, base: &str) -> String {
@@ -65,11 +78,19 @@ impl<'a> Gen<'a> {
 
     fn uid(&mut self) -> Option<i64> {
         self.next_uid += 1 + self.r.below(3) as i64;
-        if self.full || self.r.below(3) != 0 { Some(self.next_uid) } else { None }
+        if self.full || self.r.below(3) != 0 {
+            Some(self.next_uid)
+        } else {
+            None
+        }
     }
 
     pub fn en<E: Copy>(&mut self, all: &[E]) -> E {
-        if self.full { all[1 + self.r.below(all.len() - 1)] } else { all[self.r.below(all.len())] }
+        if self.full {
+            all[1 + self.r.below(all.len() - 1)]
+        } else {
+            all[self.r.below(all.len())]
+        }
     }
 
     /// A new non-virtual input tensor with `dims` and random extras.
@@ -139,7 +160,11 @@ impl<'a> Gen<'a> {
         self.full || self.r.coin()
     }
     pub fn opt_flag(&mut self) -> Option<bool> {
-        if self.full { Some(true) } else { [None, Some(false), Some(true)][self.r.below(3)] }
+        if self.full {
+            Some(true)
+        } else {
+            [None, Some(false), Some(true)][self.r.below(3)]
+        }
     }
     fn list(&mut self, n: usize, min: i64) -> Vec<i64> {
         if !self.full && self.r.below(5) == 0 {
@@ -157,11 +182,31 @@ impl<'a> Gen<'a> {
 
     /// Names of the ops `add_op` can build, by index.
     pub const OPS: &'static [&'static str] = &[
-        "pointwise_unary", "pointwise_binary", "pointwise_ternary", "conv_fprop", "conv_dgrad", "conv_wgrad",
-        "matmul", "batchnorm", "batchnorm_backward", "batchnorm_inference", "batchnorm_inference_variance_ext",
-        "layernorm", "layernorm_backward", "rmsnorm", "rmsnorm_backward", "sdpa", "sdpa_backward", "reduction",
-        "resample", "resample_bwd", "block_scale_quantize", "block_scale_dequantize", "custom_op",
-        "moe_grouped_matmul", "moe_grouped_matmul_bwd",
+        "pointwise_unary",
+        "pointwise_binary",
+        "pointwise_ternary",
+        "conv_fprop",
+        "conv_dgrad",
+        "conv_wgrad",
+        "matmul",
+        "batchnorm",
+        "batchnorm_backward",
+        "batchnorm_inference",
+        "batchnorm_inference_variance_ext",
+        "layernorm",
+        "layernorm_backward",
+        "rmsnorm",
+        "rmsnorm_backward",
+        "sdpa",
+        "sdpa_backward",
+        "reduction",
+        "resample",
+        "resample_bwd",
+        "block_scale_quantize",
+        "block_scale_dequantize",
+        "custom_op",
+        "moe_grouped_matmul",
+        "moe_grouped_matmul_bwd",
     ];
 
     /// Adds one node of kind `Self::OPS[which]`.
@@ -173,11 +218,21 @@ impl<'a> Gen<'a> {
         match Self::OPS[which] {
             op @ ("pointwise_unary" | "pointwise_binary" | "pointwise_ternary") => {
                 let mode = match op {
-                    "pointwise_unary" => [PointwiseMode::ReluFwd, PointwiseMode::GenIndex, PointwiseMode::Exp][self.r.below(3)],
-                    "pointwise_binary" => [PointwiseMode::Add, PointwiseMode::Mul, PointwiseMode::SwishBwd][self.r.below(3)],
+                    "pointwise_unary" => [
+                        PointwiseMode::ReluFwd,
+                        PointwiseMode::GenIndex,
+                        PointwiseMode::Exp,
+                    ][self.r.below(3)],
+                    "pointwise_binary" => [
+                        PointwiseMode::Add,
+                        PointwiseMode::Mul,
+                        PointwiseMode::SwishBwd,
+                    ][self.r.below(3)],
                     _ => PointwiseMode::BinarySelect,
                 };
-                let mut a = PointwiseAttributes::with_mode(mode).name(name).compute_data_type(cdt);
+                let mut a = PointwiseAttributes::with_mode(mode)
+                    .name(name)
+                    .compute_data_type(cdt);
                 a.relu_lower_clip = self.opt_f32();
                 a.relu_upper_clip = self.opt_f32();
                 a.relu_lower_clip_slope = self.opt_f32();
@@ -201,27 +256,81 @@ impl<'a> Gen<'a> {
                 self.keep([y]);
             }
             "conv_fprop" | "conv_dgrad" | "conv_wgrad" => {
-                let (pre, post, stride, dil) = (self.list(2, 1), self.list(2, 1), self.list(2, 1), self.list(2, 1));
+                let (pre, post, stride, dil) = (
+                    self.list(2, 1),
+                    self.list(2, 1),
+                    self.list(2, 1),
+                    self.list(2, 1),
+                );
                 let mode = self.en(ConvMode::ALL);
                 let a = self.pick(&x4);
                 let b = self.pick(&[4, 3, 3, 3]);
                 let y = match Self::OPS[which] {
-                    "conv_fprop" => self.g.conv_fprop(a, b, ConvFpropAttributes::new().name(name).compute_data_type(cdt).pre_padding(pre).post_padding(post).stride(stride).dilation(dil).conv_mode(mode)),
-                    "conv_dgrad" => self.g.conv_dgrad(a, b, ConvDgradAttributes::new().name(name).compute_data_type(cdt).pre_padding(pre).post_padding(post).stride(stride).dilation(dil).conv_mode(mode)),
-                    _ => self.g.conv_wgrad(a, b, ConvWgradAttributes::new().name(name).compute_data_type(cdt).pre_padding(pre).post_padding(post).stride(stride).dilation(dil).conv_mode(mode)),
+                    "conv_fprop" => self.g.conv_fprop(
+                        a,
+                        b,
+                        ConvFpropAttributes::new()
+                            .name(name)
+                            .compute_data_type(cdt)
+                            .pre_padding(pre)
+                            .post_padding(post)
+                            .stride(stride)
+                            .dilation(dil)
+                            .conv_mode(mode),
+                    ),
+                    "conv_dgrad" => self.g.conv_dgrad(
+                        a,
+                        b,
+                        ConvDgradAttributes::new()
+                            .name(name)
+                            .compute_data_type(cdt)
+                            .pre_padding(pre)
+                            .post_padding(post)
+                            .stride(stride)
+                            .dilation(dil)
+                            .conv_mode(mode),
+                    ),
+                    _ => self.g.conv_wgrad(
+                        a,
+                        b,
+                        ConvWgradAttributes::new()
+                            .name(name)
+                            .compute_data_type(cdt)
+                            .pre_padding(pre)
+                            .post_padding(post)
+                            .stride(stride)
+                            .dilation(dil)
+                            .conv_mode(mode),
+                    ),
                 };
                 self.keep([y]);
             }
             "matmul" => {
                 let a = self.pick(&[2, 4, 8]);
                 let b = self.pick(&[8, 5]);
-                let c = self.g.matmul(a, b, MatmulAttributes::new().name(name).compute_data_type(cdt));
+                let c = self.g.matmul(
+                    a,
+                    b,
+                    MatmulAttributes::new().name(name).compute_data_type(cdt),
+                );
                 self.keep([c]);
             }
             "batchnorm" => {
-                let (x, s, b, e) = (self.pick(&x4), self.pick(&c4), self.pick(&c4), self.scalar());
-                let mut a = BatchnormAttributes::new().name(name).compute_data_type(cdt).epsilon(e);
-                a.peer_stats = if self.full { vec![self.input(&c4), self.input(&c4)] } else { (0..self.r.below(3)).map(|_| self.pick(&c4)).collect() };
+                let (x, s, b, e) = (
+                    self.pick(&x4),
+                    self.pick(&c4),
+                    self.pick(&c4),
+                    self.scalar(),
+                );
+                let mut a = BatchnormAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt)
+                    .epsilon(e);
+                a.peer_stats = if self.full {
+                    vec![self.input(&c4), self.input(&c4)]
+                } else {
+                    (0..self.r.below(3)).map(|_| self.pick(&c4)).collect()
+                };
                 if self.flag() {
                     let (m, v, mo) = (self.pick(&c4), self.pick(&c4), self.scalar());
                     a = a.prev_running_mean(m).prev_running_variance(v).momentum(mo);
@@ -231,52 +340,124 @@ impl<'a> Gen<'a> {
             }
             "batchnorm_backward" => {
                 let (dy, x, s) = (self.pick(&x4), self.pick(&x4), self.pick(&c4));
-                let mut a = BatchnormBackwardAttributes::new().name(name).compute_data_type(cdt);
+                let mut a = BatchnormBackwardAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt);
                 a.mean = self.opt_t(&c4);
                 a.inv_variance = self.opt_t(&c4);
-                a.peer_stats = if self.full { vec![self.input(&c4)] } else { Vec::new() };
+                a.peer_stats = if self.full {
+                    vec![self.input(&c4)]
+                } else {
+                    Vec::new()
+                };
                 let o = self.g.batchnorm_backward(dy, x, s, a);
                 self.keep(o);
             }
             "batchnorm_inference" => {
-                let ts: Vec<TensorId> = std::iter::once(self.pick(&x4)).chain((0..4).map(|_| self.pick(&c4))).collect();
-                let y = self.g.batchnorm_inference(ts[0], ts[1], ts[2], ts[3], ts[4], BatchnormInferenceAttributes::new().name(name).compute_data_type(cdt));
+                let ts: Vec<TensorId> = std::iter::once(self.pick(&x4))
+                    .chain((0..4).map(|_| self.pick(&c4)))
+                    .collect();
+                let y = self.g.batchnorm_inference(
+                    ts[0],
+                    ts[1],
+                    ts[2],
+                    ts[3],
+                    ts[4],
+                    BatchnormInferenceAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt),
+                );
                 self.keep([y]);
             }
             "batchnorm_inference_variance_ext" => {
-                let ts: Vec<TensorId> = std::iter::once(self.pick(&x4)).chain((0..4).map(|_| self.pick(&c4))).collect();
+                let ts: Vec<TensorId> = std::iter::once(self.pick(&x4))
+                    .chain((0..4).map(|_| self.pick(&c4)))
+                    .collect();
                 let e = self.scalar();
-                let y = self.g.batchnorm_inference_variance_ext(ts[0], ts[1], ts[2], ts[3], ts[4], e, BatchnormInferenceVarianceExtAttributes::new().name(name).compute_data_type(cdt));
+                let y = self.g.batchnorm_inference_variance_ext(
+                    ts[0],
+                    ts[1],
+                    ts[2],
+                    ts[3],
+                    ts[4],
+                    e,
+                    BatchnormInferenceVarianceExtAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt),
+                );
                 self.keep([y]);
             }
             "layernorm" => {
-                let (x, s, b, e) = (self.pick(&x4), self.pick(&[1, 3, 8, 8]), self.pick(&[1, 3, 8, 8]), self.scalar());
-                let phase = if self.full { NormFwdPhase::Training } else { self.en(NormFwdPhase::ALL) };
-                let a = LayernormAttributes::new().name(name).compute_data_type(cdt).epsilon(e).forward_phase(phase).normalized_dim_count(self.r.small());
+                let (x, s, b, e) = (
+                    self.pick(&x4),
+                    self.pick(&[1, 3, 8, 8]),
+                    self.pick(&[1, 3, 8, 8]),
+                    self.scalar(),
+                );
+                let phase = if self.full {
+                    NormFwdPhase::Training
+                } else {
+                    self.en(NormFwdPhase::ALL)
+                };
+                let a = LayernormAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt)
+                    .epsilon(e)
+                    .forward_phase(phase)
+                    .normalized_dim_count(self.r.small());
                 let (y, m, v) = self.g.layernorm(x, s, b, a);
                 self.keep([y].into_iter().chain(m).chain(v));
             }
             "layernorm_backward" => {
                 let (dy, x, s) = (self.pick(&x4), self.pick(&x4), self.pick(&[1, 3, 8, 8]));
-                let mut a = LayernormBackwardAttributes::new().name(name).compute_data_type(cdt).normalized_dim_count(self.r.small());
+                let mut a = LayernormBackwardAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt)
+                    .normalized_dim_count(self.r.small());
                 a.mean = self.opt_t(&[2, 1, 1, 1]);
                 a.inv_variance = self.opt_t(&[2, 1, 1, 1]);
-                a.epsilon = if self.flag() { Some(self.scalar()) } else { None };
+                a.epsilon = if self.flag() {
+                    Some(self.scalar())
+                } else {
+                    None
+                };
                 let o = self.g.layernorm_backward(dy, x, s, a);
                 self.keep(o);
             }
             "rmsnorm" => {
                 let (x, s, e) = (self.pick(&x4), self.pick(&[1, 3, 8, 8]), self.scalar());
-                let phase = if self.full { NormFwdPhase::Training } else { self.en(NormFwdPhase::ALL) };
-                let mut a = RmsNormAttributes::new().name(name).compute_data_type(cdt).epsilon(e).forward_phase(phase);
+                let phase = if self.full {
+                    NormFwdPhase::Training
+                } else {
+                    self.en(NormFwdPhase::ALL)
+                };
+                let mut a = RmsNormAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt)
+                    .epsilon(e)
+                    .forward_phase(phase);
                 a.bias = self.opt_t(&[1, 3, 8, 8]);
                 let (y, inv) = self.g.rmsnorm(x, s, a);
                 self.keep([y].into_iter().chain(inv));
             }
             "rmsnorm_backward" => {
-                let (dy, x, s, r) = (self.pick(&x4), self.pick(&x4), self.pick(&[1, 3, 8, 8]), self.pick(&[2, 1, 1, 1]));
+                let (dy, x, s, r) = (
+                    self.pick(&x4),
+                    self.pick(&x4),
+                    self.pick(&[1, 3, 8, 8]),
+                    self.pick(&[2, 1, 1, 1]),
+                );
                 let dbias = self.flag();
-                let (dx, ds, db) = self.g.rmsnorm_backward(dy, x, s, r, dbias, RmsNormBackwardAttributes::new().name(name).compute_data_type(cdt));
+                let (dx, ds, db) = self.g.rmsnorm_backward(
+                    dy,
+                    x,
+                    s,
+                    r,
+                    dbias,
+                    RmsNormBackwardAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt),
+                );
                 self.keep([dx, ds].into_iter().chain(db));
             }
             "sdpa" => {
@@ -316,7 +497,8 @@ impl<'a> Gen<'a> {
                 a.attn_scale_value = self.opt_f32();
                 a.left_bound = self.opt_i64();
                 a.right_bound = self.opt_i64();
-                a.max_seq_len_kv = (self.full || self.r.coin()).then(|| 1 + self.r.below(1000) as i32);
+                a.max_seq_len_kv =
+                    (self.full || self.r.coin()).then(|| 1 + self.r.below(1000) as i32);
                 a.diagonal_alignment = self.en(DiagonalAlignment::ALL);
                 a.mma_core_mode = self.en(DataType::ALL);
                 a.implementation = self.en(AttentionImplementation::ALL);
@@ -328,7 +510,9 @@ impl<'a> Gen<'a> {
                 let ts: Vec<TensorId> = (0..5).map(|_| self.pick(&qd)).collect();
                 let st = self.pick(&[1, 2, 16, 1]);
                 let s = [1, 1, 1, 1];
-                let mut a = SdpaBackwardAttributes::new().name(name).compute_data_type(cdt);
+                let mut a = SdpaBackwardAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt);
                 a.scale = self.opt_t(&s);
                 a.attn_mask = self.opt_t(&[1, 1, 16, 16]);
                 a.seq_len_q = self.opt_t(&s);
@@ -348,63 +532,144 @@ impl<'a> Gen<'a> {
                 a.left_bound = self.opt_i64();
                 a.right_bound = self.opt_i64();
                 a.diagonal_alignment = self.en(DiagonalAlignment::ALL);
-                let o = self.g.sdpa_backward(ts[0], ts[1], ts[2], ts[3], ts[4], st, a);
+                let o = self
+                    .g
+                    .sdpa_backward(ts[0], ts[1], ts[2], ts[3], ts[4], st, a);
                 self.keep(o);
             }
             "reduction" => {
                 let x = self.pick(&x4);
                 let mode = self.en(ReductionMode::ALL);
                 let det = self.flag();
-                let y = self.g.reduction(x, [2, 3, 1, 1], ReductionAttributes::new().name(name).compute_data_type(cdt).mode(mode).is_deterministic(det));
+                let y = self.g.reduction(
+                    x,
+                    [2, 3, 1, 1],
+                    ReductionAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt)
+                        .mode(mode)
+                        .is_deterministic(det),
+                );
                 self.keep([y]);
             }
             "resample" | "resample_bwd" => {
-                let (pre, post, stride, window) = (self.list(2, 0), self.list(2, 0), self.list(2, 1), self.list(2, 1));
-                let rm = if self.full { ResampleMode::MaxPool } else { self.en(ResampleMode::ALL) };
+                let (pre, post, stride, window) = (
+                    self.list(2, 0),
+                    self.list(2, 0),
+                    self.list(2, 1),
+                    self.list(2, 1),
+                );
+                let rm = if self.full {
+                    ResampleMode::MaxPool
+                } else {
+                    self.en(ResampleMode::ALL)
+                };
                 let pm = self.en(PaddingMode::ALL);
                 let x = self.pick(&x4);
                 if Self::OPS[which] == "resample" {
-                    let mut a = ResampleFwdAttributes::new().name(name).compute_data_type(cdt).pre_padding(pre).post_padding(post).stride(stride).window(window).resample_mode(rm).padding_mode(pm);
+                    let mut a = ResampleFwdAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt)
+                        .pre_padding(pre)
+                        .post_padding(post)
+                        .stride(stride)
+                        .window(window)
+                        .resample_mode(rm)
+                        .padding_mode(pm);
                     a.generate_index = self.opt_flag();
                     let (y, i) = self.g.resample(x, a);
                     self.keep([y].into_iter().chain(i));
                 } else {
                     let index = self.opt_t(&x4);
-                    let a = ResampleBwdAttributes::new().name(name).compute_data_type(cdt).pre_padding(pre).post_padding(post).stride(stride).window(window).resample_mode(rm).padding_mode(pm);
+                    let a = ResampleBwdAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt)
+                        .pre_padding(pre)
+                        .post_padding(post)
+                        .stride(stride)
+                        .window(window)
+                        .resample_mode(rm)
+                        .padding_mode(pm);
                     let dx = self.g.resample_bwd(x, index, a);
                     self.keep([dx]);
                 }
             }
             "block_scale_quantize" => {
                 let x = self.pick(&x4);
-                let mut a = BlockScaleQuantizeAttributes::new().name(name).compute_data_type(cdt).block_size(1 + self.r.below(32) as i32).transpose(self.flag());
+                let mut a = BlockScaleQuantizeAttributes::new()
+                    .name(name)
+                    .compute_data_type(cdt)
+                    .block_size(1 + self.r.below(32) as i32)
+                    .transpose(self.flag());
                 a.axis = self.opt_i64();
                 let (y, s) = self.g.block_scale_quantize(x, a);
                 self.keep([y, s]);
             }
             "block_scale_dequantize" => {
                 let (x, s) = (self.pick(&x4), self.pick(&[2, 3, 8, 1]));
-                let bs: Vec<i32> = (0..1 + self.r.below(3)).map(|_| 1 + self.r.below(32) as i32).collect();
+                let bs: Vec<i32> = (0..1 + self.r.below(3))
+                    .map(|_| 1 + self.r.below(32) as i32)
+                    .collect();
                 let neg = self.flag();
-                let y = self.g.block_scale_dequantize(x, s, BlockScaleDequantizeAttributes::new().name(name).compute_data_type(cdt).block_size(bs).is_negative_scale(neg));
+                let y = self.g.block_scale_dequantize(
+                    x,
+                    s,
+                    BlockScaleDequantizeAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt)
+                        .block_size(bs)
+                        .is_negative_scale(neg),
+                );
                 self.keep([y]);
             }
             "custom_op" => {
                 let ins: Vec<TensorId> = (0..1 + self.r.below(3)).map(|_| self.pick(&x4)).collect();
-                let data: Vec<u8> = (0..1 + self.r.below(40)).map(|_| self.r.next() as u8).collect();
-                let outs = self.g.custom_op(&ins, 1 + self.r.below(3), CustomOpAttributes::new().name(name).compute_data_type(cdt).custom_op_id("plugin.my_op").data(data));
+                let data: Vec<u8> = (0..1 + self.r.below(40))
+                    .map(|_| self.r.next() as u8)
+                    .collect();
+                let outs = self.g.custom_op(
+                    &ins,
+                    1 + self.r.below(3),
+                    CustomOpAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt)
+                        .custom_op_id("plugin.my_op")
+                        .data(data),
+                );
                 self.keep(outs);
             }
             "moe_grouped_matmul" => {
-                let (t, w, f) = (self.pick(&[32, 16]), self.pick(&[4, 16, 8]), self.pick(&[4]));
+                let (t, w, f) = (
+                    self.pick(&[32, 16]),
+                    self.pick(&[4, 16, 8]),
+                    self.pick(&[4]),
+                );
                 let (ti, tk) = (self.opt_t(&[32]), self.opt_t(&[32]));
                 let mode = self.en(MoeGroupedMatmulMode::ALL);
-                let y = self.g.moe_grouped_matmul(t, w, f, ti, tk, MoeGroupedMatmulAttributes::new().name(name).compute_data_type(cdt).mode(mode).top_k(1 + self.r.below(4) as i32));
+                let y = self.g.moe_grouped_matmul(
+                    t,
+                    w,
+                    f,
+                    ti,
+                    tk,
+                    MoeGroupedMatmulAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt)
+                        .mode(mode)
+                        .top_k(1 + self.r.below(4) as i32),
+                );
                 self.keep([y]);
             }
             "moe_grouped_matmul_bwd" => {
                 let (d, t, f) = (self.pick(&[32, 8]), self.pick(&[32, 16]), self.pick(&[4]));
-                let y = self.g.moe_grouped_matmul_bwd(d, t, f, MoeGroupedMatmulBwdAttributes::new().name(name).compute_data_type(cdt));
+                let y = self.g.moe_grouped_matmul_bwd(
+                    d,
+                    t,
+                    f,
+                    MoeGroupedMatmulBwdAttributes::new()
+                        .name(name)
+                        .compute_data_type(cdt),
+                );
                 self.keep([y]);
             }
             other => unreachable!("{other}"),
@@ -422,7 +687,15 @@ pub fn random_graph(seed: u64, nodes: usize) -> Graph {
             gn.add_op(which);
         }
         let r = &mut gn.r;
-        let (a, b, c, d, e, f, h) = (r.below(19), r.below(19), r.below(19), r.coin(), r.coin(), r.below(3), r.next());
+        let (a, b, c, d, e, f, h) = (
+            r.below(19),
+            r.below(19),
+            r.below(19),
+            r.coin(),
+            r.coin(),
+            r.below(3),
+            r.next(),
+        );
         // Mark a few outputs non-virtual, set ragged offsets.
         let n = gn.g.tensor_count();
         if n > 1 {
@@ -435,11 +708,17 @@ pub fn random_graph(seed: u64, nodes: usize) -> Graph {
         }
         let g = &mut *gn.g;
         g.set_name(if e { "graph \u{1F600}" } else { "" });
-        g.set_compute_data_type(DataType::ALL[a]).set_intermediate_data_type(DataType::ALL[b]).set_io_data_type(DataType::ALL[c]);
+        g.set_compute_data_type(DataType::ALL[a])
+            .set_intermediate_data_type(DataType::ALL[b])
+            .set_io_data_type(DataType::ALL[c]);
         g.set_preferred_engine_id(d.then_some(h as i64 >> 3));
         g.set_override_shape_enabled(e);
         if f == 1 {
-            g.set_min_required_engine_api_version(Some(EngineApiVersion { major: 1, minor: (h % 5) as u32, patch: 7 }));
+            g.set_min_required_engine_api_version(Some(EngineApiVersion {
+                major: 1,
+                minor: (h % 5) as u32,
+                patch: 7,
+            }));
         }
         if f >= 1 {
             g.set_id(Some(h.to_le_bytes().repeat(2).try_into().unwrap()));
@@ -454,10 +733,18 @@ pub fn assert_round_trips(g: &Graph) -> (Vec<u8>, String) {
     let bytes = g.to_graph_bytes().expect("to_graph_bytes");
     let back = Graph::from_graph_bytes(&bytes).expect("from_graph_bytes");
     assert_eq!(&back, g, "graph changed through bytes");
-    assert_eq!(back.to_graph_bytes().unwrap(), bytes, "bytes changed through a round trip");
+    assert_eq!(
+        back.to_graph_bytes().unwrap(),
+        bytes,
+        "bytes changed through a round trip"
+    );
     let json = g.to_json().expect("to_json");
     let back = Graph::from_json(&json).expect("from_json");
     assert_eq!(&back, g, "graph changed through JSON");
-    assert_eq!(back.to_json().unwrap(), json, "JSON changed through a round trip");
+    assert_eq!(
+        back.to_json().unwrap(),
+        json,
+        "JSON changed through a round trip"
+    );
     (bytes, json)
 }

@@ -203,7 +203,11 @@ impl Engine for IngestorEngine {
     fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
         let mut last = None;
         for k in &self.kernels {
-            match self.registry.resolve(&k.dispatch).map(|h| h.prepare_kernel(k, graph)) {
+            match self
+                .registry
+                .resolve(&k.dispatch)
+                .map(|h| h.prepare_kernel(k, graph))
+            {
                 Some(Ok(_)) => return Ok(()),
                 Some(Err(e)) => last = Some(e),
                 None => {}
