@@ -131,24 +131,14 @@ impl Graph {
     }
 
     /// Fills unset types from the graph (upstream `fill_from_context`): a tensor whose data type
-    /// is `Unset` takes the intermediate type if virtual (the io type when that is unset too),
-    /// else the io type; a node whose compute type is `Unset` takes the graph's compute type.
+    /// is `Unset` takes [`Graph::context_data_type`] (the same rule `validate` applies); a node
+    /// whose compute type is `Unset` takes the graph's compute type.
     pub fn fill_from_context(&mut self) -> &mut Self {
-        let (io, inter, compute) = (
-            self.io_data_type(),
-            self.intermediate_data_type(),
-            self.compute_data_type(),
-        );
+        let compute = self.compute_data_type();
         let ids: Vec<_> = self.tensors().map(|(t, _)| t).collect();
         for t in ids {
-            let a = self.tensor_attributes_mut(t);
-            if a.data_type == crate::DataType::Unset {
-                a.data_type = if a.is_virtual && inter != crate::DataType::Unset {
-                    inter
-                } else {
-                    io
-                };
-            }
+            let dt = self.context_data_type(self.tensor_attributes(t));
+            self.tensor_attributes_mut(t).data_type = dt;
         }
         let nodes: Vec<_> = self.nodes().map(|(n, _)| n).collect();
         for n in nodes {

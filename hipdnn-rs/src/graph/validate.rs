@@ -169,6 +169,16 @@ impl Graph {
         Ok(())
     }
 
+    /// The data type `t` has after upstream's `fill_from_context`: its own type when set, else
+    /// the graph's intermediate type for a virtual tensor and the io type otherwise.
+    pub fn context_data_type(&self, t: &crate::TensorAttributes) -> DataType {
+        match t.data_type {
+            DataType::Unset if t.is_virtual => self.intermediate_data_type,
+            DataType::Unset => self.io_data_type,
+            dt => dt,
+        }
+    }
+
     /// Checks the graph (upstream `Graph::validate`, reference §4), in this order:
     /// 1. every tensor has a UID (`AttributeNotSet`; see [`Graph::assign_uids`]);
     /// 2. UIDs are unique (`InvalidValue` "Duplicate tensor UIDs found in the graph");
@@ -201,13 +211,7 @@ impl Graph {
             if used[i] {
                 // fill_from_context: an unset type takes the intermediate (virtual) or io type.
                 let mut t = t.clone();
-                if t.data_type == DataType::Unset {
-                    t.data_type = if t.is_virtual {
-                        self.intermediate_data_type
-                    } else {
-                        self.io_data_type
-                    };
-                }
+                t.data_type = self.context_data_type(&t);
                 t.validate(&format!("#{i} '{}'", t.name))?;
             }
         }
