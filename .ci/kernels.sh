@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Rebuilds provider/kernels into kpack archives + kernel descriptors and fails on any byte
-# difference from the committed provider/kernels/packed/, then checks every code object
+# Rebuilds engines/kernels into kpack archives + kernel descriptors and fails on any byte
+# difference from the committed engines/kernels/packed/, then checks every code object
 # structurally (llvm-readelf-19 on HSACO: AMDGPU HSA ELF, ABI v3, e_flags of the arch, symbol
 # and .kd, metadata args == descriptor signature; PTX .version/.target/.entry; cubin EM_CUDA;
 # SHA-256 == descriptor). Skipped when clang-19 is absent. gfx950 (clang-22) and cubins

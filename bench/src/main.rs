@@ -17,8 +17,8 @@ use hipdnn::{
     Buffer, ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, PointwiseAttributes,
     PointwiseMode, TensorAttributes, VariantPack,
 };
-use hipdnn_provider::hip::{ArgKind, ArgSpec, KernelArg, LaunchConfig, Stream};
-use hipdnn_provider::ingestor::{CodeObjectReader, KpackCodeObjectReader};
+use hipdnn_engines::ingestor::{CodeObjectReader, KpackCodeObjectReader};
+use hipdnn_hip::{ArgKind, ArgSpec, KernelArg, LaunchConfig, Stream};
 use serde_json::json;
 use std::time::Instant;
 
@@ -157,8 +157,8 @@ fn torch_conv(shapes: &[[i64; 7]]) -> serde_json::Value {
 fn raw_launch_time(h: &Handle) -> R<f64> {
     let dev = h.gpu_device().ok_or("no GPU")?.clone();
     let arch = dev.arch().split(':').next().unwrap_or_default().to_string();
-    let dir = hipdnn_provider::gpu::kernel_dir().join(&arch);
-    let descs = hipdnn_provider::gpu::load_packed_descriptors(&dir)?;
+    let dir = hipdnn_engines::gpu::kernel_dir().join(&arch);
+    let descs = hipdnn_engines::gpu::load_packed_descriptors(&dir)?;
     let d = descs
         .iter()
         .find(|d| d.name == "hipdnn_pw_identity_f32")

@@ -13,7 +13,7 @@ use crate::{Error, ErrorCode, Handle};
 use bytemuck::{Pod, Zeroable};
 use half::{bf16, f16};
 use hipdnn_backend::BufferRef;
-use hipdnn_provider::hip::safe::DeviceBuffer;
+use hipdnn_hip::safe::DeviceBuffer;
 use std::marker::PhantomData;
 
 /// Alignment in bytes of every buffer's first element.

@@ -31,7 +31,7 @@ pub enum Device {
 pub struct Handle {
     backend: hipdnn_backend::Handle,
     device: Device,
-    gpu: Option<Arc<hipdnn_provider::hip::safe::Device>>,
+    gpu: Option<Arc<hipdnn_hip::safe::Device>>,
 }
 
 impl std::fmt::Debug for Handle {
@@ -85,7 +85,7 @@ impl Handle {
     pub fn cpu() -> Result<Self, Error> {
         let mut backend = hipdnn_backend::Handle::new();
         backend
-            .register_engine(Arc::new(hipdnn_provider::reference::ReferenceEngine::new()))
+            .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
         log::info!("hipdnn: handle on the CPU (engine hipdnn.reference.cpu)");
         Ok(Handle {
@@ -104,10 +104,10 @@ impl Handle {
     ///
     /// The GPU is device 0 of the HIP runtime (or the CUDA driver on NVIDIA); its kernels come
     /// from `HIPDNN_KERNEL_DIR/<arch>` or the packed kernels of the source tree (see
-    /// [`hipdnn_provider::gpu`]). The engine `hipkernel.ingestor.gpu` is registered first, then
+    /// [`hipdnn_engines::gpu`]). The engine `hipkernel.ingestor.gpu` is registered first, then
     /// `hipdnn.reference.cpu`, which serves what the GPU kernels refuse.
     pub fn gpu() -> Result<Self, Error> {
-        let g = hipdnn_provider::gpu::open(0).map_err(|e| {
+        let g = hipdnn_engines::gpu::open(0).map_err(|e| {
             let text = if e.starts_with("no GPU") {
                 e
             } else {
@@ -122,7 +122,7 @@ impl Handle {
                 .map_err(|e| backend_error("Cannot register the GPU ingestor engine.", e))?;
         }
         backend
-            .register_engine(Arc::new(hipdnn_provider::reference::ReferenceEngine::new()))
+            .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
         let device = Device::Gpu {
             ordinal: g.device.info().ordinal,
@@ -132,7 +132,7 @@ impl Handle {
         log::info!(
             "hipdnn: handle on GPU {device:?} (kernels {}; engines {} then hipdnn.reference.cpu)",
             g.packed_dir.display(),
-            hipdnn_provider::gpu::GPU_ENGINE_NAME
+            hipdnn_engines::gpu::GPU_ENGINE_NAME
         );
         Ok(Handle {
             backend,
@@ -152,7 +152,7 @@ impl Handle {
     }
 
     /// The GPU this handle executes on, if any (buffers made for the handle live there).
-    pub fn gpu_device(&self) -> Option<&Arc<hipdnn_provider::hip::safe::Device>> {
+    pub fn gpu_device(&self) -> Option<&Arc<hipdnn_hip::safe::Device>> {
         self.gpu.as_ref()
     }
 

@@ -375,7 +375,7 @@ fn gpu_save_load_with_archive_moved_away() {
     }
     let tmp = std::env::temp_dir().join(format!("hipdnn-gpu-test-{}", std::process::id()));
     let kd = tmp.join("packed");
-    let src = hipdnn_provider::gpu::kernel_dir();
+    let src = hipdnn_engines::gpu::kernel_dir();
     for e in std::fs::read_dir(&src).expect("packed dir").flatten() {
         let to = kd.join(e.file_name());
         std::fs::create_dir_all(&to).expect("mkdir");

@@ -1,8 +1,8 @@
 //! `cargo run -p xtask -- pack-kernels [--check]`
 //!
-//! Builds the portable kernel sources in `provider/kernels/` (design D9, gpu-toolchain.md §2,
+//! Builds the portable kernel sources in `engines/kernels/` (design D9, gpu-toolchain.md §2,
 //! §3, §10) and writes, per architecture shard, a kpack archive and kernel descriptors under
-//! `provider/kernels/packed/<arch>/`:
+//! `engines/kernels/packed/<arch>/`:
 //!
 //! | arch | compiler | payload |
 //! |---|---|---|
@@ -11,7 +11,7 @@
 //! | sm_80, sm_90 | clang-19 `-x cuda --cuda-feature=+ptx78` | PTX, and a cubin assembled by `ptxas` (PyPI `nvidia-cuda-nvcc-cu12`) |
 //!
 //! Each shard directory holds `hipdnn_kernels-<arch>.kpack` (zstd-per-kernel, deterministic
-//! writer of `hipdnn_provider::kpack`) and `kernels.json` (descriptors; on NVIDIA these point at
+//! writer of `hipdnn_kpack`) and `kernels.json` (descriptors; on NVIDIA these point at
 //! the cubin entries and `kernels-ptx.json` at the PTX fallback entries). Output has no
 //! timestamps and a fixed order; compiler versions are recorded in each descriptor file's
 //! `provenance`.
@@ -31,7 +31,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use hipdnn_provider::kpack::{CompressionScheme, KpackArchive, KpackWriter};
+use hipdnn_kpack::{CompressionScheme, KpackArchive, KpackWriter};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -305,7 +305,7 @@ struct Ctx {
 
 /// Builds (or carries over) every product of one arch. Returns products and provenance.
 fn build_arch(cx: &Ctx, arch: &str, vendor: Vendor) -> Res<(Vec<Product>, Value)> {
-    let kdir = cx.root.join("provider/kernels");
+    let kdir = cx.root.join("engines/kernels");
     let header = std::fs::read(kdir.join(HEADER)).map_err(|e| format!("{HEADER}: {e}"))?;
     let work = cx.scratch.join("build").join(arch);
     std::fs::create_dir_all(&work).map_err(|e| e.to_string())?;
@@ -714,7 +714,7 @@ fn pack(check: bool) -> Res<()> {
         ptxas: find_ptxas(),
         readelf: "llvm-readelf-19".into(),
     };
-    let committed = root.join("provider/kernels/packed");
+    let committed = root.join("engines/kernels/packed");
     let scratch = std::env::temp_dir().join(format!("hipdnn-pack-kernels-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;

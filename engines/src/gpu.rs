@@ -1,0 +1,194 @@
+//! GPU engine factory: the kernel-ingestor engine over the packed kernels of one device.
+//!
+//! [`open`] loads the GPU runtime (libamdhip64 or libcuda.so.1, at run time), opens a device,
+//! finds the packed kernels for its base architecture (`<kernel dir>/<arch>/kernels.json` and
+//! the kpack archive beside it; kernel dir = `HIPDNN_KERNEL_DIR` or [`DEFAULT_KERNEL_DIR`]),
+//! turns each packed entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`]
+//! ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`gpu_registry`].
+//!
+//! Packed entries (format `engines/kernels/README.md`) map to descriptors as follows:
+//! `family: "pointwise"` → dispatch `hipkernel.pointwise.dispatch.v2`, `family: "conv_fwd"`
+//! without `contract` → `hipkernel.conv_fwd.dispatch.v2`; entries that name the v1 contract
+//! (`hipdnn_conv_fwd_v1_<t>`) are left out — v2 serves every graph v1 does, and the v1
+//! handler does not check data types per kernel. The descriptor id is a UUID (version 8) from
+//! the first 16 bytes of SHA-256(`hipdnn-rs packed kernel ` + symbol), so a kernel keeps its id
+//! across archs and rebuilds.
+
+use crate::ingestor::HipIngestorDevice;
+use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
+use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
+use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
+use crate::ingestor::{
+    DispatchRegistry, FixedDevice, IngestorEngine, KernelDescriptor, KernelSource,
+    KpackCodeObjectReader,
+};
+use hipdnn_hip::GpuRuntime;
+use sha2::{Digest, Sha256};
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// Name of the GPU ingestor engine.
+pub const GPU_ENGINE_NAME: &str = "hipkernel.ingestor.gpu";
+/// The packed kernels of this source tree.
+pub const DEFAULT_KERNEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/packed");
+/// Environment variable overriding [`DEFAULT_KERNEL_DIR`].
+pub const KERNEL_DIR_ENV: &str = "HIPDNN_KERNEL_DIR";
+
+/// The kernel directory: `HIPDNN_KERNEL_DIR` when set, else [`DEFAULT_KERNEL_DIR`].
+pub fn kernel_dir() -> PathBuf {
+    std::env::var_os(KERNEL_DIR_ENV)
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(DEFAULT_KERNEL_DIR))
+}
+
+/// The native v1 packs plus the v2 contracts (`hipkernel.pointwise.dispatch.v2`,
+/// `hipkernel.conv_fwd.dispatch.v2`, versioned names only).
+pub fn gpu_registry() -> DispatchRegistry {
+    let mut r = DispatchRegistry::with_native_packs();
+    r.register_versioned_only(Arc::new(PointwiseV2Handler))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
+        .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
+    r
+}
+
+/// A GPU ready for hipDNN: the device, its arch and kernel directory, and the engine.
+pub struct GpuEngines {
+    /// The opened device.
+    pub device: Arc<hipdnn_hip::Device>,
+    /// Base architecture (`sm_90`, `gfx942`).
+    pub arch: String,
+    /// The packed directory of that arch (`<kernel dir>/<arch>`).
+    pub packed_dir: PathBuf,
+    /// The ingestor engines, in the order to register them (before the CPU engine).
+    pub engines: Vec<Arc<IngestorEngine>>,
+}
+
+impl std::fmt::Debug for GpuEngines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GpuEngines({} at {})",
+            self.arch,
+            self.packed_dir.display()
+        )
+    }
+}
+
+fn uuid_for(symbol: &str) -> uuid::Uuid {
+    let d = Sha256::digest(format!("hipdnn-rs packed kernel {symbol}").as_bytes());
+    let mut b = [0u8; 16];
+    b.copy_from_slice(&d[..16]);
+    b[6] = (b[6] & 0x0f) | 0x80;
+    b[8] = (b[8] & 0x3f) | 0x80;
+    uuid::Uuid::from_bytes(b)
+}
+
+/// Reads `<packed_dir>/kernels.json` (the pack tool's format) into kernel descriptors for the
+/// v2 contracts (see the module docs for the mapping); the archive path is resolved against
+/// `packed_dir` and must stay inside it.
+///
+/// # Errors
+/// A text naming the file and the bad entry when the file is missing or malformed.
+pub fn load_packed_descriptors(packed_dir: &Path) -> Result<Vec<KernelDescriptor>, String> {
+    let path = packed_dir.join("kernels.json");
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+    let arch = v["arch"].as_str().unwrap_or_default().to_string();
+    let entries = v["kernels"]
+        .as_array()
+        .ok_or_else(|| format!("{} has no 'kernels' array", path.display()))?;
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let bad = |what: &str| format!("{} kernels[{i}]: {what}", path.display());
+        let family = e["family"].as_str().ok_or_else(|| bad("no family"))?;
+        let dispatch = match (family, e.get("contract")) {
+            ("pointwise", None) => POINTWISE_V2,
+            ("conv_fwd", None) => CONV_FWD_V2,
+            _ => continue,
+        };
+        let ks = &e["kernel_source"];
+        if ks["kind"].as_str() != Some("kpack") {
+            return Err(bad("kernel_source.kind is not kpack"));
+        }
+        let library = ks["library"].as_str().ok_or_else(|| bad("no library"))?;
+        if library.contains('/') || library.contains('\\') || library.starts_with('.') {
+            return Err(bad(
+                "library must be a file name inside the packed directory",
+            ));
+        }
+        let s = |k: &str| ks[k].as_str().map(str::to_string).ok_or_else(|| bad(k));
+        let symbol = s("symbol")?;
+        let signature = ks["signature"]
+            .as_array()
+            .ok_or_else(|| bad("no signature"))?
+            .iter()
+            .map(|a| {
+                Some(KernelArgument::new(
+                    a["kind"].as_str()?,
+                    u32::try_from(a["size"].as_u64()?).ok()?,
+                    u32::try_from(a["offset"].as_u64()?).ok()?,
+                ))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("bad signature entry"))?;
+        let source = KernelSource {
+            kind: KernelSourceKind::Kpack,
+            library: Some(packed_dir.join(library)),
+            toc_key: s("toc_key")?,
+            symbol: symbol.clone(),
+            sha256: s("sha256")?,
+            signature,
+        };
+        out.push(KernelDescriptor {
+            id: uuid_for(&symbol),
+            name: symbol,
+            dispatch: dispatch.to_string(),
+            archs: vec![arch.clone()],
+            sources: BTreeMap::from([("main".to_string(), source)]),
+        });
+    }
+    Ok(out)
+}
+
+/// Opens GPU `ordinal` and builds its ingestor engine.
+///
+/// # Errors
+/// `no GPU: <reason>`-style text when the runtime, the device or the packed kernels for its
+/// architecture are missing.
+pub fn open(ordinal: usize) -> Result<GpuEngines, String> {
+    let rt = GpuRuntime::load().map_err(|e| e.to_string())?;
+    let device = rt
+        .open_device(ordinal)
+        .map_err(|e| format!("no GPU: cannot open device {ordinal}: {e}"))?;
+    let arch = device
+        .arch()
+        .split(':')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    let packed_dir = kernel_dir().join(&arch);
+    if !packed_dir.join("kernels.json").is_file() {
+        return Err(format!(
+            "no GPU: no kernels packed for {arch} ({} missing)",
+            packed_dir.join("kernels.json").display()
+        ));
+    }
+    let kernels = load_packed_descriptors(&packed_dir).map_err(|e| format!("no GPU: {e}"))?;
+    let dev: Arc<dyn crate::ingestor::Device> = Arc::new(HipIngestorDevice::new(device.clone()));
+    let engine = IngestorEngine::new(
+        GPU_ENGINE_NAME,
+        kernels,
+        Arc::new(FixedDevice(dev)),
+        Arc::new(gpu_registry()),
+        Arc::new(KpackCodeObjectReader),
+    );
+    Ok(GpuEngines {
+        device,
+        arch,
+        packed_dir,
+        engines: vec![Arc::new(engine)],
+    })
+}

@@ -1,0 +1,278 @@
+//! The device seam of the ingestor: what the engine needs from a GPU runtime, as traits.
+//!
+//! A HIP/CUDA layer (`hip/src/`) implements [`Device`], [`Module`] and
+//! [`KernelFunction`]; GPU-free tests implement them with fakes. This module owns the shapes of
+//! those calls and the per-device module memo ([`KernelCode`]) that loads a code object at most
+//! once per device; it never calls a runtime itself.
+//!
+//! Upstream: `HKP/src/compilation/CodeObjectLoad.cpp`, `KIE/IngestorKernelCode.hpp`
+//! (reference `ingestor-payload.md` §10).
+
+use once_cell::sync::OnceCell;
+use std::any::Any;
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::{Arc, Mutex};
+
+/// A failed device call, with the runtime call that failed and its text.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{call}: {message}")]
+pub struct DeviceError {
+    /// The runtime call, e.g. `hipModuleLoadData (cuModuleLoadData)`.
+    pub call: String,
+    /// The runtime's error text.
+    pub message: String,
+}
+
+impl DeviceError {
+    /// Builds an error for `call`.
+    pub fn new(call: impl Into<String>, message: impl Into<String>) -> Self {
+        DeviceError {
+            call: call.into(),
+            message: message.into(),
+        }
+    }
+}
+
+/// A kernel function looked up in a loaded module (upstream `hipFunction_t`).
+pub trait KernelFunction: Send + Sync + Any {
+    /// Downcasting support: a device implementation recognises its own functions in
+    /// [`Device::launch`].
+    fn as_any(&self) -> &dyn Any;
+}
+
+/// A loaded code object (upstream `hipModule_t`); unloads itself when dropped.
+pub trait Module: Send + Sync {
+    /// Looks up an `extern "C"` kernel symbol (upstream `hipModuleGetFunction`).
+    ///
+    /// # Errors
+    /// The runtime's refusal, e.g. a symbol the code object lacks.
+    fn get_function(&self, symbol: &str) -> Result<Arc<dyn KernelFunction>, DeviceError>;
+}
+
+/// One kernel argument value, in the order the kernel declares its arguments.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum KernelArgValue {
+    /// A device pointer (`global_buffer`, 8 bytes).
+    Pointer(u64),
+    /// A 32-bit signed integer (`by_value`, 4 bytes).
+    I32(i32),
+    /// A 32-bit unsigned integer (`by_value`, 4 bytes).
+    U32(u32),
+    /// A 64-bit signed integer (`by_value`, 8 bytes).
+    I64(i64),
+    /// A 32-bit float (`by_value`, 4 bytes).
+    F32(f32),
+}
+
+impl KernelArgValue {
+    /// Size in bytes.
+    pub fn size(&self) -> usize {
+        match self {
+            KernelArgValue::Pointer(_) | KernelArgValue::I64(_) => 8,
+            _ => 4,
+        }
+    }
+    /// Little-endian bytes of the value.
+    pub fn to_le_bytes(&self) -> Vec<u8> {
+        match *self {
+            KernelArgValue::Pointer(v) => v.to_le_bytes().to_vec(),
+            KernelArgValue::I32(v) => v.to_le_bytes().to_vec(),
+            KernelArgValue::U32(v) => v.to_le_bytes().to_vec(),
+            KernelArgValue::I64(v) => v.to_le_bytes().to_vec(),
+            KernelArgValue::F32(v) => v.to_le_bytes().to_vec(),
+        }
+    }
+}
+
+/// Packs arguments into a kernel-argument buffer, each at its natural alignment (the layout
+/// `hipModuleLaunchKernel`'s `HIP_LAUNCH_PARAM_BUFFER_POINTER` and `cuLaunchKernel`'s `extra`
+/// expect).
+pub fn pack_kernel_args(args: &[KernelArgValue]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for a in args {
+        let size = a.size();
+        while out.len() % size != 0 {
+            out.push(0);
+        }
+        out.extend_from_slice(&a.to_le_bytes());
+    }
+    out
+}
+
+/// Grid and block of one launch, in blocks and threads per dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct LaunchGeometry {
+    /// Grid size in blocks (x, y, z).
+    pub grid: [u32; 3],
+    /// Block size in threads (x, y, z).
+    pub block: [u32; 3],
+    /// Dynamic shared memory in bytes.
+    pub shared_mem_bytes: u32,
+}
+
+/// A GPU as the ingestor uses it. Implemented by the HIP/CUDA runtime layer and by test fakes.
+pub trait Device: Send + Sync {
+    /// Decorated architecture name: `gfx90a:sramecc+:xnack-`, `gfx942`, `sm_90`.
+    fn arch(&self) -> String;
+
+    /// Device ordinal (upstream: the HIP device id); negative = cannot be resolved.
+    fn ordinal(&self) -> i32;
+
+    /// Loads a code object on this device (upstream `hipModuleLoadData`; on NVIDIA
+    /// `cuModuleLoadData`, with a NUL appended to PTX text in a copy).
+    ///
+    /// # Errors
+    /// Device binding failure or the driver's refusal of the bytes.
+    fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn Module>, DeviceError>;
+
+    /// Launches `function` with `args` on `stream` (0 = default stream); asynchronous.
+    ///
+    /// # Errors
+    /// The runtime's launch failure.
+    fn launch(
+        &self,
+        function: &dyn KernelFunction,
+        geometry: LaunchGeometry,
+        args: &[KernelArgValue],
+        stream: u64,
+    ) -> Result<(), DeviceError>;
+
+    /// Waits until all work on `stream` has finished (used to time benchmark candidates).
+    ///
+    /// # Errors
+    /// The runtime's failure.
+    fn synchronize(&self, stream: u64) -> Result<(), DeviceError>;
+}
+
+/// Finds the device a handle's work goes to (upstream: the handle's device, `hipGetDevice`).
+pub trait DeviceResolver: Send + Sync {
+    /// The device of the calling thread's handle, `None` when there is none.
+    fn current_device(&self) -> Option<Arc<dyn Device>>;
+}
+
+/// A resolver that always names one device.
+#[derive(Clone)]
+pub struct FixedDevice(pub Arc<dyn Device>);
+
+impl fmt::Debug for FixedDevice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "FixedDevice({} #{})", self.0.arch(), self.0.ordinal())
+    }
+}
+
+impl DeviceResolver for FixedDevice {
+    fn current_device(&self) -> Option<Arc<dyn Device>> {
+        Some(self.0.clone())
+    }
+}
+
+/// A module and its kernel function, loaded on one device.
+#[derive(Clone)]
+pub struct LoadedKernel {
+    /// The loaded module (kept alive as long as the function is used).
+    pub module: Arc<dyn Module>,
+    /// The kernel function.
+    pub function: Arc<dyn KernelFunction>,
+}
+
+impl fmt::Debug for LoadedKernel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("LoadedKernel")
+    }
+}
+
+/// Where a load failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LoadStage {
+    /// The code object is empty; the driver was not called.
+    Empty,
+    /// `hipModuleLoadData` refused the bytes.
+    ModuleLoad,
+    /// `hipModuleGetFunction` did not find the symbol.
+    SymbolLookup,
+}
+
+/// A failed [`KernelCode::load_on`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadFailure {
+    /// Stage that failed.
+    pub stage: LoadStage,
+    /// The runtime error (empty for [`LoadStage::Empty`]).
+    pub error: Option<DeviceError>,
+}
+
+/// A code object's bytes plus the kernel loaded from them, memoised per device ordinal.
+///
+/// The bytes live as long as this value. Each device loads its own module at most once,
+/// even when many threads ask at the same time (one thread loads, the others wait); a failed
+/// load stores nothing, so a later call tries again.
+pub struct KernelCode {
+    bytes: Arc<[u8]>,
+    symbol: String,
+    per_device: Mutex<HashMap<i32, Arc<OnceCell<LoadedKernel>>>>,
+}
+
+impl fmt::Debug for KernelCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "KernelCode({} bytes, symbol '{}')",
+            self.bytes.len(),
+            self.symbol
+        )
+    }
+}
+
+impl KernelCode {
+    /// Code object `bytes` holding the kernel `symbol`; nothing is loaded yet.
+    pub fn new(bytes: Arc<[u8]>, symbol: &str) -> Self {
+        KernelCode {
+            bytes,
+            symbol: symbol.to_string(),
+            per_device: Mutex::new(HashMap::new()),
+        }
+    }
+    /// The code object bytes.
+    pub fn bytes(&self) -> &Arc<[u8]> {
+        &self.bytes
+    }
+    /// The kernel symbol.
+    pub fn symbol(&self) -> &str {
+        &self.symbol
+    }
+    /// Number of devices with a loaded module.
+    pub fn loaded_device_count(&self) -> usize {
+        let map = self.per_device.lock().unwrap_or_else(|p| p.into_inner());
+        map.values().filter(|c| c.get().is_some()).count()
+    }
+    /// The kernel on `device`, loading its module first when this device has none yet.
+    ///
+    /// # Errors
+    /// [`LoadStage::Empty`] for empty bytes (the driver is not called), else the stage and
+    /// runtime error of the failed `load_module` / `get_function`.
+    pub fn load_on(&self, device: &dyn Device) -> Result<LoadedKernel, LoadFailure> {
+        if self.bytes.is_empty() {
+            return Err(LoadFailure {
+                stage: LoadStage::Empty,
+                error: None,
+            });
+        }
+        let cell = {
+            let mut map = self.per_device.lock().unwrap_or_else(|p| p.into_inner());
+            map.entry(device.ordinal()).or_default().clone()
+        };
+        cell.get_or_try_init(|| {
+            let module = device.load_module(&self.bytes).map_err(|e| LoadFailure {
+                stage: LoadStage::ModuleLoad,
+                error: Some(e),
+            })?;
+            let function = module.get_function(&self.symbol).map_err(|e| LoadFailure {
+                stage: LoadStage::SymbolLookup,
+                error: Some(e),
+            })?;
+            Ok(LoadedKernel { module, function })
+        })
+        .cloned()
+    }
+}

@@ -1,0 +1,302 @@
+//! The ingestor engine: an [`Engine`] over a set of kernel descriptors, a device resolver, the
+//! dispatch registry and a code-object reader, with the three serialization hooks.
+//!
+//! Upstream: `KIE/KernelIngestorEngine.{hpp,cpp}`, `HKP/src/core/PluginSerialization.cpp`,
+//! behavior-note rule of reference `ingestor-payload.md` §12. The engine selects a kernel by
+//! asking each descriptor's handler to prepare the graph; it never interprets bytes of a
+//! payload itself (see [`super::capture`] and [`super::restore`]).
+
+use super::capture::{CaptureEnvironment, CodeObjectReader, PROVIDER_VERSION, capture_plan};
+use super::descriptor::KernelDescriptor;
+use super::device::{DeviceResolver, KernelCode};
+use super::dispatch::DispatchRegistry;
+use super::kernel::{KernelSourceKind, format_signature, signatures_match};
+use super::payload::BodySizeLimits;
+use super::plan::{
+    BenchmarkPlan, IngestorExecutionContext, IngestorPlan, SingleKernelPlan, load_failure_message,
+};
+use super::restore::{RestoreEnvironment, restore_plan};
+use hipdnn_backend::engine::{
+    BehaviorNote, Engine, EngineConfig, ExecutionContext, KnobInfo, PlanSerialization,
+};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use std::sync::Arc;
+
+/// Knob type of the benchmarking switch: 0 = first applicable kernel, 1 = benchmark every
+/// applicable kernel on first execute.
+pub const KNOB_BENCHMARK: i64 = 1;
+
+/// A kernel-ingestor engine.
+pub struct IngestorEngine {
+    name: String,
+    kernels: Vec<Arc<KernelDescriptor>>,
+    resolver: Arc<dyn DeviceResolver>,
+    registry: Arc<DispatchRegistry>,
+    reader: Arc<dyn CodeObjectReader>,
+    limits: BodySizeLimits,
+}
+
+impl std::fmt::Debug for IngestorEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "IngestorEngine({}, {} kernels)",
+            self.name,
+            self.kernels.len()
+        )
+    }
+}
+
+impl IngestorEngine {
+    /// An engine named `name` (e.g. `hipkernel:Pointwise`) over `kernels`.
+    ///
+    /// `resolver` names the device of each build, execute and restore; `registry` holds the
+    /// dispatch handlers ([`DispatchRegistry::with_native_packs`] for the native ones);
+    /// `reader` reads verified code objects from kpack archives
+    /// ([`super::capture::KpackCodeObjectReader`] in production).
+    pub fn new(
+        name: &str,
+        kernels: Vec<KernelDescriptor>,
+        resolver: Arc<dyn DeviceResolver>,
+        registry: Arc<DispatchRegistry>,
+        reader: Arc<dyn CodeObjectReader>,
+    ) -> Self {
+        IngestorEngine {
+            name: name.to_string(),
+            kernels: kernels.into_iter().map(Arc::new).collect(),
+            resolver,
+            registry,
+            reader,
+            limits: BodySizeLimits::default(),
+        }
+    }
+
+    /// The kernels of this engine.
+    pub fn kernels(&self) -> &[Arc<KernelDescriptor>] {
+        &self.kernels
+    }
+
+    /// Whether plans of this engine can be saved (§12): at least one kernel, and for every
+    /// kernel every launch is kpack, its dispatch resolves, and the handler supports saving.
+    pub fn supports_plan_serialization(&self) -> bool {
+        !self.kernels.is_empty()
+            && self.kernels.iter().all(|k| {
+                k.sources
+                    .values()
+                    .all(|s| s.kind == KernelSourceKind::Kpack)
+                    && self
+                        .registry
+                        .resolve(&k.dispatch)
+                        .is_some_and(|h| h.supports_saving())
+            })
+    }
+
+    /// Builds a single-kernel plan of `kernel` for `graph` on the resolver's device: prepare,
+    /// signature match, verified code-object read, module load.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` when the kernel does not serve the graph or the device; `INVALID_VALUE`
+    /// for a digest mismatch; `INTERNAL_ERROR` without a device.
+    pub fn build_plan(
+        &self,
+        kernel: &Arc<KernelDescriptor>,
+        graph: &OperationGraph,
+    ) -> PluginResult<SingleKernelPlan> {
+        let handler = self.registry.resolve(&kernel.dispatch).ok_or_else(|| {
+            PluginError::not_applicable(format!(
+                "no dispatch handler is registered under '{}', which kernel {} names",
+                kernel.dispatch,
+                kernel.describe()
+            ))
+        })?;
+        let source = kernel.single_source().ok_or_else(|| {
+            PluginError::not_applicable(format!(
+                "kernel {} has several launches; this engine builds single-launch kernels",
+                kernel.describe()
+            ))
+        })?;
+        let launch = handler.prepare_kernel(kernel, graph)?;
+        let expected = handler.launch_signature_for(&launch.launch_values);
+        if !signatures_match(&source.signature, &expected) {
+            return Err(PluginError::not_applicable(format!(
+                "kernel {}: symbol '{}' is packaged with arguments {}, but this pack launches it with {}",
+                kernel.describe(),
+                source.symbol,
+                format_signature(&source.signature),
+                format_signature(&expected)
+            )));
+        }
+        let device = self
+            .resolver
+            .current_device()
+            .filter(|d| d.ordinal() >= 0)
+            .ok_or_else(|| {
+                PluginError::internal("cannot resolve the handle's device to build a plan")
+            })?;
+        let arch = device.arch();
+        let code = match (&source.kind, &source.library) {
+            (KernelSourceKind::Kpack, Some(lib)) => {
+                let bytes = self.reader.read(lib, &source.toc_key, &arch, &source.sha256).map_err(|e| {
+                    let text = format!(
+                        "kpack kernel source for kernel {}, symbol '{}': cannot read its code object at stage {}: {}",
+                        kernel.describe(),
+                        source.symbol,
+                        e.stage.name(),
+                        e.message
+                    );
+                    if e.stage == hipdnn_kpack::KpackLoadStage::DigestMismatch {
+                        PluginError::invalid_value(text)
+                    } else {
+                        PluginError::not_applicable(text)
+                    }
+                })?;
+                let code = Arc::new(KernelCode::new(Arc::from(bytes), &source.symbol));
+                let label = format!("kernel {}", kernel.describe());
+                code.load_on(device.as_ref())
+                    .map_err(|f| PluginError::not_applicable(load_failure_message(&label, &f)))?;
+                Some(code)
+            }
+            _ => None,
+        };
+        Ok(SingleKernelPlan {
+            kernel: kernel.clone(),
+            handler,
+            launch,
+            code,
+            build_device_arch: arch,
+        })
+    }
+
+    fn applicable_plans(
+        &self,
+        graph: &OperationGraph,
+        all: bool,
+    ) -> PluginResult<Vec<SingleKernelPlan>> {
+        let mut plans = Vec::new();
+        let mut last = None;
+        for k in &self.kernels {
+            match self.build_plan(k, graph) {
+                Ok(p) => {
+                    plans.push(p);
+                    if !all {
+                        break;
+                    }
+                }
+                Err(e) => last = Some(e),
+            }
+        }
+        if plans.is_empty() {
+            return Err(last.unwrap_or_else(|| {
+                PluginError::not_applicable(format!("engine {} has no kernels", self.name))
+            }));
+        }
+        Ok(plans)
+    }
+}
+
+impl Engine for IngestorEngine {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
+        let mut last = None;
+        for k in &self.kernels {
+            match self
+                .registry
+                .resolve(&k.dispatch)
+                .map(|h| h.prepare_kernel(k, graph))
+            {
+                Some(Ok(_)) => return Ok(()),
+                Some(Err(e)) => last = Some(e),
+                None => {}
+            }
+        }
+        Err(last.unwrap_or_else(|| {
+            PluginError::not_applicable(format!(
+                "no kernel of engine {} serves this graph",
+                self.name
+            ))
+        }))
+    }
+
+    fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
+        if self.supports_plan_serialization() {
+            vec![BehaviorNote::SupportsExecutionPlanSerialization]
+        } else {
+            Vec::new()
+        }
+    }
+
+    fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {
+        vec![KnobInfo {
+            knob_type: KNOB_BENCHMARK,
+            description: "benchmark every applicable kernel on first execute".into(),
+            min: 0,
+            max: 1,
+            default: 0,
+        }]
+    }
+
+    fn create_execution_context(
+        &self,
+        config: &EngineConfig,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let bench = config
+            .knob_choices
+            .iter()
+            .any(|(t, v)| *t == KNOB_BENCHMARK && *v != 0);
+        let mut plans = self.applicable_plans(graph, bench)?;
+        let plan = if bench {
+            IngestorPlan::Benchmark(BenchmarkPlan::new(plans))
+        } else {
+            IngestorPlan::Single(plans.remove(0))
+        };
+        Ok(Box::new(IngestorExecutionContext {
+            plan,
+            resolver: self.resolver.clone(),
+        }))
+    }
+
+    fn serialization(&self) -> Option<&dyn PlanSerialization> {
+        Some(self)
+    }
+}
+
+impl PlanSerialization for IngestorEngine {
+    fn serialize_execution_context(
+        &self,
+        _engine_id: i64,
+        ctx: &dyn ExecutionContext,
+    ) -> PluginResult<Vec<u8>> {
+        capture_plan(
+            ctx,
+            &CaptureEnvironment {
+                registry: &self.registry,
+                reader: self.reader.as_ref(),
+                provider_version: PROVIDER_VERSION,
+                limits: self.limits,
+            },
+        )
+    }
+
+    fn create_execution_context_from_serialized(
+        &self,
+        payload: &[u8],
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let plan = restore_plan(
+            payload,
+            &RestoreEnvironment {
+                resolver: Some(self.resolver.as_ref()),
+                registry: &self.registry,
+                limits: self.limits,
+            },
+        )?;
+        Ok(Box::new(IngestorExecutionContext {
+            plan: IngestorPlan::Restored(plan),
+            resolver: self.resolver.clone(),
+        }))
+    }
+}

@@ -1,0 +1,527 @@
+//! Pointwise pack, contract `hipkernel.pointwise.dispatch.v2`: one pointwise node of any of
+//! the 14 modes the packed kernels implement, f32/f16/bf16, numpy broadcasting up to 5-D.
+//!
+//! Kernels: `hipdnn_pw_<op>_<t>` of `engines/kernels/pointwise.cu` (ABI in
+//! `engines/kernels/README.md`). Registered beside v1 with
+//! [`crate::ingestor::dispatch::DispatchRegistry::register_versioned_only`]; v1 is unchanged.
+//!
+//! | launch value | type | range |
+//! |---|---|---|
+//! | `a.uid`, `y.uid` | int | any int64 |
+//! | `b.uid` | int | any int64; present iff the mode is binary |
+//! | `mode` | int | a `PointwiseMode` value of [`POINTWISE_V2_MODES`] |
+//! | `dtype` | int | `DataType` FLOAT (1), HALF (2) or BFLOAT16 (3) |
+//! | `d0`..`d4` | int | [1, 2147483647] — output dims right-aligned to 5-D |
+//! | `sa0`..`sa4` | int | [0, 2147483647] — element strides of input a, 0 on broadcast dims |
+//! | `sb0`..`sb4` | int | [0, 2147483647] — input b; present iff the mode is binary |
+//! | `block_size` | int | [1, 1024] |
+//!
+//! Extra checks (build and restore, one function [`PointwiseV2Inputs::geometry_for`]):
+//! `total = d0·…·d4` (checked), the largest element offset of each input
+//! `Σ (d_i − 1)·s_i` ≤ 2^63 − 1, `ceil(total / block_size) ≤ 4294967295`. Launch: block
+//! (block_size,1,1), grid (ceil(total/block_size),1,1), no shared memory, workspace 0. Kernel
+//! arguments: unary `(x, y, d0..d4, sx0..sx4)` = 2 `global_buffer` 8 + 10 `by_value` 4; binary
+//! `(a, b, y, d0..d4, sa0..sa4, sb0..sb4)` = 3 + 15. The output is packed (row-major).
+//!
+//! Matcher scope (else NOT_APPLICABLE, so the CPU engine serves the graph): one pointwise node;
+//! modes in [`POINTWISE_V2_MODES`] (`GELU_APPROX_TANH_FWD` only — the kernel computes the tanh
+//! form, so exact `GELU_FWD` is refused); RELU without clip or slope attributes; every tensor of
+//! one data type among f32/f16/bf16; rank ≤ 5; input dims equal to the output's or 1; a packed
+//! output; non-negative strides.
+
+use super::tensor;
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::payload::refusal::{incompatible, quote};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_schema::graph::{DataType, PointwiseMode, TensorAttributes};
+
+/// The versioned contract name.
+pub const POINTWISE_V2: &str = "hipkernel.pointwise.dispatch.v2";
+/// Block size this pack builds with, in threads.
+pub const POINTWISE_V2_BLOCK_SIZE: u32 = 256;
+/// Value names of the v2 contract (sorted).
+pub const POINTWISE_V2_NAMES: [&str; 21] = [
+    "a.uid",
+    "b.uid",
+    "block_size",
+    "d0",
+    "d1",
+    "d2",
+    "d3",
+    "d4",
+    "dtype",
+    "mode",
+    "sa0",
+    "sa1",
+    "sa2",
+    "sa3",
+    "sa4",
+    "sb0",
+    "sb1",
+    "sb2",
+    "sb3",
+    "sb4",
+    "y.uid",
+];
+
+/// Modes of the v2 contract: graph mode, kernel op name, number of inputs.
+pub const POINTWISE_V2_MODES: [(PointwiseMode, &str, u8); 14] = [
+    (PointwiseMode::IDENTITY, "identity", 1),
+    (PointwiseMode::RELU_FWD, "relu_fwd", 1),
+    (PointwiseMode::SIGMOID_FWD, "sigmoid_fwd", 1),
+    (PointwiseMode::TANH_FWD, "tanh_fwd", 1),
+    (PointwiseMode::GELU_APPROX_TANH_FWD, "gelu_fwd", 1),
+    (PointwiseMode::EXP, "exp", 1),
+    (PointwiseMode::NEG, "neg", 1),
+    (PointwiseMode::ABS, "abs", 1),
+    (PointwiseMode::ADD, "add", 2),
+    (PointwiseMode::SUB, "sub", 2),
+    (PointwiseMode::MUL, "mul", 2),
+    (PointwiseMode::DIV, "div", 2),
+    (PointwiseMode::MAX_OP, "max", 2),
+    (PointwiseMode::MIN_OP, "min", 2),
+];
+
+/// Kernel-name suffix of a data type the GPU kernels serve (`f32`, `f16`, `bf16`).
+pub fn dtype_suffix(t: DataType) -> Option<&'static str> {
+    match t {
+        DataType::FLOAT => Some("f32"),
+        DataType::HALF => Some("f16"),
+        DataType::BFLOAT16 => Some("bf16"),
+        _ => None,
+    }
+}
+
+fn mode_entry(mode: i64) -> Option<(PointwiseMode, &'static str, u8)> {
+    POINTWISE_V2_MODES
+        .iter()
+        .copied()
+        .find(|(m, _, _)| i64::from(m.0) == mode)
+}
+
+/// The launch inputs of contract v2.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct PointwiseV2Inputs {
+    /// UID of input a (x for unary modes).
+    pub a_uid: i64,
+    /// UID of input b (binary modes only).
+    pub b_uid: Option<i64>,
+    /// UID of the packed output.
+    pub y_uid: i64,
+    /// `PointwiseMode` value.
+    pub mode: i32,
+    /// `DataType` value (1, 2, 3).
+    pub dtype: i8,
+    /// Output dims right-aligned to 5-D.
+    pub dims: [i32; 5],
+    /// Element strides of a (0 on broadcast dims).
+    pub sa: [i32; 5],
+    /// Element strides of b (binary modes only).
+    pub sb: Option<[i32; 5]>,
+    /// Threads per block, [1, 1024].
+    pub block_size: u32,
+}
+
+impl PointwiseV2Inputs {
+    /// The kernel op name (`add`, `relu_fwd`, …) and arity of the mode.
+    pub fn op(&self) -> Option<(&'static str, u8)> {
+        mode_entry(i64::from(self.mode)).map(|(_, n, a)| (n, a))
+    }
+
+    /// The kernel symbol this launch needs (`hipdnn_pw_<op>_<t>`).
+    pub fn symbol(&self) -> Option<String> {
+        let (op, _) = self.op()?;
+        let t = dtype_suffix(DataType(self.dtype))?;
+        Some(format!("hipdnn_pw_{op}_{t}"))
+    }
+
+    /// The launch values (all INT).
+    pub fn to_values(&self) -> LaunchValues {
+        let mut v = LaunchValues::new();
+        let mut put = |n: &str, x: i64| {
+            v.insert(n.to_string(), LaunchValue::Int(x));
+        };
+        put("a.uid", self.a_uid);
+        if let Some(b) = self.b_uid {
+            put("b.uid", b);
+        }
+        put("y.uid", self.y_uid);
+        put("mode", i64::from(self.mode));
+        put("dtype", i64::from(self.dtype));
+        for i in 0..5 {
+            put(&format!("d{i}"), i64::from(self.dims[i]));
+            put(&format!("sa{i}"), i64::from(self.sa[i]));
+            if let Some(sb) = self.sb {
+                put(&format!("sb{i}"), i64::from(sb[i]));
+            }
+        }
+        put("block_size", i64::from(self.block_size));
+        v
+    }
+
+    /// Reads values saved under `dispatch`, then checks the geometry.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) with the §11 reader texts; `launch value 'mode' of
+    /// dispatch '<d>' names no pointwise mode this pack launches: <m>`; `... 'b.uid' ...` when
+    /// the presence of `b.uid`/`sb*` does not match the mode's arity; the geometry texts.
+    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        let r = ContractReader::new(dispatch, POINTWISE_V2, &POINTWISE_V2_NAMES, values)?;
+        let d = quote(dispatch);
+        let mode = r.int("mode", 0, i64::from(i32::MAX))?;
+        let (_, _, arity) = mode_entry(mode).ok_or_else(|| {
+            incompatible(format!(
+                "launch value 'mode' of dispatch '{d}' names no pointwise mode this pack launches: {mode}"
+            ))
+        })?;
+        let dtype = r.int("dtype", 1, 3)?;
+        let binary = arity == 2;
+        let has_b = ["b.uid", "sb0", "sb1", "sb2", "sb3", "sb4"]
+            .iter()
+            .filter(|n| values.contains_key(**n))
+            .count();
+        if binary && has_b != 6 || !binary && has_b != 0 {
+            return Err(incompatible(format!(
+                "launch values 'b.uid' and 'sb0'..'sb4' of dispatch '{d}' must be present exactly for binary modes; mode {mode} takes {arity} input(s) and the plan holds {has_b} of them"
+            )));
+        }
+        let ext = |n: &str| r.int(n, 1, i64::from(i32::MAX)).map(|v| v as i32);
+        let stride = |n: &str| r.int(n, 0, i64::from(i32::MAX)).map(|v| v as i32);
+        let mut dims = [0; 5];
+        let mut sa = [0; 5];
+        let mut sb = [0; 5];
+        for i in 0..5 {
+            dims[i] = ext(&format!("d{i}"))?;
+            sa[i] = stride(&format!("sa{i}"))?;
+            if binary {
+                sb[i] = stride(&format!("sb{i}"))?;
+            }
+        }
+        let inputs = PointwiseV2Inputs {
+            a_uid: r.int("a.uid", i64::MIN, i64::MAX)?,
+            b_uid: if binary {
+                Some(r.int("b.uid", i64::MIN, i64::MAX)?)
+            } else {
+                None
+            },
+            y_uid: r.int("y.uid", i64::MIN, i64::MAX)?,
+            mode: mode as i32,
+            dtype: dtype as i8,
+            dims,
+            sa,
+            sb: binary.then_some(sb),
+            block_size: r.int("block_size", 1, 1024)? as u32,
+        };
+        inputs.geometry_for(dispatch)?;
+        Ok(inputs)
+    }
+
+    /// Grid and block (shared by build and restore).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `launch values 'd0'..'d4' and 'block_size' of dispatch '<d>' give a grid
+    /// larger than 4294967295 blocks`, or `... an input offset beyond 2^63 − 1`.
+    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let d = quote(dispatch);
+        let too_big = || {
+            incompatible(format!(
+                "launch values 'd0'..'d4' and 'block_size' of dispatch '{d}' give a grid larger than 4294967295 blocks"
+            ))
+        };
+        let total = self
+            .dims
+            .iter()
+            .try_fold(1i64, |acc, x| acc.checked_mul(i64::from(*x)))
+            .ok_or_else(too_big)?;
+        for s in std::iter::once(self.sa).chain(self.sb) {
+            let mut off = 0i64;
+            for (dim, st) in self.dims.iter().zip(s) {
+                off = i64::from(dim - 1)
+                    .checked_mul(i64::from(st))
+                    .and_then(|x| x.checked_add(off))
+                    .ok_or_else(|| {
+                        incompatible(format!(
+                            "launch values of dispatch '{d}' give an input offset beyond 2^63 - 1"
+                        ))
+                    })?;
+            }
+        }
+        let block = i64::from(self.block_size);
+        let blocks = (total + block - 1) / block;
+        let blocks = u32::try_from(blocks).map_err(|_| too_big())?;
+        Ok(LaunchGeometry {
+            grid: [blocks, 1, 1],
+            block: [self.block_size, 1, 1],
+            shared_mem_bytes: 0,
+        })
+    }
+
+    /// The prepared launch of these inputs.
+    ///
+    /// # Errors
+    /// As [`Self::geometry_for`].
+    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        let mut pointer_uids = vec![self.a_uid];
+        pointer_uids.extend(self.b_uid);
+        pointer_uids.push(self.y_uid);
+        let mut scalars: Vec<i32> = self.dims.to_vec();
+        scalars.extend(self.sa);
+        scalars.extend(self.sb.iter().flatten());
+        Ok(PreparedLaunch {
+            dispatch: POINTWISE_V2.to_string(),
+            launch_values: self.to_values(),
+            geometry: self.geometry_for(POINTWISE_V2)?,
+            workspace_bytes: 0,
+            pointer_uids,
+            scalar_args: scalars.into_iter().map(KernelArgValue::I32).collect(),
+        })
+    }
+}
+
+/// The signature of a pointwise kernel with `inputs` inputs (1 or 2): `inputs + 1` pointers,
+/// then `5 · (inputs + 1)` ints.
+pub fn pointwise_v2_signature(inputs: u32) -> Vec<KernelArgument> {
+    let ptrs = inputs + 1;
+    let mut sig: Vec<_> = (0..ptrs)
+        .map(|i| KernelArgument::new("global_buffer", 8, 8 * i))
+        .collect();
+    for i in 0..5 * (inputs + 1) {
+        sig.push(KernelArgument::new("by_value", 4, 8 * ptrs + 4 * i));
+    }
+    sig
+}
+
+fn na(msg: String) -> PluginError {
+    PluginError::not_applicable(msg)
+}
+
+/// Dims and strides of a tensor (strides packed row-major when absent).
+pub(crate) fn dims_strides(t: &TensorAttributes<'_>) -> (Vec<i64>, Vec<i64>) {
+    let dims: Vec<i64> = t.dims().map(|d| d.iter().collect()).unwrap_or_default();
+    let strides: Vec<i64> = match t.strides() {
+        Some(s) if s.len() == dims.len() => s.iter().collect(),
+        _ => packed_strides(&dims),
+    };
+    (dims, strides)
+}
+
+/// Row-major packed strides of `dims`.
+pub(crate) fn packed_strides(dims: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1].saturating_mul(dims[i + 1].max(1));
+    }
+    s
+}
+
+/// Whether `strides` are the packed row-major strides of `dims` (size-1 dims ignored).
+pub(crate) fn is_packed(dims: &[i64], strides: &[i64]) -> bool {
+    let p = packed_strides(dims);
+    dims.iter()
+        .zip(strides.iter().zip(&p))
+        .all(|(d, (s, ps))| *d == 1 || s == ps)
+}
+
+fn to_i32(v: i64, what: &str) -> PluginResult<i32> {
+    i32::try_from(v).map_err(|_| {
+        na(format!(
+            "the pointwise pack (dispatch v2) needs {what} in [0, 2147483647], not {v}"
+        ))
+    })
+}
+
+/// The v2 handler (saves and restores).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct PointwiseV2Handler;
+
+impl PointwiseV2Handler {
+    fn inputs(&self, graph: &OperationGraph) -> PluginResult<PointwiseV2Inputs> {
+        let node = super::single_node(graph, "pointwise")?;
+        let a = node
+            .attributes_as_pointwise_attributes()
+            .ok_or_else(|| na("the pointwise pack serves pointwise nodes only".into()))?;
+        pointwise_inputs(graph, &a)
+    }
+}
+
+/// The v2 launch inputs for one pointwise node of `graph`.
+///
+/// # Errors
+/// `NOT_APPLICABLE` for everything outside the matcher scope (module docs).
+pub(crate) fn pointwise_inputs(
+    graph: &OperationGraph,
+    a: &hipdnn_schema::graph::PointwiseAttributes<'_>,
+) -> PluginResult<PointwiseV2Inputs> {
+    let mode = a.operation();
+    let (_, _, arity) = mode_entry(i64::from(mode.0)).ok_or_else(|| {
+        na(format!(
+            "the pointwise pack (dispatch v2) has no GPU kernel for mode {mode:?}"
+        ))
+    })?;
+    if mode == PointwiseMode::RELU_FWD
+        && (a.relu_lower_clip().is_some_and(|v| v != 0.0)
+            || a.relu_upper_clip().is_some()
+            || a.relu_lower_clip_slope().is_some_and(|v| v != 0.0))
+    {
+        return Err(na(
+            "the pointwise pack (dispatch v2) serves RELU_FWD without clip or slope attributes"
+                .into(),
+        ));
+    }
+    let b_uid = match (arity, a.in_1_tensor_uid()) {
+        (2, Some(b)) => Some(b),
+        (2, None) => {
+            return Err(na(format!(
+                "pointwise mode {mode:?} needs two inputs; in_1 is absent"
+            )));
+        }
+        _ => None,
+    };
+    let y = tensor(graph, a.out_0_tensor_uid())?;
+    let dtype = y.data_type();
+    dtype_suffix(dtype).ok_or_else(|| {
+        na(format!(
+            "the pointwise pack (dispatch v2) serves f32, f16 and bf16, not {dtype:?}"
+        ))
+    })?;
+    let (yd, ys) = dims_strides(&y);
+    if yd.is_empty() || yd.len() > 5 {
+        return Err(na(format!(
+            "the pointwise pack (dispatch v2) serves rank 1 to 5, not output dims {yd:?}"
+        )));
+    }
+    if !is_packed(&yd, &ys) {
+        return Err(na(format!(
+            "the pointwise pack (dispatch v2) writes packed row-major outputs; output strides {ys:?} for dims {yd:?}"
+        )));
+    }
+    let off = 5 - yd.len();
+    let mut dims = [1i32; 5];
+    for (i, d) in yd.iter().enumerate() {
+        dims[off + i] = i32::try_from(*d).ok().filter(|x| *x >= 1).ok_or_else(|| {
+            na(format!(
+                "the pointwise pack (dispatch v2) needs dims in [1, 2147483647]; output dims {yd:?}"
+            ))
+        })?;
+    }
+    let in_strides = |uid: i64| -> PluginResult<[i32; 5]> {
+        let t = tensor(graph, uid)?;
+        if t.data_type() != dtype {
+            return Err(na(format!(
+                "the pointwise pack (dispatch v2) needs one data type; tensor {uid} is {:?}, the output {dtype:?}",
+                t.data_type()
+            )));
+        }
+        let (d, s) = dims_strides(&t);
+        if d.len() > yd.len() {
+            return Err(na(format!(
+                "the pointwise pack (dispatch v2): input {uid} has more dims than the output"
+            )));
+        }
+        let o = 5 - d.len();
+        let mut out = [0i32; 5];
+        for i in 0..d.len() {
+            if d[i] == 1 && i64::from(dims[o + i]) != 1 {
+                out[o + i] = 0;
+            } else if d[i] == i64::from(dims[o + i]) {
+                if s[i] < 0 {
+                    return Err(na(format!(
+                        "the pointwise pack (dispatch v2) needs non-negative strides; tensor {uid} has {s:?}"
+                    )));
+                }
+                out[o + i] = to_i32(s[i], "strides")?;
+            } else {
+                return Err(na(format!(
+                    "tensor {uid} dims {d:?} do not broadcast to the output dims {yd:?}"
+                )));
+            }
+        }
+        Ok(out)
+    };
+    let sa = in_strides(a.in_0_tensor_uid())?;
+    let sb = b_uid.map(in_strides).transpose()?;
+    let inputs = PointwiseV2Inputs {
+        a_uid: a.in_0_tensor_uid(),
+        b_uid,
+        y_uid: a.out_0_tensor_uid(),
+        mode: i32::from(mode.0),
+        dtype: dtype.0,
+        dims,
+        sa,
+        sb,
+        block_size: POINTWISE_V2_BLOCK_SIZE,
+    };
+    inputs
+        .geometry_for(POINTWISE_V2)
+        .map_err(|e| na(e.message))?;
+    Ok(inputs)
+}
+
+/// The kernel symbol of a descriptor's single source (empty when multi-launch).
+pub(crate) fn kernel_symbol(kernel: &KernelDescriptor) -> &str {
+    kernel
+        .single_source()
+        .map(|s| s.symbol.as_str())
+        .unwrap_or("")
+}
+
+impl DispatchHandler for PointwiseV2Handler {
+    fn contract(&self) -> &str {
+        POINTWISE_V2
+    }
+
+    /// The binary signature (18 arguments); unary launches use
+    /// [`DispatchHandler::launch_signature_for`].
+    fn launch_signature(&self) -> Vec<KernelArgument> {
+        pointwise_v2_signature(2)
+    }
+
+    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+        let arity = match values.get("mode") {
+            Some(LaunchValue::Int(m)) => mode_entry(*m).map(|e| e.2).unwrap_or(2),
+            _ => 2,
+        };
+        pointwise_v2_signature(u32::from(arity))
+    }
+
+    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+        self.inputs(graph)?.to_launch().map_err(|e| na(e.message))
+    }
+
+    fn prepare_kernel(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<PreparedLaunch> {
+        let inputs = self.inputs(graph)?;
+        let want = inputs.symbol().unwrap_or_default();
+        if kernel_symbol(kernel) != want {
+            return Err(na(format!(
+                "kernel {} is not {want}, which this graph needs",
+                kernel.describe()
+            )));
+        }
+        inputs.to_launch().map_err(|e| na(e.message))
+    }
+
+    fn supports_saving(&self) -> bool {
+        true
+    }
+
+    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+        Some(launch.launch_values.clone())
+    }
+
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
+        PointwiseV2Inputs::from_values(dispatch, values)?.to_launch()
+    }
+}

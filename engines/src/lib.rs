@@ -1,0 +1,15 @@
+//! `hipdnn-engines`: the engines behind a hipDNN handle.
+//!
+//! - [`reference`]: the CPU reference engine (`hipdnn.reference.cpu`), always present, saveable
+//!   plans; also the numerical reference of every GPU test.
+//! - [`ingestor`]: the kernel-ingestor engine core (kernel descriptors, HKIP/HKSP payload,
+//!   capture and restore) and the [`ingestor::HipIngestorDevice`] adapter over `hipdnn-hip`.
+//! - [`gpu`]: the one pack registry: which dispatch handlers (launch contracts) a GPU engine
+//!   serves, and opening a GPU engine over the packed kernel archives.
+//!
+//! This crate never links a GPU runtime (`hipdnn-hip` loads it at run time) and never parses
+//! container formats (that is the backend's job).
+
+pub mod gpu;
+pub mod ingestor;
+pub mod reference;

@@ -1,0 +1,159 @@
+//! The CPU reference engine (`hipdnn.reference.cpu`): the embedded default engine of every
+//! handle and the numerical reference for GPU tests (design D8).
+//!
+//! Contract: the engine reads the verified `Graph` FlatBuffer into its own execution DAG
+//! (`plan::Plan`), refusing at applicability time — `NOT_APPLICABLE`, message naming the op,
+//! the attribute and its value — anything it cannot run. It executes on host buffers only
+//! (`BufferRef::Host`/`HostMut`; device buffers are refused with `BAD_PARAM`), computes in
+//! `f32` whatever the storage type (f32, f16, bf16, f64, i32, i8, u8, i64, bool), needs no
+//! workspace, and is deterministic: outputs are bit-identical across runs and rayon thread
+//! counts. Plans are saveable ([`payload`]): the payload carries the graph, so a plan-only load
+//! executes with no graph given. It never touches device memory or other engines' payloads.
+//!
+//! Supported ops: pointwise (all modes with a mathematical meaning), convolution fprop / dgrad
+//! / wgrad (1-3 spatial dims, any layout by strides), matmul (batched, broadcast), batchnorm
+//! inference and training forward, layernorm, rmsnorm, reduction, resample forward (pooling),
+//! SDPA forward. See `docs/engines.md`.
+
+pub mod dtype;
+mod exec;
+pub mod ops;
+pub mod payload;
+mod plan;
+pub mod tensor;
+#[cfg(feature = "testing")]
+pub mod testing;
+
+use hipdnn_backend::{
+    BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, OperationGraph,
+    PlanSerialization, PluginError, PluginResult,
+};
+use std::any::Any;
+
+/// Engine name.
+pub const ENGINE_NAME: &str = "hipdnn.reference.cpu";
+
+/// The CPU reference engine. Stateless; threads come from rayon's global pool (or the pool
+/// the caller `install`s).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct ReferenceEngine;
+
+impl ReferenceEngine {
+    /// A new engine.
+    pub fn new() -> Self {
+        ReferenceEngine
+    }
+}
+
+/// A built (or loaded) CPU reference plan: the graph bytes and the parsed DAG.
+#[derive(Debug)]
+pub struct ReferenceContext {
+    graph_bytes: Vec<u8>,
+    plan: plan::Plan,
+}
+
+impl ReferenceContext {
+    /// Builds a context from a verified graph.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` as the applicability check.
+    pub fn new(graph: &OperationGraph) -> PluginResult<Self> {
+        Ok(ReferenceContext {
+            plan: plan::Plan::from_graph(&graph.graph())?,
+            graph_bytes: graph.bytes().to_vec(),
+        })
+    }
+
+    /// The serialized `Graph` this plan runs.
+    pub fn graph_bytes(&self) -> &[u8] {
+        &self.graph_bytes
+    }
+}
+
+impl ExecutionContext for ReferenceContext {
+    fn workspace_size(&self) -> usize {
+        0
+    }
+
+    fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()> {
+        exec::execute(&self.plan, args.tensors)
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+impl Engine for ReferenceEngine {
+    fn name(&self) -> &str {
+        ENGINE_NAME
+    }
+
+    fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
+        plan::Plan::from_graph(&graph.graph()).map(|_| ())
+    }
+
+    fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
+        vec![BehaviorNote::SupportsExecutionPlanSerialization]
+    }
+
+    fn create_execution_context(
+        &self,
+        config: &EngineConfig,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        if config.engine_id != self.id() {
+            return Err(PluginError::not_applicable(format!(
+                "engine config names engine id {}, this is {} ({})",
+                config.engine_id,
+                ENGINE_NAME,
+                self.id()
+            )));
+        }
+        if let Some((k, _)) = config.knob_choices.first() {
+            return Err(PluginError::not_applicable(format!(
+                "{ENGINE_NAME} has no knobs, config sets knob {k}"
+            )));
+        }
+        Ok(Box::new(ReferenceContext::new(graph)?))
+    }
+
+    fn serialization(&self) -> Option<&dyn PlanSerialization> {
+        Some(self)
+    }
+}
+
+impl PlanSerialization for ReferenceEngine {
+    fn serialize_execution_context(
+        &self,
+        engine_id: i64,
+        ctx: &dyn ExecutionContext,
+    ) -> PluginResult<Vec<u8>> {
+        if engine_id != self.id() {
+            return Err(PluginError::bad_param(format!(
+                "save hook of {ENGINE_NAME} called for engine id {engine_id}"
+            )));
+        }
+        let ctx = ctx
+            .as_any()
+            .downcast_ref::<ReferenceContext>()
+            .ok_or_else(|| {
+                PluginError::bad_param(format!("execution context was not built by {ENGINE_NAME}"))
+            })?;
+        Ok(payload::encode(&ctx.graph_bytes))
+    }
+
+    fn create_execution_context_from_serialized(
+        &self,
+        payload: &[u8],
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let graph = payload::decode(payload)?;
+        let ctx = ReferenceContext::new(&graph).map_err(|e| match e.status {
+            hipdnn_backend::PluginStatus::NotApplicable => {
+                PluginError::not_applicable(format!("{}{}", payload::INCOMPATIBLE, e.message))
+            }
+            _ => PluginError::invalid_value(format!("{}{}", payload::DAMAGED, e.message)),
+        })?;
+        Ok(Box::new(ctx))
+    }
+}

@@ -1,0 +1,208 @@
+//! Shared fakes for the ingestor tests: a device reporting a fixed arch and counting module
+//! loads, a switchable resolver, an in-memory code-object reader, and payload builders.
+//! Included by the `ingestor_*` tests with `#[path]`; it holds no tests itself.
+#![allow(dead_code, missing_docs)]
+
+use hipdnn_engines::ingestor::capture::CodeObjectReader;
+use hipdnn_engines::ingestor::device::{
+    Device, DeviceError, DeviceResolver, KernelArgValue, KernelFunction, LaunchGeometry, Module,
+};
+use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
+use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
+use hipdnn_engines::ingestor::payload::{IngestorPlanPayload, sha256_hex};
+use hipdnn_kpack::{KpackLoadStage, KpackReadError};
+use std::any::Any;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+
+pub struct FakeFunction(pub String);
+impl KernelFunction for FakeFunction {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+pub struct FakeModule {
+    pub symbols: Option<Vec<String>>,
+}
+impl Module for FakeModule {
+    fn get_function(&self, symbol: &str) -> Result<Arc<dyn KernelFunction>, DeviceError> {
+        match &self.symbols {
+            Some(s) if !s.iter().any(|x| x == symbol) => {
+                Err(DeviceError::new("hipModuleGetFunction", "hipErrorNotFound"))
+            }
+            _ => Ok(Arc::new(FakeFunction(symbol.to_string()))),
+        }
+    }
+}
+
+/// A device that never touches hardware.
+pub struct FakeDevice {
+    pub arch: String,
+    pub ordinal: i32,
+    pub loads: AtomicUsize,
+    pub refuse_load: bool,
+    pub symbols: Option<Vec<String>>,
+    pub launches: Mutex<Vec<(LaunchGeometry, Vec<KernelArgValue>)>>,
+}
+
+impl FakeDevice {
+    pub fn new(arch: &str, ordinal: i32) -> Arc<FakeDevice> {
+        Arc::new(FakeDevice {
+            arch: arch.into(),
+            ordinal,
+            loads: AtomicUsize::new(0),
+            refuse_load: false,
+            symbols: None,
+            launches: Mutex::new(Vec::new()),
+        })
+    }
+    pub fn loads(&self) -> usize {
+        self.loads.load(Ordering::SeqCst)
+    }
+}
+
+impl Device for FakeDevice {
+    fn arch(&self) -> String {
+        self.arch.clone()
+    }
+    fn ordinal(&self) -> i32 {
+        self.ordinal
+    }
+    fn load_module(&self, _code: &[u8]) -> Result<Arc<dyn Module>, DeviceError> {
+        self.loads.fetch_add(1, Ordering::SeqCst);
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        if self.refuse_load {
+            return Err(DeviceError::new(
+                "hipModuleLoadData",
+                "hipErrorInvalidImage",
+            ));
+        }
+        Ok(Arc::new(FakeModule {
+            symbols: self.symbols.clone(),
+        }))
+    }
+    fn launch(
+        &self,
+        _f: &dyn KernelFunction,
+        geometry: LaunchGeometry,
+        args: &[KernelArgValue],
+        _stream: u64,
+    ) -> Result<(), DeviceError> {
+        self.launches
+            .lock()
+            .unwrap()
+            .push((geometry, args.to_vec()));
+        Ok(())
+    }
+    fn synchronize(&self, _stream: u64) -> Result<(), DeviceError> {
+        Ok(())
+    }
+}
+
+/// A resolver whose device can be switched (per test, not per thread).
+pub struct SwitchResolver(pub Mutex<Option<Arc<dyn Device>>>);
+impl SwitchResolver {
+    pub fn new(d: Option<Arc<dyn Device>>) -> Arc<SwitchResolver> {
+        Arc::new(SwitchResolver(Mutex::new(d)))
+    }
+    pub fn set(&self, d: Arc<dyn Device>) {
+        *self.0.lock().unwrap() = Some(d);
+    }
+}
+impl DeviceResolver for SwitchResolver {
+    fn current_device(&self) -> Option<Arc<dyn Device>> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
+/// In-memory archives: (archive path, toc key) → bytes; or a forced failure stage.
+#[derive(Default)]
+pub struct FakeReader {
+    pub entries: HashMap<(PathBuf, String), Vec<u8>>,
+    pub fail: Option<KpackLoadStage>,
+    pub reads: AtomicUsize,
+    pub last_arch: Mutex<String>,
+}
+impl CodeObjectReader for FakeReader {
+    fn read(
+        &self,
+        archive: &Path,
+        toc_key: &str,
+        device_arch: &str,
+        sha256: &str,
+    ) -> Result<Vec<u8>, KpackReadError> {
+        self.reads.fetch_add(1, Ordering::SeqCst);
+        *self.last_arch.lock().unwrap() = device_arch.to_string();
+        let err = |stage, message: String| KpackReadError {
+            stage,
+            code: None,
+            message,
+        };
+        if let Some(stage) = self.fail {
+            return Err(err(stage, "forced by the test".into()));
+        }
+        let bytes = self
+            .entries
+            .get(&(archive.to_path_buf(), toc_key.to_string()))
+            .ok_or_else(|| {
+                err(
+                    KpackLoadStage::OpenArchive,
+                    format!("kpack archive '{}' does not exist", archive.display()),
+                )
+            })?;
+        if sha256_hex(bytes) != sha256 {
+            return Err(err(KpackLoadStage::DigestMismatch, "hashes differ".into()));
+        }
+        Ok(bytes.clone())
+    }
+}
+
+pub fn conv_signature() -> Vec<KernelArgument> {
+    let mut s = vec![
+        KernelArgument::named("global_buffer", 8, 0, "x"),
+        KernelArgument::named("global_buffer", 8, 8, "w"),
+        KernelArgument::named("global_buffer", 8, 16, "y"),
+    ];
+    for (i, n) in ["n", "c", "h", "width", "k", "r", "s"].iter().enumerate() {
+        s.push(KernelArgument::named("by_value", 4, 24 + 4 * i as u32, n));
+    }
+    s
+}
+
+pub const CONV_KERNEL_ID: [u8; 16] = [0x21; 16];
+
+/// The valid conv payload of the restore checklist: target gfx90a, extents (1,1,3,5,1,2,2),
+/// block 64, 256 bytes of 0xAB with a matching sha256.
+pub fn valid_conv_payload() -> IngestorPlanPayload {
+    let inputs = ConvFwdLaunchInputs {
+        x_uid: 1,
+        w_uid: 2,
+        y_uid: 3,
+        n: 1,
+        c: 1,
+        h: 3,
+        width: 5,
+        k: 1,
+        r: 2,
+        s: 2,
+        block_size: 64,
+    };
+    let code = vec![0xAB; 256];
+    IngestorPlanPayload {
+        kernel_descriptor_id: CONV_KERNEL_ID,
+        workspace_bytes: 0,
+        runtime_pass_by_value_uids: vec![],
+        dispatch_symbol: "hipkernel.conv_fwd.dispatch.v1".into(),
+        launch_values: inputs.to_values(),
+        source_kind: KernelSourceKind::Kpack,
+        symbol: "conv_fwd_nchw".into(),
+        target: "gfx90a".into(),
+        sha256: sha256_hex(&code),
+        signature: conv_signature(),
+        code_object: code,
+        provider_version: "0.1.0".into(),
+    }
+}
