@@ -158,7 +158,7 @@ fn raw_launch_time(h: &Handle) -> R<f64> {
     let dev = h.gpu_device().ok_or("no GPU")?.clone();
     let arch = dev.arch().split(':').next().unwrap_or_default().to_string();
     let dir = hipdnn_engines::gpu::kernel_dir().join(&arch);
-    let descs = hipdnn_engines::gpu::load_packed_descriptors(&dir)?;
+    let descs = hipdnn_engines::gpu::load_packed_descriptors(&dir).map_err(|e| e.to_string())?;
     let d = descs
         .iter()
         .find(|d| d.name == "hipdnn_pw_identity_f32")

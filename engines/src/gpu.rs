@@ -4,11 +4,11 @@
 //! finds the packed kernels for its base architecture (`<kernel dir>/<arch>/kernels.json` and
 //! the kpack archive beside it; kernel dir = `HIPDNN_KERNEL_DIR` or [`DEFAULT_KERNEL_DIR`]),
 //! turns each packed entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`]
-//! ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`gpu_registry`].
+//! ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`pack_registry`].
 //!
-//! Packed entries (format `engines/kernels/README.md`) map to descriptors as follows:
-//! `family: "pointwise"` → dispatch `hipkernel.pointwise.dispatch.v2`, `family: "conv_fwd"`
-//! without `contract` → `hipkernel.conv_fwd.dispatch.v2`; entries that name the v1 contract
+//! Packed entries (format `engines/kernels/README.md`) map to descriptors as follows: the
+//! entry's `family` names a [`PackFamily`], whose current contract is the dispatch
+//! ([`PackFamily::packed_contract`]); entries that name an older contract
 //! (`hipdnn_conv_fwd_v1_<t>`) are left out — v2 serves every graph v1 does, and the v1
 //! handler does not check data types per kernel. The descriptor id is a UUID (version 8) from
 //! the first 16 bytes of SHA-256(`hipdnn-rs packed kernel ` + symbol), so a kernel keeps its id
@@ -16,13 +16,11 @@
 
 use crate::ingestor::HipIngestorDevice;
 use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
-use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
-use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::{
-    DispatchRegistry, FixedDevice, IngestorEngine, KernelDescriptor, KernelSource,
-    KpackCodeObjectReader,
+    FixedDevice, IngestorEngine, KernelDescriptor, KernelSource, KpackCodeObjectReader,
 };
-use hipdnn_hip::GpuRuntime;
+use crate::registry::{PackFamily, pack_registry};
+use hipdnn_hip::{DriverError, GpuRuntime, NoGpu};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -42,14 +40,52 @@ pub fn kernel_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(DEFAULT_KERNEL_DIR))
 }
 
-/// The native v1 packs plus the v2 contracts (`hipkernel.pointwise.dispatch.v2`,
-/// `hipkernel.conv_fwd.dispatch.v2`, versioned names only).
-pub fn gpu_registry() -> DispatchRegistry {
-    let mut r = DispatchRegistry::with_native_packs();
-    r.register_versioned_only(Arc::new(PointwiseV2Handler))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
-        .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
-    r
+/// Why no GPU engine could be opened ([`open`]). Every variant's `Display` starts with
+/// `no GPU: `.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum GpuUnavailable {
+    /// No GPU runtime library could be loaded, or it reports no device (the runtime's own
+    /// error name is in the reason).
+    #[error(transparent)]
+    NoGpu(#[from] NoGpu),
+    /// The device exists but the driver refused to open it.
+    #[error("no GPU: cannot open device {ordinal}: {source}")]
+    OpenDevice {
+        /// The device ordinal.
+        ordinal: usize,
+        /// The driver's error.
+        #[source]
+        source: DriverError,
+    },
+    /// No kernels are packed for the device's base architecture.
+    #[error("no GPU: no kernels packed for {arch} ({} missing)", path.display())]
+    NoKernels {
+        /// Base architecture (`sm_90`, `gfx942`).
+        arch: String,
+        /// The `kernels.json` that was looked for.
+        path: PathBuf,
+    },
+    /// The packed kernel descriptors of the architecture are unreadable.
+    #[error("no GPU: {0}")]
+    PackedDescriptors(#[from] PackedDescriptorError),
+}
+
+/// A `kernels.json` (the pack tool's output) that cannot be read or has a bad entry.
+/// `Display`: `<path>: <what>` or `<path> kernels[<i>]: <what>`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}: {detail}", path.display(), entry.map(|i| format!(" kernels[{i}]")).unwrap_or_default())]
+pub struct PackedDescriptorError {
+    /// The file.
+    pub path: PathBuf,
+    /// The index of the bad entry in its `kernels` array, `None` for a file-level problem.
+    pub entry: Option<usize>,
+    /// What is wrong.
+    pub detail: String,
+}
+
+/// The pack registry every GPU engine uses: [`crate::registry::pack_registry`].
+pub fn gpu_registry() -> crate::ingestor::DispatchRegistry {
+    pack_registry()
 }
 
 /// A GPU ready for hipDNN: the device, its arch and kernel directory, and the engine.
@@ -89,26 +125,45 @@ fn uuid_for(symbol: &str) -> uuid::Uuid {
 /// `packed_dir` and must stay inside it.
 ///
 /// # Errors
-/// A text naming the file and the bad entry when the file is missing or malformed.
-pub fn load_packed_descriptors(packed_dir: &Path) -> Result<Vec<KernelDescriptor>, String> {
+/// [`PackedDescriptorError`] naming the file and the bad entry when the file is missing or
+/// malformed, or names a kernel family this build does not know.
+pub fn load_packed_descriptors(
+    packed_dir: &Path,
+) -> Result<Vec<KernelDescriptor>, PackedDescriptorError> {
     let path = packed_dir.join("kernels.json");
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+    let file_error = |detail: String| PackedDescriptorError {
+        path: path.clone(),
+        entry: None,
+        detail,
+    };
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| file_error(format!("cannot read: {e}")))?;
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| format!("{} is not JSON: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| file_error(format!("not JSON: {e}")))?;
     let arch = v["arch"].as_str().unwrap_or_default().to_string();
     let entries = v["kernels"]
         .as_array()
-        .ok_or_else(|| format!("{} has no 'kernels' array", path.display()))?;
+        .ok_or_else(|| file_error("no 'kernels' array".into()))?;
     let mut out = Vec::new();
     for (i, e) in entries.iter().enumerate() {
-        let bad = |what: &str| format!("{} kernels[{i}]: {what}", path.display());
-        let family = e["family"].as_str().ok_or_else(|| bad("no family"))?;
-        let dispatch = match (family, e.get("contract")) {
-            ("pointwise", None) => POINTWISE_V2,
-            ("conv_fwd", None) => CONV_FWD_V2,
-            _ => continue,
+        let bad = |what: &str| PackedDescriptorError {
+            path: path.clone(),
+            entry: Some(i),
+            detail: what.to_string(),
         };
+        let family = e["family"].as_str().ok_or_else(|| bad("no family"))?;
+        let Some(family) = PackFamily::from_name(family) else {
+            log::debug!(
+                "{} kernels[{i}]: kernel family {family:?} is not served by this build; skipped",
+                path.display()
+            );
+            continue;
+        };
+        // Entries naming an older contract (v1) are left out: v2 serves every graph v1 does.
+        if e.get("contract").is_some() {
+            continue;
+        }
+        let dispatch = family.packed_contract();
         let ks = &e["kernel_source"];
         if ks["kind"].as_str() != Some("kpack") {
             return Err(bad("kernel_source.kind is not kpack"));
@@ -156,13 +211,15 @@ pub fn load_packed_descriptors(packed_dir: &Path) -> Result<Vec<KernelDescriptor
 /// Opens GPU `ordinal` and builds its ingestor engine.
 ///
 /// # Errors
-/// `no GPU: <reason>`-style text when the runtime, the device or the packed kernels for its
-/// architecture are missing.
-pub fn open(ordinal: usize) -> Result<GpuEngines, String> {
-    let rt = GpuRuntime::load().map_err(|e| e.to_string())?;
+/// [`GpuUnavailable`]: [`GpuUnavailable::NoGpu`] without a runtime or device,
+/// [`GpuUnavailable::OpenDevice`] when the driver refuses the device,
+/// [`GpuUnavailable::NoKernels`] / [`GpuUnavailable::PackedDescriptors`] when its architecture
+/// has no (readable) packed kernels.
+pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
+    let rt = GpuRuntime::load()?;
     let device = rt
         .open_device(ordinal)
-        .map_err(|e| format!("no GPU: cannot open device {ordinal}: {e}"))?;
+        .map_err(|source| GpuUnavailable::OpenDevice { ordinal, source })?;
     let arch = device
         .arch()
         .split(':')
@@ -171,18 +228,18 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, String> {
         .to_string();
     let packed_dir = kernel_dir().join(&arch);
     if !packed_dir.join("kernels.json").is_file() {
-        return Err(format!(
-            "no GPU: no kernels packed for {arch} ({} missing)",
-            packed_dir.join("kernels.json").display()
-        ));
+        return Err(GpuUnavailable::NoKernels {
+            arch,
+            path: packed_dir.join("kernels.json"),
+        });
     }
-    let kernels = load_packed_descriptors(&packed_dir).map_err(|e| format!("no GPU: {e}"))?;
+    let kernels = load_packed_descriptors(&packed_dir)?;
     let dev: Arc<dyn crate::ingestor::Device> = Arc::new(HipIngestorDevice::new(device.clone()));
     let engine = IngestorEngine::new(
         GPU_ENGINE_NAME,
         kernels,
         Arc::new(FixedDevice(dev)),
-        Arc::new(gpu_registry()),
+        Arc::new(pack_registry()),
         Arc::new(KpackCodeObjectReader),
     );
     Ok(GpuEngines {

@@ -4,8 +4,9 @@
 //!   plans; also the numerical reference of every GPU test.
 //! - [`ingestor`]: the kernel-ingestor engine core (kernel descriptors, HKIP/HKSP payload,
 //!   capture and restore) and the [`ingestor::HipIngestorDevice`] adapter over `hipdnn-hip`.
-//! - [`gpu`]: the one pack registry: which dispatch handlers (launch contracts) a GPU engine
-//!   serves, and opening a GPU engine over the packed kernel archives.
+//! - [`registry`]: the one pack registry: every dispatch handler (launch contract) and the
+//!   kernel families of the packed kernels that map onto them.
+//! - [`gpu`]: opening a GPU engine over the packed kernel archives of one device.
 //!
 //! This crate never links a GPU runtime (`hipdnn-hip` loads it at run time) and never parses
 //! container formats (that is the backend's job).
@@ -13,3 +14,4 @@
 pub mod gpu;
 pub mod ingestor;
 pub mod reference;
+pub mod registry;

@@ -157,3 +157,43 @@ fn packed_descriptors_load_for_every_arch() {
         assert_eq!(ids.len(), 44, "unique ids");
     }
 }
+
+#[test]
+fn every_committed_kernel_family_is_a_known_pack_family() {
+    use hipdnn_engines::registry::PackFamily;
+    let root = std::path::Path::new(hipdnn_engines::gpu::DEFAULT_KERNEL_DIR);
+    let mut seen = std::collections::BTreeSet::new();
+    for arch in ["gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"] {
+        let text = std::fs::read_to_string(root.join(arch).join("kernels.json")).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+        for e in v["kernels"].as_array().unwrap() {
+            let name = e["family"].as_str().unwrap();
+            let family = PackFamily::from_name(name)
+                .unwrap_or_else(|| panic!("{arch}: family {name:?} has no PackFamily"));
+            assert_eq!(family.name(), name);
+            seen.insert(name.to_string());
+        }
+    }
+    assert_eq!(
+        seen.into_iter().collect::<Vec<_>>(),
+        ["conv_fwd", "pointwise"],
+        "every family is packed"
+    );
+    let r = hipdnn_engines::registry::pack_registry();
+    for f in PackFamily::ALL {
+        assert!(r.resolve(f.packed_contract()).is_some(), "{f:?}");
+    }
+}
+
+#[test]
+fn a_missing_kernels_json_is_a_typed_error_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = load_packed_descriptors(dir.path()).unwrap_err();
+    assert_eq!(e.path, dir.path().join("kernels.json"));
+    assert_eq!(e.entry, None);
+    assert!(e.detail.starts_with("cannot read: "), "{e}");
+    assert!(
+        e.to_string()
+            .starts_with(&format!("{}: cannot read: ", e.path.display()))
+    );
+}

@@ -289,11 +289,12 @@ impl<T: Element> Buffer<T> {
     }
 }
 
-fn device_error(e: impl std::fmt::Display) -> Error {
+fn device_error(e: hipdnn_hip::DriverError) -> Error {
     Error::new(
         ErrorCode::HipdnnBackendError,
         format!("device memory operation failed: {e}"),
     )
+    .with_cause(e)
 }
 
 /// Something a variant pack can bind to a UID: `&Buffer<T>` (an input) or `&mut Buffer<T>`

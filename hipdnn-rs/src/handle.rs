@@ -7,7 +7,7 @@
 //! the kernel-ingestor engines are registered first, so the heuristic ranks them before the CPU
 //! engine. Which device a handle uses is logged at INFO and shown by `Debug`.
 
-use crate::{Error, ErrorCode};
+use crate::Error;
 use hipdnn_backend::BackendError;
 use std::sync::Arc;
 
@@ -51,15 +51,15 @@ impl std::fmt::Debug for Handle {
     }
 }
 
+/// A backend failure with the caller's context: `HIPDNN_BACKEND_ERROR`
+/// `"<context> Backend error: <STATUS>: <text>"` (upstream's frontend message shape), with the
+/// [`BackendError`] kept as the typed [`crate::Cause`].
 pub(crate) fn backend_error(context: &str, e: BackendError) -> Error {
-    Error::new(
-        ErrorCode::HipdnnBackendError,
-        format!(
-            "{context} Backend error: {}: {}",
-            e.status.name(),
-            e.message
-        ),
-    )
+    let plain = Error::from(e);
+    Error {
+        message: format!("{context} {}", plain.message),
+        ..plain
+    }
 }
 
 impl Handle {
@@ -69,10 +69,10 @@ impl Handle {
     /// `HIPDNN_BACKEND_ERROR` only if registering the CPU reference engine fails (it cannot
     /// in practice).
     pub fn new() -> Result<Self, Error> {
-        match Self::gpu() {
-            Ok(h) => Ok(h),
+        match hipdnn_engines::gpu::open(0) {
+            Ok(g) => Self::on_gpu(g),
             Err(e) => {
-                log::info!("hipdnn: using the CPU ({})", e.message);
+                log::info!("hipdnn: using the CPU ({e})");
                 Self::cpu()
             }
         }
@@ -99,22 +99,19 @@ impl Handle {
     /// reference engine.
     ///
     /// # Errors
-    /// `GRAPH_NOT_SUPPORTED` "no GPU: …" when no driver, no device, or no kernel archive for
-    /// the device's architecture is found.
+    /// `GRAPH_NOT_SUPPORTED` "no GPU: …" with [`crate::Cause::GpuUnavailable`] as its cause
+    /// ([`Error::is_gpu_unavailable`]) when no driver, no device, or no kernel archive for the
+    /// device's architecture is found.
     ///
     /// The GPU is device 0 of the HIP runtime (or the CUDA driver on NVIDIA); its kernels come
     /// from `HIPDNN_KERNEL_DIR/<arch>` or the packed kernels of the source tree (see
     /// [`hipdnn_engines::gpu`]). The engine `hipkernel.ingestor.gpu` is registered first, then
     /// `hipdnn.reference.cpu`, which serves what the GPU kernels refuse.
     pub fn gpu() -> Result<Self, Error> {
-        let g = hipdnn_engines::gpu::open(0).map_err(|e| {
-            let text = if e.starts_with("no GPU") {
-                e
-            } else {
-                format!("no GPU: {e}")
-            };
-            Error::new(ErrorCode::GraphNotSupported, text)
-        })?;
+        Self::on_gpu(hipdnn_engines::gpu::open(0)?)
+    }
+
+    fn on_gpu(g: hipdnn_engines::gpu::GpuEngines) -> Result<Self, Error> {
         let mut backend = hipdnn_backend::Handle::new();
         for engine in &g.engines {
             backend

@@ -184,14 +184,10 @@ impl DispatchRegistry {
         Self::default()
     }
 
-    /// The registry with this provider's native packs: Pointwise v1 and ConvFwd v1, each under
-    /// its versioned name and its unversioned alias.
+    /// The registry with upstream's native packs; see [`crate::registry::native_packs`] (the
+    /// one place packs are registered).
     pub fn with_native_packs() -> Self {
-        let mut r = Self::new();
-        r.register(Arc::new(super::packs::pointwise::PointwiseV1Handler))
-            .and_then(|()| r.register(Arc::new(super::packs::conv_fwd::ConvFwdV1Handler)))
-            .unwrap_or_else(|e| unreachable!("native packs register once: {e}"));
-        r
+        crate::registry::native_packs()
     }
 
     fn insert_versioned(&mut self, handler: &Arc<dyn DispatchHandler>) -> PluginResult<String> {

@@ -31,9 +31,11 @@ impl std::fmt::Display for ErrorCode {
     }
 }
 
-/// A failed graph operation: a code and a message naming the node, tensor and attribute.
+/// A failed graph operation: a code and a message naming the node, tensor and attribute, and,
+/// when another layer failed, that layer's typed error as the [`Cause`].
 ///
-/// Displayed as `"<CODE>: <message>"`.
+/// Displayed as `"<CODE>: <message>"`. Match on [`Error::code`] for upstream's category and on
+/// [`Error::cause`] for what failed underneath (never on the message text).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct Error {
@@ -41,6 +43,24 @@ pub struct Error {
     pub code: ErrorCode,
     /// Human-readable cause.
     pub message: String,
+    /// The typed error of the layer that failed (backend, GPU runtime), if any.
+    #[source]
+    pub cause: Option<Cause>,
+}
+
+/// The typed error of a layer below the SDK that made an SDK call fail.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum Cause {
+    /// A backend call failed (its `hipdnnStatus_t` and message).
+    #[error(transparent)]
+    Backend(#[from] hipdnn_backend::BackendError),
+    /// No usable GPU: no runtime, no device, or no kernels packed for its architecture.
+    #[error(transparent)]
+    GpuUnavailable(#[from] hipdnn_engines::gpu::GpuUnavailable),
+    /// A GPU runtime call failed (device memory allocation or copy).
+    #[error(transparent)]
+    Driver(#[from] hipdnn_hip::DriverError),
 }
 
 impl Error {
@@ -49,7 +69,21 @@ impl Error {
         Error {
             code,
             message: message.into(),
+            cause: None,
         }
+    }
+    /// Attaches the typed error of the layer that failed.
+    pub fn with_cause(mut self, cause: impl Into<Cause>) -> Self {
+        self.cause = Some(cause.into());
+        self
+    }
+    /// The typed error of the layer that failed, if any.
+    pub fn cause(&self) -> Option<&Cause> {
+        self.cause.as_ref()
+    }
+    /// True when the error says no GPU is usable ([`Cause::GpuUnavailable`]).
+    pub fn is_gpu_unavailable(&self) -> bool {
+        matches!(self.cause, Some(Cause::GpuUnavailable(_)))
     }
     /// An `InvalidValue` error.
     pub fn invalid_value(message: impl Into<String>) -> Self {
@@ -64,6 +98,28 @@ impl Error {
     }
     pub(crate) fn not_set(message: impl Into<String>) -> Self {
         Self::attribute_not_set(message)
+    }
+}
+
+/// A backend failure as an SDK error: `HIPDNN_BACKEND_ERROR` with the message
+/// `Backend error: <STATUS>: <text>` and the [`BackendError`](hipdnn_backend::BackendError) as
+/// its cause. Callers that have context to add use `backend_error` (crate-internal), which
+/// prefixes it.
+impl From<hipdnn_backend::BackendError> for Error {
+    fn from(e: hipdnn_backend::BackendError) -> Self {
+        Error::new(
+            ErrorCode::HipdnnBackendError,
+            format!("Backend error: {}: {}", e.status.name(), e.message),
+        )
+        .with_cause(e)
+    }
+}
+
+/// No usable GPU as an SDK error: `GRAPH_NOT_SUPPORTED` with the reason as the message and
+/// [`Cause::GpuUnavailable`] as the cause.
+impl From<hipdnn_engines::gpu::GpuUnavailable> for Error {
+    fn from(e: hipdnn_engines::gpu::GpuUnavailable) -> Self {
+        Error::new(ErrorCode::GraphNotSupported, e.to_string()).with_cause(e)
     }
 }
 

@@ -20,7 +20,7 @@ pub mod types;
 mod validate;
 
 pub use build::BatchnormOutputs;
-pub use error::{Error, ErrorCode, Result};
+pub use error::{Cause, Error, ErrorCode, Result};
 pub use json::JSON_VERSION;
 pub use ops::*;
 pub use tensor::{NodeId, TensorAttributes, TensorId, TensorValue, packed_strides, stride_order};

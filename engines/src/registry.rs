@@ -1,0 +1,77 @@
+//! The one pack registry: every dispatch handler (launch contract) this crate serves, and the
+//! kernel families of the pack tool's `kernels.json` that map onto them.
+//!
+//! Registration lives here and nowhere else: [`native_packs`] (upstream's native packs,
+//! Pointwise v1 and ConvFwd v1, each under its versioned name and its unversioned alias) and
+//! [`pack_registry`] (those plus every newer contract, registered under its versioned name
+//! only, which is what GPU engines use). The dispatch machinery
+//! ([`crate::ingestor::dispatch`]) knows no pack.
+//!
+//! Kernel family names (`"pointwise"`, `"conv_fwd"`) are the wire names of the `family` field
+//! that the pack tool (`xtask pack-kernels`) writes into `kernels.json`
+//! (`engines/kernels/README.md`); [`PackFamily`] is their only spelling in this crate, and a
+//! test checks that every committed `kernels.json` names only known families.
+
+use crate::ingestor::DispatchRegistry;
+use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
+use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
+use crate::ingestor::packs::pointwise::PointwiseV1Handler;
+use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
+use std::sync::Arc;
+
+/// A kernel family of the packed kernels: which launch contract serves its entries.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum PackFamily {
+    /// Single pointwise node kernels (`family: "pointwise"`).
+    Pointwise,
+    /// Direct 2-D convolution forward with the bias/ReLU epilogue (`family: "conv_fwd"`).
+    ConvFwd,
+}
+
+impl PackFamily {
+    /// Every family, in registration order.
+    pub const ALL: [PackFamily; 2] = [PackFamily::Pointwise, PackFamily::ConvFwd];
+
+    /// The `family` value of `kernels.json`.
+    pub fn name(self) -> &'static str {
+        match self {
+            PackFamily::Pointwise => "pointwise",
+            PackFamily::ConvFwd => "conv_fwd",
+        }
+    }
+
+    /// The family named `name` in `kernels.json`, `None` for a family this build does not serve.
+    pub fn from_name(name: &str) -> Option<PackFamily> {
+        PackFamily::ALL.into_iter().find(|f| f.name() == name)
+    }
+
+    /// The contract that serves the family's current packed entries (entries without a
+    /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`.
+    pub fn packed_contract(self) -> &'static str {
+        match self {
+            PackFamily::Pointwise => POINTWISE_V2,
+            PackFamily::ConvFwd => CONV_FWD_V2,
+        }
+    }
+}
+
+/// Upstream's native packs: Pointwise v1 and ConvFwd v1, each under its versioned name
+/// (`hipkernel.<pack>.dispatch.v1`) and its unversioned alias (`hipkernel.<pack>.dispatch`).
+pub fn native_packs() -> DispatchRegistry {
+    let mut r = DispatchRegistry::new();
+    r.register(Arc::new(PointwiseV1Handler))
+        .and_then(|()| r.register(Arc::new(ConvFwdV1Handler)))
+        .unwrap_or_else(|e| unreachable!("native packs register once: {e}"));
+    r
+}
+
+/// Every contract this crate serves: [`native_packs`] plus the v2 contracts
+/// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) under their versioned
+/// names only, so the unversioned aliases keep naming v1.
+pub fn pack_registry() -> DispatchRegistry {
+    let mut r = native_packs();
+    r.register_versioned_only(Arc::new(PointwiseV2Handler))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
+        .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
+    r
+}
