@@ -102,7 +102,7 @@ fn time(iters: usize, mut f: impl FnMut() -> R<()>) -> R<f64> {
 
 /// Executes `g` with inputs of the given lengths, timed (median, synchronized).
 fn time_exec(h: &Handle, g: &Graph, inputs: &[(i64, usize)], n_out: usize, iters: usize) -> R<f64> {
-    let stream = Stream::default_stream(h.gpu_device().ok_or("no GPU")?);
+    let stream = Stream::default_stream(h.gpu_device().ok_or("this handle executes on the CPU")?);
     let bufs: Vec<(i64, Buffer<f32>)> = inputs
         .iter()
         .map(|(u, n)| Buffer::from_slice_on(h, &vec![0.5f32; *n]).map(|b| (*u, b)))
@@ -155,7 +155,7 @@ fn torch_conv(shapes: &[[i64; 7]]) -> serde_json::Value {
 }
 
 fn raw_launch_time(h: &Handle) -> R<f64> {
-    let dev = h.gpu_device().ok_or("no GPU")?.clone();
+    let dev = h.gpu_device().ok_or("this handle executes on the CPU")?.clone();
     let arch = dev.arch().split(':').next().unwrap_or_default().to_string();
     let dir = hipdnn_engines::gpu::kernel_dir().join(&arch);
     let descs = hipdnn_engines::gpu::load_packed_descriptors(&dir).map_err(|e| e.to_string())?;
