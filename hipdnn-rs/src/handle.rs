@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 /// The device a handle executes on.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Device {
+pub enum ExecutionDevice {
     /// Host memory and the CPU reference engine.
     Cpu,
     /// A GPU, by platform and architecture name (`sm_90`, `gfx942:sramecc+:xnack-`, …).
@@ -30,7 +30,7 @@ pub enum Device {
 /// A hipDNN handle: a backend handle with its registered engines, bound to one device.
 pub struct Handle {
     backend: hipdnn_backend::Handle,
-    device: Device,
+    device: ExecutionDevice,
     gpu: Option<Arc<hipdnn_hip::safe::Device>>,
 }
 
@@ -90,7 +90,7 @@ impl Handle {
         log::info!("hipdnn: handle on the CPU (engine hipdnn.reference.cpu)");
         Ok(Handle {
             backend,
-            device: Device::Cpu,
+            device: ExecutionDevice::Cpu,
             gpu: None,
         })
     }
@@ -121,7 +121,7 @@ impl Handle {
         backend
             .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
-        let device = Device::Gpu {
+        let device = ExecutionDevice::Gpu {
             ordinal: g.device.info().ordinal,
             name: g.device.info().name.clone(),
             arch: g.device.arch().to_string(),
@@ -139,13 +139,13 @@ impl Handle {
     }
 
     /// The device this handle executes on.
-    pub fn device(&self) -> &Device {
+    pub fn device(&self) -> &ExecutionDevice {
         &self.device
     }
 
     /// True when the handle executes on a GPU (buffers it allocates live on the device).
     pub fn is_gpu(&self) -> bool {
-        matches!(self.device, Device::Gpu { .. })
+        matches!(self.device, ExecutionDevice::Gpu { .. })
     }
 
     /// The GPU this handle executes on, if any (buffers made for the handle live there).

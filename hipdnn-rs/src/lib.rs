@@ -29,5 +29,5 @@ pub mod handle;
 pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, VariantPack};
 pub use compiled::{NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE};
 pub use graph::*;
-pub use handle::{Device, Handle};
+pub use handle::{ExecutionDevice, Handle};
 pub use hipdnn_backend::{BehaviorNote, HeuristicMode};

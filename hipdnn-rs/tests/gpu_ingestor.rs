@@ -457,8 +457,8 @@ fn gpu_refuses_damaged_newer_and_other_arch_plans() {
     );
     // Another arch: replace the saved target and reseal.
     let arch = match h.device() {
-        hipdnn::Device::Gpu { arch, .. } => arch.split(':').next().unwrap_or_default().to_string(),
-        hipdnn::Device::Cpu => unreachable!(),
+        hipdnn::ExecutionDevice::Gpu { arch, .. } => arch.split(':').next().unwrap_or_default().to_string(),
+        hipdnn::ExecutionDevice::Cpu => unreachable!(),
     };
     let other = if arch.starts_with("sm_") {
         "sm_80"
