@@ -177,6 +177,20 @@ pub trait PlanSerialization: Send + Sync {
         &self,
         payload: &[u8],
     ) -> PluginResult<Box<dyn ExecutionContext>>;
+
+    /// Load hook for a payload that is a view of the plan's one owned copy of its loaded bytes
+    /// ([`crate::ExecutionPlanDescriptor::from_shared`]): the context may keep views of
+    /// `payload` (cheap clones) instead of copies. The default calls
+    /// [`Self::create_execution_context_from_serialized`] with the viewed bytes.
+    ///
+    /// # Errors
+    /// As [`Self::create_execution_context_from_serialized`].
+    fn create_execution_context_from_shared(
+        &self,
+        payload: &crate::bytes::SharedBytes,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        self.create_execution_context_from_serialized(payload)
+    }
 }
 
 /// An engine, registered in a handle's engine registry.

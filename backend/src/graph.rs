@@ -20,7 +20,10 @@ pub struct OperationGraph {
 }
 
 impl OperationGraph {
-    /// Verifies `bytes` as a bare `Graph` FlatBuffer and keeps a copy.
+    /// Verifies `bytes` as a bare `Graph` FlatBuffer and keeps a copy. An `HDGP` container is
+    /// cut by the container codec first ([`crate::hdgp::graph_part`]); a bare execution plan
+    /// given here is refused because the Graph verifier or the no-nodes check refuses it
+    /// (neither format has an identifier).
     ///
     /// Tensor identities are collected in buffer order: `uid`, and alignment `0` for a runtime
     /// pass-by-value tensor, else its `alignment` (reference `backend-c-api.md` §4.2 step 3).
@@ -66,21 +69,6 @@ impl OperationGraph {
             preferred_engine_id: graph.preferred_engine_id(),
             bytes: bytes.to_vec(),
         })
-    }
-
-    /// Loads a graph from a bare `Graph` FlatBuffer or an `HDGP` container (upstream
-    /// `hipdnnBackendCreateAndDeserializeGraph_ext`, reference §6.4): the `HDGP` marker is
-    /// checked first; for a container only its graph blob is parsed (the plan blob is
-    /// ignored), anything else is parsed as a bare graph by [`Self::from_bytes`]. A bare
-    /// execution plan given here is refused with `BAD_PARAM` because the Graph verifier or the
-    /// no-nodes check refuses it (neither format has an identifier).
-    ///
-    /// # Errors
-    /// `BAD_PARAM` "unable to verify the serialized graph-and-plan container…" for an
-    /// identified but damaged container; `BAD_PARAM` "container carries no graph"; the errors of
-    /// [`Self::from_bytes`].
-    pub fn from_graph_or_container(bytes: &[u8]) -> BackendResult<Self> {
-        Self::from_bytes(crate::hdgp::graph_part(bytes)?)
     }
 
     /// The serialized `Graph` bytes, exactly as given.

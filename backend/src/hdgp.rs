@@ -1,9 +1,12 @@
-//! The `HDGP` graph-and-plan container: one buffer carrying a serialized `Graph` and,
+//! The `HDGP` graph-and-plan container codec: one buffer carrying a serialized `Graph` and,
 //! optionally, a serialized execution plan (envelope).
 //!
-//! This module owns writing, detecting, verifying and cutting containers, and the content
-//! flags query. It never parses the inner blobs (the graph and the plan loaders do) and keeps
-//! no copies: the reader returns slices of the caller's buffer.
+//! A leaf codec (like wgpu-core's `validate_pipeline_cache`): it takes bytes and returns
+//! borrowed views of the graph and plan blobs, read once ([`read_container`],
+//! [`GraphAndPlan::parse`]), or takes blobs and writes a container
+//! ([`write_graph_and_plan`], [`write_graph_and_plan_into`]). It owns detecting, verifying,
+//! cutting and writing containers and the content-flags query; it never parses the inner blobs
+//! (the graph and the plan loaders do), knows no descriptor or engine, and keeps no copies.
 //!
 //! Wire format (upstream `flatbuffers_sdk/schemas/serialized_graph_and_plan.fbs`, reference
 //! `backend-c-api.md` §6): a FlatBuffer, root table `SerializedGraphAndPlan { graph_blob:[ubyte]
@@ -97,6 +100,19 @@ impl<'a> GraphAndPlan<'a> {
     }
 }
 
+/// Reads `bytes` once as a possible container (reference §6.4, marker first): `Ok(None)` when
+/// it is not an `HDGP` container (a bare graph or bare plan, left to its own loader), else the
+/// verified container's blob views.
+///
+/// # Errors
+/// `BAD_PARAM` [`UNVERIFIABLE_CONTAINER_MESSAGE`] for an identified but damaged container.
+pub fn read_container(bytes: &[u8]) -> BackendResult<Option<GraphAndPlan<'_>>> {
+    if !is_graph_and_plan_container(bytes) {
+        return Ok(None);
+    }
+    GraphAndPlan::parse(bytes).map(Some)
+}
+
 /// The plan part of `bytes` for a plan load (reference §6.4): the container's plan blob, or
 /// `bytes` itself when it is not a container (a bare plan passes through).
 ///
@@ -105,15 +121,15 @@ impl<'a> GraphAndPlan<'a> {
 /// `BAD_PARAM` "container carries no execution plan" for a container with an absent or empty
 /// plan blob.
 pub fn plan_part(bytes: &[u8]) -> BackendResult<&[u8]> {
-    if !is_graph_and_plan_container(bytes) {
-        return Ok(bytes);
+    match read_container(bytes)? {
+        None => Ok(bytes),
+        Some(c) => c.plan_blob().ok_or_else(|| {
+            BackendError::new(
+                Status::BadParam,
+                "container carries no execution plan (it was saved from a graph without a plan)",
+            )
+        }),
     }
-    GraphAndPlan::parse(bytes)?.plan_blob().ok_or_else(|| {
-        BackendError::new(
-            Status::BadParam,
-            "container carries no execution plan (it was saved from a graph without a plan)",
-        )
-    })
 }
 
 /// The graph part of `bytes` for a graph load (reference §6.4): the container's graph blob, or
@@ -124,12 +140,12 @@ pub fn plan_part(bytes: &[u8]) -> BackendResult<&[u8]> {
 /// `BAD_PARAM` [`UNVERIFIABLE_CONTAINER_MESSAGE`] for an identified but damaged container;
 /// `BAD_PARAM` "container carries no graph" for a container with an absent or empty graph blob.
 pub fn graph_part(bytes: &[u8]) -> BackendResult<&[u8]> {
-    if !is_graph_and_plan_container(bytes) {
-        return Ok(bytes);
+    match read_container(bytes)? {
+        None => Ok(bytes),
+        Some(c) => c
+            .graph_blob()
+            .ok_or_else(|| BackendError::new(Status::BadParam, "container carries no graph")),
     }
-    GraphAndPlan::parse(bytes)?
-        .graph_blob()
-        .ok_or_else(|| BackendError::new(Status::BadParam, "container carries no graph"))
 }
 
 /// `hipdnnBackendGetSerializedBinaryContents_ext` (reference §6.5): for an `HDGP` container,
@@ -139,10 +155,7 @@ pub fn graph_part(bytes: &[u8]) -> BackendResult<&[u8]> {
 /// # Errors
 /// `BAD_PARAM` [`UNVERIFIABLE_CONTAINER_MESSAGE`] for an identified but damaged container.
 pub fn serialized_contents(bytes: &[u8]) -> BackendResult<i32> {
-    if !is_graph_and_plan_container(bytes) {
-        return Ok(CONTENT_GRAPH);
-    }
-    Ok(GraphAndPlan::parse(bytes)?.content_flags())
+    Ok(read_container(bytes)?.map_or(CONTENT_GRAPH, |c| c.content_flags()))
 }
 
 fn put_u32(out: &mut Vec<u8>, v: u32) {
@@ -222,22 +235,21 @@ fn patch_uoffset(out: &mut [u8], field: usize, target: usize) {
 }
 
 /// Two-call graph-and-plan save (upstream `hipdnnBackendGetSerializedBinaryGraphAndPlan_ext`,
-/// reference §6.3): builds the container of `graph_bytes` and, when `plan` is `Some`, that
-/// plan's serialized bytes (for a loaded plan, the bytes it was loaded from). `out == None`
-/// returns the size only; `Some(buf)` copies the container into `buf[..size]`. No container is
-/// cached (the graph may differ between calls; the plan bytes are stable).
+/// reference §6.3): the container of the blobs `graph` and `plan` (for a plan, its serialized
+/// bytes, e.g. `ExecutionPlanDescriptor::serialized_bytes`; for a loaded plan, the bytes it
+/// was loaded from), as [`write_graph_and_plan`] writes it. `out == None` returns the size
+/// only; `Some(buf)` writes the container into `buf[..size]`. Nothing is cached (the graph may
+/// differ between calls).
 ///
 /// # Errors
-/// The plan save's errors pass through (e.g. `NOT_SUPPORTED` for an engine without hooks,
-/// `PLUGIN_ERROR`); `BAD_PARAM_SIZE_INSUFFICIENT` with [`BackendError::required_size`] when
-/// `buf` is shorter than the container (`buf` untouched).
-pub fn serialize_graph_and_plan_into(
-    graph_bytes: &[u8],
-    plan: Option<&crate::plan::ExecutionPlanDescriptor>,
+/// `BAD_PARAM_SIZE_INSUFFICIENT` with [`BackendError::required_size`] when `buf` is shorter
+/// than the container (`buf` untouched).
+pub fn write_graph_and_plan_into(
+    graph: &[u8],
+    plan: Option<&[u8]>,
     out: Option<&mut [u8]>,
 ) -> BackendResult<usize> {
-    let plan_bytes = plan.map(|p| p.to_bytes()).transpose()?;
-    let container = write_graph_and_plan(graph_bytes, plan_bytes.as_deref());
+    let container = write_graph_and_plan(graph, plan);
     if let Some(buf) = out {
         if buf.len() < container.len() {
             return Err(BackendError::size_insufficient(

@@ -8,6 +8,7 @@
 
 #![deny(unsafe_op_in_unsafe_fn)]
 
+pub mod bytes;
 pub mod engine;
 pub mod envelope;
 pub mod graph;
@@ -17,6 +18,7 @@ pub mod plan;
 pub mod status;
 pub mod variant_pack;
 
+pub use bytes::SharedBytes;
 pub use engine::{
     BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
     PlanSerialization, TensorBinding, engine_id_from_name,
@@ -26,7 +28,8 @@ pub use graph::OperationGraph;
 pub use handle::{Handle, HeuristicMode};
 pub use hdgp::{
     CONTENT_EXECUTION_PLAN, CONTENT_GRAPH, GraphAndPlan, graph_part, is_graph_and_plan_container,
-    plan_part, serialize_graph_and_plan_into, serialized_contents, write_graph_and_plan,
+    plan_part, read_container, serialized_contents, write_graph_and_plan,
+    write_graph_and_plan_into,
 };
 pub use plan::ExecutionPlanDescriptor;
 pub use status::{BackendError, BackendResult, PluginError, PluginResult, PluginStatus, Status};

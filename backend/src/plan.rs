@@ -5,6 +5,7 @@
 //! save to the plan's engine, and the serialized-plan cache. It never interprets a plugin
 //! payload and never rebuilds the envelope of a loaded plan.
 
+use crate::bytes::SharedBytes;
 use crate::engine::{Engine, EngineConfig, ExecuteArgs, ExecutionContext};
 use crate::envelope::{PlanEnvelope, write_envelope};
 use crate::graph::OperationGraph;
@@ -26,20 +27,25 @@ pub const NO_SERIALIZATION_MESSAGE: &str =
 /// create/set/finalize sequence), so upstream's `NOT_INITIALIZED` cases cannot occur.
 ///
 /// # Serialized-plan cache (D3)
-/// The plan keeps `Mutex<Option<Vec<u8>>>` with its serialized bytes:
+/// The plan keeps `Mutex<Option<SharedBytes>>` with its serialized bytes:
 /// - **Built plan** ([`ExecutionPlanDescriptor::finalize`]): empty until the first save. The
 ///   first save, under the lock, calls the engine's save hook once and builds a version 2
 ///   envelope; the cache is set only after both succeed, so a failed save leaves it empty and
 ///   the next save retries. Later saves (also concurrent ones) copy the cache and never call
 ///   the engine again.
-/// - **Loaded plan** ([`ExecutionPlanDescriptor::from_bytes`]): the cache is seeded with the
-///   exact plan bytes it was loaded from, so a save returns them byte-identically (a version 1
-///   envelope stays version 1) and never calls the engine's save hook.
+/// - **Loaded plan** ([`ExecutionPlanDescriptor::from_shared`], [`ExecutionPlanDescriptor::
+///   from_bytes`]): the cache is seeded with the exact plan bytes it was loaded from, so a save
+///   returns them byte-identically (a version 1 envelope stays version 1) and never calls the
+///   engine's save hook.
 ///
-/// Memory: a loaded plan keeps exactly one copy of its plan bytes (the envelope, including
-/// the plugin payload) for its lifetime, whether or not it is saved again; for kernel-ingestor
-/// plans those bytes include the GPU code object. A built plan keeps one copy only after its
-/// first save. When an `HDGP` container is loaded, only its plan part is kept.
+/// Memory: a plan loaded with [`Self::from_shared`] keeps no copy of its own: its cache is a
+/// view of the caller's one owned copy of the loaded bytes (for a container, a view of its plan
+/// part), and the engine's load hook may keep views of that same buffer (the kernel ingestor
+/// keeps its code object so), so the process holds one host copy of the plan bytes, code object
+/// included, for the plan's lifetime. [`Self::from_bytes`] (borrowed input) makes that one copy
+/// itself, after the engine has restored from the borrowed input; an engine that must keep
+/// part of its payload then keeps its own copy. A built plan keeps one copy only after its
+/// first save.
 pub struct ExecutionPlanDescriptor {
     engine: Arc<dyn Engine>,
     engine_id: i64,
@@ -49,7 +55,7 @@ pub struct ExecutionPlanDescriptor {
     tensor_alignments: Vec<i64>,
     workspace_size: usize,
     is_override_shape_enabled: bool,
-    serialized_plan_cache: Mutex<Option<Vec<u8>>>,
+    serialized_plan_cache: Mutex<Option<SharedBytes>>,
 }
 
 impl std::fmt::Debug for ExecutionPlanDescriptor {
@@ -124,16 +130,18 @@ impl ExecutionPlanDescriptor {
         })
     }
 
-    /// Loads a plan from serialized bytes (upstream
+    /// Loads a plan from borrowed serialized bytes (upstream
     /// `hipdnnBackendCreateAndDeserializeExecutionPlan_ext` + `deserializeBackendPlan`,
     /// reference §4.5, §4.6 and §6.4).
     ///
-    /// `bytes` is a bare envelope or an `HDGP` container (the marker is checked first; for a
-    /// container only its plan blob is used and kept). The envelope checks run in order (see
+    /// `bytes` is a bare envelope or an `HDGP` container: the container codec
+    /// ([`crate::hdgp::plan_part`]) cuts the plan part (marker first; for a container only its
+    /// plan blob is used and kept). The envelope checks run in order (see
     /// [`PlanEnvelope::parse`]); then the envelope's engine id is routed to `handle`'s engine,
     /// whose load hook receives the plugin payload as a slice of `bytes` (no temporary copy).
-    /// After the engine restored the context, the cache is seeded with the exact plan bytes.
-    /// On any failure no descriptor is produced (and nothing is cached).
+    /// After the engine restored the context, the cache is seeded with one copy of the exact
+    /// plan bytes. On any failure no descriptor is produced (and nothing is cached or copied).
+    /// A caller that owns the bytes uses [`Self::from_shared`] instead (no copy at all).
     ///
     /// # Errors
     /// - `BAD_PARAM` "Serialized execution plan is empty." for empty input.
@@ -157,15 +165,70 @@ impl ExecutionPlanDescriptor {
         }
         let plan_bytes = plan_part(bytes)?;
         let env = PlanEnvelope::parse(plan_bytes)?;
-        let engine = Arc::clone(handle.engine_for(env.engine_id)?);
-        let hooks = engine
-            .serialization()
-            .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;
+        let (engine, hooks) = Self::load_hooks(handle, &env)?;
         let context = hooks
             .create_execution_context_from_serialized(env.plugin_payload)
             .map_err(|e| {
                 plugin_error("engine refused to restore the execution plan", &*engine, e)
             })?;
+        let descriptor = Self::restored(engine, context, env, None)?;
+        // Seeded after the engine restored the context (PR14517): the one copy.
+        *descriptor.lock_cache() = Some(SharedBytes::copy_from_slice(plan_bytes));
+        Ok(descriptor)
+    }
+
+    /// Loads a plan from a bare envelope held in a caller-owned shared buffer (the one owned
+    /// copy of loaded bytes; e.g. a view of a container's plan part): the same checks, routing
+    /// and errors as [`Self::from_bytes`] for a bare plan, with no copy. The engine's load hook
+    /// gets the plugin payload as a view of `plan`
+    /// ([`crate::PlanSerialization::create_execution_context_from_shared`]), and the cache is
+    /// seeded with `plan` itself (a view of the same buffer), so a save returns exactly these
+    /// bytes and never calls the engine.
+    ///
+    /// `plan` must be a bare envelope: the container codec ([`crate::hdgp`]) cuts containers
+    /// before this call. An `HDGP` container given here fails the envelope checks.
+    ///
+    /// # Errors
+    /// As [`Self::from_bytes`], without the container-cut errors.
+    pub fn from_shared(handle: &Handle, plan: SharedBytes) -> BackendResult<Self> {
+        let env = PlanEnvelope::parse(&plan)?;
+        let (engine, hooks) = Self::load_hooks(handle, &env)?;
+        let payload = plan.view_of(env.plugin_payload).ok_or_else(|| {
+            BackendError::new(
+                Status::InternalError,
+                "the envelope's plugin payload does not lie inside the plan bytes",
+            )
+        })?;
+        let context = hooks
+            .create_execution_context_from_shared(&payload)
+            .map_err(|e| {
+                plugin_error("engine refused to restore the execution plan", &*engine, e)
+            })?;
+        drop(payload);
+        // Seeded after the engine restored the context (PR14517): a view, no copy (the clone
+        // shares the buffer; `env` still borrows `plan`).
+        Self::restored(engine, context, env, Some(plan.clone()))
+    }
+
+    /// Routing of a load: the engine serving the envelope's id and its serialization hooks.
+    fn load_hooks<'h>(
+        handle: &'h Handle,
+        env: &PlanEnvelope<'_>,
+    ) -> BackendResult<(Arc<dyn Engine>, &'h dyn crate::engine::PlanSerialization)> {
+        let engine = handle.engine_for(env.engine_id)?;
+        let hooks = engine
+            .serialization()
+            .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;
+        Ok((Arc::clone(engine), hooks))
+    }
+
+    /// The descriptor of a restored `context`, its cache seeded with `cache`.
+    fn restored(
+        engine: Arc<dyn Engine>,
+        context: Box<dyn ExecutionContext>,
+        env: PlanEnvelope<'_>,
+        cache: Option<SharedBytes>,
+    ) -> BackendResult<Self> {
         let workspace_size = usize::try_from(env.workspace_size).map_err(|_| {
             BackendError::new(
                 Status::BadParam,
@@ -184,8 +247,7 @@ impl ExecutionPlanDescriptor {
             tensor_uids: env.tensor_uids,
             workspace_size,
             is_override_shape_enabled: env.is_override_shape_enabled,
-            // Seeded after the engine restored the context (PR14517).
-            serialized_plan_cache: Mutex::new(Some(plan_bytes.to_vec())),
+            serialized_plan_cache: Mutex::new(cache),
         })
     }
 
@@ -307,7 +369,7 @@ impl ExecutionPlanDescriptor {
             .map_err(|e| plugin_error("engine failed to execute the plan", &*self.engine, e))
     }
 
-    fn lock_cache(&self) -> MutexGuard<'_, Option<Vec<u8>>> {
+    fn lock_cache(&self) -> MutexGuard<'_, Option<SharedBytes>> {
         // A panic while the lock was held cannot leave a half-filled cache (it is assigned
         // only after a complete fill), so a poisoned lock is safe to use.
         self.serialized_plan_cache
@@ -316,7 +378,7 @@ impl ExecutionPlanDescriptor {
     }
 
     /// Fills the cache if empty (first save of a built plan), under the caller's lock.
-    fn fill(&self, cache: &mut Option<Vec<u8>>) -> BackendResult<()> {
+    fn fill(&self, cache: &mut Option<SharedBytes>) -> BackendResult<()> {
         if cache.is_some() {
             return Ok(());
         }
@@ -348,7 +410,7 @@ impl ExecutionPlanDescriptor {
             &payload,
         );
         drop(payload); // upstream: destroy hook, exactly once after a successful save
-        *cache = Some(bytes);
+        *cache = Some(SharedBytes::from(bytes));
         Ok(())
     }
 
@@ -385,8 +447,16 @@ impl ExecutionPlanDescriptor {
     /// The serialized plan as a new vector (one copy of the cache). Same rules and errors as
     /// [`Self::serialize_into`] except that no size can be insufficient.
     pub fn to_bytes(&self) -> BackendResult<Vec<u8>> {
+        Ok(self.serialized_bytes()?.to_vec())
+    }
+
+    /// The serialized plan as a view of the cache (no copy: for a loaded plan, a view of the
+    /// bytes it was loaded from). Same rules and errors as [`Self::to_bytes`].
+    pub fn serialized_bytes(&self) -> BackendResult<SharedBytes> {
         let mut cache = self.lock_cache();
         self.fill(&mut cache)?;
-        Ok(cache.as_deref().unwrap_or_default().to_vec())
+        cache.clone().ok_or_else(|| {
+            BackendError::new(Status::InternalError, "the serialized-plan cache is empty")
+        })
     }
 }

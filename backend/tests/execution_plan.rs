@@ -6,7 +6,7 @@ mod common;
 
 use common::*;
 use hipdnn_backend::{
-    BackendError, EngineConfig, ExecutionPlanDescriptor, Handle, PlanEnvelope, Status,
+    BackendError, EngineConfig, ExecutionPlanDescriptor, Handle, PlanEnvelope, SharedBytes, Status,
     engine_id_from_name,
 };
 use std::sync::atomic::Ordering;
@@ -399,6 +399,90 @@ fn load_hook_receives_the_payload_borrowed_from_the_input() {
     assert!(
         addr >= start && addr + LOAD_PAYLOAD.len() <= start + bytes.len(),
         "payload was copied instead of borrowed"
+    );
+}
+
+#[test]
+fn shared_load_seeds_the_cache_with_a_view_of_the_loaded_buffer_and_copies_nothing() {
+    let (handle, engine) = counting_handle();
+    let loaded = SharedBytes::copy_from_slice(&Env::v2().bytes());
+    assert_eq!(Arc::strong_count(loaded.buffer()), 1);
+    let plan = ExecutionPlanDescriptor::from_shared(&handle, loaded.clone()).unwrap();
+    assert_eq!(engine.loads(), 1);
+    // The load hook got the payload as a view of the one buffer (no temporary copy).
+    let (addr, payload) = engine
+        .counters
+        .last_load_payload
+        .lock()
+        .unwrap()
+        .clone()
+        .unwrap();
+    assert_eq!(payload, LOAD_PAYLOAD);
+    let start = loaded.as_ptr() as usize;
+    assert!(
+        addr >= start && addr + LOAD_PAYLOAD.len() <= start + loaded.len(),
+        "payload was copied instead of viewed"
+    );
+    // The cache is that same view: the buffer has two holders (the caller and the cache).
+    assert_eq!(Arc::strong_count(loaded.buffer()), 2);
+    let cached = plan.serialized_bytes().unwrap();
+    assert!(cached.same_view(&loaded), "{cached:?} vs {loaded:?}");
+    drop(cached);
+    assert_eq!(plan.to_bytes().unwrap(), &loaded[..]);
+    assert_eq!(
+        engine.saves(),
+        0,
+        "a loaded plan never reaches the save hook"
+    );
+    assert_eq!(plan.tensor_uids(), &UIDS);
+    assert_eq!(plan.workspace_size(), 1024);
+    drop(plan);
+    assert_eq!(Arc::strong_count(loaded.buffer()), 1);
+}
+
+#[test]
+fn shared_load_of_a_view_keeps_only_that_view() {
+    let (handle, engine) = counting_handle();
+    let plan_bytes = Env::v1().bytes();
+    let mut padded = vec![0xEEu8; 5];
+    padded.extend_from_slice(&plan_bytes);
+    padded.extend_from_slice(&[0xEE; 3]);
+    let buffer = SharedBytes::copy_from_slice(&padded);
+    let view = buffer.slice(5..5 + plan_bytes.len()).unwrap();
+    let plan = ExecutionPlanDescriptor::from_shared(&handle, view.clone()).unwrap();
+    let cached = plan.serialized_bytes().unwrap();
+    assert!(cached.same_view(&view));
+    assert_eq!(cached.range(), 5..5 + plan_bytes.len());
+    assert_eq!(
+        plan.to_bytes().unwrap(),
+        plan_bytes,
+        "v1 stays v1, unaligned view"
+    );
+    assert_eq!(engine.saves(), 0);
+}
+
+#[test]
+fn failed_shared_load_keeps_no_view() {
+    let (handle, engine) = counting_handle();
+    engine.refuse_load.store(true, Ordering::SeqCst);
+    let loaded = SharedBytes::copy_from_slice(&Env::v2().bytes());
+    let e = err_of(ExecutionPlanDescriptor::from_shared(
+        &handle,
+        loaded.clone(),
+    ));
+    assert_eq!(e.status, Status::PluginError);
+    assert!(
+        e.message
+            .starts_with("engine refused to restore the execution plan"),
+        "{}",
+        e.message
+    );
+    assert_eq!(Arc::strong_count(loaded.buffer()), 1);
+    let empty = SharedBytes::copy_from_slice(&[]);
+    assert_err(
+        ExecutionPlanDescriptor::from_shared(&handle, empty),
+        Status::BadParam,
+        "Serialized execution plan is empty.",
     );
 }
 

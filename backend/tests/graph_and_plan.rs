@@ -238,11 +238,17 @@ fn plan_load_rejects_an_identified_but_corrupt_container() {
 
 // ---- graph load ----
 
+/// A graph load as a caller does it: the container codec cuts the graph part (a bare graph
+/// passes through), then the graph loader verifies it.
+fn load_graph(bytes: &[u8]) -> Result<OperationGraph, hipdnn_backend::BackendError> {
+    OperationGraph::from_bytes(graph_part(bytes)?)
+}
+
 #[test]
 fn graph_load_from_a_container_extracts_the_graph() {
     let graph = graph_bytes();
     let c = write_graph_and_plan(&graph, Some(&saved_plan()));
-    let g = OperationGraph::from_graph_or_container(&c).unwrap();
+    let g = load_graph(&c).unwrap();
     assert_eq!(g.bytes(), &graph[..]);
     assert_eq!(g.tensor_uids(), &UIDS);
     assert_eq!(g.graph().nodes().unwrap().len(), 1);
@@ -251,7 +257,7 @@ fn graph_load_from_a_container_extracts_the_graph() {
 #[test]
 fn graph_load_from_a_legacy_bare_blob_is_unchanged() {
     let graph = graph_bytes();
-    let g = OperationGraph::from_graph_or_container(&graph).unwrap();
+    let g = load_graph(&graph).unwrap();
     assert_eq!(g.bytes(), &graph[..]);
     assert_eq!(g.tensor_alignments(), &ALIGNMENTS);
 }
@@ -259,7 +265,7 @@ fn graph_load_from_a_legacy_bare_blob_is_unchanged() {
 #[test]
 fn graph_load_rejects_a_container_with_an_empty_graph_blob() {
     let c = write_graph_and_plan(&[], Some(&saved_plan()));
-    let e = OperationGraph::from_graph_or_container(&c).unwrap_err();
+    let e = load_graph(&c).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
     assert!(
         e.message.starts_with("container carries no graph"),
@@ -271,7 +277,7 @@ fn graph_load_rejects_a_container_with_an_empty_graph_blob() {
 #[test]
 fn graph_load_rejects_an_identified_but_corrupt_container() {
     let c = write_graph_and_plan(&graph_bytes(), None);
-    let e = OperationGraph::from_graph_or_container(&c[..20]).unwrap_err();
+    let e = load_graph(&c[..20]).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
     assert!(
         e.message
@@ -284,7 +290,7 @@ fn bare_plan_given_to_the_graph_loader_is_bad_param_and_no_graph() {
     // A plan written by our own writer (neither format has an identifier): refused by the
     // Graph verifier or the graph checks (PR #14517).
     for plan in [saved_plan(), Env::v1().bytes()] {
-        let e = OperationGraph::from_graph_or_container(&plan).unwrap_err();
+        let e = load_graph(&plan).unwrap_err();
         assert_eq!(e.status, Status::BadParam);
         assert!(
             e.message.starts_with("serialized graph is invalid"),
@@ -324,7 +330,7 @@ fn graph_without_nodes_is_bad_param() {
     let mut fbb = flatbuffers::FlatBufferBuilder::new();
     let g = Graph::create(&mut fbb, &GraphArgs::default());
     fbb.finish_minimal(g);
-    let e = OperationGraph::from_graph_or_container(fbb.finished_data()).unwrap_err();
+    let e = load_graph(fbb.finished_data()).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
     assert!(
         e.message
@@ -356,26 +362,51 @@ fn hdgp_writer_bytes_are_pinned() {
 
 #[test]
 fn two_call_graph_and_plan_save_reports_size_and_refuses_short_buffers() {
-    use hipdnn_backend::hdgp::serialize_graph_and_plan_into;
+    use hipdnn_backend::hdgp::write_graph_and_plan_into;
     let (handle, engine) = counting_handle();
-    let plan = built_plan(&handle);
+    let built = built_plan(&handle);
+    let plan = built.serialized_bytes().unwrap();
     let graph = graph_bytes();
-    let n = serialize_graph_and_plan_into(&graph, Some(&plan), None).unwrap();
+    let n = write_graph_and_plan_into(&graph, Some(&plan), None).unwrap();
     let mut buf = vec![0u8; n];
     assert_eq!(
-        serialize_graph_and_plan_into(&graph, Some(&plan), Some(&mut buf)).unwrap(),
+        write_graph_and_plan_into(&graph, Some(&plan), Some(&mut buf)).unwrap(),
         n
     );
     assert_eq!(
         buf,
-        write_graph_and_plan(&graph, Some(&plan.to_bytes().unwrap()))
+        write_graph_and_plan(&graph, Some(&built.to_bytes().unwrap()))
     );
     let mut short = vec![0u8; n - 1];
-    let e = serialize_graph_and_plan_into(&graph, Some(&plan), Some(&mut short)).unwrap_err();
+    let e = write_graph_and_plan_into(&graph, Some(&plan), Some(&mut short)).unwrap_err();
     assert_eq!(e.status, Status::BadParamSizeInsufficient);
     assert_eq!(e.required_size, Some(n));
     assert!(short.iter().all(|&b| b == 0));
     assert_eq!(engine.saves(), 1);
-    let g_only = serialize_graph_and_plan_into(&graph, None, None).unwrap();
+    let g_only = write_graph_and_plan_into(&graph, None, None).unwrap();
     assert!(g_only < n);
+}
+
+#[test]
+fn read_container_returns_views_of_the_input_read_once() {
+    let graph = graph_bytes();
+    let plan = saved_plan();
+    let c = write_graph_and_plan(&graph, Some(&plan));
+    let gp = hipdnn_backend::read_container(&c).unwrap().unwrap();
+    let (g, p) = (gp.graph_blob().unwrap(), gp.plan_blob().unwrap());
+    assert_eq!((g, p), (&graph[..], &plan[..]));
+    // Views, not copies: the blobs lie at the writer's 8-aligned offsets of the input.
+    assert_eq!(g.as_ptr() as usize - c.as_ptr() as usize, 32);
+    let plan_at = p.as_ptr() as usize - c.as_ptr() as usize;
+    assert_eq!(plan_at % 8, 0);
+    assert_eq!(plan_at, (32 + graph.len() + 4).next_multiple_of(8));
+    // Not a container: no views, no error (bare blobs go to their own loaders).
+    assert_eq!(hipdnn_backend::read_container(&graph).unwrap(), None);
+    assert_eq!(hipdnn_backend::read_container(&plan).unwrap(), None);
+    let e = hipdnn_backend::read_container(&c[..20]).unwrap_err();
+    assert_eq!(e.status, Status::BadParam);
+    assert!(
+        e.message
+            .starts_with("unable to verify the serialized graph-and-plan container")
+    );
 }
