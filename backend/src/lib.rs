@@ -14,6 +14,7 @@ pub mod envelope;
 pub mod graph;
 pub mod handle;
 pub mod hdgp;
+pub mod ops;
 pub mod plan;
 pub mod status;
 pub mod variant_pack;
