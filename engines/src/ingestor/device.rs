@@ -8,6 +8,7 @@
 //! Upstream: `HKP/src/compilation/CodeObjectLoad.cpp`, `KIE/IngestorKernelCode.hpp`
 //! (reference `ingestor-payload.md` §10).
 
+use hipdnn_backend::SharedBytes;
 use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::collections::HashMap;
@@ -204,11 +205,13 @@ pub struct LoadFailure {
 
 /// A code object's bytes plus the kernel loaded from them, memoised per device ordinal.
 ///
-/// The bytes live as long as this value. Each device loads its own module at most once,
+/// The bytes live as long as this value; they may be a view of a loaded plan's one owned
+/// copy of its bytes ([`SharedBytes`]), so a restored plan keeps no code-object copy of its
+/// own. Each device loads its own module at most once,
 /// even when many threads ask at the same time (one thread loads, the others wait); a failed
 /// load stores nothing, so a later call tries again.
 pub struct KernelCode {
-    bytes: Arc<[u8]>,
+    bytes: SharedBytes,
     symbol: String,
     per_device: Mutex<HashMap<i32, Arc<OnceCell<LoadedKernel>>>>,
 }
@@ -225,16 +228,17 @@ impl fmt::Debug for KernelCode {
 }
 
 impl KernelCode {
-    /// Code object `bytes` holding the kernel `symbol`; nothing is loaded yet.
-    pub fn new(bytes: Arc<[u8]>, symbol: &str) -> Self {
+    /// Code object `bytes` (an `Arc<[u8]>` or a [`SharedBytes`] view) holding the kernel
+    /// `symbol`; nothing is loaded yet and no bytes are copied.
+    pub fn new(bytes: impl Into<SharedBytes>, symbol: &str) -> Self {
         KernelCode {
-            bytes,
+            bytes: bytes.into(),
             symbol: symbol.to_string(),
             per_device: Mutex::new(HashMap::new()),
         }
     }
     /// The code object bytes.
-    pub fn bytes(&self) -> &Arc<[u8]> {
+    pub fn bytes(&self) -> &SharedBytes {
         &self.bytes
     }
     /// The kernel symbol.
