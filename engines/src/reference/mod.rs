@@ -17,6 +17,7 @@
 
 pub mod dtype;
 mod exec;
+mod nodes;
 pub mod ops;
 pub mod payload;
 mod plan;

@@ -41,6 +41,7 @@ use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::ops::conv::{SpatialAttr, Window, output_extent};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::{ConvMode, DataType, Node, PointwiseMode};
 
@@ -373,12 +374,22 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
         ));
     }
     for (i, (hw, f)) in [(xd[2], wd[2]), (xd[3], wd[3])].into_iter().enumerate() {
-        let want = if stride[i] >= 1 && dil[i] >= 1 {
-            (hw + pre[i] + post[i] - dil[i] * (f - 1) - 1).div_euclid(stride[i]) + 1
-        } else {
-            0
+        // The op table's extent rule; a bad stride, a bad dilation or an output that is not
+        // positive leaves no extent to agree with.
+        let window = Window {
+            pre: pre[i],
+            post: post[i],
+            stride: stride[i],
+            dilation: dil[i],
         };
-        if yd[2 + i] != want || yd[0] != xd[0] || yd[1] != wd[0] || pre[i] < 0 {
+        let want = (dil[i] >= SpatialAttr::Dilation.min())
+            .then(|| output_extent(hw, f, window).ok())
+            .flatten();
+        if want != Some(yd[2 + i])
+            || yd[0] != xd[0]
+            || yd[1] != wd[0]
+            || pre[i] < SpatialAttr::PrePadding.min()
+        {
             return Err(na(format!(
                 "the conv_fwd pack (dispatch v2): output dims {yd:?} disagree with x {xd:?}, w {wd:?}, padding {pre:?}/{post:?}, stride {stride:?}, dilation {dil:?}"
             )));

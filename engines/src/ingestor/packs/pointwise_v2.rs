@@ -37,6 +37,7 @@ use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::ops;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::{DataType, PointwiseMode, TensorAttributes};
 
@@ -69,22 +70,23 @@ pub const POINTWISE_V2_NAMES: [&str; 21] = [
     "y.uid",
 ];
 
-/// Modes of the v2 contract: graph mode, kernel op name, number of inputs.
-pub const POINTWISE_V2_MODES: [(PointwiseMode, &str, u8); 14] = [
-    (PointwiseMode::IDENTITY, "identity", 1),
-    (PointwiseMode::RELU_FWD, "relu_fwd", 1),
-    (PointwiseMode::SIGMOID_FWD, "sigmoid_fwd", 1),
-    (PointwiseMode::TANH_FWD, "tanh_fwd", 1),
-    (PointwiseMode::GELU_APPROX_TANH_FWD, "gelu_fwd", 1),
-    (PointwiseMode::EXP, "exp", 1),
-    (PointwiseMode::NEG, "neg", 1),
-    (PointwiseMode::ABS, "abs", 1),
-    (PointwiseMode::ADD, "add", 2),
-    (PointwiseMode::SUB, "sub", 2),
-    (PointwiseMode::MUL, "mul", 2),
-    (PointwiseMode::DIV, "div", 2),
-    (PointwiseMode::MAX_OP, "max", 2),
-    (PointwiseMode::MIN_OP, "min", 2),
+/// Modes of the v2 contract: graph mode and kernel op name (the number of inputs comes from
+/// the op table, [`hipdnn_backend::ops::pointwise::arity`]).
+pub const POINTWISE_V2_MODES: [(PointwiseMode, &str); 14] = [
+    (PointwiseMode::IDENTITY, "identity"),
+    (PointwiseMode::RELU_FWD, "relu_fwd"),
+    (PointwiseMode::SIGMOID_FWD, "sigmoid_fwd"),
+    (PointwiseMode::TANH_FWD, "tanh_fwd"),
+    (PointwiseMode::GELU_APPROX_TANH_FWD, "gelu_fwd"),
+    (PointwiseMode::EXP, "exp"),
+    (PointwiseMode::NEG, "neg"),
+    (PointwiseMode::ABS, "abs"),
+    (PointwiseMode::ADD, "add"),
+    (PointwiseMode::SUB, "sub"),
+    (PointwiseMode::MUL, "mul"),
+    (PointwiseMode::DIV, "div"),
+    (PointwiseMode::MAX_OP, "max"),
+    (PointwiseMode::MIN_OP, "min"),
 ];
 
 /// Kernel-name suffix of a data type the GPU kernels serve (`f32`, `f16`, `bf16`).
@@ -97,11 +99,15 @@ pub fn dtype_suffix(t: DataType) -> Option<&'static str> {
     }
 }
 
+/// The v2 mode with schema number `mode`: the mode, its kernel op name and its arity (from the
+/// op table).
 fn mode_entry(mode: i64) -> Option<(PointwiseMode, &'static str, u8)> {
-    POINTWISE_V2_MODES
+    let (m, name) = POINTWISE_V2_MODES
         .iter()
         .copied()
-        .find(|(m, _, _)| i64::from(m.0) == mode)
+        .find(|(m, _)| i64::from(m.0) == mode)?;
+    let arity = u8::try_from(ops::pointwise::arity(m)?.inputs()).ok()?;
+    Some((m, name, arity))
 }
 
 /// The launch inputs of contract v2.

@@ -25,24 +25,6 @@ pub struct ConvGeometry {
     pub flip: bool,
 }
 
-/// Output spatial size: `(i + pre + post - dil·(k-1) - 1) / stride + 1`, `None` when the
-/// dilated filter does not fit.
-pub fn out_size(
-    i: usize,
-    k: usize,
-    pre: usize,
-    post: usize,
-    stride: usize,
-    dil: usize,
-) -> Option<usize> {
-    let padded = i + pre + post;
-    let span = dil * (k - 1) + 1;
-    if padded < span || stride == 0 {
-        return None;
-    }
-    Some((padded - span) / stride + 1)
-}
-
 /// 3-D view of the problem: every shape promoted to 3 spatial dims (leading 1s).
 struct Geo3 {
     n: usize,

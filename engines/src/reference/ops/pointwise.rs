@@ -28,60 +28,6 @@ pub struct PointwiseParams {
     pub axis: usize,
 }
 
-/// Number of inputs a mode takes (1, 2 or 3), `None` for modes without a meaning here.
-pub fn arity(mode: M) -> Option<usize> {
-    Some(match mode {
-        M::ABS
-        | M::CEIL
-        | M::ERF
-        | M::EXP
-        | M::FLOOR
-        | M::IDENTITY
-        | M::LOG
-        | M::LOGICAL_NOT
-        | M::NEG
-        | M::RECIPROCAL
-        | M::RELU_FWD
-        | M::RSQRT
-        | M::SIGMOID_FWD
-        | M::SIN
-        | M::SOFTPLUS_FWD
-        | M::SQRT
-        | M::TAN
-        | M::TANH_FWD
-        | M::ELU_FWD
-        | M::GELU_FWD
-        | M::GELU_APPROX_TANH_FWD
-        | M::SWISH_FWD
-        | M::GEN_INDEX => 1,
-        M::ADD
-        | M::ADD_SQUARE
-        | M::CMP_EQ
-        | M::CMP_GE
-        | M::CMP_GT
-        | M::CMP_LE
-        | M::CMP_LT
-        | M::CMP_NEQ
-        | M::DIV
-        | M::MAX_OP
-        | M::MIN_OP
-        | M::MUL
-        | M::SUB
-        | M::LOGICAL_AND
-        | M::LOGICAL_OR
-        | M::RELU_BWD
-        | M::SIGMOID_BWD
-        | M::TANH_BWD
-        | M::ELU_BWD
-        | M::GELU_BWD
-        | M::GELU_APPROX_TANH_BWD
-        | M::SOFTPLUS_BWD
-        | M::SWISH_BWD => 2,
-        M::BINARY_SELECT => 3,
-        _ => return None,
-    })
-}
-
 /// The error function (Numerical Recipes `erfc` Chebyshev fit, evaluated in f64; relative error
 /// below 1.2e-7).
 pub fn erf(x: f32) -> f32 {

@@ -1,0 +1,16 @@
+//! One file per op kind of the CPU reference engine. Each file owns its step type (the UIDs
+//! and parameters one node needs), its `parse` — graph node → checked step, refusing with
+//! `NOT_APPLICABLE` what the engine cannot run, using the op facts of
+//! [`hipdnn_backend::ops`] — and its `run` — host arrays in, outputs stored through
+//! [`super::exec`]'s environment, arithmetic in [`super::ops`].
+//!
+//! [`super::plan`] and [`super::exec`] only dispatch here; nothing in this folder reads bytes
+//! or touches bindings directly.
+
+pub(super) mod conv;
+pub(super) mod matmul;
+pub(super) mod norm;
+pub(super) mod pointwise;
+pub(super) mod reduction;
+pub(super) mod resample;
+pub(super) mod sdpa;

@@ -1,0 +1,555 @@
+//! Normalization nodes of the CPU reference engine — batchnorm inference, batchnorm training
+//! forward, layernorm, rmsnorm: parse (operand broadcast, statistics shapes) and run
+//! ([`crate::reference::ops::norm`]).
+
+use crate::reference::exec::Env;
+use crate::reference::exec::reshape;
+use crate::reference::ops::norm;
+use crate::reference::plan::{Cx, Op};
+use hipdnn_backend::{PluginError, PluginResult};
+use hipdnn_schema::graph::{Node, NodeAttributes as NA};
+
+/// Batchnorm-inference statistics form.
+#[derive(Debug, Clone, Copy)]
+pub enum BnStats {
+    /// `inv_variance` tensor.
+    InvVariance(i64),
+    /// `variance` tensor and epsilon.
+    Variance(i64, i64),
+}
+
+/// A batchnorm inference step.
+#[derive(Debug, Clone)]
+pub struct BnInferenceStep {
+    /// Input UID.
+    pub x: i64,
+    /// Mean UID.
+    pub mean: i64,
+    /// Inverse-variance or variance form.
+    pub stats: BnStats,
+    /// Scale UID.
+    pub scale: i64,
+    /// Bias UID.
+    pub bias: i64,
+    /// Output UID.
+    pub y: i64,
+}
+
+impl BnInferenceStep {
+    /// UIDs read.
+    pub fn inputs(&self) -> Vec<i64> {
+        let mut v = vec![self.x, self.mean, self.scale, self.bias];
+        match self.stats {
+            BnStats::InvVariance(i) => v.push(i),
+            BnStats::Variance(a, e) => v.extend([a, e]),
+        }
+        v
+    }
+    /// UIDs written.
+    pub fn outputs(&self) -> Vec<i64> {
+        vec![self.y]
+    }
+}
+
+/// A batchnorm training-forward step.
+#[derive(Debug, Clone)]
+pub struct BnTrainingStep {
+    /// Input UID.
+    pub x: i64,
+    /// Scale UID.
+    pub scale: i64,
+    /// Bias UID.
+    pub bias: i64,
+    /// Epsilon UID.
+    pub eps: i64,
+    /// Output UID.
+    pub y: i64,
+    /// Saved mean UID.
+    pub mean: Option<i64>,
+    /// Saved inverse variance UID.
+    pub inv_var: Option<i64>,
+    /// prev running mean, prev running variance, momentum, next running mean, next running
+    /// variance UIDs.
+    pub running: Option<(i64, i64, i64, i64, i64)>,
+}
+
+impl BnTrainingStep {
+    /// UIDs read.
+    pub fn inputs(&self) -> Vec<i64> {
+        let mut v = vec![self.x, self.scale, self.bias, self.eps];
+        if let Some((pm, pv, m, _, _)) = self.running {
+            v.extend([pm, pv, m]);
+        }
+        v
+    }
+    /// UIDs written.
+    pub fn outputs(&self) -> Vec<i64> {
+        let mut v = vec![self.y];
+        v.extend(self.mean.iter().chain(&self.inv_var));
+        if let Some((_, _, _, nm, nv)) = self.running {
+            v.extend([nm, nv]);
+        }
+        v
+    }
+}
+
+/// A layernorm forward step.
+#[derive(Debug, Clone)]
+pub struct LayernormStep {
+    /// Input UID.
+    pub x: i64,
+    /// Scale UID.
+    pub scale: i64,
+    /// Bias UID.
+    pub bias: i64,
+    /// Epsilon UID.
+    pub eps: i64,
+    /// Output UID.
+    pub y: i64,
+    /// Statistics dims (x dims with normalized axes set to 1).
+    pub stat_dims: Vec<usize>,
+    /// Saved mean UID.
+    pub mean: Option<i64>,
+    /// Saved inverse variance UID.
+    pub inv_var: Option<i64>,
+}
+
+impl LayernormStep {
+    /// UIDs read.
+    pub fn inputs(&self) -> Vec<i64> {
+        vec![self.x, self.scale, self.bias, self.eps]
+    }
+    /// UIDs written.
+    pub fn outputs(&self) -> Vec<i64> {
+        let mut v = vec![self.y];
+        v.extend(self.mean.iter().chain(&self.inv_var));
+        v
+    }
+}
+
+/// An RMSNorm forward step.
+#[derive(Debug, Clone)]
+pub struct RmsnormStep {
+    /// Input UID.
+    pub x: i64,
+    /// Scale UID.
+    pub scale: i64,
+    /// Bias UID.
+    pub bias: Option<i64>,
+    /// Epsilon UID.
+    pub eps: i64,
+    /// Output UID.
+    pub y: i64,
+    /// Statistics dims.
+    pub stat_dims: Vec<usize>,
+    /// Saved inverse RMS UID.
+    pub inv_rms: Option<i64>,
+}
+
+impl RmsnormStep {
+    /// UIDs read.
+    pub fn inputs(&self) -> Vec<i64> {
+        let mut v = vec![self.x, self.scale, self.eps];
+        v.extend(self.bias);
+        v
+    }
+    /// UIDs written.
+    pub fn outputs(&self) -> Vec<i64> {
+        let mut v = vec![self.y];
+        v.extend(self.inv_rms);
+        v
+    }
+}
+
+/// Normalized-axes rule shared by layernorm (when `normalized_dim_count` is 0) and rmsnorm:
+/// axes from the first axis ≥ 1 where the scale dim is not 1 to the last; all of 1.. when the
+/// scale is all ones. Returns the statistics dims (x dims with normalized axes set to 1).
+pub fn stat_dims_from_scale(x: &[usize], scale: &[usize]) -> Vec<usize> {
+    let off = x.len().saturating_sub(scale.len());
+    let first = (1..x.len())
+        .find(|&i| i >= off && scale[i - off] != 1)
+        .unwrap_or(1);
+    x.iter()
+        .enumerate()
+        .map(|(i, &d)| if i >= first { 1 } else { d })
+        .collect()
+}
+
+/// Reads and checks one bn_inference node into a [`BnInferenceStep`].
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
+pub(in crate::reference) fn parse_batchnorm_inference(
+    node: &Node<'_>,
+    cx: &Cx<'_>,
+) -> PluginResult<Op> {
+    let (xu, mu, su, bu, yu, stats) = if node.attributes_type() == NA::BatchnormInferenceAttributes
+    {
+        let a = node
+            .attributes_as_batchnorm_inference_attributes()
+            .expect("type checked");
+        (
+            a.x_tensor_uid(),
+            a.mean_tensor_uid(),
+            a.scale_tensor_uid(),
+            a.bias_tensor_uid(),
+            a.y_tensor_uid(),
+            BnStats::InvVariance(a.inv_variance_tensor_uid()),
+        )
+    } else {
+        let a = node
+            .attributes_as_batchnorm_inference_attributes_variance_ext()
+            .expect("type checked");
+        cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
+        (
+            a.x_tensor_uid(),
+            a.mean_tensor_uid(),
+            a.scale_tensor_uid(),
+            a.bias_tensor_uid(),
+            a.y_tensor_uid(),
+            BnStats::Variance(a.variance_tensor_uid(), a.epsilon_tensor_uid()),
+        )
+    };
+    let x = cx.float("x_tensor_uid", xu)?;
+    cx.dims_eq("y_tensor_uid", cx.float("y_tensor_uid", yu)?, &x.dims)?;
+    let sv = match stats {
+        BnStats::InvVariance(u) => ("inv_variance_tensor_uid", u),
+        BnStats::Variance(u, _) => ("variance_tensor_uid", u),
+    };
+    for (attr, u) in [
+        ("mean_tensor_uid", mu),
+        sv,
+        ("scale_tensor_uid", su),
+        ("bias_tensor_uid", bu),
+    ] {
+        cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
+    }
+    Ok(Op::BnInference(BnInferenceStep {
+        x: xu,
+        mean: mu,
+        stats,
+        scale: su,
+        bias: bu,
+        y: yu,
+    }))
+}
+
+/// Reads and checks one batchnorm node into a [`BnTrainingStep`].
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
+pub(in crate::reference) fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+    let a = node
+        .attributes_as_batchnorm_attributes()
+        .expect("type checked");
+    if let Some(p) = a.peer_stats_tensor_uid().filter(|p| !p.is_empty()) {
+        return Err(cx.refuse(
+            "peer_stats_tensor_uid",
+            format!("{:?}", p.iter().collect::<Vec<_>>()),
+        ));
+    }
+    let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
+    if x.dims.len() < 2 {
+        return Err(cx.bad("x needs at least 2 dims (N, C, …)"));
+    }
+    cx.dims_eq(
+        "y_tensor_uid",
+        cx.float("y_tensor_uid", a.y_tensor_uid())?,
+        &x.dims,
+    )?;
+    let mut stat = vec![1; x.dims.len()];
+    stat[1] = x.dims[1];
+    for (attr, u) in [
+        ("scale_tensor_uid", a.scale_tensor_uid()),
+        ("bias_tensor_uid", a.bias_tensor_uid()),
+    ] {
+        cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
+    }
+    cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
+    let mean = cx.opt("mean_tensor_uid", a.mean_tensor_uid())?;
+    let inv_var = cx.opt("inv_variance_tensor_uid", a.inv_variance_tensor_uid())?;
+    for u in mean.iter().chain(&inv_var) {
+        if cx.tensors[u].volume() != x.dims[1] {
+            return Err(cx.bad(format!(
+                "statistics tensor uid {u} dims {:?} must hold C = {} values",
+                cx.tensors[u].dims, x.dims[1]
+            )));
+        }
+    }
+    let r = [
+        a.prev_running_mean_tensor_uid(),
+        a.prev_running_variance_tensor_uid(),
+        a.momentum_tensor_uid(),
+        a.next_running_mean_tensor_uid(),
+        a.next_running_variance_tensor_uid(),
+    ];
+    let running = match r {
+        [None, None, None, None, None] => None,
+        [Some(pm), Some(pv), Some(m), Some(nm), Some(nv)] => {
+            for u in [pm, pv, m, nm, nv] {
+                cx.t("running statistics", u)?;
+            }
+            Some((pm, pv, m, nm, nv))
+        }
+        _ => return Err(cx.bad("running statistics need all of prev_running_mean, prev_running_variance, momentum, next_running_mean and next_running_variance")),
+    };
+    Ok(Op::BnTraining(BnTrainingStep {
+        x: x.uid,
+        scale: a.scale_tensor_uid(),
+        bias: a.bias_tensor_uid(),
+        eps: a.epsilon_tensor_uid(),
+        y: a.y_tensor_uid(),
+        mean,
+        inv_var,
+        running,
+    }))
+}
+
+/// Reads and checks one layernorm node into a [`LayernormStep`].
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
+pub(in crate::reference) fn parse_layernorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+    let a = node
+        .attributes_as_layernorm_attributes()
+        .expect("type checked");
+    let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
+    cx.dims_eq(
+        "y_tensor_uid",
+        cx.float("y_tensor_uid", a.y_tensor_uid())?,
+        &x.dims,
+    )?;
+    let scale = cx.float("scale_tensor_uid", a.scale_tensor_uid())?;
+    let ndc = a.normalized_dim_count();
+    let stat_dims = if ndc == 0 {
+        stat_dims_from_scale(&x.dims, &scale.dims)
+    } else if ndc < 0 || ndc as usize > x.dims.len() {
+        return Err(cx.refuse("normalized_dim_count", ndc));
+    } else {
+        let r = x.dims.len();
+        x.dims
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| if i >= r - ndc as usize { 1 } else { d })
+            .collect()
+    };
+    for (attr, u) in [
+        ("scale_tensor_uid", a.scale_tensor_uid()),
+        ("bias_tensor_uid", a.bias_tensor_uid()),
+    ] {
+        cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
+    }
+    cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
+    let mean = cx.opt("mean_tensor_uid", a.mean_tensor_uid())?;
+    let inv_var = cx.opt("inv_variance_tensor_uid", a.inv_variance_tensor_uid())?;
+    let sv: usize = stat_dims.iter().product();
+    for u in mean.iter().chain(&inv_var) {
+        if cx.tensors[u].volume() != sv {
+            return Err(cx.bad(format!(
+                "statistics tensor uid {u} dims {:?} must hold {sv} values (dims {stat_dims:?})",
+                cx.tensors[u].dims
+            )));
+        }
+    }
+    Ok(Op::Layernorm(LayernormStep {
+        x: x.uid,
+        scale: scale.uid,
+        bias: a.bias_tensor_uid(),
+        eps: a.epsilon_tensor_uid(),
+        y: a.y_tensor_uid(),
+        stat_dims,
+        mean,
+        inv_var,
+    }))
+}
+
+/// Reads and checks one rmsnorm node into a [`RmsnormStep`].
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
+pub(in crate::reference) fn parse_rmsnorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+    let a = node
+        .attributes_as_rmsnorm_attributes()
+        .expect("type checked");
+    let x = cx.float("x_tensor_uid", a.x_tensor_uid())?;
+    cx.dims_eq(
+        "y_tensor_uid",
+        cx.float("y_tensor_uid", a.y_tensor_uid())?,
+        &x.dims,
+    )?;
+    let scale = cx.float("scale_tensor_uid", a.scale_tensor_uid())?;
+    cx.bcast("scale_tensor_uid", scale, &x.dims)?;
+    if let Some(b) = a.bias_tensor_uid() {
+        cx.bcast("bias_tensor_uid", cx.float("bias_tensor_uid", b)?, &x.dims)?;
+    }
+    cx.t("epsilon_tensor_uid", a.epsilon_tensor_uid())?;
+    let stat_dims = stat_dims_from_scale(&x.dims, &scale.dims);
+    let inv_rms = cx.opt("inv_rms_tensor_uid", a.inv_rms_tensor_uid())?;
+    let sv: usize = stat_dims.iter().product();
+    if let Some(u) = inv_rms {
+        if cx.tensors[&u].volume() != sv {
+            return Err(cx.bad(format!(
+                "inv_rms tensor uid {u} dims {:?} must hold {sv} values",
+                cx.tensors[&u].dims
+            )));
+        }
+    }
+    Ok(Op::Rmsnorm(RmsnormStep {
+        x: x.uid,
+        scale: scale.uid,
+        bias: a.bias_tensor_uid(),
+        eps: a.epsilon_tensor_uid(),
+        y: a.y_tensor_uid(),
+        stat_dims,
+        inv_rms,
+    }))
+}
+
+/// Runs one bn_inference step on host arrays.
+pub(in crate::reference) fn run_batchnorm_inference(
+    s: &BnInferenceStep,
+    env: &mut Env<'_, '_, '_>,
+    e: &impl Fn(String) -> PluginError,
+) -> PluginResult<()> {
+    let BnInferenceStep {
+        x,
+        mean,
+        stats,
+        scale,
+        bias,
+        y,
+    } = s;
+    let (xv, mv, sv, bv) = (
+        env.get(*x)?,
+        env.get(*mean)?,
+        env.get(*scale)?,
+        env.get(*bias)?,
+    );
+    let inv = match stats {
+        BnStats::InvVariance(u) => env.get(*u)?,
+        BnStats::Variance(u, eps) => {
+            let eps = env.scalar(*eps)?;
+            norm::inv_std(&env.get(*u)?, eps)
+        }
+    };
+    env.put(
+        *y,
+        norm::batchnorm_inference(&xv, &mv, &inv, &sv, &bv).map_err(e)?,
+    )
+}
+
+/// Runs one batchnorm step on host arrays.
+pub(in crate::reference) fn run_batchnorm(
+    s: &BnTrainingStep,
+    env: &mut Env<'_, '_, '_>,
+    e: &impl Fn(String) -> PluginError,
+) -> PluginResult<()> {
+    let BnTrainingStep {
+        x,
+        scale,
+        bias,
+        eps,
+        y,
+        mean,
+        inv_var,
+        running,
+    } = s;
+    let (xv, sv, bv) = (env.get(*x)?, env.get(*scale)?, env.get(*bias)?);
+    let epsv = env.scalar(*eps)?;
+    let mut sd = vec![1; xv.ndim()];
+    sd[1] = xv.shape()[1];
+    let (m, var, cnt) = norm::moments(&xv, &sd);
+    let inv = norm::inv_std(&var, epsv);
+    let yv = norm::normalize(&xv, Some(&m), &inv, &sv, Some(&bv)).map_err(&e)?;
+    env.put(*y, yv)?;
+    if let Some(u) = mean {
+        env.put(*u, m.clone())?;
+    }
+    if let Some(u) = inv_var {
+        env.put(*u, inv.clone())?;
+    }
+    if let Some((pm, pv, mo, nm, nv)) = running {
+        let (pmv, pvv, mom) = (env.get(*pm)?, env.get(*pv)?, env.scalar(*mo)?);
+        let pmv = reshape(pmv, &sd);
+        let pvv = reshape(pvv, &sd);
+        let unbias = if cnt > 1 {
+            cnt as f32 / (cnt - 1) as f32
+        } else {
+            1.0
+        };
+        let nmv = ndarray::Zip::from(&pmv)
+            .and(&m)
+            .map_collect(|&p, &c| (1.0 - mom) * p + mom * c);
+        let nvv = ndarray::Zip::from(&pvv)
+            .and(&var)
+            .map_collect(|&p, &c| (1.0 - mom) * p + mom * c * unbias);
+        env.put(*nm, nmv)?;
+        env.put(*nv, nvv)?;
+    }
+    Ok(())
+}
+
+/// Runs one layernorm step on host arrays.
+pub(in crate::reference) fn run_layernorm(
+    s: &LayernormStep,
+    env: &mut Env<'_, '_, '_>,
+    e: &impl Fn(String) -> PluginError,
+) -> PluginResult<()> {
+    let LayernormStep {
+        x,
+        scale,
+        bias,
+        eps,
+        y,
+        stat_dims,
+        mean,
+        inv_var,
+    } = s;
+    let (xv, sv, bv) = (env.get(*x)?, env.get(*scale)?, env.get(*bias)?);
+    let epsv = env.scalar(*eps)?;
+    let (m, var, _) = norm::moments(&xv, stat_dims);
+    let inv = norm::inv_std(&var, epsv);
+    env.put(
+        *y,
+        norm::normalize(&xv, Some(&m), &inv, &sv, Some(&bv)).map_err(e)?,
+    )?;
+    if let Some(u) = mean {
+        env.put(*u, m)?;
+    }
+    if let Some(u) = inv_var {
+        env.put(*u, inv)?;
+    }
+    Ok(())
+}
+
+/// Runs one rmsnorm step on host arrays.
+pub(in crate::reference) fn run_rmsnorm(
+    s: &RmsnormStep,
+    env: &mut Env<'_, '_, '_>,
+    e: &impl Fn(String) -> PluginError,
+) -> PluginResult<()> {
+    let RmsnormStep {
+        x,
+        scale,
+        bias,
+        eps,
+        y,
+        stat_dims,
+        inv_rms,
+    } = s;
+    let (xv, sv) = (env.get(*x)?, env.get(*scale)?);
+    let bv = match bias {
+        Some(b) => Some(env.get(*b)?),
+        None => None,
+    };
+    let epsv = env.scalar(*eps)?;
+    let inv = norm::inv_rms(&xv, stat_dims, epsv);
+    env.put(
+        *y,
+        norm::normalize(&xv, None, &inv, &sv, bv.as_ref()).map_err(e)?,
+    )?;
+    if let Some(u) = inv_rms {
+        env.put(*u, inv)?;
+    }
+    Ok(())
+}
