@@ -12,6 +12,8 @@ use super::ops::*;
 use super::tensor::{TensorAttributes, TensorId, packed_strides, stride_order};
 use super::types::*;
 use super::{Graph, Operation};
+use hipdnn_backend::ops::conv::{self as conv_rule, ExtentError, Window};
+use hipdnn_backend::ops::{broadcast::broadcast_shape, matmul, resample as resample_rule};
 
 /// Outputs of [`Graph::batchnorm`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,44 +30,18 @@ pub struct BatchnormOutputs {
     pub next_running_variance: Option<TensorId>,
 }
 
-fn conv_out(input: i64, pre: i64, post: i64, k: i64, stride: i64, dil: i64) -> i64 {
-    if stride <= 0 {
-        return 0;
+/// A dim inferred by an op table rule: the rule's value, also when it is not positive
+/// (validation then reports the tensor's dims), and 0 when the rule has no value (stride
+/// `<= 0`, `i64` overflow).
+fn inferred(r: Result<i64, ExtentError>) -> i64 {
+    match r {
+        Ok(v) | Err(ExtentError::NonPositive(v)) => v,
+        Err(_) => 0,
     }
-    (input + pre + post - dil * (k - 1) - 1).div_euclid(stride) + 1
-}
-
-fn window_out(input: i64, pre: i64, post: i64, window: i64, stride: i64) -> i64 {
-    if stride <= 0 {
-        return 0;
-    }
-    (input + pre + post - window).div_euclid(stride) + 1
 }
 
 fn at(v: &[i64], i: usize, default: i64) -> i64 {
     v.get(i).copied().unwrap_or(default)
-}
-
-/// Numpy broadcast of several shapes (right-aligned; a 1 stretches; conflicting sizes take the
-/// larger, validate reports them).
-pub(crate) fn broadcast(shapes: &[&[i64]]) -> Vec<i64> {
-    let rank = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
-    (0..rank)
-        .map(|i| {
-            shapes
-                .iter()
-                .filter_map(|s| (i + s.len()).checked_sub(rank).map(|j| s[j]))
-                .fold(1, |acc, d| {
-                    if acc == 1 {
-                        d
-                    } else if d == 1 {
-                        acc
-                    } else {
-                        acc.max(d)
-                    }
-                })
-        })
-        .collect()
 }
 
 impl Graph {
@@ -136,7 +112,7 @@ impl Graph {
         mut attrs: PointwiseAttributes,
     ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Pointwise");
-        let dims = broadcast(&[&self.dims_of(a), &self.dims_of(b)]);
+        let dims = broadcast_shape(&[&self.dims_of(a), &self.dims_of(b)]);
         let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
         attrs.in_0 = Some(a);
         attrs.in_1 = Some(b);
@@ -154,7 +130,7 @@ impl Graph {
         mut attrs: PointwiseAttributes,
     ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Pointwise");
-        let dims = broadcast(&[&self.dims_of(a), &self.dims_of(b), &self.dims_of(c)]);
+        let dims = broadcast_shape(&[&self.dims_of(a), &self.dims_of(b), &self.dims_of(c)]);
         let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
         attrs.in_0 = Some(a);
         attrs.in_1 = Some(b);
@@ -178,14 +154,16 @@ impl Graph {
         let mut dims = vec![at(&xd, 0, 1), at(&wd, 0, 1)];
         for i in 0..xd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push(conv_out(
+            dims.push(inferred(conv_rule::output_extent(
                 xd[i + 2],
-                at(&a.pre_padding, i, 0),
-                at(&a.post_padding, i, 0),
                 at(&wd, i + 2, 1),
-                at(&a.stride, i, 1),
-                at(&a.dilation, i, 1),
-            ));
+                Window {
+                    pre: at(&a.pre_padding, i, 0),
+                    post: at(&a.post_padding, i, 0),
+                    stride: at(&a.stride, i, 1),
+                    dilation: at(&a.dilation, i, 1),
+                },
+            )));
         }
         let y = self.output(&name, "Y", dims, x, self.output_type(x));
         attrs.x = Some(x);
@@ -209,13 +187,16 @@ impl Graph {
         let mut dims = vec![at(&dd, 0, 1), at(&wd, 1, 1)];
         for i in 0..dd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push(
-                (dd[i + 2] - 1) * at(&a.stride, i, 1)
-                    - at(&a.pre_padding, i, 0)
-                    - at(&a.post_padding, i, 0)
-                    + at(&a.dilation, i, 1) * (at(&wd, i + 2, 1) - 1)
-                    + 1,
-            );
+            dims.push(inferred(conv_rule::data_grad_extent(
+                dd[i + 2],
+                at(&wd, i + 2, 1),
+                Window {
+                    pre: at(&a.pre_padding, i, 0),
+                    post: at(&a.post_padding, i, 0),
+                    stride: at(&a.stride, i, 1),
+                    dilation: at(&a.dilation, i, 1),
+                },
+            )));
         }
         let dx = self.output(&name, "DX", dims, dy, self.output_type(dy));
         attrs.dy = Some(dy);
@@ -239,10 +220,17 @@ impl Graph {
         let mut dims = vec![at(&dd, 1, 1), at(&xd, 1, 1)];
         for i in 0..xd.len().saturating_sub(2) {
             let a = &attrs;
-            let span = xd[i + 2] + at(&a.pre_padding, i, 0) + at(&a.post_padding, i, 0)
-                - 1
-                - (at(&dd, i + 2, 1) - 1) * at(&a.stride, i, 1);
-            dims.push(span.div_euclid(at(&a.dilation, i, 1).max(1)) + 1);
+            // A dilation <= 0 counts as 1 here; validation reports it.
+            dims.push(inferred(conv_rule::filter_grad_extent(
+                xd[i + 2],
+                at(&dd, i + 2, 1),
+                Window {
+                    pre: at(&a.pre_padding, i, 0),
+                    post: at(&a.post_padding, i, 0),
+                    stride: at(&a.stride, i, 1),
+                    dilation: at(&a.dilation, i, 1).max(1),
+                },
+            )));
         }
         let dw = self.output(&name, "DW", dims, x, self.output_type(x));
         attrs.x = Some(x);
@@ -256,13 +244,7 @@ impl Graph {
     pub fn matmul(&mut self, a: TensorId, b: TensorId, mut attrs: MatmulAttributes) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Matmul");
         let (ad, bd) = (self.dims_of(a), self.dims_of(b));
-        let (ab, bb) = (
-            &ad[..ad.len().saturating_sub(2)],
-            &bd[..bd.len().saturating_sub(2)],
-        );
-        let mut dims = broadcast(&[ab, bb]);
-        dims.push(if ad.len() >= 2 { ad[ad.len() - 2] } else { 1 });
-        dims.push(bd.last().copied().unwrap_or(1));
+        let dims = matmul::output_dims(&ad, &bd);
         let c = self.output(&name, "C", dims, a, self.output_type(a));
         attrs.a = Some(a);
         attrs.b = Some(b);
@@ -600,13 +582,13 @@ impl Graph {
         let mut dims: Vec<i64> = xd.iter().take(2).copied().collect();
         for i in 0..xd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push(window_out(
+            dims.push(inferred(resample_rule::output_extent(
                 xd[i + 2],
+                at(&a.window, i, 1),
                 at(&a.pre_padding, i, 0),
                 at(&a.post_padding, i, 0),
-                at(&a.window, i, 1),
                 at(&a.stride, i, 1),
-            ));
+            )));
         }
         let y = self.output(&name, "Y", dims.clone(), x, self.output_type(x));
         let index = (attrs.generate_index == Some(true)
@@ -638,11 +620,13 @@ impl Graph {
         let mut dims: Vec<i64> = dd.iter().take(2).copied().collect();
         for i in 0..dd.len().saturating_sub(2) {
             let a = &attrs;
-            dims.push(
-                (dd[i + 2] - 1) * at(&a.stride, i, 1) + at(&a.window, i, 1)
-                    - at(&a.pre_padding, i, 0)
-                    - at(&a.post_padding, i, 0),
-            );
+            dims.push(inferred(resample_rule::input_extent(
+                dd[i + 2],
+                at(&a.window, i, 1),
+                at(&a.pre_padding, i, 0),
+                at(&a.post_padding, i, 0),
+                at(&a.stride, i, 1),
+            )));
         }
         let dx = self.output(&name, "DX", dims, dy, self.output_type(dy));
         attrs.dy = Some(dy);

@@ -237,17 +237,10 @@ schema_enum! {
 
 impl PointwiseMode {
     /// Number of inputs the mode takes: 3 for `BinarySelect`, 2 for the binary modes, 1 for
-    /// the unary modes, 0 for `Unset`.
+    /// the unary modes, 0 for `Unset` (the op table [`hipdnn_backend::ops::pointwise`]).
     pub fn arity(self) -> usize {
-        use PointwiseMode::*;
-        match self {
-            Unset => 0,
-            BinarySelect => 3,
-            Add | AddSquare | CmpEq | CmpGe | CmpGt | CmpLe | CmpLt | CmpNeq | Div | EluBwd
-            | GeluApproxTanhBwd | GeluBwd | LogicalAnd | LogicalOr | MaxOp | MinOp | Mul
-            | ReluBwd | SigmoidBwd | SoftplusBwd | Sub | SwishBwd | TanhBwd => 2,
-            _ => 1,
-        }
+        hipdnn_backend::ops::pointwise::arity(self.to_wire())
+            .map_or(0, hipdnn_backend::ops::pointwise::Arity::inputs)
     }
 }
 

@@ -10,6 +10,8 @@ use super::error::{Error, Result};
 use super::tensor::TensorId;
 use super::types::*;
 use super::{Graph, NodeId, Operation};
+use hipdnn_backend::ops::conv::SpatialAttr;
+use hipdnn_backend::ops::matmul;
 
 fn label(op: &Operation) -> String {
     format!("{} '{}'", op.method(), op.name())
@@ -294,7 +296,7 @@ impl Graph {
                         db.len()
                     )));
                 }
-                if da[da.len() - 1] != db[db.len() - 2] {
+                if !matmul::inner_dims_agree(da, db) {
                     return Err(Error::invalid(format!(
                         "{l}: inner dims differ: a is {da:?}, b is {db:?} (a[-1] must equal b[-2])"
                     )));
@@ -402,10 +404,11 @@ impl Graph {
                 ("dilation", dil),
             ],
         )?;
-        for (n, v) in [("stride", stride), ("dilation", dil)] {
-            if let Some(s) = v.iter().find(|&&s| s <= 0) {
+        for (attr, v) in [(SpatialAttr::Stride, stride), (SpatialAttr::Dilation, dil)] {
+            if let Some(s) = attr.first_bad_entry(v) {
                 return Err(Error::invalid(format!(
-                    "{l}: attribute '{n}' has entry {s}, must be > 0"
+                    "{l}: attribute '{}' has entry {s}, must be > 0",
+                    attr.name()
                 )));
             }
         }
@@ -434,10 +437,11 @@ impl Graph {
                 ("window", window),
             ],
         )?;
-        for (n, v) in [("stride", stride), ("window", window)] {
-            if let Some(s) = v.iter().find(|&&s| s <= 0) {
+        for (attr, v) in [(SpatialAttr::Stride, stride), (SpatialAttr::Window, window)] {
+            if let Some(s) = attr.first_bad_entry(v) {
                 return Err(Error::invalid(format!(
-                    "{l}: attribute '{n}' has entry {s}, must be > 0"
+                    "{l}: attribute '{}' has entry {s}, must be > 0",
+                    attr.name()
                 )));
             }
         }
