@@ -1,0 +1,1633 @@
+//! Backend descriptors: create, destroy, set/get attribute, finalize, and execute.
+//!
+//! A descriptor is a [`DescObj`] in the [`DESCS`] registry: its C type number and its state
+//! behind a mutex. References between descriptors (an op's tensors, a graph's ops, a plan's
+//! engine config, …) are taken as **snapshots of finalized descriptors** when set, as
+//! upstream's shared pointers to finalized objects: later changes to the referenced descriptor
+//! do not reach the referrer, and destroying it does not invalidate the referrer. So no two
+//! descriptor locks are ever held at once.
+//!
+//! Rules common to every type: a set after finalize → NOT_INITIALIZED; a get before finalize
+//! (where the value is produced by finalize) → NOT_INITIALIZED; a second finalize → BAD_PARAM;
+//! a referenced descriptor of the wrong type → BAD_PARAM, not finalized →
+//! BAD_PARAM_NOT_FINALIZED; any attribute or descriptor type not listed in docs/c-api.md →
+//! NOT_SUPPORTED naming it.
+
+use crate::attr::{In, Out, ty};
+use crate::enums;
+use crate::error::{Ffi, entry, err, non_null};
+use crate::handle::{HandleObj, HipdnnHandle, handle};
+use crate::registry::Registry;
+use hipdnn::{DataType, Graph, TensorAttributes, TensorId};
+use hipdnn_backend::{
+    BufferRef, Engine, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph,
+    Status, VariantPack,
+};
+use std::collections::HashMap;
+use std::ffi::c_void;
+use std::sync::{Arc, Mutex, MutexGuard};
+
+/// Opaque C type behind `hipdnnBackendDescriptor_t`.
+#[repr(C)]
+pub struct HipdnnBackendDescriptor {
+    _private: [u8; 0],
+}
+
+/// Descriptor type numbers (`hipdnnBackendDescriptorType_t`) used here.
+#[allow(missing_docs)]
+pub mod dt {
+    pub const ENGINE: i32 = 1;
+    pub const ENGINECFG: i32 = 2;
+    pub const ENGINEHEUR: i32 = 3;
+    pub const EXECUTION_PLAN: i32 = 4;
+    pub const KNOB_CHOICE: i32 = 6;
+    pub const KNOB_INFO: i32 = 7;
+    pub const OPERATIONGRAPH: i32 = 10;
+    pub const VARIANT_PACK: i32 = 11;
+    pub const TENSOR: i32 = 14;
+    pub const CONV_FWD: i32 = 15;
+    pub const CONV_BWD_FILTER: i32 = 16;
+    pub const POINTWISE: i32 = 18;
+    pub const CONV_BWD_DATA: i32 = 19;
+    pub const MATMUL: i32 = 22;
+}
+
+/// A live descriptor.
+pub struct DescObj {
+    /// `hipdnnBackendDescriptorType_t` it was created with.
+    pub dtype: i32,
+    state: Mutex<Desc>,
+}
+
+impl DescObj {
+    /// Locks the state (a poisoned lock is still consistent: states are replaced whole).
+    pub fn lock(&self) -> MutexGuard<'_, Desc> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Live descriptors.
+pub static DESCS: Registry<DescObj> = Registry::new();
+
+/// The live descriptor at `d`.
+///
+/// # Errors
+/// `BAD_PARAM_NULL_POINTER` for a null, foreign or destroyed descriptor.
+pub fn desc(d: *const HipdnnBackendDescriptor) -> Ffi<Arc<DescObj>> {
+    non_null(d, "the descriptor")?;
+    DESCS.get(d as usize).ok_or_else(|| {
+        err(
+            Status::BadParamNullPointer,
+            format!("descriptor {d:p} is not a live hipdnnBackendDescriptor_t"),
+        )
+    })
+}
+
+/// Registers a new descriptor with `state` and returns its address.
+pub fn register(dtype: i32, state: Desc) -> usize {
+    DESCS.insert(Arc::new(DescObj {
+        dtype,
+        state: Mutex::new(state),
+    }))
+}
+
+/// A finalized operation graph: the SDK graph, its serialized bytes, the backend's verified
+/// operation graph, and the handle it belongs to (if one was set).
+pub struct FinalGraph {
+    /// The handle (HANDLE attribute).
+    pub handle: Arc<HandleObj>,
+    /// The SDK graph.
+    pub graph: Graph,
+    /// Serialized `Graph` FlatBuffer (for a deserialized graph, the bytes it came from).
+    pub bytes: Vec<u8>,
+    /// The backend's view.
+    pub op: OperationGraph,
+}
+
+/// A finalized operation descriptor.
+#[derive(Clone)]
+pub struct OpData {
+    /// Descriptor type (which operation).
+    pub dtype: i32,
+    /// Attribute values by attribute name.
+    pub attrs: HashMap<i32, Val>,
+}
+
+/// A stored attribute value of an operation descriptor.
+#[derive(Clone)]
+pub enum Val {
+    /// A finalized tensor.
+    Tensor(Arc<TensorAttributes>),
+    /// INT64 array.
+    I64s(Vec<i64>),
+    /// FLOAT/DOUBLE.
+    F64(f64),
+    /// A C enum value (already checked to be an enumerator).
+    Enum(i32),
+    /// A data type (schema numbering).
+    Data(DataType),
+    /// Text.
+    Text(String),
+}
+
+/// Engine data of a finalized ENGINE descriptor.
+pub struct EngineData {
+    /// The graph it was created for.
+    pub graph: Arc<FinalGraph>,
+    /// The engine id (GLOBAL_INDEX).
+    pub id: i64,
+    /// The engine.
+    pub engine: Arc<dyn Engine>,
+}
+
+/// A finalized engine config.
+pub struct CfgData {
+    /// The engine.
+    pub engine: Arc<EngineData>,
+    /// Knob choices `(type, value)`.
+    pub knobs: Vec<(i64, i64)>,
+}
+
+/// A finalized plan.
+pub struct FinalPlan {
+    /// The backend plan.
+    pub plan: Arc<ExecutionPlanDescriptor>,
+    /// The graph it was built from (`None` for a plan loaded from bytes).
+    pub graph: Option<Arc<FinalGraph>>,
+    /// The config it was built from (`None` for a loaded plan).
+    pub cfg: Option<Arc<CfgData>>,
+}
+
+/// The state of a descriptor, by type.
+pub enum Desc {
+    /// TENSOR.
+    Tensor {
+        /// Attributes being set.
+        t: TensorAttributes,
+        /// Finalized snapshot.
+        fin: Option<Arc<TensorAttributes>>,
+    },
+    /// An operation descriptor.
+    Op {
+        /// Attributes being set.
+        attrs: HashMap<i32, Val>,
+        /// Finalized snapshot.
+        fin: Option<Arc<OpData>>,
+    },
+    /// OPERATIONGRAPH.
+    Graph(Box<GraphDesc>),
+    /// ENGINEHEUR.
+    Heur {
+        /// Graph.
+        graph: Option<Arc<FinalGraph>>,
+        /// Ranked engine ids after finalize.
+        fin: Option<Vec<i64>>,
+    },
+    /// ENGINE.
+    Engine {
+        /// Graph.
+        graph: Option<Arc<FinalGraph>>,
+        /// GLOBAL_INDEX.
+        id: Option<i64>,
+        /// Finalized.
+        fin: Option<Arc<EngineData>>,
+    },
+    /// ENGINECFG.
+    Cfg {
+        /// ENGINE.
+        engine: Option<Arc<EngineData>>,
+        /// KNOB_CHOICES.
+        knobs: Vec<(i64, i64)>,
+        /// Finalized.
+        fin: Option<Arc<CfgData>>,
+    },
+    /// KNOB_CHOICE.
+    KnobChoice {
+        /// KNOB_TYPE.
+        knob_type: Option<i64>,
+        /// KNOB_VALUE.
+        value: Option<i64>,
+        /// Finalized.
+        fin: bool,
+    },
+    /// KNOB_INFO (filled by ENGINE_KNOB_INFO).
+    KnobInfo {
+        /// The knob.
+        info: Option<hipdnn_backend::KnobInfo>,
+        /// Finalized.
+        fin: bool,
+    },
+    /// EXECUTION_PLAN.
+    Plan {
+        /// HANDLE.
+        handle: Option<Arc<HandleObj>>,
+        /// ENGINE_CONFIG.
+        cfg: Option<Arc<CfgData>>,
+        /// Finalized.
+        fin: Option<Arc<FinalPlan>>,
+    },
+    /// VARIANT_PACK.
+    Pack {
+        /// UNIQUE_IDS.
+        uids: Vec<i64>,
+        /// DATA_POINTERS.
+        ptrs: Vec<usize>,
+        /// WORKSPACE.
+        workspace: usize,
+        /// Finalized.
+        fin: bool,
+    },
+}
+
+/// OPERATIONGRAPH state.
+#[derive(Default)]
+pub struct GraphDesc {
+    /// HANDLE.
+    pub handle: Option<Arc<HandleObj>>,
+    /// OPS.
+    pub ops: Vec<Arc<OpData>>,
+    /// A deserialized graph and the bytes it came from.
+    pub loaded: Option<(Graph, Vec<u8>)>,
+    /// NAME_EXT.
+    pub name: Option<String>,
+    /// COMPUTE_DATA_TYPE_EXT.
+    pub compute: Option<DataType>,
+    /// INTERMEDIATE_DATA_TYPE_EXT.
+    pub intermediate: Option<DataType>,
+    /// IO_DATA_TYPE_EXT.
+    pub io: Option<DataType>,
+    /// PREFERRED_ENGINE_ID_EXT.
+    pub preferred: Option<i64>,
+    /// IS_OVERRIDE_SHAPE_ENABLED_EXT.
+    pub override_shape: Option<bool>,
+    /// Finalized.
+    pub fin: Option<Arc<FinalGraph>>,
+}
+
+/// Upstream's name of a descriptor type, for messages.
+pub fn type_name(t: i32) -> &'static str {
+    const NAMES: [&str; 39] = [
+        "INVALID_TYPE_EXT",
+        "ENGINE",
+        "ENGINECFG",
+        "ENGINEHEUR",
+        "EXECUTION_PLAN",
+        "INTERMEDIATE_INFO",
+        "KNOB_CHOICE",
+        "KNOB_INFO",
+        "LAYOUT_INFO",
+        "OPERATION_GEN_STATS",
+        "OPERATIONGRAPH",
+        "VARIANT_PACK",
+        "KERNEL_CACHE",
+        "OPERATION_PAGED_CACHE_LOAD",
+        "TENSOR",
+        "OPERATION_CONVOLUTION_FORWARD",
+        "OPERATION_CONVOLUTION_BACKWARD_FILTER",
+        "OPERATION_BATCHNORM_INFERENCE",
+        "OPERATION_POINTWISE",
+        "OPERATION_CONVOLUTION_BACKWARD_DATA",
+        "OPERATION_BATCHNORM_BACKWARD",
+        "OPERATION_BATCHNORM_INFERENCE_VARIANCE",
+        "OPERATION_MATMUL",
+        "OPERATION_RMSNORM",
+        "OPERATION_SDPA_FWD",
+        "OPERATION_LAYERNORM",
+        "OPERATION_BLOCK_SCALE_QUANTIZE",
+        "OPERATION_BATCHNORM",
+        "OPERATION_BLOCK_SCALE_DEQUANTIZE",
+        "OPERATION_CUSTOM_OP",
+        "OPERATION_SDPA_BWD",
+        "OPERATION_REDUCTION",
+        "OPERATION_RESAMPLE_FWD",
+        "OPERATION_RMSNORM_BACKWARD",
+        "PROFILING_CONTROL_EXT",
+        "OPERATION_LAYERNORM_BACKWARD",
+        "OPERATION_RESAMPLE_BWD",
+        "OPERATION_MOE_GROUPED_MATMUL",
+        "OPERATION_MOE_GROUPED_MATMUL_BWD",
+    ];
+    usize::try_from(t)
+        .ok()
+        .and_then(|i| NAMES.get(i))
+        .copied()
+        .unwrap_or("unknown")
+}
+
+fn is_op(t: i32) -> bool {
+    matches!(
+        t,
+        dt::CONV_FWD | dt::CONV_BWD_FILTER | dt::CONV_BWD_DATA | dt::POINTWISE | dt::MATMUL
+    )
+}
+
+/// A fresh state for a descriptor of type `t`.
+///
+/// # Errors
+/// NOT_SUPPORTED naming the type for every type not implemented (docs/c-api.md).
+pub fn new_state(t: i32) -> Ffi<Desc> {
+    Ok(match t {
+        dt::TENSOR => Desc::Tensor {
+            t: TensorAttributes::default(),
+            fin: None,
+        },
+        _ if is_op(t) => Desc::Op {
+            attrs: HashMap::new(),
+            fin: None,
+        },
+        dt::OPERATIONGRAPH => Desc::Graph(Box::default()),
+        dt::ENGINEHEUR => Desc::Heur {
+            graph: None,
+            fin: None,
+        },
+        dt::ENGINE => Desc::Engine {
+            graph: None,
+            id: None,
+            fin: None,
+        },
+        dt::ENGINECFG => Desc::Cfg {
+            engine: None,
+            knobs: vec![],
+            fin: None,
+        },
+        dt::KNOB_CHOICE => Desc::KnobChoice {
+            knob_type: None,
+            value: None,
+            fin: false,
+        },
+        dt::KNOB_INFO => Desc::KnobInfo {
+            info: None,
+            fin: false,
+        },
+        dt::EXECUTION_PLAN => Desc::Plan {
+            handle: None,
+            cfg: None,
+            fin: None,
+        },
+        dt::VARIANT_PACK => Desc::Pack {
+            uids: vec![],
+            ptrs: vec![],
+            workspace: 0,
+            fin: false,
+        },
+        _ => {
+            return Err(err(
+                Status::NotSupported,
+                format!(
+                    "descriptor type {t} ({}) is not supported by hipdnn-rs",
+                    type_name(t)
+                ),
+            ));
+        }
+    })
+}
+
+fn is_finalized(d: &Desc) -> bool {
+    match d {
+        Desc::Tensor { fin, .. } => fin.is_some(),
+        Desc::Op { fin, .. } => fin.is_some(),
+        Desc::Graph(g) => g.fin.is_some(),
+        Desc::Heur { fin, .. } => fin.is_some(),
+        Desc::Engine { fin, .. } => fin.is_some(),
+        Desc::Cfg { fin, .. } => fin.is_some(),
+        Desc::KnobChoice { fin, .. } | Desc::KnobInfo { fin, .. } | Desc::Pack { fin, .. } => *fin,
+        Desc::Plan { fin, .. } => fin.is_some(),
+    }
+}
+
+/// The referenced descriptor at `addr`, checked for type `want` (BAD_PARAM) and finalization
+/// (BAD_PARAM_NOT_FINALIZED), and `pick` applied to its state.
+fn referenced<T>(addr: usize, want: i32, pick: impl FnOnce(&Desc) -> Option<T>) -> Ffi<T> {
+    let d = desc(addr as *const HipdnnBackendDescriptor)?;
+    if d.dtype != want {
+        return Err(err(
+            Status::BadParam,
+            format!(
+                "descriptor of type {} given where {} is expected",
+                type_name(d.dtype),
+                type_name(want)
+            ),
+        ));
+    }
+    let s = d.lock();
+    pick(&s).ok_or_else(|| {
+        err(
+            Status::BadParamNotFinalized,
+            format!("the {} descriptor is not finalized", type_name(want)),
+        )
+    })
+}
+
+fn final_graph(addr: usize) -> Ffi<Arc<FinalGraph>> {
+    referenced(addr, dt::OPERATIONGRAPH, |s| match s {
+        Desc::Graph(g) => g.fin.clone(),
+        _ => None,
+    })
+}
+
+fn final_tensor(addr: usize) -> Ffi<Arc<TensorAttributes>> {
+    referenced(addr, dt::TENSOR, |s| match s {
+        Desc::Tensor { fin, .. } => fin.clone(),
+        _ => None,
+    })
+}
+
+/// Replaces the state of the caller-created descriptor at `addr` (type `want`) with `state`:
+/// how GetAttribute hands out descriptors (the caller creates them, we fill them).
+fn fill(addr: usize, want: i32, state: Desc) -> Ffi {
+    let d = desc(addr as *const HipdnnBackendDescriptor)?;
+    if d.dtype != want {
+        return Err(err(
+            Status::BadParam,
+            format!(
+                "descriptor of type {} given to be filled as {}",
+                type_name(d.dtype),
+                type_name(want)
+            ),
+        ));
+    }
+    *d.lock() = state;
+    Ok(())
+}
+
+fn data_type_in(v: &In) -> Ffi<DataType> {
+    let c = v.enum32(ty::DATA_TYPE)?;
+    enums::data_type_from_c(c).ok_or_else(|| {
+        err(
+            Status::BadParam,
+            format!("attribute {}: {c} is not a hipdnnDataType_t", v.name),
+        )
+    })
+}
+
+fn data_type_out(o: &Out, d: DataType) -> Ffi {
+    match enums::data_type_to_c(d) {
+        Some(c) => o.put(ty::DATA_TYPE, &[c]),
+        // Never-set data type: answers a count of 0 (reference §3.7).
+        None => o.put::<i32>(ty::DATA_TYPE, &[]),
+    }
+}
+
+fn finalized_error(t: i32) -> crate::error::BackendErrorAlias {
+    err(
+        Status::NotInitialized,
+        format!(
+            "the {} descriptor is finalized; it cannot change",
+            type_name(t)
+        ),
+    )
+}
+
+fn not_finalized_error(t: i32) -> crate::error::BackendErrorAlias {
+    err(
+        Status::NotInitialized,
+        format!("the {} descriptor is not finalized", type_name(t)),
+    )
+}
+
+// ---------------------------------------------------------------- set
+
+fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
+    if is_finalized(s) {
+        return Err(finalized_error(dtype));
+    }
+    let what = type_name(dtype);
+    match s {
+        Desc::Tensor { t, .. } => match v.name {
+            1300 => t.uid = Some(v.i64()?),
+            1301 => t.name = v.text()?,
+            1302 => t.data_type = data_type_in(v)?,
+            1303 => t.dims = v.i64s()?,
+            1304 => t.strides = v.i64s()?,
+            1305 => t.is_virtual = v.bool()?,
+            1308 => t.is_runtime_pass_by_value = v.bool()?,
+            1309 => t.alignment = v.i64()?,
+            _ => return Err(v.unsupported(what)),
+        },
+        Desc::Op { attrs, .. } => {
+            let val = op_value(dtype, v)?;
+            attrs.insert(v.name, val);
+        }
+        Desc::Graph(g) => {
+            if g.loaded.is_some() && v.name != 600 {
+                return Err(err(
+                    Status::NotSupported,
+                    format!(
+                        "attribute {} cannot be set on a deserialized OPERATIONGRAPH (only HANDLE)",
+                        v.name
+                    ),
+                ));
+            }
+            match v.name {
+                600 => {
+                    let h = v.ptr(ty::HANDLE)?;
+                    g.handle = Some(handle(h as *const HipdnnHandle)?);
+                }
+                601 => {
+                    let ptrs = v.ptrs(ty::BACKEND_DESCRIPTOR)?;
+                    let mut ops = Vec::with_capacity(ptrs.len());
+                    for p in ptrs {
+                        let d = desc(p as *const HipdnnBackendDescriptor)?;
+                        if !is_op(d.dtype) {
+                            return Err(err(
+                                Status::BadParam,
+                                format!(
+                                    "OPS: descriptor of type {} is not an operation",
+                                    type_name(d.dtype)
+                                ),
+                            ));
+                        }
+                        let s = d.lock();
+                        let Desc::Op { fin: Some(f), .. } = &*s else {
+                            return Err(err(
+                                Status::BadParamNotFinalized,
+                                format!(
+                                    "OPS: the {} descriptor is not finalized",
+                                    type_name(d.dtype)
+                                ),
+                            ));
+                        };
+                        ops.push(f.clone());
+                    }
+                    g.ops = ops;
+                }
+                604 => g.compute = Some(data_type_in(v)?),
+                605 => g.intermediate = Some(data_type_in(v)?),
+                606 => g.io = Some(data_type_in(v)?),
+                607 => g.preferred = Some(v.i64()?),
+                608 => g.name = Some(v.text()?),
+                609 => g.override_shape = Some(v.bool()?),
+                _ => return Err(v.unsupported(what)),
+            }
+        }
+        Desc::Heur { graph, .. } => match v.name {
+            100 => {
+                let m = v.enum32(ty::HEUR_MODE)?;
+                if m != 0 {
+                    return Err(err(
+                        Status::BadParam,
+                        format!("heuristic mode {m} is not a hipdnnBackendHeurMode_t"),
+                    ));
+                }
+            }
+            101 => *graph = Some(final_graph(v.ptr(ty::BACKEND_DESCRIPTOR)?)?),
+            _ => return Err(v.unsupported(what)),
+        },
+        Desc::Engine { graph, id, .. } => match v.name {
+            1000 => *graph = Some(final_graph(v.ptr(ty::BACKEND_DESCRIPTOR)?)?),
+            1001 => *id = Some(v.i64()?),
+            _ => return Err(v.unsupported(what)),
+        },
+        Desc::Cfg { engine, knobs, .. } => match v.name {
+            200 => {
+                *engine = Some(referenced(
+                    v.ptr(ty::BACKEND_DESCRIPTOR)?,
+                    dt::ENGINE,
+                    |s| match s {
+                        Desc::Engine { fin, .. } => fin.clone(),
+                        _ => None,
+                    },
+                )?)
+            }
+            202 => {
+                let mut k = Vec::new();
+                for p in v.ptrs(ty::BACKEND_DESCRIPTOR)? {
+                    k.push(referenced(p, dt::KNOB_CHOICE, |s| match s {
+                        Desc::KnobChoice {
+                            knob_type: Some(t),
+                            value: Some(x),
+                            fin: true,
+                        } => Some((*t, *x)),
+                        _ => None,
+                    })?);
+                }
+                *knobs = k;
+            }
+            _ => return Err(v.unsupported(what)),
+        },
+        Desc::KnobChoice {
+            knob_type, value, ..
+        } => match v.name {
+            500 => *knob_type = Some(i64::from(v.enum32(ty::KNOB_TYPE)?)),
+            501 => *value = Some(v.i64()?),
+            _ => return Err(v.unsupported(what)),
+        },
+        Desc::KnobInfo { .. } => return Err(v.unsupported(what)),
+        Desc::Plan { handle: h, cfg, .. } => match v.name {
+            300 => {
+                let p = v.ptr(ty::HANDLE)?;
+                *h = Some(handle(p as *const HipdnnHandle)?);
+            }
+            301 => {
+                *cfg = Some(referenced(
+                    v.ptr(ty::BACKEND_DESCRIPTOR)?,
+                    dt::ENGINECFG,
+                    |s| match s {
+                        Desc::Cfg { fin, .. } => fin.clone(),
+                        _ => None,
+                    },
+                )?)
+            }
+            _ => return Err(v.unsupported(what)),
+        },
+        Desc::Pack {
+            uids,
+            ptrs,
+            workspace,
+            ..
+        } => match v.name {
+            700 => *uids = v.i64s()?,
+            701 => *ptrs = v.ptrs(ty::VOID_PTR)?,
+            703 => *workspace = v.ptr(ty::VOID_PTR)?,
+            _ => return Err(v.unsupported(what)),
+        },
+    }
+    Ok(())
+}
+
+/// Attribute kinds of the supported operation descriptors.
+enum OpAttr {
+    Tensor,
+    I64s,
+    Float,
+    Int,
+    Data,
+    ConvMode,
+    PointwiseMode,
+    Text,
+}
+
+fn op_attr(dtype: i32, name: i32) -> Option<OpAttr> {
+    use OpAttr as A;
+    let conv_params = || match name {
+        1500 => Some(A::Data),
+        1501 => Some(A::ConvMode),
+        1502..=1505 => Some(A::I64s),
+        _ => None,
+    };
+    if name == 60300 {
+        return Some(A::Text);
+    }
+    match dtype {
+        dt::CONV_FWD => match name {
+            1400..=1402 => Some(A::Tensor),
+            _ => conv_params(),
+        },
+        dt::CONV_BWD_FILTER => match name {
+            1600..=1602 => Some(A::Tensor),
+            _ => conv_params(),
+        },
+        dt::CONV_BWD_DATA => match name {
+            1700..=1702 => Some(A::Tensor),
+            _ => conv_params(),
+        },
+        dt::POINTWISE => match name {
+            2200..=2203 => Some(A::Tensor),
+            2300 => Some(A::PointwiseMode),
+            2301..=2306 => Some(A::Float),
+            2307 => Some(A::Data),
+            2308 => Some(A::Int),
+            _ => None,
+        },
+        dt::MATMUL => match name {
+            2500..=2502 => Some(A::Tensor),
+            2503 => Some(A::Data),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn op_value(dtype: i32, v: &In) -> Ffi<Val> {
+    let Some(kind) = op_attr(dtype, v.name) else {
+        return Err(v.unsupported(type_name(dtype)));
+    };
+    Ok(match kind {
+        OpAttr::Tensor => Val::Tensor(final_tensor(v.ptr(ty::BACKEND_DESCRIPTOR)?)?),
+        OpAttr::I64s => Val::I64s(v.i64s()?),
+        OpAttr::Float => Val::F64(v.f64()?),
+        OpAttr::Int => Val::I64s(vec![v.i64()?]),
+        OpAttr::Data => Val::Data(data_type_in(v)?),
+        OpAttr::ConvMode => {
+            let c = v.enum32(ty::CONVOLUTION_MODE)?;
+            enums::conv_mode_from_c(c).ok_or_else(|| {
+                err(
+                    Status::BadParam,
+                    format!("{c} is not a hipdnnConvolutionMode_t"),
+                )
+            })?;
+            Val::Enum(c)
+        }
+        OpAttr::PointwiseMode => {
+            let c = v.enum32(ty::POINTWISE_MODE)?;
+            enums::pointwise_mode_from_c(c).ok_or_else(|| {
+                err(
+                    Status::BadParam,
+                    format!("{c} is not a hipdnnPointwiseMode_t"),
+                )
+            })?;
+            Val::Enum(c)
+        }
+        OpAttr::Text => Val::Text(v.text()?),
+    })
+}
+
+// ---------------------------------------------------------------- finalize
+
+fn finalize(dtype: i32, s: &mut Desc) -> Ffi {
+    if is_finalized(s) {
+        return Err(err(
+            Status::BadParam,
+            format!("the {} descriptor is already finalized", type_name(dtype)),
+        ));
+    }
+    match s {
+        Desc::Tensor { t, fin } => {
+            if t.uid.is_none() {
+                return Err(err(Status::BadParam, "TENSOR: UNIQUE_ID is not set"));
+            }
+            if t.dims.is_empty() || t.dims.len() != t.strides.len() {
+                return Err(err(
+                    Status::BadParam,
+                    format!(
+                        "TENSOR: {} dimensions and {} strides (both needed, equal counts)",
+                        t.dims.len(),
+                        t.strides.len()
+                    ),
+                ));
+            }
+            if t.data_type == DataType::Unset {
+                return Err(err(Status::BadParam, "TENSOR: DATA_TYPE is not set"));
+            }
+            *fin = Some(Arc::new(t.clone()));
+        }
+        Desc::Op { attrs, fin } => {
+            let required: &[i32] = match dtype {
+                dt::CONV_FWD => &[1400, 1401, 1402],
+                dt::CONV_BWD_FILTER => &[1600, 1601, 1602],
+                dt::CONV_BWD_DATA => &[1700, 1701, 1702],
+                dt::POINTWISE => &[2200, 2201, 2300],
+                dt::MATMUL => &[2500, 2501, 2502],
+                _ => &[],
+            };
+            if let Some(m) = required.iter().find(|a| !attrs.contains_key(a)) {
+                return Err(err(
+                    Status::BadParam,
+                    format!("{}: attribute {m} is not set", type_name(dtype)),
+                ));
+            }
+            *fin = Some(Arc::new(OpData {
+                dtype,
+                attrs: attrs.clone(),
+            }));
+        }
+        Desc::Graph(g) => {
+            let h = g
+                .handle
+                .clone()
+                .ok_or_else(|| err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set"))?;
+            let (graph, bytes) = graph_and_bytes(g, true)?;
+            let op = OperationGraph::from_bytes(&bytes)?;
+            g.fin = Some(Arc::new(FinalGraph {
+                handle: h,
+                graph,
+                bytes,
+                op,
+            }));
+        }
+        Desc::Heur { graph, fin } => {
+            let g = graph
+                .clone()
+                .ok_or_else(|| err(Status::BadParam, "ENGINEHEUR: OPERATION_GRAPH is not set"))?;
+            let sdk = g.handle.sdk.read().unwrap_or_else(|p| p.into_inner());
+            let mut ids: Vec<i64> = sdk
+                .backend()
+                .engine_configs(&g.op, HeuristicMode::Fallback)?
+                .into_iter()
+                .map(|c| c.engine_id)
+                .collect();
+            if let Some(rank) = g
+                .handle
+                .rankings
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .get(&g.bytes)
+            {
+                ids.sort_by_key(|id| rank.iter().position(|r| r == id).unwrap_or(usize::MAX));
+            }
+            *fin = Some(ids);
+        }
+        Desc::Engine { graph, id, fin } => {
+            let g = graph
+                .clone()
+                .ok_or_else(|| err(Status::BadParam, "ENGINE: OPERATION_GRAPH is not set"))?;
+            let id = id.ok_or_else(|| err(Status::BadParam, "ENGINE: GLOBAL_INDEX is not set"))?;
+            let engine = {
+                let sdk = g.handle.sdk.read().unwrap_or_else(|p| p.into_inner());
+                sdk.backend().engine(id).cloned().ok_or_else(|| {
+                    err(
+                        Status::NotSupported,
+                        format!("ENGINE: no engine has global index {id}"),
+                    )
+                })?
+            };
+            engine.check_applicable(&g.op).map_err(|e| {
+                err(
+                    Status::NotSupported,
+                    format!(
+                        "ENGINE: engine {} does not support the graph: {}",
+                        engine.name(),
+                        e.message
+                    ),
+                )
+            })?;
+            *fin = Some(Arc::new(EngineData {
+                graph: g,
+                id,
+                engine,
+            }));
+        }
+        Desc::Cfg { engine, knobs, fin } => {
+            let e = engine
+                .clone()
+                .ok_or_else(|| err(Status::BadParam, "ENGINECFG: ENGINE is not set"))?;
+            *fin = Some(Arc::new(CfgData {
+                engine: e,
+                knobs: knobs.clone(),
+            }));
+        }
+        Desc::KnobChoice {
+            knob_type,
+            value,
+            fin,
+        } => {
+            if knob_type.is_none() || value.is_none() {
+                return Err(err(
+                    Status::BadParam,
+                    "KNOB_CHOICE: KNOB_TYPE and KNOB_VALUE must be set",
+                ));
+            }
+            *fin = true;
+        }
+        Desc::KnobInfo { info, fin } => {
+            if info.is_none() {
+                return Err(err(
+                    Status::BadParam,
+                    "KNOB_INFO is filled by ENGINE_KNOB_INFO, not finalized by the caller",
+                ));
+            }
+            *fin = true;
+        }
+        Desc::Plan {
+            handle: h,
+            cfg,
+            fin,
+        } => {
+            let c = cfg
+                .clone()
+                .ok_or_else(|| err(Status::BadParam, "EXECUTION_PLAN: ENGINE_CONFIG is not set"))?;
+            let g = c.engine.graph.clone();
+            let h = h.clone().unwrap_or_else(|| g.handle.clone());
+            let sdk = h.sdk.read().unwrap_or_else(|p| p.into_inner());
+            let plan = ExecutionPlanDescriptor::finalize(
+                sdk.backend(),
+                &EngineConfig {
+                    engine_id: c.engine.id,
+                    knob_choices: c.knobs.clone(),
+                },
+                &g.op,
+            )?;
+            *fin = Some(Arc::new(FinalPlan {
+                plan: Arc::new(plan),
+                graph: Some(g),
+                cfg: Some(c),
+            }));
+        }
+        Desc::Pack {
+            uids, ptrs, fin, ..
+        } => {
+            if uids.len() != ptrs.len() {
+                return Err(err(
+                    Status::BadParam,
+                    format!(
+                        "VARIANT_PACK: {} unique ids but {} data pointers",
+                        uids.len(),
+                        ptrs.len()
+                    ),
+                ));
+            }
+            *fin = true;
+        }
+    }
+    Ok(())
+}
+
+fn sdk_error(e: hipdnn::Error) -> crate::error::BackendErrorAlias {
+    match &e.cause {
+        Some(hipdnn::Cause::Backend(b)) => err(b.status, e.message),
+        _ => err(Status::BadParam, e.to_string()),
+    }
+}
+
+/// The SDK graph and serialized bytes of an OPERATIONGRAPH: its finalized form, else the
+/// deserialized graph and its original bytes, else a graph assembled from OPS (validated when
+/// `validate`).
+pub fn graph_and_bytes(g: &GraphDesc, validate: bool) -> Ffi<(Graph, Vec<u8>)> {
+    if let Some(f) = &g.fin {
+        return Ok((f.graph.clone(), f.bytes.clone()));
+    }
+    if let Some((graph, bytes)) = &g.loaded {
+        return Ok((graph.clone(), bytes.clone()));
+    }
+    let graph = build_graph(g)?;
+    if validate {
+        graph.validate().map_err(sdk_error)?;
+    }
+    let bytes = graph.to_graph_bytes().map_err(sdk_error)?;
+    Ok((graph, bytes))
+}
+
+fn build_graph(gd: &GraphDesc) -> Ffi<Graph> {
+    if gd.ops.is_empty() {
+        return Err(err(Status::BadParam, "OPERATIONGRAPH: OPS is not set"));
+    }
+    let mut g = Graph::new();
+    if let Some(n) = &gd.name {
+        g.set_name(n.clone());
+    }
+    let first_compute = gd.ops.iter().find_map(|o| {
+        o.attrs.values().find_map(|v| match v {
+            Val::Data(d) => Some(*d),
+            _ => None,
+        })
+    });
+    if let Some(c) = gd.compute.or(first_compute) {
+        g.set_compute_data_type(c);
+    }
+    if let Some(t) = gd.intermediate {
+        g.set_intermediate_data_type(t);
+    }
+    if let Some(t) = gd.io {
+        g.set_io_data_type(t);
+    }
+    g.set_preferred_engine_id(gd.preferred);
+    if let Some(o) = gd.override_shape {
+        g.set_override_shape_enabled(o);
+    }
+    let mut by_uid: HashMap<i64, TensorId> = HashMap::new();
+    for op in &gd.ops {
+        let mut tid = |name: i32| -> Ffi<Option<TensorId>> {
+            let Some(Val::Tensor(t)) = op.attrs.get(&name) else {
+                return Ok(None);
+            };
+            let uid = t.uid.unwrap_or_default();
+            if let Some(id) = by_uid.get(&uid) {
+                if g.tensor_attributes(*id) != t.as_ref() {
+                    return Err(err(
+                        Status::BadParam,
+                        format!("two different TENSOR descriptors share unique id {uid}"),
+                    ));
+                }
+                return Ok(Some(*id));
+            }
+            let id = g.tensor(t.as_ref().clone());
+            by_uid.insert(uid, id);
+            Ok(Some(id))
+        };
+        let x = |n: i32| tid(n);
+        let _ = &x;
+        let i64s = |n: i32| match op.attrs.get(&n) {
+            Some(Val::I64s(v)) => Some(v.clone()),
+            _ => None,
+        };
+        let f32v = |n: i32| match op.attrs.get(&n) {
+            Some(Val::F64(v)) => Some(*v as f32),
+            _ => None,
+        };
+        let data = |n: i32| match op.attrs.get(&n) {
+            Some(Val::Data(d)) => *d,
+            _ => DataType::Unset,
+        };
+        let en = |n: i32| match op.attrs.get(&n) {
+            Some(Val::Enum(e)) => Some(*e),
+            _ => None,
+        };
+        let name = match op.attrs.get(&60300) {
+            Some(Val::Text(s)) => s.clone(),
+            _ => String::new(),
+        };
+        let conv_mode = en(1501)
+            .and_then(enums::conv_mode_from_c)
+            .unwrap_or(hipdnn::ConvMode::CrossCorrelation);
+        macro_rules! conv {
+            ($ty:ident, $a:ident = $an:expr, $b:ident = $bn:expr, $c:ident = $cn:expr) => {{
+                let mut a = hipdnn::$ty::new()
+                    .name(name.clone())
+                    .compute_data_type(data(1500));
+                a.$a = tid($an)?;
+                a.$b = tid($bn)?;
+                a.$c = tid($cn)?;
+                a.pre_padding = i64s(1505).unwrap_or_default();
+                a.post_padding = i64s(1504).unwrap_or_default();
+                a.stride = i64s(1503).unwrap_or_default();
+                a.dilation = i64s(1502).unwrap_or_default();
+                a.conv_mode = conv_mode;
+                g.add_node(a);
+            }};
+        }
+        match op.dtype {
+            dt::CONV_FWD => conv!(ConvFpropAttributes, x = 1401, w = 1400, y = 1402),
+            dt::CONV_BWD_DATA => conv!(ConvDgradAttributes, dy = 1700, w = 1701, dx = 1702),
+            dt::CONV_BWD_FILTER => conv!(ConvWgradAttributes, x = 1600, dy = 1601, dw = 1602),
+            dt::POINTWISE => {
+                let mode = en(2300)
+                    .and_then(enums::pointwise_mode_from_c)
+                    .unwrap_or_default();
+                let mut a = hipdnn::PointwiseAttributes::with_mode(mode)
+                    .name(name.clone())
+                    .compute_data_type(data(2307));
+                a.in_0 = tid(2200)?;
+                a.out_0 = tid(2201)?;
+                a.in_1 = tid(2202)?;
+                a.in_2 = tid(2203)?;
+                a.relu_lower_clip = f32v(2301);
+                a.relu_upper_clip = f32v(2302);
+                a.relu_lower_clip_slope = f32v(2303);
+                a.swish_beta = f32v(2304);
+                a.elu_alpha = f32v(2305);
+                a.softplus_beta = f32v(2306);
+                a.axis = i64s(2308).and_then(|v| v.first().copied());
+                g.add_node(a);
+            }
+            dt::MATMUL => {
+                let mut a = hipdnn::MatmulAttributes::new()
+                    .name(name.clone())
+                    .compute_data_type(data(2503));
+                a.a = tid(2500)?;
+                a.b = tid(2501)?;
+                a.c = tid(2502)?;
+                g.add_node(a);
+            }
+            _ => {
+                return Err(err(
+                    Status::NotSupported,
+                    format!("operation {} is not supported", type_name(op.dtype)),
+                ));
+            }
+        }
+    }
+    Ok(g)
+}
+
+// ---------------------------------------------------------------- get
+
+fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
+    let what = type_name(dtype);
+    match s {
+        Desc::Tensor { t, fin } => {
+            let t = fin.as_deref().unwrap_or(t);
+            match o.name {
+                1300 => o.put(ty::INT64, &[t.uid.unwrap_or_default()]),
+                1301 => o.put_text(&t.name),
+                1302 => data_type_out(o, t.data_type),
+                1303 => o.put(ty::INT64, &t.dims),
+                1304 => o.put(ty::INT64, &t.strides),
+                1305 => o.put(ty::BOOLEAN, &[u8::from(t.is_virtual)]),
+                1307 => o.put(ty::BOOLEAN, &[u8::from(t.value.is_some())]),
+                1308 => o.put(ty::BOOLEAN, &[u8::from(t.is_runtime_pass_by_value)]),
+                1309 => o.put(ty::INT64, &[t.alignment]),
+                _ => Err(o.unsupported(what)),
+            }
+        }
+        Desc::Op { attrs, fin } => {
+            let attrs = fin.as_ref().map_or(attrs, |f| &f.attrs);
+            if o.name == 60200 {
+                let c = enums::operation_type_of_descriptor(dtype).unwrap_or(0);
+                return o.put(ty::OPERATION_TYPE_EXT, &[c]);
+            }
+            let Some(kind) = op_attr(dtype, o.name) else {
+                return Err(o.unsupported(what));
+            };
+            let Some(val) = attrs.get(&o.name) else {
+                return Err(err(
+                    Status::BadParam,
+                    format!("{what}: attribute {} has not been set", o.name),
+                ));
+            };
+            match (kind, val) {
+                (OpAttr::Tensor, Val::Tensor(t)) => {
+                    if let Some(n) = o.begin(ty::BACKEND_DESCRIPTOR, 1)? {
+                        // SAFETY: the array holds `requested >= n` descriptor handles.
+                        let target = unsafe { *(o.ptr as *const usize) };
+                        let _ = n;
+                        fill(
+                            target,
+                            dt::TENSOR,
+                            Desc::Tensor {
+                                t: t.as_ref().clone(),
+                                fin: Some(t.clone()),
+                            },
+                        )?;
+                        if !o.count.is_null() {
+                            // SAFETY: non-null, valid for a write.
+                            unsafe { *o.count = 1 };
+                        }
+                    }
+                    Ok(())
+                }
+                (OpAttr::I64s, Val::I64s(v)) | (OpAttr::Int, Val::I64s(v)) => o.put(ty::INT64, v),
+                (OpAttr::Float, Val::F64(v)) => {
+                    if o.ty == ty::DOUBLE {
+                        o.put(ty::DOUBLE, &[*v])
+                    } else {
+                        o.put(ty::FLOAT, &[*v as f32])
+                    }
+                }
+                (OpAttr::Data, Val::Data(d)) => data_type_out(o, *d),
+                (OpAttr::ConvMode, Val::Enum(e)) => o.put(ty::CONVOLUTION_MODE, &[*e]),
+                (OpAttr::PointwiseMode, Val::Enum(e)) => o.put(ty::POINTWISE_MODE, &[*e]),
+                (OpAttr::Text, Val::Text(t)) => o.put_text(t),
+                _ => Err(err(
+                    Status::InternalError,
+                    "stored attribute has the wrong kind",
+                )),
+            }
+        }
+        Desc::Graph(g) => match o.name {
+            602 => {
+                let h = g
+                    .handle
+                    .clone()
+                    .ok_or_else(|| err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set"))?;
+                let n = h
+                    .sdk
+                    .read()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .backend()
+                    .engines()
+                    .len() as i64;
+                o.put(ty::INT64, &[n])
+            }
+            608 => {
+                let (graph, _) = graph_and_bytes(g, false)?;
+                o.put_text(graph.name())
+            }
+            609 => {
+                let (graph, _) = graph_and_bytes(g, false)?;
+                o.put(ty::BOOLEAN, &[u8::from(graph.is_override_shape_enabled())])
+            }
+            _ => Err(o.unsupported(what)),
+        },
+        Desc::Heur { graph, fin } => match o.name {
+            102 => {
+                let ids = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
+                let g = graph.clone().expect("finalized heuristic has a graph");
+                if o.ty != ty::BACKEND_DESCRIPTOR {
+                    return Err(err(
+                        Status::BadParam,
+                        "ENGINEHEUR_RESULTS has type BACKEND_DESCRIPTOR",
+                    ));
+                }
+                if o.ptr.is_null() || o.requested == 0 {
+                    return o.put::<usize>(ty::BACKEND_DESCRIPTOR, &vec![0; ids.len()]);
+                }
+                let n = usize::try_from(o.requested)
+                    .map_err(|_| err(Status::BadParam, "negative requested count"))?
+                    .min(ids.len());
+                let sdk = g.handle.sdk.read().unwrap_or_else(|p| p.into_inner());
+                for (i, id) in ids.iter().take(n).enumerate() {
+                    // SAFETY: the array holds `requested >= n` descriptor handles.
+                    let target = unsafe { *(o.ptr as *const usize).add(i) };
+                    let engine = sdk.backend().engine(*id).cloned().ok_or_else(|| {
+                        err(Status::InternalError, format!("Invalid engine ID: {id}"))
+                    })?;
+                    let e = Arc::new(EngineData {
+                        graph: g.clone(),
+                        id: *id,
+                        engine,
+                    });
+                    fill(
+                        target,
+                        dt::ENGINECFG,
+                        Desc::Cfg {
+                            engine: Some(e.clone()),
+                            knobs: vec![],
+                            fin: Some(Arc::new(CfgData {
+                                engine: e,
+                                knobs: vec![],
+                            })),
+                        },
+                    )?;
+                }
+                if !o.count.is_null() {
+                    // SAFETY: non-null, valid for a write.
+                    unsafe { *o.count = n as i64 };
+                }
+                Ok(())
+            }
+            100 => o.put(ty::HEUR_MODE, &[0i32]),
+            _ => Err(o.unsupported(what)),
+        },
+        Desc::Engine { fin, .. } => {
+            let e = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
+            match o.name {
+                1001 => o.put(ty::INT64, &[e.id]),
+                1005 => {
+                    let notes: Vec<i32> = e
+                        .engine
+                        .behavior_notes(&e.graph.op)
+                        .into_iter()
+                        .map(|n| n as i32)
+                        .collect();
+                    o.put(ty::BEHAVIOR_NOTE, &notes)
+                }
+                1008 => o.put_text(e.engine.name()),
+                1002 => {
+                    let knobs = e.engine.knobs(&e.graph.op);
+                    if o.ty != ty::BACKEND_DESCRIPTOR {
+                        return Err(err(
+                            Status::BadParam,
+                            "ENGINE_KNOB_INFO has type BACKEND_DESCRIPTOR",
+                        ));
+                    }
+                    if o.begin(ty::BACKEND_DESCRIPTOR, knobs.len())?.is_some() {
+                        for (i, k) in knobs.iter().enumerate() {
+                            // SAFETY: the array holds `requested >= knobs.len()` handles.
+                            let target = unsafe { *(o.ptr as *const usize).add(i) };
+                            fill(
+                                target,
+                                dt::KNOB_INFO,
+                                Desc::KnobInfo {
+                                    info: Some(k.clone()),
+                                    fin: true,
+                                },
+                            )?;
+                        }
+                        if !o.count.is_null() {
+                            // SAFETY: non-null, valid for a write.
+                            unsafe { *o.count = knobs.len() as i64 };
+                        }
+                    }
+                    Ok(())
+                }
+                _ => Err(o.unsupported(what)),
+            }
+        }
+        Desc::Cfg { fin, .. } => {
+            let c = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
+            match o.name {
+                200 => {
+                    if o.begin(ty::BACKEND_DESCRIPTOR, 1)?.is_some() {
+                        // SAFETY: the array holds at least one handle.
+                        let target = unsafe { *(o.ptr as *const usize) };
+                        fill(
+                            target,
+                            dt::ENGINE,
+                            Desc::Engine {
+                                graph: Some(c.engine.graph.clone()),
+                                id: Some(c.engine.id),
+                                fin: Some(c.engine.clone()),
+                            },
+                        )?;
+                        if !o.count.is_null() {
+                            // SAFETY: non-null, valid for a write.
+                            unsafe { *o.count = 1 };
+                        }
+                    }
+                    Ok(())
+                }
+                _ => Err(o.unsupported(what)),
+            }
+        }
+        Desc::KnobChoice {
+            knob_type, value, ..
+        } => match o.name {
+            500 => o.put(ty::KNOB_TYPE, &[knob_type.unwrap_or_default() as i32]),
+            501 => o.put(ty::INT64, &[value.unwrap_or_default()]),
+            _ => Err(o.unsupported(what)),
+        },
+        Desc::KnobInfo { info, .. } => {
+            let k = info.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
+            match o.name {
+                900 => o.put(ty::KNOB_TYPE, &[k.knob_type as i32]),
+                901 => o.put(ty::INT64, &[k.max]),
+                902 => o.put(ty::INT64, &[k.min]),
+                903 => o.put(ty::INT64, &[1i64]),
+                904 => o.put_text(&k.description),
+                905 => o.put(ty::INT64, &[k.default]),
+                _ => Err(o.unsupported(what)),
+            }
+        }
+        Desc::Plan { fin, .. } => {
+            let p = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
+            match o.name {
+                302 => {
+                    if o.ty != ty::INT64 || o.requested != 1 {
+                        return Err(err(
+                            Status::BadParam,
+                            "EXECUTION_PLAN_WORKSPACE_SIZE is one INT64",
+                        ));
+                    }
+                    non_null(o.ptr, "the element array")?;
+                    o.write(&[p.plan.workspace_size() as i64]);
+                    Ok(())
+                }
+                301 => {
+                    let Some(c) = &p.cfg else {
+                        return Err(err(
+                            Status::BadParamNullPointer,
+                            "a loaded execution plan has no engine config",
+                        ));
+                    };
+                    if o.ty != ty::BACKEND_DESCRIPTOR || o.requested != 1 {
+                        return Err(err(
+                            Status::BadParam,
+                            "ENGINE_CONFIG is one BACKEND_DESCRIPTOR",
+                        ));
+                    }
+                    non_null(o.ptr, "the element array")?;
+                    // SAFETY: non-null array of at least one handle.
+                    let target = unsafe { *(o.ptr as *const usize) };
+                    fill(
+                        target,
+                        dt::ENGINECFG,
+                        Desc::Cfg {
+                            engine: Some(c.engine.clone()),
+                            knobs: c.knobs.clone(),
+                            fin: Some(c.clone()),
+                        },
+                    )?;
+                    if !o.count.is_null() {
+                        // SAFETY: non-null, valid for a write.
+                        unsafe { *o.count = 1 };
+                    }
+                    Ok(())
+                }
+                308 => o.put(ty::INT64, p.plan.tensor_uids()),
+                309 => o.put(ty::INT64, &[p.plan.engine_id()]),
+                310 => o.put(ty::BOOLEAN, &[u8::from(p.plan.is_override_shape_enabled())]),
+                _ => Err(o.unsupported(what)),
+            }
+        }
+        Desc::Pack {
+            uids,
+            ptrs,
+            workspace,
+            ..
+        } => match o.name {
+            700 => o.put(ty::INT64, uids),
+            701 => o.put(ty::VOID_PTR, ptrs),
+            703 => o.put(ty::VOID_PTR, &[*workspace]),
+            _ => Err(o.unsupported(what)),
+        },
+    }
+}
+
+// ---------------------------------------------------------------- exports
+
+/// `hipdnnBackendCreateDescriptor`: a new descriptor of `descriptorType`. Null output →
+/// NULL_POINTER; an unsupported type → NOT_SUPPORTED naming it; on failure `*descriptor` is
+/// untouched. Destroy it with `hipdnnBackendDestroyDescriptor`.
+///
+/// # Safety
+/// `out` null or valid for a write.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipdnnBackendCreateDescriptor(
+    descriptor_type: i32,
+    out: *mut *mut HipdnnBackendDescriptor,
+) -> Status {
+    entry("hipdnnBackendCreateDescriptor", || {
+        non_null(out, "the descriptor output pointer")?;
+        let state = new_state(descriptor_type)?;
+        let addr = register(descriptor_type, state);
+        // SAFETY: non-null, valid for a write.
+        unsafe { *out = addr as *mut HipdnnBackendDescriptor };
+        Ok(())
+    })
+}
+
+/// `hipdnnBackendDestroyDescriptor`: invalid → NULL_POINTER.
+///
+/// # Safety
+/// Any value is safe (looked up, never dereferenced).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipdnnBackendDestroyDescriptor(d: *mut HipdnnBackendDescriptor) -> Status {
+    entry("hipdnnBackendDestroyDescriptor", || {
+        desc(d)?;
+        DESCS.remove(d as usize);
+        Ok(())
+    })
+}
+
+/// `hipdnnBackendSetAttribute`.
+///
+/// # Safety
+/// `array` null or valid for `count` elements of the C type of `attr_type`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipdnnBackendSetAttribute(
+    d: *mut HipdnnBackendDescriptor,
+    name: i32,
+    attr_type: i32,
+    count: i64,
+    array: *const c_void,
+) -> Status {
+    entry("hipdnnBackendSetAttribute", || {
+        let obj = desc(d)?;
+        let v = In {
+            name,
+            ty: attr_type,
+            count,
+            ptr: array,
+        };
+        let mut s = obj.lock();
+        set(obj.dtype, &mut s, &v)
+    })
+}
+
+/// `hipdnnBackendGetAttribute`.
+///
+/// # Safety
+/// `count` null or valid; `array` null or valid for `requested` elements.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipdnnBackendGetAttribute(
+    d: *mut HipdnnBackendDescriptor,
+    name: i32,
+    attr_type: i32,
+    requested: i64,
+    count: *mut i64,
+    array: *mut c_void,
+) -> Status {
+    entry("hipdnnBackendGetAttribute", || {
+        let obj = desc(d)?;
+        let o = Out {
+            name,
+            ty: attr_type,
+            requested,
+            count,
+            ptr: array,
+        };
+        // Descriptors this call fills are other descriptors (the caller's); filling this one
+        // would deadlock, so reject it first.
+        if !array.is_null() && attr_type == ty::BACKEND_DESCRIPTOR && requested > 0 {
+            // SAFETY: the array holds at least one handle.
+            let first = unsafe { *(array as *const usize) };
+            if first == d as usize {
+                return Err(err(
+                    Status::BadParam,
+                    "a descriptor cannot be filled into itself",
+                ));
+            }
+        }
+        let s = obj.lock();
+        get(obj.dtype, &s, &o)
+    })
+}
+
+/// `hipdnnBackendFinalize`.
+///
+/// # Safety
+/// Any value is safe.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipdnnBackendFinalize(d: *mut HipdnnBackendDescriptor) -> Status {
+    entry("hipdnnBackendFinalize", || {
+        let obj = desc(d)?;
+        let mut s = obj.lock();
+        finalize(obj.dtype, &mut s)
+    })
+}
+
+/// Bytes a tensor's buffer spans: `(1 + Σ (dim−1)·stride)` elements of its type (sub-byte
+/// types count 1 byte per element).
+fn tensor_bytes(t: &TensorAttributes) -> usize {
+    let elem = match t.data_type {
+        DataType::Double | DataType::Int64 => 8,
+        DataType::Float | DataType::Int32 => 4,
+        DataType::Half | DataType::BFloat16 => 2,
+        _ => 1,
+    };
+    let extent = 1 + t
+        .dims
+        .iter()
+        .zip(&t.strides)
+        .map(|(d, s)| (d - 1).max(0) * s)
+        .sum::<i64>();
+    usize::try_from(extent).unwrap_or(0).saturating_mul(elem)
+}
+
+/// Buffer length per tensor UID for a plan: from its graph, or for a loaded plan of the CPU
+/// reference engine from the graph its context carries.
+fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
+    let graph = match &p.graph {
+        Some(g) => Some(g.graph.clone()),
+        None => p
+            .plan
+            .execution_context()
+            .as_any()
+            .downcast_ref::<hipdnn_engines::reference::ReferenceContext>()
+            .and_then(|c| Graph::from_graph_bytes(c.graph_bytes()).ok()),
+    };
+    graph
+        .map(|g| {
+            g.tensors()
+                .filter_map(|(_, t)| t.uid.map(|u| (u, tensor_bytes(t))))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// `hipdnnBackendExecute`: runs a finalized plan on a finalized variant pack. Wrong descriptor
+/// types or unfinalized descriptors → BAD_PARAM. For the CPU reference engine the pointers
+/// are host memory whose extents come from the plan's graph; two bound buffers must not
+/// overlap (BAD_PARAM). For GPU engines the pointers are device addresses.
+///
+/// # Safety
+/// Every pointer in the pack must be valid for its tensor's extent (and the workspace for the
+/// plan's workspace size) for the duration of the call.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn hipdnnBackendExecute(
+    h: *mut HipdnnHandle,
+    plan: *mut HipdnnBackendDescriptor,
+    pack: *mut HipdnnBackendDescriptor,
+) -> Status {
+    entry("hipdnnBackendExecute", || {
+        let h = handle(h)?;
+        let p = desc(plan)?;
+        let k = desc(pack)?;
+        if p.dtype != dt::EXECUTION_PLAN || k.dtype != dt::VARIANT_PACK {
+            return Err(err(
+                Status::BadParam,
+                format!(
+                    "execute takes an EXECUTION_PLAN and a VARIANT_PACK, got {} and {}",
+                    type_name(p.dtype),
+                    type_name(k.dtype)
+                ),
+            ));
+        }
+        let fp = match &*p.lock() {
+            Desc::Plan { fin: Some(f), .. } => f.clone(),
+            _ => return Err(err(Status::BadParam, "the execution plan is not finalized")),
+        };
+        let (uids, ptrs, workspace) = match &*k.lock() {
+            Desc::Pack {
+                uids,
+                ptrs,
+                workspace,
+                fin: true,
+            } => (uids.clone(), ptrs.clone(), *workspace),
+            _ => return Err(err(Status::BadParam, "the variant pack is not finalized")),
+        };
+        let host = fp.plan.engine().name() == hipdnn_engines::reference::ENGINE_NAME;
+        let lens = buffer_lengths(&fp);
+        let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
+        let mut vp = VariantPack::new();
+        for (uid, ptr) in uids.iter().zip(&ptrs) {
+            let len = lens.get(uid).copied().unwrap_or(0);
+            if !host {
+                vp.insert(
+                    *uid,
+                    BufferRef::Device {
+                        addr: *ptr as u64,
+                        len,
+                    },
+                );
+                continue;
+            }
+            if *ptr == 0 {
+                return Err(err(
+                    Status::BadParamNullPointer,
+                    format!("variant pack data pointer of uid {uid} is null"),
+                ));
+            }
+            if let Some((_, _, other)) = ranges
+                .iter()
+                .find(|(s, l, _)| *ptr < s + l && *s < ptr + len)
+            {
+                return Err(err(
+                    Status::BadParam,
+                    format!("variant pack buffers of uid {other} and uid {uid} overlap"),
+                ));
+            }
+            ranges.push((*ptr, len, *uid));
+            // SAFETY: the caller guarantees the pointer is valid for the tensor's extent
+            // (`len` bytes) for this call; ranges were checked not to overlap, so the mutable
+            // slices do not alias.
+            let s = unsafe { std::slice::from_raw_parts_mut(*ptr as *mut u8, len) };
+            vp.insert(*uid, BufferRef::HostMut(s));
+        }
+        let ws = fp.plan.workspace_size();
+        if workspace != 0 && ws > 0 {
+            if host {
+                // SAFETY: the caller guarantees the workspace holds the plan's workspace size.
+                let s = unsafe { std::slice::from_raw_parts_mut(workspace as *mut u8, ws) };
+                vp.set_workspace(BufferRef::HostMut(s));
+            } else {
+                vp.set_workspace(BufferRef::Device {
+                    addr: workspace as u64,
+                    len: ws,
+                });
+            }
+        }
+        let sdk = h.sdk.read().unwrap_or_else(|p| p.into_inner());
+        fp.plan.execute(sdk.backend(), vp)
+    })
+}
