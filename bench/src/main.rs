@@ -155,7 +155,10 @@ fn torch_conv(shapes: &[[i64; 7]]) -> serde_json::Value {
 }
 
 fn raw_launch_time(h: &Handle) -> R<f64> {
-    let dev = h.gpu_device().ok_or("this handle executes on the CPU")?.clone();
+    let dev = h
+        .gpu_device()
+        .ok_or("this handle executes on the CPU")?
+        .clone();
     let arch = dev.arch().split(':').next().unwrap_or_default().to_string();
     let dir = hipdnn_engines::gpu::kernel_dir().join(&arch);
     let descs = hipdnn_engines::gpu::load_packed_descriptors(&dir).map_err(|e| e.to_string())?;
@@ -177,12 +180,8 @@ fn raw_launch_time(h: &Handle) -> R<f64> {
     let x = dev.alloc::<f32>(1).map_err(e)?;
     let y = dev.alloc::<f32>(1).map_err(e)?;
     let stream = Stream::default_stream(&dev);
-    let ord = dev.info().ordinal;
     time(2000, || {
-        let mut args = vec![
-            KernelArg::device_ptr(x.device_ptr(), ord),
-            KernelArg::device_ptr(y.device_ptr(), ord),
-        ];
+        let mut args: Vec<KernelArg> = vec![(&x).into(), (&y).into()];
         for v in [1i32, 1, 1, 1, 1, 0, 0, 0, 0, 0] {
             args.push(v.into());
         }

@@ -822,6 +822,7 @@ fn gpu_event_timing() {
 fn gpu_ingestor_device_adapter_launches() {
     use hipdnn_engines::ingestor::HipIngestorDevice;
     use hipdnn_engines::ingestor::device::{Device as _, KernelArgValue as V, LaunchGeometry};
+    use hipdnn_engines::ingestor::kernel::KernelArgument;
     let Some(k) = setup("kernels.json") else {
         return;
     };
@@ -837,6 +838,19 @@ fn gpu_ingestor_device_adapter_launches() {
         .find(|e| e["kernel_source"]["symbol"] == "hipdnn_pw_mul_f32")
         .unwrap();
     let ks = &entry["kernel_source"];
+    // The descriptor's recorded signature: the launch is checked against it.
+    let recorded: Vec<KernelArgument> = ks["signature"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            KernelArgument::new(
+                a["kind"].as_str().unwrap(),
+                a["size"].as_u64().unwrap() as u32,
+                a["offset"].as_u64().unwrap() as u32,
+            )
+        })
+        .collect();
     let archive = KpackArchive::open(dir.join(ks["library"].as_str().unwrap())).unwrap();
     let bytes = archive
         .get_kernel(
@@ -862,13 +876,29 @@ fn gpu_ingestor_device_adapter_launches() {
         block: [256, 1, 1],
         shared_mem_bytes: 0,
     };
-    dev.launch(f.as_ref(), geometry, &args, 0).unwrap();
+    // One argument short of the recorded signature: refused before the driver is called.
+    let e = dev
+        .launch(f.as_ref(), geometry, &args[..args.len() - 1], &recorded, 0)
+        .unwrap_err();
+    assert_eq!(e.call, "hipModuleLaunchKernel");
+    assert!(
+        e.message.ends_with(&format!(
+            "{} arguments given, the signature has {}",
+            args.len() - 1,
+            recorded.len()
+        )),
+        "{e}"
+    );
+    dev.launch(f.as_ref(), geometry, &args, &recorded, 0)
+        .unwrap();
     dev.synchronize(0).unwrap();
     let got = dy.to_vec().unwrap();
     for i in 0..n {
         assert_eq!(got[i].to_bits(), (a[i] * b[i]).to_bits(), "element {i}");
     }
-    let e = dev.launch(f.as_ref(), geometry, &args, 0x1234).unwrap_err();
+    let e = dev
+        .launch(f.as_ref(), geometry, &args, &recorded, 0x1234)
+        .unwrap_err();
     assert_eq!(e.call, "hipModuleLaunchKernel");
     let Err(e) = dev.load_module(b"junk") else {
         panic!("junk bytes loaded as a module")

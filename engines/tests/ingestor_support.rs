@@ -46,6 +46,8 @@ pub struct FakeDevice {
     pub refuse_load: bool,
     pub symbols: Option<Vec<String>>,
     pub launches: Mutex<Vec<(LaunchGeometry, Vec<KernelArgValue>)>>,
+    /// The recorded signature handed to each launch, in launch order.
+    pub signatures: Mutex<Vec<Vec<KernelArgument>>>,
 }
 
 impl FakeDevice {
@@ -57,6 +59,7 @@ impl FakeDevice {
             refuse_load: false,
             symbols: None,
             launches: Mutex::new(Vec::new()),
+            signatures: Mutex::new(Vec::new()),
         })
     }
     pub fn loads(&self) -> usize {
@@ -89,8 +92,10 @@ impl Device for FakeDevice {
         _f: &dyn KernelFunction,
         geometry: LaunchGeometry,
         args: &[KernelArgValue],
+        signature: &[KernelArgument],
         _stream: u64,
     ) -> Result<(), DeviceError> {
+        self.signatures.lock().unwrap().push(signature.to_vec());
         self.launches
             .lock()
             .unwrap()

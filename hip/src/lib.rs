@@ -1,20 +1,23 @@
-//! HIP runtime layer (design D7), layered like cudarc:
+//! HIP runtime layer (design D7), layered like cudarc. It knows no engine: callers hand it
+//! code objects, kernel names and the signatures they recorded.
 //!
-//! - [`sys`]: raw symbols resolved at run time with `libloading` from libamdhip64 (AMD) or
-//!   libcuda (NVIDIA, HIP's NVIDIA platform mapped onto the CUDA driver API). Nothing is linked
-//!   at build time, so the crate builds and its tests run on machines without ROCm or CUDA.
-//! - [`result`]: one checked function per call, `Result<_, DriverError>`; messages keep the HIP
-//!   name and add the platform call (`hipModuleLoadData (cuModuleLoadData) failed: …`).
+//! - [`sys`]: the one place where AMD and NVIDIA differ. One platform-neutral raw interface,
+//!   the [`sys::Driver`] trait, with implementations for AMD (libamdhip64) and NVIDIA (HIP's
+//!   NVIDIA platform mapped onto the CUDA driver, libcuda), loaded at run time with
+//!   `libloading` by default, so the crate builds and its tests run without ROCm or CUDA.
+//!   With the cargo feature `hip-sys`, the AMD driver is bound at link time through the
+//!   `hip-sys` crate instead (libamdhip64 must then be installed at build time).
+//! - [`result`]: one checked function per call, `Result<_, DriverError>`, with no platform
+//!   `match`; messages keep the HIP name and add the platform call named by `sys`
+//!   (`hipModuleLoadData (cuModuleLoadData) failed: …`).
 //! - [`safe`]: RAII types — [`GpuRuntime`], [`Device`], [`DeviceBuffer`], [`Module`],
-//!   [`Function`] (launches checked against a recorded signature), [`Stream`], [`Event`].
+//!   [`Function`] (launches checked against a signature the caller recorded, e.g. a kernel
+//!   descriptor's), [`Stream`], [`Event`].
 //!
-//! `unsafe` is confined to `sys` (symbol resolution, `Send`/`Sync` of opaque handles) and to the
-//! calls into it in `result`; `safe` calls `result`'s `unsafe fn`s only where its RAII
+//! `unsafe` is confined to `sys` (symbol resolution, the raw calls, `Send`/`Sync` of opaque
+//! handles), to the calls into it in `result`, and to [`KernelArg::device_ptr`], the only way to
+//! hand a launch a raw device address. `safe` calls `result`'s `unsafe fn`s only where its RAII
 //! ownership establishes their `# Safety` conditions (each such block has a `// SAFETY:` note).
-//!
-//! The cargo feature `hip-sys` is reserved for linking a ROCm install at build time instead of
-//! loading it; it is a documented stub today and changes nothing (gpu-toolchain.md §8 explains
-//! why the `hip-runtime-sys` crate is not used by default).
 
 pub mod result;
 pub mod safe;

@@ -23,7 +23,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::result::{self, DriverError, Platform};
-use super::sys::{Api, DevicePtr, Handle};
+use super::sys::{self, DevicePtr, Driver, Handle};
 
 /// No usable GPU runtime or device. `Display`: `no GPU: <reason>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -47,7 +47,7 @@ pub struct DeviceInfo {
 
 /// The loaded driver (AMD HIP runtime or NVIDIA CUDA driver) and its device list.
 pub struct GpuRuntime {
-    api: Api,
+    driver: Box<dyn Driver>,
     platform: Platform,
     devices: Vec<DeviceInfo>,
 }
@@ -55,7 +55,7 @@ pub struct GpuRuntime {
 impl std::fmt::Debug for GpuRuntime {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GpuRuntime")
-            .field("library", &self.api.library_name)
+            .field("library", &self.driver.library_name())
             .field("platform", &self.platform)
             .field("devices", &self.devices)
             .finish()
@@ -63,34 +63,56 @@ impl std::fmt::Debug for GpuRuntime {
 }
 
 impl GpuRuntime {
-    /// Loads the driver at run time (AMD libraries first, then NVIDIA's, see [`super::sys`]),
-    /// initialises it and enumerates devices.
+    /// Gets the driver ([`sys::load`]: loaded at run time, AMD libraries first, then NVIDIA's;
+    /// or, with the cargo feature `hip-sys`, the HIP runtime linked at build time), initialises
+    /// it and enumerates devices.
     ///
-    /// Errors ([`NoGpu`]): no library could be opened or one lacked a symbol (the message lists
-    /// every attempt); `hipInit`/`cuInit` failed (e.g. no kernel driver); zero devices; a
-    /// device's architecture could not be read.
+    /// Errors ([`NoGpu`]; its text always carries the driver's own error name, e.g.
+    /// `no GPU: libamdhip64.so.5 loaded, but hipInit failed: hipErrorNoDevice: …`): no library
+    /// could be opened or one lacked a symbol (the message lists every attempt);
+    /// `hipInit`/`cuInit` or the device count failed (e.g. no kernel driver or no device); zero
+    /// devices; a device's architecture could not be read.
+    ///
+    /// When both runtimes are installed, the first driver that reports a device wins; if none
+    /// does, the reasons of all are joined with `; `.
     pub fn load() -> Result<Arc<GpuRuntime>, NoGpu> {
-        let api = Api::load().map_err(|tried| NoGpu {
+        let drivers = sys::load().map_err(|tried| NoGpu {
             reason: format!(
                 "no HIP or CUDA driver library could be loaded ({})",
                 tried.join("; ")
             ),
         })?;
-        let platform = result::platform(&api);
+        let mut reasons = Vec::new();
+        for driver in drivers {
+            match Self::with_driver(driver) {
+                Ok(rt) => return Ok(rt),
+                Err(e) => reasons.push(e.reason),
+            }
+        }
+        Err(NoGpu {
+            reason: reasons.join("; "),
+        })
+    }
+
+    /// [`GpuRuntime::load`] over one given driver (e.g. one of [`sys::load_at_run_time`] in a
+    /// build with the `hip-sys` feature). Errors as [`GpuRuntime::load`] after the library step.
+    pub fn with_driver(driver: Box<dyn Driver>) -> Result<Arc<GpuRuntime>, NoGpu> {
+        let d = driver.as_ref();
+        let platform = d.platform();
         let nogpu = |e: DriverError| NoGpu {
-            reason: format!("{} loaded, but {e}", api.library_name),
+            reason: format!("{} loaded, but {e}", d.library_name()),
         };
-        result::init(&api).map_err(nogpu)?;
-        let count = result::device_count(&api).map_err(nogpu)?;
+        result::init(d).map_err(nogpu)?;
+        let count = result::device_count(d).map_err(nogpu)?;
         if count == 0 {
             return Err(NoGpu {
-                reason: format!("{} loaded, but it reports 0 devices", api.library_name),
+                reason: format!("{} loaded, but it reports 0 devices", d.library_name()),
             });
         }
         let mut devices = Vec::with_capacity(count);
         for ordinal in 0..count {
-            let arch = result::device_arch(&api, ordinal as i32).map_err(nogpu)?;
-            let name = result::device_name(&api, ordinal as i32).unwrap_or_default();
+            let arch = result::device_arch(d, ordinal as i32).map_err(nogpu)?;
+            let name = result::device_name(d, ordinal as i32).unwrap_or_default();
             devices.push(DeviceInfo {
                 ordinal,
                 arch,
@@ -98,7 +120,7 @@ impl GpuRuntime {
             });
         }
         Ok(Arc::new(GpuRuntime {
-            api,
+            driver,
             platform,
             devices,
         }))
@@ -111,7 +133,7 @@ impl GpuRuntime {
 
     /// The library that was opened (e.g. `libcuda.so.1`).
     pub fn library_name(&self) -> &str {
-        &self.api.library_name
+        self.driver.library_name()
     }
 
     /// The enumerated devices, in ordinal order (never empty).
@@ -126,7 +148,7 @@ impl GpuRuntime {
     pub fn open_device(self: &Arc<Self>, ordinal: usize) -> Result<Arc<Device>, DriverError> {
         let Some(info) = self.devices.get(ordinal).cloned() else {
             return Err(result::local_error(
-                &self.api,
+                self.driver.as_ref(),
                 "hipSetDevice",
                 "cuDeviceGet",
                 "hipErrorInvalidDevice",
@@ -136,7 +158,7 @@ impl GpuRuntime {
                 ),
             ));
         };
-        let ctx = result::retain_device(&self.api, ordinal as i32)?;
+        let ctx = result::retain_device(self.driver.as_ref(), ordinal as i32)?;
         let dev = Device {
             rt: Arc::clone(self),
             info,
@@ -171,8 +193,8 @@ impl Device {
         &self.rt
     }
 
-    fn api(&self) -> &Api {
-        &self.rt.api
+    fn api(&self) -> &dyn Driver {
+        self.rt.driver.as_ref()
     }
 
     /// Makes this device current on the calling thread. Called by every operation; public for
@@ -537,87 +559,89 @@ fn check_signature(name: &str, signature: &[ArgSpec]) -> Result<u32, LaunchError
     Ok(end)
 }
 
-/// One launch argument. Build with `From`: `(&buffer).into()`, `7i32.into()`, `1.5f32.into()`.
+/// One launch argument. Build with `From`: `(&buffer).into()`, `7i32.into()`, `1.5f32.into()`;
+/// a raw device address only through the `unsafe` [`KernelArg::device_ptr`].
+///
+/// The variant is private: a buffer argument can only come from a borrowed [`DeviceBuffer`]
+/// (its address, its device, and a borrow that keeps it alive) or from the caller's `unsafe`
+/// promise, so [`Function::launch`] can stay safe.
 #[derive(Debug, Clone, Copy)]
-pub enum KernelArg<'a> {
+pub struct KernelArg<'a>(Arg<'a>);
+
+#[derive(Debug, Clone, Copy)]
+enum Arg<'a> {
     /// A device buffer (`global_buffer`, 8 bytes): its address and owning device ordinal.
     Buffer {
-        /// Device address.
         ptr: u64,
-        /// Owning device ordinal.
         device: usize,
-        /// Ties the argument to the borrowed buffer.
         _buf: PhantomData<&'a ()>,
     },
     /// A by-value scalar of 1, 2, 4 or 8 bytes, little-endian in the low bytes.
-    Value {
-        /// Size in bytes.
-        size: u32,
-        /// Value bits (only the low `size` bytes are used).
-        bits: u64,
-    },
+    Value { size: u32, bits: u64 },
+}
+
+impl KernelArg<'_> {
+    /// The argument's size in bytes (8 for a buffer).
+    pub fn size(&self) -> u32 {
+        match self.0 {
+            Arg::Buffer { .. } => 8,
+            Arg::Value { size, .. } => size,
+        }
+    }
+
+    /// Whether this is a buffer (`global_buffer`) argument.
+    pub fn is_buffer(&self) -> bool {
+        matches!(self.0, Arg::Buffer { .. })
+    }
 }
 
 impl KernelArg<'static> {
     /// A `global_buffer` argument from a raw device address on device `device` (e.g. a
-    /// variant-pack pointer the caller does not own as a [`DeviceBuffer`]). The caller vouches
-    /// that the address is a live allocation of that device, large enough for the kernel, until
-    /// the launch completes; device memory is outside Rust's memory model, so a wrong address is
-    /// a device fault reported by a later driver call, not host memory corruption.
-    pub fn device_ptr(ptr: u64, device: usize) -> KernelArg<'static> {
-        KernelArg::Buffer {
+    /// variant-pack pointer the caller does not own as a [`DeviceBuffer`]). [`Function::launch`]
+    /// checks only that the argument is a buffer where the signature records one and that
+    /// `device` is the launching device; it cannot check the address.
+    ///
+    /// # Safety
+    /// `ptr` is the start of (or an address inside) a live allocation of device `device` made by
+    /// this process's driver, large enough for every access the kernel makes through this
+    /// argument, and it stays allocated, and not written by anything else the kernel does not
+    /// expect, until the launch has completed (synchronize the stream before freeing it). A
+    /// wrong address makes the kernel read or write memory it does not own, which the device
+    /// may report only later (or not at all, when the address belongs to another allocation).
+    pub unsafe fn device_ptr(ptr: u64, device: usize) -> KernelArg<'static> {
+        KernelArg(Arg::Buffer {
             ptr,
             device,
             _buf: PhantomData,
-        }
+        })
     }
 }
 
 impl<'a, T: DeviceCopy> From<&'a DeviceBuffer<T>> for KernelArg<'a> {
     fn from(b: &'a DeviceBuffer<T>) -> Self {
-        KernelArg::Buffer {
+        KernelArg(Arg::Buffer {
             ptr: b.ptr,
             device: b.dev.info.ordinal,
             _buf: PhantomData,
-        }
+        })
     }
 }
-impl From<i32> for KernelArg<'_> {
-    fn from(v: i32) -> Self {
-        KernelArg::Value {
-            size: 4,
-            bits: v as u32 as u64,
+macro_rules! value_arg {
+    ($($t:ty => $size:expr, $bits:expr;)*) => {$(
+        impl From<$t> for KernelArg<'_> {
+            fn from(v: $t) -> Self {
+                let bits: fn($t) -> u64 = $bits;
+                KernelArg(Arg::Value { size: $size, bits: bits(v) })
+            }
         }
-    }
+    )*};
 }
-impl From<u32> for KernelArg<'_> {
-    fn from(v: u32) -> Self {
-        KernelArg::Value {
-            size: 4,
-            bits: v as u64,
-        }
-    }
-}
-impl From<f32> for KernelArg<'_> {
-    fn from(v: f32) -> Self {
-        KernelArg::Value {
-            size: 4,
-            bits: v.to_bits() as u64,
-        }
-    }
-}
-impl From<i64> for KernelArg<'_> {
-    fn from(v: i64) -> Self {
-        KernelArg::Value {
-            size: 8,
-            bits: v as u64,
-        }
-    }
-}
-impl From<u64> for KernelArg<'_> {
-    fn from(v: u64) -> Self {
-        KernelArg::Value { size: 8, bits: v }
-    }
+value_arg! {
+    i32 => 4, |v| v as u32 as u64;
+    u32 => 4, |v| v as u64;
+    f32 => 4, |v| v.to_bits() as u64;
+    i64 => 8, |v| v as u64;
+    u64 => 8, |v| v;
 }
 
 /// Launch geometry: grid and block dimensions and dynamic shared memory in bytes.
@@ -676,11 +700,17 @@ impl Function {
         })
     }
 
-    /// Queues the kernel on `stream` with `args` checked against the signature: same count;
-    /// a `Buffer` only for `global_buffer`, a `Value` only for `by_value` of the same size;
-    /// buffers and stream on this function's device. Returns when queued (asynchronous):
-    /// borrowed buffers must stay alive until the stream is synchronized (dropping a buffer
-    /// waits for the device, see [`DeviceBuffer`]).
+    /// Queues the kernel on `stream` with `args` checked against the signature recorded at
+    /// [`Module::function`] / [`Function::with_signature`] (never derived from `args`): same
+    /// count; a buffer only for `global_buffer`, a value only for `by_value` of the same size;
+    /// buffers and stream on this function's device. Each argument is written at its recorded
+    /// offset. Returns when queued (asynchronous): borrowed buffers must stay alive until the
+    /// stream is synchronized (dropping a buffer waits for the device, see [`DeviceBuffer`]).
+    ///
+    /// Safe because every buffer argument is either a borrowed [`DeviceBuffer`] of the right
+    /// device or a raw address vouched for by the caller of the `unsafe`
+    /// [`KernelArg::device_ptr`]. What a kernel does with its arguments (e.g. indexing past a
+    /// buffer's end) is not checked.
     ///
     /// Errors: [`LaunchError::Signature`] for any mismatch (nothing is launched);
     /// [`LaunchError::Driver`] from `hipModuleLaunchKernel` / `cuLaunchKernel`.
@@ -701,47 +731,13 @@ impl Function {
                 stream.dev.info.ordinal, dev.info.ordinal
             )));
         }
-        if args.len() != self.signature.len() {
-            return Err(bad(format!(
-                "{} arguments given, the signature has {}",
-                args.len(),
-                self.signature.len()
-            )));
-        }
-        let mut block = vec![0u64; (self.kernarg_size as usize).div_ceil(8).max(1)];
-        let bytes = as_bytes_mut(&mut block);
-        for (i, (arg, spec)) in args.iter().zip(&self.signature).enumerate() {
-            let (size, bits) = match *arg {
-                KernelArg::Buffer { ptr, device, .. } => {
-                    if spec.kind != ArgKind::GlobalBuffer {
-                        return Err(bad(format!(
-                            "argument {i} is a buffer, the signature records by_value of {} bytes at offset {}",
-                            spec.size, spec.offset
-                        )));
-                    }
-                    if device != dev.info.ordinal {
-                        return Err(bad(format!(
-                            "argument {i} is a buffer of device {device}, the kernel runs on device {}",
-                            dev.info.ordinal
-                        )));
-                    }
-                    (8u32, ptr)
-                }
-                KernelArg::Value { size, bits } => {
-                    if spec.kind != ArgKind::ByValue || spec.size != size {
-                        return Err(bad(format!(
-                            "argument {i} is a by_value of {size} bytes, the signature records {} of {} bytes at offset {}",
-                            spec.kind.as_str(),
-                            spec.size,
-                            spec.offset
-                        )));
-                    }
-                    (size, bits)
-                }
-            };
-            let o = spec.offset as usize;
-            bytes[o..o + size as usize].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
-        }
+        let mut block = pack_kernargs(
+            &self.name,
+            &self.signature,
+            self.kernarg_size,
+            dev.info.ordinal,
+            args,
+        )?;
         let base = block.as_mut_ptr().cast::<u8>();
         let mut params: Vec<*mut c_void> = self
             .signature
@@ -753,7 +749,8 @@ impl Function {
         // (current); the stream is a live stream of the same device (checked above); `params`
         // holds one pointer per explicit argument into `block`, each to `spec.size` bytes
         // written above, alive until this call returns; buffer addresses come from live
-        // `DeviceBuffer`s borrowed for `'_` on the same device.
+        // `DeviceBuffer`s of the same device borrowed for `'_`, or from `KernelArg::device_ptr`,
+        // whose caller promised a live allocation of this device until the launch completes.
         unsafe {
             result::launch_kernel(
                 dev.api(),
@@ -767,6 +764,68 @@ impl Function {
         }
         Ok(())
     }
+}
+
+/// Checks `args` against the recorded `signature` (same count; a buffer only for
+/// `global_buffer`, and of device `device`; a value only for `by_value` of the same size) and
+/// writes each at its recorded offset into a zeroed, 8-byte aligned kernarg block of
+/// `kernarg_size` bytes (rounded up to whole `u64`s, at least one).
+///
+/// Errors: [`LaunchError::Signature`] naming `kernel`, the argument index and both sides.
+fn pack_kernargs(
+    kernel: &str,
+    signature: &[ArgSpec],
+    kernarg_size: u32,
+    device: usize,
+    args: &[KernelArg<'_>],
+) -> Result<Vec<u64>, LaunchError> {
+    let bad = |detail: String| LaunchError::Signature {
+        kernel: kernel.into(),
+        detail,
+    };
+    if args.len() != signature.len() {
+        return Err(bad(format!(
+            "{} arguments given, the signature has {}",
+            args.len(),
+            signature.len()
+        )));
+    }
+    let mut block = vec![0u64; (kernarg_size as usize).div_ceil(8).max(1)];
+    let bytes = as_bytes_mut(&mut block);
+    for (i, (arg, spec)) in args.iter().zip(signature).enumerate() {
+        let (size, bits) = match arg.0 {
+            Arg::Buffer {
+                ptr, device: owner, ..
+            } => {
+                if spec.kind != ArgKind::GlobalBuffer {
+                    return Err(bad(format!(
+                        "argument {i} is a buffer, the signature records by_value of {} bytes at offset {}",
+                        spec.size, spec.offset
+                    )));
+                }
+                if owner != device {
+                    return Err(bad(format!(
+                        "argument {i} is a buffer of device {owner}, the kernel runs on device {device}"
+                    )));
+                }
+                (8u32, ptr)
+            }
+            Arg::Value { size, bits } => {
+                if spec.kind != ArgKind::ByValue || spec.size != size {
+                    return Err(bad(format!(
+                        "argument {i} is a by_value of {size} bytes, the signature records {} of {} bytes at offset {}",
+                        spec.kind.as_str(),
+                        spec.size,
+                        spec.offset
+                    )));
+                }
+                (size, bits)
+            }
+        };
+        let o = spec.offset as usize;
+        bytes[o..o + size as usize].copy_from_slice(&bits.to_le_bytes()[..size as usize]);
+    }
+    Ok(block)
 }
 
 /// A blocking stream (`hipStreamCreate` / `cuStreamCreate(0)`), destroyed on drop.
@@ -902,6 +961,70 @@ mod tests {
             Ok(rt) => assert!(!rt.devices().is_empty()),
             Err(e) => assert!(e.to_string().starts_with("no GPU: "), "{e}"),
         }
+    }
+
+    /// `[global_buffer@0, by_value 4@8, by_value 8@16]`, as a kernel descriptor records it.
+    fn recorded() -> Vec<ArgSpec> {
+        vec![
+            ArgSpec {
+                kind: ArgKind::GlobalBuffer,
+                size: 8,
+                offset: 0,
+            },
+            ArgSpec {
+                kind: ArgKind::ByValue,
+                size: 4,
+                offset: 8,
+            },
+            ArgSpec {
+                kind: ArgKind::ByValue,
+                size: 8,
+                offset: 16,
+            },
+        ]
+    }
+
+    #[test]
+    fn arguments_are_written_at_their_recorded_offsets() {
+        let sig = recorded();
+        let end = check_signature("k", &sig).unwrap();
+        assert_eq!(end, 24);
+        // SAFETY: the address is never dereferenced: only packed into a block and compared.
+        let ptr = unsafe { KernelArg::device_ptr(0x1122_3344_5566_7788, 0) };
+        let block = pack_kernargs("k", &sig, end, 0, &[ptr, (-2i32).into(), 9u64.into()]).unwrap();
+        assert_eq!(block, vec![0x1122_3344_5566_7788, 0xffff_fffe, 9]);
+    }
+
+    #[test]
+    fn arguments_that_disagree_with_the_recorded_signature_are_refused() {
+        let sig = recorded();
+        // SAFETY: as above, never dereferenced.
+        let ptr = unsafe { KernelArg::device_ptr(0x1000, 0) };
+        let err = |args: &[KernelArg<'_>], device: usize| {
+            pack_kernargs("k", &sig, 24, device, args)
+                .unwrap_err()
+                .to_string()
+        };
+        assert_eq!(
+            err(&[ptr, 1i32.into()], 0),
+            "kernel 'k': 2 arguments given, the signature has 3"
+        );
+        assert_eq!(
+            err(&[1i32.into(), 1i32.into(), 1u64.into()], 0),
+            "kernel 'k': argument 0 is a by_value of 4 bytes, the signature records global_buffer of 8 bytes at offset 0"
+        );
+        assert_eq!(
+            err(&[ptr, ptr, 1u64.into()], 0),
+            "kernel 'k': argument 1 is a buffer, the signature records by_value of 4 bytes at offset 8"
+        );
+        assert_eq!(
+            err(&[ptr, 1i32.into(), 1i32.into()], 0),
+            "kernel 'k': argument 2 is a by_value of 4 bytes, the signature records by_value of 8 bytes at offset 16"
+        );
+        assert_eq!(
+            err(&[ptr, 1i32.into(), 1u64.into()], 1),
+            "kernel 'k': argument 0 is a buffer of device 0, the kernel runs on device 1"
+        );
     }
 
     #[test]

@@ -1,27 +1,47 @@
-//! Raw driver symbols, loaded at run time with `libloading` (design D7). Nothing is linked at
-//! build time.
+//! Raw driver calls behind one platform-neutral interface, the [`Driver`] trait (design D7).
 //!
-//! Two platforms, as HIP itself has:
-//! - **AMD**: `libamdhip64` (`libamdhip64.so`, `.so.7`, `.so.6`, `/opt/rocm/lib/libamdhip64.so`),
-//!   HIP runtime API.
-//! - **NVIDIA**: HIP's NVIDIA platform maps the same calls onto the CUDA driver API in
-//!   `libcuda.so.1` / `libcuda.so` (`hipModuleLoadData` → `cuModuleLoadData`, …).
+//! This is the only module where AMD and NVIDIA differ. Three sources implement [`Driver`]:
+//! - **AMD, loaded at run time** ([`load_at_run_time`], the default): `libamdhip64`
+//!   (`libamdhip64.so`, `.so.7`, `.so.6`, `.so.5`, `/opt/rocm/lib/libamdhip64.so`), HIP runtime
+//!   API, opened with `libloading`.
+//! - **NVIDIA, loaded at run time**: HIP's NVIDIA platform maps the same calls onto the CUDA
+//!   driver API in `libcuda.so.1` / `libcuda.so` (`hipModuleLoadData` → `cuModuleLoadData`, …).
+//! - **AMD, linked at build time** ([`linked`], cargo feature `hip-sys`): the same HIP calls,
+//!   bound through the `hip-sys` crate (`hip_sys::hiprt`), whose build script links
+//!   `libamdhip64` (found through `HIP_PATH`, `ROCM_PATH`, `hipconfig -p` or `/opt/rocm`). With
+//!   the feature, [`load`] returns this driver and nothing is opened at run time (so there is no
+//!   NVIDIA path in that build).
 //!
-//! This module only declares function-pointer types and resolves them; the checked calls live in
-//! [`super::result`]. Handles are opaque pointers (`*mut c_void`) on both platforms and device
-//! memory is a 64-bit address ([`DevicePtr`]), so `result` and `safe` are platform-independent.
+//! Every [`Driver`] method performs one HIP call (or the platform call HIP maps it to) and
+//! returns a [`Call`]: the raw status plus the HIP and platform call names, so that
+//! [`super::result`] turns it into a `Result` without knowing the platform. Handles are opaque
+//! pointers (`*mut c_void`) on both platforms and device memory is a 64-bit address
+//! ([`DevicePtr`]), so `result` and `safe` are platform-independent.
+//!
+//! ## Why the linked driver calls through `Status`-typed pointers
+//! `hip-sys` declares `hipError_t` as a Rust `enum`; a status the bindings do not list (a newer
+//! runtime's code) would be an invalid enum value, which is undefined behaviour in Rust. The
+//! linked driver therefore takes each symbol's address from `hip-sys` (so the linker, not
+//! `dlopen`, resolves it) and calls it through the same C-ABI-identical function-pointer types
+//! as the loaded driver, returning a plain `c_int`.
 //!
 //! ## `gcnArchName` on AMD
-//! HIP has no device attribute for the architecture name, so [`HipFns::get_device_properties`]
-//! resolves `hipGetDevicePropertiesR0600` (the symbol ROCm 6/7 headers map
-//! `hipGetDeviceProperties` to) and the caller reads only the NUL-terminated string at
-//! [`HIP_PROP_GCN_ARCH_NAME_OFFSET`] in an oversized, zeroed, 8-byte aligned buffer
-//! ([`HIP_PROP_BUFFER_SIZE`]). The rest of `hipDeviceProp_tR0600` is not declared, so a layout
-//! change elsewhere in the struct cannot be misread; `result` checks the name starts with `gfx`.
+//! HIP has no device attribute for the architecture name, so the AMD driver calls
+//! `hipGetDeviceProperties` into an oversized, zeroed, 8-byte aligned buffer
+//! ([`HIP_PROP_BUFFER_SIZE`]) and reads only the NUL-terminated string at the offset of
+//! `gcnArchName` in the struct layout that this symbol fills:
+//! - `hipGetDevicePropertiesR0600` (the symbol ROCm 6/7 headers map `hipGetDeviceProperties`
+//!   to; `hipDeviceProp_tR0600`, 1472 bytes): offset [`HIP_PROP_R0600_GCN_ARCH_NAME_OFFSET`];
+//! - otherwise `hipGetDeviceProperties` (ROCm 5.x, e.g. Debian 12's `libamdhip64-5` 5.2.3, and
+//!   the compatibility symbol of ROCm 6/7; `hipDeviceProp_t`, 792 bytes): offset
+//!   [`HIP_PROP_R0000_GCN_ARCH_NAME_OFFSET`] (the linked driver takes it from `hip-sys`'s struct).
+//!
+//! The rest of the struct is not read, so a layout change elsewhere cannot be misread;
+//! `result` checks that the name looks like an architecture.
 
 #![allow(non_camel_case_types)]
 
-use std::ffi::{c_char, c_int, c_uint, c_void};
+use std::ffi::{CStr, c_char, c_int, c_uint, c_void};
 
 use libloading::Library;
 
@@ -37,14 +57,17 @@ pub type RawFunction = *mut c_void;
 pub type RawStream = *mut c_void;
 /// Opaque event handle (`hipEvent_t` / `CUevent`).
 pub type RawEvent = *mut c_void;
-/// Opaque context handle (`CUcontext`; unused on AMD).
+/// Opaque context handle (`CUcontext`; null on AMD).
 pub type RawContext = *mut c_void;
 
 /// Byte offset of `gcnArchName[256]` in ROCm 6/7 `hipDeviceProp_tR0600` (size 1472, align 8).
-pub const HIP_PROP_GCN_ARCH_NAME_OFFSET: usize = 1160;
+pub const HIP_PROP_R0600_GCN_ARCH_NAME_OFFSET: usize = 1160;
+/// Byte offset of `gcnArchName[256]` in the ROCm 5.x `hipDeviceProp_t` (size 792, align 8),
+/// which `hipGetDeviceProperties` fills (checked against Debian 12's 5.2.3 header).
+pub const HIP_PROP_R0000_GCN_ARCH_NAME_OFFSET: usize = 396;
 /// Length of the `gcnArchName` field.
 pub const HIP_PROP_GCN_ARCH_NAME_LEN: usize = 256;
-/// Size of the zeroed buffer handed to `hipGetDevicePropertiesR0600` (> 1472 for safety).
+/// Size of the zeroed buffer handed to `hipGetDeviceProperties*` (larger than either layout).
 pub const HIP_PROP_BUFFER_SIZE: usize = 4096;
 /// `hipMemcpyHostToDevice`.
 pub const HIP_MEMCPY_HOST_TO_DEVICE: c_int = 1;
@@ -54,6 +77,161 @@ pub const HIP_MEMCPY_DEVICE_TO_HOST: c_int = 2;
 pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: c_int = 75;
 /// `CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR`.
 pub const CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: c_int = 76;
+
+/// Which platform a [`Driver`] drives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Platform {
+    /// AMD GPUs through libamdhip64 (loaded or linked).
+    Amd,
+    /// NVIDIA GPUs through the CUDA driver (libcuda), HIP's NVIDIA platform.
+    Nvidia,
+}
+
+/// The outcome of one raw call: its status and the names to report it under.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Call {
+    /// The HIP API name (`hipModuleLoadData`), on every platform.
+    pub hip: &'static str,
+    /// The platform call HIP maps it to (`cuModuleLoadData`); `None` on AMD, where the HIP
+    /// call is the platform call.
+    pub platform: Option<&'static str>,
+    /// The raw status (0 = success).
+    pub status: Status,
+}
+
+/// One platform's raw calls. Each method makes exactly the driver call its name says (on
+/// NVIDIA, the CUDA driver call HIP maps it to; a few also call `cuDeviceGet` first and report
+/// that call if it fails) and returns its [`Call`]; out-values are written only on success.
+///
+/// Methods whose arguments the driver cannot validate are `unsafe fn` with a `# Safety`
+/// section; the others take only out-references and plain values.
+pub trait Driver: Send + Sync {
+    /// The platform.
+    fn platform(&self) -> Platform;
+    /// The library opened (`libcuda.so.1`), or `libamdhip64 (linked by hip-sys)`.
+    fn library_name(&self) -> &str;
+    /// The name under which a platform call is reported next to its HIP name: `Some(cuda)` on
+    /// NVIDIA, `None` on AMD. Used for failures detected before any call is made.
+    fn platform_call(&self, cuda: &'static str) -> Option<&'static str>;
+    /// The driver's name and description of `status` (`hipGetErrorName`/`String`,
+    /// `cuGetErrorName`/`String`; `CUresult <n>` / `unknown error` for codes CUDA does not know).
+    fn error_name_and_text(&self, status: Status) -> (String, String);
+
+    /// `hipInit(0)` / `cuInit(0)`.
+    fn init(&self) -> Call;
+    /// `hipGetDeviceCount` / `cuDeviceGetCount`.
+    fn device_count(&self, out: &mut c_int) -> Call;
+    /// The architecture name of device `ordinal`: `gcnArchName` from `hipGetDeviceProperties`
+    /// on AMD (e.g. `gfx942:sramecc+:xnack-`); `sm_<major><minor>` from
+    /// `cuDeviceGetAttribute` on NVIDIA.
+    fn device_arch(&self, ordinal: c_int, out: &mut String) -> Call;
+    /// `hipDeviceGetName` / `cuDeviceGetName`.
+    fn device_name(&self, ordinal: c_int, out: &mut String) -> Call;
+    /// Prepares device `ordinal`: NVIDIA retains its primary context
+    /// (`cuDevicePrimaryCtxRetain`, reported as `hipSetDevice`); AMD writes null and makes no
+    /// call.
+    fn retain_device(&self, ordinal: c_int, out: &mut RawContext) -> Call;
+    /// Releases what [`Driver::retain_device`] retained (NVIDIA
+    /// `cuDevicePrimaryCtxRelease_v2`; AMD: nothing).
+    ///
+    /// # Safety
+    /// Once per successful retain, after every object made in that context is destroyed.
+    unsafe fn release_device(&self, ordinal: c_int) -> Call;
+    /// `hipSetDevice(ordinal)` / `cuCtxSetCurrent(ctx)`.
+    ///
+    /// # Safety
+    /// On NVIDIA `ctx` is a context from [`Driver::retain_device`] that is still retained.
+    unsafe fn set_device(&self, ordinal: c_int, ctx: RawContext) -> Call;
+    /// `hipMalloc` / `cuMemAlloc_v2` of `bytes` on the current device.
+    fn malloc(&self, out: &mut DevicePtr, bytes: usize) -> Call;
+    /// `hipFree` / `cuMemFree_v2`.
+    ///
+    /// # Safety
+    /// `p` came from [`Driver::malloc`] on the current device, is freed once and not used after.
+    unsafe fn free(&self, p: DevicePtr) -> Call;
+    /// Synchronous host → device copy (`hipMemcpy` / `cuMemcpyHtoD_v2`).
+    ///
+    /// # Safety
+    /// `dst` is an allocation of the current device with at least `src.len()` bytes.
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Call;
+    /// Synchronous device → host copy (`hipMemcpy` / `cuMemcpyDtoH_v2`).
+    ///
+    /// # Safety
+    /// `src` is an allocation of the current device with at least `dst.len()` bytes.
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Call;
+    /// `hipModuleLoadData` / `cuModuleLoadData` of a complete code object (HSACO on AMD;
+    /// cubin ELF or PTX text on NVIDIA, where text is passed as a NUL-terminated copy).
+    fn module_load_data(&self, out: &mut RawModule, image: &[u8]) -> Call;
+    /// `hipModuleUnload` / `cuModuleUnload`.
+    ///
+    /// # Safety
+    /// `m` is a loaded module, unloaded once; none of its functions is used afterwards.
+    unsafe fn module_unload(&self, m: RawModule) -> Call;
+    /// `hipModuleGetFunction` / `cuModuleGetFunction`.
+    ///
+    /// # Safety
+    /// `m` is a module that is still loaded.
+    unsafe fn module_get_function(&self, out: &mut RawFunction, m: RawModule, name: &CStr) -> Call;
+    /// `hipModuleLaunchKernel` / `cuLaunchKernel` with `extra` null.
+    ///
+    /// # Safety
+    /// As [`super::result::launch_kernel`]: `f` is a function of a loaded module of the
+    /// current device, `stream` null or live on it, `params` one pointer per explicit argument
+    /// to a value of its exact size, and every device address among them stays allocated
+    /// until the kernel completes.
+    unsafe fn launch_kernel(
+        &self,
+        f: RawFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+        stream: RawStream,
+        params: &mut [*mut c_void],
+    ) -> Call;
+    /// `hipStreamCreate` / `cuStreamCreate(flags 0)`.
+    fn stream_create(&self, out: &mut RawStream) -> Call;
+    /// `hipStreamSynchronize` / `cuStreamSynchronize`.
+    ///
+    /// # Safety
+    /// `s` is null or a live stream.
+    unsafe fn stream_synchronize(&self, s: RawStream) -> Call;
+    /// `hipStreamDestroy` / `cuStreamDestroy_v2`.
+    ///
+    /// # Safety
+    /// `s` came from [`Driver::stream_create`], is destroyed once and not used afterwards.
+    unsafe fn stream_destroy(&self, s: RawStream) -> Call;
+    /// `hipEventCreate` / `cuEventCreate(flags 0)`.
+    fn event_create(&self, out: &mut RawEvent) -> Call;
+    /// `hipEventRecord` / `cuEventRecord`.
+    ///
+    /// # Safety
+    /// `e` is a live event and `s` null or a live stream, of the same device.
+    unsafe fn event_record(&self, e: RawEvent, s: RawStream) -> Call;
+    /// `hipEventSynchronize` / `cuEventSynchronize`.
+    ///
+    /// # Safety
+    /// `e` is a live event.
+    unsafe fn event_synchronize(&self, e: RawEvent) -> Call;
+    /// `hipEventElapsedTime` / `cuEventElapsedTime` in milliseconds.
+    ///
+    /// # Safety
+    /// `start` and `end` are live events of the same device.
+    unsafe fn event_elapsed_time(&self, out: &mut f32, start: RawEvent, end: RawEvent) -> Call;
+    /// `hipEventDestroy` / `cuEventDestroy_v2`.
+    ///
+    /// # Safety
+    /// `e` came from [`Driver::event_create`], is destroyed once and not used afterwards.
+    unsafe fn event_destroy(&self, e: RawEvent) -> Call;
+}
+
+impl std::fmt::Debug for dyn Driver {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Driver")
+            .field("platform", &self.platform())
+            .field("library", &self.library_name())
+            .finish()
+    }
+}
 
 /// Signature shared by `hipModuleLaunchKernel` and `cuLaunchKernel`:
 /// function, grid x/y/z, block x/y/z, dynamic shared bytes, stream, kernel params, extra.
@@ -71,15 +249,18 @@ pub type LaunchFn = unsafe extern "C" fn(
     *mut *mut c_void,
 ) -> Status;
 
-/// HIP runtime API entry points (AMD platform).
+/// HIP runtime API entry points (AMD platform), whether loaded or linked.
 #[derive(Debug, Clone, Copy)]
 pub struct HipFns {
     /// `hipInit(flags)`.
     pub init: unsafe extern "C" fn(c_uint) -> Status,
     /// `hipGetDeviceCount(int*)`.
     pub get_device_count: unsafe extern "C" fn(*mut c_int) -> Status,
-    /// `hipGetDevicePropertiesR0600(hipDeviceProp_tR0600*, int)`; see the module docs.
+    /// `hipGetDevicePropertiesR0600` or `hipGetDeviceProperties(props*, int)`; see the module
+    /// docs and [`HipFns::gcn_arch_name_offset`].
     pub get_device_properties: unsafe extern "C" fn(*mut c_void, c_int) -> Status,
+    /// Offset of `gcnArchName` in the struct that `get_device_properties` fills.
+    pub gcn_arch_name_offset: usize,
     /// `hipDeviceGetName(char*, int len, int device)`.
     pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> Status,
     /// `hipSetDevice(int)`.
@@ -179,38 +360,12 @@ pub struct CudaFns {
     pub get_error_string: unsafe extern "C" fn(Status, *mut *const c_char) -> Status,
 }
 
-/// The resolved entry points of one platform.
-#[derive(Debug, Clone, Copy)]
-pub enum Fns {
-    /// AMD: HIP runtime.
-    Hip(HipFns),
-    /// NVIDIA: CUDA driver API.
-    Cuda(CudaFns),
-}
-
-/// A loaded driver library and its resolved entry points. The function pointers stay valid for
-/// as long as this value lives (the `Library` is kept alongside them and never unloaded early).
-pub struct Api {
-    /// Resolved entry points.
-    pub fns: Fns,
-    /// Path or soname that was opened (for messages).
-    pub library_name: String,
-    _lib: Library,
-}
-
-impl std::fmt::Debug for Api {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Api")
-            .field("library_name", &self.library_name)
-            .finish_non_exhaustive()
-    }
-}
-
 /// Library names tried for the AMD platform, in order.
 pub const HIP_LIBRARY_NAMES: &[&str] = &[
     "libamdhip64.so",
     "libamdhip64.so.7",
     "libamdhip64.so.6",
+    "libamdhip64.so.5",
     "/opt/rocm/lib/libamdhip64.so",
 ];
 /// Library names tried for the NVIDIA platform, in order.
@@ -230,17 +385,26 @@ fn open(name: &str) -> Result<Library, String> {
 fn sym<T: Copy>(lib: &Library, name: &str) -> Result<T, String> {
     let cname = format!("{name}\0");
     // SAFETY: `T` is the function-pointer type of the C declaration of `name` (see each call
-    // site); the pointer is copied out and only used while `Api` keeps `lib` loaded.
+    // site); the pointer is copied out and only used while the driver keeps `lib` loaded.
     unsafe { lib.get::<T>(cname.as_bytes()) }
         .map(|s| *s)
         .map_err(|e| format!("symbol {name} missing: {e}"))
 }
 
 fn load_hip(lib: &Library) -> Result<HipFns, String> {
+    let (get_device_properties, gcn_arch_name_offset) =
+        match sym(lib, "hipGetDevicePropertiesR0600") {
+            Ok(f) => (f, HIP_PROP_R0600_GCN_ARCH_NAME_OFFSET),
+            Err(_) => (
+                sym(lib, "hipGetDeviceProperties")?,
+                HIP_PROP_R0000_GCN_ARCH_NAME_OFFSET,
+            ),
+        };
     Ok(HipFns {
         init: sym(lib, "hipInit")?,
         get_device_count: sym(lib, "hipGetDeviceCount")?,
-        get_device_properties: sym(lib, "hipGetDevicePropertiesR0600")?,
+        get_device_properties,
+        gcn_arch_name_offset,
         device_get_name: sym(lib, "hipDeviceGetName")?,
         set_device: sym(lib, "hipSetDevice")?,
         malloc: sym(lib, "hipMalloc")?,
@@ -294,42 +458,575 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
     })
 }
 
-impl Api {
-    /// Tries the AMD libraries, then the NVIDIA ones, and returns the first whose symbols all
-    /// resolve. `Err` lists every attempt (library missing, or which symbol was absent).
-    pub fn load() -> Result<Api, Vec<String>> {
-        let mut tried = Vec::new();
-        for name in HIP_LIBRARY_NAMES {
-            match open(name) {
-                Ok(lib) => match load_hip(&lib) {
-                    Ok(fns) => {
-                        return Ok(Api {
-                            fns: Fns::Hip(fns),
-                            library_name: (*name).into(),
-                            _lib: lib,
-                        });
-                    }
-                    Err(e) => tried.push(format!("{name}: {e}")),
-                },
-                Err(e) => tried.push(e),
-            }
+/// Opens the first AMD library of [`HIP_LIBRARY_NAMES`] and the first NVIDIA library of
+/// [`CUDA_LIBRARY_NAMES`] whose symbols all resolve, and returns a driver over each, AMD first
+/// (a machine may have both runtimes installed but only one kind of GPU; the caller tries them
+/// in order). `Err` lists every attempt (library missing, or which symbol was absent) when no
+/// library loads.
+pub fn load_at_run_time() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
+    let mut tried = Vec::new();
+    let mut drivers: Vec<Box<dyn Driver>> = Vec::new();
+    for name in HIP_LIBRARY_NAMES {
+        match open(name) {
+            Ok(lib) => match load_hip(&lib) {
+                Ok(fns) => {
+                    drivers.push(Box::new(HipDriver {
+                        fns,
+                        library_name: (*name).into(),
+                        _lib: Some(lib),
+                    }));
+                    break;
+                }
+                Err(e) => tried.push(format!("{name}: {e}")),
+            },
+            Err(e) => tried.push(e),
         }
-        for name in CUDA_LIBRARY_NAMES {
-            match open(name) {
-                Ok(lib) => match load_cuda(&lib) {
-                    Ok(fns) => {
-                        return Ok(Api {
-                            fns: Fns::Cuda(fns),
-                            library_name: (*name).into(),
-                            _lib: lib,
-                        });
-                    }
-                    Err(e) => tried.push(format!("{name}: {e}")),
-                },
-                Err(e) => tried.push(e),
-            }
+    }
+    for name in CUDA_LIBRARY_NAMES {
+        match open(name) {
+            Ok(lib) => match load_cuda(&lib) {
+                Ok(fns) => {
+                    drivers.push(Box::new(CudaDriver {
+                        fns,
+                        library_name: (*name).into(),
+                        _lib: lib,
+                    }));
+                    break;
+                }
+                Err(e) => tried.push(format!("{name}: {e}")),
+            },
+            Err(e) => tried.push(e),
         }
+    }
+    if drivers.is_empty() {
         Err(tried)
+    } else {
+        Ok(drivers)
+    }
+}
+
+/// The drivers this build uses, in the order to try them: [`linked`] alone with the cargo
+/// feature `hip-sys`, else [`load_at_run_time`]. `Err` (run-time loading only) lists every
+/// library attempt.
+pub fn load() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
+    #[cfg(feature = "hip-sys")]
+    {
+        Ok(vec![linked()])
+    }
+    #[cfg(not(feature = "hip-sys"))]
+    {
+        load_at_run_time()
+    }
+}
+
+/// The HIP runtime linked at build time through `hip-sys` (see the module docs).
+#[cfg(feature = "hip-sys")]
+pub fn linked() -> Box<dyn Driver> {
+    use hip_sys::hiprt;
+
+    /// The address of a linked symbol as the `Status`-returning pointer type `T`.
+    fn at<T: Copy>(symbol: *const ()) -> T {
+        assert_eq!(size_of::<T>(), size_of::<*const ()>());
+        // SAFETY: `symbol` is the address of a HIP function declared by hip-sys, and `T` (the
+        // field type it is stored in) is that function's C signature with `hipError_t`,
+        // `hipMemcpyKind`, `hipDevice_t` as `c_int` and `void*` device pointers as `u64`,
+        // which pass identically under the C ABI of every 64-bit target HIP supports.
+        unsafe { std::mem::transmute_copy::<*const (), T>(&symbol) }
+    }
+    let props = size_of::<hiprt::hipDeviceProp_t>();
+    assert!(
+        props <= HIP_PROP_BUFFER_SIZE,
+        "hipDeviceProp_t is {props} bytes"
+    );
+    Box::new(HipDriver {
+        fns: HipFns {
+            init: at(hiprt::hipInit as *const ()),
+            get_device_count: at(hiprt::hipGetDeviceCount as *const ()),
+            get_device_properties: at(hiprt::hipGetDeviceProperties as *const ()),
+            gcn_arch_name_offset: std::mem::offset_of!(hiprt::hipDeviceProp_t, gcnArchName),
+            device_get_name: at(hiprt::hipDeviceGetName as *const ()),
+            set_device: at(hiprt::hipSetDevice as *const ()),
+            malloc: at(hiprt::hipMalloc as *const ()),
+            free: at(hiprt::hipFree as *const ()),
+            memcpy: at(hiprt::hipMemcpy as *const ()),
+            module_load_data: at(hiprt::hipModuleLoadData as *const ()),
+            module_unload: at(hiprt::hipModuleUnload as *const ()),
+            module_get_function: at(hiprt::hipModuleGetFunction as *const ()),
+            launch: at(hiprt::hipModuleLaunchKernel as *const ()),
+            stream_create: at(hiprt::hipStreamCreate as *const ()),
+            stream_synchronize: at(hiprt::hipStreamSynchronize as *const ()),
+            stream_destroy: at(hiprt::hipStreamDestroy as *const ()),
+            event_create: at(hiprt::hipEventCreate as *const ()),
+            event_record: at(hiprt::hipEventRecord as *const ()),
+            event_synchronize: at(hiprt::hipEventSynchronize as *const ()),
+            event_elapsed_time: at(hiprt::hipEventElapsedTime as *const ()),
+            event_destroy: at(hiprt::hipEventDestroy as *const ()),
+            get_error_name: at(hiprt::hipGetErrorName as *const ()),
+            get_error_string: at(hiprt::hipGetErrorString as *const ()),
+        },
+        library_name: "libamdhip64 (linked by hip-sys)".into(),
+        _lib: None,
+    })
+}
+
+/// The AMD platform: HIP runtime calls, from a loaded library or linked.
+struct HipDriver {
+    fns: HipFns,
+    library_name: String,
+    /// The library the pointers point into (`None` when linked); never unloaded early.
+    _lib: Option<Library>,
+}
+
+fn amd(hip: &'static str, status: Status) -> Call {
+    Call {
+        hip,
+        platform: None,
+        status,
+    }
+}
+
+fn nv(hip: &'static str, cuda: &'static str, status: Status) -> Call {
+    Call {
+        hip,
+        platform: Some(cuda),
+        status,
+    }
+}
+
+/// Reads a NUL-terminated name out of a fixed-size buffer (lossy UTF-8).
+fn name_from(buf: &[u8]) -> String {
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+impl Driver for HipDriver {
+    fn platform(&self) -> Platform {
+        Platform::Amd
+    }
+    fn library_name(&self) -> &str {
+        &self.library_name
+    }
+    fn platform_call(&self, _cuda: &'static str) -> Option<&'static str> {
+        None
+    }
+    fn error_name_and_text(&self, status: Status) -> (String, String) {
+        // SAFETY: hipGetErrorName/String accept any code and return static strings.
+        let (n, t) = unsafe {
+            (
+                (self.fns.get_error_name)(status),
+                (self.fns.get_error_string)(status),
+            )
+        };
+        // SAFETY: static NUL-terminated strings (or null) returned by the HIP runtime.
+        unsafe { (c_str_to_string(n), c_str_to_string(t)) }
+    }
+    fn init(&self) -> Call {
+        // SAFETY: flags 0 is the only documented value; no pointers involved.
+        amd("hipInit", unsafe { (self.fns.init)(0) })
+    }
+    fn device_count(&self, out: &mut c_int) -> Call {
+        // SAFETY: `out` is a valid out-pointer.
+        amd("hipGetDeviceCount", unsafe {
+            (self.fns.get_device_count)(out)
+        })
+    }
+    fn device_arch(&self, ordinal: c_int, out: &mut String) -> Call {
+        let mut buf = vec![0u64; HIP_PROP_BUFFER_SIZE / 8];
+        // SAFETY: `buf` is zeroed, 8-aligned and 4096 bytes, larger than both struct layouts
+        // (1472 and 792 bytes), so the runtime writes inside it.
+        let status = unsafe { (self.fns.get_device_properties)(buf.as_mut_ptr().cast(), ordinal) };
+        if status == 0 {
+            let bytes: Vec<u8> = buf.iter().flat_map(|w| w.to_ne_bytes()).collect();
+            let o = self.fns.gcn_arch_name_offset;
+            *out = name_from(&bytes[o..o + HIP_PROP_GCN_ARCH_NAME_LEN]);
+        }
+        amd("hipGetDeviceProperties", status)
+    }
+    fn device_name(&self, ordinal: c_int, out: &mut String) -> Call {
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is writable for 256 bytes and the length says so.
+        let status = unsafe { (self.fns.device_get_name)(buf.as_mut_ptr().cast(), 256, ordinal) };
+        if status == 0 {
+            *out = name_from(&buf);
+        }
+        amd("hipDeviceGetName", status)
+    }
+    fn retain_device(&self, _ordinal: c_int, out: &mut RawContext) -> Call {
+        *out = std::ptr::null_mut();
+        amd("hipSetDevice", 0)
+    }
+    unsafe fn release_device(&self, _ordinal: c_int) -> Call {
+        amd("hipDeviceReset", 0)
+    }
+    unsafe fn set_device(&self, ordinal: c_int, _ctx: RawContext) -> Call {
+        // SAFETY: a plain ordinal, validated by the runtime.
+        amd("hipSetDevice", unsafe { (self.fns.set_device)(ordinal) })
+    }
+    fn malloc(&self, out: &mut DevicePtr, bytes: usize) -> Call {
+        // SAFETY: valid out-pointer.
+        amd("hipMalloc", unsafe { (self.fns.malloc)(out, bytes) })
+    }
+    unsafe fn free(&self, p: DevicePtr) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipFree", unsafe { (self.fns.free)(p) })
+    }
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Call {
+        // SAFETY: `src` is a live slice; `dst` is large enough per the caller's contract.
+        let status = unsafe {
+            (self.fns.memcpy)(
+                dst as *mut c_void,
+                src.as_ptr().cast(),
+                src.len(),
+                HIP_MEMCPY_HOST_TO_DEVICE,
+            )
+        };
+        amd("hipMemcpy", status)
+    }
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Call {
+        // SAFETY: `dst` is a live mutable slice; `src` is large enough per the caller's contract.
+        let status = unsafe {
+            (self.fns.memcpy)(
+                dst.as_mut_ptr().cast(),
+                src as *const c_void,
+                dst.len(),
+                HIP_MEMCPY_DEVICE_TO_HOST,
+            )
+        };
+        amd("hipMemcpy", status)
+    }
+    fn module_load_data(&self, out: &mut RawModule, image: &[u8]) -> Call {
+        // SAFETY: valid out-pointer; `image` lives across the call and is a complete code
+        // object (the runtime parses its ELF headers, which give the sizes).
+        amd("hipModuleLoadData", unsafe {
+            (self.fns.module_load_data)(out, image.as_ptr().cast())
+        })
+    }
+    unsafe fn module_unload(&self, m: RawModule) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipModuleUnload", unsafe { (self.fns.module_unload)(m) })
+    }
+    unsafe fn module_get_function(&self, out: &mut RawFunction, m: RawModule, name: &CStr) -> Call {
+        // SAFETY: valid out-pointer and C string; `m` alive per the caller's contract.
+        amd("hipModuleGetFunction", unsafe {
+            (self.fns.module_get_function)(out, m, name.as_ptr())
+        })
+    }
+    unsafe fn launch_kernel(
+        &self,
+        f: RawFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+        stream: RawStream,
+        params: &mut [*mut c_void],
+    ) -> Call {
+        // SAFETY: per the caller's contract; `extra` is null.
+        let status = unsafe {
+            (self.fns.launch)(
+                f,
+                grid.0,
+                grid.1,
+                grid.2,
+                block.0,
+                block.1,
+                block.2,
+                shared_bytes,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        amd("hipModuleLaunchKernel", status)
+    }
+    fn stream_create(&self, out: &mut RawStream) -> Call {
+        // SAFETY: valid out-pointer.
+        amd("hipStreamCreate", unsafe { (self.fns.stream_create)(out) })
+    }
+    unsafe fn stream_synchronize(&self, s: RawStream) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipStreamSynchronize", unsafe {
+            (self.fns.stream_synchronize)(s)
+        })
+    }
+    unsafe fn stream_destroy(&self, s: RawStream) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipStreamDestroy", unsafe { (self.fns.stream_destroy)(s) })
+    }
+    fn event_create(&self, out: &mut RawEvent) -> Call {
+        // SAFETY: valid out-pointer.
+        amd("hipEventCreate", unsafe { (self.fns.event_create)(out) })
+    }
+    unsafe fn event_record(&self, e: RawEvent, s: RawStream) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipEventRecord", unsafe { (self.fns.event_record)(e, s) })
+    }
+    unsafe fn event_synchronize(&self, e: RawEvent) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipEventSynchronize", unsafe {
+            (self.fns.event_synchronize)(e)
+        })
+    }
+    unsafe fn event_elapsed_time(&self, out: &mut f32, start: RawEvent, end: RawEvent) -> Call {
+        // SAFETY: valid out-pointer; events alive per the caller's contract.
+        amd("hipEventElapsedTime", unsafe {
+            (self.fns.event_elapsed_time)(out, start, end)
+        })
+    }
+    unsafe fn event_destroy(&self, e: RawEvent) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipEventDestroy", unsafe { (self.fns.event_destroy)(e) })
+    }
+}
+
+/// The NVIDIA platform: HIP calls mapped onto the CUDA driver API.
+struct CudaDriver {
+    fns: CudaFns,
+    library_name: String,
+    /// The library the pointers point into; never unloaded early.
+    _lib: Library,
+}
+
+impl CudaDriver {
+    /// `cuDeviceGet(ordinal)`: the `CUdevice` for an ordinal, or the failed call.
+    fn device(&self, ordinal: c_int) -> Result<c_int, Call> {
+        let mut dev: c_int = 0;
+        // SAFETY: valid out-pointer; the driver validates the ordinal.
+        let status = unsafe { (self.fns.device_get)(&mut dev, ordinal) };
+        if status == 0 {
+            Ok(dev)
+        } else {
+            Err(nv("hipDeviceGet", "cuDeviceGet", status))
+        }
+    }
+}
+
+impl Driver for CudaDriver {
+    fn platform(&self) -> Platform {
+        Platform::Nvidia
+    }
+    fn library_name(&self) -> &str {
+        &self.library_name
+    }
+    fn platform_call(&self, cuda: &'static str) -> Option<&'static str> {
+        Some(cuda)
+    }
+    fn error_name_and_text(&self, status: Status) -> (String, String) {
+        let mut n: *const c_char = std::ptr::null();
+        let mut t: *const c_char = std::ptr::null();
+        // SAFETY: out-pointers are valid locals; unknown codes leave them unset (checked).
+        let (rn, rt) = unsafe {
+            (
+                (self.fns.get_error_name)(status, &mut n),
+                (self.fns.get_error_string)(status, &mut t),
+            )
+        };
+        let name = if rn == 0 {
+            // SAFETY: on success the driver stores a static NUL-terminated string.
+            unsafe { c_str_to_string(n) }
+        } else {
+            format!("CUresult {status}")
+        };
+        let text = if rt == 0 {
+            // SAFETY: as above.
+            unsafe { c_str_to_string(t) }
+        } else {
+            "unknown error".into()
+        };
+        (name, text)
+    }
+    fn init(&self) -> Call {
+        // SAFETY: flags 0 is the only documented value.
+        nv("hipInit", "cuInit", unsafe { (self.fns.init)(0) })
+    }
+    fn device_count(&self, out: &mut c_int) -> Call {
+        // SAFETY: valid out-pointer.
+        nv("hipGetDeviceCount", "cuDeviceGetCount", unsafe {
+            (self.fns.device_get_count)(out)
+        })
+    }
+    fn device_arch(&self, ordinal: c_int, out: &mut String) -> Call {
+        let dev = match self.device(ordinal) {
+            Ok(d) => d,
+            Err(c) => return c,
+        };
+        let (mut major, mut minor): (c_int, c_int) = (0, 0);
+        for (value, attr) in [
+            (&mut major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+            (&mut minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR),
+        ] {
+            // SAFETY: valid out-pointer, a device from cuDeviceGet, a documented attribute.
+            let status = unsafe { (self.fns.device_get_attribute)(value, attr, dev) };
+            if status != 0 {
+                return nv("hipDeviceGetAttribute", "cuDeviceGetAttribute", status);
+            }
+        }
+        *out = format!("sm_{major}{minor}");
+        nv("hipDeviceGetAttribute", "cuDeviceGetAttribute", 0)
+    }
+    fn device_name(&self, ordinal: c_int, out: &mut String) -> Call {
+        let dev = match self.device(ordinal) {
+            Ok(d) => d,
+            Err(c) => return c,
+        };
+        let mut buf = [0u8; 256];
+        // SAFETY: `buf` is writable for 256 bytes and the length says so; `dev` from cuDeviceGet.
+        let status = unsafe { (self.fns.device_get_name)(buf.as_mut_ptr().cast(), 256, dev) };
+        if status == 0 {
+            *out = name_from(&buf);
+        }
+        nv("hipDeviceGetName", "cuDeviceGetName", status)
+    }
+    fn retain_device(&self, ordinal: c_int, out: &mut RawContext) -> Call {
+        let dev = match self.device(ordinal) {
+            Ok(d) => d,
+            Err(c) => return c,
+        };
+        // SAFETY: valid out-pointer and device handle.
+        nv("hipSetDevice", "cuDevicePrimaryCtxRetain", unsafe {
+            (self.fns.primary_ctx_retain)(out, dev)
+        })
+    }
+    unsafe fn release_device(&self, ordinal: c_int) -> Call {
+        let dev = match self.device(ordinal) {
+            Ok(d) => d,
+            Err(c) => return c,
+        };
+        // SAFETY: balanced with a retain, per the caller's contract.
+        nv("hipDeviceReset", "cuDevicePrimaryCtxRelease", unsafe {
+            (self.fns.primary_ctx_release)(dev)
+        })
+    }
+    unsafe fn set_device(&self, _ordinal: c_int, ctx: RawContext) -> Call {
+        // SAFETY: the context is retained, per the caller's contract.
+        nv("hipSetDevice", "cuCtxSetCurrent", unsafe {
+            (self.fns.ctx_set_current)(ctx)
+        })
+    }
+    fn malloc(&self, out: &mut DevicePtr, bytes: usize) -> Call {
+        // SAFETY: valid out-pointer.
+        nv("hipMalloc", "cuMemAlloc", unsafe {
+            (self.fns.mem_alloc)(out, bytes)
+        })
+    }
+    unsafe fn free(&self, p: DevicePtr) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipFree", "cuMemFree", unsafe { (self.fns.mem_free)(p) })
+    }
+    unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Call {
+        // SAFETY: `src` is a live slice; `dst` is large enough per the caller's contract.
+        nv("hipMemcpy", "cuMemcpyHtoD", unsafe {
+            (self.fns.memcpy_htod)(dst, src.as_ptr().cast(), src.len())
+        })
+    }
+    unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Call {
+        // SAFETY: `dst` is a live mutable slice; `src` is large enough per the caller's contract.
+        nv("hipMemcpy", "cuMemcpyDtoH", unsafe {
+            (self.fns.memcpy_dtoh)(dst.as_mut_ptr().cast(), src, dst.len())
+        })
+    }
+    fn module_load_data(&self, out: &mut RawModule, image: &[u8]) -> Call {
+        // The CUDA driver reads PTX text up to its NUL: pass a NUL-terminated copy.
+        let owned;
+        let data: &[u8] = if image.starts_with(b"\x7fELF") {
+            image
+        } else {
+            let mut v = image.to_vec();
+            v.push(0);
+            owned = v;
+            &owned
+        };
+        // SAFETY: valid out-pointer; `data` lives across the call and is either a complete ELF
+        // image (the driver parses its headers, which give the sizes) or NUL-terminated text.
+        nv("hipModuleLoadData", "cuModuleLoadData", unsafe {
+            (self.fns.module_load_data)(out, data.as_ptr().cast())
+        })
+    }
+    unsafe fn module_unload(&self, m: RawModule) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipModuleUnload", "cuModuleUnload", unsafe {
+            (self.fns.module_unload)(m)
+        })
+    }
+    unsafe fn module_get_function(&self, out: &mut RawFunction, m: RawModule, name: &CStr) -> Call {
+        // SAFETY: valid out-pointer and C string; `m` alive per the caller's contract.
+        nv("hipModuleGetFunction", "cuModuleGetFunction", unsafe {
+            (self.fns.module_get_function)(out, m, name.as_ptr())
+        })
+    }
+    unsafe fn launch_kernel(
+        &self,
+        f: RawFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared_bytes: u32,
+        stream: RawStream,
+        params: &mut [*mut c_void],
+    ) -> Call {
+        // SAFETY: per the caller's contract; `extra` is null.
+        let status = unsafe {
+            (self.fns.launch)(
+                f,
+                grid.0,
+                grid.1,
+                grid.2,
+                block.0,
+                block.1,
+                block.2,
+                shared_bytes,
+                stream,
+                params.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        };
+        nv("hipModuleLaunchKernel", "cuLaunchKernel", status)
+    }
+    fn stream_create(&self, out: &mut RawStream) -> Call {
+        // SAFETY: valid out-pointer; flags 0 (blocking stream).
+        nv("hipStreamCreate", "cuStreamCreate", unsafe {
+            (self.fns.stream_create)(out, 0)
+        })
+    }
+    unsafe fn stream_synchronize(&self, s: RawStream) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipStreamSynchronize", "cuStreamSynchronize", unsafe {
+            (self.fns.stream_synchronize)(s)
+        })
+    }
+    unsafe fn stream_destroy(&self, s: RawStream) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipStreamDestroy", "cuStreamDestroy", unsafe {
+            (self.fns.stream_destroy)(s)
+        })
+    }
+    fn event_create(&self, out: &mut RawEvent) -> Call {
+        // SAFETY: valid out-pointer; flags 0 (timing-capable event).
+        nv("hipEventCreate", "cuEventCreate", unsafe {
+            (self.fns.event_create)(out, 0)
+        })
+    }
+    unsafe fn event_record(&self, e: RawEvent, s: RawStream) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipEventRecord", "cuEventRecord", unsafe {
+            (self.fns.event_record)(e, s)
+        })
+    }
+    unsafe fn event_synchronize(&self, e: RawEvent) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipEventSynchronize", "cuEventSynchronize", unsafe {
+            (self.fns.event_synchronize)(e)
+        })
+    }
+    unsafe fn event_elapsed_time(&self, out: &mut f32, start: RawEvent, end: RawEvent) -> Call {
+        // SAFETY: valid out-pointer; events alive per the caller's contract.
+        nv("hipEventElapsedTime", "cuEventElapsedTime", unsafe {
+            (self.fns.event_elapsed_time)(out, start, end)
+        })
+    }
+    unsafe fn event_destroy(&self, e: RawEvent) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipEventDestroy", "cuEventDestroy", unsafe {
+            (self.fns.event_destroy)(e)
+        })
     }
 }
 
@@ -358,7 +1055,5 @@ pub unsafe fn c_str_to_string(p: *const c_char) -> String {
         return "(null)".into();
     }
     // SAFETY: guaranteed by the caller (non-null, NUL-terminated, valid for the call).
-    unsafe { std::ffi::CStr::from_ptr(p) }
-        .to_string_lossy()
-        .into_owned()
+    unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
 }

@@ -8,6 +8,7 @@
 //! Upstream: `HKP/src/compilation/CodeObjectLoad.cpp`, `KIE/IngestorKernelCode.hpp`
 //! (reference `ingestor-payload.md` §10).
 
+use super::kernel::KernelArgument;
 use hipdnn_backend::SharedBytes;
 use once_cell::sync::OnceCell;
 use std::any::Any;
@@ -129,13 +130,21 @@ pub trait Device: Send + Sync {
 
     /// Launches `function` with `args` on `stream` (0 = default stream); asynchronous.
     ///
+    /// `signature` is the kernel's recorded signature (the kernel descriptor's, or the saved
+    /// payload's, `signature`: kind, size and kernarg offset per argument); a device checks
+    /// `args` against it (count, kind, size) and places each value at its recorded offset.
+    /// Pointer values are variant-pack device addresses of this device, which the execute
+    /// contract requires to stay allocated until the work completes.
+    ///
     /// # Errors
-    /// The runtime's launch failure.
+    /// Arguments that do not match `signature` (nothing is launched), or the runtime's launch
+    /// failure.
     fn launch(
         &self,
         function: &dyn KernelFunction,
         geometry: LaunchGeometry,
         args: &[KernelArgValue],
+        signature: &[KernelArgument],
         stream: u64,
     ) -> Result<(), DeviceError>;
 

@@ -3,11 +3,13 @@
 //!
 //! - `load_module` → [`Device::load_module`] (`hipModuleLoadData` / `cuModuleLoadData`, PTX
 //!   copied with a NUL).
-//! - `get_function` → [`Module::function`] with an empty signature; `launch` re-attaches the
-//!   signature implied by the argument values at natural alignment
-//!   ([`ArgSpec::natural_layout`]), because the ingestor has already matched the descriptor's
-//!   recorded signature against the pack's arguments at plan build (kpack.md §8).
-//! - Pointers are variant-pack device addresses ([`KernelArg::device_ptr`]).
+//! - `get_function` → [`Module::function`] with an empty signature; `launch` attaches the
+//!   kernel's *recorded* signature (the kernel descriptor's or saved payload's `signature`,
+//!   passed by the plan: kind, size, kernarg offset) with [`Function::with_signature`], and
+//!   [`Function::launch`] checks the argument values against it (count, kind, size) and writes
+//!   each at its recorded offset. The check never derives the signature from the values.
+//! - Pointers are variant-pack device addresses, passed with the `unsafe`
+//!   [`KernelArg::device_ptr`] (the one `unsafe` block of this crate; see its `SAFETY` note).
 //! - Streams: only the default stream (`0`) is supported; other values are refused with
 //!   `hipModuleLaunchKernel` / `hipStreamSynchronize` errors naming the value.
 //!
@@ -20,6 +22,7 @@ use crate::ingestor::device::{
     Device as IngestorDevice, DeviceError, KernelArgValue, KernelFunction, LaunchGeometry,
     Module as IngestorModule,
 };
+use crate::ingestor::kernel::KernelArgument;
 use hipdnn_hip::DriverError;
 use hipdnn_hip::safe::{
     ArgKind, ArgSpec, Device, Function, KernelArg, LaunchConfig, LaunchError, Module, Stream,
@@ -38,6 +41,31 @@ fn launch_error(e: LaunchError) -> DeviceError {
         LaunchError::Driver(d) => device_error(d),
         LaunchError::Signature { .. } => DeviceError::new("hipModuleLaunchKernel", e.to_string()),
     }
+}
+
+/// The recorded signature as [`ArgSpec`]s; a kind this layer cannot pass (e.g. `hidden_*`) is
+/// refused as `hipModuleLaunchKernel: kernel '<symbol>': recorded signature entry <i> has kind …`.
+fn recorded_specs(kernel: &str, signature: &[KernelArgument]) -> Result<Vec<ArgSpec>, DeviceError> {
+    signature
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let kind = ArgKind::parse(&a.kind).ok_or_else(|| {
+                DeviceError::new(
+                    "hipModuleLaunchKernel",
+                    format!(
+                        "kernel '{kernel}': recorded signature entry {i} has kind '{}', which cannot be passed",
+                        a.kind
+                    ),
+                )
+            })?;
+            Ok(ArgSpec {
+                kind,
+                size: a.size,
+                offset: a.offset,
+            })
+        })
+        .collect()
 }
 
 /// A GPU seen through the ingestor's [`IngestorDevice`] trait.
@@ -95,6 +123,7 @@ impl IngestorDevice for HipIngestorDevice {
         function: &dyn KernelFunction,
         geometry: LaunchGeometry,
         args: &[KernelArgValue],
+        signature: &[KernelArgument],
         stream: u64,
     ) -> Result<(), DeviceError> {
         if stream != 0 {
@@ -112,21 +141,18 @@ impl IngestorDevice for HipIngestorDevice {
                     "the function was not loaded by this device",
                 )
             })?;
-        let layout: Vec<(ArgKind, u32)> = args
-            .iter()
-            .map(|a| match a {
-                KernelArgValue::Pointer(_) => (ArgKind::GlobalBuffer, 8),
-                other => (ArgKind::ByValue, other.size() as u32),
-            })
-            .collect();
-        let f =
-            f.0.with_signature(&ArgSpec::natural_layout(&layout))
-                .map_err(launch_error)?;
+        let recorded = recorded_specs(f.0.name(), signature)?;
+        let f = f.0.with_signature(&recorded).map_err(launch_error)?;
         let ordinal = self.dev.info().ordinal;
         let kargs: Vec<KernelArg<'static>> = args
             .iter()
             .map(|a| match *a {
-                KernelArgValue::Pointer(p) => KernelArg::device_ptr(p, ordinal),
+                // SAFETY: `p` is a variant-pack address for this execute on the handle's device
+                // (`ordinal`); the execute contract (hipdnnBackendExecute, the SDK's typed
+                // buffers) requires it to be a live device allocation of that device, large
+                // enough for the tensor the recorded signature gives this argument, until the
+                // work on the stream completes. Nothing else here can check it.
+                KernelArgValue::Pointer(p) => unsafe { KernelArg::device_ptr(p, ordinal) },
                 KernelArgValue::I32(v) => v.into(),
                 KernelArgValue::U32(v) => v.into(),
                 KernelArgValue::I64(v) => v.into(),

@@ -10,7 +10,9 @@
 use super::descriptor::KernelDescriptor;
 use super::device::{Device, DeviceResolver, KernelCode, LoadFailure, LoadStage};
 use super::dispatch::{DispatchHandler, PreparedLaunch};
-use super::kernel::{KernelSourceKind, is_code_object_target_compatible, strip_arch_features};
+use super::kernel::{
+    KernelArgument, KernelSourceKind, is_code_object_target_compatible, strip_arch_features,
+};
 use hipdnn_backend::engine::{ExecuteArgs, ExecutionContext};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
@@ -105,6 +107,8 @@ pub struct RestoredPlan {
     pub launch: PreparedLaunch,
     /// The code object; its module is loaded on the restoring device already.
     pub code: Arc<KernelCode>,
+    /// The saved kernel's recorded signature (launches are checked against it).
+    pub signature: Vec<KernelArgument>,
 }
 
 impl fmt::Debug for RestoredPlan {
@@ -179,6 +183,7 @@ struct Launchable<'p> {
     handler: &'p Arc<dyn DispatchHandler>,
     launch: &'p PreparedLaunch,
     code: &'p KernelCode,
+    signature: &'p [KernelArgument],
 }
 
 impl Launchable<'_> {
@@ -221,6 +226,7 @@ impl Launchable<'_> {
                 kernel.function.as_ref(),
                 self.launch.geometry,
                 &kargs,
+                self.signature,
                 args.stream,
             )
             .map_err(|e| PluginError::internal(format!("launching {} failed: {e}", self.label)))
@@ -235,11 +241,8 @@ impl SingleKernelPlan {
                 self.kernel.describe()
             ))
         })?;
-        let kind = self
-            .kernel
-            .single_source()
-            .map(|s| s.kind)
-            .unwrap_or(KernelSourceKind::Kpack);
+        let source = self.kernel.single_source();
+        let kind = source.map(|s| s.kind).unwrap_or(KernelSourceKind::Kpack);
         Ok(Launchable {
             label: format!("kernel {}", self.kernel.describe()),
             kind,
@@ -248,6 +251,7 @@ impl SingleKernelPlan {
             handler: &self.handler,
             launch: &self.launch,
             code,
+            signature: source.map(|s| &s.signature[..]).unwrap_or(&[]),
         })
     }
 }
@@ -298,6 +302,7 @@ impl ExecutionContext for IngestorExecutionContext {
                 handler: &r.handler,
                 launch: &r.launch,
                 code: &r.code,
+                signature: &r.signature,
             }
             .run(device.as_ref(), &args),
             IngestorPlan::Benchmark(b) => {

@@ -100,5 +100,6 @@ pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResul
         handler,
         launch,
         code,
+        signature: p.signature,
     })
 }
