@@ -4,6 +4,7 @@
 #[path = "ingestor_support.rs"]
 mod support;
 
+use hipdnn_backend::SharedBytes;
 use hipdnn_backend::engine::{Engine, ExecuteArgs, ExecutionContext, PlanSerialization};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult, PluginStatus};
@@ -267,15 +268,57 @@ fn refuses_a_plan_restored_from_a_payload() {
         "{}",
         e.message
     );
-    // The restored plan keeps the bytes it was loaded from.
+    // A borrowed load keeps no payload: only its own copy of the code object (it may load it
+    // on another device later).
     let rc = restored
         .as_any()
         .downcast_ref::<IngestorExecutionContext>()
         .unwrap();
     match &rc.plan {
-        IngestorPlan::Restored(r) => assert_eq!(&r.payload[..], &bytes[..]),
+        IngestorPlan::Restored(r) => {
+            assert_eq!(&r.code.bytes()[..], POINTWISE_CODE);
+            assert_eq!(
+                r.code.bytes().buffer().len(),
+                POINTWISE_CODE.len(),
+                "a copy of the code object alone, not of the payload"
+            );
+        }
         other => panic!("{other:?}"),
     }
+    // A shared load (a loaded plan's one copy of its bytes): the code object is a view of the
+    // payload buffer, nothing is copied, and the re-save hook still refuses.
+    let shared = SharedBytes::copy_from_slice(&bytes);
+    let restored = engine
+        .create_execution_context_from_shared(&shared)
+        .unwrap();
+    assert_eq!(
+        Arc::strong_count(shared.buffer()),
+        2,
+        "one view kept: the code"
+    );
+    match &restored
+        .as_any()
+        .downcast_ref::<IngestorExecutionContext>()
+        .unwrap()
+        .plan
+    {
+        IngestorPlan::Restored(r) => {
+            assert!(Arc::ptr_eq(r.code.bytes().buffer(), shared.buffer()));
+            assert_eq!(&r.code.bytes()[..], POINTWISE_CODE);
+            assert!(r.code.bytes().len() < shared.len());
+        }
+        other => panic!("{other:?}"),
+    }
+    let e = engine
+        .serialize_execution_context(engine.id(), restored.as_ref())
+        .unwrap_err();
+    assert!(
+        e.message.contains("loaded from a saved payload"),
+        "{}",
+        e.message
+    );
+    drop(restored);
+    assert_eq!(Arc::strong_count(shared.buffer()), 1);
 }
 
 #[test]

@@ -7,8 +7,8 @@ use hipdnn_engines::ingestor::payload::refusal::{
     DAMAGED_PREFIX, ENCODE_PREFIX, INCOMPATIBLE_PREFIX,
 };
 use hipdnn_engines::ingestor::payload::{
-    BodySizeLimits, HEADER_SIZE, IngestorPlanPayload, decode_payload, decode_payload_with_limits,
-    encode_payload, encode_payload_with_limits, seal_body, sha256_hex,
+    BodySizeLimits, HEADER_SIZE, IngestorPlanPayload, decode_payload, decode_payload_in_place,
+    decode_payload_with_limits, encode_payload, encode_payload_with_limits, seal_body, sha256_hex,
 };
 use hipdnn_schema::flatbuffers::FlatBufferBuilder;
 use hipdnn_schema::ingestor_plan as fb;
@@ -254,6 +254,61 @@ fn reads_a_body_that_starts_misaligned() {
         assert_eq!((view.as_ptr() as usize + HEADER_SIZE) % 16, shift);
         assert_eq!(decode_payload(view).unwrap(), p, "shift {shift}");
     }
+}
+
+#[test]
+fn decodes_in_place_with_the_code_object_range_aligned_or_not() {
+    let p = sample(KernelSourceKind::Kpack);
+    let bytes = encode_payload(&p).unwrap();
+    let at = HEADER_SIZE + code_offset(&body_of(&bytes));
+    for shift in 0..16usize {
+        let mut storage = vec![0u8; bytes.len() + 64];
+        let base = (16 - storage.as_ptr() as usize % 16) % 16;
+        let start = base + shift;
+        storage[start..start + bytes.len()].copy_from_slice(&bytes);
+        let view = &storage[start..start + bytes.len()];
+        let d = decode_payload_in_place(view, BodySizeLimits::default()).unwrap();
+        // The range is relative to the input, even when the body was read from aligned
+        // storage (shift != 0).
+        assert_eq!(d.code_object, at..at + p.code_object.len(), "shift {shift}");
+        assert_eq!(&view[d.code_object.clone()], &p.code_object[..]);
+        assert!(
+            d.fields.code_object.is_empty(),
+            "no copy of the code object"
+        );
+        let mut fields = d.fields;
+        fields.code_object = p.code_object.clone();
+        assert_eq!(fields, p, "shift {shift}");
+    }
+}
+
+#[test]
+fn decoding_in_place_refuses_exactly_what_decoding_refuses() {
+    let bytes = encode_payload(&sample(KernelSourceKind::Kpack)).unwrap();
+    let at = HEADER_SIZE + code_offset(&body_of(&bytes));
+    let mut flipped = bytes.clone();
+    flipped[at] ^= 0x01;
+    let mut body = body_of(&bytes);
+    let code_at = code_offset(&body);
+    body[code_at] ^= 0xFF; // resealed: check 9b, not the body digest
+    let cases = [bytes[..bytes.len() - 1].to_vec(), flipped, seal_body(&body)];
+    for b in cases {
+        let copied = decode_payload(&b).unwrap_err();
+        let in_place = decode_payload_in_place(&b, BodySizeLimits::default()).unwrap_err();
+        assert_eq!(in_place.status, copied.status);
+        assert_eq!(in_place.message, copied.message);
+        assert!(
+            in_place.message.starts_with(DAMAGED_PREFIX),
+            "{}",
+            in_place.message
+        );
+    }
+    let e = decode_payload(&seal_body(&body)).unwrap_err();
+    assert!(
+        e.message.contains("does not match the code object"),
+        "{}",
+        e.message
+    );
 }
 
 #[test]

@@ -4,6 +4,7 @@
 #[path = "ingestor_support.rs"]
 mod support;
 
+use hipdnn_backend::SharedBytes;
 use hipdnn_backend::engine::{BufferRef, ExecuteArgs, ExecutionContext, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
@@ -18,7 +19,7 @@ use hipdnn_engines::ingestor::payload::{
     HEADER_SIZE, IngestorPlanPayload, encode_payload, seal_body,
 };
 use hipdnn_engines::ingestor::plan::{IngestorExecutionContext, IngestorPlan};
-use hipdnn_engines::ingestor::restore::{RestoreEnvironment, restore_plan};
+use hipdnn_engines::ingestor::restore::{RestoreEnvironment, restore_plan, restore_plan_shared};
 use hipdnn_schema::ingestor_plan as fb;
 use std::sync::Arc;
 use support::*;
@@ -116,6 +117,56 @@ fn admits_a_plan_saved_on_the_same_base_arch() {
         "saved kernel 21212121-2121-2121-2121-212121212121 (dispatch 'hipkernel.conv_fwd.dispatch.v1')"
     );
     assert_eq!(plan.code.loaded_device_count(), 1);
+}
+
+#[test]
+fn a_shared_restore_keeps_a_view_of_the_code_object_and_not_the_payload() {
+    let p = valid_conv_payload();
+    let shared = SharedBytes::copy_from_slice(&encode_payload(&p).unwrap());
+    let registry = DispatchRegistry::with_native_packs();
+    let resolver = FixedDevice(gfx90a());
+    let env = RestoreEnvironment {
+        resolver: Some(&resolver),
+        registry: &registry,
+        limits: Default::default(),
+    };
+    let plan = restore_plan_shared(&shared, &env).unwrap();
+    let code = plan.code.bytes();
+    assert!(
+        Arc::ptr_eq(code.buffer(), shared.buffer()),
+        "a view, not a copy"
+    );
+    assert_eq!(&code[..], &p.code_object[..]);
+    assert_eq!(Arc::strong_count(shared.buffer()), 2, "the code view only");
+    assert_eq!(plan.code.loaded_device_count(), 1);
+    assert_eq!(plan.target, "gfx90a");
+    drop(plan);
+    assert_eq!(Arc::strong_count(shared.buffer()), 1);
+    // The borrowed restore copies the code object alone.
+    let plan = restore(&p).unwrap();
+    assert_eq!(plan.code.bytes().buffer().len(), p.code_object.len());
+}
+
+#[test]
+fn a_shared_restore_refuses_in_the_same_order_and_keeps_nothing() {
+    let mut p = valid_conv_payload();
+    missing_value(&mut p);
+    let bytes = encode_payload(&p).unwrap();
+    let shared = SharedBytes::copy_from_slice(&bytes);
+    let registry = DispatchRegistry::with_native_packs();
+    let device = FakeDevice::new("gfx90a:sramecc+:xnack-", 0);
+    let resolver = FixedDevice(device.clone());
+    let env = RestoreEnvironment {
+        resolver: Some(&resolver),
+        registry: &registry,
+        limits: Default::default(),
+    };
+    let e = restore_plan_shared(&shared, &env).unwrap_err();
+    let borrowed = err(restore_with(&bytes, Some(device.clone()), &registry));
+    assert_eq!((e.status, &e.message), (borrowed.status, &borrowed.message));
+    assert_na(&e, "needs launch value 'n'");
+    assert_eq!(device.loads(), 0);
+    assert_eq!(Arc::strong_count(shared.buffer()), 1);
 }
 
 #[test]

@@ -15,7 +15,8 @@ use super::payload::BodySizeLimits;
 use super::plan::{
     BenchmarkPlan, IngestorExecutionContext, IngestorPlan, SingleKernelPlan, load_failure_message,
 };
-use super::restore::{RestoreEnvironment, restore_plan};
+use super::restore::{RestoreEnvironment, restore_plan, restore_plan_shared};
+use hipdnn_backend::SharedBytes;
 use hipdnn_backend::engine::{
     BehaviorNote, Engine, EngineConfig, ExecutionContext, KnobInfo, PlanSerialization,
 };
@@ -168,6 +169,14 @@ impl IngestorEngine {
         })
     }
 
+    fn restore_environment(&self) -> RestoreEnvironment<'_> {
+        RestoreEnvironment {
+            resolver: Some(self.resolver.as_ref()),
+            registry: &self.registry,
+            limits: self.limits,
+        }
+    }
+
     fn applicable_plans(
         &self,
         graph: &OperationGraph,
@@ -286,14 +295,20 @@ impl PlanSerialization for IngestorEngine {
         &self,
         payload: &[u8],
     ) -> PluginResult<Box<dyn ExecutionContext>> {
-        let plan = restore_plan(
-            payload,
-            &RestoreEnvironment {
-                resolver: Some(self.resolver.as_ref()),
-                registry: &self.registry,
-                limits: self.limits,
-            },
-        )?;
+        let plan = restore_plan(payload, &self.restore_environment())?;
+        Ok(Box::new(IngestorExecutionContext {
+            plan: IngestorPlan::Restored(plan),
+            resolver: self.resolver.clone(),
+        }))
+    }
+
+    /// The load hook of a loaded plan: the restored plan's code object is a view of `payload`
+    /// (the plan's one owned copy of its bytes), so the engine keeps no copy of its own.
+    fn create_execution_context_from_shared(
+        &self,
+        payload: &SharedBytes,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let plan = restore_plan_shared(payload, &self.restore_environment())?;
         Ok(Box::new(IngestorExecutionContext {
             plan: IngestorPlan::Restored(plan),
             resolver: self.resolver.clone(),

@@ -89,8 +89,6 @@ impl BenchmarkPlan {
 
 /// A plan restored from a saved payload.
 pub struct RestoredPlan {
-    /// The payload bytes the plan was loaded from (kept for the plan's lifetime).
-    pub payload: Arc<[u8]>,
     /// Kernel descriptor id of the saved kernel.
     pub kernel_id: uuid::Uuid,
     /// Saved kernel symbol.
@@ -105,7 +103,10 @@ pub struct RestoredPlan {
     pub handler: Arc<dyn DispatchHandler>,
     /// The restored launch.
     pub launch: PreparedLaunch,
-    /// The code object; its module is loaded on the restoring device already.
+    /// The code object (for a plan loaded through the backend, a view of the plan's one copy
+    /// of its loaded bytes); its module is loaded on the restoring device already. The payload
+    /// itself is not kept: a re-save of a loaded plan returns the backend's plan bytes and
+    /// never reaches this engine.
     pub code: Arc<KernelCode>,
     /// The saved kernel's recorded signature (launches are checked against it).
     pub signature: Vec<KernelArgument>,

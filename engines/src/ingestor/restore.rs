@@ -4,15 +4,20 @@
 //! Order: decoder 1–10 (incl. 9b) → device resolver → 11 target → 12 dispatch handler →
 //! 13 handler restores → 14 signature → 15 launch values → 16 module load on the handle's
 //! device. A failed restore creates nothing. No descriptor, archive, selection, benchmark or
-//! compile is used. This module never saves.
+//! compile is used. This module never saves, and the restored plan keeps neither the payload
+//! nor a copy of the code object when the payload is shared ([`restore_plan_shared`]): its
+//! code object is a view of the loaded plan's one copy of its bytes, from which the device
+//! loads (and copies) the image.
 
 use super::device::{DeviceResolver, KernelCode};
 use super::dispatch::DispatchRegistry;
 use super::kernel::{format_signature, is_code_object_target_compatible, signatures_match};
 use super::payload::refusal::{incompatible, quote};
-use super::payload::{BodySizeLimits, decode_payload_with_limits};
+use super::payload::{BodySizeLimits, DecodedPayload, decode_payload_in_place};
 use super::plan::{RestoredPlan, load_failure_message};
+use hipdnn_backend::SharedBytes;
 use hipdnn_backend::status::{PluginError, PluginResult};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// What a restore needs besides the bytes.
@@ -26,7 +31,9 @@ pub struct RestoreEnvironment<'a> {
     pub limits: BodySizeLimits,
 }
 
-/// Restores a plan from `payload`.
+/// Restores a plan from `payload`, borrowed for this call only: the restored plan keeps its
+/// own copy of the code object (it may load it on further devices later). Used by the
+/// borrowed load hook; a loaded plan's bytes come through [`restore_plan_shared`].
 ///
 /// # Errors
 /// In order: the decoder's refusals (§6); `INTERNAL_ERROR` when the environment has no
@@ -38,7 +45,39 @@ pub struct RestoreEnvironment<'a> {
 /// provider launches: ...`; the launch-value contract texts (§11); the module-load texts
 /// (`hipModuleLoadData` / `hipModuleGetFunction`).
 pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResult<RestoredPlan> {
-    let p = decode_payload_with_limits(payload, env.limits)?;
+    restore(payload, env, |range| {
+        Ok(SharedBytes::copy_from_slice(&payload[range]))
+    })
+}
+
+/// Restores a plan from `payload`, a view of the loaded plan's one owned copy of its bytes:
+/// the restored plan's code object is a view of `payload` (no copy is made); the payload itself
+/// is not kept. Same checks, order and errors as [`restore_plan`].
+///
+/// # Errors
+/// As [`restore_plan`].
+pub fn restore_plan_shared(
+    payload: &SharedBytes,
+    env: &RestoreEnvironment<'_>,
+) -> PluginResult<RestoredPlan> {
+    restore(payload, env, |range| {
+        payload.slice(range).ok_or_else(|| {
+            PluginError::internal("the decoded code object does not lie inside the payload")
+        })
+    })
+}
+
+/// The restore checks in order; `code_of` gives the code object (its range in `payload`)
+/// once every check before the module load passed.
+fn restore(
+    payload: &[u8],
+    env: &RestoreEnvironment<'_>,
+    code_of: impl FnOnce(Range<usize>) -> PluginResult<SharedBytes>,
+) -> PluginResult<RestoredPlan> {
+    let DecodedPayload {
+        fields: p,
+        code_object,
+    } = decode_payload_in_place(payload, env.limits)?;
     let kernel_id = uuid::Uuid::from_bytes(p.kernel_descriptor_id);
     let saved = format!("saved kernel {kernel_id}");
     let resolver = env.resolver.ok_or_else(|| {
@@ -87,11 +126,10 @@ pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResul
         )));
     }
     let launch = handler.restore_launch(&p.dispatch_symbol, &p.launch_values)?;
-    let code = Arc::new(KernelCode::new(Arc::from(p.code_object), &p.symbol));
+    let code = Arc::new(KernelCode::new(code_of(code_object)?, &p.symbol));
     code.load_on(device.as_ref())
         .map_err(|f| incompatible(load_failure_message(&label, &f)))?;
     Ok(RestoredPlan {
-        payload: Arc::from(payload),
         kernel_id,
         symbol: p.symbol,
         target: p.target,

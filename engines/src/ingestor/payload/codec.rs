@@ -14,6 +14,7 @@ use hipdnn_schema::flatbuffers::{self, FlatBufferBuilder, WIPOffset};
 use hipdnn_schema::ingestor_plan as fb;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::ops::Range;
 
 /// `FLATBUFFERS_MIN_BUFFER_SIZE`: the smallest body, in bytes (u32 + i32 + u16 + u16).
 pub const FLATBUFFERS_MIN_BUFFER_SIZE: usize = 12;
@@ -297,7 +298,9 @@ pub fn decode_payload(payload: &[u8]) -> PluginResult<IngestorPlanPayload> {
     decode_payload_with_limits(payload, BodySizeLimits::default())
 }
 
-/// Decodes and checks `payload` (decoder checks 1–10 of reference §6, in order).
+/// Decodes and checks `payload` (decoder checks 1–10 of reference §6, in order), copying the
+/// code object into the result. A caller that can keep the code object in place (the restore
+/// of a loaded plan) uses [`decode_payload_in_place`] instead.
 ///
 /// # Errors
 /// Damage → `INVALID_VALUE`, prefix `ingestor plan data is damaged: `; incompatibility →
@@ -312,6 +315,33 @@ pub fn decode_payload_with_limits(
     payload: &[u8],
     limits: BodySizeLimits,
 ) -> PluginResult<IngestorPlanPayload> {
+    let DecodedPayload {
+        mut fields,
+        code_object,
+    } = decode_payload_in_place(payload, limits)?;
+    fields.code_object = payload[code_object].to_vec();
+    Ok(fields)
+}
+
+/// A decoded and checked payload whose code object stays in the input bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct DecodedPayload {
+    /// Every field of the payload except the code object: `fields.code_object` is empty.
+    pub fields: IngestorPlanPayload,
+    /// Byte range of the code object within the decoded input (it passed check 9b).
+    pub code_object: Range<usize>,
+}
+
+/// Decodes and checks `payload` exactly as [`decode_payload_with_limits`] does (same checks,
+/// order and errors) without copying the code object: its position in `payload` is returned
+/// instead, so that a caller holding `payload` in shared memory can keep a view of it.
+///
+/// # Errors
+/// As [`decode_payload_with_limits`].
+pub fn decode_payload_in_place(
+    payload: &[u8],
+    limits: BodySizeLimits,
+) -> PluginResult<DecodedPayload> {
     let header = decode_header(payload)?;
     let body = &payload[header.header_size..];
     if body.len() < limits.min || body.len() >= limits.max {
@@ -411,8 +441,11 @@ pub fn decode_payload_with_limits(
         })?;
         launch_values.insert(name.to_string(), value);
     }
-    let code_object = image.code_object().bytes().to_vec();
-    let code_hash = sha256_hex(&code_object);
+    let code_object = image.code_object().bytes();
+    // The body may have been read from aligned storage: the offset within it is the same.
+    let code_start = header.header_size + (code_object.as_ptr() as usize - body.as_ptr() as usize);
+    let code_range = code_start..code_start + code_object.len();
+    let code_hash = sha256_hex(code_object);
     if code_hash != sha256 {
         return Err(damaged(format!(
             "the kernel digest {sha256} does not match the code object, which hashes to {code_hash}"
@@ -430,7 +463,7 @@ pub fn decode_payload_with_limits(
             quote(&list)
         )));
     }
-    Ok(IngestorPlanPayload {
+    let fields = IngestorPlanPayload {
         kernel_descriptor_id: plan.kernel_descriptor_id().0,
         workspace_bytes,
         runtime_pass_by_value_uids: uids,
@@ -450,7 +483,11 @@ pub fn decode_payload_with_limits(
                 name: a.name().unwrap_or_default().to_string(),
             })
             .collect(),
-        code_object,
+        code_object: Vec::new(),
         provider_version: plan.provider_version().to_string(),
+    };
+    Ok(DecodedPayload {
+        fields,
+        code_object: code_range,
     })
 }

@@ -9,8 +9,8 @@ pub mod header;
 pub mod refusal;
 
 pub use codec::{
-    BodySizeLimits, FLATBUFFERS_MAX_BUFFER_SIZE, FLATBUFFERS_MIN_BUFFER_SIZE, IngestorPlanPayload,
-    decode_payload, decode_payload_with_limits, encode_payload, encode_payload_with_limits,
-    is_lowercase_sha256_hex, seal_body, sha256_hex,
+    BodySizeLimits, DecodedPayload, FLATBUFFERS_MAX_BUFFER_SIZE, FLATBUFFERS_MIN_BUFFER_SIZE,
+    IngestorPlanPayload, decode_payload, decode_payload_in_place, decode_payload_with_limits,
+    encode_payload, encode_payload_with_limits, is_lowercase_sha256_hex, seal_body, sha256_hex,
 };
 pub use header::{HEADER_SIZE, PayloadHeader, decode_header, encode_header};
