@@ -86,6 +86,28 @@ impl<'a> GraphAndPlan<'a> {
         self.plan
     }
 
+    /// The graph blob for a graph load.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "container carries no graph" when the blob is absent or empty.
+    pub fn require_graph(&self) -> BackendResult<&'a [u8]> {
+        self.graph
+            .ok_or_else(|| BackendError::new(Status::BadParam, "container carries no graph"))
+    }
+
+    /// The plan blob for a plan load.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "container carries no execution plan …" when the blob is absent or empty.
+    pub fn require_plan(&self) -> BackendResult<&'a [u8]> {
+        self.plan.ok_or_else(|| {
+            BackendError::new(
+                Status::BadParam,
+                "container carries no execution plan (it was saved from a graph without a plan)",
+            )
+        })
+    }
+
     /// Content flags: [`CONTENT_GRAPH`] if the graph blob is non-empty, OR
     /// [`CONTENT_EXECUTION_PLAN`] if the plan blob is non-empty (0 when both are empty).
     pub fn content_flags(&self) -> i32 {
@@ -123,12 +145,7 @@ pub fn read_container(bytes: &[u8]) -> BackendResult<Option<GraphAndPlan<'_>>> {
 pub fn plan_part(bytes: &[u8]) -> BackendResult<&[u8]> {
     match read_container(bytes)? {
         None => Ok(bytes),
-        Some(c) => c.plan_blob().ok_or_else(|| {
-            BackendError::new(
-                Status::BadParam,
-                "container carries no execution plan (it was saved from a graph without a plan)",
-            )
-        }),
+        Some(c) => c.require_plan(),
     }
 }
 
@@ -142,9 +159,7 @@ pub fn plan_part(bytes: &[u8]) -> BackendResult<&[u8]> {
 pub fn graph_part(bytes: &[u8]) -> BackendResult<&[u8]> {
     match read_container(bytes)? {
         None => Ok(bytes),
-        Some(c) => c
-            .graph_blob()
-            .ok_or_else(|| BackendError::new(Status::BadParam, "container carries no graph")),
+        Some(c) => c.require_graph(),
     }
 }
 

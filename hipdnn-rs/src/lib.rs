@@ -22,12 +22,12 @@
 //! ```
 
 pub mod buffer;
-mod compiled;
 pub mod graph;
 pub mod handle;
+mod persist;
 
 pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, VariantPack};
-pub use compiled::{NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE};
 pub use graph::*;
 pub use handle::{ExecutionDevice, Handle};
 pub use hipdnn_backend::{BehaviorNote, HeuristicMode};
+pub use persist::{NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE};

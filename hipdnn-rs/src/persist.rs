@@ -1,27 +1,39 @@
-//! Building, executing, saving and loading a graph's execution plan.
+//! Building, executing, saving and loading a graph's execution plan (module `persist`; it was
+//! `compiled.rs` before issue 9).
 //!
 //! This module wires [`Graph`] to the backend: `build` (validate → operation graph → engine
 //! configs → execution plan), `execute`, `workspace_size`, and the four save/load entry points
 //! of upstream's frontend (`to_binary`/`from_binary`, `to_compiled_plan_binary`/
-//! `from_compiled_plan_binary`, reference `frontend-graph-api.md` §3.4–§3.6).
+//! `from_compiled_plan_binary`, reference `frontend-graph-api.md` §3.4–§3.6). It never parses
+//! a container or an envelope itself (the backend's codecs do, once per load) and never copies
+//! loaded bytes more than once.
 //!
 //! # Re-saving a loaded plan
 //! A plan loaded from bytes saves again as **the plan bytes it was loaded from**, byte for byte,
 //! without asking the engine (upstream PR #14517). A re-save therefore keeps the original
 //! kernel, provider version and format versions; a newer kernel in an upgraded provider never
-//! enters it — to pick one up, load the graph alone and `build` again. The loaded plan keeps one
-//! copy of its plan bytes for its lifetime (for GPU plans that includes the code object).
+//! enters it — to pick one up, load the graph alone and `build` again.
+//!
+//! # One copy of the loaded bytes
+//! A load copies the caller's bytes exactly once, into a [`SharedBytes`] buffer: for
+//! `from_binary` the whole container, for `from_compiled_plan_binary` the plan part. Everything
+//! else is a view of that buffer: the plan cache (seeded with the plan part), the graph part
+//! kept for the whole-container re-save, and what the engine keeps (the kernel ingestor's code
+//! object). A loaded GPU plan therefore holds one host copy of its code object.
 //!
 //! Beyond upstream (which promises only the plan part): `to_binary()` of a graph loaded with
 //! `from_binary()` and not changed since returns the identical container bytes, even when
-//! another producer wrote them. "Not changed" is decided by comparing the graph's serialized
-//! bytes with those it had right after the load; the loaded container is kept for that (one
-//! more copy of the container for the graph's lifetime).
+//! another producer wrote them. "Not changed" is decided at save time: the graph's serialized
+//! bytes are compared with those of the graph read again from the kept graph part (nothing is
+//! serialized on load).
 
 use crate::buffer::{Buffer, VariantPack};
 use crate::handle::{Handle, backend_error};
 use crate::{Error, ErrorCode, Graph, Result};
-use hipdnn_backend::{BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, hdgp};
+use hipdnn_backend::{
+    BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, SharedBytes, hdgp,
+};
+use std::ops::Range;
 use std::sync::Arc;
 
 /// Message of the error for executing or saving a graph without a plan.
@@ -32,12 +44,31 @@ pub const NO_PLAN_MESSAGE: &str =
 pub const NO_FINALIZED_PLAN_MESSAGE: &str = "Graph has no finalized compiled execution plan. \
      Call build(), build_plans() or from_compiled_plan_binary() first.";
 
+/// What `from_binary` loaded: views of the one owned copy of the container.
 #[derive(Clone)]
 struct LoadedContainer {
-    /// The whole container as given to `from_binary`.
-    bytes: Arc<Vec<u8>>,
-    /// `to_graph_bytes()` of the graph right after the load.
-    graph_bytes: Vec<u8>,
+    /// The whole container as given to `from_binary` (the one owned copy).
+    container: SharedBytes,
+    /// View of its graph blob.
+    graph: SharedBytes,
+    /// View of its plan blob; the plan cache was seeded with this same view.
+    plan: SharedBytes,
+}
+
+impl LoadedContainer {
+    /// True when `graph_bytes` (the graph's bytes now) equal the bytes of the graph read from
+    /// the kept graph part, i.e. the graph was not changed since the load.
+    fn graph_is_unchanged(&self, graph_bytes: &[u8]) -> bool {
+        Graph::from_graph_bytes(&self.graph)
+            .and_then(|g| g.to_graph_bytes())
+            .is_ok_and(|b| b == graph_bytes)
+    }
+}
+
+/// Byte range of `part` (a slice borrowed from `whole`) within `whole`.
+fn range_in(whole: &[u8], part: &[u8]) -> Range<usize> {
+    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
+    start..start + part.len()
 }
 
 /// The compiled part of a graph: its active plan and, for a loaded graph, what it was loaded
@@ -66,7 +97,7 @@ impl std::fmt::Debug for CompiledState {
             .field("serializable", &self.serializable)
             .field(
                 "loaded_container_bytes",
-                &self.loaded.as_ref().map(|l| l.bytes.len()),
+                &self.loaded.as_ref().map(|l| l.container.len()),
             )
             .finish()
     }
@@ -298,20 +329,22 @@ impl Graph {
             return Ok(graph_bytes);
         }
         let plan_bytes = plan
-            .to_bytes()
+            .serialized_bytes()
             .map_err(|e| backend_error("Cannot serialize the execution plan.", e))?;
         if let Some(loaded) = &self.compiled.loaded
-            && loaded.graph_bytes == graph_bytes
-            && hdgp::plan_part(&loaded.bytes).ok() == Some(plan_bytes.as_slice())
+            && plan_bytes.same_view(&loaded.plan)
+            && loaded.graph_is_unchanged(&graph_bytes)
         {
-            return Ok(loaded.bytes.as_ref().clone());
+            return Ok(loaded.container.to_vec());
         }
         Ok(hdgp::write_graph_and_plan(&graph_bytes, Some(&plan_bytes)))
     }
 
     /// Loads a graph saved by [`Graph::to_binary`] (a bare `Graph` FlatBuffer or an `HDGP`
     /// container), restoring its plan on `handle` when the container carries one. No kernel
-    /// selection or compilation happens.
+    /// selection or compilation happens. The container is read once; when it carries a plan,
+    /// it is copied once and the plan and the graph part are views of that copy (see the module
+    /// docs).
     ///
     /// # Errors
     /// `INVALID_VALUE` when the graph bytes do not verify (a bare plan given here is refused
@@ -319,22 +352,33 @@ impl Graph {
     /// damaged container (`BAD_PARAM`), a container without a graph, or a plan the engines
     /// refuse (`PLUGIN_ERROR`, `INTERNAL_ERROR` "Invalid engine ID: N", …).
     pub fn from_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
-        let graph_blob =
-            hdgp::graph_part(bytes).map_err(|e| backend_error("Cannot read the graph.", e))?;
+        let read_error = |e| backend_error("Cannot read the graph.", e);
+        let Some(container) = hdgp::read_container(bytes).map_err(read_error)? else {
+            return Graph::from_graph_bytes(bytes);
+        };
+        let graph_blob = container.require_graph().map_err(read_error)?;
         let mut g = Graph::from_graph_bytes(graph_blob)?;
-        let flags = hdgp::serialized_contents(bytes)
-            .map_err(|e| backend_error("Cannot read the container.", e))?;
-        if flags & hdgp::CONTENT_EXECUTION_PLAN != 0 {
-            let plan = ExecutionPlanDescriptor::from_bytes(handle.backend(), bytes)
+        if let Some(plan_blob) = container.plan_blob() {
+            let loaded = SharedBytes::copy_from_slice(bytes);
+            let view = |part: &[u8]| {
+                loaded.slice(range_in(bytes, part)).ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::HipdnnBackendError,
+                        "Cannot read the graph. A container blob lies outside the container.",
+                    )
+                })
+            };
+            let (graph, plan_view) = (view(graph_blob)?, view(plan_blob)?);
+            let plan = ExecutionPlanDescriptor::from_shared(handle.backend(), plan_view.clone())
                 .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
-            let graph_bytes = g.to_graph_bytes()?;
             g.compiled = CompiledState {
                 engine_name: plan.engine().name().to_string(),
                 plan: Some(Arc::new(plan)),
                 serializable: true,
                 loaded: Some(LoadedContainer {
-                    bytes: Arc::new(bytes.to_vec()),
-                    graph_bytes,
+                    container: loaded,
+                    graph,
+                    plan: plan_view,
                 }),
             };
         }
@@ -359,7 +403,8 @@ impl Graph {
     }
 
     /// Loads a plan saved by [`Graph::to_compiled_plan_binary`] (or the plan part of an `HDGP`
-    /// container) on `handle`. The returned graph has no nodes or tensors; execute it with a
+    /// container) on `handle`. The plan part is copied once; the plan keeps that copy (its
+    /// cache and the engine's views share it). The returned graph has no nodes or tensors; execute it with a
     /// variant pack by UID. The plan is bound to `handle`'s device.
     ///
     /// # Errors
@@ -367,8 +412,13 @@ impl Graph {
     /// container without a plan, `NOT_SUPPORTED` for an unknown envelope version,
     /// `INTERNAL_ERROR` "Invalid engine ID: N", `PLUGIN_ERROR` when the engine refuses.
     pub fn from_compiled_plan_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
-        let plan = ExecutionPlanDescriptor::from_bytes(handle.backend(), bytes)
-            .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+        let load_error = |e| backend_error("Cannot load the execution plan.", e);
+        let plan_part = hdgp::plan_part(bytes).map_err(load_error)?;
+        let plan = ExecutionPlanDescriptor::from_shared(
+            handle.backend(),
+            SharedBytes::copy_from_slice(plan_part),
+        )
+        .map_err(load_error)?;
         let mut g = Graph::new();
         g.set_override_shape_enabled(plan.is_override_shape_enabled());
         g.compiled = CompiledState {

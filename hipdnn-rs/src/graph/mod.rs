@@ -47,7 +47,7 @@ pub struct Graph {
     min_required_engine_api_version: Option<EngineApiVersion>,
     id: Option<[u8; 16]>,
     /// The active execution plan (built or loaded); not part of graph equality.
-    pub(crate) compiled: crate::compiled::CompiledState,
+    pub(crate) compiled: crate::persist::CompiledState,
 }
 
 impl Graph {
