@@ -9,8 +9,8 @@
 use criterion::{Criterion, black_box};
 use hipdnn_backend::{
     BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, ExecutionPlanDescriptor,
-    Handle, OperationGraph, PlanSerialization, PluginError, PluginResult, engine_id_from_name,
-    write_envelope,
+    Handle, OperationGraph, PlanSerialization, PluginError, PluginResult, SharedBytes,
+    engine_id_from_name, write_envelope,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -126,6 +126,14 @@ fn main() {
     });
     g.bench_function("load_plan_1MiB_payload", |b| {
         b.iter(|| black_box(ExecutionPlanDescriptor::from_bytes(&handle, &plan_bytes).unwrap()))
+    });
+    // The SDK's load: the caller's one owned copy is shared, nothing is copied.
+    let shared = SharedBytes::copy_from_slice(&plan_bytes);
+    g.bench_function("load_shared_plan_1MiB_payload", |b| {
+        b.iter(|| black_box(ExecutionPlanDescriptor::from_shared(&handle, shared.clone()).unwrap()))
+    });
+    g.bench_function("serialized_bytes_view_of_loaded_plan", |b| {
+        b.iter(|| black_box(plan.serialized_bytes().unwrap()))
     });
     g.finish();
     c.final_summary();
