@@ -14,5 +14,8 @@
 pub mod broadcast;
 pub mod conv;
 pub mod matmul;
+pub mod norm;
 pub mod pointwise;
+pub mod reduction;
 pub mod resample;
+pub mod sdpa;

@@ -13,7 +13,9 @@ use super::tensor::{TensorAttributes, TensorId, packed_strides, stride_order};
 use super::types::*;
 use super::{Graph, Operation};
 use hipdnn_backend::ops::conv::{self as conv_rule, ExtentError, Window};
-use hipdnn_backend::ops::{broadcast::broadcast_shape, matmul, resample as resample_rule};
+use hipdnn_backend::ops::{
+    broadcast::broadcast_shape, matmul, norm, resample as resample_rule, sdpa,
+};
 
 /// Outputs of [`Graph::batchnorm`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -253,11 +255,9 @@ impl Graph {
         c
     }
 
+    /// Batchnorm's per-channel statistics dims `(1, C, 1, …)` (op table rule).
     fn channel_dims(&self, x: TensorId) -> Vec<i64> {
-        let xd = self.dims_of(x);
-        (0..xd.len())
-            .map(|i| if i == 1 { xd[1] } else { 1 })
-            .collect()
+        norm::channel_stats_dims(&self.dims_of(x))
     }
 
     /// Batchnorm training forward: x (N, C, ..), scale/bias (1, C, 1, ..); epsilon, and
@@ -502,16 +502,10 @@ impl Graph {
     ) -> (TensorId, Option<TensorId>) {
         let name = self.node_name(&mut attrs.name, "Sdpa");
         let (qd, vd) = (self.dims_of(q), self.dims_of(v));
-        let mut od = qd.clone();
-        if let (Some(l), Some(&dv)) = (od.last_mut(), vd.last()) {
-            *l = dv;
-        }
+        let od = sdpa::output_dims(&qd, &vd);
         let o = self.output(&name, "O", od, q, self.output_type(q));
         if attrs.generate_stats == Some(true) && attrs.stats.is_none() {
-            let mut sd = qd;
-            if let Some(l) = sd.last_mut() {
-                *l = 1;
-            }
+            let sd = sdpa::stats_dims(&qd);
             attrs.stats = Some(self.output(&name, "STATS", sd, q, DataType::Float));
         }
         attrs.q = Some(q);

@@ -11,7 +11,7 @@ use super::tensor::TensorId;
 use super::types::*;
 use super::{Graph, NodeId, Operation};
 use hipdnn_backend::ops::conv::SpatialAttr;
-use hipdnn_backend::ops::matmul;
+use hipdnn_backend::ops::{matmul, reduction, sdpa};
 
 fn label(op: &Operation) -> String {
     format!("{} '{}'", op.method(), op.name())
@@ -302,7 +302,7 @@ impl Graph {
                     )));
                 }
             }
-            Operation::Reduction(a) => need(a.mode != ReductionMode::NotSet, "mode")?,
+            Operation::Reduction(a) => need(reduction::is_operator(a.mode.to_wire()), "mode")?,
             Operation::ResampleFwd(a) => {
                 need(a.resample_mode != ResampleMode::NotSet, "resample_mode")?;
                 self.check_window(
@@ -357,14 +357,14 @@ impl Graph {
             Operation::Sdpa(a) => {
                 for (n, t) in [("q", a.q), ("k", a.k), ("v", a.v)] {
                     let d = self.dims(t);
-                    if d.len() != 4 {
+                    if d.len() != sdpa::RANK {
                         return Err(Error::invalid(format!(
                             "{l}: {n} must be 4-D (B, H, S, D), got {d:?}"
                         )));
                     }
                 }
                 if let Some(p) = a.dropout_probability {
-                    if !(0.0..1.0).contains(&p) {
+                    if !sdpa::dropout_probability_ok(p) {
                         return Err(Error::invalid(format!(
                             "{l}: attribute 'dropout_probability' is {p}, must be in [0, 1)"
                         )));

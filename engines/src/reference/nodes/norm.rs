@@ -6,6 +6,7 @@ use crate::reference::exec::Env;
 use crate::reference::exec::reshape;
 use crate::reference::ops::norm;
 use crate::reference::plan::{Cx, Op};
+use hipdnn_backend::ops::norm::channel_stats_dims;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::{Node, NodeAttributes as NA};
 
@@ -257,8 +258,6 @@ pub(in crate::reference) fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> Plu
         cx.float("y_tensor_uid", a.y_tensor_uid())?,
         &x.dims,
     )?;
-    let mut stat = vec![1; x.dims.len()];
-    stat[1] = x.dims[1];
     for (attr, u) in [
         ("scale_tensor_uid", a.scale_tensor_uid()),
         ("bias_tensor_uid", a.bias_tensor_uid()),
@@ -456,8 +455,7 @@ pub(in crate::reference) fn run_batchnorm(
     } = s;
     let (xv, sv, bv) = (env.get(*x)?, env.get(*scale)?, env.get(*bias)?);
     let epsv = env.scalar(*eps)?;
-    let mut sd = vec![1; xv.ndim()];
-    sd[1] = xv.shape()[1];
+    let sd = channel_stats_dims(xv.shape());
     let (m, var, cnt) = norm::moments(&xv, &sd);
     let inv = norm::inv_std(&var, epsv);
     let yv = norm::normalize(&xv, Some(&m), &inv, &sv, Some(&bv)).map_err(&e)?;

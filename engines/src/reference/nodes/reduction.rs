@@ -4,6 +4,7 @@
 use crate::reference::exec::Env;
 use crate::reference::ops::reduce;
 use crate::reference::plan::{Cx, Op};
+use hipdnn_backend::ops::reduction as table;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
 use hipdnn_schema::graph::ReductionMode;
@@ -39,14 +40,14 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
         .attributes_as_reduction_attributes()
         .expect("type checked");
     let mode = a.mode();
-    if !(1..=9).contains(&mode.0) {
+    if !table::is_operator(mode) {
         return Err(cx.refuse("mode", format!("{mode:?}")));
     }
     let (x, y) = (
         cx.t("in_tensor_uid", a.in_tensor_uid())?,
         cx.t("out_tensor_uid", a.out_tensor_uid())?,
     );
-    if x.dims.len() != y.dims.len() || x.dims.iter().zip(&y.dims).any(|(&i, &o)| o != i && o != 1) {
+    if !table::output_dims_ok(&x.dims, &y.dims) {
         return Err(cx.bad(format!(
             "output dims {:?} must equal input dims {:?} except reduced axes of 1",
             y.dims, x.dims

@@ -4,6 +4,7 @@
 use crate::reference::exec::Env;
 use crate::reference::ops::sdpa::{self as kernel, Band};
 use crate::reference::plan::{Cx, Op};
+use hipdnn_backend::ops::sdpa as table;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::DiagonalAlignment;
 use hipdnn_schema::graph::Node;
@@ -104,7 +105,7 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
         cx.float("v_tensor_uid", a.v_tensor_uid())?,
         cx.float("o_tensor_uid", a.o_tensor_uid())?,
     );
-    if [q, k, v, o].iter().any(|t| t.dims.len() != 4) {
+    if [q, k, v, o].iter().any(|t| t.dims.len() != table::RANK) {
         return Err(cx.bad("q, k, v and o must have 4 dims (B, H, S, D)"));
     }
     let (b, h, sq, d) = (q.dims[0], q.dims[1], q.dims[2], q.dims[3]);
@@ -114,15 +115,14 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
         || k.dims[3] != d
         || v.dims[1] != hk
         || v.dims[2] != skv
-        || hk == 0
-        || h % hk != 0
+        || !table::heads_compatible(h as i64, hk as i64)
     {
         return Err(cx.bad(format!(
             "dims do not agree: q {:?}, k {:?}, v {:?}",
             q.dims, k.dims, v.dims
         )));
     }
-    cx.dims_eq("o_tensor_uid", o, &[b, h, sq, v.dims[3]])?;
+    cx.dims_eq("o_tensor_uid", o, &table::output_dims(&q.dims, &v.dims))?;
     let mask = cx.opt("attn_mask_tensor_uid", a.attn_mask_tensor_uid())?;
     if let Some(u) = mask {
         cx.bcast("attn_mask_tensor_uid", &cx.tensors[&u], &[b, h, sq, skv])?;
@@ -155,7 +155,11 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
     let max = cx.opt("max_tensor_uid", a.max_tensor_uid())?;
     let sum_exp = cx.opt("sum_exp_tensor_uid", a.sum_exp_tensor_uid())?;
     for u in stats.iter().chain(&max).chain(&sum_exp) {
-        cx.dims_eq("statistics tensor", &cx.tensors[u], &[b, h, sq, 1])?;
+        cx.dims_eq(
+            "statistics tensor",
+            &cx.tensors[u],
+            &table::stats_dims(&q.dims),
+        )?;
     }
     Ok(Op::Sdpa(SdpaStep {
         q: q.uid,
