@@ -51,7 +51,11 @@ pub fn sdpa(
 ) -> Result<SdpaOut, String> {
     let (b, h, sq, d) = (q.shape()[0], q.shape()[1], q.shape()[2], q.shape()[3]);
     let (hk, skv, dv) = (k.shape()[1], k.shape()[2], v.shape()[3]);
-    if hk == 0 || h % hk != 0 || v.shape()[1] != hk || k.shape()[3] != d || v.shape()[2] != skv {
+    if !hipdnn_backend::ops::sdpa::heads_compatible(h as i64, hk as i64)
+        || v.shape()[1] != hk
+        || k.shape()[3] != d
+        || v.shape()[2] != skv
+    {
         return Err(format!(
             "sdpa dims do not agree: q {:?}, k {:?}, v {:?}",
             q.shape(),
