@@ -20,14 +20,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#if defined(__has_include)
+/* hipStream_t comes from HIP's header when it is available and usable (HIP's header needs
+ * __HIP_PLATFORM_AMD__ or __HIP_PLATFORM_NVIDIA__, as hipcc defines); otherwise an opaque
+ * typedef of the same spelling HIP uses on AMD. Define HIPDNN_NO_HIP_HEADER to never include
+ * it. */
+#if defined(__has_include) && !defined(HIPDNN_NO_HIP_HEADER)                                 \
+    && (defined(__HIP_PLATFORM_AMD__) || defined(__HIP_PLATFORM_NVIDIA__))
 #if __has_include(<hip/hip_runtime_api.h>)
 #include <hip/hip_runtime_api.h>
 #define HIPDNN_HAVE_HIP_STREAM 1
 #endif
 #endif
 #ifndef HIPDNN_HAVE_HIP_STREAM
-/* Opaque stand-in for HIP's stream handle when HIP's header is not available. */
 typedef struct ihipStream_t* hipStream_t;
 #endif
 
