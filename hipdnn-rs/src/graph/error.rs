@@ -43,9 +43,10 @@ pub struct Error {
     pub code: ErrorCode,
     /// Human-readable cause.
     pub message: String,
-    /// The typed error of the layer that failed (backend, GPU runtime), if any.
+    /// The typed error of the layer that failed (backend, GPU runtime), if any (boxed so that
+    /// `Result<_, Error>` stays small).
     #[source]
-    pub cause: Option<Cause>,
+    pub cause: Option<Box<Cause>>,
 }
 
 /// The typed error of a layer below the SDK that made an SDK call fail.
@@ -74,16 +75,16 @@ impl Error {
     }
     /// Attaches the typed error of the layer that failed.
     pub fn with_cause(mut self, cause: impl Into<Cause>) -> Self {
-        self.cause = Some(cause.into());
+        self.cause = Some(Box::new(cause.into()));
         self
     }
     /// The typed error of the layer that failed, if any.
     pub fn cause(&self) -> Option<&Cause> {
-        self.cause.as_ref()
+        self.cause.as_deref()
     }
     /// True when the error says no GPU is usable ([`Cause::GpuUnavailable`]).
     pub fn is_gpu_unavailable(&self) -> bool {
-        matches!(self.cause, Some(Cause::GpuUnavailable(_)))
+        matches!(self.cause(), Some(Cause::GpuUnavailable(_)))
     }
     /// An `InvalidValue` error.
     pub fn invalid_value(message: impl Into<String>) -> Self {
