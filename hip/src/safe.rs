@@ -689,8 +689,9 @@ impl Function {
         &self.signature
     }
 
-    /// The same kernel with another signature (validated as in [`Module::function`]); for
-    /// callers that checked the signature elsewhere, e.g. against a kernel descriptor.
+    /// The same kernel with another recorded signature (validated as in [`Module::function`]),
+    /// e.g. the kernel descriptor's `signature` of the launch at hand, so that
+    /// [`Function::launch`] checks the arguments against that record.
     pub fn with_signature(&self, signature: &[ArgSpec]) -> Result<Function, LaunchError> {
         let end = check_signature(&self.name, signature)?;
         Ok(Function {

@@ -4,6 +4,9 @@
 //!
 //! Run: `HIP_PATH=/usr cargo test -p hipdnn --features hip-sys --test hip_runtime_fallback`
 //! (Debian 12: `apt-get install libamdhip64-dev`). Without the feature this file is empty.
+//! A `hip-sys` build links the runtime, so on a machine without it this test does not build
+//! (the hip-sys build script names the missing header); it skips, printing why, when the
+//! runtime reports an AMD device.
 #![cfg(feature = "hip-sys")]
 
 use std::sync::Mutex;
