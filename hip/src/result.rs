@@ -1,7 +1,7 @@
 //! Checked calls: one thin function per driver call, each returning
-//! `Result<_, DriverError>` (cudarc's `result` layer). Every function calls the platform-neutral
-//! [`sys::Driver`] and checks the [`sys::Call`] it returns; nothing here depends on the
-//! platform. Messages carry the HIP name and, on NVIDIA, the CUDA driver call that HIP's NVIDIA
+//! `Result<_, DriverError>` (cudarc's `result` layer). Every function calls the
+//! platform-neutral [`super::sys::Driver`] and checks the [`super::sys::Call`] it returns;
+//! nothing here depends on the platform. Messages carry the HIP name and, on NVIDIA, the CUDA driver call that HIP's NVIDIA
 //! platform maps it to (both named by `sys`), e.g.
 //! `hipModuleLoadData (cuModuleLoadData) failed: CUDA_ERROR_INVALID_PTX: a PTX JIT compilation failed`.
 //!

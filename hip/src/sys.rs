@@ -6,7 +6,7 @@
 //!   API, opened with `libloading`.
 //! - **NVIDIA, loaded at run time**: HIP's NVIDIA platform maps the same calls onto the CUDA
 //!   driver API in `libcuda.so.1` / `libcuda.so` (`hipModuleLoadData` → `cuModuleLoadData`, …).
-//! - **AMD, linked at build time** ([`linked`], cargo feature `hip-sys`): the same HIP calls,
+//! - **AMD, linked at build time** (`linked`, cargo feature `hip-sys`): the same HIP calls,
 //!   bound through the `hip-sys` crate (`hip_sys::hiprt`), whose build script links
 //!   `libamdhip64` (found through `HIP_PATH`, `ROCM_PATH`, `hipconfig -p` or `/opt/rocm`). With
 //!   the feature, [`load`] returns this driver and nothing is opened at run time (so there is no
@@ -505,7 +505,7 @@ pub fn load_at_run_time() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
     }
 }
 
-/// The drivers this build uses, in the order to try them: [`linked`] alone with the cargo
+/// The drivers this build uses, in the order to try them: `linked` alone with the cargo
 /// feature `hip-sys`, else [`load_at_run_time`]. `Err` (run-time loading only) lists every
 /// library attempt.
 pub fn load() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
