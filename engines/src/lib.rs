@@ -8,7 +8,8 @@
 //!   kernel families of the packed kernels that map onto them.
 //! - [`gpu`]: opening a GPU engine over the packed kernel archives of one device.
 //!
-//! This crate never links a GPU runtime (`hipdnn-hip` loads it at run time) and never parses
+//! This crate reaches a GPU runtime only through `hipdnn-hip` (loaded at run time, or linked
+//! with the `hip-sys` feature) and never parses
 //! container formats (that is the backend's job).
 
 pub mod gpu;
