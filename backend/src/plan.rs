@@ -141,7 +141,9 @@ impl ExecutionPlanDescriptor {
     /// whose load hook receives the plugin payload as a slice of `bytes` (no temporary copy).
     /// After the engine restored the context, the cache is seeded with one copy of the exact
     /// plan bytes. On any failure no descriptor is produced (and nothing is cached or copied).
-    /// A caller that owns the bytes uses [`Self::from_shared`] instead (no copy at all).
+    /// A caller that owns the bytes uses [`Self::from_shared`] instead (no copy at all); one
+    /// whose input is borrowed and whose engines keep parts of their payload uses
+    /// [`Self::from_copy`] (one copy in total; here an engine must copy what it keeps).
     ///
     /// # Errors
     /// - `BAD_PARAM` "Serialized execution plan is empty." for empty input.
@@ -175,6 +177,26 @@ impl ExecutionPlanDescriptor {
         // Seeded after the engine restored the context (PR14517): the one copy.
         *descriptor.lock_cache() = Some(SharedBytes::copy_from_slice(plan_bytes));
         Ok(descriptor)
+    }
+
+    /// Loads a plan from borrowed bytes (a bare envelope or an `HDGP` container, as
+    /// [`Self::from_bytes`]) keeping exactly one copy: the plan part is cut
+    /// ([`crate::hdgp::plan_part`]), copied once into a [`SharedBytes`] buffer and loaded with
+    /// [`Self::from_shared`], so the cache and whatever the engine keeps (the kernel ingestor's
+    /// code object) are views of that one copy. Use it where the input is borrowed for the
+    /// call only (the SDK's `from_compiled_plan_binary`, a C caller's buffer).
+    ///
+    /// # Errors
+    /// As [`Self::from_bytes`] (same checks, order and messages); on any failure the copy is
+    /// dropped and nothing is kept.
+    pub fn from_copy(handle: &Handle, bytes: &[u8]) -> BackendResult<Self> {
+        if bytes.is_empty() {
+            return Err(BackendError::new(
+                Status::BadParam,
+                "Serialized execution plan is empty.",
+            ));
+        }
+        Self::from_shared(handle, SharedBytes::copy_from_slice(plan_part(bytes)?))
     }
 
     /// Loads a plan from a bare envelope held in a caller-owned shared buffer (the one owned

@@ -462,6 +462,49 @@ fn shared_load_of_a_view_keeps_only_that_view() {
 }
 
 #[test]
+fn copied_load_keeps_one_copy_that_the_engine_saw_and_refuses_like_from_bytes() {
+    let (handle, engine) = counting_handle();
+    let bytes = Env::v2().bytes();
+    let container = hipdnn_backend::write_graph_and_plan(&graph_bytes(), Some(&bytes));
+    for input in [&bytes, &container] {
+        let plan = ExecutionPlanDescriptor::from_copy(&handle, input).unwrap();
+        let cached = plan.serialized_bytes().unwrap();
+        assert_eq!(&cached[..], &bytes[..], "the plan part only");
+        assert_eq!(
+            cached.buffer().len(),
+            bytes.len(),
+            "one copy, of the plan part"
+        );
+        let (addr, _) = engine
+            .counters
+            .last_load_payload
+            .lock()
+            .unwrap()
+            .clone()
+            .unwrap();
+        let start = cached.as_ptr() as usize;
+        assert!(
+            addr >= start && addr + LOAD_PAYLOAD.len() <= start + cached.len(),
+            "the engine saw the kept copy, not a temporary one"
+        );
+    }
+    assert_eq!(engine.saves(), 0);
+    let graph_only = hipdnn_backend::write_graph_and_plan(&graph_bytes(), None);
+    let mut v0 = Env::v2();
+    v0.version = 0;
+    for bad in [
+        vec![],
+        graph_only,
+        v0.bytes(),
+        bytes[..bytes.len() / 2].to_vec(),
+    ] {
+        let a = err_of(ExecutionPlanDescriptor::from_copy(&handle, &bad));
+        let b = err_of(ExecutionPlanDescriptor::from_bytes(&handle, &bad));
+        assert_eq!((a.status, &a.message), (b.status, &b.message));
+    }
+}
+
+#[test]
 fn failed_shared_load_keeps_no_view() {
     let (handle, engine) = counting_handle();
     engine.refuse_load.store(true, Ordering::SeqCst);

@@ -412,13 +412,8 @@ impl Graph {
     /// container without a plan, `NOT_SUPPORTED` for an unknown envelope version,
     /// `INTERNAL_ERROR` "Invalid engine ID: N", `PLUGIN_ERROR` when the engine refuses.
     pub fn from_compiled_plan_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
-        let load_error = |e| backend_error("Cannot load the execution plan.", e);
-        let plan_part = hdgp::plan_part(bytes).map_err(load_error)?;
-        let plan = ExecutionPlanDescriptor::from_shared(
-            handle.backend(),
-            SharedBytes::copy_from_slice(plan_part),
-        )
-        .map_err(load_error)?;
+        let plan = ExecutionPlanDescriptor::from_copy(handle.backend(), bytes)
+            .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
         let mut g = Graph::new();
         g.set_override_shape_enabled(plan.is_override_shape_enabled());
         g.compiled = CompiledState {
