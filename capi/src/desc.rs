@@ -923,7 +923,7 @@ fn finalize(dtype: i32, s: &mut Desc) -> Ffi {
 }
 
 fn sdk_error(e: hipdnn::Error) -> crate::error::BackendErrorAlias {
-    match &e.cause {
+    match e.cause.as_deref() {
         Some(hipdnn::Cause::Backend(b)) => err(b.status, e.message),
         _ => err(Status::BadParam, e.to_string()),
     }

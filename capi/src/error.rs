@@ -138,3 +138,30 @@ pub unsafe fn copy_c_string_truncated(text: &str, buf: *mut std::ffi::c_char, ma
 
 /// The error type of [`Ffi`].
 pub type BackendErrorAlias = BackendError;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_export_returns_internal_error_with_the_panic_text_as_last_error() {
+        let prev = std::panic::take_hook();
+        std::panic::set_hook(Box::new(|_| {}));
+        let status = entry("hipdnnSomething", || panic!("index {} out of range", 3));
+        std::panic::set_hook(prev);
+        assert_eq!(status, Status::InternalError);
+        assert_eq!(
+            last_error(false),
+            "hipdnnSomething: panic: index 3 out of range"
+        );
+    }
+
+    #[test]
+    fn a_failure_names_the_function_and_success_keeps_the_previous_error() {
+        let s = entry("hipdnnA", || Err(err(Status::BadParam, "bad thing")));
+        assert_eq!(s, Status::BadParam);
+        assert_eq!(entry("hipdnnB", || Ok(())), Status::Success);
+        assert_eq!(last_error(true), "hipdnnA: bad thing");
+        assert_eq!(last_error(true), "");
+    }
+}

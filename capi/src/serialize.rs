@@ -19,7 +19,7 @@ use std::ffi::c_char;
 use std::sync::Arc;
 
 fn sdk_bad_param(what: &str, e: hipdnn::Error) -> crate::error::BackendErrorAlias {
-    match &e.cause {
+    match e.cause.as_deref() {
         Some(hipdnn::Cause::Backend(b)) => err(b.status, format!("{what}: {}", b.message)),
         _ => err(Status::BadParam, format!("{what}: {e}")),
     }
