@@ -8,9 +8,9 @@
 
 use criterion::{Criterion, black_box};
 use hipdnn_backend::{
-    BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, ExecutionPlanDescriptor,
-    Handle, OperationGraph, PlanSerialization, PluginError, PluginResult, SharedBytes,
-    engine_id_from_name, write_envelope,
+    BackendHandle, BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext,
+    ExecutionPlanDescriptor, OperationGraph, PlanSerialization, PluginError, PluginResult,
+    SharedBytes, engine_id_from_name, write_envelope,
 };
 use std::any::Any;
 use std::sync::Arc;
@@ -75,8 +75,8 @@ impl Engine for TrivialEngine {
     }
 }
 
-fn setup() -> (Handle, Vec<u8>) {
-    let mut handle = Handle::new();
+fn setup() -> (BackendHandle, Vec<u8>) {
+    let mut handle = BackendHandle::new();
     handle.register_engine(Arc::new(TrivialEngine)).unwrap();
     let payload: Vec<u8> = (0..PAYLOAD_BYTES).map(|i| (i * 31 % 251) as u8).collect();
     let plan = write_envelope(
@@ -90,7 +90,7 @@ fn setup() -> (Handle, Vec<u8>) {
     (handle, plan)
 }
 
-fn print_ratio(handle: &Handle, plan_bytes: &[u8]) {
+fn print_ratio(handle: &BackendHandle, plan_bytes: &[u8]) {
     let plan = ExecutionPlanDescriptor::from_bytes(handle, plan_bytes).unwrap();
     let iters = 2000;
     let t = Instant::now();

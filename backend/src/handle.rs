@@ -26,14 +26,14 @@ pub enum HeuristicMode {
 /// Engines are shared (`Arc`) so plans built or loaded through the handle can keep their
 /// engine alive for their own lifetime.
 #[derive(Default)]
-pub struct Handle {
+pub struct BackendHandle {
     engines: Vec<Arc<dyn Engine>>,
     stream: u64,
 }
 
-impl std::fmt::Debug for Handle {
+impl std::fmt::Debug for BackendHandle {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Handle")
+        f.debug_struct("BackendHandle")
             .field(
                 "engines",
                 &self.engines.iter().map(|e| e.name()).collect::<Vec<_>>(),
@@ -43,7 +43,7 @@ impl std::fmt::Debug for Handle {
     }
 }
 
-impl Handle {
+impl BackendHandle {
     /// A handle with no engines and the default stream (0).
     pub fn new() -> Self {
         Self::default()

@@ -26,7 +26,7 @@ pub use engine::{
 };
 pub use envelope::{PlanEnvelope, write_envelope};
 pub use graph::OperationGraph;
-pub use handle::{Handle, HeuristicMode};
+pub use handle::{BackendHandle, HeuristicMode};
 pub use hdgp::{
     CONTENT_EXECUTION_PLAN, CONTENT_GRAPH, GraphAndPlan, graph_part, is_graph_and_plan_container,
     plan_part, read_container, serialized_contents, write_graph_and_plan,
@@ -34,4 +34,4 @@ pub use hdgp::{
 };
 pub use plan::ExecutionPlanDescriptor;
 pub use status::{BackendError, BackendResult, PluginError, PluginResult, PluginStatus, Status};
-pub use variant_pack::VariantPack;
+pub use variant_pack::VariantPackDescriptor;

@@ -9,10 +9,10 @@ use crate::bytes::SharedBytes;
 use crate::engine::{Engine, EngineConfig, ExecuteArgs, ExecutionContext};
 use crate::envelope::{PlanEnvelope, write_envelope};
 use crate::graph::OperationGraph;
-use crate::handle::Handle;
+use crate::handle::BackendHandle;
 use crate::hdgp::plan_part;
 use crate::status::{BackendError, BackendResult, PluginError, Status};
-use crate::variant_pack::VariantPack;
+use crate::variant_pack::VariantPackDescriptor;
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -100,7 +100,7 @@ impl ExecutionPlanDescriptor {
     ///   message when its `create_execution_context` fails.
     /// - `INTERNAL_ERROR` when the context's workspace size does not fit in `i64`.
     pub fn finalize(
-        handle: &Handle,
+        handle: &BackendHandle,
         config: &EngineConfig,
         graph: &OperationGraph,
     ) -> BackendResult<Self> {
@@ -158,7 +158,7 @@ impl ExecutionPlanDescriptor {
     ///   the engine has no hooks.
     /// - `PLUGIN_ERROR` "engine refused to restore the execution plan …: \<engine message\>"
     ///   when the load hook fails.
-    pub fn from_bytes(handle: &Handle, bytes: &[u8]) -> BackendResult<Self> {
+    pub fn from_bytes(handle: &BackendHandle, bytes: &[u8]) -> BackendResult<Self> {
         if bytes.is_empty() {
             return Err(BackendError::new(
                 Status::BadParam,
@@ -189,7 +189,7 @@ impl ExecutionPlanDescriptor {
     /// # Errors
     /// As [`Self::from_bytes`] (same checks, order and messages); on any failure the copy is
     /// dropped and nothing is kept.
-    pub fn from_copy(handle: &Handle, bytes: &[u8]) -> BackendResult<Self> {
+    pub fn from_copy(handle: &BackendHandle, bytes: &[u8]) -> BackendResult<Self> {
         if bytes.is_empty() {
             return Err(BackendError::new(
                 Status::BadParam,
@@ -212,7 +212,7 @@ impl ExecutionPlanDescriptor {
     ///
     /// # Errors
     /// As [`Self::from_bytes`], without the container-cut errors.
-    pub fn from_shared(handle: &Handle, plan: SharedBytes) -> BackendResult<Self> {
+    pub fn from_shared(handle: &BackendHandle, plan: SharedBytes) -> BackendResult<Self> {
         let env = PlanEnvelope::parse(&plan)?;
         let (engine, hooks) = Self::load_hooks(handle, &env)?;
         let payload = plan.view_of(env.plugin_payload).ok_or_else(|| {
@@ -234,7 +234,7 @@ impl ExecutionPlanDescriptor {
 
     /// Routing of a load: the engine serving the envelope's id and its serialization hooks.
     fn load_hooks<'h>(
-        handle: &'h Handle,
+        handle: &'h BackendHandle,
         env: &PlanEnvelope<'_>,
     ) -> BackendResult<(Arc<dyn Engine>, &'h dyn crate::engine::PlanSerialization)> {
         let engine = handle.engine_for(env.engine_id)?;
@@ -333,7 +333,11 @@ impl ExecutionPlanDescriptor {
     /// `INTERNAL_ERROR` "Invalid engine ID: N"; `BAD_PARAM` "variant pack …" naming the UID,
     /// the address and alignment, or the workspace sizes; `PLUGIN_ERROR` "engine failed to
     /// execute the plan …" with the engine's message.
-    pub fn execute(&self, handle: &Handle, pack: VariantPack<'_>) -> BackendResult<()> {
+    pub fn execute(
+        &self,
+        handle: &BackendHandle,
+        pack: VariantPackDescriptor<'_>,
+    ) -> BackendResult<()> {
         handle.engine_for(self.engine_id)?;
         let (mut tensors, workspace) = pack.into_parts();
         let mut seen = HashSet::with_capacity(tensors.len());

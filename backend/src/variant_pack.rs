@@ -8,21 +8,21 @@ use crate::engine::{BufferRef, TensorBinding};
 
 /// Tensor memory by UID, plus the workspace, for one execute.
 #[derive(Debug, Default)]
-pub struct VariantPack<'a> {
+pub struct VariantPackDescriptor<'a> {
     tensors: Vec<TensorBinding<'a>>,
     workspace: Option<BufferRef<'a>>,
 }
 
-impl<'a> VariantPack<'a> {
+impl<'a> VariantPackDescriptor<'a> {
     /// An empty pack (no tensors, no workspace).
     pub fn new() -> Self {
-        VariantPack {
+        VariantPackDescriptor {
             tensors: Vec::new(),
             workspace: None,
         }
     }
 
-    /// Binds `data` to tensor `uid` (builder form of [`VariantPack::insert`]).
+    /// Binds `data` to tensor `uid` (builder form of [`VariantPackDescriptor::insert`]).
     pub fn with(mut self, uid: i64, data: BufferRef<'a>) -> Self {
         self.insert(uid, data);
         self

@@ -6,8 +6,8 @@ mod common;
 
 use common::*;
 use hipdnn_backend::{
-    BackendError, EngineConfig, ExecutionPlanDescriptor, Handle, PlanEnvelope, SharedBytes, Status,
-    engine_id_from_name,
+    BackendError, BackendHandle, EngineConfig, ExecutionPlanDescriptor, PlanEnvelope, SharedBytes,
+    Status, engine_id_from_name,
 };
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, Barrier};
@@ -268,7 +268,7 @@ fn empty_payload_from_the_save_hook_is_plugin_error_and_not_cached() {
 #[test]
 fn save_of_a_plan_whose_engine_has_no_hooks_is_not_supported() {
     let engine = Arc::new(CountingEngine::new("test.nohooks").without_hooks());
-    let mut handle = Handle::new();
+    let mut handle = BackendHandle::new();
     handle.register_engine(engine.clone()).unwrap();
     let plan = ExecutionPlanDescriptor::finalize(
         &handle,
@@ -572,7 +572,7 @@ fn unknown_engine_id_on_load_is_internal_error_and_no_hook_is_called() {
 #[test]
 fn load_for_an_engine_without_hooks_is_not_supported() {
     let engine = Arc::new(CountingEngine::new(COUNTING_ENGINE).without_hooks());
-    let mut handle = Handle::new();
+    let mut handle = BackendHandle::new();
     handle.register_engine(engine.clone()).unwrap();
     assert_err(
         ExecutionPlanDescriptor::from_bytes(&handle, &Env::v2().bytes()),

@@ -1,12 +1,12 @@
-//! Handle (engine registry, heuristic) and plan execution with a variant pack (reference
+//! BackendHandle (engine registry, heuristic) and plan execution with a variant pack (reference
 //! `backend-c-api.md` §4.7).
 
 mod common;
 
 use common::*;
 use hipdnn_backend::{
-    BufferRef, EngineConfig, ExecutionPlanDescriptor, Handle, HeuristicMode, OperationGraph,
-    Status, VariantPack, engine_id_from_name,
+    BackendHandle, BufferRef, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph,
+    Status, VariantPackDescriptor, engine_id_from_name,
 };
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -23,8 +23,8 @@ fn ws() -> BufferRef<'static> {
 }
 
 /// Addresses aligned to 256 (every fixture alignment).
-fn aligned_pack() -> VariantPack<'static> {
-    VariantPack::new()
+fn aligned_pack() -> VariantPackDescriptor<'static> {
+    VariantPackDescriptor::new()
         .with(11, dev(0x1000))
         .with(22, dev(0x2000))
         .with(33, dev(0x3000))
@@ -63,8 +63,8 @@ fn engine_lookup_by_name_and_id() {
     );
 }
 
-fn three_engines() -> (Handle, Vec<Arc<CountingEngine>>) {
-    let mut handle = Handle::new();
+fn three_engines() -> (BackendHandle, Vec<Arc<CountingEngine>>) {
+    let mut handle = BackendHandle::new();
     let engines: Vec<_> = ["test.a", "test.b", "test.c"]
         .iter()
         .map(|n| Arc::new(CountingEngine::new(n)))
@@ -151,7 +151,7 @@ fn execute_enforces_tensor_alignments() {
     let (handle, engine) = counting_handle();
     let plan = built_plan(&handle);
     // uid 33 needs 256-byte alignment; 0x3010 is only 16-aligned.
-    let pack = VariantPack::new()
+    let pack = VariantPackDescriptor::new()
         .with(11, dev(0x1000))
         .with(33, dev(0x3010))
         .with_workspace(ws());
@@ -163,7 +163,9 @@ fn execute_enforces_tensor_alignments() {
     );
     assert_eq!(engine.executes(), 0);
     // A null address is not checked (upstream skips null pointers).
-    let pack = VariantPack::new().with(33, dev(0)).with_workspace(ws());
+    let pack = VariantPackDescriptor::new()
+        .with(33, dev(0))
+        .with_workspace(ws());
     plan.execute(&handle, pack).unwrap();
 }
 
@@ -171,7 +173,7 @@ fn execute_enforces_tensor_alignments() {
 fn execute_of_a_v1_loaded_plan_does_not_enforce_alignment() {
     let (handle, engine) = counting_handle();
     let plan = ExecutionPlanDescriptor::from_bytes(&handle, &Env::v1().bytes()).unwrap();
-    let pack = VariantPack::new()
+    let pack = VariantPackDescriptor::new()
         .with(33, dev(0x3001))
         .with_workspace(ws());
     plan.execute(&handle, pack).unwrap();
@@ -182,7 +184,7 @@ fn execute_of_a_v1_loaded_plan_does_not_enforce_alignment() {
 fn execute_of_a_v2_loaded_plan_enforces_alignment() {
     let (handle, _engine) = counting_handle();
     let plan = ExecutionPlanDescriptor::from_bytes(&handle, &Env::v2().bytes()).unwrap();
-    let pack = VariantPack::new()
+    let pack = VariantPackDescriptor::new()
         .with(22, dev(0x2020))
         .with_workspace(ws());
     assert_eq!(
@@ -198,7 +200,7 @@ fn execute_rejects_unknown_and_duplicate_uids() {
     let e = plan
         .execute(
             &handle,
-            VariantPack::new()
+            VariantPackDescriptor::new()
                 .with(99, dev(0x1000))
                 .with_workspace(ws()),
         )
@@ -211,7 +213,7 @@ fn execute_rejects_unknown_and_duplicate_uids() {
     let e = plan
         .execute(
             &handle,
-            VariantPack::new()
+            VariantPackDescriptor::new()
                 .with(11, dev(0x1000))
                 .with(11, dev(0x2000))
                 .with_workspace(ws()),
@@ -229,7 +231,7 @@ fn execute_rejects_unknown_and_duplicate_uids() {
 fn execute_rejects_a_too_small_workspace() {
     let (handle, _engine) = counting_handle();
     let plan = built_plan(&handle);
-    let pack = VariantPack::new().with(11, dev(0x1000));
+    let pack = VariantPackDescriptor::new().with(11, dev(0x1000));
     let e = plan.execute(&handle, pack).unwrap_err();
     assert_eq!(e.status, Status::BadParam);
     assert!(
@@ -242,7 +244,7 @@ fn execute_rejects_a_too_small_workspace() {
 fn execute_through_a_handle_without_the_engine_is_internal_error() {
     let (handle, engine) = counting_handle();
     let plan = built_plan(&handle);
-    let other = Handle::new();
+    let other = BackendHandle::new();
     let e = plan.execute(&other, aligned_pack()).unwrap_err();
     assert_eq!(e.status, Status::InternalError);
     assert!(e.message.starts_with("Invalid engine ID: "));

@@ -234,7 +234,8 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
         });
     }
     let kernels = load_packed_descriptors(&packed_dir)?;
-    let dev: Arc<dyn crate::ingestor::Device> = Arc::new(HipIngestorDevice::new(device.clone()));
+    let dev: Arc<dyn crate::ingestor::IngestorDevice> =
+        Arc::new(HipIngestorDevice::new(device.clone()));
     let engine = IngestorEngine::new(
         GPU_ENGINE_NAME,
         kernels,

@@ -821,7 +821,9 @@ fn gpu_event_timing() {
 #[test]
 fn gpu_ingestor_device_adapter_launches() {
     use hipdnn_engines::ingestor::HipIngestorDevice;
-    use hipdnn_engines::ingestor::device::{Device as _, KernelArgValue as V, LaunchGeometry};
+    use hipdnn_engines::ingestor::device::{
+        IngestorDevice as _, KernelArgValue as V, LaunchGeometry,
+    };
     use hipdnn_engines::ingestor::kernel::KernelArgument;
     let Some(k) = setup("kernels.json") else {
         return;

@@ -12,7 +12,7 @@ use hipdnn_engines::ingestor::capture::{
     CaptureEnvironment, CodeObjectReader, NOT_AN_INGESTOR_PLAN, capture_plan,
 };
 use hipdnn_engines::ingestor::descriptor::KernelDescriptor;
-use hipdnn_engines::ingestor::device::{Device, FixedDevice, KernelCode};
+use hipdnn_engines::ingestor::device::{FixedDevice, IngestorDevice, KernelCode};
 use hipdnn_engines::ingestor::dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
@@ -512,7 +512,7 @@ fn the_output_is_untouched_on_refusal() {
 // ---- behavior note (§12) ----
 
 fn engine(kernels: Vec<KernelDescriptor>, reg: DispatchRegistry) -> IngestorEngine {
-    let d: Arc<dyn Device> = FakeDevice::new("gfx942", 0);
+    let d: Arc<dyn IngestorDevice> = FakeDevice::new("gfx942", 0);
     IngestorEngine::new(
         "hipkernel:Test",
         kernels,

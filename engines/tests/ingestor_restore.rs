@@ -9,7 +9,7 @@ use hipdnn_backend::engine::{BufferRef, ExecuteArgs, ExecutionContext, TensorBin
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
 use hipdnn_backend::status::{PluginError, PluginStatus};
-use hipdnn_engines::ingestor::device::{Device, DeviceResolver, FixedDevice};
+use hipdnn_engines::ingestor::device::{DeviceResolver, FixedDevice, IngestorDevice};
 use hipdnn_engines::ingestor::dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::{LaunchValue, LaunchValues};
@@ -28,7 +28,7 @@ const SAVED: &str = "saved kernel 21212121-2121-2121-2121-212121212121";
 
 fn restore_with(
     bytes: &[u8],
-    device: Option<Arc<dyn Device>>,
+    device: Option<Arc<dyn IngestorDevice>>,
     registry: &DispatchRegistry,
 ) -> PluginResult<hipdnn_engines::ingestor::plan::RestoredPlan> {
     let resolver = device.map(FixedDevice);
@@ -40,7 +40,7 @@ fn restore_with(
     restore_plan(bytes, &env)
 }
 
-fn gfx90a() -> Arc<dyn Device> {
+fn gfx90a() -> Arc<dyn IngestorDevice> {
     FakeDevice::new("gfx90a:sramecc+:xnack-", 0)
 }
 

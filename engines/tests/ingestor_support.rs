@@ -5,7 +5,8 @@
 
 use hipdnn_engines::ingestor::capture::CodeObjectReader;
 use hipdnn_engines::ingestor::device::{
-    Device, DeviceError, DeviceResolver, KernelArgValue, KernelFunction, LaunchGeometry, Module,
+    DeviceError, DeviceResolver, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction,
+    LaunchGeometry,
 };
 use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
@@ -27,7 +28,7 @@ impl KernelFunction for FakeFunction {
 pub struct FakeModule {
     pub symbols: Option<Vec<String>>,
 }
-impl Module for FakeModule {
+impl IngestorModule for FakeModule {
     fn get_function(&self, symbol: &str) -> Result<Arc<dyn KernelFunction>, DeviceError> {
         match &self.symbols {
             Some(s) if !s.iter().any(|x| x == symbol) => {
@@ -67,14 +68,14 @@ impl FakeDevice {
     }
 }
 
-impl Device for FakeDevice {
+impl IngestorDevice for FakeDevice {
     fn arch(&self) -> String {
         self.arch.clone()
     }
     fn ordinal(&self) -> i32 {
         self.ordinal
     }
-    fn load_module(&self, _code: &[u8]) -> Result<Arc<dyn Module>, DeviceError> {
+    fn load_module(&self, _code: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(2));
         if self.refuse_load {
@@ -108,17 +109,17 @@ impl Device for FakeDevice {
 }
 
 /// A resolver whose device can be switched (per test, not per thread).
-pub struct SwitchResolver(pub Mutex<Option<Arc<dyn Device>>>);
+pub struct SwitchResolver(pub Mutex<Option<Arc<dyn IngestorDevice>>>);
 impl SwitchResolver {
-    pub fn new(d: Option<Arc<dyn Device>>) -> Arc<SwitchResolver> {
+    pub fn new(d: Option<Arc<dyn IngestorDevice>>) -> Arc<SwitchResolver> {
         Arc::new(SwitchResolver(Mutex::new(d)))
     }
-    pub fn set(&self, d: Arc<dyn Device>) {
+    pub fn set(&self, d: Arc<dyn IngestorDevice>) {
         *self.0.lock().unwrap() = Some(d);
     }
 }
 impl DeviceResolver for SwitchResolver {
-    fn current_device(&self) -> Option<Arc<dyn Device>> {
+    fn current_device(&self) -> Option<Arc<dyn IngestorDevice>> {
         self.0.lock().unwrap().clone()
     }
 }

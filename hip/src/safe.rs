@@ -23,7 +23,7 @@ use std::marker::PhantomData;
 use std::sync::Arc;
 
 use super::result::{self, DriverError, Platform};
-use super::sys::{self, DevicePtr, Driver, Handle};
+use super::sys::{self, DevicePtr, Driver, OpaqueHandle};
 
 /// No usable GPU runtime or device. `Display`: `no GPU: <reason>`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -162,7 +162,7 @@ impl GpuRuntime {
         let dev = Device {
             rt: Arc::clone(self),
             info,
-            ctx: Handle(ctx),
+            ctx: OpaqueHandle(ctx),
         };
         dev.bind()?;
         Ok(Arc::new(dev))
@@ -174,7 +174,7 @@ impl GpuRuntime {
 pub struct Device {
     rt: Arc<GpuRuntime>,
     info: DeviceInfo,
-    ctx: Handle,
+    ctx: OpaqueHandle,
 }
 
 impl Device {
@@ -248,7 +248,7 @@ impl Device {
         Ok(Module {
             inner: Arc::new(ModuleInner {
                 dev: Arc::clone(self),
-                raw: Handle(m),
+                raw: OpaqueHandle(m),
             }),
         })
     }
@@ -410,7 +410,7 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
 #[derive(Debug)]
 struct ModuleInner {
     dev: Arc<Device>,
-    raw: Handle,
+    raw: OpaqueHandle,
 }
 
 impl Drop for ModuleInner {
@@ -524,7 +524,7 @@ impl Module {
         let f = unsafe { result::module_get_function(dev.api(), self.inner.raw.0, name) }?;
         Ok(Function {
             module: Arc::clone(&self.inner),
-            raw: Handle(f),
+            raw: OpaqueHandle(f),
             name: name.into(),
             signature: signature.to_vec(),
             kernarg_size: end,
@@ -672,7 +672,7 @@ impl LaunchConfig {
 #[derive(Debug, Clone)]
 pub struct Function {
     module: Arc<ModuleInner>,
-    raw: Handle,
+    raw: OpaqueHandle,
     name: String,
     signature: Vec<ArgSpec>,
     kernarg_size: u32,
@@ -833,7 +833,7 @@ fn pack_kernargs(
 #[derive(Debug)]
 pub struct Stream {
     dev: Arc<Device>,
-    raw: Handle,
+    raw: OpaqueHandle,
 }
 
 impl Stream {
@@ -843,7 +843,7 @@ impl Stream {
         let s = result::stream_create(dev.api())?;
         Ok(Stream {
             dev: Arc::clone(dev),
-            raw: Handle(s),
+            raw: OpaqueHandle(s),
         })
     }
 
@@ -851,7 +851,7 @@ impl Stream {
     pub fn default_stream(dev: &Arc<Device>) -> Stream {
         Stream {
             dev: Arc::clone(dev),
-            raw: Handle(std::ptr::null_mut()),
+            raw: OpaqueHandle(std::ptr::null_mut()),
         }
     }
 
@@ -887,7 +887,7 @@ impl Drop for Stream {
 #[derive(Debug)]
 pub struct Event {
     dev: Arc<Device>,
-    raw: Handle,
+    raw: OpaqueHandle,
 }
 
 impl Event {
@@ -897,7 +897,7 @@ impl Event {
         let e = result::event_create(dev.api())?;
         Ok(Event {
             dev: Arc::clone(dev),
-            raw: Handle(e),
+            raw: OpaqueHandle(e),
         })
     }
 
@@ -960,7 +960,7 @@ mod tests {
     fn load_without_a_driver_reports_no_gpu_or_succeeds() {
         match GpuRuntime::load() {
             Ok(rt) => assert!(!rt.devices().is_empty()),
-            Err(e) => assert!(e.to_string().starts_with("no GPU: "), "{e}"),
+            Err(e) => assert_eq!(e.to_string(), format!("no GPU: {}", e.reason)),
         }
     }
 

@@ -1036,13 +1036,13 @@ impl Driver for CudaDriver {
 /// objects that the drivers document as usable from any thread; the wrapper only carries the
 /// pointer value and never dereferences it on the Rust side.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Handle(pub *mut c_void);
+pub struct OpaqueHandle(pub *mut c_void);
 
 // SAFETY: see the type docs: the pointer is an opaque driver token, valid in every thread of
 // the process, and Rust code never dereferences it.
-unsafe impl Send for Handle {}
+unsafe impl Send for OpaqueHandle {}
 // SAFETY: as above; shared references only copy the token.
-unsafe impl Sync for Handle {}
+unsafe impl Sync for OpaqueHandle {}
 
 /// Reads a NUL-terminated C string returned by a driver into an owned `String`
 /// (`"(null)"` for a null pointer).

@@ -29,7 +29,7 @@ pub enum ExecutionDevice {
 
 /// A hipDNN handle: a backend handle with its registered engines, bound to one device.
 pub struct Handle {
-    backend: hipdnn_backend::Handle,
+    backend: hipdnn_backend::BackendHandle,
     device: ExecutionDevice,
     gpu: Option<Arc<hipdnn_hip::safe::Device>>,
 }
@@ -83,7 +83,7 @@ impl Handle {
     /// # Errors
     /// `HIPDNN_BACKEND_ERROR` if registering the engine fails.
     pub fn cpu() -> Result<Self, Error> {
-        let mut backend = hipdnn_backend::Handle::new();
+        let mut backend = hipdnn_backend::BackendHandle::new();
         backend
             .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
@@ -112,7 +112,7 @@ impl Handle {
     }
 
     fn on_gpu(g: hipdnn_engines::gpu::GpuEngines) -> Result<Self, Error> {
-        let mut backend = hipdnn_backend::Handle::new();
+        let mut backend = hipdnn_backend::BackendHandle::new();
         for engine in &g.engines {
             backend
                 .register_engine(engine.clone())
@@ -154,12 +154,12 @@ impl Handle {
     }
 
     /// The backend handle (engine registry, stream).
-    pub fn backend(&self) -> &hipdnn_backend::Handle {
+    pub fn backend(&self) -> &hipdnn_backend::BackendHandle {
         &self.backend
     }
 
     /// Mutable backend handle (to register extra engines or set the stream).
-    pub fn backend_mut(&mut self) -> &mut hipdnn_backend::Handle {
+    pub fn backend_mut(&mut self) -> &mut hipdnn_backend::BackendHandle {
         &mut self.backend
     }
 

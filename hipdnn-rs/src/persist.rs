@@ -246,7 +246,7 @@ impl Graph {
                 format!("the plan needs a workspace of {need} bytes; {ws_len} bytes were given"),
             ));
         }
-        let mut bp = hipdnn_backend::VariantPack::new();
+        let mut bp = hipdnn_backend::VariantPackDescriptor::new();
         for (uid, data) in pack.entries {
             bp.insert(uid, data);
         }

@@ -457,7 +457,9 @@ fn gpu_refuses_damaged_newer_and_other_arch_plans() {
     );
     // Another arch: replace the saved target and reseal.
     let arch = match h.device() {
-        hipdnn::ExecutionDevice::Gpu { arch, .. } => arch.split(':').next().unwrap_or_default().to_string(),
+        hipdnn::ExecutionDevice::Gpu { arch, .. } => {
+            arch.split(':').next().unwrap_or_default().to_string()
+        }
         hipdnn::ExecutionDevice::Cpu => unreachable!(),
     };
     let other = if arch.starts_with("sm_") {

@@ -12,7 +12,8 @@
 use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes};
 use hipdnn_backend::{engine_id_from_name, hdgp, write_envelope};
 use hipdnn_engines::ingestor::device::{
-    Device, DeviceError, FixedDevice, KernelArgValue, KernelFunction, LaunchGeometry, Module,
+    DeviceError, FixedDevice, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction,
+    LaunchGeometry,
 };
 use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
@@ -66,7 +67,7 @@ impl KernelFunction for Function {
 }
 
 struct NoModule;
-impl Module for NoModule {
+impl IngestorModule for NoModule {
     fn get_function(&self, _symbol: &str) -> Result<Arc<dyn KernelFunction>, DeviceError> {
         Ok(Arc::new(Function))
     }
@@ -77,14 +78,14 @@ impl Module for NoModule {
 struct ForgetfulDevice {
     loads: AtomicUsize,
 }
-impl Device for ForgetfulDevice {
+impl IngestorDevice for ForgetfulDevice {
     fn arch(&self) -> String {
         "gfx90a:sramecc+:xnack-".into()
     }
     fn ordinal(&self) -> i32 {
         0
     }
-    fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn Module>, DeviceError> {
+    fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
         assert_eq!(code_object.len(), CODE_SIZE);
         assert_eq!(&code_object[..4], &code_byte_pattern()[..4]);
         self.loads.fetch_add(1, Ordering::SeqCst);

@@ -6,8 +6,8 @@
 #![allow(dead_code)]
 
 use hipdnn_backend::{
-    BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, Handle, OperationGraph,
-    PlanSerialization, PluginError, PluginResult,
+    BackendHandle, BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext,
+    OperationGraph, PlanSerialization, PluginError, PluginResult,
 };
 use hipdnn_schema::execution_plan::{SerializedExecutionPlan, SerializedExecutionPlanArgs};
 use hipdnn_schema::graph::{
@@ -191,9 +191,9 @@ impl Engine for CountingEngine {
 }
 
 /// A handle with one counting engine; returns both.
-pub fn counting_handle() -> (Handle, Arc<CountingEngine>) {
+pub fn counting_handle() -> (BackendHandle, Arc<CountingEngine>) {
     let engine = Arc::new(CountingEngine::new(COUNTING_ENGINE));
-    let mut handle = Handle::new();
+    let mut handle = BackendHandle::new();
     handle.register_engine(engine.clone()).unwrap();
     (handle, engine)
 }
@@ -284,7 +284,7 @@ pub fn fixture_graph() -> OperationGraph {
 }
 
 /// Builds a plan on the counting engine from the fixture graph.
-pub fn built_plan(handle: &Handle) -> hipdnn_backend::ExecutionPlanDescriptor {
+pub fn built_plan(handle: &BackendHandle) -> hipdnn_backend::ExecutionPlanDescriptor {
     let id = handle.engine_id_by_name(COUNTING_ENGINE).unwrap();
     hipdnn_backend::ExecutionPlanDescriptor::finalize(
         handle,

@@ -1,6 +1,6 @@
 //! The device seam of the ingestor: what the engine needs from a GPU runtime, as traits.
 //!
-//! A HIP/CUDA layer (`hip/src/`) implements [`Device`], [`Module`] and
+//! A HIP/CUDA layer (`hip/src/`) implements [`IngestorDevice`], [`IngestorModule`] and
 //! [`KernelFunction`]; GPU-free tests implement them with fakes. This module owns the shapes of
 //! those calls and the per-device module memo ([`KernelCode`]) that loads a code object at most
 //! once per device; it never calls a runtime itself.
@@ -39,12 +39,12 @@ impl DeviceError {
 /// A kernel function looked up in a loaded module (upstream `hipFunction_t`).
 pub trait KernelFunction: Send + Sync + Any {
     /// Downcasting support: a device implementation recognises its own functions in
-    /// [`Device::launch`].
+    /// [`IngestorDevice::launch`].
     fn as_any(&self) -> &dyn Any;
 }
 
 /// A loaded code object (upstream `hipModule_t`); unloads itself when dropped.
-pub trait Module: Send + Sync {
+pub trait IngestorModule: Send + Sync {
     /// Looks up an `extern "C"` kernel symbol (upstream `hipModuleGetFunction`).
     ///
     /// # Errors
@@ -114,7 +114,7 @@ pub struct LaunchGeometry {
 }
 
 /// A GPU as the ingestor uses it. Implemented by the HIP/CUDA runtime layer and by test fakes.
-pub trait Device: Send + Sync {
+pub trait IngestorDevice: Send + Sync {
     /// Decorated architecture name: `gfx90a:sramecc+:xnack-`, `gfx942`, `sm_90`.
     fn arch(&self) -> String;
 
@@ -126,7 +126,7 @@ pub trait Device: Send + Sync {
     ///
     /// # Errors
     /// Device binding failure or the driver's refusal of the bytes.
-    fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn Module>, DeviceError>;
+    fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError>;
 
     /// Launches `function` with `args` on `stream` (0 = default stream); asynchronous.
     ///
@@ -158,12 +158,12 @@ pub trait Device: Send + Sync {
 /// Finds the device a handle's work goes to (upstream: the handle's device, `hipGetDevice`).
 pub trait DeviceResolver: Send + Sync {
     /// The device of the calling thread's handle, `None` when there is none.
-    fn current_device(&self) -> Option<Arc<dyn Device>>;
+    fn current_device(&self) -> Option<Arc<dyn IngestorDevice>>;
 }
 
 /// A resolver that always names one device.
 #[derive(Clone)]
-pub struct FixedDevice(pub Arc<dyn Device>);
+pub struct FixedDevice(pub Arc<dyn IngestorDevice>);
 
 impl fmt::Debug for FixedDevice {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -172,7 +172,7 @@ impl fmt::Debug for FixedDevice {
 }
 
 impl DeviceResolver for FixedDevice {
-    fn current_device(&self) -> Option<Arc<dyn Device>> {
+    fn current_device(&self) -> Option<Arc<dyn IngestorDevice>> {
         Some(self.0.clone())
     }
 }
@@ -181,7 +181,7 @@ impl DeviceResolver for FixedDevice {
 #[derive(Clone)]
 pub struct LoadedKernel {
     /// The loaded module (kept alive as long as the function is used).
-    pub module: Arc<dyn Module>,
+    pub module: Arc<dyn IngestorModule>,
     /// The kernel function.
     pub function: Arc<dyn KernelFunction>,
 }
@@ -264,7 +264,7 @@ impl KernelCode {
     /// # Errors
     /// [`LoadStage::Empty`] for empty bytes (the driver is not called), else the stage and
     /// runtime error of the failed `load_module` / `get_function`.
-    pub fn load_on(&self, device: &dyn Device) -> Result<LoadedKernel, LoadFailure> {
+    pub fn load_on(&self, device: &dyn IngestorDevice) -> Result<LoadedKernel, LoadFailure> {
         if self.bytes.is_empty() {
             return Err(LoadFailure {
                 stage: LoadStage::Empty,

@@ -1,4 +1,4 @@
-//! [`crate::ingestor::device::Device`] implemented over [`hipdnn_hip::safe`]: the seam through which
+//! [`crate::ingestor::device::IngestorDevice`] implemented over [`hipdnn_hip::safe`]: the seam through which
 //! the ingestor engine loads code objects and launches kernels on a real GPU.
 //!
 //! - `load_module` → [`Device::load_module`] (`hipModuleLoadData` / `cuModuleLoadData`, PTX
@@ -19,8 +19,7 @@ use std::any::Any;
 use std::sync::Arc;
 
 use crate::ingestor::device::{
-    Device as IngestorDevice, DeviceError, KernelArgValue, KernelFunction, LaunchGeometry,
-    Module as IngestorModule,
+    DeviceError, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction, LaunchGeometry,
 };
 use crate::ingestor::kernel::KernelArgument;
 use hipdnn_hip::DriverError;

@@ -5,7 +5,7 @@
 //! Upstream: hip-kernel-provider `src/engines/kernel_ingestor_engine` with the final form of
 //! ROCm/rocm-libraries #13315 (+ #14215, #14517); reference `shared/reference/ingestor-payload.md`.
 //! This module never talks to a GPU runtime directly: every device action goes through the
-//! [`device::Device`] trait, which a HIP/CUDA layer implements and tests fake.
+//! [`device::IngestorDevice`] trait, which a HIP/CUDA layer implements and tests fake.
 //!
 //! Trust: a saved plan holds executable GPU code. Its SHA-256 digests detect accidental damage,
 //! not attacks; load only plans from a trusted source (see `docs/ingestor.md`).
@@ -25,7 +25,9 @@ pub mod restore;
 
 pub use capture::{CaptureEnvironment, CodeObjectReader, KpackCodeObjectReader, capture_plan};
 pub use descriptor::{KernelDescriptor, KernelSource};
-pub use device::{Device, DeviceError, DeviceResolver, FixedDevice, KernelFunction, Module};
+pub use device::{
+    DeviceError, DeviceResolver, FixedDevice, IngestorDevice, IngestorModule, KernelFunction,
+};
 pub use dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 pub use engine::IngestorEngine;
 pub use hip_device::HipIngestorDevice;

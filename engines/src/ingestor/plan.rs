@@ -8,7 +8,7 @@
 //! decodes payloads.
 
 use super::descriptor::KernelDescriptor;
-use super::device::{Device, DeviceResolver, KernelCode, LoadFailure, LoadStage};
+use super::device::{DeviceResolver, IngestorDevice, KernelCode, LoadFailure, LoadStage};
 use super::dispatch::{DispatchHandler, PreparedLaunch};
 use super::kernel::{
     KernelArgument, KernelSourceKind, is_code_object_target_compatible, strip_arch_features,
@@ -188,7 +188,7 @@ struct Launchable<'p> {
 }
 
 impl Launchable<'_> {
-    fn check_device(&self, device: &dyn Device) -> PluginResult<()> {
+    fn check_device(&self, device: &dyn IngestorDevice) -> PluginResult<()> {
         let arch = device.arch();
         if strip_arch_features(&arch) != strip_arch_features(&self.target) {
             return Err(PluginError::invalid_value(format!(
@@ -209,7 +209,7 @@ impl Launchable<'_> {
         Ok(())
     }
 
-    fn run(&self, device: &dyn Device, args: &ExecuteArgs<'_, '_>) -> PluginResult<()> {
+    fn run(&self, device: &dyn IngestorDevice, args: &ExecuteArgs<'_, '_>) -> PluginResult<()> {
         if self.workspace_bytes > 0 && args.workspace.is_none() {
             return Err(PluginError::invalid_value(format!(
                 "{} requires {} workspace bytes but none was provided",
@@ -258,7 +258,7 @@ impl SingleKernelPlan {
 }
 
 impl IngestorExecutionContext {
-    fn device(&self) -> PluginResult<Arc<dyn Device>> {
+    fn device(&self) -> PluginResult<Arc<dyn IngestorDevice>> {
         self.resolver
             .current_device()
             .filter(|d| d.ordinal() >= 0)
@@ -269,7 +269,7 @@ impl IngestorExecutionContext {
 
     fn run_single(
         plan: &SingleKernelPlan,
-        device: &dyn Device,
+        device: &dyn IngestorDevice,
         args: &ExecuteArgs<'_, '_>,
     ) -> PluginResult<()> {
         plan.launchable()?.run(device, args)
