@@ -1,13 +1,24 @@
 //! Convolution kernels (fprop, dgrad, wgrad) over dense row-major NC[D]HW arrays, 1 to 3
 //! spatial dims, with pre/post padding, stride, dilation, groups and the CONVOLUTION
-//! (flipped filter) mode.
+//! (flipped filter) mode, lowered to the tiled GEMM of [`super::gemm`].
 //!
-//! Logical layouts (whatever the tensors' strides): x and y `(N, C, spatial…)`, w
-//! `(K, C/groups, filter spatial…)`. Groups = `x.C / w.C`. Work is spread over rayon by
-//! (batch, channel) slices; every output element is summed in one fixed order, so results are
-//! bit-identical for any thread count. Owns only arithmetic; shapes were checked by the caller.
+//! Logical layouts (whatever the tensors' strides; NHWC tensors arrive here already read into
+//! this order by [`crate::reference::tensor`]): x and y `(N, C, spatial…)`, w
+//! `(K, C/groups, filter spatial…)`. Groups = `x.C / w.C`.
+//!
+//! Lowering, per image n and group g (`crs` = C/g · filter taps, `P` = output positions):
+//! - fprop: `y[n,g] (K/g, P) = w[g] (K/g, crs) · col (crs, P)`, where col is the im2col of
+//!   x[n] (skipped for a 1×1, stride 1, unpadded filter: col is x[n] itself);
+//! - dgrad: `dcol (crs, P) = w[g]ᵀ · dy[n,g]`, then col2im adds dcol into dx[n] (one rayon task
+//!   per input channel, taps in order, so the adds are in a fixed order);
+//! - wgrad: `dw[g] (K/g, crs) += dy[n,g] · colᵀ`, images in increasing n.
+//!
+//! Determinism: the GEMM's rule (tiling from the shape only, one fixed summation order per
+//! element) and fixed-order im2col/col2im make results bit-identical for any thread count.
+//! Owns only arithmetic; shapes were checked by the caller.
 
-use ndarray::{ArrayD, IxDyn};
+use super::gemm::{self, Epilogue, Job};
+use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, IxDyn};
 use rayon::prelude::*;
 
 /// Geometry of one convolution (spatial vectors have one entry per spatial dim).
@@ -47,6 +58,27 @@ fn pad3(v: &[usize], fill: usize) -> [usize; 3] {
     out
 }
 
+/// Output positions `o` in `0..out` whose input position `o·stride + tap·dil − pre` lies in
+/// `0..inp`, as a range (possibly empty).
+fn valid(
+    out: usize,
+    inp: usize,
+    stride: usize,
+    tap: usize,
+    dil: usize,
+    pre: usize,
+) -> (usize, usize) {
+    let off = (tap * dil) as isize - pre as isize;
+    let s = stride as isize;
+    // o·s + off ≥ 0  ⇔  o ≥ ceil(−off / s)
+    let lo = if off >= 0 { 0 } else { (-off + s - 1) / s };
+    // o·s + off ≤ inp − 1  ⇔  o ≤ floor((inp − 1 − off) / s)
+    let top = inp as isize - 1 - off;
+    let hi = if top < 0 { 0 } else { top / s + 1 };
+    let (lo, hi) = (lo.clamp(0, out as isize), hi.clamp(0, out as isize));
+    (lo as usize, hi.max(lo) as usize)
+}
+
 impl Geo3 {
     fn new(x_dims: &[usize], w_dims: &[usize], y_dims: &[usize], g: &ConvGeometry) -> Geo3 {
         let cg = w_dims[1];
@@ -74,41 +106,91 @@ impl Geo3 {
     fn ovol(&self) -> usize {
         self.o.iter().product()
     }
-    /// For each tap and each output position: the input position, or `usize::MAX` in padding.
-    fn tap_index(&self) -> Vec<usize> {
-        let ovol = self.ovol();
-        let mut out = vec![usize::MAX; self.taps() * ovol];
-        let mut t = 0;
-        for ft in 0..self.f[0] {
-            for fr in 0..self.f[1] {
-                for fs in 0..self.f[2] {
-                    let tap = [ft, fr, fs];
-                    let row = &mut out[t * ovol..(t + 1) * ovol];
-                    let mut p = 0;
-                    for od in 0..self.o[0] {
-                        for oh in 0..self.o[1] {
-                            for ow in 0..self.o[2] {
-                                let o = [od, oh, ow];
-                                let mut pos = 0usize;
-                                let mut inside = true;
-                                for d in 0..3 {
-                                    let v = (o[d] * self.stride[d] + tap[d] * self.dil[d]) as isize
-                                        - self.pre[d] as isize;
-                                    if v < 0 || v >= self.i[d] as isize {
-                                        inside = false;
-                                    }
-                                    pos = pos * self.i[d] + v.max(0) as usize;
-                                }
-                                row[p] = if inside { pos } else { usize::MAX };
-                                p += 1;
-                            }
-                        }
-                    }
-                    t += 1;
-                }
+    /// A 1×1 filter, stride 1, no padding: the im2col matrix is the input itself.
+    fn is_pointwise(&self) -> bool {
+        self.taps() == 1 && self.stride == [1; 3] && self.i == self.o && self.pre == [0; 3]
+    }
+    /// Tap index `t` → filter coordinates.
+    fn tap(&self, t: usize) -> [usize; 3] {
+        [
+            t / (self.f[1] * self.f[2]),
+            (t / self.f[2]) % self.f[1],
+            t % self.f[2],
+        ]
+    }
+    /// Calls `f(output row offset, input row offset, ow range, input column of ow = lo)` for
+    /// every output row (d, h) of tap `t` that reads inside the input; rows in the padding are
+    /// not visited. Input column of ow is `ow·stride_w + first`.
+    fn rows(&self, t: usize, mut f: impl FnMut(usize, usize, (usize, usize), isize)) {
+        let tp = self.tap(t);
+        let v: [(usize, usize); 3] = std::array::from_fn(|d| {
+            valid(
+                self.o[d],
+                self.i[d],
+                self.stride[d],
+                tp[d],
+                self.dil[d],
+                self.pre[d],
+            )
+        });
+        let first = (tp[2] * self.dil[2]) as isize - self.pre[2] as isize;
+        for od in v[0].0..v[0].1 {
+            let id = od * self.stride[0] + tp[0] * self.dil[0] - self.pre[0];
+            for oh in v[1].0..v[1].1 {
+                let ih = oh * self.stride[1] + tp[1] * self.dil[1] - self.pre[1];
+                f(
+                    (od * self.o[1] + oh) * self.o[2],
+                    (id * self.i[1] + ih) * self.i[2],
+                    v[2],
+                    first,
+                );
             }
         }
-        out
+    }
+    /// im2col of one image `x` `(C, in…)` into `col` `(C·taps, P)`, rows in parallel.
+    fn im2col(&self, x: &[f32], col: &mut [f32]) {
+        let (taps, ivol, ovol) = (self.taps(), self.ivol(), self.ovol());
+        let sw = self.stride[2];
+        col.par_chunks_mut(ovol).enumerate().for_each(|(row, dst)| {
+            let (c, t) = (row / taps, row % taps);
+            let src = &x[c * ivol..(c + 1) * ivol];
+            dst.fill(0.0);
+            self.rows(t, |o0, i0, (lo, hi), first| {
+                let d = &mut dst[o0 + lo..o0 + hi];
+                let start = (i0 as isize + lo as isize * sw as isize + first) as usize;
+                if sw == 1 {
+                    d.copy_from_slice(&src[start..start + (hi - lo)]);
+                } else {
+                    for (j, v) in d.iter_mut().enumerate() {
+                        *v = src[start + j * sw];
+                    }
+                }
+            });
+        });
+    }
+    /// col2im: adds `dcol` `(C·taps, P)` into one image `dx` `(C, in…)`, one task per channel,
+    /// taps in increasing order.
+    fn col2im(&self, dcol: &[f32], dx: &mut [f32]) {
+        let (taps, ivol, ovol) = (self.taps(), self.ivol(), self.ovol());
+        let sw = self.stride[2];
+        dx.par_chunks_mut(ivol).enumerate().for_each(|(c, dst)| {
+            for t in 0..taps {
+                let src = &dcol[(c * taps + t) * ovol..][..ovol];
+                self.rows(t, |o0, i0, (lo, hi), first| {
+                    let s = &src[o0 + lo..o0 + hi];
+                    let start = (i0 as isize + lo as isize * sw as isize + first) as usize;
+                    if sw == 1 {
+                        for (d, v) in dst[start..start + s.len()].iter_mut().zip(s) {
+                            *d += v;
+                        }
+                    } else {
+                        for (j, v) in s.iter().enumerate() {
+                            dst[start + j * sw] += v;
+                        }
+                    }
+                });
+            }
+        });
     }
 }
 
@@ -128,53 +210,67 @@ fn dense(a: &ArrayD<f32>) -> std::borrow::Cow<'_, [f32]> {
     }
 }
 
+fn mat(rows: usize, cols: usize, v: &[f32]) -> ArrayView2<'_, f32> {
+    ArrayView2::from_shape((rows, cols), &v[..rows * cols]).expect("matrix")
+}
+
+fn mat_mut(rows: usize, cols: usize, v: &mut [f32]) -> ArrayViewMut2<'_, f32> {
+    ArrayViewMut2::from_shape((rows, cols), &mut v[..rows * cols]).expect("matrix")
+}
+
 /// Forward convolution: y `(N, K, out…)` = x `(N, C, in…)` ⋆ w `(K, C/g, f…)`.
-/// im2col per (batch, group), then one row of `y` per output channel in parallel.
 pub fn conv_fprop(
     x: &ArrayD<f32>,
     w: &ArrayD<f32>,
     y_dims: &[usize],
     g: &ConvGeometry,
 ) -> ArrayD<f32> {
+    conv_fprop_with(x, w, y_dims, g, &Epilogue::NONE)
+}
+
+/// [`conv_fprop`] with an [`Epilogue`] fused into the GEMM output pass: `y = act(conv + bias)`
+/// (a [`gemm::Bias::PerRow`] bias has K values, one per output channel).
+pub fn conv_fprop_with(
+    x: &ArrayD<f32>,
+    w: &ArrayD<f32>,
+    y_dims: &[usize],
+    g: &ConvGeometry,
+    epi: &Epilogue<'_>,
+) -> ArrayD<f32> {
     let w = if g.flip { flip_filter(w) } else { w.clone() };
     let geo = Geo3::new(x.shape(), w.shape(), y_dims, g);
     let (xs, ws) = (dense(x), dense(&w));
-    let taps = geo.taps();
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
-    let idx = geo.tap_index();
     let kg = geo.k / geo.groups;
-    let crs = geo.cg * taps;
+    let crs = geo.cg * geo.taps();
     let mut y = vec![0f32; geo.n * geo.k * ovol];
-    let mut col = vec![0f32; crs * ovol];
-    for n in 0..geo.n {
-        for grp in 0..geo.groups {
-            col.par_chunks_mut(ovol).enumerate().for_each(|(row, dst)| {
-                let (c, t) = (row / taps, row % taps);
-                let src = &xs[(n * geo.c + grp * geo.cg + c) * ivol..][..ivol];
-                for (d, &i) in dst.iter_mut().zip(&idx[t * ovol..(t + 1) * ovol]) {
-                    *d = if i == usize::MAX { 0.0 } else { src[i] };
-                }
-            });
-            let ybase = (n * geo.k + grp * kg) * ovol;
-            y[ybase..ybase + kg * ovol]
-                .par_chunks_mut(ovol)
-                .enumerate()
-                .for_each(|(kk, yrow)| {
-                    let wrow = &ws[(grp * kg + kk) * crs..][..crs];
-                    for (r, &wv) in wrow.iter().enumerate() {
-                        let crow = &col[r * ovol..(r + 1) * ovol];
-                        for (o, &cv) in yrow.iter_mut().zip(crow) {
-                            *o += wv * cv;
-                        }
-                    }
-                });
-        }
+    let direct = geo.is_pointwise();
+    let mut col = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
+    for (n, yn) in y.chunks_mut(geo.k * ovol.max(1)).enumerate().take(geo.n) {
+        let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];
+        let cols: &[f32] = if direct {
+            xn
+        } else {
+            geo.im2col(xn, &mut col);
+            &col
+        };
+        let jobs = yn
+            .chunks_mut(kg * ovol.max(1))
+            .enumerate()
+            .take(geo.groups)
+            .map(|(grp, yg)| Job {
+                a: mat(kg, crs, &ws[grp * kg * crs..]),
+                b: mat(crs, ovol, &cols[grp * crs * ovol..]),
+                c: mat_mut(kg, ovol, yg),
+                row_base: grp * kg,
+            })
+            .collect();
+        gemm::run(jobs, 0.0, epi);
     }
     ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume")
 }
 
-/// Data gradient: dx `(N, C, in…)` from dy `(N, K, out…)` and w `(K, C/g, f…)`; each dx
-/// (batch, channel) slice is accumulated by one task in (k, tap, output position) order.
+/// Data gradient: dx `(N, C, in…)` from dy `(N, K, out…)` and w `(K, C/g, f…)`.
 pub fn conv_dgrad(
     dy: &ArrayD<f32>,
     w: &ArrayD<f32>,
@@ -184,32 +280,35 @@ pub fn conv_dgrad(
     let w = if g.flip { flip_filter(w) } else { w.clone() };
     let geo = Geo3::new(dx_dims, w.shape(), dy.shape(), g);
     let (dys, ws) = (dense(dy), dense(&w));
-    let taps = geo.taps();
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
-    let idx = geo.tap_index();
     let kg = geo.k / geo.groups;
+    let crs = geo.cg * geo.taps();
     let mut dx = vec![0f32; geo.n * geo.c * ivol];
-    dx.par_chunks_mut(ivol).enumerate().for_each(|(nc, dst)| {
-        let (n, c) = (nc / geo.c, nc % geo.c);
-        let (grp, cc) = (c / geo.cg, c % geo.cg);
-        for kk in 0..kg {
-            let k = grp * kg + kk;
-            let dyrow = &dys[(n * geo.k + k) * ovol..][..ovol];
-            for t in 0..taps {
-                let wv = ws[(k * geo.cg + cc) * taps + t];
-                for (&i, &d) in idx[t * ovol..(t + 1) * ovol].iter().zip(dyrow) {
-                    if i != usize::MAX {
-                        dst[i] += wv * d;
-                    }
-                }
-            }
+    let direct = geo.is_pointwise();
+    let mut dcol = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
+    for (n, dxn) in dx.chunks_mut(geo.c * ivol.max(1)).enumerate().take(geo.n) {
+        let dyn_ = &dys[n * geo.k * ovol..(n + 1) * geo.k * ovol];
+        let out: &mut [f32] = if direct { dxn } else { &mut dcol };
+        let jobs = out
+            .chunks_mut(crs * ovol.max(1))
+            .enumerate()
+            .take(geo.groups)
+            .map(|(grp, dst)| Job {
+                a: mat(kg, crs, &ws[grp * kg * crs..]).reversed_axes(),
+                b: mat(kg, ovol, &dyn_[grp * kg * ovol..]),
+                c: mat_mut(crs, ovol, dst),
+                row_base: 0,
+            })
+            .collect();
+        gemm::run(jobs, 0.0, &Epilogue::NONE);
+        if !direct {
+            geo.col2im(&dcol, dxn);
         }
-    });
+    }
     ArrayD::from_shape_vec(IxDyn(dx_dims), dx).expect("dx volume")
 }
 
-/// Filter gradient: dw `(K, C/g, f…)` from x `(N, C, in…)` and dy `(N, K, out…)`; each dw
-/// row (one output channel) is summed by one task in (n, c, tap, position) order.
+/// Filter gradient: dw `(K, C/g, f…)` from x `(N, C, in…)` and dy `(N, K, out…)`.
 pub fn conv_wgrad(
     x: &ArrayD<f32>,
     dy: &ArrayD<f32>,
@@ -218,30 +317,34 @@ pub fn conv_wgrad(
 ) -> ArrayD<f32> {
     let geo = Geo3::new(x.shape(), dw_dims, dy.shape(), g);
     let (xs, dys) = (dense(x), dense(dy));
-    let taps = geo.taps();
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
-    let idx = geo.tap_index();
     let kg = geo.k / geo.groups;
-    let crs = geo.cg * taps;
+    let crs = geo.cg * geo.taps();
     let mut dw = vec![0f32; geo.k * crs];
-    dw.par_chunks_mut(crs).enumerate().for_each(|(k, dst)| {
-        let grp = k / kg;
-        for n in 0..geo.n {
-            let dyrow = &dys[(n * geo.k + k) * ovol..][..ovol];
-            for cc in 0..geo.cg {
-                let src = &xs[(n * geo.c + grp * geo.cg + cc) * ivol..][..ivol];
-                for t in 0..taps {
-                    let mut acc = 0f32;
-                    for (&i, &d) in idx[t * ovol..(t + 1) * ovol].iter().zip(dyrow) {
-                        if i != usize::MAX {
-                            acc += src[i] * d;
-                        }
-                    }
-                    dst[cc * taps + t] += acc;
-                }
-            }
-        }
-    });
+    let direct = geo.is_pointwise();
+    let mut col = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
+    for n in 0..geo.n {
+        let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];
+        let dyn_ = &dys[n * geo.k * ovol..(n + 1) * geo.k * ovol];
+        let cols: &[f32] = if direct {
+            xn
+        } else {
+            geo.im2col(xn, &mut col);
+            &col
+        };
+        let jobs = dw
+            .chunks_mut(kg * crs.max(1))
+            .enumerate()
+            .take(geo.groups)
+            .map(|(grp, dst)| Job {
+                a: mat(kg, ovol, &dyn_[grp * kg * ovol..]),
+                b: mat(crs, ovol, &cols[grp * crs * ovol..]).reversed_axes(),
+                c: mat_mut(kg, crs, dst),
+                row_base: 0,
+            })
+            .collect();
+        gemm::run(jobs, if n == 0 { 0.0 } else { 1.0 }, &Epilogue::NONE);
+    }
     let dw = ArrayD::from_shape_vec(IxDyn(dw_dims), dw).expect("dw volume");
     if g.flip { flip_filter(&dw) } else { dw }
 }

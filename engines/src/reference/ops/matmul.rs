@@ -1,17 +1,44 @@
 //! Batched matrix multiply `C (…, M, N) = A (…, M, K) · B (…, K, N)` with numpy broadcasting of
-//! the batch dims, over dense row-major arrays.
+//! the batch dims, over arrays of any strides (broadcast and transposed views are read in
+//! place, never copied), on the tiled GEMM of [`super::gemm`].
 //!
-//! Rows of C are computed in parallel; each element is summed over k in increasing order, so
-//! results are bit-identical for any thread count. Owns only arithmetic.
+//! Determinism: see [`super::gemm`] — the tiling depends on the shape only and each element is
+//! summed in one fixed order, so results are bit-identical for any thread count. Owns only
+//! arithmetic.
 
-use ndarray::{ArrayD, IxDyn};
-use rayon::prelude::*;
+use super::gemm::{self, Epilogue, Job};
+use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, Axis, Ix2, IxDyn};
 
 /// `C = A · B`; `c_dims` = broadcast batch dims + `[M, N]`.
 ///
 /// # Errors
 /// A message when A or B does not broadcast to the batch dims of C or the inner dims differ.
 pub fn matmul(a: &ArrayD<f32>, b: &ArrayD<f32>, c_dims: &[usize]) -> Result<ArrayD<f32>, String> {
+    matmul_with(a, b, c_dims, &Epilogue::NONE)
+}
+
+/// The 2-D matrices of a `(batch…, R, C)` view, batch-major (views, no copies).
+fn matrices<'a>(v: ArrayViewD<'a, f32>, out: &mut Vec<ArrayView2<'a, f32>>) {
+    if v.ndim() == 2 {
+        out.push(v.into_dimensionality::<Ix2>().expect("2 dims"));
+    } else {
+        for i in 0..v.len_of(Axis(0)) {
+            matrices(v.clone().index_axis_move(Axis(0), i), out);
+        }
+    }
+}
+
+/// `C = act(A · B + bias)`: [`matmul`] with an [`Epilogue`] fused into the GEMM output pass (a
+/// [`gemm::Bias::PerCol`] bias has N values, broadcast over rows and batches).
+///
+/// # Errors
+/// As [`matmul`].
+pub fn matmul_with(
+    a: &ArrayD<f32>,
+    b: &ArrayD<f32>,
+    c_dims: &[usize],
+    epi: &Epilogue<'_>,
+) -> Result<ArrayD<f32>, String> {
     let r = c_dims.len();
     if r < 2 || a.ndim() < 2 || b.ndim() < 2 {
         return Err("matmul tensors need at least 2 dims".into());
@@ -38,25 +65,23 @@ pub fn matmul(a: &ArrayD<f32>, b: &ArrayD<f32>, c_dims: &[usize]) -> Result<Arra
     let bv = b
         .broadcast(IxDyn(&bd))
         .ok_or_else(|| format!("b {:?} does not broadcast to {bd:?}", b.shape()))?;
-    let av = av.as_standard_layout();
-    let bv = bv.as_standard_layout();
-    let (asl, bsl) = (
-        av.as_slice().expect("standard"),
-        bv.as_slice().expect("standard"),
-    );
     let nb: usize = batch.iter().product();
     let mut c = vec![0f32; nb * m * n];
-    if n > 0 {
-        c.par_chunks_mut(n).enumerate().for_each(|(row, crow)| {
-            let (bi, i) = (row / m.max(1), row % m.max(1));
-            let arow = &asl[(bi * m + i) * k..][..k];
-            let bmat = &bsl[bi * k * n..][..k * n];
-            for (kk, &av) in arow.iter().enumerate() {
-                for (o, &bv) in crow.iter_mut().zip(&bmat[kk * n..(kk + 1) * n]) {
-                    *o += av * bv;
-                }
-            }
-        });
+    if m * n > 0 {
+        let (mut am, mut bm) = (Vec::with_capacity(nb), Vec::with_capacity(nb));
+        matrices(av, &mut am);
+        matrices(bv, &mut bm);
+        let jobs = c
+            .chunks_mut(m * n)
+            .zip(am.into_iter().zip(bm))
+            .map(|(cm, (a, b))| Job {
+                a,
+                b,
+                c: ArrayViewMut2::from_shape((m, n), cm).expect("c block"),
+                row_base: 0,
+            })
+            .collect();
+        gemm::run(jobs, 0.0, epi);
     }
     Ok(ArrayD::from_shape_vec(IxDyn(c_dims), c).expect("c volume"))
 }

@@ -5,6 +5,7 @@
 //! any rayon thread count.
 
 pub mod conv;
+pub mod gemm;
 pub mod matmul;
 pub mod norm;
 pub mod pointwise;
