@@ -30,6 +30,11 @@ pub mod ty {
     pub const NORM_FWD_PHASE: i32 = 22;
     pub const CONVOLUTION_MODE: i32 = 24;
     pub const POINTWISE_MODE: i32 = 25;
+    pub const DIAGONAL_ALIGNMENT_EXT: i32 = 26;
+    pub const ATTENTION_IMPLEMENTATION_EXT: i32 = 27;
+    pub const REDUCTION_OPERATOR_TYPE: i32 = 28;
+    pub const RESAMPLE_MODE: i32 = 29;
+    pub const PADDING_MODE: i32 = 30;
     pub const OPERATION_TYPE_EXT: i32 = 10001;
 }
 

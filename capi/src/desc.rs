@@ -21,7 +21,7 @@ use crate::registry::Registry;
 use hipdnn::{DataType, Graph, TensorAttributes, TensorId};
 use hipdnn_backend::{
     BufferRef, Engine, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph,
-    Status, VariantPack,
+    Status, VariantPackDescriptor,
 };
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -118,8 +118,12 @@ pub struct OpData {
 pub enum Val {
     /// A finalized tensor.
     Tensor(Arc<TensorAttributes>),
+    /// Finalized tensors (peer statistics).
+    Tensors(Vec<Arc<TensorAttributes>>),
     /// INT64 array.
     I64s(Vec<i64>),
+    /// BOOLEAN.
+    Bool(bool),
     /// FLOAT/DOUBLE.
     F64(f64),
     /// A C enum value (already checked to be an enumerator).
@@ -315,10 +319,7 @@ pub fn type_name(t: i32) -> &'static str {
 }
 
 fn is_op(t: i32) -> bool {
-    matches!(
-        t,
-        dt::CONV_FWD | dt::CONV_BWD_FILTER | dt::CONV_BWD_DATA | dt::POINTWISE | dt::MATMUL
-    )
+    crate::ops::is_op(t)
 }
 
 /// A fresh state for a descriptor of type `t`.
@@ -425,7 +426,7 @@ fn final_graph(addr: usize) -> Ffi<Arc<FinalGraph>> {
     })
 }
 
-fn final_tensor(addr: usize) -> Ffi<Arc<TensorAttributes>> {
+pub(crate) fn final_tensor(addr: usize) -> Ffi<Arc<TensorAttributes>> {
     referenced(addr, dt::TENSOR, |s| match s {
         Desc::Tensor { fin, .. } => fin.clone(),
         _ => None,
@@ -450,7 +451,7 @@ fn fill(addr: usize, want: i32, state: Desc) -> Ffi {
     Ok(())
 }
 
-fn data_type_in(v: &In) -> Ffi<DataType> {
+pub(crate) fn data_type_in(v: &In) -> Ffi<DataType> {
     let c = v.enum32(ty::DATA_TYPE)?;
     enums::data_type_from_c(c).ok_or_else(|| {
         err(
@@ -460,12 +461,24 @@ fn data_type_in(v: &In) -> Ffi<DataType> {
     })
 }
 
-fn data_type_out(o: &Out, d: DataType) -> Ffi {
+pub(crate) fn data_type_out(o: &Out, d: DataType) -> Ffi {
     match enums::data_type_to_c(d) {
         Some(c) => o.put(ty::DATA_TYPE, &[c]),
         // Never-set data type: answers a count of 0 (reference §3.7).
         None => o.put::<i32>(ty::DATA_TYPE, &[]),
     }
+}
+
+/// Fills the caller-created TENSOR descriptor at `addr` with the finalized tensor `t`.
+pub(crate) fn dt_fill_tensor(addr: usize, t: &Arc<TensorAttributes>) -> Ffi {
+    fill(
+        addr,
+        dt::TENSOR,
+        Desc::Tensor {
+            t: t.as_ref().clone(),
+            fin: Some(t.clone()),
+        },
+    )
 }
 
 fn finalized_error(t: i32) -> crate::error::BackendErrorAlias {
@@ -505,7 +518,7 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
             _ => return Err(v.unsupported(what)),
         },
         Desc::Op { attrs, .. } => {
-            let val = op_value(dtype, v)?;
+            let val = crate::ops::value(dtype, v)?;
             attrs.insert(v.name, val);
         }
         Desc::Graph(g) => {
@@ -645,93 +658,6 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
     Ok(())
 }
 
-/// Attribute kinds of the supported operation descriptors.
-enum OpAttr {
-    Tensor,
-    I64s,
-    Float,
-    Int,
-    Data,
-    ConvMode,
-    PointwiseMode,
-    Text,
-}
-
-fn op_attr(dtype: i32, name: i32) -> Option<OpAttr> {
-    use OpAttr as A;
-    let conv_params = || match name {
-        1500 => Some(A::Data),
-        1501 => Some(A::ConvMode),
-        1502..=1505 => Some(A::I64s),
-        _ => None,
-    };
-    if name == 60300 {
-        return Some(A::Text);
-    }
-    match dtype {
-        dt::CONV_FWD => match name {
-            1400..=1402 => Some(A::Tensor),
-            _ => conv_params(),
-        },
-        dt::CONV_BWD_FILTER => match name {
-            1600..=1602 => Some(A::Tensor),
-            _ => conv_params(),
-        },
-        dt::CONV_BWD_DATA => match name {
-            1700..=1702 => Some(A::Tensor),
-            _ => conv_params(),
-        },
-        dt::POINTWISE => match name {
-            2200..=2203 => Some(A::Tensor),
-            2300 => Some(A::PointwiseMode),
-            2301..=2306 => Some(A::Float),
-            2307 => Some(A::Data),
-            2308 => Some(A::Int),
-            _ => None,
-        },
-        dt::MATMUL => match name {
-            2500..=2502 => Some(A::Tensor),
-            2503 => Some(A::Data),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
-fn op_value(dtype: i32, v: &In) -> Ffi<Val> {
-    let Some(kind) = op_attr(dtype, v.name) else {
-        return Err(v.unsupported(type_name(dtype)));
-    };
-    Ok(match kind {
-        OpAttr::Tensor => Val::Tensor(final_tensor(v.ptr(ty::BACKEND_DESCRIPTOR)?)?),
-        OpAttr::I64s => Val::I64s(v.i64s()?),
-        OpAttr::Float => Val::F64(v.f64()?),
-        OpAttr::Int => Val::I64s(vec![v.i64()?]),
-        OpAttr::Data => Val::Data(data_type_in(v)?),
-        OpAttr::ConvMode => {
-            let c = v.enum32(ty::CONVOLUTION_MODE)?;
-            enums::conv_mode_from_c(c).ok_or_else(|| {
-                err(
-                    Status::BadParam,
-                    format!("{c} is not a hipdnnConvolutionMode_t"),
-                )
-            })?;
-            Val::Enum(c)
-        }
-        OpAttr::PointwiseMode => {
-            let c = v.enum32(ty::POINTWISE_MODE)?;
-            enums::pointwise_mode_from_c(c).ok_or_else(|| {
-                err(
-                    Status::BadParam,
-                    format!("{c} is not a hipdnnPointwiseMode_t"),
-                )
-            })?;
-            Val::Enum(c)
-        }
-        OpAttr::Text => Val::Text(v.text()?),
-    })
-}
-
 // ---------------------------------------------------------------- finalize
 
 fn finalize(dtype: i32, s: &mut Desc) -> Ffi {
@@ -762,14 +688,7 @@ fn finalize(dtype: i32, s: &mut Desc) -> Ffi {
             *fin = Some(Arc::new(t.clone()));
         }
         Desc::Op { attrs, fin } => {
-            let required: &[i32] = match dtype {
-                dt::CONV_FWD => &[1400, 1401, 1402],
-                dt::CONV_BWD_FILTER => &[1600, 1601, 1602],
-                dt::CONV_BWD_DATA => &[1700, 1701, 1702],
-                dt::POINTWISE => &[2200, 2201, 2300],
-                dt::MATMUL => &[2500, 2501, 2502],
-                _ => &[],
-            };
+            let required = crate::ops::required(dtype);
             if let Some(m) = required.iter().find(|a| !attrs.contains_key(a)) {
                 return Err(err(
                     Status::BadParam,
@@ -975,106 +894,23 @@ fn build_graph(gd: &GraphDesc) -> Ffi<Graph> {
         g.set_override_shape_enabled(o);
     }
     let mut by_uid: HashMap<i64, TensorId> = HashMap::new();
-    for op in &gd.ops {
-        let mut tid = |name: i32| -> Ffi<Option<TensorId>> {
-            let Some(Val::Tensor(t)) = op.attrs.get(&name) else {
-                return Ok(None);
-            };
-            let uid = t.uid.unwrap_or_default();
-            if let Some(id) = by_uid.get(&uid) {
-                if g.tensor_attributes(*id) != t.as_ref() {
-                    return Err(err(
-                        Status::BadParam,
-                        format!("two different TENSOR descriptors share unique id {uid}"),
-                    ));
-                }
-                return Ok(Some(*id));
-            }
-            let id = g.tensor(t.as_ref().clone());
-            by_uid.insert(uid, id);
-            Ok(Some(id))
-        };
-        let x = |n: i32| tid(n);
-        let _ = &x;
-        let i64s = |n: i32| match op.attrs.get(&n) {
-            Some(Val::I64s(v)) => Some(v.clone()),
-            _ => None,
-        };
-        let f32v = |n: i32| match op.attrs.get(&n) {
-            Some(Val::F64(v)) => Some(*v as f32),
-            _ => None,
-        };
-        let data = |n: i32| match op.attrs.get(&n) {
-            Some(Val::Data(d)) => *d,
-            _ => DataType::Unset,
-        };
-        let en = |n: i32| match op.attrs.get(&n) {
-            Some(Val::Enum(e)) => Some(*e),
-            _ => None,
-        };
-        let name = match op.attrs.get(&60300) {
-            Some(Val::Text(s)) => s.clone(),
-            _ => String::new(),
-        };
-        let conv_mode = en(1501)
-            .and_then(enums::conv_mode_from_c)
-            .unwrap_or(hipdnn::ConvMode::CrossCorrelation);
-        macro_rules! conv {
-            ($ty:ident, $a:ident = $an:expr, $b:ident = $bn:expr, $c:ident = $cn:expr) => {{
-                let mut a = hipdnn::$ty::new()
-                    .name(name.clone())
-                    .compute_data_type(data(1500));
-                a.$a = tid($an)?;
-                a.$b = tid($bn)?;
-                a.$c = tid($cn)?;
-                a.pre_padding = i64s(1505).unwrap_or_default();
-                a.post_padding = i64s(1504).unwrap_or_default();
-                a.stride = i64s(1503).unwrap_or_default();
-                a.dilation = i64s(1502).unwrap_or_default();
-                a.conv_mode = conv_mode;
-                g.add_node(a);
-            }};
-        }
-        match op.dtype {
-            dt::CONV_FWD => conv!(ConvFpropAttributes, x = 1401, w = 1400, y = 1402),
-            dt::CONV_BWD_DATA => conv!(ConvDgradAttributes, dy = 1700, w = 1701, dx = 1702),
-            dt::CONV_BWD_FILTER => conv!(ConvWgradAttributes, x = 1600, dy = 1601, dw = 1602),
-            dt::POINTWISE => {
-                let mode = en(2300)
-                    .and_then(enums::pointwise_mode_from_c)
-                    .unwrap_or_default();
-                let mut a = hipdnn::PointwiseAttributes::with_mode(mode)
-                    .name(name.clone())
-                    .compute_data_type(data(2307));
-                a.in_0 = tid(2200)?;
-                a.out_0 = tid(2201)?;
-                a.in_1 = tid(2202)?;
-                a.in_2 = tid(2203)?;
-                a.relu_lower_clip = f32v(2301);
-                a.relu_upper_clip = f32v(2302);
-                a.relu_lower_clip_slope = f32v(2303);
-                a.swish_beta = f32v(2304);
-                a.elu_alpha = f32v(2305);
-                a.softplus_beta = f32v(2306);
-                a.axis = i64s(2308).and_then(|v| v.first().copied());
-                g.add_node(a);
-            }
-            dt::MATMUL => {
-                let mut a = hipdnn::MatmulAttributes::new()
-                    .name(name.clone())
-                    .compute_data_type(data(2503));
-                a.a = tid(2500)?;
-                a.b = tid(2501)?;
-                a.c = tid(2502)?;
-                g.add_node(a);
-            }
-            _ => {
+    let mut tid = |g: &mut Graph, t: &Arc<TensorAttributes>| -> Ffi<TensorId> {
+        let uid = t.uid.unwrap_or_default();
+        if let Some(id) = by_uid.get(&uid) {
+            if g.tensor_attributes(*id) != t.as_ref() {
                 return Err(err(
-                    Status::NotSupported,
-                    format!("operation {} is not supported", type_name(op.dtype)),
+                    Status::BadParam,
+                    format!("two different TENSOR descriptors share unique id {uid}"),
                 ));
             }
+            return Ok(*id);
         }
+        let id = g.tensor(t.as_ref().clone());
+        by_uid.insert(uid, id);
+        Ok(id)
+    };
+    for op in &gd.ops {
+        crate::ops::add_node(&mut g, op.dtype, &op.attrs, &mut tid)?;
     }
     Ok(g)
 }
@@ -1101,57 +937,7 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
         }
         Desc::Op { attrs, fin } => {
             let attrs = fin.as_ref().map_or(attrs, |f| &f.attrs);
-            if o.name == 60200 {
-                let c = enums::operation_type_of_descriptor(dtype).unwrap_or(0);
-                return o.put(ty::OPERATION_TYPE_EXT, &[c]);
-            }
-            let Some(kind) = op_attr(dtype, o.name) else {
-                return Err(o.unsupported(what));
-            };
-            let Some(val) = attrs.get(&o.name) else {
-                return Err(err(
-                    Status::BadParam,
-                    format!("{what}: attribute {} has not been set", o.name),
-                ));
-            };
-            match (kind, val) {
-                (OpAttr::Tensor, Val::Tensor(t)) => {
-                    if let Some(n) = o.begin(ty::BACKEND_DESCRIPTOR, 1)? {
-                        // SAFETY: the array holds `requested >= n` descriptor handles.
-                        let target = unsafe { *(o.ptr as *const usize) };
-                        let _ = n;
-                        fill(
-                            target,
-                            dt::TENSOR,
-                            Desc::Tensor {
-                                t: t.as_ref().clone(),
-                                fin: Some(t.clone()),
-                            },
-                        )?;
-                        if !o.count.is_null() {
-                            // SAFETY: non-null, valid for a write.
-                            unsafe { *o.count = 1 };
-                        }
-                    }
-                    Ok(())
-                }
-                (OpAttr::I64s, Val::I64s(v)) | (OpAttr::Int, Val::I64s(v)) => o.put(ty::INT64, v),
-                (OpAttr::Float, Val::F64(v)) => {
-                    if o.ty == ty::DOUBLE {
-                        o.put(ty::DOUBLE, &[*v])
-                    } else {
-                        o.put(ty::FLOAT, &[*v as f32])
-                    }
-                }
-                (OpAttr::Data, Val::Data(d)) => data_type_out(o, *d),
-                (OpAttr::ConvMode, Val::Enum(e)) => o.put(ty::CONVOLUTION_MODE, &[*e]),
-                (OpAttr::PointwiseMode, Val::Enum(e)) => o.put(ty::POINTWISE_MODE, &[*e]),
-                (OpAttr::Text, Val::Text(t)) => o.put_text(t),
-                _ => Err(err(
-                    Status::InternalError,
-                    "stored attribute has the wrong kind",
-                )),
-            }
+            crate::ops::get(dtype, attrs, o)
         }
         Desc::Graph(g) => match o.name {
             602 => {
@@ -1579,7 +1365,7 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
         let host = fp.plan.engine().name() == hipdnn_engines::reference::ENGINE_NAME;
         let lens = buffer_lengths(&fp);
         let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
-        let mut vp = VariantPack::new();
+        let mut vp = VariantPackDescriptor::new();
         for (uid, ptr) in uids.iter().zip(&ptrs) {
             let len = lens.get(uid).copied().unwrap_or(0);
             if !host {

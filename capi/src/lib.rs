@@ -20,6 +20,7 @@ pub mod enums;
 pub mod error;
 pub mod handle;
 pub mod log;
+pub mod ops;
 pub mod panic;
 pub mod registry;
 pub mod serialize;
