@@ -1,18 +1,41 @@
-//! CPU reference engine throughput: conv fprop (1×64×56×56 ⋆ 64×64×3×3, pad 1) and matmul
-//! (512³), in GFLOP/s, next to numpy (OpenBLAS) on the same shapes in the same run.
+//! CPU reference engine against ONNX Runtime and numpy, side by side in one run (issue 14).
 //!
-//! numpy runs in a `python3` subprocess with `OPENBLAS_CORETYPE` and `OPENBLAS_L2_SIZE` unset
-//! (this machine may set them); when python3 or numpy is missing the numpy line says so.
+//! Rows: matmul 256…2048 (f32, square), the ResNet-50 conv layer table (every distinct conv
+//! shape of ResNet-50 v1.5) at batch 1 and 8 — fprop against ORT's `Conv`, and our dgrad and
+//! wgrad on the same shape against our own fprop — layernorm, softmax and SDPA forward (seq
+//! 128 and 512). Our kernels (`reference::ops`, rayon's default pool) and the peers
+//! alternate row by row, so both see the same machine load. Each figure is the median of ≥ 3
+//! timed calls (≥ 0.2 s in all) after one warm-up call.
+//!
+//! The peers run in one `python3 engines/benches/peers/ort_peers.py THREADS` subprocess
+//! (ONNX Runtime CPU EP with intra-op threads = our rayon threads, a model built with `onnx`;
+//! numpy), with `OPENBLAS_CORETYPE` / `OPENBLAS_L2_SIZE` removed from that subprocess only; it
+//! reports the BLAS kernel numpy uses (threadpoolctl). When python3 or a package is missing the
+//! bench prints how to install them and reports our figures alone.
+//!
+//! Output: the table on stdout, and written into `docs/PERFORMANCE.md` between the
+//! `cpu-bench:begin` / `cpu-bench:end` markers. `HIPDNN_CPU_BENCH_QUICK=1` runs one row per
+//! kind and leaves the doc alone.
+//!
+//! ```text
+//! python3 -m pip install numpy onnx onnxruntime threadpoolctl
+//! cargo bench -p hipdnn-engines --bench reference_ops
+//! ```
 
-// `criterion_group!` generates an undocumented `pub fn benches`.
-#![allow(missing_docs)]
-
-use criterion::{Criterion, criterion_group, criterion_main};
-use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_fprop};
+use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_dgrad, conv_fprop, conv_wgrad};
 use hipdnn_engines::reference::ops::matmul::matmul;
+use hipdnn_engines::reference::ops::norm::{inv_std, moments, normalize};
+use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, pointwise};
+use hipdnn_engines::reference::ops::reduce::reduce;
+use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
+use hipdnn_schema::graph::{PointwiseMode, ReductionMode};
 use ndarray::{ArrayD, IxDyn};
-use std::process::Command;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
+
+const MIN_TIME: f64 = 0.2;
 
 fn filled(dims: &[usize]) -> ArrayD<f32> {
     let n: usize = dims.iter().product();
@@ -25,112 +48,333 @@ fn filled(dims: &[usize]) -> ArrayD<f32> {
     .expect("dims")
 }
 
-/// Python prelude: prints one line naming the BLAS numpy uses (threadpoolctl when installed,
-/// else numpy's build config), before the GFLOP/s line.
-const BLAS_INFO: &str = r#"import numpy as np, time
-try:
-    from threadpoolctl import threadpool_info
-    i = [d for d in threadpool_info() if d.get('user_api') == 'blas']
-    print('blas: ' + '; '.join('%s %s (%s, %s threads)' % (d.get('internal_api'), d.get('version'), d.get('architecture'), d.get('num_threads')) for d in i))
-except ImportError:
-    c = np.show_config(mode='dicts')
-    print('blas: ' + str(c.get('Build Dependencies', {}).get('blas', {}).get('name', 'unknown')) + ' (threadpoolctl not installed)')
-"#;
-
-/// numpy's GFLOP/s for the same problem and the BLAS line, or `None` when python3 or numpy
-/// is missing.
-fn numpy_gflops(kind: &str) -> Option<(f64, String)> {
-    let body = match kind {
-        "conv" => {
-            "x=np.random.rand(1,64,58,58).astype(np.float32)\nw=np.random.rand(64,576).astype(np.float32)\n\
-from numpy.lib.stride_tricks import sliding_window_view as sw\n\
-def f():\n c=sw(x[0],(3,3),axis=(1,2)).transpose(0,3,4,1,2).reshape(576,56*56)\n return w@c\n\
-f();t=time.perf_counter();n=10\nfor _ in range(n): f()\n\
-print(2*64*576*56*56*n/(time.perf_counter()-t)/1e9)"
+/// Median seconds of ≥ 3 calls (≥ `MIN_TIME` in all) after one warm-up.
+fn time<T>(mut f: impl FnMut() -> T) -> f64 {
+    std::hint::black_box(f());
+    let mut times = Vec::new();
+    let start = Instant::now();
+    while times.len() < 3 || start.elapsed().as_secs_f64() < MIN_TIME {
+        let t = Instant::now();
+        std::hint::black_box(f());
+        times.push(t.elapsed().as_secs_f64());
+        if times.len() >= 200 {
+            break;
         }
-        _ => {
-            "a=np.random.rand(512,512).astype(np.float32)\nb=np.random.rand(512,512).astype(np.float32)\n\
-a@b;t=time.perf_counter();n=20\nfor _ in range(n): a@b\nprint(2*512**3*n/(time.perf_counter()-t)/1e9)"
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+/// The peer subprocess.
+struct Peers {
+    _child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    info: String,
+}
+
+impl Peers {
+    fn start(threads: usize) -> Result<Peers, String> {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/peers/ort_peers.py");
+        let mut child = Command::new("python3")
+            .arg(script)
+            .arg(threads.to_string())
+            .env_remove("OPENBLAS_CORETYPE")
+            .env_remove("OPENBLAS_L2_SIZE")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("python3 not runnable ({e}); install python3, then: python3 -m pip install numpy onnx onnxruntime threadpoolctl"))?;
+        let stdin = child.stdin.take().expect("piped");
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).map_err(|e| e.to_string())?;
+        let v: serde_json::Value =
+            serde_json::from_str(&line).map_err(|e| format!("peer said {line:?}: {e}"))?;
+        if let Some(e) = v.get("error") {
+            return Err(e.as_str().unwrap_or("peer error").to_string());
+        }
+        let i = &v["info"];
+        let info = format!(
+            "ONNX Runtime {} (CPU EP, intra-op threads {}), onnx {}, numpy {} with BLAS {}",
+            i["onnxruntime"].as_str().unwrap_or("?"),
+            i["ort_threads"],
+            i["onnx"].as_str().unwrap_or("?"),
+            i["numpy"].as_str().unwrap_or("?"),
+            i["blas"].as_str().unwrap_or("?"),
+        );
+        Ok(Peers {
+            _child: child,
+            stdin,
+            stdout,
+            info,
+        })
+    }
+
+    /// (ORT seconds, numpy seconds) for one request.
+    fn time(&mut self, req: serde_json::Value) -> Option<(f64, f64)> {
+        let mut req = req;
+        req["min_time"] = MIN_TIME.into();
+        writeln!(self.stdin, "{req}").ok()?;
+        self.stdin.flush().ok()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).ok()?;
+        let v: serde_json::Value = serde_json::from_str(&line).ok()?;
+        Some((v["ort_s"].as_f64()?, v["numpy_s"].as_f64()?))
+    }
+}
+
+/// One table row.
+struct Row {
+    op: String,
+    shape: String,
+    gflop: f64,
+    ours_s: f64,
+    peers: Option<(f64, f64)>,
+    /// Our dgrad / wgrad seconds (conv rows).
+    grads: Option<(f64, f64)>,
+}
+
+impl Row {
+    fn line(&self) -> String {
+        let g = |s: f64| self.gflop / s;
+        let ours = g(self.ours_s);
+        let (ort, np, ratio) = match self.peers {
+            Some((o, n)) => (
+                format!("{:.1}", g(o)),
+                format!("{:.1}", g(n)),
+                format!("**{:.2}**", o / self.ours_s),
+            ),
+            None => ("–".into(), "–".into(), "–".into()),
+        };
+        let grads = match self.grads {
+            Some((d, w)) => format!(
+                "{:.1} ({:.2}) / {:.1} ({:.2})",
+                g(d),
+                g(d) / ours,
+                g(w),
+                g(w) / ours
+            ),
+            None => String::new(),
+        };
+        format!(
+            "| {} | {} | {:.3} | {:.1} | {ort} | {np} | {ratio} | {grads} |",
+            self.op,
+            self.shape,
+            self.ours_s * 1e3,
+            ours
+        )
+    }
+}
+
+/// ResNet-50 v1.5 distinct conv shapes: (C, H=W, K, R=S, stride, pad).
+const RESNET50: [(usize, usize, usize, usize, usize, usize); 20] = [
+    (3, 224, 64, 7, 2, 3),
+    (64, 56, 64, 1, 1, 0),
+    (64, 56, 64, 3, 1, 1),
+    (64, 56, 256, 1, 1, 0),
+    (256, 56, 64, 1, 1, 0),
+    (256, 56, 128, 1, 1, 0),
+    (128, 56, 128, 3, 2, 1),
+    (256, 56, 512, 1, 2, 0),
+    (128, 28, 128, 3, 1, 1),
+    (128, 28, 512, 1, 1, 0),
+    (512, 28, 128, 1, 1, 0),
+    (512, 28, 256, 1, 1, 0),
+    (256, 28, 256, 3, 2, 1),
+    (512, 28, 1024, 1, 2, 0),
+    (256, 14, 256, 3, 1, 1),
+    (256, 14, 1024, 1, 1, 0),
+    (1024, 14, 256, 1, 1, 0),
+    (1024, 14, 512, 1, 1, 0),
+    (512, 14, 512, 3, 2, 1),
+    (1024, 14, 2048, 1, 2, 0),
+];
+
+fn pw(mode: PointwiseMode) -> PointwiseParams {
+    PointwiseParams {
+        mode,
+        lower_clip: 0.0,
+        upper_clip: f32::MAX,
+        lower_slope: 0.0,
+        swish_beta: 1.0,
+        elu_alpha: 1.0,
+        softplus_beta: 1.0,
+        axis: 0,
+    }
+}
+
+fn main() {
+    let quick = std::env::var_os("HIPDNN_CPU_BENCH_QUICK").is_some();
+    let threads = rayon::current_num_threads();
+    let mut peers = match Peers::start(threads) {
+        Ok(p) => Some(p),
+        Err(e) => {
+            println!("peers skipped: {e}");
+            None
         }
     };
-    let out = Command::new("python3")
-        .arg("-c")
-        .arg(format!("{BLAS_INFO}{body}"))
-        .env_remove("OPENBLAS_CORETYPE")
-        .env_remove("OPENBLAS_L2_SIZE")
-        .output()
-        .ok()?;
-    if !out.status.success() {
-        return None;
-    }
-    let text = String::from_utf8_lossy(&out.stdout);
-    let mut lines = text.lines();
-    let blas = lines.next()?.to_string();
-    let g = lines.next()?.trim().parse().ok()?;
-    Some((g, blas))
-}
-
-fn report(kind: &str, shape: &str, flops: f64, secs: f64) {
-    let ours = flops / secs / 1e9;
-    match numpy_gflops(kind) {
-        Some((np, blas)) => println!(
-            "{kind} {shape}: reference {ours:.2} GFLOP/s, numpy {np:.2} GFLOP/s, ratio reference/numpy {:.3}  [numpy {blas}; rayon threads {}]",
-            ours / np,
-            rayon::current_num_threads()
-        ),
-        None => println!(
-            "{kind} {shape}: reference {ours:.2} GFLOP/s; numpy skipped: python3 with numpy unavailable"
-        ),
-    }
-}
-
-fn bench(c: &mut Criterion) {
-    let x = filled(&[1, 64, 56, 56]);
-    let w = filled(&[64, 64, 3, 3]);
-    let geo = ConvGeometry {
-        pre: vec![1, 1],
-        post: vec![1, 1],
-        stride: vec![1, 1],
-        dilation: vec![1, 1],
-        flip: false,
+    let peer_info = peers.as_ref().map(|p| p.info.clone());
+    let mut peer = |req: serde_json::Value| peers.as_mut().and_then(|p| p.time(req));
+    let mut rows = Vec::new();
+    let mut emit = |r: Row| {
+        println!("{}", r.line());
+        rows.push(r);
     };
-    let y_dims = [1, 64, 56, 56];
-    let conv_flops = 2.0 * 64.0 * 64.0 * 9.0 * 56.0 * 56.0;
-    c.bench_function("conv_fprop_1x64x56x56_k64_3x3", |b| {
-        b.iter(|| conv_fprop(&x, &w, &y_dims, &geo))
-    });
-    let t = Instant::now();
-    let n = 5;
-    for _ in 0..n {
-        std::hint::black_box(conv_fprop(&x, &w, &y_dims, &geo));
-    }
-    report(
-        "conv",
-        "1x64x56x56 * 64x64x3x3 pad 1",
-        conv_flops * n as f64,
-        t.elapsed().as_secs_f64(),
-    );
 
-    let a = filled(&[512, 512]);
-    let bm = filled(&[512, 512]);
-    c.bench_function("matmul_512", |b| {
-        b.iter(|| matmul(&a, &bm, &[512, 512]).expect("dims"))
-    });
-    let t = Instant::now();
-    for _ in 0..n {
-        std::hint::black_box(matmul(&a, &bm, &[512, 512]).expect("dims"));
+    let sizes: &[usize] = if quick {
+        &[512]
+    } else {
+        &[256, 512, 1024, 2048]
+    };
+    for &s in sizes {
+        let (a, b) = (filled(&[s, s]), filled(&[s, s]));
+        let ours_s = time(|| matmul(&a, &b, &[s, s]).expect("dims"));
+        let peers = peer(serde_json::json!({"op": "matmul", "m": s, "n": s, "k": s}));
+        emit(Row {
+            op: "matmul".into(),
+            shape: format!("{s}×{s}·{s}×{s}"),
+            gflop: 2.0 * (s as f64).powi(3) / 1e9,
+            ours_s,
+            peers,
+            grads: None,
+        });
     }
-    report(
-        "matmul",
-        "512x512x512",
-        2.0 * 512f64.powi(3) * n as f64,
-        t.elapsed().as_secs_f64(),
+
+    let convs: &[_] = if quick { &RESNET50[2..3] } else { &RESNET50 };
+    for &batch in &[1usize, 8] {
+        for &(c, h, k, r, st, pad) in convs {
+            let o = (h + 2 * pad - r) / st + 1;
+            let (x, w) = (filled(&[batch, c, h, h]), filled(&[k, c, r, r]));
+            let dy = filled(&[batch, k, o, o]);
+            let geo = ConvGeometry {
+                pre: vec![pad; 2],
+                post: vec![pad; 2],
+                stride: vec![st; 2],
+                dilation: vec![1; 2],
+                flip: false,
+            };
+            let (yd, xd, wd) = ([batch, k, o, o], [batch, c, h, h], [k, c, r, r]);
+            let ours_s = time(|| conv_fprop(&x, &w, &yd, &geo));
+            let peers = peer(serde_json::json!({"op": "conv", "n": batch, "c": c, "h": h,
+                "w": h, "k": k, "r": r, "stride": st, "pad": pad}));
+            let d = time(|| conv_dgrad(&dy, &w, &xd, &geo));
+            let wg = time(|| conv_wgrad(&x, &dy, &wd, &geo));
+            emit(Row {
+                op: "conv fprop".into(),
+                shape: format!("n{batch} c{c} {h}² k{k} {r}×{r} s{st} p{pad}"),
+                gflop: 2.0 * (batch * k * o * o * c * r * r) as f64 / 1e9,
+                ours_s,
+                peers,
+                grads: Some((d, wg)),
+            });
+        }
+    }
+
+    // layernorm over the last dim of (4096, 1024), scale and bias per column.
+    let (rows_n, cols) = (4096usize, 1024usize);
+    let x = filled(&[rows_n, cols]);
+    let (g, bias) = (filled(&[1, cols]), filled(&[1, cols]));
+    let ours_s = time(|| {
+        let (mean, var, _) = moments(&x, &[rows_n, 1]);
+        normalize(&x, Some(&mean), &inv_std(&var, 1e-5), &g, Some(&bias)).expect("dims")
+    });
+    let peers = peer(serde_json::json!({"op": "layernorm", "rows": rows_n, "cols": cols}));
+    emit(Row {
+        op: "layernorm".into(),
+        shape: format!("{rows_n}×{cols}, last dim"),
+        gflop: 8.0 * (rows_n * cols) as f64 / 1e9,
+        ours_s,
+        peers,
+        grads: None,
+    });
+
+    // softmax over the last dim as the engine runs it: a graph of reduction MAX, SUB, EXP,
+    // reduction ADD, DIV nodes.
+    let ours_s = time(|| {
+        let m = reduce(ReductionMode::MAX_OP, &x, &[rows_n, 1]);
+        let d = pointwise(&pw(PointwiseMode::SUB), &[&x, &m], &[rows_n, cols]).expect("dims");
+        let e = pointwise(&pw(PointwiseMode::EXP), &[&d], &[rows_n, cols]).expect("dims");
+        let s = reduce(ReductionMode::ADD, &e, &[rows_n, 1]);
+        pointwise(&pw(PointwiseMode::DIV), &[&e, &s], &[rows_n, cols]).expect("dims")
+    });
+    let peers = peer(serde_json::json!({"op": "softmax", "rows": rows_n, "cols": cols}));
+    emit(Row {
+        op: "softmax".into(),
+        shape: format!("{rows_n}×{cols}, last dim (5-node graph)"),
+        gflop: 5.0 * (rows_n * cols) as f64 / 1e9,
+        ours_s,
+        peers,
+        grads: None,
+    });
+
+    for &s in if quick {
+        &[128usize][..]
+    } else {
+        &[128, 512][..]
+    } {
+        let (b, h, d) = (1usize, 8usize, 64usize);
+        let q = filled(&[b, h, s, d]);
+        let ours_s = time(|| {
+            sdpa(&q, &q, &q, 1.0 / (d as f32).sqrt(), None, Band::default()).expect("dims")
+        });
+        let peers = peer(serde_json::json!({"op": "sdpa", "b": b, "h": h, "s": s, "d": d}));
+        emit(Row {
+            op: "sdpa fwd".into(),
+            shape: format!("b{b} h{h} s{s} d{d}"),
+            gflop: 4.0 * (b * h * s * s * d) as f64 / 1e9,
+            ours_s,
+            peers,
+            grads: None,
+        });
+    }
+
+    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
+    let mut md = String::new();
+    let _ = writeln!(
+        md,
+        "Command: `cargo bench -p hipdnn-engines --bench reference_ops`; rayon threads {threads}; \
+         load average at the end of the run: {}.",
+        load.split_whitespace()
+            .take(3)
+            .collect::<Vec<_>>()
+            .join(" ")
     );
+    let _ = writeln!(
+        md,
+        "Peers: {}.\n",
+        peer_info.unwrap_or_else(|| "not run".into())
+    );
+    md.push_str(
+        "| op | shape | ours ms | ours GFLOP/s | ORT GFLOP/s | numpy GFLOP/s | ours/ORT | dgrad / wgrad GFLOP/s (× our fprop) |\n\
+         |---|---|---|---|---|---|---|---|\n",
+    );
+    for r in &rows {
+        md.push_str(&r.line());
+        md.push('\n');
+    }
+    println!("\n{md}");
+    if !quick {
+        write_doc(&md);
+    }
 }
 
-criterion_group! {
-    name = benches;
-    config = Criterion::default().sample_size(10);
-    targets = bench
+/// Replaces the block between the cpu-bench markers of docs/PERFORMANCE.md.
+fn write_doc(md: &str) {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/PERFORMANCE.md");
+    let (begin, end) = ("<!-- cpu-bench:begin -->\n", "<!-- cpu-bench:end -->");
+    let Ok(doc) = std::fs::read_to_string(path) else {
+        println!("{path} not readable; table not written");
+        return;
+    };
+    match (doc.find(begin), doc.find(end)) {
+        (Some(b), Some(e)) if b < e => {
+            let new = format!("{}{begin}{md}{}", &doc[..b], &doc[e..]);
+            match std::fs::write(path, new) {
+                Ok(()) => println!("table written to {path}"),
+                Err(e) => println!("{path} not written: {e}"),
+            }
+        }
+        _ => println!("{path} has no cpu-bench markers; table not written"),
+    }
 }
-criterion_main!(benches);
