@@ -36,6 +36,47 @@ pub const DAMAGED: &str = "cpu reference plan data is damaged: ";
 /// Message prefix of valid payloads that cannot be loaded here (`NOT_APPLICABLE`).
 pub const INCOMPATIBLE: &str = "cpu reference plan is valid but cannot be loaded here: ";
 
+/// The header fields of a payload as recorded, read without any check (for tools that show a
+/// saved plan, including a damaged one; loading uses [`decode`], which checks everything).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeaderFields {
+    /// Bytes 0..4 (valid payloads: [`MAGIC`]).
+    pub magic: [u8; 4],
+    /// Major version.
+    pub major: u16,
+    /// Minor version.
+    pub minor: u16,
+    /// Header size in bytes (the body starts here).
+    pub header_size: u16,
+    /// Reserved field (0 when valid).
+    pub reserved: u16,
+    /// Body length in bytes as recorded.
+    pub body_len: u64,
+    /// Recorded SHA-256 of the body.
+    pub body_sha256: [u8; 32],
+}
+
+/// Reads the header fields of `payload` without checking them; `None` when it holds fewer
+/// than [`HEADER_SIZE`] bytes.
+pub fn describe(payload: &[u8]) -> Option<HeaderFields> {
+    let h = payload.get(..HEADER_SIZE)?;
+    let mut magic = [0u8; 4];
+    magic.copy_from_slice(&h[..4]);
+    let mut lb = [0u8; 8];
+    lb.copy_from_slice(&h[12..20]);
+    let mut body_sha256 = [0u8; 32];
+    body_sha256.copy_from_slice(&h[20..52]);
+    Some(HeaderFields {
+        magic,
+        major: u16_at(h, 4),
+        minor: u16_at(h, 6),
+        header_size: u16_at(h, 8),
+        reserved: u16_at(h, 10),
+        body_len: u64::from_le_bytes(lb),
+        body_sha256,
+    })
+}
+
 /// Builds the payload for `graph_bytes`.
 pub fn encode(graph_bytes: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(HEADER_SIZE + graph_bytes.len());
