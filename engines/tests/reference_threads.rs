@@ -1,0 +1,232 @@
+//! The CPU reference engine's GEMM-based kernels (issue 14): outputs are bit-identical for 1
+//! and N rayon threads, tiling never changes a bit, and a fused bias + activation epilogue
+//! gives exactly the bits of the separate pointwise nodes.
+
+use hipdnn_engines::reference::ops::conv::{
+    ConvGeometry, conv_dgrad, conv_fprop, conv_fprop_with, conv_wgrad,
+};
+use hipdnn_engines::reference::ops::gemm::{self, Bias, Epilogue, Job, tile_shape};
+use hipdnn_engines::reference::ops::matmul::{matmul, matmul_with};
+use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, pointwise};
+use hipdnn_engines::reference::testing::random_values;
+use hipdnn_schema::graph::PointwiseMode;
+use ndarray::linalg::general_mat_mul;
+use ndarray::{Array2, ArrayD, IxDyn};
+
+fn rand(dims: &[usize], seed: u64) -> ArrayD<f32> {
+    let n = dims.iter().product();
+    ArrayD::from_shape_vec(IxDyn(dims), random_values(n, seed, -1.0, 1.0)).unwrap()
+}
+
+fn with_threads<T: Send>(n: usize, f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(n)
+        .build()
+        .unwrap()
+        .install(f)
+}
+
+fn bits(a: &ArrayD<f32>) -> Vec<u32> {
+    a.iter().map(|v| v.to_bits()).collect()
+}
+
+fn pw(mode: PointwiseMode) -> PointwiseParams {
+    PointwiseParams {
+        mode,
+        lower_clip: 0.0,
+        upper_clip: f32::MAX,
+        lower_slope: 0.0,
+        swish_beta: 1.0,
+        elu_alpha: 1.0,
+        softplus_beta: 1.0,
+        axis: 0,
+    }
+}
+
+/// Convolutions that take every path: im2col with stride, dilation, asymmetric padding and
+/// groups; the 1×1 in-place path; 1-D and 3-D; the flipped-filter mode.
+fn conv_cases() -> Vec<(Vec<usize>, Vec<usize>, Vec<usize>, ConvGeometry)> {
+    let g2 = |pre: [usize; 2], post: [usize; 2], stride: [usize; 2], dil: [usize; 2], flip| {
+        ConvGeometry {
+            pre: pre.to_vec(),
+            post: post.to_vec(),
+            stride: stride.to_vec(),
+            dilation: dil.to_vec(),
+            flip,
+        }
+    };
+    vec![
+        // x, w, y, geometry
+        (
+            vec![2, 8, 19, 17],
+            vec![16, 4, 3, 3],
+            vec![2, 16, 10, 8],
+            g2([1, 1], [1, 0], [2, 2], [1, 1], false),
+        ),
+        (
+            vec![1, 6, 23, 21],
+            vec![9, 6, 3, 2],
+            vec![1, 9, 21, 22],
+            g2([2, 1], [0, 2], [1, 1], [2, 3], true),
+        ),
+        (
+            vec![3, 32, 20, 20],
+            vec![48, 32, 1, 1],
+            vec![3, 48, 20, 20],
+            g2([0, 0], [0, 0], [1, 1], [1, 1], false),
+        ),
+        (
+            vec![2, 5, 40],
+            vec![7, 5, 4],
+            vec![2, 7, 19],
+            ConvGeometry {
+                pre: vec![1],
+                post: vec![1],
+                stride: vec![2],
+                dilation: vec![1],
+                flip: false,
+            },
+        ),
+        (
+            vec![1, 4, 6, 7, 5],
+            vec![6, 2, 2, 3, 2],
+            vec![1, 6, 6, 6, 5],
+            ConvGeometry {
+                pre: vec![1, 1, 0],
+                post: vec![0, 1, 1],
+                stride: vec![1, 1, 1],
+                dilation: vec![1, 1, 1],
+                flip: false,
+            },
+        ),
+    ]
+}
+
+#[test]
+fn matmul_is_bit_identical_for_1_2_and_5_threads() {
+    // Batched with broadcasting, a transposed (strided) operand, and shapes that cut into
+    // many uneven tiles.
+    let a = rand(&[3, 1, 300, 70], 1);
+    let b = rand(&[4, 70, 530], 2);
+    let bt = rand(&[530, 70], 3).reversed_axes();
+    let run = || {
+        (
+            matmul(&a, &b, &[3, 4, 300, 530]).unwrap(),
+            matmul(&a, &bt, &[3, 1, 300, 530]).unwrap(),
+        )
+    };
+    let one = with_threads(1, run);
+    for n in [2, 5] {
+        let many = with_threads(n, run);
+        assert_eq!(bits(&one.0), bits(&many.0), "batched, {n} threads");
+        assert_eq!(bits(&one.1), bits(&many.1), "strided b, {n} threads");
+    }
+}
+
+#[test]
+fn conv_fprop_dgrad_wgrad_are_bit_identical_for_1_2_and_5_threads() {
+    for (i, (xd, wd, yd, geo)) in conv_cases().into_iter().enumerate() {
+        let (x, w, dy) = (rand(&xd, 10 + i as u64), rand(&wd, 20), rand(&yd, 30));
+        let run = || {
+            (
+                conv_fprop(&x, &w, &yd, &geo),
+                conv_dgrad(&dy, &w, &xd, &geo),
+                conv_wgrad(&x, &dy, &wd, &geo),
+            )
+        };
+        let one = with_threads(1, run);
+        for n in [2, 5] {
+            let many = with_threads(n, run);
+            assert_eq!(bits(&one.0), bits(&many.0), "case {i} fprop, {n} threads");
+            assert_eq!(bits(&one.1), bits(&many.1), "case {i} dgrad, {n} threads");
+            assert_eq!(bits(&one.2), bits(&many.2), "case {i} wgrad, {n} threads");
+        }
+    }
+}
+
+#[test]
+fn tiling_never_changes_a_bit_of_the_product() {
+    // The tiled, scheduled product equals one untiled GEMM call over the whole matrices.
+    let (m, k, n) = (700, 333, 1100);
+    let (mb, nb) = tile_shape(1, m, n);
+    assert!(m.div_ceil(mb) * n.div_ceil(nb) >= 8, "{mb}×{nb} tiles");
+    let a = Array2::from_shape_vec((m, k), random_values(m * k, 4, -1.0, 1.0)).unwrap();
+    let b = Array2::from_shape_vec((k, n), random_values(k * n, 5, -1.0, 1.0)).unwrap();
+    let mut whole = Array2::<f32>::zeros((m, n));
+    general_mat_mul(1.0, &a, &b, 0.0, &mut whole);
+    let mut tiled = Array2::<f32>::zeros((m, n));
+    with_threads(3, || {
+        gemm::run(
+            vec![Job {
+                a: a.view(),
+                b: b.view(),
+                c: tiled.view_mut(),
+                row_base: 0,
+            }],
+            0.0,
+            &Epilogue::NONE,
+        )
+    });
+    let eq = whole
+        .iter()
+        .zip(&tiled)
+        .filter(|(x, y)| x.to_bits() == y.to_bits());
+    assert_eq!(eq.count(), m * n);
+}
+
+#[test]
+fn tile_shape_depends_on_the_shape_only() {
+    // 256 × 512 halved, larger side first, until there are 8 tiles.
+    assert_eq!(tile_shape(1, 256, 256), (128, 64));
+    assert_eq!(tile_shape(1, 512, 512), (256, 128));
+    assert_eq!(tile_shape(1, 2048, 2048), (256, 512));
+    assert_eq!(tile_shape(1, 64, 3136), (64, 256));
+    assert_eq!(tile_shape(1, 512, 49), (64, 49));
+    assert_eq!(tile_shape(8, 64, 3136), (64, 512));
+    assert_eq!(tile_shape(1, 4, 4), (4, 4));
+    let at = |t| with_threads(t, || tile_shape(3, 300, 530));
+    assert_eq!(at(1), at(7));
+}
+
+#[test]
+fn fused_conv_bias_relu_equals_separate_pointwise_nodes() {
+    for (i, (xd, wd, yd, geo)) in conv_cases().into_iter().enumerate() {
+        let (x, w) = (rand(&xd, 40 + i as u64), rand(&wd, 50));
+        let k = wd[0];
+        let bias = rand(&[k], 60);
+        let mut bdims = vec![1; yd.len()];
+        bdims[1] = k;
+        let bias_b = bias.clone().into_shape_with_order(IxDyn(&bdims)).unwrap();
+        let conv = conv_fprop(&x, &w, &yd, &geo);
+        let added = pointwise(&pw(PointwiseMode::ADD), &[&conv, &bias_b], &yd).unwrap();
+        let want = pointwise(&pw(PointwiseMode::RELU_FWD), &[&added], &yd).unwrap();
+        let epi = Epilogue {
+            bias: Bias::PerRow(bias.as_slice().unwrap()),
+            act: Some(pw(PointwiseMode::RELU_FWD)),
+        };
+        let got = conv_fprop_with(&x, &w, &yd, &geo, &epi);
+        assert_eq!(bits(&got), bits(&want), "case {i}");
+        assert!(got.iter().any(|&v| v == 0.0) && got.iter().any(|&v| v > 0.0));
+    }
+}
+
+#[test]
+fn fused_matmul_bias_gelu_equals_separate_pointwise_nodes() {
+    let (a, b) = (rand(&[2, 130, 90], 70), rand(&[90, 260], 71));
+    let dims = [2, 130, 260];
+    let bias = rand(&[260], 72);
+    let bias_b = bias
+        .clone()
+        .into_shape_with_order(IxDyn(&[1, 260]))
+        .unwrap();
+    let mm = matmul(&a, &b, &dims).unwrap();
+    let added = pointwise(&pw(PointwiseMode::ADD), &[&mm, &bias_b], &dims).unwrap();
+    let want = pointwise(&pw(PointwiseMode::GELU_FWD), &[&added], &dims).unwrap();
+    let epi = Epilogue {
+        bias: Bias::PerCol(bias.as_slice().unwrap()),
+        act: Some(pw(PointwiseMode::GELU_FWD)),
+    };
+    let got = matmul_with(&a, &b, &dims, &epi).unwrap();
+    assert_eq!(bits(&got), bits(&want));
+    assert_ne!(bits(&got), bits(&mm));
+}
