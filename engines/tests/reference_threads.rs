@@ -45,7 +45,10 @@ fn pw(mode: PointwiseMode) -> PointwiseParams {
 
 /// Convolutions that take every path: im2col with stride, dilation, asymmetric padding and
 /// groups; the 1×1 in-place path; 1-D and 3-D; the flipped-filter mode.
-fn conv_cases() -> Vec<(Vec<usize>, Vec<usize>, Vec<usize>, ConvGeometry)> {
+/// x dims, w dims, y dims, geometry.
+type ConvCase = (Vec<usize>, Vec<usize>, Vec<usize>, ConvGeometry);
+
+fn conv_cases() -> Vec<ConvCase> {
     let g2 = |pre: [usize; 2], post: [usize; 2], stride: [usize; 2], dil: [usize; 2], flip| {
         ConvGeometry {
             pre: pre.to_vec(),
