@@ -250,6 +250,22 @@ pub unsafe fn launch_kernel(
     })
 }
 
+/// `hipFuncSetAttribute` / `cuFuncSetAttribute` with the max-dynamic-shared-memory attribute
+/// (8 on both platforms): launches of `f` may then use up to `bytes` of dynamic shared memory
+/// (needed above 48 KiB on NVIDIA). The driver refuses values above the device's opt-in limit.
+///
+/// # Safety
+/// `f` is a function of a module that is still loaded.
+pub unsafe fn func_set_max_dynamic_shared(
+    d: &dyn Driver,
+    f: RawFunction,
+    bytes: u32,
+) -> Result<(), DriverError> {
+    let v = std::os::raw::c_int::try_from(bytes).unwrap_or(std::os::raw::c_int::MAX);
+    // SAFETY: `f` alive per the caller's contract.
+    check(d, unsafe { d.func_set_max_dynamic_shared(f, v) })
+}
+
 /// `hipStreamCreate` / `cuStreamCreate(flags 0)`: a blocking stream on the current device.
 pub fn stream_create(d: &dyn Driver) -> Result<RawStream, DriverError> {
     let mut s: RawStream = std::ptr::null_mut();

@@ -701,6 +701,19 @@ impl Function {
         })
     }
 
+    /// Lets launches of this function use up to `bytes` of dynamic shared memory
+    /// (`hipFuncSetAttribute` / `cuFuncSetAttribute`, max-dynamic-shared-size attribute);
+    /// [`Function::launch`] calls it itself when a launch asks for more than
+    /// [`STATIC_SHARED_LIMIT`] bytes.
+    ///
+    /// Errors: the driver's refusal, e.g. `bytes` above the device's opt-in limit.
+    pub fn set_max_dynamic_shared_bytes(&self, bytes: u32) -> Result<(), DriverError> {
+        let dev = &self.module.dev;
+        dev.bind()?;
+        // SAFETY: `raw` is a function of the module kept loaded by `self.module`.
+        unsafe { result::func_set_max_dynamic_shared(dev.api(), self.raw.0, bytes) }
+    }
+
     /// Queues the kernel on `stream` with `args` checked against the signature recorded at
     /// [`Module::function`] / [`Function::with_signature`] (never derived from `args`): same
     /// count; a buffer only for `global_buffer`, a value only for `by_value` of the same size;
@@ -745,6 +758,9 @@ impl Function {
             .iter()
             .map(|s| base.wrapping_add(s.offset as usize).cast::<c_void>())
             .collect();
+        if cfg.shared_bytes > STATIC_SHARED_LIMIT {
+            self.set_max_dynamic_shared_bytes(cfg.shared_bytes)?;
+        }
         dev.bind()?;
         // SAFETY: `raw` is a function of the module kept loaded by `self.module`, on `dev`
         // (current); the stream is a live stream of the same device (checked above); `params`
@@ -766,6 +782,10 @@ impl Function {
         Ok(())
     }
 }
+
+/// Dynamic shared memory a launch may use without raising the function's
+/// max-dynamic-shared-size attribute: 48 KiB (the CUDA default; AMD allows 64 KiB).
+pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;
 
 /// Checks `args` against the recorded `signature` (same count; a buffer only for
 /// `global_buffer`, and of device `device`; a value only for `by_value` of the same size) and

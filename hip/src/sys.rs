@@ -188,6 +188,13 @@ pub trait Driver: Send + Sync {
         stream: RawStream,
         params: &mut [*mut c_void],
     ) -> Call;
+    /// `hipFuncSetAttribute(f, hipFuncAttributeMaxDynamicSharedMemorySize (8), bytes)` /
+    /// `cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES (8), bytes)`:
+    /// lets launches of `f` use more than 48 KiB of dynamic shared memory.
+    ///
+    /// # Safety
+    /// `f` is a function of a module that is still loaded.
+    unsafe fn func_set_max_dynamic_shared(&self, f: RawFunction, bytes: c_int) -> Call;
     /// `hipStreamCreate` / `cuStreamCreate(flags 0)`.
     fn stream_create(&self, out: &mut RawStream) -> Call;
     /// `hipStreamSynchronize` / `cuStreamSynchronize`.
@@ -280,6 +287,8 @@ pub struct HipFns {
         unsafe extern "C" fn(*mut RawFunction, RawModule, *const c_char) -> Status,
     /// `hipModuleLaunchKernel`.
     pub launch: LaunchFn,
+    /// `hipFuncSetAttribute(const void* func, hipFuncAttribute, int value)`.
+    pub func_set_attribute: unsafe extern "C" fn(RawFunction, c_int, c_int) -> Status,
     /// `hipStreamCreate(hipStream_t*)`.
     pub stream_create: unsafe extern "C" fn(*mut RawStream) -> Status,
     /// `hipStreamSynchronize(hipStream_t)`.
@@ -338,6 +347,8 @@ pub struct CudaFns {
         unsafe extern "C" fn(*mut RawFunction, RawModule, *const c_char) -> Status,
     /// `cuLaunchKernel`.
     pub launch: LaunchFn,
+    /// `cuFuncSetAttribute(CUfunction, CUfunction_attribute, int value)`.
+    pub func_set_attribute: unsafe extern "C" fn(RawFunction, c_int, c_int) -> Status,
     /// `cuStreamCreate(CUstream*, flags)`.
     pub stream_create: unsafe extern "C" fn(*mut RawStream, c_uint) -> Status,
     /// `cuStreamSynchronize(CUstream)`.
@@ -414,6 +425,7 @@ fn load_hip(lib: &Library) -> Result<HipFns, String> {
         module_unload: sym(lib, "hipModuleUnload")?,
         module_get_function: sym(lib, "hipModuleGetFunction")?,
         launch: sym(lib, "hipModuleLaunchKernel")?,
+        func_set_attribute: sym(lib, "hipFuncSetAttribute")?,
         stream_create: sym(lib, "hipStreamCreate")?,
         stream_synchronize: sym(lib, "hipStreamSynchronize")?,
         stream_destroy: sym(lib, "hipStreamDestroy")?,
@@ -445,6 +457,7 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
         module_unload: sym(lib, "cuModuleUnload")?,
         module_get_function: sym(lib, "cuModuleGetFunction")?,
         launch: sym(lib, "cuLaunchKernel")?,
+        func_set_attribute: sym(lib, "cuFuncSetAttribute")?,
         stream_create: sym(lib, "cuStreamCreate")?,
         stream_synchronize: sym(lib, "cuStreamSynchronize")?,
         stream_destroy: sym(lib, "cuStreamDestroy_v2")?,
@@ -553,6 +566,7 @@ pub fn linked() -> Box<dyn Driver> {
             module_unload: at(hiprt::hipModuleUnload as *const ()),
             module_get_function: at(hiprt::hipModuleGetFunction as *const ()),
             launch: at(hiprt::hipModuleLaunchKernel as *const ()),
+            func_set_attribute: at(hiprt::hipFuncSetAttribute as *const ()),
             stream_create: at(hiprt::hipStreamCreate as *const ()),
             stream_synchronize: at(hiprt::hipStreamSynchronize as *const ()),
             stream_destroy: at(hiprt::hipStreamDestroy as *const ()),
@@ -737,6 +751,13 @@ impl Driver for HipDriver {
             )
         };
         amd("hipModuleLaunchKernel", status)
+    }
+    unsafe fn func_set_max_dynamic_shared(&self, f: RawFunction, bytes: c_int) -> Call {
+        // SAFETY: `f` is a loaded function per the caller's contract; attribute 8 is
+        // hipFuncAttributeMaxDynamicSharedMemorySize.
+        amd("hipFuncSetAttribute", unsafe {
+            (self.fns.func_set_attribute)(f, 8, bytes)
+        })
     }
     fn stream_create(&self, out: &mut RawStream) -> Call {
         // SAFETY: valid out-pointer.
@@ -979,6 +1000,13 @@ impl Driver for CudaDriver {
             )
         };
         nv("hipModuleLaunchKernel", "cuLaunchKernel", status)
+    }
+    unsafe fn func_set_max_dynamic_shared(&self, f: RawFunction, bytes: c_int) -> Call {
+        // SAFETY: `f` is a loaded function per the caller's contract; attribute 8 is
+        // CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES.
+        nv("hipFuncSetAttribute", "cuFuncSetAttribute", unsafe {
+            (self.fns.func_set_attribute)(f, 8, bytes)
+        })
     }
     fn stream_create(&self, out: &mut RawStream) -> Call {
         // SAFETY: valid out-pointer; flags 0 (blocking stream).

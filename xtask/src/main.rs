@@ -1,4 +1,8 @@
-//! `cargo run -p xtask -- pack-kernels [--check]`
+//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton]`
+//!
+//! Two kernel sets: the clang-built CUDA/HIP sources below, and the Triton ahead-of-time
+//! kernels of `engines/kernels/triton/` ([`triton`]; `--only triton` builds just those, which
+//! needs no clang). Without `--only` both are built (clang first).
 //!
 //! Builds the portable kernel sources in `engines/kernels/` (design D9, gpu-toolchain.md §2,
 //! §3, §10) and writes, per architecture shard, a kpack archive and kernel descriptors under
@@ -30,6 +34,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
+
+mod triton;
 
 use hipdnn_kpack::{CompressionScheme, KpackArchive, KpackWriter};
 use serde_json::{Value, json};
@@ -686,14 +692,61 @@ fn compare_dirs(a: &Path, b: &Path) -> Res<Vec<String>> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) != Some("pack-kernels") {
-        eprintln!("usage: cargo run -p xtask -- pack-kernels [--check]");
+        eprintln!("usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton]");
         std::process::exit(2);
     }
     let check = args.iter().any(|a| a == "--check");
-    if let Err(e) = pack(check) {
+    let only = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .map(String::as_str);
+    let result = match only {
+        None => pack(check).and_then(|()| pack_triton(check)),
+        Some("clang") => pack(check),
+        Some("triton") => pack_triton(check),
+        Some(o) => Err(format!("--only takes clang or triton, not {o}")),
+    };
+    if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+}
+
+/// The Triton set (see [`triton`]): build into the committed tree, or with `check` into a
+/// scratch tree compared byte for byte with the committed one.
+fn pack_triton(check: bool) -> Res<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no workspace root")?
+        .to_path_buf();
+    let committed = root.join("engines/kernels/packed");
+    let scratch = std::env::temp_dir().join(format!("hipdnn-pack-triton-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let result = (|| {
+        let out = if check {
+            scratch.join("out")
+        } else {
+            committed.clone()
+        };
+        let n = triton::build(&root, &scratch, &out)?;
+        if check {
+            let diffs = triton::compare(&out, &committed);
+            if !diffs.is_empty() {
+                return Err(format!(
+                    "rebuilt Triton kernel archives differ from the committed ones: {}",
+                    diffs.join(", ")
+                ));
+            }
+            eprintln!("Triton kernel archives reproduce byte for byte ({n} entries)");
+        } else {
+            eprintln!("wrote {n} Triton entries into {}", out.display());
+        }
+        Ok(())
+    })();
+    let _ = std::fs::remove_dir_all(&scratch);
+    result
 }
 
 fn pack(check: bool) -> Res<()> {

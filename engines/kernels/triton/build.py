@@ -1,0 +1,123 @@
+"""Ahead-of-time Triton build for `cargo run -p xtask -- pack-kernels` (gpu-toolchain.md §12).
+
+Usage: python build.py OUT_DIR [--arch A]... [--family F]... [--only NAME]... [--jobs N]
+
+Compiles every family module of this folder (matmul.py, conv_fwd.py, ...) for every target x
+dtype x variant x config and writes OUT_DIR/<arch>/<name>.<cubin|hsaco> plus
+OUT_DIR/manifest.json (one record per entry: the kernel descriptor fields xtask packs).
+Deterministic: the caller gives a fresh TRITON_CACHE_DIR and TRITON_DEFAULT_FP_FUSION; entries
+are sorted. Runs on a machine without a GPU; nothing at run time needs Python.
+"""
+import importlib
+import json
+import os
+import sys
+from concurrent.futures import ProcessPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+TARGETS = [("gfx90a", "hip", "gfx90a", 64), ("gfx942", "hip", "gfx942", 64),
+           ("gfx950", "hip", "gfx950", 64), ("sm_80", "cuda", 80, 32), ("sm_90", "cuda", 90, 32)]
+FAMILIES = ["matmul", "conv_fwd"]
+
+
+def entries(arches, families):
+    out = []
+    for fam in families:
+        mod = importlib.import_module(fam)
+        for arch, vendor, _, _ in TARGETS:
+            if arch not in arches:
+                continue
+            for dtype in mod.DTYPES:
+                for variant, cfgs in mod.configs(vendor, dtype).items():
+                    for cfg in cfgs:
+                        bm, bn, bk, g, w, s = cfg
+                        name = f"{fam}_{dtype}_{variant}_{bm}x{bn}x{bk}_g{g}_w{w}_s{s}"
+                        out.append((fam, arch, dtype, variant, cfg, name))
+    return out
+
+
+def compile_one(job):
+    fam, arch, dtype, variant, cfg, name = job
+    import triton
+    from triton.backends.compiler import GPUTarget
+    mod = importlib.import_module(fam)
+    tgt = next(t for t in TARGETS if t[0] == arch)
+    kernel = mod.KERNEL
+    bm, bn, bk, g, w, s = cfg
+    ty = mod.DTYPES[dtype]
+    signature, constexprs = {}, {}
+    spec = variant == "spec"
+    div16 = mod.SPEC_DIV16 if spec else []
+    ones = mod.SPEC_ONE if spec else []
+    for a in kernel.arg_names:
+        if a in mod.POINTERS:
+            signature[a] = "*" + (mod.pointer_type(a, ty) if hasattr(mod, "pointer_type") else ty)
+        elif a in ones:
+            signature[a] = "constexpr"
+            constexprs[a] = 1
+        elif a in mod.INTS:
+            signature[a] = "i32"
+        else:
+            signature[a] = "constexpr"
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g}
+    meta.update(mod.extra_constexprs(dtype) if hasattr(mod, "extra_constexprs") else {})
+    if "INPUT_PRECISION" in kernel.arg_names:
+        meta["INPUT_PRECISION"] = "ieee" if dtype == "f32" or tgt[1] == "hip" else "tf32"
+    constexprs.update(meta)
+    idx = {a: i for i, a in enumerate(kernel.arg_names)}
+    attrs = {(idx[a],): [["tt.divisibility", 16]] for a in div16}
+    src = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs,
+                                    attrs=attrs)
+    target = GPUTarget(tgt[1], tgt[2], tgt[3])
+    ccinfo = triton.compile(src, target=target, options={"num_warps": w, "num_stages": s})
+    md = ccinfo.metadata
+    payload = "cubin" if tgt[1] == "cuda" else "hsaco"
+    blob = ccinfo.asm[payload]
+    params = [{"name": a, "type": signature[a]} for a in kernel.arg_names
+              if signature[a] != "constexpr"]
+    params += [{"name": "global_scratch", "type": "*i8"}, {"name": "profile_scratch", "type": "*i8"}]
+    rec = {
+        "family": fam, "arch": arch, "name": name, "symbol": md.name, "dtype": dtype,
+        "variant": variant, "payload": payload,
+        "block": {"m": bm, "n": bn, "k": bk, "group_m": g},
+        "params": params,
+        "constexprs": {k: v for k, v in sorted(constexprs.items())},
+        "divisibility_16": sorted(div16),
+        "num_warps": md.num_warps, "num_stages": md.num_stages, "shared_bytes": md.shared,
+        "global_scratch_size": getattr(md, "global_scratch_size", 0),
+        "global_scratch_align": getattr(md, "global_scratch_align", 1),
+        "profile_scratch_size": getattr(md, "profile_scratch_size", 0),
+        "warp_size": tgt[3], "triton_version": triton.__version__,
+    }
+    return rec, blob
+
+
+def main():
+    args = sys.argv[1:]
+    out = args[0]
+    arches = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--arch"] or [t[0] for t in TARGETS]
+    fams = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--family"] or FAMILIES
+    only = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--only"]
+    jobs = int(next((args[i + 1] for i, a in enumerate(args) if a == "--jobs"), "2"))
+    fams = [f for f in fams if os.path.exists(os.path.join(HERE, f + ".py"))]
+    todo = [e for e in entries(arches, fams) if not only or f"{e[1]}/{e[5]}" in only]
+    with ProcessPoolExecutor(max_workers=jobs) as ex:
+        results = list(ex.map(compile_one, todo))
+    manifest = []
+    for rec, blob in results:
+        d = os.path.join(out, rec["arch"])
+        os.makedirs(d, exist_ok=True)
+        fname = f"{rec['name']}.{rec['payload']}"
+        with open(os.path.join(d, fname), "wb") as f:
+            f.write(blob)
+        rec["file"] = f"{rec['arch']}/{fname}"
+        manifest.append(rec)
+        print(f"built {rec['file']} ({len(blob)} bytes, shared {rec['shared_bytes']})", file=sys.stderr)
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump(manifest, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,89 @@
+"""Matmul family: batched C[b] = A[b] @ B[b] (+ fused epilogue), f16/bf16 with f32
+accumulation and f32 (IEEE; TF32 only when INPUT_PRECISION says so).
+
+Launch contract: `hipkernel.matmul.dispatch.v1` (engines/src/ingestor/packs/matmul.rs).
+Grid: (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), batch, 1); block: num_warps x warp size.
+Layout comes from the strides (row- or column-major per operand, element units).
+Epilogue (`epilogue` bits, a run-time argument): 1 = + bias[n] (a length-N vector, unit stride),
+2 = ReLU after the bias. The bias pointer is ignored (may be null) without bit 1.
+
+This file is read by build.py at pack time only; nothing imports it at run time.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hipdnn_matmul(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+                  stride_ab, stride_am, stride_ak,
+                  stride_bb, stride_bk, stride_bn,
+                  stride_cb, stride_cm, stride_cn, epilogue,
+                  BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                  GROUP_M: tl.constexpr,
+                  INPUT_PRECISION: tl.constexpr):
+    pid = tl.program_id(0)
+    bid = tl.program_id(1).to(tl.int64)
+    num_pid_m = tl.cdiv(M, BLOCK_M)
+    num_pid_n = tl.cdiv(N, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    a_ptr += bid * stride_ab
+    b_ptr += bid * stride_bb
+    c_ptr += bid * stride_cb
+    offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    offs_k = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + (offs_am[:, None] * stride_am + offs_k[None, :] * stride_ak)
+    b_ptrs = b_ptr + (offs_k[:, None] * stride_bk + offs_bn[None, :] * stride_bn)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BLOCK_K)):
+        a = tl.load(a_ptrs, mask=offs_k[None, :] < K - k * BLOCK_K, other=0.0)
+        b = tl.load(b_ptrs, mask=offs_k[:, None] < K - k * BLOCK_K, other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+    offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    if (epilogue & 1) != 0:
+        bias = tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0)
+        acc = acc + bias.to(tl.float32)[None, :]
+    if (epilogue & 2) != 0:
+        acc = tl.maximum(acc, 0.0)
+    c = acc.to(c_ptr.dtype.element_ty)
+    c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    tl.store(c_ptrs, c, mask=c_mask)
+
+
+KERNEL = hipdnn_matmul
+FAMILY = "matmul"
+POINTERS = ["a_ptr", "b_ptr", "c_ptr", "bias_ptr"]
+INTS = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk",
+        "stride_bn", "stride_cb", "stride_cm", "stride_cn", "epilogue"]
+# Specialized variant ("spec"): every pointer 16-byte aligned, these integers multiples of 16,
+# and the unit strides constant 1 (A, B and C row-major). Others take the "generic" variant.
+SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_ab", "stride_am", "stride_bb",
+              "stride_bk", "stride_cb", "stride_cm"]
+SPEC_ONE = ["stride_ak", "stride_bn", "stride_cn"]
+DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+
+
+def configs(vendor, dtype):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) per variant."""
+    if vendor == "cuda":
+        if dtype == "f32":
+            spec = [(128, 128, 32, 8, 8, 3), (64, 64, 32, 8, 4, 3)]
+        else:
+            spec = [(128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4)]
+        gen = [(64, 64, 32, 8, 4, 2)]
+    else:
+        if dtype == "f32":
+            spec = [(128, 128, 32, 8, 8, 2)]
+        else:
+            spec = [(256, 256, 64, 8, 8, 2), (128, 128, 64, 8, 4, 2)]
+        gen = [(64, 64, 32, 8, 4, 2)]
+    return {"spec": spec, "generic": gen}
