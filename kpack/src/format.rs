@@ -99,6 +99,53 @@ fn io_err(what: &str, e: &std::io::Error) -> KpackError {
     }
 }
 
+/// Refuses a map (at any depth) that holds one key twice: a MessagePack map may encode
+/// duplicates, and "the first one wins" would silently drop data.
+fn check_unique_keys(v: &Value, what: &str) -> Result<(), KpackError> {
+    match v {
+        Value::Map(m) => {
+            for (i, (k, val)) in m.iter().enumerate() {
+                if m[..i].iter().any(|(p, _)| p == k) {
+                    return Err(fmt_err(format!("{what} has the key {k} twice")));
+                }
+                let inner = match k.as_str() {
+                    Some(name) => format!("{what}['{name}']"),
+                    None => format!("{what}[{k}]"),
+                };
+                check_unique_keys(val, &inner)?;
+            }
+            Ok(())
+        }
+        Value::Array(a) => a
+            .iter()
+            .enumerate()
+            .try_for_each(|(i, x)| check_unique_keys(x, &format!("{what}[{i}]"))),
+        _ => Ok(()),
+    }
+}
+
+/// An optional text field: absent → `""`; present but not a string → refused.
+fn opt_str(map: &[(Value, Value)], key: &str, what: &str) -> Result<String, KpackError> {
+    match map_get(map, key) {
+        None => Ok(String::new()),
+        Some(v) => v
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| fmt_err(format!("{what}: '{key}' is {v}, not a string"))),
+    }
+}
+
+/// An optional unsigned field: absent → `None`; present but not an unsigned integer → refused.
+fn opt_u64(map: &[(Value, Value)], key: &str, what: &str) -> Result<Option<u64>, KpackError> {
+    match map_get(map, key) {
+        None => Ok(None),
+        Some(v) => v
+            .as_u64()
+            .map(Some)
+            .ok_or_else(|| fmt_err(format!("{what}: '{key}' is {v}, not an unsigned integer"))),
+    }
+}
+
 fn map_get<'a>(map: &'a [(Value, Value)], key: &str) -> Option<&'a Value> {
     map.iter()
         .find(|(k, _)| k.as_str() == Some(key))
@@ -136,7 +183,11 @@ impl KpackArchive {
     /// - `FILE_NOT_FOUND`: the path does not exist; `INVALID_ARGUMENT`: empty path;
     ///   `IO_ERROR`: any other OS failure.
     /// - `INVALID_FORMAT`: file shorter than the header, wrong magic, `toc_offset` outside the
-    ///   file, a TOC that is not a map of the v1 shape, blob table or frame table out of range.
+    ///   file, a TOC that is not a map of the v1 shape, blob table or frame table out of range;
+    ///   bytes after the TOC's one MessagePack value ("N trailing bytes after the TOC …"); a
+    ///   map holding a key twice at any depth ("TOC has the key \"toc\" twice"); a present
+    ///   `group_name`, `gfx_arch_family` or entry `type` that is not a string, or entry
+    ///   `original_size` that is not an unsigned integer.
     /// - `UNSUPPORTED_VERSION`: header `version` ≠ 1, or TOC `format_version` present and ≠ 1.
     /// - `MSGPACK_PARSE_FAILED`: the TOC bytes are not one complete MessagePack value.
     /// - `NOT_IMPLEMENTED`: unknown `compression_scheme` (a missing one reads as `"none"`).
@@ -192,12 +243,21 @@ impl KpackArchive {
         let toc_len = usize::try_from(file_len - toc_offset)
             .map_err(|_| fmt_err("TOC does not fit in memory"))?;
         let toc_bytes = read_at(&mut file, toc_offset, toc_len, "reading the TOC")?;
-        let toc_value = rmpv::decode::read_value(&mut toc_bytes.as_slice()).map_err(|e| {
+        let mut rest = toc_bytes.as_slice();
+        let toc_value = rmpv::decode::read_value(&mut rest).map_err(|e| {
             KpackError::new(
                 KpackErrorCode::MsgpackParseFailed,
                 format!("TOC at offset {toc_offset} is not valid MessagePack: {e}"),
             )
         })?;
+        if !rest.is_empty() {
+            return Err(fmt_err(format!(
+                "{} trailing bytes after the TOC of {} bytes at offset {toc_offset}",
+                rest.len(),
+                toc_len - rest.len()
+            )));
+        }
+        check_unique_keys(&toc_value, "TOC")?;
         Self::from_toc(path.to_path_buf(), file, file_len, &toc_value)
     }
 
@@ -216,14 +276,8 @@ impl KpackArchive {
                 ));
             }
         }
-        let text = |key: &str| {
-            map_get(root, key)
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_owned()
-        };
-        let group_name = text("group_name");
-        let gfx_arch_family = text("gfx_arch_family");
+        let group_name = opt_str(root, "group_name", "TOC")?;
+        let gfx_arch_family = opt_str(root, "gfx_arch_family", "TOC")?;
         // Malformed or absent gfx_arches reads as empty (reported at ARCH_LOOKUP).
         let gfx_arches = map_get(root, "gfx_arches")
             .and_then(Value::as_array)
@@ -263,12 +317,9 @@ impl KpackArchive {
                 let what = format!("toc['{binary_name}']['{arch}']");
                 let e = as_map(av, &what)?;
                 let entry = TocEntry {
-                    kind: map_get(e, "type")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_owned(),
+                    kind: opt_str(e, "type", &what)?,
                     ordinal: req_u64(e, "ordinal", &what)?,
-                    original_size: map_get(e, "original_size").and_then(Value::as_u64),
+                    original_size: opt_u64(e, "original_size", &what)?,
                     metadata: map_get(e, "metadata").cloned(),
                 };
                 per_arch.insert(arch.to_owned(), entry);

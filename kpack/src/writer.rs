@@ -191,15 +191,58 @@ impl KpackWriter {
         Ok(out)
     }
 
-    /// [`KpackWriter::to_bytes`] then writes the file at `path` (replacing it).
+    /// [`KpackWriter::to_bytes`] then writes the file at `path` (replacing it) atomically: a
+    /// temporary file in the same directory, `fsync`, `rename` over `path`, `fsync` of the
+    /// directory. Readers see the old archive or the new one, never a torn file; on failure
+    /// `path` is untouched and the temporary file removed.
     ///
     /// # Errors
     /// As [`KpackWriter::to_bytes`], plus [`KpackWriteError::Io`] when the file cannot be written.
     pub fn write_to(&self, path: impl AsRef<Path>) -> Result<(), KpackWriteError> {
         let bytes = self.to_bytes()?;
-        std::fs::write(path.as_ref(), bytes).map_err(|source| KpackWriteError::Io {
+        write_atomically(path.as_ref(), &bytes).map_err(|source| KpackWriteError::Io {
             path: path.as_ref().display().to_string(),
             source,
         })
     }
+}
+
+/// Writes `bytes` to `path` through a temporary file `.<name>.<pid>.<n>.tmp` in the same
+/// directory: write, `fsync`, `rename`, `fsync` of the directory; the temporary file is removed
+/// on failure.
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let name = path.file_name().ok_or_else(|| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path has no file name",
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let tmp = dir.join(format!(
+        ".{}.{}.{}.tmp",
+        name.to_string_lossy(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    ));
+    let result = (|| {
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        drop(f);
+        std::fs::rename(&tmp, path)?;
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result
 }
