@@ -11,7 +11,8 @@
 //!   x[n] (skipped for a 1×1, stride 1, unpadded filter: col is x[n] itself);
 //! - dgrad: `dcol (crs, P) = w[g]ᵀ · dy[n,g]`, then col2im adds dcol into dx[n] (one rayon task
 //!   per input channel, taps in order, so the adds are in a fixed order);
-//! - wgrad: `dw[g] (K/g, crs) += dy[n,g] · colᵀ`, images in increasing n.
+//! - wgrad: `dw[g] (K/g, crs) += dy[n,g] · colᵀ`, images in increasing n (one GEMM per image,
+//!   accumulating into dw).
 //!
 //! Determinism: the GEMM's rule (tiling from the shape only, one fixed summation order per
 //! element) and fixed-order im2col/col2im make results bit-identical for any thread count.
@@ -265,7 +266,7 @@ pub fn conv_fprop_with(
                 row_base: grp * kg,
             })
             .collect();
-        gemm::run(jobs, 0.0, epi);
+        gemm::run(jobs, false, epi);
     }
     ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume")
 }
@@ -300,7 +301,7 @@ pub fn conv_dgrad(
                 row_base: 0,
             })
             .collect();
-        gemm::run(jobs, 0.0, &Epilogue::NONE);
+        gemm::run(jobs, false, &Epilogue::NONE);
         if !direct {
             geo.col2im(&dcol, dxn);
         }
@@ -343,7 +344,7 @@ pub fn conv_wgrad(
                 row_base: 0,
             })
             .collect();
-        gemm::run(jobs, if n == 0 { 0.0 } else { 1.0 }, &Epilogue::NONE);
+        gemm::run(jobs, n > 0, &Epilogue::NONE);
     }
     let dw = ArrayD::from_shape_vec(IxDyn(dw_dims), dw).expect("dw volume");
     if g.flip { flip_filter(&dw) } else { dw }

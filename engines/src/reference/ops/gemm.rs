@@ -1,22 +1,22 @@
-//! Deterministic tiled f32 GEMM of the CPU reference engine, on `matrixmultiply` (called
-//! through ndarray's safe [`ndarray::linalg::general_mat_mul`]), with a fused epilogue.
+//! Deterministic tiled f32 GEMM of the CPU reference engine on the `gemm` crate (pure Rust,
+//! runtime-dispatched AVX2/AVX-512/NEON micro-kernels), with a fused epilogue.
 //!
-//! Owns: cutting each output matrix C into tiles, scheduling the tiles on rayon, and the
-//! epilogue pass (bias, activation) on each tile right after its GEMM, while it is in cache.
-//! It never reads bytes or graph attributes, and it never starts threads of its own.
+//! Owns: cutting each output matrix C into tiles, scheduling the tiles on rayon, the one call
+//! into `gemm` per tile, and the epilogue pass (bias, activation) on each tile right after its
+//! GEMM, while it is in cache. It never reads bytes or graph attributes, and the GEMM never
+//! starts threads of its own (`Parallelism::None`).
 //!
 //! # Determinism rule
-//! The tiling is a function of the problem shape only (batch count, M, N; never the thread
-//! count); every tile is computed by one single-threaded `matrixmultiply::sgemm` call over the
-//! whole reduction dimension K; tiles are disjoint. `matrixmultiply` sums each output element
-//! over k in increasing order in blocks of its fixed `kc` (a constant of the crate, not of M,
-//! N or threads), so every element's rounding depends only on K and the inputs: outputs are
-//! bit-identical for 1 and N rayon threads (pinned by `engines/tests/reference_threads.rs`).
-//! Reductions that span several GEMM calls (conv wgrad over the batch) are issued in a fixed
-//! order with `beta = 1`.
+//! The tiling is a function of the problem shape only (job count, M, N; never the thread
+//! count); every tile is computed by one single-threaded `gemm` call over the whole reduction
+//! dimension K; tiles are disjoint. The crate picks its blocking (`kc`, kernel) from the tile's
+//! own (M, N, K) and the CPU, so each output element is summed in an order fixed by the shape:
+//! outputs are bit-identical for 1 and N rayon threads (pinned by
+//! `engines/tests/reference_threads.rs`). They may differ in the last bits between CPUs with
+//! different vector units. Reductions that span several GEMM calls (conv wgrad over the batch)
+//! are issued in a fixed order, accumulating into C.
 
 use super::pointwise::{PointwiseParams, unary};
-use ndarray::linalg::general_mat_mul;
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -92,7 +92,7 @@ impl Epilogue<'_> {
     }
 }
 
-/// One product `C = A · B + beta · C` (A `(M, K)`, B `(K, N)`, C `(M, N)`, any strides).
+/// One product `C = A · B` or `C += A · B` (A `(M, K)`, B `(K, N)`, C `(M, N)`, any strides).
 #[derive(Debug)]
 pub struct Job<'a> {
     /// Left operand `(M, K)`.
@@ -123,6 +123,62 @@ pub fn tile_shape(jobs: usize, m: usize, n: usize) -> (usize, usize) {
     (mb, nb)
 }
 
+/// `c = a · b` (`accumulate`: `c += a · b`) by one single-threaded `gemm` call; any strides.
+///
+/// # Panics
+/// When the dims of `a` `(M, K)`, `b` `(K, N)` and `c` `(M, N)` do not agree.
+pub fn sgemm(
+    a: &ArrayView2<'_, f32>,
+    b: &ArrayView2<'_, f32>,
+    accumulate: bool,
+    c: &mut ArrayViewMut2<'_, f32>,
+) {
+    let ((m, k), (k2, n)) = (a.dim(), b.dim());
+    assert!(k == k2 && c.dim() == (m, n), "gemm dims do not agree");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        if !accumulate {
+            c.fill(0.0);
+        }
+        return;
+    }
+    let (sa, sb) = (a.strides(), b.strides());
+    let (rs_c, cs_c) = (c.strides()[0], c.strides()[1]);
+    // SAFETY: `gemm` reads `a` at `a_ptr + i·sa[0] + p·sa[1]` for i < M, p < K, `b` at
+    // `b_ptr + p·sb[0] + j·sb[1]` for p < K, j < N, and writes `c` at `c_ptr + i·sc[0] + j·sc[1]`
+    // (reading it first only when `accumulate`). Those are exactly the elements of the three
+    // ndarray views, whose pointers, dims and element strides are passed unchanged, so every
+    // access is in bounds of live memory. `c` is borrowed mutably for the call, so no other
+    // reference aliases the written elements (a `&mut` view never overlaps itself: ndarray
+    // forbids constructing mutable views with overlapping elements). `a` and `b` are only read.
+    // `Parallelism::None`: the call runs on this thread and returns after its last access.
+    unsafe {
+        gemm::gemm(
+            m,
+            n,
+            k,
+            c.as_mut_ptr(),
+            cs_c,
+            rs_c,
+            accumulate,
+            a.as_ptr(),
+            sa[1],
+            sa[0],
+            b.as_ptr(),
+            sb[1],
+            sb[0],
+            1.0f32,
+            1.0f32,
+            false,
+            false,
+            false,
+            gemm::Parallelism::None,
+        );
+    }
+}
+
 /// Splits a view into consecutive pieces of `size` along `axis` (the last may be shorter),
 /// each with its start index.
 fn pieces(
@@ -142,12 +198,13 @@ fn pieces(
     out
 }
 
-/// Runs every job: `C = A · B + beta · C`, then the epilogue on C, tile by tile on rayon.
+/// Runs every job: `C = A · B` (`accumulate`: `C += A · B`), then the epilogue on C, tile by
+/// tile on rayon.
 /// All jobs must have the same `(M, N)` (the tiling is computed once from it).
 ///
 /// # Panics
 /// When a job's A, B and C dims do not agree (callers check shapes first).
-pub fn run(jobs: Vec<Job<'_>>, beta: f32, epi: &Epilogue<'_>) {
+pub fn run(jobs: Vec<Job<'_>>, accumulate: bool, epi: &Epilogue<'_>) {
     let Some(first) = jobs.first() else { return };
     let (m, n) = first.c.dim();
     if m == 0 || n == 0 {
@@ -170,7 +227,7 @@ pub fn run(jobs: Vec<Job<'_>>, beta: f32, epi: &Epilogue<'_>) {
             let (h, w) = tile.dim();
             let at = a.slice(s![r0..r0 + h, ..]);
             let bt = b.slice(s![.., c0..c0 + w]);
-            general_mat_mul(1.0, &at, &bt, beta, &mut tile);
+            sgemm(&at, &bt, accumulate, &mut tile);
             epi.apply(row_base, r0..r0 + h, c0..c0 + w, &mut tile);
         });
 }

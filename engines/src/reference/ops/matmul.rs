@@ -81,7 +81,7 @@ pub fn matmul_with(
                 row_base: 0,
             })
             .collect();
-        gemm::run(jobs, 0.0, epi);
+        gemm::run(jobs, false, epi);
     }
     Ok(ArrayD::from_shape_vec(IxDyn(c_dims), c).expect("c volume"))
 }
