@@ -146,6 +146,12 @@ impl In {
         Ok(self.read::<usize>(1)[0])
     }
 
+    /// Raw bytes of a 1-byte-element attribute type `want` (CHAR).
+    pub fn bytes(&self, want: i32) -> Ffi<Vec<u8>> {
+        let n = self.check(want)?;
+        Ok(self.read(n))
+    }
+
     /// CHAR array as text (up to the first NUL).
     pub fn text(&self) -> Ffi<String> {
         let n = self.check(ty::CHAR)?;

@@ -168,6 +168,9 @@ pub enum Desc {
     Tensor {
         /// Attributes being set.
         t: TensorAttributes,
+        /// VALUE_EXT as given (raw scalar bytes of the tensor's data type), converted at
+        /// finalize.
+        raw: Option<Vec<u8>>,
         /// Finalized snapshot.
         fin: Option<Arc<TensorAttributes>>,
     },
@@ -330,6 +333,7 @@ pub fn new_state(t: i32) -> Ffi<Desc> {
     Ok(match t {
         dt::TENSOR => Desc::Tensor {
             t: TensorAttributes::default(),
+            raw: None,
             fin: None,
         },
         _ if is_op(t) => Desc::Op {
@@ -469,16 +473,43 @@ pub(crate) fn data_type_out(o: &Out, d: DataType) -> Ffi {
     }
 }
 
-/// Fills the caller-created TENSOR descriptor at `addr` with the finalized tensor `t`.
-pub(crate) fn dt_fill_tensor(addr: usize, t: &Arc<TensorAttributes>) -> Ffi {
-    fill(
-        addr,
-        dt::TENSOR,
-        Desc::Tensor {
-            t: t.as_ref().clone(),
-            fin: Some(t.clone()),
-        },
-    )
+/// Hands out a descriptor of type `want` holding `state` through the caller's array slot:
+/// a null slot receives a new descriptor (owned by the caller, released with
+/// `hipdnnBackendDestroyDescriptor`); a non-null slot must be a caller-created descriptor of
+/// type `want`, which is filled.
+///
+/// # Safety
+/// `slot` must be valid for a read and a write.
+pub(crate) unsafe fn fill_slot(slot: *mut usize, want: i32, state: Desc) -> Ffi {
+    // SAFETY: caller contract.
+    let cur = unsafe { *slot };
+    if cur == 0 {
+        let addr = register(want, state);
+        // SAFETY: caller contract.
+        unsafe { *slot = addr };
+        Ok(())
+    } else {
+        fill(cur, want, state)
+    }
+}
+
+/// Hands out the finalized tensor `t` through the caller's array slot (see [`fill_slot`]).
+///
+/// # Safety
+/// `slot` must be valid for a read and a write.
+pub(crate) unsafe fn dt_fill_tensor(slot: *mut usize, t: &Arc<TensorAttributes>) -> Ffi {
+    // SAFETY: caller contract.
+    unsafe {
+        fill_slot(
+            slot,
+            dt::TENSOR,
+            Desc::Tensor {
+                t: t.as_ref().clone(),
+                raw: None,
+                fin: Some(t.clone()),
+            },
+        )
+    }
 }
 
 fn finalized_error(t: i32) -> crate::error::BackendErrorAlias {
@@ -506,8 +537,9 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
     }
     let what = type_name(dtype);
     match s {
-        Desc::Tensor { t, .. } => match v.name {
+        Desc::Tensor { t, raw, .. } => match v.name {
             1300 => t.uid = Some(v.i64()?),
+            1306 => *raw = Some(v.bytes(ty::CHAR)?),
             1301 => t.name = v.text()?,
             1302 => t.data_type = data_type_in(v)?,
             1303 => t.dims = v.i64s()?,
@@ -668,7 +700,10 @@ fn finalize(dtype: i32, s: &mut Desc) -> Ffi {
         ));
     }
     match s {
-        Desc::Tensor { t, fin } => {
+        Desc::Tensor { t, raw, fin } => {
+            if let Some(b) = raw {
+                t.value = Some(crate::value::from_bytes(t.data_type, b)?);
+            }
             if t.uid.is_none() {
                 return Err(err(Status::BadParam, "TENSOR: UNIQUE_ID is not set"));
             }
@@ -920,9 +955,13 @@ fn build_graph(gd: &GraphDesc) -> Ffi<Graph> {
 fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
     let what = type_name(dtype);
     match s {
-        Desc::Tensor { t, fin } => {
+        Desc::Tensor { t, fin, .. } => {
             let t = fin.as_deref().unwrap_or(t);
             match o.name {
+                1306 => match t.value {
+                    Some(v) => o.put(ty::CHAR, &crate::value::to_bytes(v)),
+                    None => o.put::<u8>(ty::CHAR, &[]),
+                },
                 1300 => o.put(ty::INT64, &[t.uid.unwrap_or_default()]),
                 1301 => o.put_text(&t.name),
                 1302 => data_type_out(o, t.data_type),
@@ -940,6 +979,30 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
             crate::ops::get(dtype, attrs, o)
         }
         Desc::Graph(g) => match o.name {
+            601 => {
+                let (graph, _) = graph_and_bytes(g, false)?;
+                let ops = graph
+                    .nodes()
+                    .map(|(_, n)| crate::ops::from_node(&graph, n))
+                    .collect::<Ffi<Vec<_>>>()?;
+                if o.begin(ty::BACKEND_DESCRIPTOR, ops.len())?.is_some() {
+                    for (i, (t, attrs)) in ops.into_iter().enumerate() {
+                        let fin = Some(Arc::new(OpData {
+                            dtype: t,
+                            attrs: attrs.clone(),
+                        }));
+                        // SAFETY: the caller's array holds `requested >= ops.len()` slots.
+                        unsafe {
+                            fill_slot((o.ptr as *mut usize).add(i), t, Desc::Op { attrs, fin })?
+                        };
+                    }
+                    if !o.count.is_null() {
+                        // SAFETY: non-null, valid for a write.
+                        unsafe { *o.count = graph.node_count() as i64 };
+                    }
+                }
+                Ok(())
+            }
             602 => {
                 let h = g
                     .handle

@@ -308,9 +308,8 @@ pub fn get(dtype: i32, attrs: &HashMap<i32, Val>, o: &Out) -> Ffi {
 fn put_tensors(o: &Out, ts: &[Arc<TensorAttributes>]) -> Ffi {
     if o.begin(ty::BACKEND_DESCRIPTOR, ts.len())?.is_some() {
         for (i, t) in ts.iter().enumerate() {
-            // SAFETY: the caller's array holds `requested >= ts.len()` descriptor handles.
-            let target = unsafe { *(o.ptr as *const usize).add(i) };
-            dt_fill_tensor(target, t)?;
+            // SAFETY: the caller's array holds `requested >= ts.len()` descriptor slots.
+            unsafe { dt_fill_tensor((o.ptr as *mut usize).add(i), t)? };
         }
         if !o.count.is_null() {
             // SAFETY: non-null, valid for a write.
@@ -660,4 +659,361 @@ pub fn add_node(
         }
     }
     Ok(())
+}
+
+/// The operation descriptor (type and attributes) of SDK node `node` of `g`: the reverse of
+/// [`add_node`], used to read a graph's operations back (`OPERATIONGRAPH_OPS`).
+///
+/// # Errors
+/// NOT_SUPPORTED for a node kind without an operation descriptor here (block scale, custom op,
+/// SDPA backward, resample backward, MoE).
+pub fn from_node(g: &Graph, node: &hipdnn::Operation) -> Ffi<(i32, HashMap<i32, Val>)> {
+    use hipdnn::Operation as O;
+    let mut a: HashMap<i32, Val> = HashMap::new();
+    let tensor = |id: TensorId| Val::Tensor(Arc::new(g.tensor_attributes(id).clone()));
+    macro_rules! t {
+        ($n:expr, $v:expr) => {
+            if let Some(id) = $v {
+                a.insert($n, tensor(id));
+            }
+        };
+    }
+    let data = |a: &mut HashMap<i32, Val>, n: i32, d: DataType| {
+        if d != DataType::Unset {
+            a.insert(n, Val::Data(d));
+        }
+    };
+    let dtype = match node {
+        O::ConvFprop(n) => {
+            t!(1401, n.x);
+            t!(1400, n.w);
+            t!(1402, n.y);
+            conv_back(
+                &mut a,
+                &n.pre_padding,
+                &n.post_padding,
+                &n.stride,
+                &n.dilation,
+                n.conv_mode,
+            );
+            data(&mut a, 1500, n.compute_data_type);
+            op::CONV_FWD
+        }
+        O::ConvDgrad(n) => {
+            t!(1700, n.dy);
+            t!(1701, n.w);
+            t!(1702, n.dx);
+            conv_back(
+                &mut a,
+                &n.pre_padding,
+                &n.post_padding,
+                &n.stride,
+                &n.dilation,
+                n.conv_mode,
+            );
+            data(&mut a, 1500, n.compute_data_type);
+            op::CONV_BWD_DATA
+        }
+        O::ConvWgrad(n) => {
+            t!(1600, n.x);
+            t!(1601, n.dy);
+            t!(1602, n.dw);
+            conv_back(
+                &mut a,
+                &n.pre_padding,
+                &n.post_padding,
+                &n.stride,
+                &n.dilation,
+                n.conv_mode,
+            );
+            data(&mut a, 1500, n.compute_data_type);
+            op::CONV_BWD_FILTER
+        }
+        O::Pointwise(n) => {
+            t!(2200, n.in_0);
+            t!(2201, n.out_0);
+            t!(2202, n.in_1);
+            t!(2203, n.in_2);
+            if let Some(c) = enums::pointwise_mode_to_c(n.mode) {
+                a.insert(2300, Val::Enum(c));
+            }
+            for (k, v) in [
+                (2301, n.relu_lower_clip),
+                (2302, n.relu_upper_clip),
+                (2303, n.relu_lower_clip_slope),
+                (2304, n.swish_beta),
+                (2305, n.elu_alpha),
+                (2306, n.softplus_beta),
+            ] {
+                if let Some(x) = v {
+                    a.insert(k, Val::F64(f64::from(x)));
+                }
+            }
+            if let Some(x) = n.axis {
+                a.insert(2308, Val::I64s(vec![x]));
+            }
+            data(&mut a, 2307, n.compute_data_type);
+            op::POINTWISE
+        }
+        O::Matmul(n) => {
+            t!(2500, n.a);
+            t!(2501, n.b);
+            t!(2502, n.c);
+            data(&mut a, 2503, n.compute_data_type);
+            op::MATMUL
+        }
+        O::BatchnormInference(n) => {
+            t!(1800, n.x);
+            t!(1801, n.mean);
+            t!(1802, n.inv_variance);
+            t!(1803, n.scale);
+            t!(1804, n.bias);
+            t!(1805, n.y);
+            data(&mut a, 1806, n.compute_data_type);
+            op::BN_INFERENCE
+        }
+        O::BatchnormInferenceVarianceExt(n) => {
+            t!(1900, n.x);
+            t!(1901, n.mean);
+            t!(1902, n.variance);
+            t!(1903, n.scale);
+            t!(1904, n.bias);
+            t!(1905, n.y);
+            t!(1906, n.epsilon);
+            data(&mut a, 1907, n.compute_data_type);
+            op::BN_INFERENCE_VARIANCE
+        }
+        O::BatchnormBackward(n) => {
+            t!(2000, n.dy);
+            t!(2001, n.x);
+            t!(2002, n.scale);
+            t!(2003, n.dx);
+            t!(2004, n.dscale);
+            t!(2005, n.dbias);
+            t!(2006, n.mean);
+            t!(2007, n.inv_variance);
+            if !n.peer_stats.is_empty() {
+                a.insert(
+                    2101,
+                    Val::Tensors(
+                        n.peer_stats
+                            .iter()
+                            .map(|id| Arc::new(g.tensor_attributes(*id).clone()))
+                            .collect(),
+                    ),
+                );
+            }
+            data(&mut a, 2100, n.compute_data_type);
+            op::BN_BACKWARD
+        }
+        O::Batchnorm(n) => {
+            t!(2900, n.x);
+            t!(2901, n.scale);
+            t!(2902, n.bias);
+            t!(2903, n.epsilon);
+            t!(2904, n.y);
+            t!(2905, n.prev_running_mean);
+            t!(2906, n.prev_running_variance);
+            t!(2907, n.momentum);
+            t!(2908, n.mean);
+            t!(2909, n.inv_variance);
+            t!(2910, n.next_running_mean);
+            t!(2911, n.next_running_variance);
+            if !n.peer_stats.is_empty() {
+                a.insert(
+                    2913,
+                    Val::Tensors(
+                        n.peer_stats
+                            .iter()
+                            .map(|id| Arc::new(g.tensor_attributes(*id).clone()))
+                            .collect(),
+                    ),
+                );
+            }
+            data(&mut a, 2912, n.compute_data_type);
+            op::BATCHNORM
+        }
+        O::RmsNorm(n) => {
+            t!(2400, n.x);
+            t!(2401, n.scale);
+            t!(2402, n.epsilon);
+            t!(2403, n.y);
+            t!(2404, n.bias);
+            t!(2405, n.inv_rms);
+            phase_back(&mut a, 2406, n.forward_phase);
+            data(&mut a, 2407, n.compute_data_type);
+            op::RMSNORM
+        }
+        O::RmsNormBackward(n) => {
+            t!(3500, n.dy);
+            t!(3501, n.x);
+            t!(3502, n.scale);
+            t!(3503, n.inv_rms);
+            t!(3504, n.dx);
+            t!(3505, n.dscale);
+            t!(3506, n.dbias);
+            data(&mut a, 3507, n.compute_data_type);
+            op::RMSNORM_BACKWARD
+        }
+        O::Layernorm(n) => {
+            t!(2700, n.x);
+            t!(2701, n.scale);
+            t!(2702, n.bias);
+            t!(2703, n.epsilon);
+            t!(2704, n.y);
+            t!(2705, n.mean);
+            t!(2706, n.inv_variance);
+            phase_back(&mut a, 2707, n.forward_phase);
+            a.insert(2709, Val::I64s(vec![n.normalized_dim_count]));
+            data(&mut a, 2708, n.compute_data_type);
+            op::LAYERNORM
+        }
+        O::LayernormBackward(n) => {
+            t!(3600, n.dy);
+            t!(3601, n.x);
+            t!(3602, n.scale);
+            t!(3603, n.mean);
+            t!(3604, n.inv_variance);
+            t!(3605, n.epsilon);
+            t!(3606, n.dx);
+            t!(3607, n.dscale);
+            t!(3608, n.dbias);
+            a.insert(3609, Val::I64s(vec![n.normalized_dim_count]));
+            data(&mut a, 3610, n.compute_data_type);
+            op::LAYERNORM_BACKWARD
+        }
+        O::Reduction(n) => {
+            t!(3200, n.x);
+            t!(3201, n.y);
+            let c = i32::from(n.mode.schema_value());
+            if c != 0 {
+                a.insert(3202, Val::Enum(c));
+            }
+            a.insert(3204, Val::Bool(n.is_deterministic));
+            data(&mut a, 3203, n.compute_data_type);
+            op::REDUCTION
+        }
+        O::ResampleFwd(n) => {
+            t!(3300, n.x);
+            t!(3301, n.y);
+            t!(3302, n.index);
+            a.insert(3401, Val::I64s(n.pre_padding.clone()));
+            a.insert(3402, Val::I64s(n.post_padding.clone()));
+            a.insert(3403, Val::I64s(n.stride.clone()));
+            a.insert(3404, Val::I64s(n.window.clone()));
+            for (k, c) in [
+                (3400, i32::from(n.resample_mode.schema_value())),
+                (3405, i32::from(n.padding_mode.schema_value())),
+            ] {
+                if c != 0 {
+                    a.insert(k, Val::Enum(c));
+                }
+            }
+            if let Some(b) = n.generate_index {
+                a.insert(3406, Val::Bool(b));
+            }
+            data(&mut a, 3407, n.compute_data_type);
+            op::RESAMPLE_FWD
+        }
+        O::Sdpa(n) => {
+            for (k, v) in [
+                (2600, n.q),
+                (2601, n.k),
+                (2602, n.v),
+                (2603, n.o),
+                (2604, n.attn_mask),
+                (2605, n.scale),
+                (2606, n.seq_len_q),
+                (2607, n.seq_len_kv),
+                (2608, n.seed),
+                (2609, n.offset),
+                (2610, n.dropout_mask),
+                (2611, n.dropout_scale),
+                (2612, n.page_table_k),
+                (2613, n.page_table_v),
+                (2615, n.sink_token),
+                (2616, n.descale_q),
+                (2617, n.descale_k),
+                (2618, n.descale_v),
+                (2619, n.descale_s),
+                (2620, n.scale_s),
+                (2621, n.scale_o),
+                (2622, n.stats),
+                (2623, n.max),
+                (2624, n.sum_exp),
+                (2625, n.rng_dump),
+                (2626, n.amax_s),
+                (2627, n.amax_o),
+            ] {
+                t!(k, v);
+            }
+            if let Some(b) = n.generate_stats {
+                a.insert(2628, Val::Bool(b));
+            }
+            a.insert(2629, Val::Bool(n.alibi_mask));
+            a.insert(2630, Val::Bool(n.padding_mask));
+            a.insert(2631, Val::Bool(n.causal_mask));
+            a.insert(2632, Val::Bool(n.causal_mask_bottom_right));
+            if let Some(x) = n.dropout_probability {
+                a.insert(2633, Val::F64(f64::from(x)));
+            }
+            if let Some(x) = n.attn_scale_value {
+                a.insert(2634, Val::F64(f64::from(x)));
+            }
+            if let Some(x) = n.left_bound {
+                a.insert(2635, Val::I64s(vec![x]));
+            }
+            if let Some(x) = n.right_bound {
+                a.insert(2636, Val::I64s(vec![x]));
+            }
+            if let Some(x) = n.max_seq_len_kv {
+                a.insert(2637, Val::I64s(vec![i64::from(x)]));
+            }
+            a.insert(
+                2638,
+                Val::Enum(i32::from(n.diagonal_alignment.schema_value())),
+            );
+            a.insert(2640, Val::Enum(i32::from(n.implementation.schema_value())));
+            data(&mut a, 2639, n.mma_core_mode);
+            data(&mut a, 2641, n.compute_data_type);
+            op::SDPA_FWD
+        }
+        other => {
+            return Err(err(
+                Status::NotSupported,
+                format!(
+                    "node kind {} has no operation descriptor in hipdnn-rs",
+                    other.kind()
+                ),
+            ));
+        }
+    };
+    if !node.name().is_empty() {
+        a.insert(60300, Val::Text(node.name().to_string()));
+    }
+    Ok((dtype, a))
+}
+
+fn conv_back(
+    a: &mut HashMap<i32, Val>,
+    pre: &[i64],
+    post: &[i64],
+    stride: &[i64],
+    dilation: &[i64],
+    mode: hipdnn::ConvMode,
+) {
+    a.insert(1505, Val::I64s(pre.to_vec()));
+    a.insert(1504, Val::I64s(post.to_vec()));
+    a.insert(1503, Val::I64s(stride.to_vec()));
+    a.insert(1502, Val::I64s(dilation.to_vec()));
+    if let Some(c) = enums::conv_mode_to_c(mode) {
+        a.insert(1501, Val::Enum(c));
+    }
+}
+
+fn phase_back(a: &mut HashMap<i32, Val>, k: i32, p: NormFwdPhase) {
+    let c = i32::from(p.schema_value());
+    if c != 0 {
+        a.insert(k, Val::Enum(c));
+    }
 }

@@ -60,6 +60,8 @@ struct T {
     uid: i64,
     dims: Vec<i64>,
     is_virtual: bool,
+    /// A baked f32 scalar (TENSOR_VALUE_EXT); such a tensor takes no buffer.
+    value: Option<f32>,
 }
 
 fn packed(dims: &[i64]) -> Vec<i64> {
@@ -108,6 +110,10 @@ impl Api {
         self.set(d, 1304, 3, s.len(), s.as_ptr().cast());
         let v = u8::from(t.is_virtual);
         self.set(d, 1305, 2, 1, (&v as *const u8).cast());
+        if let Some(x) = t.value {
+            let b = x.to_le_bytes();
+            self.set(d, 1306, 19, 4, b.as_ptr().cast());
+        }
         // SAFETY: live descriptor.
         self.ok(unsafe { (self.finalize)(d) }, "finalize tensor");
         d
@@ -168,7 +174,10 @@ impl Api {
             self.set(plan, 301, 13, 1, (&cfg as *const P).cast());
             self.ok((self.finalize)(plan), "finalize plan");
             let mut bufs: BTreeMap<i64, Vec<u8>> = BTreeMap::new();
-            for t in tensors.iter().filter(|t| !t.is_virtual) {
+            for t in tensors
+                .iter()
+                .filter(|t| !t.is_virtual && t.value.is_none())
+            {
                 let len: i64 = t.dims.iter().product();
                 let data = match inputs.get(&t.uid) {
                     Some(v) => v.iter().flat_map(|x| x.to_le_bytes()).collect(),
@@ -204,7 +213,9 @@ fn sdk_outputs(bytes: &[u8], inputs: &BTreeMap<i64, Vec<f32>>) -> BTreeMap<i64, 
         .collect();
     let mut outs: Vec<(i64, Buffer<f32>)> = g
         .tensors()
-        .filter(|(_, t)| !t.is_virtual && !inputs.contains_key(&t.uid.unwrap()))
+        .filter(|(_, t)| {
+            !t.is_virtual && t.value.is_none() && !inputs.contains_key(&t.uid.unwrap())
+        })
         .map(|(_, t)| (t.uid.unwrap(), Buffer::zeros(t.volume() as usize)))
         .collect();
     let pack = ins
@@ -237,6 +248,7 @@ fn t(uid: i64, dims: &[i64]) -> T {
         uid,
         dims: dims.to_vec(),
         is_virtual: false,
+        value: None,
     }
 }
 
@@ -495,4 +507,137 @@ fn conv_backward_descriptors_execute_like_the_sdk() {
         &[(1, vals(48, 1)), (2, vals(18, 2))],
     );
     assert!(matches!(only_node(&g), Operation::ConvWgrad(_)));
+}
+
+#[test]
+fn a_baked_scalar_goes_through_tensor_value_ext() {
+    let mut eps = t(4, &[1, 1]);
+    eps.value = Some(1e-5);
+    let g = check(
+        25,
+        vec![
+            t(1, &[2, 4]),
+            t(2, &[1, 4]),
+            t(3, &[1, 4]),
+            eps,
+            t(5, &[2, 4]),
+        ],
+        vec![
+            (2700, V::T(0)),
+            (2701, V::T(1)),
+            (2702, V::T(2)),
+            (2703, V::T(3)),
+            (2704, V::T(4)),
+            (2707, V::E(22, 1)),
+            (2708, V::D(FLOAT)),
+        ],
+        &[(1, vals(8, 1)), (2, vals(4, 2)), (3, vals(4, 3))],
+    );
+    let e = g.tensor_by_uid(4).unwrap();
+    assert_eq!(
+        g.tensor_attributes(e).value,
+        Some(hipdnn::TensorValue::Float32(1e-5))
+    );
+}
+
+#[test]
+fn operations_of_a_deserialized_graph_read_back_as_descriptors() {
+    let api = api();
+    // SAFETY: exact signature of the export.
+    let deserialize: unsafe extern "C" fn(*mut P, *const u8, usize) -> i32 =
+        unsafe { sym("hipdnnBackendCreateAndDeserializeGraph_ext") };
+    let mut g = Graph::new();
+    g.set_io_data_type(hipdnn::DataType::Float)
+        .set_compute_data_type(hipdnn::DataType::Float);
+    let x = g.tensor(
+        hipdnn::TensorAttributes::new("x")
+            .uid(1)
+            .dims([1, 2, 5, 5])
+            .packed_nchw(),
+    );
+    let w = g.tensor(
+        hipdnn::TensorAttributes::new("w")
+            .uid(2)
+            .dims([3, 2, 3, 3])
+            .packed_nchw(),
+    );
+    let y = g.conv_fprop(
+        x,
+        w,
+        hipdnn::ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([2, 2])
+            .dilation([1, 1]),
+    );
+    g.set_output(y, true).set_uid(y, 3);
+    g.validate().unwrap();
+    let bytes = g.to_graph_bytes().unwrap();
+    // SAFETY: valid pointers throughout; created descriptors are destroyed at the end.
+    unsafe {
+        let mut gd: P = null_mut();
+        api.ok(
+            deserialize(&mut gd, bytes.as_ptr(), bytes.len()),
+            "deserialize",
+        );
+        let mut n = 0i64;
+        api.ok((api.get)(gd, 601, 13, 0, &mut n, null_mut()), "OPS count");
+        assert_eq!(n, 1);
+        let mut ops: [P; 1] = [null_mut()];
+        api.ok(
+            (api.get)(gd, 601, 13, 1, &mut n, ops.as_mut_ptr().cast()),
+            "OPS",
+        );
+        assert!(!ops[0].is_null(), "a null slot receives a new descriptor");
+        let mut ty = -1i32;
+        api.ok(
+            (api.get)(
+                ops[0],
+                60200,
+                10001,
+                1,
+                &mut n,
+                (&mut ty as *mut i32).cast(),
+            ),
+            "type",
+        );
+        assert_eq!(ty, 1, "HIPDNN_OPERATION_TYPE_CONVOLUTION_FORWARD_EXT");
+        let mut strides = [0i64; 2];
+        api.ok(
+            (api.get)(ops[0], 1503, 3, 2, &mut n, strides.as_mut_ptr().cast()),
+            "strides",
+        );
+        assert_eq!(strides, [2, 2]);
+        let mut mode = -1i32;
+        api.ok(
+            (api.get)(ops[0], 1501, 24, 1, &mut n, (&mut mode as *mut i32).cast()),
+            "mode",
+        );
+        assert_eq!(mode, 1, "HIPDNN_CROSS_CORRELATION (schema 2)");
+        // The output tensor, into a caller-created descriptor.
+        let yd = api.desc(14);
+        let mut slot = [yd];
+        api.ok(
+            (api.get)(ops[0], 1402, 13, 1, &mut n, slot.as_mut_ptr().cast()),
+            "Y",
+        );
+        assert_eq!(
+            slot[0], yd,
+            "a caller-created descriptor is filled in place"
+        );
+        let mut dims = [0i64; 4];
+        api.ok(
+            (api.get)(yd, 1303, 3, 4, &mut n, dims.as_mut_ptr().cast()),
+            "Y dims",
+        );
+        assert_eq!(dims, [1, 3, 3, 3]);
+        let mut uid = 0i64;
+        api.ok(
+            (api.get)(yd, 1300, 3, 1, &mut n, (&mut uid as *mut i64).cast()),
+            "Y uid",
+        );
+        assert_eq!(uid, 3);
+        for d in [ops[0], yd, gd] {
+            api.ok((api.destroy)(d), "destroy");
+        }
+    }
 }
