@@ -21,6 +21,7 @@
 use super::gemm::{self, Epilogue, Job};
 use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, IxDyn};
 use rayon::prelude::*;
+use std::borrow::Cow;
 
 /// Geometry of one convolution (spatial vectors have one entry per spatial dim).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -204,10 +205,10 @@ pub fn flip_filter(w: &ArrayD<f32>) -> ArrayD<f32> {
     v.as_standard_layout().into_owned()
 }
 
-fn dense(a: &ArrayD<f32>) -> std::borrow::Cow<'_, [f32]> {
+fn dense(a: &ArrayD<f32>) -> Cow<'_, [f32]> {
     match a.as_slice() {
-        Some(s) => std::borrow::Cow::Borrowed(s),
-        None => std::borrow::Cow::Owned(a.iter().copied().collect()),
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(a.iter().copied().collect()),
     }
 }
 
@@ -238,7 +239,11 @@ pub fn conv_fprop_with(
     g: &ConvGeometry,
     epi: &Epilogue<'_>,
 ) -> ArrayD<f32> {
-    let w = if g.flip { flip_filter(w) } else { w.clone() };
+    let w = if g.flip {
+        Cow::Owned(flip_filter(w))
+    } else {
+        Cow::Borrowed(w)
+    };
     let geo = Geo3::new(x.shape(), w.shape(), y_dims, g);
     let (xs, ws) = (dense(x), dense(&w));
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
@@ -278,7 +283,11 @@ pub fn conv_dgrad(
     dx_dims: &[usize],
     g: &ConvGeometry,
 ) -> ArrayD<f32> {
-    let w = if g.flip { flip_filter(w) } else { w.clone() };
+    let w = if g.flip {
+        Cow::Owned(flip_filter(w))
+    } else {
+        Cow::Borrowed(w)
+    };
     let geo = Geo3::new(dx_dims, w.shape(), dy.shape(), g);
     let (dys, ws) = (dense(dy), dense(&w));
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
