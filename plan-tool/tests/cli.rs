@@ -566,3 +566,69 @@ fn verify_as_forces_the_form() {
         format!("FAILED from_compiled_plan_binary: {want}\n")
     );
 }
+
+/// An envelope of `version` around the CPU payload of `plan` (no alignments below v2).
+fn envelope_of_version(plan: &[u8], version: u32) -> Vec<u8> {
+    use hipdnn_schema::execution_plan::{SerializedExecutionPlan, SerializedExecutionPlanArgs};
+    let env = hipdnn_backend::PlanEnvelope::parse(plan).unwrap();
+    let mut fbb = flatbuffers::FlatBufferBuilder::new();
+    let payload = fbb.create_vector(env.plugin_payload);
+    let uids = fbb.create_vector(&env.tensor_uids);
+    let aligns =
+        (version >= 2).then(|| fbb.create_vector(env.tensor_alignments.as_deref().unwrap()));
+    let root = SerializedExecutionPlan::create(
+        &mut fbb,
+        &SerializedExecutionPlanArgs {
+            version,
+            engine_id: env.engine_id,
+            workspace_size: env.workspace_size,
+            tensor_uids: Some(uids),
+            plugin_payload: Some(payload),
+            is_override_shape_enabled: false,
+            tensor_alignments: aligns,
+        },
+    );
+    fbb.finish_minimal(root);
+    fbb.finished_data().to_vec()
+}
+
+#[test]
+fn inspect_and_verify_read_a_version_1_envelope_and_show_an_unsupported_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, _, plan) = sdk_files(8);
+    let v1 = envelope_of_version(&plan, 1);
+    assert_eq!(sdk_from_plan(&v1), None, "the SDK reads version 1");
+    let f = write(dir.path(), "v1.plan", &v1);
+    let r = run(&["inspect", &f, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let d = json_of(&r);
+    assert_eq!(d["form"], "plan");
+    assert_eq!(d["envelope"]["version"], 1);
+    assert_eq!(d["envelope"]["tensor_alignments"], Value::Null);
+    assert_eq!(d["envelope"]["tensor_uids"], json!([1, 2, 3]));
+    assert_eq!(run(&["verify", &f]).code, 0);
+
+    // Version 3: wire-valid, shown, and refused with the loader's NOT_SUPPORTED text.
+    let v3 = envelope_of_version(&plan, 3);
+    let want = sdk_from_plan(&v3).expect("the SDK refuses version 3");
+    assert!(
+        want.contains("Unsupported serialized execution plan version: 3"),
+        "{want}"
+    );
+    let f = write(dir.path(), "v3.plan", &v3);
+    let r = run(&["inspect", &f, "--json"]);
+    assert_eq!(r.code, 1);
+    let d = json_of(&r);
+    assert_eq!(d["envelope"]["version"], 3);
+    assert_eq!(d["payload"]["kind"], "cpu-reference-plan");
+    assert_eq!(
+        d["validation"]["failures"],
+        json!([{ "check": "from_compiled_plan_binary", "message": want }])
+    );
+    let r = run(&["verify", &f]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        format!("FAILED from_compiled_plan_binary: {want}\n")
+    );
+}
