@@ -65,7 +65,27 @@ fn engines_sorted(h: &HandleObj) -> Vec<(i64, String)> {
     v
 }
 
-/// `hipdnnCreate`: a new handle with the SDK's engines. Null `handle` → NULL_POINTER; on
+/// Environment variable choosing the device of new handles: `cpu` forces the CPU reference
+/// engine alone (for callers whose buffers are host memory on a machine with a GPU); unset or
+/// anything else: the GPU when one is usable, else the CPU (as [`hipdnn::Handle::new`]).
+pub const DEVICE_ENV: &str = "HIPDNN_RS_DEVICE";
+
+fn new_sdk_handle() -> Ffi<hipdnn::Handle> {
+    let cpu = std::env::var(DEVICE_ENV).is_ok_and(|v| v.eq_ignore_ascii_case("cpu"));
+    let h = if cpu {
+        hipdnn::Handle::cpu()
+    } else {
+        hipdnn::Handle::new()
+    };
+    h.map_err(|e| {
+        err(
+            Status::InternalError,
+            format!("cannot create a handle: {e}"),
+        )
+    })
+}
+
+/// `hipdnnCreate`: a new handle with the SDK's engines (see [`DEVICE_ENV`]). Null `handle` → NULL_POINTER; on
 /// failure `*handle` is untouched.
 ///
 /// # Safety
@@ -74,12 +94,7 @@ fn engines_sorted(h: &HandleObj) -> Vec<(i64, String)> {
 pub unsafe extern "C" fn hipdnnCreate(handle: *mut *mut HipdnnHandle) -> Status {
     entry("hipdnnCreate", || {
         non_null(handle, "the handle output pointer")?;
-        let sdk = hipdnn::Handle::new().map_err(|e| {
-            err(
-                Status::InternalError,
-                format!("cannot create a handle: {e}"),
-            )
-        })?;
+        let sdk = new_sdk_handle()?;
         let obj = Arc::new(HandleObj {
             sdk: RwLock::new(sdk),
             stream: Mutex::new(0),

@@ -62,7 +62,7 @@ fn tensor(name: &str, uid: i64, dims: [i64; 4], dt: DataType, nhwc: bool) -> Ten
 }
 
 /// The SDK's conv fprop graph, built on the CPU, and its output for `x`, `w`.
-fn sdk_run(dt: DataType, nhwc: bool, x: &[u8], w: &[u8]) -> (Graph, Vec<u8>) {
+fn sdk_run(dt: DataType, nhwc: bool, x: &[f32], w: &[f32]) -> (Graph, Vec<u8>) {
     let h = Handle::cpu().unwrap();
     let mut g = Graph::new();
     g.set_io_data_type(dt)
@@ -82,12 +82,31 @@ fn sdk_run(dt: DataType, nhwc: bool, x: &[u8], w: &[u8]) -> (Graph, Vec<u8>) {
     let strides = tensor("y", 3, [1, 4, 6, 6], dt, nhwc).strides;
     g.set_strides(y, strides);
     g.build(&h, &[HeuristicMode::Fallback]).unwrap();
-    let xb = Buffer::<u8>::from_slice(x);
-    let wb = Buffer::<u8>::from_slice(w);
-    let elem = if dt == DataType::Float { 4 } else { 2 };
-    let mut yb = Buffer::<u8>::zeros(4 * 36 * elem);
+    let y = match dt {
+        DataType::Float => execute_typed::<f32>(&g, &h, x, w, |x| x),
+        DataType::Half => execute_typed::<f16>(&g, &h, x, w, f16::from_f32),
+        DataType::BFloat16 => execute_typed::<bf16>(&g, &h, x, w, bf16::from_f32),
+        _ => unreachable!(),
+    };
+    (g, y)
+}
+
+/// Executes `g` with typed buffers (the SDK checks that a buffer's element type is the
+/// tensor's data type) and returns the output's little-endian bytes.
+fn execute_typed<T: hipdnn::Element>(
+    g: &Graph,
+    h: &Handle,
+    x: &[f32],
+    w: &[f32],
+    conv: fn(f32) -> T,
+) -> Vec<u8> {
+    let xv: Vec<T> = x.iter().map(|v| conv(*v)).collect();
+    let wv: Vec<T> = w.iter().map(|v| conv(*v)).collect();
+    let xb = Buffer::from_slice(&xv);
+    let wb = Buffer::from_slice(&wv);
+    let mut yb = Buffer::<T>::zeros(4 * 36);
     g.execute(
-        &h,
+        h,
         VariantPack::new()
             .with(1, &xb)
             .with(2, &wb)
@@ -95,7 +114,12 @@ fn sdk_run(dt: DataType, nhwc: bool, x: &[u8], w: &[u8]) -> (Graph, Vec<u8>) {
         None,
     )
     .unwrap();
-    (g, yb.to_vec().unwrap())
+    let y = yb.to_vec().unwrap();
+    let mut out = vec![0u8; y.len() * T::SIZE];
+    for (v, o) in y.iter().zip(out.chunks_mut(T::SIZE)) {
+        v.write_le(o);
+    }
+    out
 }
 
 fn run_program(dir: &Path) -> std::process::Output {
@@ -123,7 +147,12 @@ fn run_program(dir: &Path) -> std::process::Output {
     } else {
         Command::new(&exe)
     };
-    let out = cmd.arg(dir).output().expect("the program runs");
+    // Host buffers: the program's handles use the CPU even on a GPU machine.
+    let out = cmd
+        .env("HIPDNN_RS_DEVICE", "cpu")
+        .arg(dir)
+        .output()
+        .expect("the program runs");
     drop(links);
     out
 }
@@ -134,11 +163,10 @@ fn cpp_round_trip_matches_the_sdk_bit_for_bit_and_containers_agree_both_ways() {
     let h = Handle::cpu().unwrap();
     let mut sdk_outputs = Vec::new();
     for (tag, dt, nhwc) in CASES {
-        let x = encode(&values(3 * 36, 1), dt);
-        let w = encode(&values(4 * 27, 2), dt);
-        std::fs::write(dir.path().join(format!("x_{tag}.bin")), &x).unwrap();
-        std::fs::write(dir.path().join(format!("w_{tag}.bin")), &w).unwrap();
-        let (g, y) = sdk_run(dt, nhwc, &x, &w);
+        let (xv, wv) = (values(3 * 36, 1), values(4 * 27, 2));
+        std::fs::write(dir.path().join(format!("x_{tag}.bin")), encode(&xv, dt)).unwrap();
+        std::fs::write(dir.path().join(format!("w_{tag}.bin")), encode(&wv, dt)).unwrap();
+        let (g, y) = sdk_run(dt, nhwc, &xv, &wv);
         std::fs::write(
             dir.path().join(format!("sdk_container_{tag}.bin")),
             g.to_binary().unwrap(),

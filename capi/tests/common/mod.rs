@@ -103,6 +103,10 @@ pub fn build_program(src: &Path, out: &Path, cpp: bool, links: &Path) {
 pub fn lib() -> &'static libloading::Library {
     static LIB: std::sync::OnceLock<libloading::Library> = std::sync::OnceLock::new();
     LIB.get_or_init(|| {
+        // The tests pass host buffers: handles must use the CPU even on a GPU machine.
+        // SAFETY: every call into the library goes through this initializer first, and the
+        // test code reads no environment variable concurrently with it.
+        unsafe { std::env::set_var("HIPDNN_RS_DEVICE", "cpu") };
         // SAFETY: loading our own library runs no initializers with preconditions.
         unsafe { libloading::Library::new(library_path()) }.expect("the library loads")
     })
