@@ -1,4 +1,5 @@
 //! `cargo run --release -p hipdnn-bench -- gpu [--out target/bench/gpu.json] [--md docs/PERFORMANCE.md]`
+//! (and `… -- triton`, the Triton matmul family: see `triton.rs`)
 //!
 //! GPU numbers recorded side by side in one run (numbers, not targets):
 //! - pointwise ADD f32 GB/s (3 × 4 bytes per element) vs the device's copy bandwidth measured
@@ -12,6 +13,8 @@
 //! Writes JSON and, with `--md`, replaces the block between `<!-- gpu-bench:begin -->` and
 //! `<!-- gpu-bench:end -->` in the markdown file. Without a GPU it prints `skipped: no GPU` and
 //! exits 0.
+
+mod triton;
 
 use hipdnn::{
     Buffer, ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, PointwiseAttributes,
@@ -324,8 +327,37 @@ fn main() -> std::process::ExitCode {
             .and_then(|i| args.get(i + 1))
             .cloned()
     };
+    if args.first().map(String::as_str) == Some("triton-reload") {
+        let case = args
+            .get(1)
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(usize::MAX);
+        let dt = args.get(2).cloned().unwrap_or_default();
+        return match triton::reload_child(case, &dt) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(x) => {
+                eprintln!("error: {x}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
+    if args.first().map(String::as_str) == Some("triton") {
+        let out = get("--out").unwrap_or_else(|| "target/bench/triton.json".into());
+        let sizes: Vec<i64> = get("--sizes")
+            .unwrap_or_else(|| "512,1024,2048,4096,8192".into())
+            .split(',')
+            .filter_map(|v| v.parse().ok())
+            .collect();
+        return match triton::triton(&out, get("--md").as_deref(), &sizes) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(x) => {
+                eprintln!("error: {x}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     if args.first().map(String::as_str) != Some("gpu") {
-        eprintln!("usage: hipdnn-bench gpu [--out PATH] [--md PATH]");
+        eprintln!("usage: hipdnn-bench gpu|triton [--out PATH] [--md PATH] [--sizes 512,4096]");
         return std::process::ExitCode::from(2);
     }
     let out = get("--out").unwrap_or_else(|| "target/bench/gpu.json".into());

@@ -1,8 +1,8 @@
 //! GPU engine factory: the kernel-ingestor engine over the packed kernels of one device.
 //!
 //! [`open`] loads the GPU runtime (libamdhip64 or libcuda.so.1, at run time), opens a device,
-//! finds the packed kernels for its base architecture (`<kernel dir>/<arch>/kernels.json` and
-//! the kpack archive beside it; kernel dir = `HIPDNN_KERNEL_DIR` or [`DEFAULT_KERNEL_DIR`]),
+//! finds the packed kernels for its base architecture (`<kernel dir>/<arch>/kernels.json`,
+//! the Triton entries of `triton.json`, and the kpack archives beside them; kernel dir = `HIPDNN_KERNEL_DIR` or [`DEFAULT_KERNEL_DIR`]),
 //! turns each packed entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`]
 //! ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`pack_registry`].
 //!
@@ -208,6 +208,94 @@ pub fn load_packed_descriptors(
     Ok(out)
 }
 
+/// Reads `<packed_dir>/triton.json` (the Triton entries written by `xtask pack-kernels`,
+/// format `engines/kernels/README.md`) into kernel descriptors: `name` is the entry's config
+/// name (parsed by the family's contract), `dispatch` the family's contract
+/// ([`PackFamily::packed_contract`]), the signature the entry's named parameter list. A missing
+/// file gives no descriptors (an older tree); entries of families this build does not serve
+/// are skipped. The id is a UUID (version 8) from SHA-256(`hipdnn-rs packed kernel ` + name).
+///
+/// # Errors
+/// [`PackedDescriptorError`] naming the file and the bad entry for a malformed file.
+pub fn load_triton_descriptors(
+    packed_dir: &Path,
+) -> Result<Vec<KernelDescriptor>, PackedDescriptorError> {
+    let path = packed_dir.join("triton.json");
+    if !path.is_file() {
+        return Ok(Vec::new());
+    }
+    let file_error = |detail: String| PackedDescriptorError {
+        path: path.clone(),
+        entry: None,
+        detail,
+    };
+    let text =
+        std::fs::read_to_string(&path).map_err(|e| file_error(format!("cannot read: {e}")))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| file_error(format!("not JSON: {e}")))?;
+    let arch = v["arch"].as_str().unwrap_or_default().to_string();
+    let entries = v["kernels"]
+        .as_array()
+        .ok_or_else(|| file_error("no 'kernels' array".into()))?;
+    let mut out = Vec::new();
+    for (i, e) in entries.iter().enumerate() {
+        let bad = |what: &str| PackedDescriptorError {
+            path: path.clone(),
+            entry: Some(i),
+            detail: what.to_string(),
+        };
+        let family = e["family"].as_str().ok_or_else(|| bad("no family"))?;
+        let Some(family) = PackFamily::from_name(family) else {
+            continue;
+        };
+        let name = e["name"]
+            .as_str()
+            .ok_or_else(|| bad("no name"))?
+            .to_string();
+        let ks = &e["kernel_source"];
+        if ks["kind"].as_str() != Some("kpack") {
+            return Err(bad("kernel_source.kind is not kpack"));
+        }
+        let library = ks["library"].as_str().ok_or_else(|| bad("no library"))?;
+        if library.contains('/') || library.contains('\\') || library.starts_with('.') {
+            return Err(bad(
+                "library must be a file name inside the packed directory",
+            ));
+        }
+        let s = |k: &str| ks[k].as_str().map(str::to_string).ok_or_else(|| bad(k));
+        let signature = ks["signature"]
+            .as_array()
+            .ok_or_else(|| bad("no signature"))?
+            .iter()
+            .map(|a| {
+                Some(KernelArgument::named(
+                    a["kind"].as_str()?,
+                    u32::try_from(a["size"].as_u64()?).ok()?,
+                    u32::try_from(a["offset"].as_u64()?).ok()?,
+                    a["name"].as_str()?,
+                ))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| bad("bad signature entry"))?;
+        let source = KernelSource {
+            kind: KernelSourceKind::Kpack,
+            library: Some(packed_dir.join(library)),
+            toc_key: s("toc_key")?,
+            symbol: s("symbol")?,
+            sha256: s("sha256")?,
+            signature,
+        };
+        out.push(KernelDescriptor {
+            id: uuid_for(&name),
+            name,
+            dispatch: family.packed_contract().to_string(),
+            archs: vec![arch.clone()],
+            sources: BTreeMap::from([("main".to_string(), source)]),
+        });
+    }
+    Ok(out)
+}
+
 /// Opens GPU `ordinal` and builds its ingestor engine.
 ///
 /// # Errors
@@ -233,7 +321,9 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
             path: packed_dir.join("kernels.json"),
         });
     }
-    let kernels = load_packed_descriptors(&packed_dir)?;
+    // Triton entries first: where both serve a graph, the generated kernel is chosen.
+    let mut kernels = load_triton_descriptors(&packed_dir)?;
+    kernels.extend(load_packed_descriptors(&packed_dir)?);
     let dev: Arc<dyn crate::ingestor::IngestorDevice> =
         Arc::new(HipIngestorDevice::new(device.clone()));
     let engine = IngestorEngine::new(

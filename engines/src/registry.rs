@@ -15,6 +15,7 @@
 use crate::ingestor::DispatchRegistry;
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
+use crate::ingestor::packs::matmul::{MATMUL_V1, MatmulV1Handler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use std::sync::Arc;
@@ -26,17 +27,24 @@ pub enum PackFamily {
     Pointwise,
     /// Direct 2-D convolution forward with the bias/ReLU epilogue (`family: "conv_fwd"`).
     ConvFwd,
+    /// Triton batched matmul with the bias/ReLU epilogue (`family: "matmul"` of `triton.json`).
+    Matmul,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 2] = [PackFamily::Pointwise, PackFamily::ConvFwd];
+    pub const ALL: [PackFamily; 3] = [
+        PackFamily::Pointwise,
+        PackFamily::ConvFwd,
+        PackFamily::Matmul,
+    ];
 
     /// The `family` value of `kernels.json`.
     pub fn name(self) -> &'static str {
         match self {
             PackFamily::Pointwise => "pointwise",
             PackFamily::ConvFwd => "conv_fwd",
+            PackFamily::Matmul => "matmul",
         }
     }
 
@@ -46,11 +54,13 @@ impl PackFamily {
     }
 
     /// The contract that serves the family's current packed entries (entries without a
-    /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`.
+    /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
+    /// `hipkernel.matmul.dispatch.v1` (Triton entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
             PackFamily::ConvFwd => CONV_FWD_V2,
+            PackFamily::Matmul => MATMUL_V1,
         }
     }
 }
@@ -66,12 +76,14 @@ pub fn native_packs() -> DispatchRegistry {
 }
 
 /// Every contract this crate serves: [`native_packs`] plus the v2 contracts
-/// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) under their versioned
-/// names only, so the unversioned aliases keep naming v1.
+/// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
+/// matmul contract (`hipkernel.matmul.dispatch.v1`) under their versioned names only, so the
+/// unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
     r.register_versioned_only(Arc::new(PointwiseV2Handler))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(MatmulV1Handler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

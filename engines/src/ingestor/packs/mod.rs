@@ -7,6 +7,7 @@
 
 pub mod conv_fwd;
 pub mod conv_fwd_v2;
+pub mod matmul;
 pub mod pointwise;
 pub mod pointwise_v2;
 

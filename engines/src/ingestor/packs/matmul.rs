@@ -1,0 +1,782 @@
+//! Matmul pack, contract `hipkernel.matmul.dispatch.v1`: batched C = A·B (+ bias[n], ReLU)
+//! on the Triton kernels of `engines/kernels/triton/matmul.py` (gpu-toolchain.md §12), ONE
+//! launch.
+//!
+//! Graphs served: `matmul`; `matmul → pointwise ADD(bias)`; `matmul → RELU_FWD`;
+//! `matmul → ADD(bias) → RELU_FWD`. A is `[..batch, M, K]`, B `[..batch, K, N]`, C
+//! `[..batch, M, N]`, any strides (row- or column-major per operand) whose batch dims collapse
+//! to one (count, stride) per operand (an operand whose batch dims are all 1 broadcasts with
+//! stride 0); f16, bf16 (f32 accumulate) or f32 (IEEE, no TF32), one data type for A, B and C.
+//! The bias has dims `[1, .., 1, N]` with unit stride on N; intermediates must be virtual.
+//!
+//! Kernel entries (descriptor `name`, written by `xtask pack-kernels`):
+//! `matmul_<dtype>_<variant>_<bm>x<bn>x<bk>_g<group>_w<warps>_s<stages>_sh<shared>_ws<warp>`.
+//! `variant` is `spec` (pointers 16-byte aligned; M, N, K, the leading and batch strides
+//! multiples of 16; unit strides of A's K, B's N and C's N constant 1) or `generic` (no hints).
+//!
+//! **Static rule** (no benchmarking): entries are tried in pack order (spec before generic,
+//! larger tiles first); a spec entry serves a graph whose shape satisfies its hints, except
+//! that a spec tile larger than 64×128 is refused when it would give fewer than
+//! [`MIN_TILES`] tiles (the device would be under-filled); the generic entry serves every
+//! graph. Pointer alignment is only known at execute: a plan on a spec entry refuses
+//! (BAD_PARAM) tensors that are not 16-byte aligned.
+//!
+//! | launch value | type | range |
+//! |---|---|---|
+//! | `a.uid`, `b.uid`, `c.uid` | int | any; `bias.uid` present iff `epilogue` bit 1 |
+//! | `dtype` | int | `DataType` FLOAT 1, HALF 2, BFLOAT16 3 |
+//! | `batch` | int | [1, 65535] |
+//! | `m`, `n`, `k` | int | [1, 2147483647] |
+//! | `stride_ab`, `stride_am`, `stride_ak`, `stride_bb`, `stride_bk`, `stride_bn`, `stride_cb`, `stride_cm`, `stride_cn` | int | [0, 2147483647] (elements) |
+//! | `epilogue` | int | [0, 3]: bit 1 = + bias[n], bit 2 = ReLU after it |
+//! | `spec` | int | 0 generic, 1 spec (then the unit strides must be 1) |
+//! | `block_m`, `block_n`, `block_k` | int | [16, 256] |
+//! | `group_m` | int | [1, 64] |
+//! | `num_warps` | int | [1, 16]; `warp_size` 32 or 64; num_warps·warp_size ≤ 1024 |
+//! | `shared_bytes` | int | [0, 262144] |
+//!
+//! Launch: grid (cdiv(m, block_m)·cdiv(n, block_n), batch, 1), block (num_warps·warp_size,
+//! 1, 1), dynamic shared memory `shared_bytes` (the device raises the function's limit above
+//! 48 KiB), workspace 0 (every packed entry has zero global and profile scratch, so both
+//! trailing scratch pointers are null). Kernel arguments, named as the descriptor's parameter
+//! list: a_ptr, b_ptr, c_ptr, bias_ptr (null without bias), M, N, K, stride_ab, stride_am,
+//! [stride_ak,] stride_bb, stride_bk, [stride_bn,] stride_cb, stride_cm, [stride_cn,] epilogue,
+//! global_scratch, profile_scratch (bracketed ones only in the generic variant).
+
+use super::pointwise_v2::dims_strides;
+use super::tensor;
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::payload::refusal::{incompatible, quote};
+use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_schema::graph::{DataType, Node, PointwiseMode};
+
+/// The versioned contract name.
+pub const MATMUL_V1: &str = "hipkernel.matmul.dispatch.v1";
+/// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.
+pub const MIN_TILES: i64 = 128;
+/// Epilogue bit: add bias[n].
+pub const EPILOGUE_BIAS: i64 = 1;
+/// Epilogue bit: ReLU after the bias.
+pub const EPILOGUE_RELU: i64 = 2;
+
+/// Value names of the contract (sorted).
+pub const MATMUL_V1_NAMES: [&str; 27] = [
+    "a.uid",
+    "b.uid",
+    "batch",
+    "bias.uid",
+    "block_k",
+    "block_m",
+    "block_n",
+    "c.uid",
+    "dtype",
+    "epilogue",
+    "group_m",
+    "k",
+    "m",
+    "n",
+    "num_warps",
+    "shared_bytes",
+    "spec",
+    "stride_ab",
+    "stride_ak",
+    "stride_am",
+    "stride_bb",
+    "stride_bk",
+    "stride_bn",
+    "stride_cb",
+    "stride_cm",
+    "stride_cn",
+    "warp_size",
+];
+
+const STRIDE_NAMES: [&str; 9] = [
+    "stride_ab",
+    "stride_am",
+    "stride_ak",
+    "stride_bb",
+    "stride_bk",
+    "stride_bn",
+    "stride_cb",
+    "stride_cm",
+    "stride_cn",
+];
+
+/// A packed Triton entry's configuration, parsed from its descriptor name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TritonConfig {
+    /// Kernel family (`matmul`).
+    pub family: String,
+    /// `f16`, `bf16` or `f32`.
+    pub dtype: String,
+    /// Specialized (divisibility hints, unit strides constant).
+    pub spec: bool,
+    /// Tile M, N, K.
+    pub block: [i64; 3],
+    /// Grouped ordering of M tiles.
+    pub group_m: i64,
+    /// Warps per program.
+    pub num_warps: i64,
+    /// Software pipeline stages.
+    pub num_stages: i64,
+    /// Dynamic shared memory in bytes.
+    pub shared_bytes: i64,
+    /// 32 (NVIDIA) or 64 (AMD wave64).
+    pub warp_size: i64,
+}
+
+impl TritonConfig {
+    /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`;
+    /// `None` for any other name.
+    pub fn parse(name: &str) -> Option<TritonConfig> {
+        let p: Vec<&str> = name.split('_').collect();
+        if p.len() != 9 {
+            return None;
+        }
+        let num = |s: &str, pre: &str| s.strip_prefix(pre)?.parse::<i64>().ok();
+        let tile: Vec<i64> = p[3]
+            .split('x')
+            .map(|v| v.parse().ok())
+            .collect::<Option<_>>()?;
+        let spec = match p[2] {
+            "spec" => true,
+            "generic" => false,
+            _ => return None,
+        };
+        Some(TritonConfig {
+            family: p[0].to_string(),
+            dtype: p[1].to_string(),
+            spec,
+            block: <[i64; 3]>::try_from(tile).ok()?,
+            group_m: num(p[4], "g")?,
+            num_warps: num(p[5], "w")?,
+            num_stages: num(p[6], "s")?,
+            shared_bytes: num(p[7], "sh")?,
+            warp_size: num(p[8], "ws")?,
+        })
+    }
+}
+
+/// The `DataType` value of a config dtype spelling.
+fn dtype_value(s: &str) -> Option<i8> {
+    match s {
+        "f32" => Some(DataType::FLOAT.0),
+        "f16" => Some(DataType::HALF.0),
+        "bf16" => Some(DataType::BFLOAT16.0),
+        _ => None,
+    }
+}
+
+/// The launch inputs of contract v1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MatmulV1Inputs {
+    /// UIDs of A, B and C (C = the last node's output).
+    pub uids: [i64; 3],
+    /// UID of the bias, when epilogue bit 1 is set.
+    pub bias_uid: Option<i64>,
+    /// `DataType` value.
+    pub dtype: i8,
+    /// Batch count.
+    pub batch: i64,
+    /// M, N, K.
+    pub mnk: [i64; 3],
+    /// stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn, stride_cb, stride_cm,
+    /// stride_cn (elements).
+    pub strides: [i64; 9],
+    /// Epilogue bits.
+    pub epilogue: i64,
+    /// The kernel configuration (its `family`/`dtype` strings are not saved).
+    pub config: TritonConfig,
+}
+
+impl MatmulV1Inputs {
+    /// Whether the shape satisfies the spec variant's hints (pointer alignment is checked at
+    /// execute): M, N, K, stride_ab/am/bb/bk/cb/cm multiples of 16, stride_ak/bn/cn = 1.
+    pub fn fits_spec(&self) -> bool {
+        let s = self.strides;
+        self.mnk.iter().all(|v| v % 16 == 0)
+            && [s[0], s[1], s[3], s[4], s[6], s[7]]
+                .iter()
+                .all(|v| v % 16 == 0)
+            && s[2] == 1
+            && s[5] == 1
+            && s[8] == 1
+    }
+
+    /// The launch values.
+    pub fn to_values(&self) -> LaunchValues {
+        let mut v = LaunchValues::new();
+        let mut put = |n: &str, x: i64| {
+            v.insert(n.to_string(), LaunchValue::Int(x));
+        };
+        put("a.uid", self.uids[0]);
+        put("b.uid", self.uids[1]);
+        put("c.uid", self.uids[2]);
+        if let Some(b) = self.bias_uid {
+            put("bias.uid", b);
+        }
+        put("dtype", i64::from(self.dtype));
+        put("batch", self.batch);
+        put("m", self.mnk[0]);
+        put("n", self.mnk[1]);
+        put("k", self.mnk[2]);
+        for (n, x) in STRIDE_NAMES.iter().zip(self.strides) {
+            put(n, x);
+        }
+        put("epilogue", self.epilogue);
+        let c = &self.config;
+        put("spec", i64::from(c.spec));
+        put("block_m", c.block[0]);
+        put("block_n", c.block[1]);
+        put("block_k", c.block[2]);
+        put("group_m", c.group_m);
+        put("num_warps", c.num_warps);
+        put("warp_size", c.warp_size);
+        put("shared_bytes", c.shared_bytes);
+        v
+    }
+
+    /// Reads values saved under `dispatch` and checks them.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) with the reader texts; `launch value 'bias.uid' of
+    /// dispatch '<d>' must be present exactly when 'epilogue' bit 1 is set; epilogue is <e>`;
+    /// `launch values of dispatch '<d>' name the spec variant, whose unit strides
+    /// 'stride_ak', 'stride_bn' and 'stride_cn' must be 1`; the geometry texts.
+    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        let r = ContractReader::new(dispatch, MATMUL_V1, &MATMUL_V1_NAMES, values)?;
+        let max = i64::from(i32::MAX);
+        let epilogue = r.int("epilogue", 0, 3)?;
+        let bias_uid = if epilogue & EPILOGUE_BIAS != 0 {
+            Some(r.int("bias.uid", i64::MIN, i64::MAX)?)
+        } else if values.contains_key("bias.uid") {
+            return Err(incompatible(format!(
+                "launch value 'bias.uid' of dispatch '{}' must be present exactly when 'epilogue' bit 1 is set; epilogue is {epilogue}",
+                quote(dispatch)
+            )));
+        } else {
+            None
+        };
+        let mut strides = [0i64; 9];
+        for (i, n) in STRIDE_NAMES.iter().enumerate() {
+            strides[i] = r.int(n, 0, max)?;
+        }
+        let dtype = r.int("dtype", 1, 3)? as i8;
+        let config = TritonConfig {
+            family: "matmul".into(),
+            dtype: match dtype {
+                1 => "f32",
+                2 => "f16",
+                _ => "bf16",
+            }
+            .into(),
+            spec: r.int("spec", 0, 1)? == 1,
+            block: [
+                r.int("block_m", 16, 256)?,
+                r.int("block_n", 16, 256)?,
+                r.int("block_k", 16, 256)?,
+            ],
+            group_m: r.int("group_m", 1, 64)?,
+            num_warps: r.int("num_warps", 1, 16)?,
+            num_stages: 0,
+            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
+            warp_size: r.int("warp_size", 32, 64)?,
+        };
+        let inputs = MatmulV1Inputs {
+            uids: [
+                r.int("a.uid", i64::MIN, i64::MAX)?,
+                r.int("b.uid", i64::MIN, i64::MAX)?,
+                r.int("c.uid", i64::MIN, i64::MAX)?,
+            ],
+            bias_uid,
+            dtype,
+            batch: r.int("batch", 1, 65_535)?,
+            mnk: [
+                r.int("m", 1, max)?,
+                r.int("n", 1, max)?,
+                r.int("k", 1, max)?,
+            ],
+            strides,
+            epilogue,
+            config,
+        };
+        if inputs.config.spec && [strides[2], strides[5], strides[8]] != [1, 1, 1] {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{}' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' must be 1",
+                quote(dispatch)
+            )));
+        }
+        inputs.geometry_for(dispatch)?;
+        Ok(inputs)
+    }
+
+    /// Grid, block and shared memory (shared by build and restore).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
+    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`;
+    /// `launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '<d>' give more than
+    /// 2147483647 tiles`.
+    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let d = quote(dispatch);
+        let c = &self.config;
+        let threads = c.num_warps * c.warp_size;
+        if !(c.warp_size == 32 || c.warp_size == 64) || threads > 1024 {
+            return Err(incompatible(format!(
+                "launch values 'warp_size' and 'num_warps' of dispatch '{d}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"
+            )));
+        }
+        let tiles = self.tiles();
+        let tiles = u32::try_from(tiles)
+            .ok()
+            .filter(|t| *t <= i32::MAX as u32)
+            .ok_or_else(|| {
+                incompatible(format!(
+                    "launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '{d}' give more than 2147483647 tiles"
+                ))
+            })?;
+        Ok(LaunchGeometry {
+            grid: [tiles, self.batch as u32, 1],
+            block: [threads as u32, 1, 1],
+            shared_mem_bytes: c.shared_bytes as u32,
+        })
+    }
+
+    /// Tiles per batch entry: cdiv(m, block_m)·cdiv(n, block_n).
+    pub fn tiles(&self) -> i64 {
+        let c = &self.config;
+        ((self.mnk[0] + c.block[0] - 1) / c.block[0])
+            * ((self.mnk[1] + c.block[1] - 1) / c.block[1])
+    }
+
+    /// The prepared launch: `pointer_uids` a, b, c[, bias]; `scalar_args` the integer
+    /// parameters of the variant in order.
+    ///
+    /// # Errors
+    /// As [`Self::geometry_for`].
+    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        let mut pointer_uids = self.uids.to_vec();
+        pointer_uids.extend(self.bias_uid);
+        let s = self.strides;
+        let mut ints = vec![self.mnk[0], self.mnk[1], self.mnk[2], s[0], s[1]];
+        if !self.config.spec {
+            ints.push(s[2]);
+        }
+        ints.extend([s[3], s[4]]);
+        if !self.config.spec {
+            ints.push(s[5]);
+        }
+        ints.extend([s[6], s[7]]);
+        if !self.config.spec {
+            ints.push(s[8]);
+        }
+        ints.push(self.epilogue);
+        Ok(PreparedLaunch {
+            dispatch: MATMUL_V1.to_string(),
+            launch_values: self.to_values(),
+            geometry: self.geometry_for(MATMUL_V1)?,
+            workspace_bytes: 0,
+            pointer_uids,
+            scalar_args: ints
+                .into_iter()
+                .map(|v| KernelArgValue::I32(v as i32))
+                .collect(),
+        })
+    }
+}
+
+/// The parameter list (names in order) of a variant: what `xtask pack-kernels` records.
+pub fn param_names(spec: bool) -> Vec<&'static str> {
+    let mut v = vec![
+        "a_ptr",
+        "b_ptr",
+        "c_ptr",
+        "bias_ptr",
+        "M",
+        "N",
+        "K",
+        "stride_ab",
+        "stride_am",
+    ];
+    if !spec {
+        v.push("stride_ak");
+    }
+    v.extend(["stride_bb", "stride_bk"]);
+    if !spec {
+        v.push("stride_bn");
+    }
+    v.extend(["stride_cb", "stride_cm"]);
+    if !spec {
+        v.push("stride_cn");
+    }
+    v.extend(["epilogue", "global_scratch", "profile_scratch"]);
+    v
+}
+
+/// The kernel signature of a variant (natural layout, named).
+pub fn signature(spec: bool) -> Vec<KernelArgument> {
+    let mut off = 0u32;
+    param_names(spec)
+        .into_iter()
+        .map(|n| {
+            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
+                ("global_buffer", 8)
+            } else {
+                ("by_value", 4)
+            };
+            off = off.div_ceil(size) * size;
+            let a = KernelArgument::named(kind, size, off, n);
+            off += size;
+            a
+        })
+        .collect()
+}
+
+fn na(msg: impl Into<String>) -> PluginError {
+    PluginError::not_applicable(msg.into())
+}
+
+/// One operand's matrix view: batch dims collapsed to (count, stride), the two matrix strides.
+fn operand(
+    dims: &[i64],
+    strides: &[i64],
+    batch_dims: &[i64],
+    what: &str,
+) -> PluginResult<(i64, i64, i64)> {
+    let r = dims.len();
+    let lead = &dims[..r - 2];
+    let ls = &strides[..r - 2];
+    // Broadcast (all batch dims 1) → stride 0.
+    if lead.iter().all(|d| *d == 1) {
+        return Ok((0, strides[r - 2], strides[r - 1]));
+    }
+    if lead != batch_dims {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1) broadcasts an operand's batch only when all its batch dims are 1; {what} has batch dims {lead:?}, the output {batch_dims:?}"
+        )));
+    }
+    // Collapse: each non-1 dim's stride = next non-1 dim's stride × its extent.
+    let nz: Vec<usize> = (0..lead.len()).filter(|i| lead[*i] != 1).collect();
+    for w in nz.windows(2) {
+        if ls[w[0]] != ls[w[1]] * lead[w[1]] {
+            return Err(na(format!(
+                "the matmul pack (dispatch v1) needs batch dims that collapse to one stride; {what} has dims {dims:?}, strides {strides:?}"
+            )));
+        }
+    }
+    let last = *nz.last().unwrap_or(&0);
+    Ok((ls[last], strides[r - 2], strides[r - 1]))
+}
+
+fn fits_i32(v: i64, what: &str) -> PluginResult<i64> {
+    if (0..=i64::from(i32::MAX)).contains(&v) {
+        Ok(v)
+    } else {
+        Err(na(format!(
+            "the matmul pack (dispatch v1) needs {what} in [0, 2147483647], not {v}"
+        )))
+    }
+}
+
+/// Matches the matmul (+ epilogue) graph; the config is filled in by the caller.
+fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
+    let g = graph.graph();
+    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
+    if nodes.is_empty() || nodes.len() > 3 {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1) serves matmul with up to two epilogue nodes; this graph has {} nodes",
+            nodes.len()
+        )));
+    }
+    let a = nodes[0]
+        .attributes_as_matmul_attributes()
+        .ok_or_else(|| na("the matmul pack serves graphs that start with a matmul node"))?;
+    let at = tensor(graph, a.a_tensor_uid())?;
+    let bt = tensor(graph, a.b_tensor_uid())?;
+    let ct = tensor(graph, a.c_tensor_uid())?;
+    let dtype = at.data_type();
+    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype)
+        || bt.data_type() != dtype
+    {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1) serves f32, f16 and bf16 with A and B of one type, not {dtype:?} × {:?}",
+            bt.data_type()
+        )));
+    }
+    let (ad, as_) = dims_strides(&at);
+    let (bd, bs) = dims_strides(&bt);
+    let mut epilogue = 0;
+    let mut bias_uid = None;
+    let mut cur = a.c_tensor_uid();
+    let mut cur_t = ct;
+    let n_out = *bd.last().unwrap_or(&0);
+    for node in &nodes[1..] {
+        let pw = node
+            .attributes_as_pointwise_attributes()
+            .ok_or_else(|| na("the matmul pack fuses pointwise epilogue nodes only"))?;
+        if !cur_t.virtual_() {
+            return Err(na(format!(
+                "the matmul pack fuses an epilogue only over virtual intermediates; tensor {cur} is not virtual"
+            )));
+        }
+        let (i0, i1) = (pw.in_0_tensor_uid(), pw.in_1_tensor_uid());
+        match pw.operation() {
+            PointwiseMode::ADD if epilogue == 0 => {
+                let other = match i1 {
+                    Some(b) if i0 == cur => b,
+                    Some(b) if b == cur => i0,
+                    _ => return Err(na("the matmul pack fuses ADD(matmul output, bias) only")),
+                };
+                let t = tensor(graph, other)?;
+                let (d, s) = dims_strides(&t);
+                let ok = !d.is_empty()
+                    && d[..d.len() - 1].iter().all(|v| *v == 1)
+                    && d[d.len() - 1] == n_out
+                    && (n_out == 1 || s[s.len() - 1] == 1)
+                    && t.data_type() == dtype;
+                if !ok {
+                    return Err(na(format!(
+                        "the matmul pack fuses a bias of dims [1, .., N] with unit N stride and the matmul's data type; tensor {other} has dims {d:?}, strides {s:?}"
+                    )));
+                }
+                epilogue |= EPILOGUE_BIAS;
+                bias_uid = Some(other);
+            }
+            PointwiseMode::RELU_FWD if epilogue & EPILOGUE_RELU == 0 && i0 == cur => {
+                if pw.relu_lower_clip().is_some_and(|v| v != 0.0)
+                    || pw.relu_upper_clip().is_some()
+                    || pw.relu_lower_clip_slope().is_some_and(|v| v != 0.0)
+                {
+                    return Err(na(
+                        "the matmul pack fuses RELU_FWD without clip or slope attributes",
+                    ));
+                }
+                epilogue |= EPILOGUE_RELU;
+            }
+            m => {
+                return Err(na(format!(
+                    "the matmul pack fuses matmul → ADD(bias) → RELU_FWD only; cannot fuse {m:?} here"
+                )));
+            }
+        }
+        cur = pw.out_0_tensor_uid();
+        cur_t = tensor(graph, cur)?;
+    }
+    let (cd, cs) = dims_strides(&cur_t);
+    if cur_t.data_type() != dtype {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1) writes C in the inputs' data type; C is {:?}",
+            cur_t.data_type()
+        )));
+    }
+    let r = cd.len();
+    if r < 2 || ad.len() != r || bd.len() != r {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1) needs A, B and C of one rank ≥ 2; A {ad:?}, B {bd:?}, C {cd:?}"
+        )));
+    }
+    let (m, k, n) = (ad[r - 2], ad[r - 1], bd[r - 1]);
+    if bd[r - 2] != k || cd[r - 2] != m || cd[r - 1] != n {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1): dims disagree: A {ad:?}, B {bd:?}, C {cd:?}"
+        )));
+    }
+    let batch_dims = cd[..r - 2].to_vec();
+    let batch: i64 = batch_dims.iter().product();
+    if !(1..=65_535).contains(&batch) {
+        return Err(na(format!(
+            "the matmul pack (dispatch v1) serves batch counts in [1, 65535], not {batch}"
+        )));
+    }
+    let (sab, sam, sak) = operand(&ad, &as_, &batch_dims, "A")?;
+    let (sbb, sbk, sbn) = operand(&bd, &bs, &batch_dims, "B")?;
+    let (scb, scm, scn) = operand(&cd, &cs, &batch_dims, "C")?;
+    if batch > 1 && scb == 0 {
+        return Err(na(
+            "the matmul pack (dispatch v1) cannot write a broadcast C",
+        ));
+    }
+    // In-kernel offsets within one matrix are int32.
+    for (rows, cols, sr, sc, what) in [
+        (m, k, sam, sak, "A"),
+        (k, n, sbk, sbn, "B"),
+        (m, n, scm, scn, "C"),
+    ] {
+        let span = (rows - 1)
+            .checked_mul(sr)
+            .and_then(|x| x.checked_add((cols - 1).checked_mul(sc)?))
+            .unwrap_or(i64::MAX);
+        fits_i32(
+            span,
+            &format!("the largest element offset of one {what} matrix"),
+        )?;
+    }
+    Ok(MatmulV1Inputs {
+        uids: [a.a_tensor_uid(), a.b_tensor_uid(), cur],
+        bias_uid,
+        dtype: dtype.0,
+        batch,
+        mnk: [
+            fits_i32(m, "M")?.max(1),
+            fits_i32(n, "N")?.max(1),
+            fits_i32(k, "K")?.max(1),
+        ],
+        strides: [
+            fits_i32(sab, "A's batch stride")?,
+            fits_i32(sam, "A's M stride")?,
+            fits_i32(sak, "A's K stride")?,
+            fits_i32(sbb, "B's batch stride")?,
+            fits_i32(sbk, "B's K stride")?,
+            fits_i32(sbn, "B's N stride")?,
+            fits_i32(scb, "C's batch stride")?,
+            fits_i32(scm, "C's M stride")?,
+            fits_i32(scn, "C's N stride")?,
+        ],
+        epilogue,
+        config: TritonConfig {
+            family: String::new(),
+            dtype: String::new(),
+            spec: false,
+            block: [16, 16, 16],
+            group_m: 1,
+            num_warps: 1,
+            num_stages: 0,
+            shared_bytes: 0,
+            warp_size: 32,
+        },
+    })
+}
+
+/// The v1 handler (saves and restores).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MatmulV1Handler;
+
+impl MatmulV1Handler {
+    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE`: the graph (see [`match_graph`]'s texts), `kernel <k> is not a packed
+    /// matmul entry`, `kernel <k> is built for <dtype>, the graph is <dtype>`, `kernel <k> is
+    /// the spec variant; the graph's shape does not satisfy its hints`, `kernel <k>: static
+    /// rule: <t> tiles under-fill the device (fewer than 128); a smaller tile serves this graph`.
+    pub fn inputs_for(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<MatmulV1Inputs> {
+        let mut inputs = match_graph(graph)?;
+        let config = TritonConfig::parse(&kernel.name)
+            .filter(|c| c.family == "matmul")
+            .ok_or_else(|| {
+                na(format!(
+                    "kernel {} is not a packed matmul entry",
+                    kernel.describe()
+                ))
+            })?;
+        if dtype_value(&config.dtype) != Some(inputs.dtype) {
+            return Err(na(format!(
+                "kernel {} is built for {}, the graph is {:?}",
+                kernel.describe(),
+                config.dtype,
+                DataType(inputs.dtype)
+            )));
+        }
+        if config.spec && !inputs.fits_spec() {
+            return Err(na(format!(
+                "kernel {} is the spec variant; the graph's shape does not satisfy its hints (M, N, K, leading and batch strides multiples of 16, unit strides 1)",
+                kernel.describe()
+            )));
+        }
+        inputs.config = config;
+        let tiles = inputs.tiles() * inputs.batch;
+        let c = &inputs.config;
+        if c.spec && c.block[0] * c.block[1] > 64 * 128 && tiles < MIN_TILES {
+            return Err(na(format!(
+                "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
+                kernel.describe()
+            )));
+        }
+        Ok(inputs)
+    }
+}
+
+impl DispatchHandler for MatmulV1Handler {
+    fn contract(&self) -> &str {
+        MATMUL_V1
+    }
+
+    fn launch_signature(&self) -> Vec<KernelArgument> {
+        signature(false)
+    }
+
+    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+        signature(matches!(values.get("spec"), Some(LaunchValue::Int(1))))
+    }
+
+    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+        Err(match_graph(graph).err().unwrap_or_else(|| {
+            na("the matmul pack launches packed entries only; prepare a kernel")
+        }))
+    }
+
+    fn prepare_kernel(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<PreparedLaunch> {
+        self.inputs_for(kernel, graph)?
+            .to_launch()
+            .map_err(|e| na(e.message))
+    }
+
+    fn supports_saving(&self) -> bool {
+        true
+    }
+
+    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+        Some(launch.launch_values.clone())
+    }
+
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
+        MatmulV1Inputs::from_values(dispatch, values)?.to_launch()
+    }
+
+    /// a, b, c, bias (null without one), the integers, two null scratch pointers. A spec
+    /// launch refuses (BAD_PARAM) a tensor address that is not 16-byte aligned.
+    fn kernel_args(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        if matches!(launch.launch_values.get("spec"), Some(LaunchValue::Int(1))) {
+            for uid in &launch.pointer_uids {
+                if let Some(BufferRef::Device { addr, .. }) =
+                    tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
+                {
+                    if addr % 16 != 0 && launch.pointer_uids[..3].contains(uid) {
+                        return Err(PluginError::bad_param(format!(
+                            "tensor UID {uid} is at {addr:#x}; this plan runs the specialized matmul kernel, which needs 16-byte aligned A, B and C"
+                        )));
+                    }
+                }
+            }
+        }
+        let mut args = default_kernel_args(launch, tensors)?;
+        if launch.pointer_uids.len() == 3 {
+            args.insert(3, KernelArgValue::Pointer(0));
+        }
+        args.push(KernelArgValue::Pointer(0));
+        args.push(KernelArgValue::Pointer(0));
+        Ok(args)
+    }
+}

@@ -1,0 +1,235 @@
+//! The Triton pack pipeline's committed outputs and the matmul launch contract
+//! (`hipkernel.matmul.dispatch.v1`), without a device: descriptor fields, code-object
+//! structure (ELF machine, AMD e_flags, kernel symbol and `.kd`), parameter lists equal to the
+//! contract's, launch-value round trips, specialization decisions and exact refusals.
+
+use hipdnn_engines::gpu::load_triton_descriptors;
+use hipdnn_engines::ingestor::DispatchHandler;
+use hipdnn_engines::ingestor::launch_values::LaunchValue;
+use hipdnn_engines::ingestor::packs::matmul::{
+    MATMUL_V1, MatmulV1Handler, MatmulV1Inputs, TritonConfig, signature,
+};
+use hipdnn_engines::ingestor::{CodeObjectReader, KpackCodeObjectReader};
+use std::path::PathBuf;
+
+const ARCHES: [&str; 5] = ["gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"];
+
+fn packed(arch: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("kernels/packed")
+        .join(arch)
+}
+
+fn json(arch: &str) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(packed(arch).join("triton.json")).unwrap())
+        .unwrap()
+}
+
+#[test]
+fn every_triton_entry_records_its_launch_facts() {
+    for arch in ARCHES {
+        let v = json(arch);
+        let warp = if arch.starts_with("sm_") { 32 } else { 64 };
+        let kernels = v["kernels"].as_array().unwrap();
+        assert!(kernels.len() >= 8, "{arch}: {}", kernels.len());
+        for k in kernels {
+            assert_eq!(k["triton_version"], "3.9.0");
+            assert_eq!(k["warp_size"], warp, "{arch}");
+            assert_eq!(k["global_scratch_size"], 0);
+            assert_eq!(k["profile_scratch_size"], 0);
+            assert!(k["num_warps"].as_u64().unwrap() >= 1);
+            assert!(k["num_stages"].as_u64().unwrap() >= 1);
+            assert!(k["shared_bytes"].as_u64().is_some());
+            assert_eq!(k["kernel_source"]["symbol"], "hipdnn_matmul");
+            let spec = k["variant"] == "spec";
+            let params: Vec<&str> = k["params"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| p["name"].as_str().unwrap())
+                .collect();
+            let want: Vec<_> = signature(spec).into_iter().map(|a| a.name).collect();
+            assert_eq!(params, want, "{arch} {}", k["name"]);
+            let ce = &k["constexprs"];
+            assert_eq!(ce["BLOCK_M"], k["block"]["m"]);
+            if spec {
+                assert_eq!(ce["stride_ak"], 1);
+                assert_eq!(ce["stride_bn"], 1);
+                assert_eq!(ce["stride_cn"], 1);
+                let d: Vec<&str> = k["divisibility_16"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_str().unwrap())
+                    .collect();
+                for n in ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am"] {
+                    assert!(d.contains(&n), "{n}");
+                }
+            } else {
+                assert_eq!(k["divisibility_16"].as_array().unwrap().len(), 0);
+            }
+            let cfg = TritonConfig::parse(k["name"].as_str().unwrap()).unwrap();
+            assert_eq!(cfg.spec, spec);
+            assert_eq!(cfg.shared_bytes, k["shared_bytes"].as_i64().unwrap());
+            assert_eq!(cfg.num_warps, k["num_warps"].as_i64().unwrap());
+            assert_eq!(cfg.warp_size, warp);
+        }
+    }
+}
+
+fn u16le(b: &[u8], o: usize) -> u16 {
+    u16::from_le_bytes([b[o], b[o + 1]])
+}
+fn u32le(b: &[u8], o: usize) -> u32 {
+    u32::from_le_bytes(b[o..o + 4].try_into().unwrap())
+}
+fn u64le(b: &[u8], o: usize) -> u64 {
+    u64::from_le_bytes(b[o..o + 8].try_into().unwrap())
+}
+
+/// Names in the ELF64 `.symtab`/`.dynsym` sections.
+fn elf_symbols(b: &[u8]) -> Vec<String> {
+    let shoff = u64le(b, 0x28) as usize;
+    let shentsize = u16le(b, 0x3A) as usize;
+    let shnum = u16le(b, 0x3C) as usize;
+    let sh = |i: usize| shoff + i * shentsize;
+    let mut out = Vec::new();
+    for i in 0..shnum {
+        let ty = u32le(b, sh(i) + 4);
+        if ty != 2 && ty != 11 {
+            continue;
+        }
+        let off = u64le(b, sh(i) + 0x18) as usize;
+        let size = u64le(b, sh(i) + 0x20) as usize;
+        let link = u32le(b, sh(i) + 0x28) as usize;
+        let stroff = u64le(b, sh(link) + 0x18) as usize;
+        for s in (off..off + size).step_by(24) {
+            let name = u32le(b, s) as usize;
+            let end = b[stroff + name..].iter().position(|c| *c == 0).unwrap();
+            out.push(String::from_utf8_lossy(&b[stroff + name..stroff + name + end]).into_owned());
+        }
+    }
+    out
+}
+
+#[test]
+fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
+    for arch in ARCHES {
+        let descs = load_triton_descriptors(&packed(arch)).unwrap();
+        assert_eq!(descs.len(), json(arch)["kernels"].as_array().unwrap().len());
+        for d in &descs {
+            assert_eq!(d.dispatch, MATMUL_V1);
+            let s = d.single_source().unwrap();
+            let bytes = KpackCodeObjectReader
+                .read(s.library.as_ref().unwrap(), &s.toc_key, arch, &s.sha256)
+                .unwrap_or_else(|e| panic!("{arch} {}: {}", d.name, e.message));
+            assert_eq!(&bytes[..4], b"\x7fELF", "{arch} {}", d.name);
+            assert_eq!(bytes[4], 2, "ELF64");
+            let machine = u16le(&bytes, 0x12);
+            let flags = u32le(&bytes, 0x30);
+            let syms = elf_symbols(&bytes);
+            assert!(
+                syms.iter().any(|n| n == "hipdnn_matmul"),
+                "{arch} {}",
+                d.name
+            );
+            if arch.starts_with("gfx") {
+                assert_eq!(machine, 224, "EM_AMDGPU");
+                assert_eq!(bytes[7], 64, "ELFOSABI_AMDGPU_HSA");
+                let mach = match arch {
+                    "gfx90a" => 0x3F,
+                    "gfx942" => 0x4C,
+                    _ => 0x4F,
+                };
+                assert_eq!(flags & 0xFF, mach, "{arch} e_flags {flags:#x}");
+                assert!(syms.iter().any(|n| n == "hipdnn_matmul.kd"), "{arch}");
+            } else {
+                assert_eq!(machine, 190, "EM_CUDA");
+                let sm = if arch == "sm_90" { 90 } else { 80 };
+                // The SM version: bits 0..8 (sm_80: 0x500550) or, in the newer layout Triton's
+                // ptxas writes for sm_90, bits 8..16 (0x0a005a04).
+                assert!(
+                    flags & 0xFF == sm || (flags >> 8) & 0xFF == sm,
+                    "{arch} e_flags {flags:#x}"
+                );
+            }
+            assert_eq!(s.signature, signature(d.name.contains("_spec_")));
+        }
+    }
+}
+
+fn inputs(spec: bool) -> MatmulV1Inputs {
+    let mut config =
+        TritonConfig::parse("matmul_f16_spec_128x256x64_g8_w8_s3_sh147456_ws32").unwrap();
+    config.spec = spec;
+    MatmulV1Inputs {
+        uids: [1, 2, 4],
+        bias_uid: Some(3),
+        dtype: 2,
+        batch: 2,
+        mnk: [512, 256, 128],
+        strides: [65536, 128, 1, 32768, 256, 1, 131072, 256, 1],
+        epilogue: 3,
+        config,
+    }
+}
+
+#[test]
+fn matmul_launch_values_round_trip_and_give_the_geometry() {
+    for spec in [true, false] {
+        let i = inputs(spec);
+        let l = i.to_launch().unwrap();
+        let back = MatmulV1Handler
+            .restore_launch(MATMUL_V1, &l.launch_values)
+            .unwrap();
+        assert_eq!(back, l);
+        assert_eq!(l.geometry.grid, [4, 2, 1]);
+        assert_eq!(l.geometry.block, [256, 1, 1]);
+        assert_eq!(l.geometry.shared_mem_bytes, 147456);
+        assert_eq!(l.pointer_uids, vec![1, 2, 4, 3]);
+        assert_eq!(l.scalar_args.len(), if spec { 10 } else { 13 });
+        assert_eq!(
+            MatmulV1Handler.launch_signature_for(&l.launch_values),
+            signature(spec)
+        );
+        assert_eq!(signature(spec).len(), if spec { 16 } else { 19 });
+    }
+}
+
+#[test]
+fn matmul_spec_decision_follows_the_hints() {
+    assert!(inputs(true).fits_spec());
+    let mut i = inputs(true);
+    i.mnk[2] = 100;
+    assert!(!i.fits_spec(), "K not a multiple of 16");
+    let mut i = inputs(true);
+    i.strides[5] = 256; // column-major B
+    assert!(!i.fits_spec());
+    let mut i = inputs(true);
+    i.strides[0] = 0; // broadcast A: stride 0 is a multiple of 16
+    assert!(i.fits_spec());
+}
+
+#[test]
+fn matmul_restore_refusals_are_exact() {
+    let d = MATMUL_V1;
+    let mut v = inputs(true).to_values();
+    v.insert("stride_bn".into(), LaunchValue::Int(7));
+    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.matmul.dispatch.v1' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' must be 1"), "{e}");
+    let mut v = inputs(false).to_values();
+    v.insert("epilogue".into(), LaunchValue::Int(2));
+    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("launch value 'bias.uid' of dispatch 'hipkernel.matmul.dispatch.v1' must be present exactly when 'epilogue' bit 1 is set; epilogue is 2"), "{e}");
+    let mut v = inputs(false).to_values();
+    v.insert("warp_size".into(), LaunchValue::Int(48));
+    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("give 384 threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"), "{e}");
+    let mut v = inputs(false).to_values();
+    v.insert("tile".into(), LaunchValue::Int(1));
+    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    assert!(
+        e.contains("launch value 'tile' is not part of the contract"),
+        "{e}"
+    );
+}
