@@ -151,9 +151,18 @@ pub fn describe(bytes: &[u8], form: Form) -> Value {
             doc.insert("payload".into(), describe_cpu(bytes));
         }
         Form::Unknown => {
+            let why = |r: Result<(), flatbuffers::InvalidFlatbuffer>| match r {
+                Ok(()) => json!("verifies, but carries no nodes / no plugin payload"),
+                Err(e) => json!(e.to_string()),
+            };
             doc.insert(
                 "unreadable".into(),
-                json!("neither the Graph nor the execution plan verifier accepts the bytes"),
+                json!({
+                    "graph_verifier": why(flatbuffers::root::<wire::Graph>(bytes).map(drop)),
+                    "execution_plan_verifier": why(
+                        flatbuffers::root::<SerializedExecutionPlan>(bytes).map(drop)
+                    ),
+                }),
             );
         }
     }

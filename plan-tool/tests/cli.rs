@@ -632,3 +632,56 @@ fn inspect_and_verify_read_a_version_1_envelope_and_show_an_unsupported_version(
         format!("FAILED from_compiled_plan_binary: {want}\n")
     );
 }
+
+#[test]
+fn a_graph_only_container_shows_content_flag_graph_and_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let (graph, _, _) = sdk_files(8);
+    let c = hipdnn_backend::write_graph_and_plan(&graph, None);
+    assert_eq!(sdk_from_binary(&c), None);
+    let f = write(dir.path(), "gc.bin", &c);
+    let r = run(&["inspect", &f, "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stdout);
+    let d = json_of(&r);
+    assert_eq!(d["form"], "hdgp-container");
+    assert_eq!(d["container"]["content_flags"], 1);
+    assert_eq!(d["container"]["content"], json!(["graph"]));
+    assert_eq!(d["container"]["plan_blob_bytes"], 0);
+    assert!(d.get("envelope").is_none());
+    assert_eq!(d["graph"]["tensors"][1]["name"], "w");
+    // Read as a plan (--as), the SDK's plan loader refuses it: the container has no plan.
+    let r = run(&["verify", &f, "--as", "plan"]);
+    assert_eq!(r.code, 1);
+    let want = sdk_from_plan(&c).unwrap();
+    assert!(
+        want.contains("container carries no execution plan"),
+        "{want}"
+    );
+    assert_eq!(
+        r.stderr,
+        format!("FAILED from_compiled_plan_binary: {want}\n")
+    );
+}
+
+#[test]
+fn a_file_of_no_known_form_names_both_verifiers_and_both_loaders() {
+    let dir = tempfile::tempdir().unwrap();
+    let bytes = [0xFFu8; 24];
+    let f = write(dir.path(), "junk.bin", &bytes);
+    let r = run(&["inspect", &f, "--json"]);
+    assert_eq!(r.code, 1);
+    let d = json_of(&r);
+    assert_eq!(d["form"], "unknown");
+    assert!(d["unreadable"]["graph_verifier"].is_string());
+    assert!(d["unreadable"]["execution_plan_verifier"].is_string());
+    let r = run(&["verify", &f]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "FAILED from_binary: {}\nFAILED from_compiled_plan_binary: {}\n",
+            sdk_from_binary(&bytes).unwrap(),
+            sdk_from_plan(&bytes).unwrap()
+        )
+    );
+}
