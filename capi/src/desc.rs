@@ -1385,9 +1385,10 @@ fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
 }
 
 /// `hipdnnBackendExecute`: runs a finalized plan on a finalized variant pack. Wrong descriptor
-/// types or unfinalized descriptors → BAD_PARAM. For the CPU reference engine the pointers
-/// are host memory whose extents come from the plan's graph; two bound buffers must not
-/// overlap (BAD_PARAM). For GPU engines the pointers are device addresses.
+/// types or unfinalized descriptors → BAD_PARAM. On a CPU handle the pointers are host memory
+/// whose extents come from the plan's graph; two bound buffers must not overlap (BAD_PARAM).
+/// On a GPU handle they are device addresses (a plan of the CPU reference engine then fails
+/// with BAD_PARAM: it needs host memory).
 ///
 /// # Safety
 /// Every pointer in the pack must be valid for its tensor's extent (and the workspace for the
@@ -1425,7 +1426,10 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
             } => (uids.clone(), ptrs.clone(), *workspace),
             _ => return Err(err(Status::BadParam, "the variant pack is not finalized")),
         };
-        let host = fp.plan.engine().name() == hipdnn_engines::reference::ENGINE_NAME;
+        // Host memory only on a CPU handle: on a GPU handle every pointer is a device address
+        // (the CPU reference engine then refuses with BAD_PARAM instead of reading device
+        // memory; HIPDNN_RS_DEVICE=cpu gives CPU handles for host buffers).
+        let host = !h.sdk.read().unwrap_or_else(|p| p.into_inner()).is_gpu();
         let lens = buffer_lengths(&fp);
         let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
         let mut vp = VariantPackDescriptor::new();
