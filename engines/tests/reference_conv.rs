@@ -305,6 +305,38 @@ fn cases() -> Vec<Case> {
             dil: vec![1],
             ..base.clone()
         },
+        // Many output channels over few positions: several row tiles per group, so fprop
+        // takes the whole-image im2col path.
+        Case {
+            x: vec![1, 8, 4, 3],
+            w: vec![96, 4, 3, 3],
+            pre: vec![1, 1],
+            post: vec![1, 1],
+            stride: vec![1, 1],
+            dil: vec![1, 1],
+            ..base.clone()
+        },
+        // Many positions: column tiles that start and end inside output rows (per-tile
+        // im2col), plain and with stride/dilation/asymmetric padding in NHWC.
+        Case {
+            x: vec![1, 3, 40, 37],
+            w: vec![4, 3, 3, 3],
+            pre: vec![1, 1],
+            post: vec![1, 1],
+            stride: vec![1, 1],
+            dil: vec![1, 1],
+            ..base.clone()
+        },
+        Case {
+            x: vec![2, 2, 45, 41],
+            w: vec![3, 2, 3, 2],
+            pre: vec![1, 0],
+            post: vec![1, 1],
+            stride: vec![2, 1],
+            dil: vec![1, 2],
+            nhwc: true,
+            ..base.clone()
+        },
     ]
 }
 

@@ -19,9 +19,10 @@
 //! Owns only arithmetic; shapes were checked by the caller.
 
 use super::gemm::{self, Epilogue, Job};
-use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, IxDyn};
+use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, Axis, IxDyn};
 use rayon::prelude::*;
 use std::borrow::Cow;
+use std::cell::RefCell;
 
 /// Geometry of one convolution (spatial vectors have one entry per spatial dim).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -120,10 +121,16 @@ impl Geo3 {
             t % self.f[2],
         ]
     }
-    /// Calls `f(output row offset, input row offset, ow range, input column of ow = lo)` for
-    /// every output row (d, h) of tap `t` that reads inside the input; rows in the padding are
-    /// not visited. Input column of ow is `ow·stride_w + first`.
-    fn rows(&self, t: usize, mut f: impl FnMut(usize, usize, (usize, usize), isize)) {
+    /// Calls `f(output row offset, input row offset, ow range, input column of ow = 0)` for
+    /// every output row `q = od·out_h + oh` in `qs` that tap `t` reads inside the input, in
+    /// increasing q; rows in the padding are skipped. The input column of `ow` is
+    /// `ow·stride_w + first`.
+    fn rows(
+        &self,
+        t: usize,
+        qs: std::ops::Range<usize>,
+        mut f: impl FnMut(usize, usize, (usize, usize), isize),
+    ) {
         let tp = self.tap(t);
         let v: [(usize, usize); 3] = std::array::from_fn(|d| {
             valid(
@@ -135,18 +142,55 @@ impl Geo3 {
                 self.pre[d],
             )
         });
+        if v[2].0 >= v[2].1 {
+            return;
+        }
         let first = (tp[2] * self.dil[2]) as isize - self.pre[2] as isize;
-        for od in v[0].0..v[0].1 {
-            let id = od * self.stride[0] + tp[0] * self.dil[0] - self.pre[0];
-            for oh in v[1].0..v[1].1 {
-                let ih = oh * self.stride[1] + tp[1] * self.dil[1] - self.pre[1];
-                f(
-                    (od * self.o[1] + oh) * self.o[2],
-                    (id * self.i[1] + ih) * self.i[2],
-                    v[2],
-                    first,
-                );
+        for q in qs {
+            let (od, oh) = (q / self.o[1], q % self.o[1]);
+            if od < v[0].0 || od >= v[0].1 || oh < v[1].0 || oh >= v[1].1 {
+                continue;
             }
+            let id = od * self.stride[0] + tp[0] * self.dil[0] - self.pre[0];
+            let ih = oh * self.stride[1] + tp[1] * self.dil[1] - self.pre[1];
+            f(
+                q * self.o[2],
+                (id * self.i[1] + ih) * self.i[2],
+                v[2],
+                first,
+            );
+        }
+    }
+    /// Output rows `q = od·out_h + oh` of the whole output.
+    fn all_rows(&self) -> std::ops::Range<usize> {
+        0..self.o[0] * self.o[1]
+    }
+    /// im2col of output positions `p0..p0 + w` of channels `c0..c0 + cn` of one image `x`
+    /// `(C, in…)` into `dst` `(cn·taps, w)`, sequentially (one tile's columns).
+    fn im2col_range(&self, x: &[f32], c0: usize, cn: usize, p0: usize, w: usize, dst: &mut [f32]) {
+        let (taps, ivol) = (self.taps(), self.ivol());
+        let sw = self.stride[2];
+        let o2 = self.o[2].max(1);
+        let qs = p0 / o2..(p0 + w).div_ceil(o2);
+        for (row, d) in dst.chunks_mut(w).enumerate().take(cn * taps) {
+            let (c, t) = (c0 + row / taps, row % taps);
+            let src = &x[c * ivol..(c + 1) * ivol];
+            d.fill(0.0);
+            self.rows(t, qs.clone(), |o0, i0, (lo, hi), first| {
+                let (a, b) = ((o0 + lo).max(p0), (o0 + hi).min(p0 + w));
+                if a >= b {
+                    return;
+                }
+                let start = (i0 as isize + (a - o0) as isize * sw as isize + first) as usize;
+                let out = &mut d[a - p0..b - p0];
+                if sw == 1 {
+                    out.copy_from_slice(&src[start..start + out.len()]);
+                } else {
+                    for (j, v) in out.iter_mut().enumerate() {
+                        *v = src[start + j * sw];
+                    }
+                }
+            });
         }
     }
     /// im2col of one image `x` `(C, in…)` into `col` `(C·taps, P)`, rows in parallel.
@@ -157,7 +201,7 @@ impl Geo3 {
             let (c, t) = (row / taps, row % taps);
             let src = &x[c * ivol..(c + 1) * ivol];
             dst.fill(0.0);
-            self.rows(t, |o0, i0, (lo, hi), first| {
+            self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
                 let d = &mut dst[o0 + lo..o0 + hi];
                 let start = (i0 as isize + lo as isize * sw as isize + first) as usize;
                 if sw == 1 {
@@ -178,7 +222,7 @@ impl Geo3 {
         dx.par_chunks_mut(ivol).enumerate().for_each(|(c, dst)| {
             for t in 0..taps {
                 let src = &dcol[(c * taps + t) * ovol..][..ovol];
-                self.rows(t, |o0, i0, (lo, hi), first| {
+                self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
                     let s = &src[o0 + lo..o0 + hi];
                     let start = (i0 as isize + lo as isize * sw as isize + first) as usize;
                     if sw == 1 {
@@ -210,6 +254,23 @@ fn dense(a: &ArrayD<f32>) -> Cow<'_, [f32]> {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(a.iter().copied().collect()),
     }
+}
+
+thread_local! {
+    /// Per-thread im2col scratch of the fused fprop path, kept between calls (grows to the
+    /// largest tile seen on that thread).
+    static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs `f` on `len` floats of this thread's scratch buffer (contents unspecified).
+fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    SCRATCH.with(|s| {
+        let mut v = s.borrow_mut();
+        if v.len() < len {
+            v.resize(len, 0.0);
+        }
+        f(&mut v[..len])
+    })
 }
 
 fn mat(rows: usize, cols: usize, v: &[f32]) -> ArrayView2<'_, f32> {
@@ -251,6 +312,31 @@ pub fn conv_fprop_with(
     let crs = geo.cg * geo.taps();
     let mut y = vec![0f32; geo.n * geo.k * ovol];
     let direct = geo.is_pointwise();
+    // One row tile per group (the usual case): each tile builds the im2col of its own columns
+    // in a per-thread scratch buffer right before its GEMM (no whole-image col pass). The tile
+    // shape is the one `gemm::run` would pick, so the bits are the same either way.
+    let (mb, nb) = gemm::tile_shape(geo.groups, kg, ovol);
+    if !direct && mb >= kg && ovol > 0 {
+        for (n, yn) in y.chunks_mut(geo.k * ovol).enumerate().take(geo.n) {
+            let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];
+            let mut tiles = Vec::new();
+            for (grp, yg) in yn.chunks_mut(kg * ovol).enumerate().take(geo.groups) {
+                for (c0, tile) in gemm::pieces(mat_mut(kg, ovol, yg), Axis(1), nb) {
+                    tiles.push((grp, c0, tile));
+                }
+            }
+            tiles.into_par_iter().for_each(|(grp, c0, mut tile)| {
+                let w_cols = tile.dim().1;
+                with_scratch(crs * w_cols, |buf| {
+                    geo.im2col_range(xn, grp * geo.cg, geo.cg, c0, w_cols, buf);
+                    let a = mat(kg, crs, &ws[grp * kg * crs..]);
+                    gemm::sgemm(&a, &mat(crs, w_cols, buf), false, &mut tile);
+                });
+                epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, &mut tile);
+            });
+        }
+        return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
+    }
     let mut col = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
     for (n, yn) in y.chunks_mut(geo.k * ovol.max(1)).enumerate().take(geo.n) {
         let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];

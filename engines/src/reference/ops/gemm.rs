@@ -64,7 +64,7 @@ impl Epilogue<'_> {
 
     /// Applies the epilogue to one tile whose rows are `rows` of the job (offset by
     /// `row_base` into a per-row bias) and whose columns are `cols`.
-    fn apply(
+    pub(crate) fn apply(
         &self,
         row_base: usize,
         rows: Range<usize>,
@@ -181,7 +181,7 @@ pub fn sgemm(
 
 /// Splits a view into consecutive pieces of `size` along `axis` (the last may be shorter),
 /// each with its start index.
-fn pieces(
+pub(crate) fn pieces(
     mut v: ArrayViewMut2<'_, f32>,
     axis: Axis,
     size: usize,
