@@ -144,7 +144,21 @@ fn run(cli: Cli) -> Result<ExitCode, ExitCode> {
             if json {
                 print_json(&doc);
             } else {
+                if let Value::Object(m) = &mut doc {
+                    m.remove("validation");
+                }
                 print!("{}", render::text(&doc));
+                if report.ok() {
+                    println!("validation: ok ({})", report.passed.join(", "));
+                    for n in &report.not_checked {
+                        println!("  not checked (needs a device): {n}");
+                    }
+                } else {
+                    println!("validation: FAILED");
+                    for (check, message) in &report.failures {
+                        println!("  {check}: {message}");
+                    }
+                }
             }
             Ok(exit_of(report.ok()))
         }

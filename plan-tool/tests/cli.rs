@@ -143,6 +143,11 @@ fn inspect_shows_a_graph_only_file_tensor_by_tensor_and_node_by_node() {
         "{}",
         text.stdout
     );
+    assert!(
+        text.stdout.ends_with("\nvalidation: ok (from_binary)\n"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]
@@ -398,7 +403,12 @@ fn inspect_shows_a_wire_valid_graph_the_sdk_refuses_and_names_the_failure() {
         "{}",
         text.stdout
     );
-    assert!(text.stdout.contains(&sdk), "{}", text.stdout);
+    assert!(
+        text.stdout
+            .ends_with(&format!("\nvalidation: FAILED\n  from_binary: {sdk}\n")),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]
