@@ -153,6 +153,21 @@ pub trait ExecutionContext: Send + Sync + Any {
 
     /// Downcasting support (engines recognise their own contexts in the save hook).
     fn as_any(&self) -> &dyn Any;
+
+    /// The serialized `Graph` this context runs, when it keeps one (the CPU reference engine
+    /// does; its payload carries the graph). A load compares it with the envelope's tensor
+    /// UIDs, and a container load with the container's graph (tensor UIDs, dims, strides, data
+    /// types, virtual flags, op kinds). `None` (the default): nothing to compare.
+    fn source_graph(&self) -> Option<&[u8]> {
+        None
+    }
+
+    /// UIDs of the tensors this context binds at execute, when it knows them without a graph
+    /// (the kernel ingestor: the launch's pointer UIDs). A load requires each to be one of the
+    /// envelope's tensor UIDs. `None` (the default): nothing to compare.
+    fn bound_tensor_uids(&self) -> Option<Vec<i64>> {
+        None
+    }
 }
 
 /// The three serialization hooks (all or none, as upstream). Destroy is `Drop` of the bytes.

@@ -62,7 +62,10 @@ impl<'a> PlanEnvelope<'a> {
     ///
     /// # Errors
     /// 1. empty input → `BAD_PARAM` "Serialized execution plan is empty."
-    /// 2. FlatBuffers verifier fails → `BAD_PARAM` [`INVALID_PLAN_MESSAGE`]
+    /// 2. FlatBuffers verifier fails → `BAD_PARAM` [`INVALID_PLAN_MESSAGE`] (followed by
+    ///    "truncated: L of at least N bytes" when the input ends early, then the verifier's
+    ///    text); more than padding after the envelope's last byte → `BAD_PARAM` "Serialized
+    ///    execution plan is followed by other bytes: N trailing bytes after …"
     /// 3. `version == 0 || version > 2` → `NOT_SUPPORTED` "Unsupported serialized execution
     ///    plan version: N"
     /// 4. `plugin_payload` absent or empty → `BAD_PARAM` "Serialized execution plan has no
@@ -74,12 +77,27 @@ impl<'a> PlanEnvelope<'a> {
     ///    plan tensor alignment count …"
     /// 7. `workspace_size < 0` → `BAD_PARAM` "Serialized execution plan has a negative
     ///    workspace size: N"
+    /// 8. a tensor UID listed twice → `BAD_PARAM` "Serialized execution plan lists tensor UID
+    ///    N twice."
     pub fn parse(bytes: &'a [u8]) -> BackendResult<Self> {
         if bytes.is_empty() {
             return Err(bad("Serialized execution plan is empty."));
         }
-        let plan = flatbuffers::root::<SerializedExecutionPlan>(bytes)
-            .map_err(|e| bad(format!("{INVALID_PLAN_MESSAGE} ({e})")))?;
+        let plan = flatbuffers::root::<SerializedExecutionPlan>(bytes).map_err(|e| {
+            match crate::extent::truncation(bytes.len(), &e) {
+                Some(t) => bad(format!("{INVALID_PLAN_MESSAGE} ({t}; {e})")),
+                None => bad(format!("{INVALID_PLAN_MESSAGE} ({e})")),
+            }
+        })?;
+        crate::extent::check_no_trailing(bytes, |p| {
+            flatbuffers::root::<SerializedExecutionPlan>(p).is_ok()
+        })
+        .map_err(|n| {
+            bad(format!(
+                "Serialized execution plan is followed by other bytes: {}.",
+                crate::extent::trailing_message("serialized execution plan", n, bytes.len() - n)
+            ))
+        })?;
         let version = plan.version();
         if version == 0 || version > MAX_READ_PLAN_VERSION {
             return Err(BackendError::new(
@@ -118,6 +136,12 @@ impl<'a> PlanEnvelope<'a> {
         if workspace_size < 0 {
             return Err(bad(format!(
                 "Serialized execution plan has a negative workspace size: {workspace_size}"
+            )));
+        }
+        let mut seen = std::collections::HashSet::with_capacity(tensor_uids.len());
+        if let Some(u) = tensor_uids.iter().find(|&&u| !seen.insert(u)) {
+            return Err(bad(format!(
+                "Serialized execution plan lists tensor UID {u} twice."
             )));
         }
         Ok(PlanEnvelope {

@@ -30,13 +30,21 @@ impl OperationGraph {
     ///
     /// # Errors
     /// `BAD_PARAM` "serialized graph is invalid: …" when the FlatBuffers verifier (or the
-    /// `TensorValue` union check) fails, or when the graph has no nodes.
+    /// `TensorValue` union check) fails ("truncated: L of at least N bytes; …" when the input
+    /// ends early), when the graph has no nodes, or when more than padding follows the graph's
+    /// last byte ("N trailing bytes after the graph of U bytes").
     pub fn from_bytes(bytes: &[u8]) -> BackendResult<Self> {
-        let graph = flatbuffers::root::<Graph>(bytes).map_err(|e| {
+        let invalid = |m: String| {
             BackendError::new(
                 Status::BadParam,
-                format!("serialized graph is invalid: {e}"),
+                format!("serialized graph is invalid: {m}"),
             )
+        };
+        let graph = flatbuffers::root::<Graph>(bytes).map_err(|e| {
+            invalid(match crate::extent::truncation(bytes.len(), &e) {
+                Some(t) => format!("{t}; {e}"),
+                None => e.to_string(),
+            })
         })?;
         if graph.nodes().is_none_or(|n| n.is_empty()) {
             return Err(BackendError::new(
@@ -44,6 +52,7 @@ impl OperationGraph {
                 "serialized graph is invalid: the graph has no nodes",
             ));
         }
+        check_graph_length(bytes).map_err(invalid)?;
         let mut tensor_uids = Vec::new();
         let mut tensor_alignments = Vec::new();
         if let Some(tensors) = graph.tensors() {
@@ -102,4 +111,23 @@ impl OperationGraph {
     pub fn preferred_engine_id(&self) -> Option<i64> {
         self.preferred_engine_id
     }
+}
+
+/// True when `bytes` verifies as a `Graph` and every tensor's `TensorValue` (which the
+/// generated verifier skips) reads inside `bytes`.
+pub fn graph_verifies(bytes: &[u8]) -> bool {
+    flatbuffers::root::<Graph>(bytes).is_ok_and(|g| {
+        g.tensors()
+            .is_none_or(|ts| ts.iter().all(|t| read_tensor_value(&t).is_ok()))
+    })
+}
+
+/// Refuses a verified `Graph` buffer followed by more than padding.
+///
+/// # Errors
+/// "N trailing bytes after the graph of U bytes".
+pub fn check_graph_length(bytes: &[u8]) -> Result<(), String> {
+    crate::extent::check_no_trailing(bytes, graph_verifies)
+        .map(|_| ())
+        .map_err(|n| crate::extent::trailing_message("graph", n, bytes.len() - n))
 }

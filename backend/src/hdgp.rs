@@ -54,7 +54,9 @@ impl<'a> GraphAndPlan<'a> {
     ///
     /// # Errors
     /// `BAD_PARAM` "unable to verify the serialized graph-and-plan container" when the bytes do
-    /// not carry the `HDGP` marker or the FlatBuffers verifier refuses them.
+    /// not carry the `HDGP` marker, the FlatBuffers verifier refuses them (the text goes on
+    /// with "truncated: L of at least N bytes" when the input ends early), or more than
+    /// padding follows the container's last byte ("N trailing bytes after the container …").
     pub fn parse(bytes: &'a [u8]) -> BackendResult<Self> {
         if !is_graph_and_plan_container(bytes) {
             return Err(BackendError::new(
@@ -63,9 +65,23 @@ impl<'a> GraphAndPlan<'a> {
             ));
         }
         let root = flatbuffers::root::<SerializedGraphAndPlan>(bytes).map_err(|e| {
+            let plain = crate::extent::truncation(bytes.len(), &e)
+                .map_or_else(String::new, |t| format!("{t}; "));
             BackendError::new(
                 Status::BadParam,
-                format!("{UNVERIFIABLE_CONTAINER_MESSAGE}: {e}"),
+                format!("{UNVERIFIABLE_CONTAINER_MESSAGE}: {plain}{e}"),
+            )
+        })?;
+        crate::extent::check_no_trailing(bytes, |p| {
+            flatbuffers::root::<SerializedGraphAndPlan>(p).is_ok()
+        })
+        .map_err(|n| {
+            BackendError::new(
+                Status::BadParam,
+                format!(
+                    "{UNVERIFIABLE_CONTAINER_MESSAGE}: {}",
+                    crate::extent::trailing_message("container", n, bytes.len() - n)
+                ),
             )
         })?;
         let non_empty =

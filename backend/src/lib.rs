@@ -9,8 +9,10 @@
 #![deny(unsafe_op_in_unsafe_fn)]
 
 pub mod bytes;
+pub mod crosscheck;
 pub mod engine;
 pub mod envelope;
+pub mod extent;
 pub mod graph;
 pub mod handle;
 pub mod hdgp;

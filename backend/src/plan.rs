@@ -158,6 +158,10 @@ impl ExecutionPlanDescriptor {
     ///   the engine has no hooks.
     /// - `PLUGIN_ERROR` "engine refused to restore the execution plan …: \<engine message\>"
     ///   when the load hook fails.
+    /// - `BAD_PARAM` "Serialized execution plan parts disagree: …" when the recorded workspace
+    ///   is below what the restored context needs, the envelope's UIDs differ from those of the
+    ///   graph the context runs, or the context binds a UID the envelope does not list
+    ///   ([`crate::crosscheck::check_restored`]).
     pub fn from_bytes(handle: &BackendHandle, bytes: &[u8]) -> BackendResult<Self> {
         if bytes.is_empty() {
             return Err(BackendError::new(
@@ -251,6 +255,7 @@ impl ExecutionPlanDescriptor {
         env: PlanEnvelope<'_>,
         cache: Option<SharedBytes>,
     ) -> BackendResult<Self> {
+        crate::crosscheck::check_restored(env.workspace_size, &env.tensor_uids, &*context)?;
         let workspace_size = usize::try_from(env.workspace_size).map_err(|_| {
             BackendError::new(
                 Status::BadParam,
@@ -273,9 +278,27 @@ impl ExecutionPlanDescriptor {
         })
     }
 
-    /// Workspace in bytes every execute needs (`EXECUTION_PLAN_WORKSPACE_SIZE`).
+    /// Workspace in bytes every execute needs (`EXECUTION_PLAN_WORKSPACE_SIZE`): the recorded
+    /// size, never less than what the execution context reports.
     pub fn workspace_size(&self) -> usize {
-        self.workspace_size
+        self.workspace_size.max(self.context.workspace_size())
+    }
+
+    /// Proves that this plan belongs to `graph` (for a plan loaded together with a graph, e.g.
+    /// from one `HDGP` container): equal tensor UIDs and alignments, and, when the engine's
+    /// context keeps the graph it runs, equal tensors (data type, dims, strides, flags) and
+    /// nodes (op kind and attributes). See [`crate::crosscheck::check_plan_matches_graph`].
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "the execution plan does not belong to the graph: …" naming the first
+    /// disagreement.
+    pub fn check_graph(&self, graph: &OperationGraph) -> BackendResult<()> {
+        crate::crosscheck::check_plan_matches_graph(
+            &self.tensor_uids,
+            &self.tensor_alignments,
+            &*self.context,
+            graph,
+        )
     }
 
     /// Id of the engine that runs the plan (`EXECUTION_PLAN_ENGINE_GLOBAL_INDEX_EXT`).
@@ -374,14 +397,14 @@ impl ExecutionPlanDescriptor {
                 }
             }
         }
-        if self.workspace_size > 0 {
+        let need = self.workspace_size();
+        if need > 0 {
             let given = workspace.as_ref().map_or(0, |w| w.len());
-            if given < self.workspace_size {
+            if given < need {
                 return Err(BackendError::new(
                     Status::BadParam,
                     format!(
-                        "variant pack workspace is too small: {given} bytes given, {} needed",
-                        self.workspace_size
+                        "variant pack workspace is too small: {given} bytes given, {need} needed"
                     ),
                 ));
             }

@@ -302,17 +302,31 @@ fn device_error(e: hipdnn_hip::DriverError) -> Error {
 pub trait Bind<'a> {
     /// The engine-facing view of the memory.
     fn bind(self) -> BufferRef<'a>;
+
+    /// The schema data type of the buffer's elements (`T::DATA_TYPE` of a `Buffer<T>`), which
+    /// `execute` compares with the bound tensor's; `None` for untyped memory.
+    fn element_type(&self) -> Option<crate::DataType> {
+        None
+    }
 }
 
 impl<'a, T: Element> Bind<'a> for &'a Buffer<T> {
     fn bind(self) -> BufferRef<'a> {
         self.as_input()
     }
+
+    fn element_type(&self) -> Option<crate::DataType> {
+        Some(T::DATA_TYPE)
+    }
 }
 
 impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
     fn bind(self) -> BufferRef<'a> {
         self.as_output()
+    }
+
+    fn element_type(&self) -> Option<crate::DataType> {
+        Some(T::DATA_TYPE)
     }
 }
 
@@ -323,6 +337,8 @@ impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
 #[derive(Debug, Default)]
 pub struct VariantPack<'a> {
     pub(crate) entries: Vec<(i64, BufferRef<'a>)>,
+    /// Element type of each bound buffer, by UID (checked against the tensor's data type).
+    pub(crate) element_types: Vec<(i64, crate::DataType)>,
 }
 
 impl<'a> VariantPack<'a> {
@@ -330,13 +346,20 @@ impl<'a> VariantPack<'a> {
     pub fn new() -> Self {
         VariantPack {
             entries: Vec::new(),
+            element_types: Vec::new(),
         }
     }
 
     /// Binds `uid` to a buffer: `&buffer` for an input, `&mut buffer` for an output.
-    /// A second binding of the same UID replaces the first.
+    /// A second binding of the same UID replaces the first. The buffer's element type is kept:
+    /// `Graph::execute` refuses a `Buffer<T>` whose element type differs from the tensor's data
+    /// type (a `Buffer<u8>` may carry a type without a Rust element, e.g. FP8).
     pub fn with(mut self, uid: i64, buffer: impl Bind<'a>) -> Self {
         self.entries.retain(|(u, _)| *u != uid);
+        self.element_types.retain(|(u, _)| *u != uid);
+        if let Some(t) = buffer.element_type() {
+            self.element_types.push((uid, t));
+        }
         self.entries.push((uid, buffer.bind()));
         self
     }

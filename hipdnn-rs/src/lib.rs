@@ -22,12 +22,16 @@
 //! ```
 
 pub mod buffer;
+pub mod file;
 pub mod graph;
 pub mod handle;
 mod persist;
 
 pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, VariantPack};
+pub use file::{Form, write_atomically};
 pub use graph::*;
 pub use handle::{ExecutionDevice, Handle};
 pub use hipdnn_backend::{BehaviorNote, HeuristicMode};
-pub use persist::{NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE};
+pub use persist::{
+    NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE, NOT_A_GRAPH_OR_CONTAINER, PLAN_ONLY_FILE,
+};

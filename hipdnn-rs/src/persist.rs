@@ -44,6 +44,35 @@ pub const NO_PLAN_MESSAGE: &str =
 pub const NO_FINALIZED_PLAN_MESSAGE: &str = "Graph has no finalized compiled execution plan. \
      Call build(), build_plans() or from_compiled_plan_binary() first.";
 
+/// Message of `from_binary` for bytes that are neither an `HDGP` container nor a `Graph`.
+pub const NOT_A_GRAPH_OR_CONTAINER: &str =
+    "not a hipDNN graph or container (no HDGP marker and no valid Graph root)";
+
+/// Message of `from_binary` for a bare plan (`to_compiled_plan_binary`'s output).
+pub const PLAN_ONLY_FILE: &str = "this is a plan-only file; load it with from_compiled_plan_binary";
+
+/// The `from_binary` error for non-container `bytes` the graph reader refused with `e`: a
+/// plain-words text first when the bytes have no valid Graph root (a bare plan is named as
+/// such), the reader's own text (verifier detail) after it; `e` unchanged when the root was
+/// valid (the graph itself is wrong, e.g. duplicate UIDs).
+fn not_a_graph(bytes: &[u8], e: Error) -> Error {
+    if hipdnn_backend::PlanEnvelope::parse(bytes).is_ok() {
+        return Error::new(
+            ErrorCode::InvalidValue,
+            format!("{PLAN_ONLY_FILE} ({})", e.message),
+        );
+    }
+    if flatbuffers::root::<hipdnn_schema::graph::Graph>(bytes).is_ok()
+        && !e.message.starts_with(crate::graph::NOT_A_GRAPH)
+    {
+        return e;
+    }
+    Error {
+        message: format!("{NOT_A_GRAPH_OR_CONTAINER}: {}", e.message),
+        ..e
+    }
+}
+
 /// What `from_binary` loaded: views of the one owned copy of the container.
 #[derive(Clone)]
 struct LoadedContainer {
@@ -275,16 +304,28 @@ impl Graph {
                     ),
                 ));
             };
-            let elem = element_size(t.data_type);
-            let extent = 1 + t
-                .dims
-                .iter()
-                .zip(&t.strides)
-                .map(|(d, s)| (d - 1).max(0) * s)
-                .sum::<i64>();
-            let need = usize::try_from(extent)
-                .unwrap_or(usize::MAX)
-                .saturating_mul(elem);
+            if let Some((_, bt)) = pack.element_types.iter().find(|(u, _)| *u == uid)
+                && *bt != t.data_type
+                && (*bt != crate::DataType::Uint8 || has_element_type(t.data_type))
+            {
+                return Err(Error::new(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "buffer for tensor '{}' (uid {uid}) holds {bt:?} elements, but the tensor's data type is {:?}",
+                        t.name, t.data_type
+                    ),
+                ));
+            }
+            let need = required_bytes(&t.dims, &t.strides, element_size(t.data_type))
+                .ok_or_else(|| {
+                    Error::new(
+                        ErrorCode::InvalidValue,
+                        format!(
+                            "tensor '{}' (uid {uid}): the extent of dims {:?} strides {:?} overflows",
+                            t.name, t.dims, t.strides
+                        ),
+                    )
+                })?;
             if data.len() < need {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
@@ -354,7 +395,7 @@ impl Graph {
     pub fn from_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
         let read_error = |e| backend_error("Cannot read the graph.", e);
         let Some(container) = hdgp::read_container(bytes).map_err(read_error)? else {
-            return Graph::from_graph_bytes(bytes);
+            return Graph::from_graph_bytes(bytes).map_err(|e| not_a_graph(bytes, e));
         };
         let graph_blob = container.require_graph().map_err(read_error)?;
         let mut g = Graph::from_graph_bytes(graph_blob)?;
@@ -371,6 +412,13 @@ impl Graph {
             let (graph, plan_view) = (view(graph_blob)?, view(plan_blob)?);
             let plan = ExecutionPlanDescriptor::from_shared(handle.backend(), plan_view.clone())
                 .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+            let op = OperationGraph::from_bytes(graph_blob).map_err(read_error)?;
+            plan.check_graph(&op).map_err(|e| {
+                Error::new(
+                    ErrorCode::InvalidValue,
+                    format!("Cannot load the container: {}", e.message),
+                )
+            })?;
             g.compiled = CompiledState {
                 engine_name: plan.engine().name().to_string(),
                 plan: Some(Arc::new(plan)),
@@ -424,6 +472,42 @@ impl Graph {
         };
         Ok(g)
     }
+}
+
+/// Bytes a buffer must hold for a strided tensor: `(1 + Σ (dim−1)·stride) · elem`, 0 when a
+/// dim is 0, computed with checked arithmetic; `None` when a step overflows `usize`/`i64` or
+/// a dim or stride is negative.
+pub(crate) fn required_bytes(dims: &[i64], strides: &[i64], elem: usize) -> Option<usize> {
+    if dims.contains(&0) {
+        return Some(0);
+    }
+    let mut span: i64 = 0;
+    for (d, s) in dims.iter().zip(strides) {
+        if *d < 0 || *s < 0 {
+            return None;
+        }
+        span = span.checked_add((d - 1).checked_mul(*s)?)?;
+    }
+    usize::try_from(span.checked_add(1)?)
+        .ok()?
+        .checked_mul(elem)
+}
+
+/// True for data types a `Buffer<T>` can hold directly.
+fn has_element_type(dt: crate::DataType) -> bool {
+    use crate::DataType as D;
+    matches!(
+        dt,
+        D::Float
+            | D::Double
+            | D::Half
+            | D::BFloat16
+            | D::Int32
+            | D::Int64
+            | D::Int8
+            | D::Uint8
+            | D::Boolean
+    )
 }
 
 /// Bytes per element of a data type as stored in a buffer (sub-byte types count as 1).

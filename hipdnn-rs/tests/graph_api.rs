@@ -550,11 +550,13 @@ fn graph_id_and_min_engine_api_version_survive() {
 
 #[test]
 fn bad_input_gives_typed_errors() {
+    // Issue 12: empty bytes are "not a hipDNN graph" (was "graph bytes failed FlatBuffers
+    // verification" before the strict reader).
     let e = Graph::from_graph_bytes(&[]).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
     assert!(
         e.message
-            .starts_with("graph bytes failed FlatBuffers verification"),
+            .starts_with("not a hipDNN graph: 0 bytes are too few for a Graph FlatBuffer"),
         "{}",
         e.message
     );

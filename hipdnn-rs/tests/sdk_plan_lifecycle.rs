@@ -509,11 +509,21 @@ fn unchanged_loaded_graph_resaves_the_identical_container_even_from_another_prod
         theirs, ours,
         "the other producer's layout must differ from ours"
     );
+    // Issue 12: bytes after the container's end are refused (this test accepted 16 zero
+    // bytes before); up to 7 zero bytes of builder padding still load.
     let mut padded = ours.clone();
-    padded.extend_from_slice(&[0u8; 16]); // trailing padding a verifier accepts
+    padded.extend_from_slice(&[0u8; 16]);
+    let e = Graph::from_binary(&Handle::cpu().unwrap(), &padded).unwrap_err();
+    assert!(
+        e.message
+            .contains("16 trailing bytes after the container of"),
+        "{e}"
+    );
+    let mut padded = ours.clone();
+    padded.extend_from_slice(&[0u8; 4]);
     for (what, bytes) in [
         ("generated builder", &theirs),
-        ("ours + 16 padding bytes", &padded),
+        ("ours + 4 padding bytes", &padded),
     ] {
         assert_eq!(hdgp::graph_part(bytes).unwrap(), graph.as_slice(), "{what}");
         assert_eq!(hdgp::plan_part(bytes).unwrap(), plan.as_slice(), "{what}");
@@ -628,9 +638,12 @@ fn a_bare_plan_is_refused_by_from_binary() {
     let plan = case.graph.to_compiled_plan_binary().unwrap();
     let e = Graph::from_binary(&Handle::cpu().unwrap(), &plan).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue, "{e}");
+    // Issue 12: plain words first (was "graph bytes failed FlatBuffers verification"), the
+    // verifier's text follows.
+    assert!(e.message.starts_with(hipdnn::PLAN_ONLY_FILE), "{e}");
     assert!(
         e.message
-            .starts_with("graph bytes failed FlatBuffers verification"),
+            .contains("(graph bytes failed FlatBuffers verification"),
         "{e}"
     );
 }

@@ -162,9 +162,26 @@ fn invalid(msg: String) -> PluginError {
     PluginError::invalid_value(msg)
 }
 
+/// `path` made absolute against the current directory (no file-system access) and lexically
+/// normalised; `None` when `..` climbs above the file-system root or there is no current
+/// directory.
+fn absolute_normal(path: &Path) -> Option<PathBuf> {
+    if path.is_absolute() {
+        normalise(path)
+    } else {
+        normalise(&std::env::current_dir().ok()?.join(path))
+    }
+}
+
 /// Resolves a kpack `library` against the descriptor's directory and checks the tree rules.
+///
+/// Containment is decided on resolved paths, never on text prefixes (issue 12): the tree root
+/// and the library are both made absolute and normalised component-wise (so relative and
+/// absolute inputs behave the same), the library must lie inside the root component-wise, no
+/// component below the root may be a symlink, and when both exist their canonical paths must
+/// agree (the root's canonical path is a prefix of the library's).
 fn resolve_library(tree_root: &Path, descriptor: &Path, library: &str) -> PluginResult<PathBuf> {
-    let root = normalise(tree_root).ok_or_else(|| {
+    let root = absolute_normal(tree_root).ok_or_else(|| {
         invalid(format!(
             "descriptor tree root '{}' is invalid",
             tree_root.display()
@@ -172,17 +189,28 @@ fn resolve_library(tree_root: &Path, descriptor: &Path, library: &str) -> Plugin
     })?;
     let dir = descriptor.parent().unwrap_or(Path::new(""));
     let joined = dir.join(library);
-    let resolved = normalise(&joined).filter(|p| p.starts_with(&root)).ok_or_else(|| {
+    let outside = || {
         invalid(format!(
             "kernel library '{library}' of descriptor '{}' resolves to '{}', which is outside the descriptor tree '{}'",
             descriptor.display(),
             joined.display(),
-            root.display()
+            tree_root.display()
         ))
-    })?;
+    };
+    let absolute = absolute_normal(&joined)
+        .filter(|p| p.starts_with(&root))
+        .ok_or_else(outside)?;
+    if let (Ok(real_root), Ok(real_lib)) = (root.canonicalize(), absolute.canonicalize())
+        && !real_lib.starts_with(&real_root)
+    {
+        return Err(outside());
+    }
+    // The path handed on keeps the caller's form (relative stays relative).
+    let resolved = normalise(&joined).unwrap_or_else(|| absolute.clone());
+    let (root, resolved_abs) = (root, absolute);
     // No component below the root may be a symlink.
     let mut at = root.clone();
-    for c in resolved
+    for c in resolved_abs
         .strip_prefix(&root)
         .unwrap_or(Path::new(""))
         .components()

@@ -337,4 +337,11 @@ impl ExecutionContext for IngestorExecutionContext {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn bound_tensor_uids(&self) -> Option<Vec<i64>> {
+        match &self.plan {
+            IngestorPlan::Restored(r) => Some(r.launch.pointer_uids.clone()),
+            _ => None,
+        }
+    }
 }

@@ -42,7 +42,9 @@ pub struct RestoreEnvironment<'a> {
 /// device <n> ('<arch>') cannot run`; `no dispatch handler is registered under '<d>', which
 /// saved kernel <uuid> names`; `the dispatch handler registered under '<d>' does not support
 /// restoring saved kernel <uuid>`; `the saved kernel's arguments do not match what this
-/// provider launches: ...`; the launch-value contract texts (§11); the module-load texts
+/// provider launches: ...`; the launch-value contract texts (§11); `INVALID_VALUE` (damaged
+/// prefix) `saved kernel <uuid> records a workspace of N bytes, but its launch contract '<d>'
+/// needs M bytes` (issue 12: never a launch with less workspace); the module-load texts
 /// (`hipModuleLoadData` / `hipModuleGetFunction`).
 pub fn restore_plan(payload: &[u8], env: &RestoreEnvironment<'_>) -> PluginResult<RestoredPlan> {
     restore(payload, env, |range| {
@@ -126,6 +128,12 @@ fn restore(
         )));
     }
     let launch = handler.restore_launch(&p.dispatch_symbol, &p.launch_values)?;
+    if p.workspace_bytes < launch.workspace_bytes {
+        return Err(super::payload::refusal::damaged(format!(
+            "{saved} records a workspace of {} bytes, but its launch contract '{d}' needs {} bytes",
+            p.workspace_bytes, launch.workspace_bytes
+        )));
+    }
     let code = Arc::new(KernelCode::new(code_of(code_object)?, &p.symbol));
     code.load_on(device.as_ref())
         .map_err(|f| incompatible(load_failure_message(&label, &f)))?;

@@ -83,6 +83,10 @@ impl ExecutionContext for ReferenceContext {
     fn as_any(&self) -> &dyn Any {
         self
     }
+
+    fn source_graph(&self) -> Option<&[u8]> {
+        Some(&self.graph_bytes)
+    }
 }
 
 impl Engine for ReferenceEngine {

@@ -233,19 +233,18 @@ fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
         if out.contains_key(&uid) {
             return Err(na(format!("tensor uid {uid} appears twice in the graph")));
         }
-        out.insert(
+        let desc = TensorDesc {
             uid,
-            TensorDesc {
-                uid,
-                name,
-                elem,
-                dims: dims.iter().map(|&d| d as usize).collect(),
-                strides: strides.iter().map(|&s| s as usize).collect(),
-                is_virtual: t.virtual_(),
-                runtime_pass_by_value: t.is_runtime_pass_by_value(),
-                value,
-            },
-        );
+            name,
+            elem,
+            dims: dims.iter().map(|&d| d as usize).collect(),
+            strides: strides.iter().map(|&s| s as usize).collect(),
+            is_virtual: t.virtual_(),
+            runtime_pass_by_value: t.is_runtime_pass_by_value(),
+            value,
+        };
+        desc.check_extents()?;
+        out.insert(uid, desc);
     }
     Ok(out)
 }
@@ -285,7 +284,8 @@ impl Plan {
     /// # Errors
     /// `NOT_APPLICABLE` naming the op, attribute and value for anything the engine cannot run
     /// (unsupported op, mode, data type, shape, a virtual tensor nobody produces, a cycle);
-    /// `INVALID_VALUE` for an unreadable `TensorValue`.
+    /// `INVALID_VALUE` for an unreadable `TensorValue` or a tensor whose dims × strides
+    /// overflow ([`TensorDesc::check_extents`], naming the tensor).
     pub fn from_graph(graph: &Graph<'_>) -> PluginResult<Plan> {
         let tensors = read_tensors(graph)?;
         let mut ops = Vec::new();

@@ -32,23 +32,58 @@ pub struct TensorDesc {
 }
 
 impl TensorDesc {
-    /// Number of logical elements (product of dims).
+    /// Number of logical elements (product of dims). A plan checks at parse
+    /// ([`Self::check_extents`]) that this does not overflow; saturates otherwise.
     pub fn volume(&self) -> usize {
-        self.dims.iter().product()
+        self.checked_volume().unwrap_or(usize::MAX)
     }
 
-    /// Bytes a buffer must hold: `(Σ (dim-1)·stride + 1) · element size`.
+    /// Product of dims, `None` on overflow.
+    pub fn checked_volume(&self) -> Option<usize> {
+        self.dims.iter().try_fold(1usize, |a, &d| a.checked_mul(d))
+    }
+
+    /// Bytes a buffer must hold: `(Σ (dim-1)·stride + 1) · element size`. A plan checks at
+    /// parse ([`Self::check_extents`]) that this does not overflow; saturates otherwise.
     pub fn required_bytes(&self) -> usize {
+        self.checked_required_bytes().unwrap_or(usize::MAX)
+    }
+
+    /// [`Self::required_bytes`] with checked arithmetic, `None` on overflow.
+    pub fn checked_required_bytes(&self) -> Option<usize> {
         if self.dims.contains(&0) {
-            return 0;
+            return Some(0);
         }
-        let span: usize = self
-            .dims
-            .iter()
-            .zip(&self.strides)
-            .map(|(d, s)| (d - 1) * s)
-            .sum();
-        (span + 1) * self.elem.size()
+        let mut span = 0usize;
+        for (d, s) in self.dims.iter().zip(&self.strides) {
+            span = span.checked_add((d - 1).checked_mul(*s)?)?;
+        }
+        span.checked_add(1)?.checked_mul(self.elem.size())
+    }
+
+    /// Checks, with checked arithmetic, that every extent this engine computes for the tensor
+    /// fits: the byte span of its buffer (largest byte offset + element size) and the bytes of
+    /// its dense `f32` copy both at most `isize::MAX` (issue 12: no overflow at build, load or
+    /// execute).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` "tensor uid U ('name'): dims [..] strides [..] overflow the address
+    /// space (…)".
+    pub fn check_extents(&self) -> PluginResult<()> {
+        let limit = isize::MAX as usize;
+        let what = match (self.checked_required_bytes(), self.checked_volume()) {
+            (None, _) => "the buffer's byte span overflows".to_string(),
+            (Some(b), _) if b > limit => format!("the buffer's byte span {b} exceeds {limit}"),
+            (_, None) => "the element count overflows".to_string(),
+            (_, Some(v)) if v.checked_mul(4).is_none_or(|x| x > limit) => {
+                format!("{v} elements exceed what one host array can hold")
+            }
+            _ => return Ok(()),
+        };
+        Err(PluginError::invalid_value(format!(
+            "tensor uid {} ('{}'): dims {:?} strides {:?} overflow the address space ({what})",
+            self.uid, self.name, self.dims, self.strides
+        )))
     }
 
     /// Byte offsets of every logical element, row-major over `dims`.

@@ -18,6 +18,13 @@ use super::tensor::{TensorAttributes, TensorId};
 use super::types::{EngineApiVersion, SchemaEnum};
 use super::{Graph, Operation};
 
+/// Message prefix of bytes that are not a `Graph` FlatBuffer at all (empty, too short, or a
+/// root table with neither `tensors` nor `nodes`, which every writer emits).
+pub const NOT_A_GRAPH: &str = "not a hipDNN graph";
+
+/// Fewest bytes of a `Graph` FlatBuffer: root offset, vtable header and an empty table.
+const MIN_GRAPH_LEN: usize = 12;
+
 impl Graph {
     /// Serializes the graph as a bare `Graph` FlatBuffer (reference §6; the graph part of
     /// upstream `to_binary()` and of the HDGP container).
@@ -99,13 +106,34 @@ impl Graph {
     /// [`Graph::validate`]).
     ///
     /// # Errors
+    /// `InvalidValue` "not a hipDNN graph: …" for fewer than 12 bytes or a root with neither
+    /// tensors nor nodes (e.g. four zero bytes); "graph bytes failed FlatBuffers verification:
+    /// …" (with "truncated: L of at least N bytes" first when the input ends early); "graph
+    /// bytes are followed by other bytes: N trailing bytes after the graph of U bytes";
     /// `InvalidValue` when verification fails, a tensor value is malformed, an enum value or
     /// union type is unknown, two tensors share a UID ("Duplicate tensor UIDs found in the
     /// graph"), or a node / ragged offset references a UID no tensor has.
     pub fn from_graph_bytes(data: &[u8]) -> Result<Graph> {
+        if data.len() < MIN_GRAPH_LEN {
+            return Err(Error::invalid(format!(
+                "{NOT_A_GRAPH}: {} bytes are too few for a Graph FlatBuffer",
+                data.len()
+            )));
+        }
         let g = flatbuffers::root::<wire::Graph>(data).map_err(|e| {
-            Error::invalid(format!("graph bytes failed FlatBuffers verification: {e}"))
+            let plain = hipdnn_backend::extent::truncation(data.len(), &e)
+                .map_or_else(String::new, |t| format!("{t}; "));
+            Error::invalid(format!(
+                "graph bytes failed FlatBuffers verification: {plain}{e}"
+            ))
         })?;
+        if g.tensors().is_none() && g.nodes().is_none() {
+            return Err(Error::invalid(format!(
+                "{NOT_A_GRAPH}: the Graph root has neither tensors nor nodes"
+            )));
+        }
+        hipdnn_backend::graph::check_graph_length(data)
+            .map_err(|m| Error::invalid(format!("graph bytes are followed by other bytes: {m}")))?;
         let graph_label = "graph";
         let no_uids = HashMap::new();
         let gc = Rctx {

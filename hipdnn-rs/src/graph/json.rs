@@ -50,6 +50,55 @@ const TENSOR_KEYS: &[&str] = &[
     "ragged_offset_tensor_uid",
     "alignment",
 ];
+/// Tensor keys a reader requires (a missing `uid` used to read as 0, aliasing tensor 0).
+const REQUIRED_TENSOR_KEYS: &[&str] = &["uid", "dims", "strides"];
+
+/// The first object key that occurs twice in one object of `json` (already valid JSON), at
+/// any depth (serde_json keeps the last one silently). Keys are compared after unescaping.
+fn duplicate_key(json: &str) -> Option<String> {
+    // Per open container: `Some(keys)` for an object, `None` for an array.
+    let mut stack: Vec<Option<Vec<String>>> = Vec::new();
+    let mut expect_key = false;
+    let b = json.as_bytes();
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'{' => {
+                stack.push(Some(Vec::new()));
+                expect_key = true;
+            }
+            b'[' => {
+                stack.push(None);
+                expect_key = false;
+            }
+            b'}' | b']' => {
+                stack.pop();
+                expect_key = false;
+            }
+            b',' => expect_key = matches!(stack.last(), Some(Some(_))),
+            b'"' => {
+                let start = i;
+                i += 1;
+                while i < b.len() && b[i] != b'"' {
+                    i += if b[i] == b'\\' { 2 } else { 1 };
+                }
+                if expect_key && let Some(Some(keys)) = stack.last_mut() {
+                    let raw = json.get(start..=i.min(b.len() - 1))?;
+                    let key: String = serde_json::from_str(raw).ok()?;
+                    if keys.contains(&key) {
+                        return Some(key);
+                    }
+                    keys.push(key);
+                }
+                expect_key = false;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    None
+}
+
 const NODE_KEYS: &[&str] = &["name", "compute_data_type", "attributes_type", "attributes"];
 
 fn value_json(v: Option<TensorValue>) -> (Value, Value) {
@@ -283,6 +332,11 @@ impl Graph {
     pub fn from_json(json: &str) -> Result<Graph> {
         let v: Value =
             serde_json::from_str(json).map_err(|e| Error::invalid(format!("JSON: {e}")))?;
+        if let Some(k) = duplicate_key(json) {
+            return Err(Error::invalid(format!(
+                "JSON: an object holds the key '{k}' twice"
+            )));
+        }
         Self::from_json_value(&v)
     }
 
@@ -314,6 +368,13 @@ impl Graph {
             let what = format!("tensor #{i}");
             let m = obj(t, &what)?;
             check_keys(m, TENSOR_KEYS, &what)?;
+            for k in REQUIRED_TENSOR_KEYS {
+                if get(m, k).is_none() {
+                    return Err(Error::invalid(format!(
+                        "JSON: {what}: required key '{k}' is missing"
+                    )));
+                }
+            }
             let uid = opt_i64(m, "uid", &what)?.unwrap_or(0);
             if by_uid.insert(uid, TensorId(i as u32)).is_some() {
                 return Err(Error::invalid(format!(
@@ -322,6 +383,7 @@ impl Graph {
             }
             raw.push((uid, m, what));
         }
+        let raw_uids: Vec<i64> = raw.iter().map(|(u, _, _)| *u).collect();
         let mut tensors = Vec::with_capacity(raw.len());
         for (uid, m, what) in raw {
             let ragged_offset = match opt_i64(m, "ragged_offset_tensor_uid", &what)? {
@@ -371,7 +433,35 @@ impl Graph {
                 by_uid: &by_uid,
                 label: &label,
             };
-            nodes.push(Operation::json_read(ty, name, compute, attrs, &c)?);
+            let op = Operation::json_read(ty, name, compute, attrs, &c).map_err(|e| {
+                // A missing reference reads as UID 0; name the missing key instead.
+                let missing = e
+                    .message
+                    .split_once("attribute '")
+                    .and_then(|(_, r)| r.split_once("' references UID"))
+                    .map(|(k, _)| k.to_string())
+                    .filter(|k| get(attrs, k).is_none());
+                match missing {
+                    Some(k) => Error::invalid(format!(
+                        "JSON: {label}: required key 'attributes.{k}' is missing"
+                    )),
+                    None => e,
+                }
+            })?;
+            // Required tensor references: every `*_tensor_uid` key the writer emits with a
+            // value for this node must be in the input (a missing one used to read as UID 0).
+            let w = Wctx {
+                uids: &raw_uids,
+                label: &label,
+            };
+            for (k, v) in op.json_write(&w)? {
+                if k.ends_with("tensor_uid") && !v.is_null() && get(attrs, &k).is_none() {
+                    return Err(Error::invalid(format!(
+                        "JSON: {label}: required key 'attributes.{k}' is missing"
+                    )));
+                }
+            }
+            nodes.push(op);
         }
         let version = match get(g, "min_required_engine_api_version") {
             None => None,

@@ -20,6 +20,7 @@ pub mod types;
 mod validate;
 
 pub use build::BatchnormOutputs;
+pub use bytes::NOT_A_GRAPH;
 pub use error::{Cause, Error, ErrorCode, Result};
 pub use json::JSON_VERSION;
 pub use ops::*;
