@@ -4,8 +4,10 @@
 //! shape of ResNet-50 v1.5) at batch 1 and 8 — fprop against ORT's `Conv`, and our dgrad and
 //! wgrad on the same shape against our own fprop — layernorm, softmax and SDPA forward (seq
 //! 128 and 512). Our kernels (`reference::ops`, rayon's default pool) and the peers
-//! alternate row by row, so both see the same machine load. Each figure is the median of ≥ 3
-//! timed calls (≥ 0.2 s in all) after one warm-up call.
+//! alternate row by row (matmul and conv fprop: two interleaved rounds each), so both see the
+//! same machine load. Each figure is the fastest of ≥ 3 timed calls (≥ 0.2 s in all, per
+//! round) after one warm-up call: on a machine shared with other builds, the fastest call is
+//! the one least disturbed, for us and the peers alike.
 //!
 //! The peers run in one `python3 engines/benches/peers/ort_peers.py THREADS` subprocess
 //! (ONNX Runtime CPU EP with intra-op threads = our rayon threads, a model built with `onnx`;
@@ -36,6 +38,8 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::Instant;
 
 const MIN_TIME: f64 = 0.2;
+/// Interleaved rounds of ours and the peers per row.
+const ROUNDS: usize = 2;
 
 fn filled(dims: &[usize]) -> ArrayD<f32> {
     let n: usize = dims.iter().product();
@@ -48,7 +52,7 @@ fn filled(dims: &[usize]) -> ArrayD<f32> {
     .expect("dims")
 }
 
-/// Median seconds of ≥ 3 calls (≥ `MIN_TIME` in all) after one warm-up.
+/// Fastest of ≥ 3 calls (≥ `MIN_TIME` in all) after one warm-up, in seconds.
 fn time<T>(mut f: impl FnMut() -> T) -> f64 {
     std::hint::black_box(f());
     let mut times = Vec::new();
@@ -61,8 +65,23 @@ fn time<T>(mut f: impl FnMut() -> T) -> f64 {
             break;
         }
     }
-    times.sort_by(f64::total_cmp);
-    times[times.len() / 2]
+    times.into_iter().fold(f64::INFINITY, f64::min)
+}
+
+/// `ours` and the peers' request, alternated for `ROUNDS` rounds; the fastest of each.
+fn timed<T>(
+    mut ours: impl FnMut() -> T,
+    peer: &mut impl FnMut(serde_json::Value) -> Option<(f64, f64)>,
+    req: serde_json::Value,
+) -> (f64, Option<(f64, f64)>) {
+    let (mut best, mut peers) = (f64::INFINITY, None::<(f64, f64)>);
+    for _ in 0..ROUNDS {
+        best = best.min(time(&mut ours));
+        if let Some((o, n)) = peer(req.clone()) {
+            peers = Some(peers.map_or((o, n), |(po, pn)| (po.min(o), pn.min(n))));
+        }
+    }
+    (best, peers)
 }
 
 /// The peer subprocess.
@@ -229,8 +248,11 @@ fn main() {
     };
     for &s in sizes {
         let (a, b) = (filled(&[s, s]), filled(&[s, s]));
-        let ours_s = time(|| matmul(&a, &b, &[s, s]).expect("dims"));
-        let peers = peer(serde_json::json!({"op": "matmul", "m": s, "n": s, "k": s}));
+        let (ours_s, peers) = timed(
+            || matmul(&a, &b, &[s, s]).expect("dims"),
+            &mut peer,
+            serde_json::json!({"op": "matmul", "m": s, "n": s, "k": s}),
+        );
         emit(Row {
             op: "matmul".into(),
             shape: format!("{s}×{s}·{s}×{s}"),
@@ -255,9 +277,12 @@ fn main() {
                 flip: false,
             };
             let (yd, xd, wd) = ([batch, k, o, o], [batch, c, h, h], [k, c, r, r]);
-            let ours_s = time(|| conv_fprop(&x, &w, &yd, &geo));
-            let peers = peer(serde_json::json!({"op": "conv", "n": batch, "c": c, "h": h,
-                "w": h, "k": k, "r": r, "stride": st, "pad": pad}));
+            let (ours_s, peers) = timed(
+                || conv_fprop(&x, &w, &yd, &geo),
+                &mut peer,
+                serde_json::json!({"op": "conv", "n": batch, "c": c, "h": h,
+                    "w": h, "k": k, "r": r, "stride": st, "pad": pad}),
+            );
             let d = time(|| conv_dgrad(&dy, &w, &xd, &geo));
             let wg = time(|| conv_wgrad(&x, &dy, &wd, &geo));
             emit(Row {

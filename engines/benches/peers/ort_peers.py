@@ -4,7 +4,8 @@
 Runs as a long-lived subprocess of the bench: reads one JSON request per line on stdin
 (an op and its shape), times ONNX Runtime (CPU execution provider, a model built here with
 `onnx`, intra-op threads = the bench's rayon threads) and numpy on that shape, and answers one
-JSON line {"ort_s": median seconds, "numpy_s": median seconds}. The first line it writes is
+JSON line {"ort_s": seconds, "numpy_s": seconds}, each the fastest of >= 3 calls (>= min_time
+in all) after one warm-up call. The first line it writes is
 {"info": {...}} (versions, BLAS kernel numpy uses via threadpoolctl) or {"error": "..."} naming
 the missing packages and how to install them.
 
@@ -46,8 +47,7 @@ def timeit(f, min_time):
         times.append(time.perf_counter() - t)
         if len(times) >= 200:
             break
-    times.sort()
-    return times[len(times) // 2]
+    return min(times)
 
 
 def session(nodes, inputs, outputs, inits=()):
