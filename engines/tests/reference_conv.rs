@@ -337,6 +337,17 @@ fn cases() -> Vec<Case> {
             nhwc: true,
             ..base.clone()
         },
+        // Input planes above 4096 elements: dgrad's col2im splits each channel into blocks
+        // of input rows.
+        Case {
+            x: vec![1, 2, 70, 65],
+            w: vec![3, 2, 3, 3],
+            pre: vec![1, 1],
+            post: vec![1, 1],
+            stride: vec![2, 2],
+            dil: vec![1, 1],
+            ..base.clone()
+        },
     ]
 }
 

@@ -214,29 +214,46 @@ impl Geo3 {
             });
         });
     }
-    /// col2im: adds `dcol` `(C·taps, P)` into one image `dx` `(C, in…)`, one task per channel,
-    /// taps in increasing order.
+    /// col2im: adds `dcol` `(C·taps, P)` into one image `dx` `(C, in…)`. One task per
+    /// (channel, block of input rows); each element receives its adds in increasing tap order
+    /// whatever the blocks, so the result does not depend on them or on the thread count.
     fn col2im(&self, dcol: &[f32], dx: &mut [f32]) {
         let (taps, ivol, ovol) = (self.taps(), self.ivol(), self.ovol());
+        if ivol == 0 {
+            return;
+        }
         let sw = self.stride[2];
-        dx.par_chunks_mut(ivol).enumerate().for_each(|(c, dst)| {
-            for t in 0..taps {
-                let src = &dcol[(c * taps + t) * ovol..][..ovol];
-                self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
-                    let s = &src[o0 + lo..o0 + hi];
-                    let start = (i0 as isize + lo as isize * sw as isize + first) as usize;
-                    if sw == 1 {
-                        for (d, v) in dst[start..start + s.len()].iter_mut().zip(s) {
-                            *d += v;
+        let row = self.i[2];
+        let blk = (4096 / row).max(1) * row;
+        dx.par_chunks_mut(ivol)
+            .enumerate()
+            .flat_map(|(c, dst)| {
+                dst.par_chunks_mut(blk)
+                    .enumerate()
+                    .map(move |(b, d)| (c, b * blk, d))
+            })
+            .for_each(|(c, base, dst)| {
+                for t in 0..taps {
+                    let src = &dcol[(c * taps + t) * ovol..][..ovol];
+                    self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
+                        if i0 < base || i0 >= base + dst.len() {
+                            return;
                         }
-                    } else {
-                        for (j, v) in s.iter().enumerate() {
-                            dst[start + j * sw] += v;
+                        let s = &src[o0 + lo..o0 + hi];
+                        let start = (i0 - base) as isize + lo as isize * sw as isize + first;
+                        let start = start as usize;
+                        if sw == 1 {
+                            for (d, v) in dst[start..start + s.len()].iter_mut().zip(s) {
+                                *d += v;
+                            }
+                        } else {
+                            for (j, v) in s.iter().enumerate() {
+                                dst[start + j * sw] += v;
+                            }
                         }
-                    }
-                });
-            }
-        });
+                    });
+                }
+            });
     }
 }
 
