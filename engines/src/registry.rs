@@ -13,6 +13,7 @@
 //! test checks that every committed `kernels.json` names only known families.
 
 use crate::ingestor::DispatchRegistry;
+use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V1, ConvFpropV1Handler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::packs::matmul::{MATMUL_V1, MatmulV1Handler};
@@ -29,14 +30,17 @@ pub enum PackFamily {
     ConvFwd,
     /// Triton batched matmul with the bias/ReLU epilogue (`family: "matmul"` of `triton.json`).
     Matmul,
+    /// Triton implicit-GEMM conv fprop with the bias/ReLU epilogue (`family: "conv_fprop"`).
+    ConvFprop,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 3] = [
+    pub const ALL: [PackFamily; 4] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
+        PackFamily::ConvFprop,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -45,6 +49,7 @@ impl PackFamily {
             PackFamily::Pointwise => "pointwise",
             PackFamily::ConvFwd => "conv_fwd",
             PackFamily::Matmul => "matmul",
+            PackFamily::ConvFprop => "conv_fprop",
         }
     }
 
@@ -55,12 +60,14 @@ impl PackFamily {
 
     /// The contract that serves the family's current packed entries (entries without a
     /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
-    /// `hipkernel.matmul.dispatch.v1` (Triton entries of `triton.json`).
+    /// `hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1` (Triton entries of
+    /// `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
             PackFamily::ConvFwd => CONV_FWD_V2,
             PackFamily::Matmul => MATMUL_V1,
+            PackFamily::ConvFprop => CONV_FPROP_V1,
         }
     }
 }
@@ -77,13 +84,14 @@ pub fn native_packs() -> DispatchRegistry {
 
 /// Every contract this crate serves: [`native_packs`] plus the v2 contracts
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
-/// matmul contract (`hipkernel.matmul.dispatch.v1`) under their versioned names only, so the
+/// contracts (`hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`) under their versioned names only, so the
 /// unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
     r.register_versioned_only(Arc::new(PointwiseV2Handler))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(MatmulV1Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropV1Handler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

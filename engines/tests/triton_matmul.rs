@@ -5,10 +5,21 @@
 
 use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
+use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
+use hipdnn_engines::ingestor::packs::conv_fprop::{self, CONV_FPROP_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MatmulV1Handler, MatmulV1Inputs, TritonConfig, signature,
 };
+
+/// The contract's signature of a family's variant.
+fn family_signature(family: &str, spec: bool) -> Vec<KernelArgument> {
+    match family {
+        "matmul" => signature(spec),
+        "conv_fprop" => conv_fprop::signature(spec),
+        f => panic!("unknown family {f}"),
+    }
+}
 use hipdnn_engines::ingestor::{CodeObjectReader, KpackCodeObjectReader};
 use std::path::PathBuf;
 
@@ -40,7 +51,11 @@ fn every_triton_entry_records_its_launch_facts() {
             assert!(k["num_warps"].as_u64().unwrap() >= 1);
             assert!(k["num_stages"].as_u64().unwrap() >= 1);
             assert!(k["shared_bytes"].as_u64().is_some());
-            assert_eq!(k["kernel_source"]["symbol"], "hipdnn_matmul");
+            let family = k["family"].as_str().unwrap();
+            assert_eq!(
+                k["kernel_source"]["symbol"].as_str().unwrap(),
+                format!("hipdnn_{family}")
+            );
             let spec = k["variant"] == "spec";
             let params: Vec<&str> = k["params"]
                 .as_array()
@@ -48,11 +63,18 @@ fn every_triton_entry_records_its_launch_facts() {
                 .iter()
                 .map(|p| p["name"].as_str().unwrap())
                 .collect();
-            let want: Vec<_> = signature(spec).into_iter().map(|a| a.name).collect();
+            let want: Vec<_> = family_signature(family, spec)
+                .into_iter()
+                .map(|a| a.name)
+                .collect();
             assert_eq!(params, want, "{arch} {}", k["name"]);
             let ce = &k["constexprs"];
             assert_eq!(ce["BLOCK_M"], k["block"]["m"]);
-            if spec {
+            if spec && family == "conv_fprop" {
+                for n in ["sxc", "swc", "syk", "groups"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+            } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
                 assert_eq!(ce["stride_bn"], 1);
                 assert_eq!(ce["stride_cn"], 1);
@@ -62,8 +84,13 @@ fn every_triton_entry_records_its_launch_facts() {
                     .iter()
                     .map(|x| x.as_str().unwrap())
                     .collect();
-                for n in ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am"] {
-                    assert!(d.contains(&n), "{n}");
+                let hinted: &[&str] = if family == "matmul" {
+                    &["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am"]
+                } else {
+                    &["x_ptr", "w_ptr", "y_ptr", "C", "K", "sxh", "syp"]
+                };
+                for n in hinted {
+                    assert!(d.contains(n), "{n}");
                 }
             } else {
                 assert_eq!(k["divisibility_16"].as_array().unwrap().len(), 0);
@@ -117,8 +144,15 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
     for arch in ARCHES {
         let descs = load_triton_descriptors(&packed(arch)).unwrap();
         assert_eq!(descs.len(), json(arch)["kernels"].as_array().unwrap().len());
+        let mut families = std::collections::BTreeSet::new();
         for d in &descs {
-            assert_eq!(d.dispatch, MATMUL_V1);
+            let cfg = TritonConfig::parse(&d.name).unwrap();
+            families.insert(cfg.family.clone());
+            let (dispatch, symbol) = match cfg.family.as_str() {
+                "matmul" => (MATMUL_V1, "hipdnn_matmul"),
+                _ => (CONV_FPROP_V1, "hipdnn_conv_fprop"),
+            };
+            assert_eq!(d.dispatch, dispatch);
             let s = d.single_source().unwrap();
             let bytes = KpackCodeObjectReader
                 .read(s.library.as_ref().unwrap(), &s.toc_key, arch, &s.sha256)
@@ -128,11 +162,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             let machine = u16le(&bytes, 0x12);
             let flags = u32le(&bytes, 0x30);
             let syms = elf_symbols(&bytes);
-            assert!(
-                syms.iter().any(|n| n == "hipdnn_matmul"),
-                "{arch} {}",
-                d.name
-            );
+            assert!(syms.iter().any(|n| n == symbol), "{arch} {}", d.name);
             if arch.starts_with("gfx") {
                 assert_eq!(machine, 224, "EM_AMDGPU");
                 assert_eq!(bytes[7], 64, "ELFOSABI_AMDGPU_HSA");
@@ -142,7 +172,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                     _ => 0x4F,
                 };
                 assert_eq!(flags & 0xFF, mach, "{arch} e_flags {flags:#x}");
-                assert!(syms.iter().any(|n| n == "hipdnn_matmul.kd"), "{arch}");
+                assert!(syms.iter().any(|n| *n == format!("{symbol}.kd")), "{arch}");
             } else {
                 assert_eq!(machine, 190, "EM_CUDA");
                 let sm = if arch == "sm_90" { 90 } else { 80 };
@@ -153,8 +183,12 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                     "{arch} e_flags {flags:#x}"
                 );
             }
-            assert_eq!(s.signature, signature(d.name.contains("_spec_")));
+            assert_eq!(s.signature, family_signature(&cfg.family, cfg.spec));
         }
+        assert_eq!(
+            families.into_iter().collect::<Vec<_>>(),
+            ["conv_fprop", "matmul"]
+        );
     }
 }
 
@@ -232,4 +266,67 @@ fn matmul_restore_refusals_are_exact() {
         e.contains("launch value 'tile' is not part of the contract"),
         "{e}"
     );
+}
+
+fn conv_inputs(spec: bool) -> conv_fprop::ConvFpropV1Inputs {
+    let config = TritonConfig::parse(if spec {
+        "conv_fprop_f16_spec_128x64x64_g8_w4_s3_sh49152_ws32"
+    } else {
+        "conv_fprop_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32"
+    })
+    .unwrap();
+    // NHWC x [2, 32, 9, 9], KRSC w [48, 32, 3, 3], pad 1, stride 2 → y [2, 48, 5, 5] NHWC.
+    conv_fprop::ConvFpropV1Inputs {
+        uids: [1, 2, 4],
+        bias_uid: Some(3),
+        dtype: 2,
+        shape: [2, 32, 9, 9, 48, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1],
+        strides: [2592, 1, 288, 32, 288, 1, 96, 32, 1200, 1, 240, 48],
+        epilogue: 3,
+        config,
+    }
+}
+
+#[test]
+fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
+    use hipdnn_engines::ingestor::packs::conv_fprop::ConvFpropV1Handler;
+    for spec in [true, false] {
+        let i = conv_inputs(spec);
+        assert!(i.fits_spec());
+        let l = i.to_launch().unwrap();
+        assert_eq!(
+            ConvFpropV1Handler
+                .restore_launch(CONV_FPROP_V1, &l.launch_values)
+                .unwrap(),
+            l
+        );
+        assert_eq!(l.geometry.block, [128, 1, 1]);
+        // 50 output pixels, 48 channels: cdiv(50, bm) · cdiv(48, 64) tiles, one group.
+        assert_eq!(l.geometry.grid, [1, 1, 1]);
+        assert_eq!(l.scalar_args.len(), if spec { 25 } else { 29 });
+        assert_eq!(
+            ConvFpropV1Handler.launch_signature_for(&l.launch_values),
+            conv_fprop::signature(spec)
+        );
+    }
+    let mut i = conv_inputs(true);
+    i.strides[1] = 81; // NCHW x
+    assert!(!i.fits_spec());
+    let mut i = conv_inputs(true);
+    i.shape[1] = 24; // C not a multiple of 16
+    assert!(!i.fits_spec());
+    let mut v = conv_inputs(true).to_values();
+    v.insert("groups".into(), LaunchValue::Int(2));
+    let e = ConvFpropV1Handler
+        .restore_launch(CONV_FPROP_V1, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v1' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' must be 1"), "{e}");
+    let mut v = conv_inputs(false).to_values();
+    v.insert("groups".into(), LaunchValue::Int(5));
+    let e = ConvFpropV1Handler
+        .restore_launch(CONV_FPROP_V1, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v1': 'groups' must divide 'c' and 'k'"), "{e}");
 }

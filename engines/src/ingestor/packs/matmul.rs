@@ -132,13 +132,17 @@ pub struct TritonConfig {
 }
 
 impl TritonConfig {
-    /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`;
+    /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`
+    /// (the family may contain `_`);
     /// `None` for any other name.
     pub fn parse(name: &str) -> Option<TritonConfig> {
-        let p: Vec<&str> = name.split('_').collect();
-        if p.len() != 9 {
+        let all: Vec<&str> = name.split('_').collect();
+        if all.len() < 9 {
             return None;
         }
+        // The family may hold underscores (`conv_fprop`); the last eight parts are the config.
+        let family = all[..all.len() - 8].join("_");
+        let p = &all[all.len() - 9..];
         let num = |s: &str, pre: &str| s.strip_prefix(pre)?.parse::<i64>().ok();
         let tile: Vec<i64> = p[3]
             .split('x')
@@ -150,7 +154,7 @@ impl TritonConfig {
             _ => return None,
         };
         Some(TritonConfig {
-            family: p[0].to_string(),
+            family,
             dtype: p[1].to_string(),
             spec,
             block: <[i64; 3]>::try_from(tile).ok()?,

@@ -1,0 +1,104 @@
+"""Conv fprop family: 2-D convolution forward as an implicit GEMM (+ fused epilogue),
+f16/bf16 with f32 accumulation and f32 (IEEE). Any layout the strides give (NCHW, NHWC,
+KCRS, KRSC, ...), padding, stride, dilation, groups.
+
+GEMM view per group g: rows = output pixels (n, p, q) (N*P*Q), columns = the group's output
+channels (K/groups), reduction = (r, s, c) with c over the group's C/groups channels.
+Launch contract: `hipkernel.conv_fprop.dispatch.v1` (engines/src/ingestor/packs/conv_fprop.rs).
+Grid: (cdiv(N*P*Q, BLOCK_M) * cdiv(K/groups, BLOCK_N), groups, 1); block: num_warps x warp size.
+Epilogue (`epilogue` bits, run-time): 1 = + bias[k], 2 = ReLU after it.
+Index math is int32: the contract refuses tensors whose element offsets exceed 2^31 - 1.
+
+Read by build.py at pack time only.
+"""
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr,
+                      N, C, H, W, K, P, Q, R, S,
+                      pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
+                      sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq, epilogue,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    pid = tl.program_id(0)
+    g = tl.program_id(1)
+    cg = C // groups
+    kg = K // groups
+    m_total = N * P * Q
+    num_pid_m = tl.cdiv(m_total, BLOCK_M)
+    num_pid_n = tl.cdiv(kg, BLOCK_N)
+    num_pid_in_group = GROUP_M * num_pid_n
+    group_id = pid // num_pid_in_group
+    first_pid_m = group_id * GROUP_M
+    group_size_m = min(num_pid_m - first_pid_m, GROUP_M)
+    pid_m = first_pid_m + ((pid % num_pid_in_group) % group_size_m)
+    pid_n = (pid % num_pid_in_group) // group_size_m
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_mask = offs_m < m_total
+    n_mask = offs_n < kg
+    pq = P * Q
+    n_idx = offs_m // pq
+    rem = offs_m % pq
+    p = rem // Q
+    q = rem % Q
+    kch = g * kg + offs_n
+    offs_c = tl.arange(0, BLOCK_K)
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    x_n = n_idx * sxn + (g * cg) * sxc
+    w_k = kch * swk
+    for rs in range(0, R * S):
+        r = rs // S
+        s = rs % S
+        ih = p * stride_h - pad_h + r * dil_h
+        iw = q * stride_w - pad_w + s * dil_w
+        in_ok = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        x_base = x_n + ih * sxh + iw * sxw
+        w_base = w_k + r * swr + s * sws
+        for c0 in range(0, cg, BLOCK_K):
+            cc = c0 + offs_c
+            c_ok = cc < cg
+            a = tl.load(x_ptr + (x_base[:, None] + cc[None, :] * sxc),
+                        mask=in_ok[:, None] & c_ok[None, :], other=0.0)
+            b = tl.load(w_ptr + (w_base[None, :] + cc[:, None] * swc),
+                        mask=c_ok[:, None] & n_mask[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    if (epilogue & 1) != 0:
+        bias = tl.load(bias_ptr + kch, mask=n_mask, other=0.0)
+        acc = acc + bias.to(tl.float32)[None, :]
+    if (epilogue & 2) != 0:
+        acc = tl.maximum(acc, 0.0)
+    y_rows = n_idx * syn + p * syp + q * syq
+    y_ptrs = y_ptr + (y_rows[:, None] + kch[None, :] * syk)
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
+
+
+KERNEL = hipdnn_conv_fprop
+FAMILY = "conv_fprop"
+POINTERS = ["x_ptr", "w_ptr", "y_ptr", "bias_ptr"]
+INTS = ["N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w",
+        "dil_h", "dil_w", "groups", "sxn", "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws",
+        "syn", "syk", "syp", "syq", "epilogue"]
+# Specialized variant ("spec", channels-last): pointers 16-byte aligned; C, K and the
+# non-channel strides multiples of 16; channel strides and groups constant 1 (NHWC x, KRSC w,
+# NHWC y, groups = 1). Everything else takes the "generic" variant.
+SPEC_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "C", "K", "sxn", "sxh", "sxw", "swk", "swr", "sws",
+              "syn", "syp", "syq"]
+SPEC_ONE = ["sxc", "swc", "syk", "groups"]
+DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+
+
+def configs(vendor, dtype):
+    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) per variant."""
+    if vendor == "cuda":
+        if dtype == "f32":
+            spec = [(128, 64, 32, 8, 4, 3), (64, 64, 32, 8, 4, 3)]
+        else:
+            spec = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 3)]
+        gen = [(64, 64, 32, 8, 4, 2)]
+    else:
+        spec = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(128, 128, 64, 8, 8, 2), (64, 64, 64, 8, 4, 2)]
+        gen = [(64, 64, 32, 8, 4, 2)]
+    return {"spec": spec, "generic": gen}
