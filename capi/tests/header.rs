@@ -48,3 +48,16 @@ fn the_header_takes_hip_stream_t_from_hip_when_present() {
     syntax_check(false, &["-D__HIP_PLATFORM_AMD__", &inc]);
     syntax_check(true, &["-D__HIP_PLATFORM_AMD__", &inc]);
 }
+
+#[test]
+fn the_gpu_check_program_compiles_against_the_header() {
+    // tests/c/gpu_conv.cpp runs by hand on a GPU machine (docs/c-api.md); here it must at
+    // least keep compiling.
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/c/gpu_conv.cpp");
+    let o = common::compiler(true)
+        .arg("-fsyntax-only")
+        .arg(&src)
+        .output()
+        .expect("the compiler runs");
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+}
