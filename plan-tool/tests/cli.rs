@@ -695,3 +695,29 @@ fn a_file_of_no_known_form_names_both_verifiers_and_both_loaders() {
         )
     );
 }
+
+#[test]
+fn a_container_whose_graph_and_plan_disagree_is_shown_and_refused_by_the_loaders_cross_check() {
+    let dir = tempfile::tempdir().unwrap();
+    let (g8, _, _) = sdk_files(8);
+    let (_, _, p16) = sdk_files(16);
+    // Wire-valid: the graph of x 1x3x8x8 with the plan built for x 1x3x8x16.
+    let c = hipdnn_backend::write_graph_and_plan(&g8, Some(&p16));
+    let want = sdk_from_binary(&c).expect("the SDK's container cross-check refuses it");
+    let f = write(dir.path(), "mixed.bin", &c);
+    let r = run(&["inspect", &f, "--json"]);
+    assert_eq!(r.code, 1);
+    let d = json_of(&r);
+    assert_eq!(d["graph"]["tensors"][0]["dims"], json!([1, 3, 8, 8]));
+    assert_eq!(
+        d["payload"]["graph"]["tensors"][0]["dims"],
+        json!([1, 3, 8, 16])
+    );
+    assert_eq!(
+        d["validation"]["failures"],
+        json!([{ "check": "from_binary", "message": want }])
+    );
+    let r = run(&["verify", &f]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr, format!("FAILED from_binary: {want}\n"));
+}
