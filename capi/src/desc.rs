@@ -978,55 +978,62 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
             let attrs = fin.as_ref().map_or(attrs, |f| &f.attrs);
             crate::ops::get(dtype, attrs, o)
         }
-        Desc::Graph(g) => match o.name {
-            601 => {
-                let (graph, _) = graph_and_bytes(g, false)?;
-                let ops = graph
-                    .nodes()
-                    .map(|(_, n)| crate::ops::from_node(&graph, n))
-                    .collect::<Ffi<Vec<_>>>()?;
-                if o.begin(ty::BACKEND_DESCRIPTOR, ops.len())?.is_some() {
-                    for (i, (t, attrs)) in ops.into_iter().enumerate() {
-                        let fin = Some(Arc::new(OpData {
-                            dtype: t,
-                            attrs: attrs.clone(),
-                        }));
-                        // SAFETY: the caller's array holds `requested >= ops.len()` slots.
-                        unsafe {
-                            fill_slot((o.ptr as *mut usize).add(i), t, Desc::Op { attrs, fin })?
-                        };
-                    }
-                    if !o.count.is_null() {
-                        // SAFETY: non-null, valid for a write.
-                        unsafe { *o.count = graph.node_count() as i64 };
-                    }
+        Desc::Graph(g) => {
+            match o.name {
+                600 => {
+                    let h = g.handle.as_ref().ok_or_else(|| {
+                        err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set")
+                    })?;
+                    o.put(ty::HANDLE, &[Arc::as_ptr(h) as usize])
                 }
-                Ok(())
+                601 => {
+                    let (graph, _) = graph_and_bytes(g, false)?;
+                    let ops = graph
+                        .nodes()
+                        .map(|(_, n)| crate::ops::from_node(&graph, n))
+                        .collect::<Ffi<Vec<_>>>()?;
+                    if o.begin(ty::BACKEND_DESCRIPTOR, ops.len())?.is_some() {
+                        for (i, (t, attrs)) in ops.into_iter().enumerate() {
+                            let fin = Some(Arc::new(OpData {
+                                dtype: t,
+                                attrs: attrs.clone(),
+                            }));
+                            // SAFETY: the caller's array holds `requested >= ops.len()` slots.
+                            unsafe {
+                                fill_slot((o.ptr as *mut usize).add(i), t, Desc::Op { attrs, fin })?
+                            };
+                        }
+                        if !o.count.is_null() {
+                            // SAFETY: non-null, valid for a write.
+                            unsafe { *o.count = graph.node_count() as i64 };
+                        }
+                    }
+                    Ok(())
+                }
+                602 => {
+                    let h = g.handle.clone().ok_or_else(|| {
+                        err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set")
+                    })?;
+                    let n = h
+                        .sdk
+                        .read()
+                        .unwrap_or_else(|p| p.into_inner())
+                        .backend()
+                        .engines()
+                        .len() as i64;
+                    o.put(ty::INT64, &[n])
+                }
+                608 => {
+                    let (graph, _) = graph_and_bytes(g, false)?;
+                    o.put_text(graph.name())
+                }
+                609 => {
+                    let (graph, _) = graph_and_bytes(g, false)?;
+                    o.put(ty::BOOLEAN, &[u8::from(graph.is_override_shape_enabled())])
+                }
+                _ => Err(o.unsupported(what)),
             }
-            602 => {
-                let h = g
-                    .handle
-                    .clone()
-                    .ok_or_else(|| err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set"))?;
-                let n = h
-                    .sdk
-                    .read()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .backend()
-                    .engines()
-                    .len() as i64;
-                o.put(ty::INT64, &[n])
-            }
-            608 => {
-                let (graph, _) = graph_and_bytes(g, false)?;
-                o.put_text(graph.name())
-            }
-            609 => {
-                let (graph, _) = graph_and_bytes(g, false)?;
-                o.put(ty::BOOLEAN, &[u8::from(graph.is_override_shape_enabled())])
-            }
-            _ => Err(o.unsupported(what)),
-        },
+        }
         Desc::Heur { graph, fin } => match o.name {
             102 => {
                 let ids = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
@@ -1091,6 +1098,22 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                     o.put(ty::BEHAVIOR_NOTE, &notes)
                 }
                 1008 => o.put_text(e.engine.name()),
+                1000 => {
+                    if o.begin(ty::BACKEND_DESCRIPTOR, 1)?.is_some() {
+                        let state = Desc::Graph(Box::new(GraphDesc {
+                            handle: Some(e.graph.handle.clone()),
+                            fin: Some(e.graph.clone()),
+                            ..GraphDesc::default()
+                        }));
+                        // SAFETY: the caller's array holds at least one slot.
+                        unsafe { fill_slot(o.ptr as *mut usize, dt::OPERATIONGRAPH, state)? };
+                        if !o.count.is_null() {
+                            // SAFETY: non-null, valid for a write.
+                            unsafe { *o.count = 1 };
+                        }
+                    }
+                    Ok(())
+                }
                 1002 => {
                     let knobs = e.engine.knobs(&e.graph.op);
                     if o.ty != ty::BACKEND_DESCRIPTOR {

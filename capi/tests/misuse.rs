@@ -1108,6 +1108,34 @@ fn every_export_refuses_misuse_with_the_exact_status_and_a_message() {
             "engine index",
         );
         expect(hipdnnBackendFinalize(engine), OK, "engine finalize");
+        let mut back: [P; 1] = [null_mut()];
+        expect(
+            hipdnnBackendGetAttribute(engine, 1000, 13, 1, &mut cnt, back.as_mut_ptr().cast()),
+            OK,
+            "engine graph back",
+        );
+        let mut hb: P = null_mut();
+        expect(
+            hipdnnBackendGetAttribute(back[0], 600, 0, 1, &mut cnt, (&mut hb as *mut P).cast()),
+            OK,
+            "graph handle back",
+        );
+        assert_eq!(
+            hb, h,
+            "the engine's graph carries the handle it was finalized on"
+        );
+        let mut gb_size = 0usize;
+        expect(
+            hipdnnBackendGetSerializedBinaryGraph_ext(back[0], 0, &mut gb_size, null_mut()),
+            OK,
+            "graph back bytes",
+        );
+        assert_eq!(gb_size, graph_bytes.len());
+        expect(
+            hipdnnBackendDestroyDescriptor(back[0]),
+            OK,
+            "destroy graph back",
+        );
         let mut nm = [0u8; 64];
         expect(
             hipdnnBackendGetAttribute(engine, 1008, 19, 64, &mut cnt, nm.as_mut_ptr().cast()),
