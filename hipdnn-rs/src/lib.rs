@@ -1,25 +1,72 @@
 //! `hipdnn`: the Rust SDK of the hipDNN graph API.
 //!
-//! Build a [`Graph`] of DNN operations over tensors identified by UIDs, validate it, and save
-//! or load it as a bare `Graph` FlatBuffer ([`Graph::to_graph_bytes`] /
-//! [`Graph::from_graph_bytes`]) or as JSON ([`Graph::to_json`] / [`Graph::from_json`]).
-//! The data model, names and rules follow upstream `hipdnn_frontend` (Graph.hpp,
-//! TensorAttributes.hpp, Error.hpp) and the Graph schema `graph.fbs` (see
-//! `shared/reference/frontend-graph-api.md` §3, §4, §6).
+//! Describe DNN operations as a [`Graph`] over tensors identified by UIDs, **build** it for a
+//! [`Handle`] (an engine is chosen and an execution plan finalized), **execute** the plan on
+//! [`Buffer`]s bound by UID in a [`VariantPack`], and **save/load** it. The data model, names
+//! and rules follow upstream `hipdnn_frontend` (Graph.hpp, TensorAttributes.hpp, Error.hpp)
+//! and the Graph FlatBuffers schema (`schema/fbs/graph.fbs` in this repository).
 //!
+//! # The objects
+//! - [`Handle`]: the engines a graph can be built for and the device they run on.
+//!   [`Handle::new`] uses a GPU when one is usable and the CPU otherwise (the reason is logged
+//!   at INFO through the `log` crate); [`Handle::cpu`] always gives the CPU reference engine,
+//!   which every handle has.
+//! - [`Graph`]: tensors ([`TensorAttributes`], addressed by [`TensorId`]) and operation nodes
+//!   (`conv_fprop`, `matmul`, `pointwise`, …, each creating its outputs with inferred dims,
+//!   strides and data type). [`Graph::validate`] checks it without a handle.
+//! - [`Graph::build`]: assigns missing UIDs, validates, lowers the graph to the backend and
+//!   builds an execution plan with the first engine (in heuristic order) that accepts it.
+//! - [`Graph::execute`]: runs the plan on a [`VariantPack`] that binds every non-virtual tensor
+//!   UID to a buffer (`&buffer` for inputs, `&mut buffer` for outputs) plus a workspace of
+//!   [`Graph::workspace_size`] bytes. Sizes, element types and alignments are checked first.
+//! - Saving: [`Graph::to_binary`] gives the graph with its plan (an `HDGP` container) or the
+//!   bare graph when there is no saveable plan; [`Graph::from_binary`] loads either, restoring
+//!   the plan without kernel selection or compilation. [`Graph::to_compiled_plan_binary`] /
+//!   [`Graph::from_compiled_plan_binary`] save and load the plan alone. A loaded plan saves
+//!   again byte-identically. [`Graph::to_json`] / [`Graph::from_json`] and
+//!   [`Graph::to_graph_bytes`] / [`Graph::from_graph_bytes`] hold the graph alone.
+//! - Errors are [`Error`]: an upstream [`ErrorCode`], a message naming the node, tensor and
+//!   attribute, and the failing layer's typed [`Cause`].
+//!
+//! # Example: graph → build → execute → save → load
 //! ```
-//! use hipdnn::{Graph, TensorAttributes, ConvFpropAttributes, DataType};
+//! use hipdnn::{Buffer, DataType, Graph, Handle, HeuristicMode, MatmulAttributes, TensorAttributes,
+//!              VariantPack};
+//! # fn main() -> hipdnn::Result<()> {
+//! let handle = Handle::cpu()?;
 //! let mut g = Graph::new();
 //! g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
-//! let x = g.tensor(TensorAttributes::new("x").uid(1).dims([1, 3, 8, 8]).packed_nchw());
-//! let w = g.tensor(TensorAttributes::new("w").uid(2).dims([4, 3, 3, 3]).packed_nchw());
-//! let y = g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]).stride([1, 1]).dilation([1, 1]));
-//! g.set_output(y, true).set_uid(y, 3);
-//! assert_eq!(g.tensor_attributes(y).dims, vec![1, 4, 8, 8]);
-//! g.validate().unwrap();
-//! let bytes = g.to_graph_bytes().unwrap();
-//! assert_eq!(Graph::from_graph_bytes(&bytes).unwrap().to_graph_bytes().unwrap(), bytes);
+//! let a = g.tensor(TensorAttributes::new("a").uid(1).dims([1, 2, 3]).strides([6, 3, 1]));
+//! let b = g.tensor(TensorAttributes::new("b").uid(2).dims([1, 3, 2]).strides([6, 2, 1]));
+//! let c = g.matmul(a, b, MatmulAttributes::new());
+//! g.set_output(c, true).set_uid(c, 3);
+//! g.build(&handle, &[HeuristicMode::Fallback])?;
+//!
+//! let (x, y) = (Buffer::from_slice(&[1f32, 2., 3., 4., 5., 6.]), Buffer::from_slice(&[1f32; 6]));
+//! let mut out = Buffer::<f32>::zeros(4);
+//! let mut ws = Buffer::<u8>::zeros(g.workspace_size()?);
+//! g.execute(&handle, VariantPack::new().with(1, &x).with(2, &y).with(3, &mut out), Some(&mut ws))?;
+//! assert_eq!(out.to_vec()?, [6., 6., 15., 15.]);
+//!
+//! let saved = g.to_binary()?; // graph + plan (HDGP container)
+//! let loaded = Graph::from_binary(&Handle::cpu()?, &saved)?;
+//! assert_eq!(loaded.to_binary()?, saved); // a loaded plan re-saves byte-identically
+//! # Ok(())
+//! # }
 //! ```
+//!
+//! # ndarray
+//! `ndarray` is part of this API ([`Buffer::from_ndarray`], [`Buffer::to_ndarray`]); the docs
+//! assume **ndarray 0.16**, re-exported as [`hipdnn::ndarray`](crate::ndarray) so that an
+//! application on another ndarray version can use this one without a type mismatch.
+//!
+//! # Minimum Rust version
+//! Rust 1.88 (edition 2024, let-chains), checked by CI with that toolchain.
+
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+/// The README's Rust snippets, compiled and run as doc-tests.
+pub struct ReadmeDoctests;
 
 pub mod buffer;
 pub mod file;
@@ -27,8 +74,12 @@ pub mod graph;
 pub mod handle;
 mod persist;
 
+/// The `ndarray` crate this SDK's array API uses (version 0.16).
+pub use ndarray;
+
 pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, VariantPack};
 pub use file::{Form, write_atomically};
+#[doc(inline)]
 pub use graph::*;
 pub use handle::{ExecutionDevice, Handle};
 pub use hipdnn_backend::{BehaviorNote, HeuristicMode};
