@@ -355,6 +355,7 @@ impl Plan {
             return Err(na("graph has a cycle".into()));
         }
         let steps = order.into_iter().map(|i| ops[i].clone()).collect();
+        let steps = conv::fuse_epilogues(steps, &tensors);
         Ok(Plan { tensors, steps })
     }
 }

@@ -1,15 +1,21 @@
 //! Convolution nodes (fprop, dgrad, wgrad) of the CPU reference engine: parse (spatial
 //! attributes, channel groups and output extents from the op table
-//! [`hipdnn_backend::ops::conv`]) and run ([`crate::reference::ops::conv`]).
+//! [`hipdnn_backend::ops::conv`]), the epilogue fusion of `conv_fprop → ADD(bias) →
+//! activation` chains ([`fuse_epilogues`]) and run ([`crate::reference::ops::conv`]).
 
+use crate::reference::dtype::Elem;
 use crate::reference::exec::Env;
 use crate::reference::ops::conv::{self as kernel, ConvGeometry};
-use crate::reference::plan::{Cx, Op};
+use crate::reference::ops::gemm::{Bias, Epilogue};
+use crate::reference::ops::pointwise::PointwiseParams;
+use crate::reference::plan::{Cx, Op, Step};
 use crate::reference::tensor::TensorDesc;
 use hipdnn_backend::ops::conv::{self as table, ExtentError, Window};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::ConvMode;
 use hipdnn_schema::graph::Node;
+use hipdnn_schema::graph::PointwiseMode;
+use std::collections::{HashMap, HashSet};
 
 /// A convolution forward step: x, w → y.
 #[derive(Debug, Clone)]
@@ -22,6 +28,20 @@ pub struct ConvFpropStep {
     pub y: i64,
     /// Geometry.
     pub geo: ConvGeometry,
+    /// Pointwise nodes folded into the GEMM output pass (set by [`fuse_epilogues`]).
+    pub epilogue: Option<ConvEpilogue>,
+}
+
+/// A per-channel bias and/or a unary activation folded into a conv fprop step: the step
+/// writes `out = act(conv + bias)` instead of y, and the fused nodes are not run.
+#[derive(Debug, Clone)]
+pub struct ConvEpilogue {
+    /// Bias UID (dims `(1, K, 1…)`), added first.
+    pub bias: Option<i64>,
+    /// Unary pointwise activation, applied last.
+    pub act: Option<PointwiseParams>,
+    /// The UID written instead of y (the last fused node's output).
+    pub out: i64,
 }
 
 /// A convolution data-gradient step: dy, w → dx.
@@ -53,12 +73,99 @@ pub struct ConvWgradStep {
 impl ConvFpropStep {
     /// UIDs read.
     pub fn inputs(&self) -> Vec<i64> {
-        vec![self.x, self.w]
+        let mut v = vec![self.x, self.w];
+        v.extend(self.epilogue.as_ref().and_then(|e| e.bias));
+        v
     }
     /// UIDs written.
     pub fn outputs(&self) -> Vec<i64> {
-        vec![self.y]
+        vec![self.epilogue.as_ref().map_or(self.y, |e| e.out)]
     }
+}
+
+/// Folds `conv_fprop → pointwise ADD(bias) → unary pointwise` chains (either pointwise node
+/// may be absent) into the conv step, so they run in the GEMM output pass. A node is folded
+/// only when the result is bit-identical to running it alone: the tensor it reads from the
+/// chain is virtual, FLOAT (no rounding between the nodes) and read by that node only; the
+/// bias has dims `(1, K, 1…)` and is not written by any node (a bound or constant tensor);
+/// the activation is a one-input mode other than GEN_INDEX; output dims equal y's. Steps stay
+/// in their order (the folded step runs where the conv ran; its bias is ready from the
+/// start and its output's readers come after the folded nodes).
+pub(in crate::reference) fn fuse_epilogues(
+    steps: Vec<Step>,
+    tensors: &HashMap<i64, TensorDesc>,
+) -> Vec<Step> {
+    let written: HashSet<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
+    let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        for u in s.op.inputs() {
+            readers.entry(u).or_default().push(i);
+        }
+    }
+    // The one step that reads `u`, when `u` is a virtual FLOAT tensor read once.
+    let sole_reader = |u: i64| -> Option<usize> {
+        let t = &tensors[&u];
+        match readers.get(&u).map(Vec::as_slice) {
+            Some(&[i]) if t.is_virtual && t.elem == Elem::F32 => Some(i),
+            _ => None,
+        }
+    };
+    let mut steps = steps;
+    let mut folded = vec![false; steps.len()];
+    for i in 0..steps.len() {
+        let Op::ConvFprop(c) = &steps[i].op else {
+            continue;
+        };
+        let y_dims = &tensors[&c.y].dims;
+        let k = tensors[&c.w].dims[0];
+        let (mut cur, mut bias, mut act, mut fused) = (c.y, None, None, Vec::new());
+        if let Some(j) = sole_reader(cur)
+            && let Op::Pointwise(p) = &steps[j].op
+            && p.p.mode == PointwiseMode::ADD
+            && p.ins.len() == 2
+            && tensors[&p.out].dims == *y_dims
+        {
+            let other = if p.ins[0] == cur { p.ins[1] } else { p.ins[0] };
+            let bd = &tensors[&other].dims;
+            let per_channel = bd.len() == y_dims.len()
+                && bd[1] == k
+                && bd.iter().enumerate().all(|(d, &v)| d == 1 || v == 1);
+            if other != cur && !written.contains(&other) && per_channel {
+                bias = Some(other);
+                cur = p.out;
+                fused.push(j);
+            }
+        }
+        if let Some(j) = sole_reader(cur)
+            && let Op::Pointwise(p) = &steps[j].op
+            && p.ins.len() == 1
+            && p.p.mode != PointwiseMode::GEN_INDEX
+            && tensors[&p.out].dims == *y_dims
+        {
+            act = Some(p.p);
+            cur = p.out;
+            fused.push(j);
+        }
+        if fused.is_empty() {
+            continue;
+        }
+        for j in fused {
+            folded[j] = true;
+        }
+        if let Op::ConvFprop(c) = &mut steps[i].op {
+            c.epilogue = Some(ConvEpilogue {
+                bias,
+                act,
+                out: cur,
+            });
+        }
+    }
+    steps
+        .into_iter()
+        .zip(folded)
+        .filter(|(_, f)| !f)
+        .map(|(s, _)| s)
+        .collect()
 }
 
 impl ConvDgradStep {
@@ -192,6 +299,7 @@ pub(in crate::reference) fn parse_fprop(node: &Node<'_>, cx: &Cx<'_>) -> PluginR
         w: w.uid,
         y: y.uid,
         geo,
+        epilogue: None,
     }))
 }
 
@@ -263,10 +371,27 @@ pub(in crate::reference) fn run_fprop(
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,
 ) -> PluginResult<()> {
-    let ConvFpropStep { x, w, y, geo } = s;
+    let ConvFpropStep {
+        x,
+        w,
+        y,
+        geo,
+        epilogue,
+    } = s;
     let (xv, wv) = (env.get(*x)?, env.get(*w)?);
     let dims = env.desc(*y).dims.clone();
-    env.put(*y, kernel::conv_fprop(&xv, &wv, &dims, geo))
+    let Some(ep) = epilogue else {
+        return env.put(*y, kernel::conv_fprop(&xv, &wv, &dims, geo));
+    };
+    let bias: Option<Vec<f32>> = match ep.bias {
+        Some(b) => Some(env.get(b)?.iter().copied().collect()),
+        None => None,
+    };
+    let epi = Epilogue {
+        bias: bias.as_deref().map_or(Bias::None, Bias::PerRow),
+        act: ep.act,
+    };
+    env.put(ep.out, kernel::conv_fprop_with(&xv, &wv, &dims, geo, &epi))
 }
 
 /// Runs one conv_dgrad step on host arrays.
