@@ -259,24 +259,78 @@ fn save_reload(case: usize, dt: &str) -> R<serde_json::Value> {
     serde_json::from_slice(&out.stdout).map_err(e)
 }
 
-/// The child side of [`save_reload`]: the kernel dir is a scratch copy.
+/// The child side of [`save_reload`]: the kernel dir is a scratch copy. Cases ≥ 100 are conv
+/// cases (NHWC/NCHW conv + bias + ReLU, see [`reload_conv_case`]).
 pub fn reload_child(case: usize, dt: &str) -> R<()> {
-    let c = *CASES.get(case).ok_or("no such case")?;
-    let v = match dt {
-        "f32" => reload_steps::<f32>(c, DataType::Float),
-        "f16" => reload_steps::<f16>(c, DataType::Half),
-        _ => reload_steps::<bf16>(c, DataType::BFloat16),
+    let dtype = match dt {
+        "f32" => DataType::Float,
+        "f16" => DataType::Half,
+        _ => DataType::BFloat16,
+    };
+    let v = if case >= 100 {
+        let c = reload_conv_case(case - 100);
+        let mk = || conv_graph(c, dtype);
+        match dt {
+            "f32" => reload_steps::<f32>(&mk, conv_inputs(c), c.y_len(), &format!("{c:?}")),
+            "f16" => reload_steps::<f16>(&mk, conv_inputs(c), c.y_len(), &format!("{c:?}")),
+            _ => reload_steps::<bf16>(&mk, conv_inputs(c), c.y_len(), &format!("{c:?}")),
+        }
+    } else {
+        let c = *CASES.get(case).ok_or("no such case")?;
+        let mk = || graph(c, dtype);
+        let n_out = (c.ba.max(c.bb) * c.m * c.n) as usize;
+        match dt {
+            "f32" => reload_steps::<f32>(&mk, inputs(c), n_out, &format!("{c:?}")),
+            "f16" => reload_steps::<f16>(&mk, inputs(c), n_out, &format!("{c:?}")),
+            _ => reload_steps::<bf16>(&mk, inputs(c), n_out, &format!("{c:?}")),
+        }
     }?;
     println!("{v}");
     Ok(())
 }
 
-fn reload_steps<T: Num>(c: Case, dt: DataType) -> R<serde_json::Value> {
+/// Conv cases of the save/reload step: 0 = NHWC spec shape, 1 = NCHW with odd sizes.
+fn reload_conv_case(i: usize) -> ConvCase {
+    if i == 0 {
+        ConvCase {
+            n: 2,
+            c: 32,
+            h: 9,
+            k: 48,
+            r: 3,
+            pad: 1,
+            stride: 2,
+            dil: 1,
+            groups: 1,
+            nhwc: true,
+            epilogue: true,
+        }
+    } else {
+        ConvCase {
+            n: 1,
+            c: 3,
+            h: 13,
+            k: 5,
+            r: 3,
+            pad: 1,
+            stride: 1,
+            dil: 1,
+            groups: 1,
+            nhwc: false,
+            epilogue: true,
+        }
+    }
+}
+
+fn reload_steps<T: Num>(
+    mk: &dyn Fn() -> Graph,
+    ins: Vec<(i64, Vec<T>)>,
+    n_out: usize,
+    label: &str,
+) -> R<serde_json::Value> {
     let dir = hipdnn_engines::gpu::kernel_dir();
     let h = Handle::gpu().map_err(e)?;
-    let ins = inputs::<T>(c);
-    let n_out = (c.ba.max(c.bb) * c.m * c.n) as usize;
-    let mut g = graph(c, dt);
+    let mut g = mk();
     let t0 = std::time::Instant::now();
     g.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
     let build_ms = t0.elapsed().as_secs_f64() * 1e3;
@@ -304,15 +358,16 @@ fn reload_steps<T: Num>(c: Case, dt: DataType) -> R<serde_json::Value> {
             .all(|(x, y)| x.f().to_bits() == y.f().to_bits())
     };
     if !same(&first, &r1) || !same(&r1, &r2) {
-        return Err(format!("{dt:?} {c:?}: loaded plan output differs"));
+        return Err(format!("{label}: loaded plan output differs"));
     }
     let again = g2.to_compiled_plan_binary().map_err(e)?;
     if again != plan {
-        return Err(format!("{dt:?} {c:?}: re-save is not byte-identical"));
+        return Err(format!("{label}: re-save is not byte-identical"));
     }
     Ok(
-        json!({"case": format!("{c:?}"), "dtype": format!("{dt:?}"), "archives_removed": moved,
-        "plan_bytes": plan.len(), "build_ms": build_ms, "load_ms": load_ms, "ok": true}),
+        json!({"case": label, "engine": g2.engine_name().map_err(e)?,
+        "archives_removed": moved, "plan_bytes": plan.len(), "build_ms": build_ms,
+        "load_ms": load_ms, "ok": true}),
     )
 }
 
@@ -483,7 +538,13 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
         }
     }
     let mut reloads = Vec::new();
-    for (c, dt) in [(1, "f32"), (6, "f16"), (4, "bf16")] {
+    for (c, dt) in [
+        (1, "f32"),
+        (6, "f16"),
+        (4, "bf16"),
+        (100, "f16"),
+        (101, "f32"),
+    ] {
         let r = save_reload(c, dt)?;
         println!("save/reload: {r}");
         reloads.push(r);
@@ -520,9 +581,15 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
             rows.push(row);
         }
     }
+    let (conv_checks, conv_rows, torch_conv) = if sizes.is_empty() {
+        (Vec::new(), Vec::new(), json!(null))
+    } else {
+        conv_section(&gpu, &cpu)?
+    };
     let device = format!("{:?}", gpu.device());
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
-        "matmul": rows, "torch": torch});
+        "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
+        "torch_conv": torch_conv});
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;
     }
@@ -553,6 +620,31 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
                     .unwrap_or_else(|| "n/a".into()),
             );
         }
+        t += &format!(
+            "\nConv fprop + bias + ReLU (one fused launch; {} conv correctness cases passed) vs PyTorch `relu(conv2d(x, w, b))` (cuDNN, `cudnn.benchmark`, channels_last for NHWC, TF32 off), torch {} cuDNN {}:\n\n| n | layer (c, h, k, r, pad, stride) | dtype | layout | hipdnn-rs | TFLOP/s | PyTorch | ours/torch speed |\n|---|---|---|---|---|---|---|---|\n",
+            conv_checks.len(),
+            torch_conv["torch"],
+            torch_conv["cudnn"]
+        );
+        for r in &conv_rows {
+            t += &format!(
+                "| {} | {} | {} | {} | {:.3} ms | {:.0} | {} | {} |\n",
+                r["n"],
+                r["layer"],
+                r["dtype"].as_str().unwrap_or_default(),
+                r["layout"].as_str().unwrap_or_default(),
+                r["ms"].as_f64().unwrap_or(0.0),
+                r["tflops"].as_f64().unwrap_or(0.0),
+                r["torch_ms"]
+                    .as_f64()
+                    .map(|v| format!("{v:.3} ms"))
+                    .unwrap_or_else(|| "n/a".into()),
+                r["ratio_vs_torch"]
+                    .as_f64()
+                    .map(|v| format!("{v:.2}×"))
+                    .unwrap_or_else(|| "n/a".into()),
+            );
+        }
         let text = std::fs::read_to_string(md).map_err(e)?;
         let (b, en) = ("<!-- triton-bench:begin -->", "<!-- triton-bench:end -->");
         let new = match (text.find(b), text.find(en)) {
@@ -563,4 +655,291 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
         println!("updated {md}");
     }
     Ok(())
+}
+
+/// One conv case: n, c, h (=w), k, r (=s), pad, stride, dilation, groups, NHWC, bias+ReLU.
+#[derive(Clone, Copy, Debug)]
+pub struct ConvCase {
+    n: i64,
+    c: i64,
+    h: i64,
+    k: i64,
+    r: i64,
+    pad: i64,
+    stride: i64,
+    dil: i64,
+    groups: i64,
+    nhwc: bool,
+    epilogue: bool,
+}
+
+impl ConvCase {
+    fn p(&self) -> i64 {
+        (self.h + 2 * self.pad - self.dil * (self.r - 1) - 1) / self.stride + 1
+    }
+    fn y_len(&self) -> usize {
+        (self.n * self.k * self.p() * self.p()) as usize
+    }
+}
+
+fn conv_graph(c: ConvCase, dt: DataType) -> Graph {
+    let mut g = Graph::new();
+    g.set_name("conv")
+        .set_io_data_type(dt)
+        .set_intermediate_data_type(dt)
+        .set_compute_data_type(DataType::Float);
+    let lay = |t: TensorAttributes| {
+        if c.nhwc {
+            t.packed_nhwc()
+        } else {
+            t.packed_nchw()
+        }
+    };
+    let x = g.tensor(lay(TensorAttributes::new("x")
+        .uid(1)
+        .data_type(dt)
+        .dims([c.n, c.c, c.h, c.h])));
+    let w = g.tensor(lay(TensorAttributes::new("w").uid(2).data_type(dt).dims([
+        c.k,
+        c.c / c.groups,
+        c.r,
+        c.r,
+    ])));
+    let mut y = g.conv_fprop(
+        x,
+        w,
+        hipdnn::ConvFpropAttributes::new()
+            .padding([c.pad, c.pad])
+            .stride([c.stride, c.stride])
+            .dilation([c.dil, c.dil]),
+    );
+    if c.epilogue {
+        let b = g.tensor(
+            TensorAttributes::new("bias")
+                .uid(3)
+                .data_type(dt)
+                .dims([1, c.k, 1, 1])
+                .strides([c.k, 1, 1, 1]),
+        );
+        y = g.pointwise(y, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
+        y = g.pointwise_unary(y, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    }
+    g.set_output(y, true).set_uid(y, 4);
+    g
+}
+
+fn conv_inputs<T: Num>(c: ConvCase) -> Vec<(i64, Vec<T>)> {
+    let q = |v: Vec<f32>| v.into_iter().map(T::of).collect::<Vec<T>>();
+    let mut v = vec![
+        (1, q(vals((c.n * c.c * c.h * c.h) as usize, 11))),
+        (2, q(vals((c.k * c.c / c.groups * c.r * c.r) as usize, 12))),
+    ];
+    if c.epilogue {
+        v.push((3, q(vals(c.k as usize, 13))));
+    }
+    v
+}
+
+/// GPU vs CPU reference: |d| ≤ rel·(Σ|x|·|w| bound) + abs with the bound taken as
+/// (C/groups)·R·S (inputs in [-1, 1]); f32 rel 1e-5, f16/bf16 rel 4e-3 (bf16 1.6e-2).
+fn conv_check_case<T: Num>(
+    gpu: &Handle,
+    cpu: &Handle,
+    c: ConvCase,
+    dt: DataType,
+) -> R<serde_json::Value> {
+    let ins = conv_inputs::<T>(c);
+    let mut gg = conv_graph(c, dt);
+    gg.build(gpu, &[HeuristicMode::Fallback]).map_err(e)?;
+    let engine = gg.engine_name().map_err(e)?.to_string();
+    let got = run(gpu, &gg, &ins, c.y_len())?;
+    let mut gc = conv_graph(c, dt);
+    gc.build(cpu, &[HeuristicMode::Fallback]).map_err(e)?;
+    let want = run(cpu, &gc, &ins, c.y_len())?;
+    let bound = (c.c / c.groups * c.r * c.r) as f32;
+    let rel = match dt {
+        DataType::Float => 1e-5,
+        DataType::Half => 4e-3,
+        _ => 1.6e-2,
+    };
+    let tol = rel * bound + 1e-3;
+    let mut worst = 0f32;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let d = (g.f() - w.f()).abs();
+        if !(d <= tol) {
+            return Err(format!(
+                "conv {dt:?} {c:?}: element {i}: gpu {} cpu {} (|d| {d} > {tol}) on {engine}",
+                g.f(),
+                w.f()
+            ));
+        }
+        worst = worst.max(d / tol);
+    }
+    Ok(
+        json!({"case": format!("{c:?}"), "dtype": format!("{dt:?}"), "engine": engine, "worst_fraction_of_tolerance": worst}),
+    )
+}
+
+/// Median ms per execute of a conv graph (events around 20 executes, median of 5 rounds).
+fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType) -> R<f64> {
+    let mut g = conv_graph(c, dt);
+    g.build(h, &[HeuristicMode::Fallback]).map_err(e)?;
+    let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
+    let ins = conv_inputs::<T>(c);
+    let bufs: Vec<(i64, Buffer<T>)> = ins
+        .iter()
+        .map(|(u, v)| Buffer::from_slice_on(h, v).map(|b| (*u, b)))
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let mut y = Buffer::<T>::alloc(h, c.y_len()).map_err(e)?;
+    let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().map_err(e)?).map_err(e)?;
+    let stream = Stream::default_stream(dev);
+    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
+    let mut exec = || {
+        let mut pack = VariantPack::new();
+        for (u, b) in &bufs {
+            pack = pack.with(*u, b);
+        }
+        pack = pack.with(4, &mut y);
+        g.execute(h, pack, Some(&mut ws)).map_err(e)
+    };
+    for _ in 0..3 {
+        exec()?;
+    }
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        ev0.record(&stream).map_err(e)?;
+        for _ in 0..20 {
+            exec()?;
+        }
+        ev1.record(&stream).map_err(e)?;
+        ev1.synchronize().map_err(e)?;
+        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[2])
+}
+
+const TORCH_CONV: &str = r#"
+import json, sys
+try:
+    import torch
+    import torch.nn.functional as F
+    assert torch.cuda.is_available()
+except Exception as ex:
+    print(json.dumps({"error": str(ex)})); sys.exit(0)
+torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
+out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": []}
+for (n, c, h, k, r, pad, stride, nhwc, dt) in json.loads(sys.argv[1]):
+    dt = {"f16": torch.float16, "f32": torch.float32}[dt]
+    mf = torch.channels_last if nhwc else torch.contiguous_format
+    x = torch.randn(n, c, h, h, device="cuda", dtype=dt).to(memory_format=mf)
+    w = torch.randn(k, c, r, r, device="cuda", dtype=dt).to(memory_format=mf)
+    b = torch.randn(k, device="cuda", dtype=dt)
+    f = lambda: F.relu(F.conv2d(x, w, b, padding=pad, stride=stride))
+    for _ in range(5): f()
+    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rs = []
+    for _ in range(5):
+        s.record()
+        for _ in range(20): f()
+        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
+    rs.sort(); out["ms"].append(rs[2])
+print(json.dumps(out))
+"#;
+
+/// Conv checks and the ResNet-50 table; returns (checks, rows, torch info).
+pub fn conv_section(
+    gpu: &Handle,
+    cpu: &Handle,
+) -> R<(
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+    serde_json::Value,
+)> {
+    let cc = |n, c, h, k, r, pad, stride, dil, groups, nhwc, epilogue| ConvCase {
+        n,
+        c,
+        h,
+        k,
+        r,
+        pad,
+        stride,
+        dil,
+        groups,
+        nhwc,
+        epilogue,
+    };
+    let cases = [
+        cc(2, 32, 9, 48, 3, 1, 2, 1, 1, true, true),
+        cc(1, 20, 11, 24, 3, 1, 1, 1, 1, true, true),
+        cc(1, 3, 13, 5, 3, 2, 1, 2, 1, false, true),
+        cc(2, 16, 8, 32, 3, 1, 1, 1, 2, false, false),
+        cc(1, 64, 14, 64, 1, 0, 1, 1, 1, true, false),
+        cc(3, 17, 7, 9, 5, 2, 3, 1, 1, false, true),
+    ];
+    let mut checks = Vec::new();
+    for c in cases {
+        for dt in [DataType::Float, DataType::Half, DataType::BFloat16] {
+            let r = match dt {
+                DataType::Float => conv_check_case::<f32>(gpu, cpu, c, dt),
+                DataType::Half => conv_check_case::<f16>(gpu, cpu, c, dt),
+                _ => conv_check_case::<bf16>(gpu, cpu, c, dt),
+            }?;
+            println!("conv check: {r}");
+            checks.push(r);
+        }
+    }
+    // ResNet-50 layers (c, h, k, r, pad, stride).
+    let layers: [[i64; 6]; 6] = [
+        [64, 56, 64, 3, 1, 1],
+        [128, 28, 128, 3, 1, 1],
+        [256, 14, 256, 3, 1, 1],
+        [512, 7, 512, 3, 1, 1],
+        [64, 56, 256, 1, 0, 1],
+        [128, 28, 512, 1, 0, 1],
+    ];
+    let mut specs = Vec::new();
+    for n in [8i64, 32] {
+        for l in layers {
+            for (dt, nhwc) in [("f16", true), ("f32", true), ("f16", false)] {
+                specs.push((n, l, dt, nhwc));
+            }
+        }
+    }
+    let arg: Vec<serde_json::Value> = specs
+        .iter()
+        .map(|(n, l, dt, nhwc)| json!([n, l[0], l[1], l[2], l[3], l[4], l[5], nhwc, dt]))
+        .collect();
+    let torch = match std::process::Command::new("python3")
+        .args([
+            "-c",
+            TORCH_CONV,
+            &serde_json::to_string(&arg).unwrap_or_default(),
+        ])
+        .output()
+    {
+        Ok(o) => serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
+        Err(x) => json!({"error": x.to_string()}),
+    };
+    let mut rows = Vec::new();
+    for (i, (n, l, dt, nhwc)) in specs.iter().enumerate() {
+        let c = cc(*n, l[0], l[1], l[2], l[3], l[4], l[5], 1, 1, *nhwc, true);
+        let ms = if *dt == "f16" {
+            time_conv::<f16>(gpu, c, DataType::Half)
+        } else {
+            time_conv::<f32>(gpu, c, DataType::Float)
+        }?;
+        let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
+        let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
+        let row = json!({"n": n, "layer": l, "dtype": dt, "layout": if *nhwc {"NHWC"} else {"NCHW"},
+            "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
+            "ratio_vs_torch": torch_ms.map(|t| t / ms)});
+        println!("conv: {row}");
+        rows.push(row);
+    }
+    Ok((checks, rows, torch))
 }

@@ -12,8 +12,9 @@
 //! `spec` = channels-last (x, w, y channel strides 1, groups 1, C, K and the other strides
 //! multiples of 16, pointers 16-byte aligned), `generic` = anything else.
 //!
-//! **Static rule**: entries in pack order (spec first, larger tiles first); a spec entry larger
-//! than 64×64 is refused when it gives fewer than [`super::matmul::MIN_TILES`] tiles; the
+//! **Static rule**: entries in pack order (spec first, larger tiles first); a spec entry whose
+//! tile is wider than 64 output channels is refused when K/groups is narrower than the tile,
+//! and one larger than 64×64 when it gives fewer than [`super::matmul::MIN_TILES`] tiles; the
 //! generic entry serves every graph. A spec plan refuses (BAD_PARAM) tensors that are not
 //! 16-byte aligned at execute.
 //!
@@ -577,6 +578,14 @@ impl ConvFpropV1Handler {
         inputs.config = config;
         let tiles = inputs.tiles() * inputs.shape[15];
         let c = &inputs.config;
+        let kg = inputs.shape[4] / inputs.shape[15];
+        if c.spec && c.block[1] > 64 && c.block[1] > kg {
+            return Err(na(format!(
+                "kernel {}: static rule: a {}-channel tile leaves columns idle for K/groups = {kg}; a narrower tile serves this graph",
+                kernel.describe(),
+                c.block[1]
+            )));
+        }
         if c.spec && c.block[0] * c.block[1] > 64 * 64 && tiles < MIN_TILES {
             return Err(na(format!(
                 "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
