@@ -139,6 +139,68 @@ fn elf_symbols(b: &[u8]) -> Vec<String> {
     out
 }
 
+/// Explicit arguments (kind, size, offset) of `kernel` in the AMDGPU metadata note
+/// (`NT_AMDGPU_METADATA`, msgpack), hidden arguments dropped.
+fn amd_metadata_args(b: &[u8], kernel: &str) -> Vec<(String, u32, u32)> {
+    let shoff = u64le(b, 0x28) as usize;
+    let shentsize = u16le(b, 0x3A) as usize;
+    let shnum = u16le(b, 0x3C) as usize;
+    for i in 0..shnum {
+        let sh = shoff + i * shentsize;
+        if u32le(b, sh + 4) != 7 {
+            continue; // SHT_NOTE
+        }
+        let (off, size) = (u64le(b, sh + 0x18) as usize, u64le(b, sh + 0x20) as usize);
+        let mut p = off;
+        while p + 12 <= off + size {
+            let (namesz, descsz, ty) = (
+                u32le(b, p) as usize,
+                u32le(b, p + 4) as usize,
+                u32le(b, p + 8),
+            );
+            let name = &b[p + 12..p + 12 + namesz];
+            let desc_at = p + 12 + namesz.div_ceil(4) * 4;
+            let desc = &b[desc_at..desc_at + descsz];
+            p = desc_at + descsz.div_ceil(4) * 4;
+            if ty != 32 || !name.starts_with(b"AMDGPU") {
+                continue;
+            }
+            let v = rmpv::decode::read_value(&mut &desc[..]).unwrap();
+            let get = |m: &rmpv::Value, k: &str| {
+                m.as_map()
+                    .unwrap()
+                    .iter()
+                    .find(|(kk, _)| kk.as_str() == Some(k))
+                    .map(|(_, v)| v.clone())
+            };
+            for k in get(&v, "amdhsa.kernels").unwrap().as_array().unwrap() {
+                if get(k, ".name")
+                    .and_then(|n| n.as_str().map(str::to_string))
+                    .as_deref()
+                    != Some(kernel)
+                {
+                    continue;
+                }
+                return get(k, ".args")
+                    .unwrap()
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|a| {
+                        (
+                            get(a, ".value_kind").unwrap().as_str().unwrap().to_string(),
+                            get(a, ".size").unwrap().as_u64().unwrap() as u32,
+                            get(a, ".offset").unwrap().as_u64().unwrap() as u32,
+                        )
+                    })
+                    .filter(|a| !a.0.starts_with("hidden_"))
+                    .collect();
+            }
+        }
+    }
+    panic!("no AMDGPU metadata for {kernel}");
+}
+
 #[test]
 fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
     for arch in ARCHES {
@@ -172,6 +234,13 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                     _ => 0x4F,
                 };
                 assert_eq!(flags & 0xFF, mach, "{arch} e_flags {flags:#x}");
+                let meta = amd_metadata_args(&bytes, symbol);
+                let recorded: Vec<_> = s
+                    .signature
+                    .iter()
+                    .map(|a| (a.kind.clone(), a.size, a.offset))
+                    .collect();
+                assert_eq!(meta, recorded, "{arch} {}: metadata args", d.name);
                 assert!(syms.iter().any(|n| *n == format!("{symbol}.kd")), "{arch}");
             } else {
                 assert_eq!(machine, 190, "EM_CUDA");
