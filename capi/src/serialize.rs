@@ -130,8 +130,9 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedBinaryGraph_ext(
     })
 }
 
-/// `hipdnnBackendGetSerializedJsonGraph_ext`: the graph as JSON (the SDK's `to_json`), two-call;
-/// the size includes the NUL terminator.
+/// `hipdnnBackendGetSerializedJsonGraph_ext`: the graph as JSON in upstream's format
+/// ([`crate::upjson`]: byte-identical to upstream's writer), two-call; the size includes the
+/// NUL terminator. A node kind outside [`crate::upjson`]'s scope → NOT_SUPPORTED naming it.
 ///
 /// # Safety
 /// `size` null or valid; `out` null or valid for `requested` bytes.
@@ -144,19 +145,18 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedJsonGraph_ext(
 ) -> Status {
     entry("hipdnnBackendGetSerializedJsonGraph_ext", || {
         let (graph, _) = graph_of(d)?;
-        let mut json = graph
-            .to_json()
-            .map_err(|e| sdk_bad_param("graph to JSON", e))?
-            .into_bytes();
+        let mut json = crate::upjson::write(&graph)?.into_bytes();
         json.push(0);
         // SAFETY: caller contract.
         unsafe { copy_out(&json, requested, size, out.cast::<u8>()) }
     })
 }
 
-/// `hipdnnBackendCreateAndDeserializeJsonGraph_ext`: an unfinalized OPERATIONGRAPH from JSON
-/// (the SDK's `from_json`); `jsonByteSize` may include the NUL or not. Null → NULL_POINTER;
-/// size 0 or JSON the SDK refuses → BAD_PARAM; `*descriptor` untouched on failure.
+/// `hipdnnBackendCreateAndDeserializeJsonGraph_ext`: an unfinalized OPERATIONGRAPH from JSON in
+/// upstream's format ([`crate::upjson::read`]: unknown keys accepted; unknown enum spellings,
+/// node types and duplicate keys refused naming them); `jsonByteSize` may include the NUL or
+/// not. Null → NULL_POINTER; size 0 or refused JSON → BAD_PARAM; `*descriptor` untouched on
+/// failure.
 ///
 /// # Safety
 /// `out` null or valid for a write; `json` null or valid for `len` bytes.
@@ -176,7 +176,7 @@ pub unsafe extern "C" fn hipdnnBackendCreateAndDeserializeJsonGraph_ext(
         let b = b.strip_suffix(&[0]).unwrap_or(b);
         let text = std::str::from_utf8(b)
             .map_err(|_| err(Status::BadParam, "the JSON graph is not UTF-8"))?;
-        let graph = Graph::from_json(text).map_err(|e| sdk_bad_param("JSON graph", e))?;
+        let graph = crate::upjson::read(text)?;
         let bytes = graph
             .to_graph_bytes()
             .map_err(|e| sdk_bad_param("JSON graph", e))?;

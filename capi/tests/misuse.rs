@@ -8,7 +8,7 @@
 mod common;
 
 use common::sym;
-use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, TensorAttributes};
+use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes};
 use std::ffi::{CStr, c_char, c_void};
 use std::ptr::{null, null_mut};
 
@@ -91,7 +91,7 @@ fn sdk_graph_and_plan() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
             .dilation([1, 1]),
     );
     g.set_output(y, true).set_uid(y, 3);
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     (
         g.to_graph_bytes().unwrap(),
         g.to_compiled_plan_binary().unwrap(),

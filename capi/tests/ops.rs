@@ -7,7 +7,7 @@
 mod common;
 
 use common::sym;
-use hipdnn::{Buffer, Graph, Handle, HeuristicMode, Operation, VariantPack};
+use hipdnn::{Buffer, Graph, Handle, Operation, VariantPack};
 use std::collections::BTreeMap;
 use std::ffi::c_void;
 use std::ptr::null_mut;
@@ -206,7 +206,7 @@ impl Api {
 fn sdk_outputs(bytes: &[u8], inputs: &BTreeMap<i64, Vec<f32>>) -> BTreeMap<i64, Vec<u8>> {
     let h = Handle::cpu().unwrap();
     let mut g = Graph::from_graph_bytes(bytes).unwrap();
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     let ins: Vec<(i64, Buffer<f32>)> = inputs
         .iter()
         .map(|(u, v)| (*u, Buffer::from_slice(v)))

@@ -11,10 +11,7 @@
 mod common;
 
 use half::{bf16, f16};
-use hipdnn::{
-    Buffer, ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, TensorAttributes,
-    VariantPack,
-};
+use hipdnn::{Buffer, ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes, VariantPack};
 use std::path::Path;
 use std::process::Command;
 
@@ -81,7 +78,7 @@ fn sdk_run(dt: DataType, nhwc: bool, x: &[f32], w: &[f32]) -> (Graph, Vec<u8>) {
     g.set_output(y, true).set_uid(y, 3);
     let strides = tensor("y", 3, [1, 4, 6, 6], dt, nhwc).strides;
     g.set_strides(y, strides);
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     let y = match dt {
         DataType::Float => execute_typed::<f32>(&g, &h, x, w, |x| x),
         DataType::Half => execute_typed::<f16>(&g, &h, x, w, f16::from_f32),
