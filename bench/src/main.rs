@@ -17,8 +17,8 @@
 mod triton;
 
 use hipdnn::{
-    Buffer, ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    Buffer, ConvFpropAttributes, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, VariantPack,
 };
 use hipdnn_engines::ingestor::{CodeObjectReader, KpackCodeObjectReader};
 use hipdnn_hip::{ArgKind, ArgSpec, KernelArg, LaunchConfig, Stream};
@@ -207,10 +207,10 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
     let dims = [1i64, 16, 1024, 1024];
     let n = 16 * 1024 * 1024usize;
     let mut add = pw_graph(PointwiseMode::Add, &dims);
-    add.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
+    add.build(&h).map_err(e)?;
     let t_add = time_exec(&h, &add, &[(1, n), (2, n)], n, 50)?;
     let mut copy = pw_graph(PointwiseMode::Identity, &dims);
-    copy.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
+    copy.build(&h).map_err(e)?;
     let t_copy = time_exec(&h, &copy, &[(1, n)], n, 50)?;
     let gbs = |bytes: f64, t: f64| bytes / t / 1e9;
     let pw = json!({"elements": n, "add_ms": t_add * 1e3, "add_gb_s": gbs(12.0 * n as f64, t_add),
@@ -229,7 +229,7 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
         let [nb, c, hh, k, r, pad, st] = *s;
         let mut g = conv_graph(nb, c, hh, k, r, pad, st);
         let t0 = Instant::now();
-        g.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
+        g.build(&h).map_err(e)?;
         let build_ms = t0.elapsed().as_secs_f64() * 1e3;
         let p = (hh + 2 * pad - r) / st + 1;
         let t = time_exec(
@@ -256,7 +256,7 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
     }
     // Overhead.
     let mut one = pw_graph(PointwiseMode::Identity, &[1, 1, 1, 1]);
-    one.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
+    one.build(&h).map_err(e)?;
     let t_exec = time_exec(&h, &one, &[(1, 1)], 1, 2000)?;
     let t_raw = raw_launch_time(&h)?;
     let ov = json!({"execute_us": t_exec * 1e6, "raw_launch_us": t_raw * 1e6});

@@ -18,8 +18,8 @@
 
 use half::{bf16, f16};
 use hipdnn::{
-    Buffer, DataType, Element, Graph, Handle, HeuristicMode, MatmulAttributes, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    Buffer, DataType, Element, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, VariantPack,
 };
 use hipdnn_hip::{Event, Stream};
 use serde_json::json;
@@ -198,11 +198,11 @@ fn check_case<T: Num>(gpu: &Handle, cpu: &Handle, c: Case, dt: DataType) -> R<se
     let ins = inputs::<T>(c);
     let n_out = (c.ba.max(c.bb) * c.m * c.n) as usize;
     let mut gg = graph(c, dt);
-    gg.build(gpu, &[HeuristicMode::Fallback]).map_err(e)?;
+    gg.build(gpu).map_err(e)?;
     let engine = gg.engine_name().map_err(e)?.to_string();
     let got = run(gpu, &gg, &ins, n_out)?;
     let mut gc = graph(c, dt);
-    gc.build(cpu, &[HeuristicMode::Fallback]).map_err(e)?;
+    gc.build(cpu).map_err(e)?;
     let want = run(cpu, &gc, &ins, n_out)?;
     let mag = magnitude(c, &ins);
     let (rel, abs) = if dt == DataType::Float {
@@ -332,7 +332,7 @@ fn reload_steps<T: Num>(
     let h = Handle::gpu().map_err(e)?;
     let mut g = mk();
     let t0 = std::time::Instant::now();
-    g.build(&h, &[HeuristicMode::Fallback]).map_err(e)?;
+    g.build(&h).map_err(e)?;
     let build_ms = t0.elapsed().as_secs_f64() * 1e3;
     let first = run(&h, &g, &ins, n_out)?;
     let plan = g.to_compiled_plan_binary().map_err(e)?;
@@ -384,7 +384,7 @@ fn time_mm<T: Num>(h: &Handle, n: i64, dt: DataType) -> R<(f64, f64, String)> {
     };
     let mut g = graph(c, dt);
     let t0 = std::time::Instant::now();
-    g.build(h, &[HeuristicMode::Fallback]).map_err(e)?;
+    g.build(h).map_err(e)?;
     let build_ms = t0.elapsed().as_secs_f64() * 1e3;
     let engine = g.engine_name().map_err(e)?.to_string();
     let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
@@ -750,11 +750,11 @@ fn conv_check_case<T: Num>(
 ) -> R<serde_json::Value> {
     let ins = conv_inputs::<T>(c);
     let mut gg = conv_graph(c, dt);
-    gg.build(gpu, &[HeuristicMode::Fallback]).map_err(e)?;
+    gg.build(gpu).map_err(e)?;
     let engine = gg.engine_name().map_err(e)?.to_string();
     let got = run(gpu, &gg, &ins, c.y_len())?;
     let mut gc = conv_graph(c, dt);
-    gc.build(cpu, &[HeuristicMode::Fallback]).map_err(e)?;
+    gc.build(cpu).map_err(e)?;
     let want = run(cpu, &gc, &ins, c.y_len())?;
     let bound = (c.c / c.groups * c.r * c.r) as f32;
     let rel = match dt {
@@ -783,7 +783,7 @@ fn conv_check_case<T: Num>(
 /// Median ms per execute of a conv graph (events around 20 executes, median of 5 rounds).
 fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType) -> R<f64> {
     let mut g = conv_graph(c, dt);
-    g.build(h, &[HeuristicMode::Fallback]).map_err(e)?;
+    g.build(h).map_err(e)?;
     let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
     let ins = conv_inputs::<T>(c);
     let bufs: Vec<(i64, Buffer<T>)> = ins

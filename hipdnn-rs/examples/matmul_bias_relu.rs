@@ -6,8 +6,8 @@
 //! ```
 
 use hipdnn::{
-    Buffer, DataType, Graph, Handle, HeuristicMode, MatmulAttributes, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    Buffer, DataType, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, VariantPack,
 };
 
 const A: i64 = 1;
@@ -62,7 +62,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         PointwiseAttributes::with_mode(PointwiseMode::ReluFwd),
     );
     g.set_output(y, true).set_uid(y, Y).set_tensor_name(y, "y");
-    g.build(&handle, &[HeuristicMode::Fallback])?;
+    g.build(&handle)?;
 
     // a[i][j] = (i - j) / 64, b[j][l] = 1 / 128 when j % 32 == l else 0, bias[l] = -l / 64.
     let a_host: Vec<f32> = (0..M * K)

@@ -2,8 +2,9 @@
 //!
 //! Graph: the conv-bias-relu block `y = relu(conv_fprop(x, w) + b)` over an RGB image
 //! (NCHW, f32, 3 → 4 channels: Sobel-x, Sobel-y, Laplacian and Gaussian-blur filters applied to
-//! the channel mean, padding 1). Every step is timed; the four feature maps are written as one
-//! PNG (2 × 2 tiles); the plan is saved as a graph+plan container (`to_binary`) and as a plan
+//! the channel mean, padding 1). Every step is timed; the input and the four feature maps are
+//! written side by side as one PNG, each tile captioned (input, Sobel-x, Sobel-y, Laplacian,
+//! blur); the plan is saved as a graph+plan container (`to_binary`) and as a plan
 //! alone (`to_compiled_plan_binary`), each loaded by a fresh handle, executed again (outputs
 //! must be bit-identical) and saved again (bytes must be identical). Exits non-zero on any
 //! mismatch.
@@ -11,10 +12,12 @@
 //! ```text
 //! cargo run --release --example save_reload_resave -- [--input PATH] [--device cpu|gpu] [--out DIR]
 //! ```
+//!
+//! `RUST_LOG=info` (or `debug`) shows the SDK's log, e.g. why `Handle::new` fell back to the CPU.
 
 use hipdnn::{
-    Buffer, ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    Buffer, ConvFpropAttributes, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, VariantPack,
 };
 use sha2::{Digest, Sha256};
 use std::fs::File;
@@ -28,6 +31,33 @@ const W_UID: i64 = 2;
 const B_UID: i64 = 3;
 const Y_UID: i64 = 4;
 const OUT_CHANNELS: usize = 4;
+const USAGE: &str = "usage: save_reload_resave [--input PATH] [--device cpu|gpu] [--out DIR]";
+
+/// A minimal `log` backend for this example: records at or above `RUST_LOG`'s level
+/// (`error`, `warn`, `info`, `debug`, `trace`; default `warn`) go to stderr.
+struct StderrLog;
+
+impl log::Log for StderrLog {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::max_level()
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        if self.enabled(r.metadata()) {
+            eprintln!("[{}] {}", r.level(), r.args());
+        }
+    }
+    fn flush(&self) {}
+}
+
+fn init_log() {
+    let level = std::env::var("RUST_LOG")
+        .ok()
+        .and_then(|v| v.parse::<log::LevelFilter>().ok())
+        .unwrap_or(log::LevelFilter::Warn);
+    if log::set_logger(&StderrLog).is_ok() {
+        log::set_max_level(level);
+    }
+}
 
 struct Args {
     input: PathBuf,
@@ -36,7 +66,8 @@ struct Args {
 }
 
 fn parse_args() -> Result<Args, String> {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let root = manifest.parent().unwrap_or(manifest);
     let mut a = Args {
         input: Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/data/astronaut.png"),
         device: None,
@@ -56,7 +87,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--out" => a.out = PathBuf::from(val()?),
             "-h" | "--help" => {
-                println!("usage: save_reload_resave [--input PATH] [--device cpu|gpu] [--out DIR]");
+                println!("{USAGE}");
                 std::process::exit(0);
             }
             other => return Err(format!("unknown argument {other}")),
@@ -170,20 +201,80 @@ fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     std::fs::rename(&tmp, path).map_err(|e| format!("cannot rename to {}: {e}", path.display()))
 }
 
-/// Writes the 4 feature maps as one 8-bit gray PNG, 2 × 2 tiles, each map scaled by its max.
-fn write_feature_png(path: &Path, y: &[f32], h: usize, w: usize) -> Result<(), String> {
-    let (ow, oh) = (2 * w, 2 * h);
+/// 5×7 bitmap glyphs (rows top to bottom, bit 4 = leftmost column) for the captions.
+fn glyph(c: char) -> [u8; 7] {
+    match c {
+        'a' => [0, 0, 14, 1, 15, 17, 15],
+        'b' => [16, 16, 22, 25, 17, 17, 30],
+        'c' => [0, 0, 14, 16, 16, 17, 14],
+        'e' => [0, 0, 14, 17, 31, 16, 14],
+        'i' => [4, 0, 12, 4, 4, 4, 14],
+        'l' => [12, 4, 4, 4, 4, 4, 14],
+        'n' => [0, 0, 22, 25, 17, 17, 17],
+        'o' => [0, 0, 14, 17, 17, 17, 14],
+        'p' => [0, 0, 30, 17, 30, 16, 16],
+        'r' => [0, 0, 22, 25, 16, 16, 16],
+        't' => [8, 8, 28, 8, 8, 9, 6],
+        'u' => [0, 0, 17, 17, 17, 19, 13],
+        'x' => [0, 0, 17, 10, 4, 10, 17],
+        'y' => [0, 0, 17, 17, 15, 1, 14],
+        'S' => [15, 16, 16, 14, 1, 1, 30],
+        'L' => [16, 16, 16, 16, 16, 16, 31],
+        '-' => [0, 0, 0, 31, 0, 0, 0],
+        _ => [0; 7],
+    }
+}
+
+/// Caption strip height in pixels (glyphs drawn at scale 2 with a 3-pixel margin).
+const CAPTION: usize = 20;
+
+/// Draws `text` in white at (`x0`, `y0`) into a gray image of width `iw`, glyphs scaled by 2.
+fn draw_text(img: &mut [u8], iw: usize, x0: usize, y0: usize, text: &str) {
+    for (n, ch) in text.chars().enumerate() {
+        for (r, bits) in glyph(ch).iter().enumerate() {
+            for col in 0..5 {
+                if bits & (16 >> col) != 0 {
+                    for (dy, dx) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                        let x = x0 + n * 12 + col * 2 + dx;
+                        if x < iw {
+                            img[(y0 + r * 2 + dy) * iw + x] = 255;
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Writes one 8-bit gray PNG: the input (channel mean) and the 4 feature maps side by side
+/// (each map scaled by its max, square-root contrast), a caption strip under each tile naming
+/// it. Only the picture; the computed outputs are not changed.
+fn write_feature_png(path: &Path, x: &[f32], y: &[f32], h: usize, w: usize) -> Result<(), String> {
+    let tiles = 1 + OUT_CHANNELS;
+    let (ow, oh) = (tiles * w, h + CAPTION);
     let mut img = vec![0u8; ow * oh];
+    for r in 0..h {
+        for c in 0..w {
+            let i = r * w + c;
+            let mean = (x[i] + x[h * w + i] + x[2 * h * w + i]) / 3.0;
+            img[r * ow + c] = (mean.clamp(0.0, 1.0) * 255.0).round() as u8;
+        }
+    }
     for k in 0..OUT_CHANNELS {
         let map = &y[k * h * w..(k + 1) * h * w];
         let max = map.iter().fold(0f32, |m, v| m.max(*v)).max(1e-12);
-        let (ty, tx) = (k / 2, k % 2);
         for r in 0..h {
             for c in 0..w {
                 let v = (map[r * w + c] / max).clamp(0.0, 1.0);
-                img[(ty * h + r) * ow + tx * w + c] = (v.sqrt() * 255.0).round() as u8;
+                img[r * ow + (k + 1) * w + c] = (v.sqrt() * 255.0).round() as u8;
             }
         }
+    }
+    for (t, name) in ["input", "Sobel-x", "Sobel-y", "Laplacian", "blur"]
+        .iter()
+        .enumerate()
+    {
+        draw_text(&mut img, ow, t * w + 4, h + 3, name);
     }
     let mut out = Vec::new();
     {
@@ -229,11 +320,14 @@ fn handle_for(device: &Option<String>) -> Result<Handle, String> {
     h.map_err(|e| e.to_string())
 }
 
-fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
+fn run(args: &mut Args, rep: &mut Report) -> Result<(), String> {
     std::fs::create_dir_all(&args.out)
         .map_err(|e| format!("cannot create {}: {e}", args.out.display()))?;
+    args.out = std::fs::canonicalize(&args.out)
+        .map_err(|e| format!("cannot resolve {}: {e}", args.out.display()))?;
     let (h, w, x_host) = read_image(&args.input)?;
-    println!("input: {} ({w}x{h} RGB)", args.input.display());
+    let input = std::fs::canonicalize(&args.input).unwrap_or_else(|_| args.input.clone());
+    println!("input: {} ({w}x{h} RGB)", input.display());
     let n_out = OUT_CHANNELS * h * w;
     let handle = handle_for(&args.device)?;
     println!("handle: {handle:?}");
@@ -242,11 +336,7 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
     let wt = on(&filters())?;
     let b = on(&[0.0f32, 0.0, 0.0, -0.05])?;
     let mut graph = conv_bias_relu_graph(h, w);
-    rep.step("build", || {
-        graph
-            .build(&handle, &[HeuristicMode::Fallback])
-            .map_err(|e| e.to_string())
-    })?;
+    rep.step("build", || graph.build(&handle).map_err(|e| e.to_string()))?;
     println!(
         "  engine: {}",
         graph.engine_name().map_err(|e| e.to_string())?
@@ -273,8 +363,7 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
         let cpu = Handle::cpu().map_err(|e| e.to_string())?;
         let yc = rep.step("execute on the CPU reference engine", || {
             let mut gc = conv_bias_relu_graph(h, w);
-            gc.build(&cpu, &[HeuristicMode::Fallback])
-                .map_err(|e| e.to_string())?;
+            gc.build(&cpu).map_err(|e| e.to_string())?;
             let (xc, wc) = (Buffer::from_slice(&x_host), Buffer::from_slice(&filters()));
             let bc = Buffer::from_slice(&[0.0f32, 0.0, 0.0, -0.05]);
             let mut yc = Buffer::<f32>::filled(n_out, f32::NAN);
@@ -299,7 +388,7 @@ fn run(args: &Args, rep: &mut Report) -> Result<(), String> {
     }
     let png_path = args.out.join("features.png");
     rep.step("write feature maps PNG", || {
-        write_feature_png(&png_path, &y0, h, w)
+        write_feature_png(&png_path, &x_host, &y0, h, w)
     })?;
     rep.rows.push((
         "features.png".into(),
@@ -382,10 +471,11 @@ fn bits(v: &[f32]) -> Vec<u32> {
 }
 
 fn main() -> ExitCode {
-    let args = match parse_args() {
+    init_log();
+    let mut args = match parse_args() {
         Ok(a) => a,
         Err(e) => {
-            eprintln!("error: {e}");
+            eprintln!("error: {e}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
@@ -393,12 +483,16 @@ fn main() -> ExitCode {
         rows: Vec::new(),
         failures: Vec::new(),
     };
-    let result = run(&args, &mut rep);
-    println!("\n{:<40} sha256", "artifact");
-    for (k, v) in &rep.rows {
-        println!("{k:<40} {v}");
+    let result = run(&mut args, &mut rep);
+    if !rep.rows.is_empty() {
+        println!("\n{:<40} sha256", "artifact");
+        for (k, v) in &rep.rows {
+            println!("{k:<40} {v}");
+        }
     }
-    println!("outputs written to {}", args.out.display());
+    if result.is_ok() {
+        println!("outputs written to {}", args.out.display());
+    }
     match result {
         Err(e) => {
             eprintln!("error: {e}");

@@ -132,7 +132,9 @@ impl<T: Element> Buffer<T> {
     }
 
     /// A host buffer holding the elements of `array` in logical (row-major) order, i.e. a
-    /// packed tensor whose strides are the row-major strides of `array.shape()`.
+    /// packed tensor whose strides are the row-major strides of `array.shape()` (a transposed
+    /// view is copied element by element into row-major order). To keep the array's own memory
+    /// layout instead, use [`Buffer::from_array`] with [`crate::TensorAttributes::for_array`].
     pub fn from_ndarray<S, D>(array: &ndarray::ArrayBase<S, D>) -> Self
     where
         S: ndarray::Data<Elem = T>,
@@ -140,6 +142,81 @@ impl<T: Element> Buffer<T> {
     {
         let data: Vec<T> = array.iter().copied().collect();
         Self::from_slice(&data)
+    }
+
+    /// A host buffer for a tensor described by [`crate::TensorAttributes::for_array`] of the
+    /// same `array`: the two agree on the layout, so a transposed or otherwise permuted view is
+    /// honoured, never misread.
+    ///
+    /// When the array's elements fill one contiguous block with non-negative strides (standard
+    /// layout, Fortran layout, any transpose of them), the block is copied as it lies in memory
+    /// and [`array_strides`] gives the array's own strides; otherwise (a sliced or reversed
+    /// view) the elements are copied in row-major order and the strides are row-major.
+    pub fn from_array<S, D>(array: &ndarray::ArrayBase<S, D>) -> Self
+    where
+        S: ndarray::Data<Elem = T>,
+        D: ndarray::Dimension,
+    {
+        match memory_block(array) {
+            Some(block) => Self::from_slice(block),
+            None => Self::from_ndarray(array),
+        }
+    }
+
+    /// Copies the elements out as an array of the tensor's static rank `D` (e.g.
+    /// `to_array::<ndarray::Ix2>(g.tensor_attributes(y))`), reading each element at its place
+    /// under the tensor's dims and strides (`offset = Σ index·stride`).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` when `D`'s rank differs from the tensor's, the tensor's data type is set
+    /// and is not `T`'s, a dim or stride is negative, strides and dims differ in length, or the
+    /// buffer is shorter than the tensor's extent; as [`Buffer::to_vec`] for a device buffer.
+    pub fn to_array<D: ndarray::Dimension>(
+        &self,
+        tensor: &crate::TensorAttributes,
+    ) -> Result<ndarray::Array<T, D>, Error> {
+        let name = &tensor.name;
+        if let Some(n) = D::NDIM
+            && n != tensor.dims.len()
+        {
+            return Err(Error::invalid_value(format!(
+                "tensor '{name}' has {} dims; to_array asked for rank {n}",
+                tensor.dims.len()
+            )));
+        }
+        if tensor.data_type != crate::DataType::Unset && tensor.data_type != T::DATA_TYPE {
+            return Err(Error::invalid_value(format!(
+                "tensor '{name}' is {}; to_array asked for {} elements",
+                tensor.data_type.schema_name(),
+                T::DATA_TYPE.schema_name()
+            )));
+        }
+        let bad = || {
+            Error::invalid_value(format!(
+                "tensor '{name}': dims {:?} strides {:?} do not fit a buffer of {} elements",
+                tensor.dims, tensor.strides, self.len
+            ))
+        };
+        if tensor.strides.len() != tensor.dims.len() {
+            return Err(bad());
+        }
+        let need =
+            crate::persist::required_bytes(&tensor.dims, &tensor.strides, 1).ok_or_else(bad)?;
+        if need > self.len {
+            return Err(bad());
+        }
+        let shape: Vec<usize> = tensor.dims.iter().map(|d| *d as usize).collect();
+        let strides: Vec<usize> = tensor.strides.iter().map(|s| *s as usize).collect();
+        let data = self.to_vec()?;
+        let dyn_array = ndarray::ArrayD::from_shape_fn(ndarray::IxDyn(&shape), |ix| {
+            let off: usize = strides.iter().enumerate().map(|(d, s)| ix[d] * s).sum();
+            data[off]
+        });
+        dyn_array.into_dimensionality::<D>().map_err(|e| {
+            Error::invalid_value(format!(
+                "tensor '{name}': cannot take the array's rank: {e}"
+            ))
+        })
     }
 
     /// Number of elements.
@@ -289,6 +366,49 @@ impl<T: Element> Buffer<T> {
     }
 }
 
+/// The elements of `array` as they lie in memory, when they fill one contiguous block and every
+/// stride is non-negative; `None` otherwise.
+fn memory_block<S, D, T>(array: &ndarray::ArrayBase<S, D>) -> Option<&[T]>
+where
+    S: ndarray::Data<Elem = T>,
+    D: ndarray::Dimension,
+{
+    if array.strides().iter().any(|s| *s < 0) {
+        return None;
+    }
+    array.as_slice_memory_order()
+}
+
+/// Element strides of the buffer [`Buffer::from_array`] makes from `array`: the array's own
+/// strides when its elements fill one contiguous block with non-negative strides, else packed
+/// row-major strides of its shape. [`crate::TensorAttributes::for_array`] uses this rule.
+pub fn array_strides<S, D, T>(array: &ndarray::ArrayBase<S, D>) -> Vec<i64>
+where
+    S: ndarray::Data<Elem = T>,
+    D: ndarray::Dimension,
+{
+    let dims: Vec<i64> = array.shape().iter().map(|d| *d as i64).collect();
+    if memory_block(array).is_some() {
+        let strides: Vec<i64> = array.strides().iter().map(|s| *s as i64).collect();
+        // A dim of extent 1 is never stepped; ndarray gives it any stride. Use the span of
+        // the others, as a packed layout would (e.g. dims [1, 3, 2] → [6, 1, 3], not [1, 1, 3]).
+        let span = dims
+            .iter()
+            .zip(&strides)
+            .map(|(d, s)| d * s)
+            .max()
+            .unwrap_or(1)
+            .max(1);
+        dims.iter()
+            .zip(&strides)
+            .map(|(d, s)| if *d == 1 { span } else { *s })
+            .collect()
+    } else {
+        let order: Vec<usize> = (0..dims.len()).collect();
+        crate::packed_strides(&dims, &order)
+    }
+}
+
 fn device_error(e: hipdnn_hip::DriverError) -> Error {
     Error::new(
         ErrorCode::HipdnnBackendError,
@@ -308,11 +428,21 @@ pub trait Bind<'a> {
     fn element_type(&self) -> Option<crate::DataType> {
         None
     }
+
+    /// True for a read-only binding (`&Buffer<T>`), which `execute` refuses for a tensor the
+    /// graph writes.
+    fn is_read_only(&self) -> bool {
+        false
+    }
 }
 
 impl<'a, T: Element> Bind<'a> for &'a Buffer<T> {
     fn bind(self) -> BufferRef<'a> {
         self.as_input()
+    }
+
+    fn is_read_only(&self) -> bool {
+        true
     }
 
     fn element_type(&self) -> Option<crate::DataType> {
@@ -339,6 +469,8 @@ pub struct VariantPack<'a> {
     pub(crate) entries: Vec<(i64, BufferRef<'a>)>,
     /// Element type of each bound buffer, by UID (checked against the tensor's data type).
     pub(crate) element_types: Vec<(i64, crate::DataType)>,
+    /// UIDs bound read-only (by `&Buffer`), which must not be tensors the graph writes.
+    pub(crate) read_only: Vec<i64>,
 }
 
 impl<'a> VariantPack<'a> {
@@ -347,6 +479,7 @@ impl<'a> VariantPack<'a> {
         VariantPack {
             entries: Vec::new(),
             element_types: Vec::new(),
+            read_only: Vec::new(),
         }
     }
 
@@ -357,11 +490,27 @@ impl<'a> VariantPack<'a> {
     pub fn with(mut self, uid: i64, buffer: impl Bind<'a>) -> Self {
         self.entries.retain(|(u, _)| *u != uid);
         self.element_types.retain(|(u, _)| *u != uid);
+        self.read_only.retain(|u| *u != uid);
+        if buffer.is_read_only() {
+            self.read_only.push(uid);
+        }
         if let Some(t) = buffer.element_type() {
             self.element_types.push((uid, t));
         }
         self.entries.push((uid, buffer.bind()));
         self
+    }
+
+    /// Binds `uid` to an input buffer (read only). `Graph::execute` refuses the pack when the
+    /// tensor is written by the graph (an output must be bound with [`VariantPack::output`]).
+    pub fn input<T: Element>(self, uid: i64, buffer: &'a Buffer<T>) -> Self {
+        self.with(uid, buffer)
+    }
+
+    /// Binds `uid` to an output buffer: the `&mut` is required by the type, so an output
+    /// cannot be bound read-only through this call.
+    pub fn output<T: Element>(self, uid: i64, buffer: &'a mut Buffer<T>) -> Self {
+        self.with(uid, buffer)
     }
 
     /// Number of bound UIDs.

@@ -51,19 +51,26 @@ impl std::fmt::Debug for Handle {
     }
 }
 
-/// A backend failure with the caller's context: `HIPDNN_BACKEND_ERROR`
-/// `"<context> Backend error: <STATUS>: <text>"` (upstream's frontend message shape), with the
-/// [`BackendError`] kept as the typed [`crate::Cause`].
+/// A backend failure with the caller's context, one level deep: `HIPDNN_BACKEND_ERROR`
+/// `"<context> (<STATUS>): <text>"` (a trailing `.` of `context` is dropped), with the
+/// [`BackendError`] kept as the typed [`crate::Cause`] (match on its status, not the text).
 pub(crate) fn backend_error(context: &str, e: BackendError) -> Error {
-    let plain = Error::from(e);
-    Error {
-        message: format!("{context} {}", plain.message),
-        ..plain
-    }
+    let context = context.strip_suffix('.').unwrap_or(context);
+    Error::new(
+        crate::ErrorCode::HipdnnBackendError,
+        format!("{context} ({}): {}", e.status.name(), e.message),
+    )
+    .with_cause(e)
 }
 
+/// Start of the no-GPU reason when no runtime library loads; the list of libraries tried that
+/// follows it (one failure per candidate library) is logged at DEBUG, not INFO.
+const NO_DRIVER_LIBRARY: &str = "no GPU: no HIP or CUDA driver library could be loaded";
+
 impl Handle {
-    /// A handle on the GPU when one is usable, else on the CPU (logged at INFO).
+    /// A handle on the GPU when one is usable, else on the CPU, logged at INFO as one line
+    /// `hipdnn: using the CPU (<reason>)` (when no runtime library loads, the libraries tried are
+    /// logged at DEBUG).
     ///
     /// # Errors
     /// `HIPDNN_BACKEND_ERROR` only if registering the CPU reference engine fails (it cannot
@@ -72,7 +79,15 @@ impl Handle {
         match hipdnn_engines::gpu::open(0) {
             Ok(g) => Self::on_gpu(g),
             Err(e) => {
-                log::info!("hipdnn: using the CPU ({e})");
+                let full = e.to_string();
+                if full.starts_with(NO_DRIVER_LIBRARY) {
+                    log::debug!("hipdnn: {full}");
+                    log::info!(
+                        "hipdnn: using the CPU ({NO_DRIVER_LIBRARY}; RUST_LOG=debug lists the libraries tried)"
+                    );
+                } else {
+                    log::info!("hipdnn: using the CPU ({full})");
+                }
                 Self::cpu()
             }
         }

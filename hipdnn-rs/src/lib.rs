@@ -30,7 +30,7 @@
 //!
 //! # Example: graph → build → execute → save → load
 //! ```
-//! use hipdnn::{Buffer, DataType, Graph, Handle, HeuristicMode, MatmulAttributes, TensorAttributes,
+//! use hipdnn::{Buffer, DataType, Graph, Handle, MatmulAttributes, TensorAttributes,
 //!              VariantPack};
 //! # fn main() -> hipdnn::Result<()> {
 //! let handle = Handle::cpu()?;
@@ -40,7 +40,7 @@
 //! let b = g.tensor(TensorAttributes::new("b").uid(2).dims([1, 3, 2]).strides([6, 2, 1]));
 //! let c = g.matmul(a, b, MatmulAttributes::new());
 //! g.set_output(c, true).set_uid(c, 3);
-//! g.build(&handle, &[HeuristicMode::Fallback])?;
+//! g.build(&handle)?;
 //!
 //! let (x, y) = (Buffer::from_slice(&[1f32, 2., 3., 4., 5., 6.]), Buffer::from_slice(&[1f32; 6]));
 //! let mut out = Buffer::<f32>::zeros(4);

@@ -42,7 +42,7 @@ pub const NO_PLAN_MESSAGE: &str =
 
 /// Message prefix of the error for `to_compiled_plan_binary` without a finalized plan.
 pub const NO_FINALIZED_PLAN_MESSAGE: &str = "Graph has no finalized compiled execution plan. \
-     Call build(), build_plans() or from_compiled_plan_binary() first.";
+     Call build() or from_compiled_plan_binary() first.";
 
 /// Message of `from_binary` for bytes that are neither an `HDGP` container nor a `Graph`.
 pub const NOT_A_GRAPH_OR_CONTAINER: &str =
@@ -134,24 +134,41 @@ impl std::fmt::Debug for CompiledState {
 
 impl Graph {
     /// Validates the graph, lowers it to the backend and builds an execution plan with the
-    /// first engine (in heuristic order) that accepts it.
+    /// first engine (in heuristic order) that accepts it, using the default heuristic mode
+    /// ([`HeuristicMode::Fallback`]). [`Graph::build_with`] takes the modes explicitly.
     ///
     /// Steps (upstream `build`): assign missing UIDs, `validate()`, serialize to a `Graph`
-    /// FlatBuffer, verify it as the backend's operation graph, ask the heuristic (only the first
-    /// mode is used; every mode maps to FALLBACK) for engine configs, and finalize a plan from
-    /// the first config whose engine builds one. Replaces any previous plan.
+    /// FlatBuffer, verify it as the backend's operation graph, ask the heuristic for engine
+    /// configs, and finalize a plan from the first config whose engine builds one. Replaces any
+    /// previous plan.
     ///
     /// # Errors
     /// The `validate()` errors; `GRAPH_NOT_SUPPORTED` when no engine applies (the message lists
     /// each engine's reason); `HIPDNN_BACKEND_ERROR` when every applicable engine fails to build.
-    pub fn build(&mut self, handle: &Handle, modes: &[HeuristicMode]) -> Result<()> {
+    pub fn build(&mut self, handle: &Handle) -> Result<()> {
+        self.build_with(handle, &[HeuristicMode::default()])
+    }
+
+    /// [`Graph::build`] with the heuristic modes to use, in order (upstream
+    /// `create_execution_plans(modes)` + `build_plans`). Only the first mode is used today
+    /// (every mode maps to FALLBACK).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` "build_with needs at least one heuristic mode" for an empty `modes`
+    /// (nothing is changed); otherwise as [`Graph::build`].
+    pub fn build_with(&mut self, handle: &Handle, modes: &[HeuristicMode]) -> Result<()> {
+        let Some(&mode) = modes.first() else {
+            return Err(Error::new(
+                ErrorCode::InvalidValue,
+                "build_with needs at least one heuristic mode",
+            ));
+        };
         self.assign_uids();
         self.fill_from_context();
         self.validate()?;
         let bytes = self.to_graph_bytes()?;
         let op = OperationGraph::from_bytes(&bytes)
             .map_err(|e| backend_error("Cannot create the operation graph.", e))?;
-        let mode = modes.first().copied().unwrap_or_default();
         let configs = handle.backend().engine_configs(&op, mode).map_err(|e| {
             Error::new(
                 ErrorCode::GraphNotSupported,
@@ -183,10 +200,7 @@ impl Graph {
         }
         Err(Error::new(
             ErrorCode::HipdnnBackendError,
-            format!(
-                "No execution plan could be built. Backend error: {}",
-                failures.join("; ")
-            ),
+            format!("No execution plan could be built: {}", failures.join("; ")),
         ))
     }
 
@@ -286,12 +300,27 @@ impl Graph {
             .map_err(|e| backend_error("Execution failed.", e))
     }
 
+    /// True when a node of the graph writes the tensor with UID `uid`.
+    fn is_written(&self, uid: i64) -> bool {
+        self.tensor_by_uid(uid)
+            .is_some_and(|t| self.producer(t).is_some())
+    }
+
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
         for (_, t) in self.tensors() {
             if t.is_virtual {
                 continue;
             }
             let Some(uid) = t.uid else { continue };
+            if pack.read_only.contains(&uid) && self.is_written(uid) {
+                return Err(Error::new(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "tensor '{}' (uid {uid}) is an output of the graph but its buffer is bound read-only; bind it with VariantPack::output (&mut)",
+                        t.name
+                    ),
+                ));
+            }
             let Some((_, data)) = pack.entries.iter().find(|(u, _)| *u == uid) else {
                 if t.value.is_some() && !t.is_runtime_pass_by_value {
                     continue; // a baked scalar needs no buffer
@@ -311,8 +340,10 @@ impl Graph {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
                     format!(
-                        "buffer for tensor '{}' (uid {uid}) holds {bt:?} elements, but the tensor's data type is {:?}",
-                        t.name, t.data_type
+                        "buffer for tensor '{}' (uid {uid}) holds {} elements, but the tensor's data type is {}",
+                        t.name,
+                        bt.schema_name(),
+                        t.data_type.schema_name()
                     ),
                 ));
             }
@@ -330,12 +361,12 @@ impl Graph {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
                     format!(
-                        "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {:?} need {need}",
+                        "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {} need {need}",
                         t.name,
                         data.len(),
                         t.dims,
                         t.strides,
-                        t.data_type
+                        t.data_type.schema_name()
                     ),
                 ));
             }

@@ -10,8 +10,8 @@
 //! pointwise exact ops bit-exact, transcendental |d| ≤ 4e-6·|ref| + 2e-7.
 
 use hipdnn::{
-    Buffer, ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    Buffer, ConvFpropAttributes, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, VariantPack,
 };
 use hipdnn_backend::envelope::PlanEnvelope;
 use sha2::{Digest, Sha256};
@@ -102,7 +102,7 @@ fn conv_graph(c: &Conv) -> Graph {
 
 /// Builds and runs `g` on `h`, returning the engine name and y.
 fn run(h: &Handle, g: &mut Graph, inputs: &[(i64, Vec<f32>)], n_out: usize) -> (String, Vec<f32>) {
-    g.build(h, &[HeuristicMode::Fallback]).expect("build");
+    g.build(h).expect("build");
     let engine = g.engine_name().expect("engine name").to_string();
     (engine, exec(h, g, inputs, n_out))
 }
@@ -271,7 +271,7 @@ fn gpu_refuses_what_kernels_cannot_do_so_cpu_serves_it() {
     let Some(h) = gpu() else { return };
     // exact GELU (erf form): no GPU kernel → the CPU reference engine.
     let mut g = pw_graph(PointwiseMode::GeluFwd, false, &[1, 2, 3, 4], &[]);
-    g.build(&h, &[HeuristicMode::Fallback]).expect("build");
+    g.build(&h).expect("build");
     assert_eq!(g.engine_name().expect("engine"), "hipdnn.reference.cpu");
 }
 
@@ -304,7 +304,7 @@ fn gpu_inner_load_with_archive_moved_away() {
     let (engine, y0) = run(&h, &mut conv_graph(&c), &ins, n);
     assert_eq!(engine, "hipkernel.ingestor.gpu");
     let mut g = conv_graph(&c);
-    g.build(&h, &[HeuristicMode::Fallback]).expect("build");
+    g.build(&h).expect("build");
     let bin = g.to_binary().expect("to_binary");
     let plan = g
         .to_compiled_plan_binary()
@@ -419,7 +419,7 @@ fn gpu_refuses_damaged_newer_and_other_arch_plans() {
     let Some(h) = gpu() else { return };
     let (c, _, _) = plan_case();
     let mut g = conv_graph(&c);
-    g.build(&h, &[HeuristicMode::Fallback]).expect("build");
+    g.build(&h).expect("build");
     let plan = g.to_compiled_plan_binary().expect("save");
     let r = payload_range(&plan);
     let load = |b: &[u8]| {

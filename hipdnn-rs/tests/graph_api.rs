@@ -203,17 +203,22 @@ fn duplicate_uids_are_rejected_everywhere() {
 }
 
 #[test]
-fn missing_uid_is_attribute_not_set() {
+fn unbuilt_graph_without_uids_validates_and_saves_with_the_uids_build_assigns() {
     let (mut g, y, _) = conv_relu();
     g.clear_uid(y);
-    let e = g.validate().unwrap_err();
-    assert_eq!(e.code, ErrorCode::AttributeNotSet);
-    assert!(
-        e.message.contains("'ConvFprop_0::Y' has no UID"),
-        "{}",
-        e.message
-    );
-    assert_eq!(e.to_string(), format!("ATTRIBUTE_NOT_SET: {}", e.message));
+    g.validate().unwrap();
+    let bytes = g.to_graph_bytes().unwrap();
+    let json = g.to_json().unwrap();
+    // The graph itself is not changed.
+    assert_eq!(g.tensor_attributes(y).uid, None);
+    let mut assigned = g.clone();
+    assigned.assign_uids();
+    let uid = assigned.tensor_attributes(y).uid.unwrap();
+    assert_eq!(uid, 0); // the lowest UID not in use
+    assert_eq!(bytes, assigned.to_graph_bytes().unwrap());
+    assert_eq!(json, assigned.to_json().unwrap());
+    let back = Graph::from_graph_bytes(&bytes).unwrap();
+    assert_eq!(back.tensor_attributes(y).uid, Some(uid));
 }
 
 #[test]

@@ -5,8 +5,8 @@
 //! through the graph's preferred engine id.
 
 use hipdnn::{
-    BehaviorNote, Buffer, DataType, ErrorCode, Graph, Handle, HeuristicMode, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    BehaviorNote, Buffer, DataType, ErrorCode, Graph, Handle, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, VariantPack,
 };
 use hipdnn_backend::{
     BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, OperationGraph,
@@ -188,7 +188,7 @@ fn run(g: &Graph, h: &Handle, ws_len: Option<usize>) -> hipdnn::Result<Vec<f32>>
 fn without_a_preferred_engine_the_cpu_engine_is_chosen_and_saved_with_its_plan() {
     let h = handle_with_test_engines();
     let mut g = relu_graph(None);
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     assert_eq!(g.engine_name().unwrap(), "hipdnn.reference.cpu");
     assert_eq!(
         run(&g, &h, None).unwrap(),
@@ -202,7 +202,7 @@ fn an_engine_without_the_serialization_note_saves_the_graph_only_with_a_warning(
     install_logger();
     let h = handle_with_test_engines();
     let mut g = relu_graph(Some(GRAPH_ONLY));
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     assert_eq!(g.engine_name().unwrap(), GRAPH_ONLY);
     assert_eq!(g.workspace_size().unwrap(), WORKSPACE);
     assert_eq!(
@@ -242,7 +242,7 @@ fn an_engine_without_the_serialization_note_saves_the_graph_only_with_a_warning(
         g2.preferred_engine_id(),
         Some(engine_id_from_name(GRAPH_ONLY))
     );
-    g2.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g2.build(&h).unwrap();
     assert_eq!(g2.engine_name().unwrap(), GRAPH_ONLY);
 }
 
@@ -251,7 +251,7 @@ fn an_engine_with_the_note_whose_save_hook_refuses_fails_to_save_without_fallbac
     install_logger();
     let h = handle_with_test_engines();
     let mut g = relu_graph(Some(REFUSING));
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     assert_eq!(g.engine_name().unwrap(), REFUSING);
     assert_eq!(run(&g, &h, Some(WORKSPACE)).unwrap(), vec![FILL; 8]);
     for e in [
@@ -260,9 +260,8 @@ fn an_engine_with_the_note_whose_save_hook_refuses_fails_to_save_without_fallbac
     ] {
         assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
         assert!(
-            e.message.starts_with(
-                "Cannot serialize the execution plan. Backend error: HIPDNN_STATUS_PLUGIN_ERROR: "
-            ),
+            e.message
+                .starts_with("Cannot serialize the execution plan (HIPDNN_STATUS_PLUGIN_ERROR): "),
             "{e}"
         );
         assert!(
@@ -280,7 +279,7 @@ fn an_engine_with_the_note_whose_save_hook_refuses_fails_to_save_without_fallbac
 fn a_workspace_smaller_than_the_plan_needs_is_refused() {
     let h = handle_with_test_engines();
     let mut g = relu_graph(Some(GRAPH_ONLY));
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     let e = run(&g, &h, Some(WORKSPACE - 1)).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
     assert_eq!(

@@ -2,7 +2,7 @@
 //! plans), on the committed ingestor samples (bare and in an envelope), and on damaged copies:
 //! exact exit codes, and refusals carrying the loader's own message for the same bytes.
 
-use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, HeuristicMode, TensorAttributes};
+use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes};
 use hipdnn_backend::{engine_id_from_name, write_envelope};
 use hipdnn_engines::gpu::GPU_ENGINE_NAME;
 use hipdnn_engines::ingestor::payload::decode_payload;
@@ -82,7 +82,7 @@ fn sdk_files(xw: i64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     let mut g = conv_graph(xw);
     g.fill_from_context().validate().unwrap();
     let graph_only = g.to_binary().unwrap();
-    g.build(&h, &[HeuristicMode::Fallback]).unwrap();
+    g.build(&h).unwrap();
     (
         graph_only,
         g.to_binary().unwrap(),

@@ -5,7 +5,7 @@
 //! Without a GPU the test prints `skipped: no GPU: …` and passes. `HIPDNN_PLAN_BIN` overrides
 //! the binary's path (for a test binary run on another machine).
 
-use hipdnn::{DataType, Graph, Handle, HeuristicMode, PointwiseAttributes, PointwiseMode};
+use hipdnn::{DataType, Graph, Handle, PointwiseAttributes, PointwiseMode};
 use hipdnn::{ExecutionDevice, TensorAttributes};
 use hipdnn_engines::gpu::GPU_ENGINE_NAME;
 use serde_json::Value;
@@ -55,7 +55,7 @@ fn gpu_saved_plans_inspect_and_verify_without_a_device() {
     );
     let y = g.pointwise(a, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.set_output(y, true).set_uid(y, 4);
-    g.build(&h, &[HeuristicMode::Fallback]).expect("build");
+    g.build(&h).expect("build");
     assert_eq!(g.engine_name().unwrap(), GPU_ENGINE_NAME);
     let container = g.to_binary().unwrap();
     let plan = g.to_compiled_plan_binary().unwrap();

@@ -37,10 +37,12 @@ impl Graph {
     /// This does **not** run [`Graph::validate`] (a graph can be saved before its shapes are
     /// complete); it checks only what the wire format needs.
     ///
+    /// A tensor without a UID is written with the one [`Graph::assign_uids`] would give it
+    /// (deterministic, as `build` assigns; the graph is not changed).
+    ///
     /// # Errors
-    /// `AttributeNotSet` if a tensor has no UID (call [`Graph::assign_uids`]) or a node lacks a
-    /// required tensor; `InvalidValue` for duplicate UIDs ("Duplicate tensor UIDs found in the
-    /// graph"), a handle from another graph, or a cycle.
+    /// `AttributeNotSet` if a node lacks a required tensor; `InvalidValue` for duplicate UIDs
+    /// ("Duplicate tensor UIDs found in the graph"), a handle from another graph, or a cycle.
     pub fn to_graph_bytes(&self) -> Result<Vec<u8>> {
         let uids = self.checked_uids()?;
         let order = self.topological_order()?;

@@ -103,14 +103,14 @@ impl Error {
 }
 
 /// A backend failure as an SDK error: `HIPDNN_BACKEND_ERROR` with the message
-/// `Backend error: <STATUS>: <text>` and the [`BackendError`](hipdnn_backend::BackendError) as
+/// `Backend error (<STATUS>): <text>` and the [`BackendError`](hipdnn_backend::BackendError) as
 /// its cause. Callers that have context to add use `backend_error` (crate-internal), which
 /// prefixes it.
 impl From<hipdnn_backend::BackendError> for Error {
     fn from(e: hipdnn_backend::BackendError) -> Self {
         Error::new(
             ErrorCode::HipdnnBackendError,
-            format!("Backend error: {}: {}", e.status.name(), e.message),
+            format!("Backend error ({}): {}", e.status.name(), e.message),
         )
         .with_cause(e)
     }

@@ -135,8 +135,13 @@ impl Graph {
 
     // ---- tensors ----
 
-    /// Adds a tensor (a copy of `attrs`, UID kept) and returns its handle.
-    pub fn tensor(&mut self, attrs: TensorAttributes) -> TensorId {
+    /// Adds a tensor (a copy of `attrs`, UID kept) and returns its handle. A tensor given dims
+    /// but no strides gets packed row-major strides (`[6, 3, 1]` for dims `[2, 2, 3]`).
+    pub fn tensor(&mut self, mut attrs: TensorAttributes) -> TensorId {
+        if attrs.strides.is_empty() && !attrs.dims.is_empty() {
+            let order: Vec<usize> = (0..attrs.dims.len()).collect();
+            attrs.strides = packed_strides(&attrs.dims, &order);
+        }
         let id = TensorId(u32::try_from(self.tensors.len()).expect("more than 2^32 tensors"));
         self.tensors.push(attrs);
         id

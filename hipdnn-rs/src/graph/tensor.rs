@@ -157,6 +157,25 @@ impl TensorAttributes {
         }
     }
 
+    /// A tensor named `name` laid out like `array`: dims = the array's shape, strides =
+    /// [`crate::buffer::array_strides`] (the array's own strides when its elements fill one
+    /// contiguous block, e.g. a transposed view; row-major otherwise), data type = `T`'s. Bind it
+    /// to [`crate::Buffer::from_array`] of the same array, which uses the same layout.
+    pub fn for_array<T, S, D>(name: impl Into<String>, array: &ndarray::ArrayBase<S, D>) -> Self
+    where
+        T: crate::Element,
+        S: ndarray::Data<Elem = T>,
+        D: ndarray::Dimension,
+    {
+        TensorAttributes {
+            name: name.into(),
+            data_type: T::DATA_TYPE,
+            dims: array.shape().iter().map(|d| *d as i64).collect(),
+            strides: crate::buffer::array_strides(array),
+            ..Default::default()
+        }
+    }
+
     /// Sets the UID.
     pub fn uid(mut self, uid: i64) -> Self {
         self.uid = Some(uid);

@@ -33,17 +33,25 @@ impl Graph {
         self
     }
 
-    /// UID of every tensor by arena index, after checking all are set and unique.
+    /// UID of every tensor by arena index, after checking they are unique. A tensor without a
+    /// UID gets the one [`Graph::assign_uids`] would give it (the graph is not changed), so an
+    /// unbuilt graph validates and saves with the same UIDs a build assigns.
     pub(crate) fn checked_uids(&self) -> Result<Vec<i64>> {
+        let used: HashSet<i64> = self.tensors.iter().filter_map(|t| t.uid).collect();
+        let mut next = 0i64;
         let mut uids = Vec::with_capacity(self.tensors.len());
         let mut seen = HashSet::with_capacity(self.tensors.len());
         for (i, t) in self.tensors.iter().enumerate() {
-            let uid = t.uid.ok_or_else(|| {
-                Error::not_set(format!(
-                    "tensor #{i} '{}' has no UID (set one or call Graph::assign_uids)",
-                    t.name
-                ))
-            })?;
+            let uid = match t.uid {
+                Some(uid) => uid,
+                None => {
+                    while used.contains(&next) {
+                        next += 1;
+                    }
+                    next += 1;
+                    next - 1
+                }
+            };
             if !seen.insert(uid) {
                 return Err(Error::invalid(format!(
                     "Duplicate tensor UIDs found in the graph (UID {uid}, tensor #{i} '{}')",
@@ -182,7 +190,8 @@ impl Graph {
     }
 
     /// Checks the graph (upstream `Graph::validate`, reference §4), in this order:
-    /// 1. every tensor has a UID (`AttributeNotSet`; see [`Graph::assign_uids`]);
+    /// 1. a tensor without a UID counts with the one [`Graph::assign_uids`] would give it (as
+    ///    `build` assigns; the graph is not changed);
     /// 2. UIDs are unique (`InvalidValue` "Duplicate tensor UIDs found in the graph");
     /// 3. handles belong to the graph, each tensor has at most one producer, no cycle
     ///    (`InvalidValue`);
