@@ -175,12 +175,15 @@ impl Geo3 {
         for (row, d) in dst.chunks_mut(w).enumerate().take(cn * taps) {
             let (c, t) = (c0 + row / taps, row % taps);
             let src = &x[c * ivol..(c + 1) * ivol];
-            d.fill(0.0);
+            // Segments arrive in increasing position order: zero only the gaps between them.
+            let mut done = 0;
             self.rows(t, qs.clone(), |o0, i0, (lo, hi), first| {
                 let (a, b) = ((o0 + lo).max(p0), (o0 + hi).min(p0 + w));
                 if a >= b {
                     return;
                 }
+                d[done..a - p0].fill(0.0);
+                done = b - p0;
                 let start = (i0 as isize + (a - o0) as isize * sw as isize + first) as usize;
                 let out = &mut d[a - p0..b - p0];
                 if sw == 1 {
@@ -191,6 +194,7 @@ impl Geo3 {
                     }
                 }
             });
+            d[done..].fill(0.0);
         }
     }
     /// im2col of one image `x` `(C, in…)` into `col` `(C·taps, P)`, rows in parallel.
