@@ -5,109 +5,60 @@
 //! cargo run --example matmul_bias_relu -- [--out DIR]
 //! ```
 
-use hipdnn::{
-    Buffer, DataType, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
-    TensorAttributes, VariantPack,
-};
-
-const A: i64 = 1;
-const B: i64 = 2;
-const BIAS: i64 = 3;
-const Y: i64 = 4;
-const M: usize = 64;
-const K: usize = 128;
-const N: usize = 32;
+use hipdnn::ndarray::{Array2, Axis, Ix2};
+use hipdnn::{Buffer, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode};
+use hipdnn::{TensorAttributes as T, VariantPack};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let out_dir = match std::env::args().nth(1).as_deref() {
-        Some("--out") => {
-            std::path::PathBuf::from(std::env::args().nth(2).ok_or("--out needs a value")?)
-        }
+        Some("--out") => std::env::args().nth(2).ok_or("--out needs a value")?.into(),
         None => std::env::temp_dir().join("matmul_bias_relu"),
-        Some(other) => {
-            return Err(
-                format!("unknown argument {other}\nusage: matmul_bias_relu [--out DIR]").into(),
-            );
-        }
+        Some(other) => Err(format!(
+            "unknown argument {other}\nusage: matmul_bias_relu [--out DIR]"
+        ))?,
     };
-    let (m, k, n) = (M as i64, K as i64, N as i64);
-    let handle = Handle::cpu()?;
+    let a = Array2::from_shape_fn((64, 128), |(i, j)| (i as f32 - j as f32) / 64.0);
+    let b = Array2::from_shape_fn((128, 32), |(j, l)| f32::from(j % 32 == l) / 128.0);
+    let bias = Array2::from_shape_fn((1, 32), |(_, l)| -(l as f32) / 64.0);
+
     let mut g = Graph::new();
-    g.set_name("matmul_bias_relu")
-        .set_io_data_type(DataType::Float)
-        .set_intermediate_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
-    let a = g.tensor(
-        TensorAttributes::new("a")
-            .uid(A)
-            .dims([1, m, k])
-            .strides([m * k, k, 1]),
-    );
-    let b = g.tensor(
-        TensorAttributes::new("b")
-            .uid(B)
-            .dims([1, k, n])
-            .strides([k * n, n, 1]),
-    );
-    let bias = g.tensor(
-        TensorAttributes::new("bias")
-            .uid(BIAS)
-            .dims([1, 1, n])
-            .strides([n, n, 1]),
-    );
-    let c = g.matmul(a, b, MatmulAttributes::new());
-    let biased = g.pointwise(c, bias, PointwiseAttributes::with_mode(PointwiseMode::Add));
+    g.set_name("matmul_bias_relu");
+    let ta = g.tensor(T::for_array("a", &a).uid(1));
+    let tb = g.tensor(T::for_array("b", &b).uid(2));
+    let tbias = g.tensor(T::for_array("bias", &bias).uid(3));
+    let c = g.matmul(ta, tb, MatmulAttributes::new());
+    let biased = g.pointwise(c, tbias, PointwiseAttributes::with_mode(PointwiseMode::Add));
     let y = g.pointwise_unary(
         biased,
         PointwiseAttributes::with_mode(PointwiseMode::ReluFwd),
     );
-    g.set_output(y, true).set_uid(y, Y).set_tensor_name(y, "y");
+    g.set_output(y, true).set_uid(y, 4).set_tensor_name(y, "y");
+    let handle = Handle::cpu()?;
     g.build(&handle)?;
 
-    // a[i][j] = (i - j) / 64, b[j][l] = 1 / 128 when j % 32 == l else 0, bias[l] = -l / 64.
-    let a_host: Vec<f32> = (0..M * K)
-        .map(|x| ((x / K) as f32 - (x % K) as f32) / 64.0)
-        .collect();
-    let b_host: Vec<f32> = (0..K * N)
-        .map(|x| {
-            if (x / N) % N == x % N {
-                1.0 / 128.0
-            } else {
-                0.0
-            }
-        })
-        .collect();
-    let bias_host: Vec<f32> = (0..N).map(|l| -(l as f32) / 64.0).collect();
     let (a_buf, b_buf, bias_buf) = (
-        Buffer::from_slice(&a_host),
-        Buffer::from_slice(&b_host),
-        Buffer::from_slice(&bias_host),
+        Buffer::from_array(&a),
+        Buffer::from_array(&b),
+        Buffer::from_array(&bias),
     );
-    let run = |g: &Graph| -> Result<Vec<f32>, hipdnn::Error> {
-        let mut y = Buffer::<f32>::zeros(M * N);
-        let mut ws = Buffer::<u8>::zeros(g.workspace_size()?);
+    let run = |g: &Graph| -> hipdnn::Result<Array2<f32>> {
+        let mut out = Buffer::<f32>::zeros(64 * 32);
         let pack = VariantPack::new()
-            .with(A, &a_buf)
-            .with(B, &b_buf)
-            .with(BIAS, &bias_buf)
-            .with(Y, &mut y);
-        g.execute(&handle, pack, Some(&mut ws))?;
-        y.to_vec()
+            .input(1, &a_buf)
+            .input(2, &b_buf)
+            .input(3, &bias_buf)
+            .output(4, &mut out);
+        g.execute(&handle, pack, Some(&mut Buffer::zeros(g.workspace_size()?)))?;
+        out.to_array::<Ix2>(g.tensor_attributes(y))
     };
     let y0 = run(&g)?;
-    // Check against a plain loop.
-    for i in 0..M {
-        for l in 0..N {
-            let dot: f32 = (0..K).map(|j| a_host[i * K + j] * b_host[j * N + l]).sum();
-            let want = (dot + bias_host[l]).max(0.0);
-            if (y0[i * N + l] - want).abs() > 1e-5 {
-                return Err(format!(
-                    "y[{i}][{l}] = {} but a plain loop gives {want}",
-                    y0[i * N + l]
-                )
-                .into());
-            }
-        }
+    let want = (a.dot(&b) + &bias).mapv(|v| v.max(0.0));
+    if y0
+        .iter()
+        .zip(&want)
+        .any(|(got, want)| (got - want).abs() > 1e-5)
+    {
+        Err("the output differs from ndarray's a.dot(b) + bias, ReLU")?;
     }
 
     std::fs::create_dir_all(&out_dir)?;
@@ -115,15 +66,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let saved = g.to_binary()?;
     std::fs::write(&path, &saved)?;
     let loaded = Graph::from_binary(&Handle::cpu()?, &std::fs::read(&path)?)?;
-    let y1 = run(&loaded)?;
-    let resaved = loaded.to_binary()?;
-    if y1 != y0 || resaved != saved {
-        return Err("the reloaded plan computed other outputs or re-saved other bytes".into());
+    if run(&loaded)? != y0 || loaded.to_binary()? != saved {
+        Err("the reloaded plan computed other outputs or re-saved other bytes")?;
     }
     println!("{}", loaded.to_json()?);
     println!(
-        "y[63][0..4] = {:?}; {} bytes saved to {}; reloaded, re-saved byte-identically",
-        &y0[63 * N..63 * N + 4],
+        "y[63][..4] = {:?}",
+        &y0.index_axis(Axis(0), 63).to_vec()[..4]
+    );
+    println!(
+        "{} bytes saved to {}; reloaded, re-saved byte-identically",
         saved.len(),
         path.display()
     );

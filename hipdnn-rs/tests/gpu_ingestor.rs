@@ -16,11 +16,19 @@ use hipdnn::{
 use hipdnn_backend::envelope::PlanEnvelope;
 use sha2::{Digest, Sha256};
 
+/// Prints `skipped: <why>` on the test process's stderr directly: `println!`/`eprintln!` are
+/// captured by the test harness and hidden for a passing test, a direct write is not, so the
+/// skip shows in plain `cargo test` output.
+fn skipped(why: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "skipped: {why}");
+}
+
 fn gpu() -> Option<Handle> {
     match Handle::gpu() {
         Ok(h) => Some(h),
         Err(e) => {
-            println!("skipped: {}", e.message);
+            skipped(&e.message);
             None
         }
     }
