@@ -1,4 +1,4 @@
-//! Serialized-plan cache costs (design D3):
+//! Serialized-plan cache costs (`docs/plan-serialization.md`):
 //! - re-save of a loaded plan (`to_bytes`, one copy of the cache under its lock) against a plain
 //!   `to_vec` of the same bytes; the ratio is printed first;
 //! - load of a plan whose plugin payload is 1 MiB (envelope checks, engine routing, a trivial

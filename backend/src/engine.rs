@@ -16,7 +16,7 @@
 //! | `CreateExecutionContextFromSerialized` (load hook) | [`PlanSerialization::create_execution_context_from_serialized`] |
 //! | `DestroySerializedExecutionContext` (destroy hook) | `Drop` of the returned `Vec<u8>` |
 //!
-//! Beyond upstream (design D2): the save hook receives the engine id. An engine without
+//! Beyond upstream: the save hook receives the engine id. An engine without
 //! [`Engine::serialization`] makes saves and loads fail with `NOT_SUPPORTED`.
 
 use crate::graph::OperationGraph;

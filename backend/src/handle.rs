@@ -3,7 +3,7 @@
 //! This module owns engine registration (unique ids), lookup by id and name (routing), and the
 //! heuristic that orders engine configs for a graph. It never builds or runs plans (the
 //! execution plan descriptor does) and loads no plugins itself: the caller registers engines
-//! (upstream `hipdnnCreate` loads plugins from paths; D2 replaces that with in-process
+//! (upstream `hipdnnCreate` loads plugins from paths; here that is replaced with in-process
 //! registration).
 
 use crate::engine::{Engine, EngineConfig};

@@ -1,5 +1,5 @@
-//! The execution plan descriptor (upstream `ExecutionPlanDescriptor`, reference
-//! `backend-c-api.md` §4, decisions D3/D4, upstream PRs #13315 and #14517).
+//! The execution plan descriptor (upstream `ExecutionPlanDescriptor`,
+//! `docs/plan-serialization.md`, upstream PRs #13315 and #14517).
 //!
 //! This module owns a plan's execution context, its tensor identities, routing of execute and
 //! save to the plan's engine, and the serialized-plan cache. It never interprets a plugin
@@ -26,7 +26,7 @@ pub const NO_SERIALIZATION_MESSAGE: &str =
 /// A value of this type is always finalized (Rust construction replaces upstream's
 /// create/set/finalize sequence), so upstream's `NOT_INITIALIZED` cases cannot occur.
 ///
-/// # Serialized-plan cache (D3)
+/// # Serialized-plan cache
 /// The plan keeps `Mutex<Option<SharedBytes>>` with its serialized bytes:
 /// - **Built plan** ([`ExecutionPlanDescriptor::finalize`]): empty until the first save. The
 ///   first save, under the lock, calls the engine's save hook once and builds a version 2

@@ -2,7 +2,7 @@
 //! (`hipdnnPluginStatus_t`), with upstream's numeric values.
 //!
 //! Source: `backend/include/HipdnnStatus.h` and `plugin_sdk/.../PluginApiDataTypes.h`
-//! (see `shared/reference/backend-c-api.md` §3.1 and §7.1). Values are stable: a retired value
+//! (upstream's `hipdnnStatus_t`, `docs/c-api.md`). Values are stable: a retired value
 //! stays reserved.
 
 /// `hipdnnStatus_t`: the status every backend call returns.

@@ -1,4 +1,4 @@
-//! Upstream hipDNN's JSON graph format (shared/reference/graph-json.md), used by the C ABI's
+//! Upstream hipDNN's JSON graph format (`docs/c-api.md`), used by the C ABI's
 //! `hipdnnBackendGetSerializedJsonGraph_ext` / `hipdnnBackendCreateAndDeserializeJsonGraph_ext`.
 //!
 //! Writer: nlohmann `dump()` text — compact, object keys sorted bytewise, floats widened to

@@ -1,4 +1,4 @@
-//! HIP runtime layer (design D7), layered like cudarc. It knows no engine: callers hand it
+//! HIP runtime layer, layered like cudarc. It knows no engine: callers hand it
 //! code objects, kernel names and the signatures they recorded.
 //!
 //! - [`sys`]: the one place where AMD and NVIDIA differ. One platform-neutral raw interface,

@@ -1,4 +1,4 @@
-//! Raw driver calls behind one platform-neutral interface, the [`Driver`] trait (design D7).
+//! Raw driver calls behind one platform-neutral interface, the [`Driver`] trait.
 //!
 //! This is the only module where AMD and NVIDIA differ. Three sources implement [`Driver`]:
 //! - **AMD, loaded at run time** ([`load_at_run_time`], the default): `libamdhip64`

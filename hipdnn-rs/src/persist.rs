@@ -4,7 +4,7 @@
 //! This module wires [`Graph`] to the backend: `build` (validate → operation graph → engine
 //! configs → execution plan), `execute`, `workspace_size`, and the four save/load entry points
 //! of upstream's frontend (`to_binary`/`from_binary`, `to_compiled_plan_binary`/
-//! `from_compiled_plan_binary`, reference `frontend-graph-api.md` §3.4–§3.6). It never parses
+//! `from_compiled_plan_binary`). It never parses
 //! a container or an envelope itself (the backend's codecs do, once per load) and never copies
 //! loaded bytes more than once.
 //!

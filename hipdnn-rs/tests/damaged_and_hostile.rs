@@ -1,5 +1,5 @@
-//! Issue 12: damaged and hostile inputs (`tests/cases/`, copied from
-//! `shared/cases/damaged-and-hostile/`) and each class beyond its example: load cross-checks,
+//! Issue 12: damaged and hostile inputs (`tests/cases/`, one file per case of the issue's
+//! damaged-and-hostile list) and each class beyond its example: load cross-checks,
 //! trailing bytes, checked arithmetic, strict readers, typed buffers, atomic files.
 
 use hipdnn::{

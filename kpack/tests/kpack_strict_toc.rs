@@ -1,5 +1,5 @@
 //! Issue 12, strict readers: a kpack TOC with a key twice (the case file
-//! `tests/cases/kpack_toc_key_twice.kpack`, from `shared/cases/damaged-and-hostile/`), mistyped
+//! `tests/cases/kpack_toc_key_twice.kpack`, a damaged-and-hostile case of issue 12), mistyped
 //! values and trailing bytes are refused at open; `write_to` replaces a file atomically.
 
 use hipdnn_kpack::{CompressionScheme, KpackArchive, KpackErrorCode, KpackWriter};

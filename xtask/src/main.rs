@@ -4,9 +4,8 @@
 //! kernels of `engines/kernels/triton/` ([`triton`]; `--only triton` builds just those, which
 //! needs no clang). Without `--only` both are built (clang first).
 //!
-//! Builds the portable kernel sources in `engines/kernels/` (design D9, gpu-toolchain.md §2,
-//! §3, §10) and writes, per architecture shard, a kpack archive and kernel descriptors under
-//! `engines/kernels/packed/<arch>/`:
+//! Builds the portable kernel sources in `engines/kernels/` and writes, per architecture shard,
+//! a kpack archive and kernel descriptors under `engines/kernels/packed/<arch>/`:
 //!
 //! | arch | compiler | payload |
 //! |---|---|---|

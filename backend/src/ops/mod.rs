@@ -9,7 +9,7 @@
 //!
 //! This module never formats user-facing messages, never reads a graph and never decides
 //! applicability: callers keep their own message texts and statuses and ask the table only
-//! for the fact. One file per op kind (candle's `op.rs` habit, see `shared/style.md`).
+//! for the fact. One file per op kind (candle's `op.rs` habit).
 
 pub mod broadcast;
 pub mod conv;

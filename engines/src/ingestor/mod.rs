@@ -3,7 +3,7 @@
 //! restore (load).
 //!
 //! Upstream: hip-kernel-provider `src/engines/kernel_ingestor_engine` with the final form of
-//! ROCm/rocm-libraries #13315 (+ #14215, #14517); reference `shared/reference/ingestor-payload.md`.
+//! ROCm/rocm-libraries #13315 (+ #14215, #14517); formats in `docs/ingestor.md`.
 //! This module never talks to a GPU runtime directly: every device action goes through the
 //! [`device::IngestorDevice`] trait, which a HIP/CUDA layer implements and tests fake.
 //!

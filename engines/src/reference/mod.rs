@@ -1,5 +1,5 @@
 //! The CPU reference engine (`hipdnn.reference.cpu`): the embedded default engine of every
-//! handle and the numerical reference for GPU tests (design D8).
+//! handle and the numerical reference for GPU tests.
 //!
 //! Contract: the engine reads the verified `Graph` FlatBuffer into its own execution DAG
 //! (`plan::Plan`), refusing at applicability time — `NOT_APPLICABLE`, message naming the op,

@@ -1,5 +1,5 @@
 //! Operation methods: each appends one node and creates its outputs as new virtual tensors
-//! with inferred dims, strides and data type (upstream `Graph::conv_fprop` etc., reference §3.2).
+//! with inferred dims, strides and data type (upstream `Graph::conv_fprop` etc.).
 //!
 //! Naming (upstream rule): an unnamed op becomes `"<Kind>_<nodeIndex>"` (e.g. `ConvFprop_0`),
 //! its outputs `"<opname>::<ROLE>"` (e.g. `ConvFprop_0::Y`). Outputs get packed strides in the

@@ -26,7 +26,7 @@ pub const NOT_A_GRAPH: &str = "not a hipDNN graph";
 const MIN_GRAPH_LEN: usize = 12;
 
 impl Graph {
-    /// Serializes the graph as a bare `Graph` FlatBuffer (reference §6; the graph part of
+    /// Serializes the graph as a bare `Graph` FlatBuffer (the graph part of
     /// upstream `to_binary()` and of the HDGP container).
     ///
     /// Layout: tensors in insertion order; nodes in topological order (stable: among ready

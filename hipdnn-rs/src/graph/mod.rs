@@ -1,9 +1,10 @@
 //! The graph: an arena of tensors and operation nodes with `Copy` handles.
 //!
-//! This module owns the in-memory model of a hipDNN graph (upstream `hipdnn_frontend::graph::Graph`,
-//! reference §3) and its two wire forms: the bare `Graph` FlatBuffer ([`Graph::to_graph_bytes`],
-//! [`Graph::from_graph_bytes`]) and JSON ([`Graph::to_json`], [`Graph::from_json`]). It never
-//! talks to a backend: lowering, plans and execution belong to other modules.
+//! This module owns the in-memory model of a hipDNN graph (upstream
+//! `hipdnn_frontend::graph::Graph`) and its two wire forms: the bare `Graph` FlatBuffer
+//! ([`Graph::to_graph_bytes`], [`Graph::from_graph_bytes`]) and JSON ([`Graph::to_json`],
+//! [`Graph::from_json`]). It never talks to a backend: lowering, plans and execution belong to
+//! other modules.
 //!
 //! The model is a field-for-field image of the schema, so load → save reproduces the bytes (or
 //! JSON) this crate wrote: tensor order, node order, absent vs present optional fields, the

@@ -1,5 +1,5 @@
 //! Operation attribute tables: one struct per `NodeAttributes` union member of `graph.fbs`
-//! (reference §6.5), each a field-for-field image of its schema table plus the node's `name`
+//! (`schema/fbs/graph.fbs`), each a field-for-field image of its schema table plus the node's `name`
 //! and `compute_data_type`, and the [`Operation`] enum over them.
 //!
 //! Tensor fields hold [`TensorId`]s (the schema's `*_tensor_uid` longs are resolved through the

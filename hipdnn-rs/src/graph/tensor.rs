@@ -1,4 +1,4 @@
-//! Tensor attributes (upstream `TensorAttributes.hpp`, reference §4) and arena handles.
+//! Tensor attributes (upstream `TensorAttributes.hpp`) and arena handles.
 //!
 //! A tensor is identified at execute time by its int64 UID; inside a [`crate::Graph`] it is
 //! addressed by a [`TensorId`], a `Copy` index into the graph's tensor arena.
@@ -273,7 +273,7 @@ impl TensorAttributes {
         self.value.is_some() || self.is_runtime_pass_by_value
     }
 
-    /// Upstream `TensorAttributes::validate()` (reference §4), naming the tensor `label`.
+    /// Upstream `TensorAttributes::validate()`, naming the tensor `label`.
     ///
     /// # Errors
     /// `AttributeNotSet` if the data type is `Unset` or dims are empty; `InvalidValue` if the

@@ -90,7 +90,7 @@ macro_rules! schema_enum {
 
 schema_enum! {
     /// Element type of a tensor (`DataType : byte`, schema numbering; differs from the frontend
-    /// numbering for INT4/FP6 and from the C numbering everywhere, see reference §5).
+    /// numbering for INT4/FP6 and from the C numbering everywhere).
     DataType => DataType {
         /// `UNSET` (0): not set; filled from the graph's io/intermediate type.
         Unset = 0 => UNSET,

@@ -1,4 +1,4 @@
-//! Graph checks (upstream `Graph::validate`, reference §4): UIDs, topology, connectivity,
+//! Graph checks (upstream `Graph::validate`): UIDs, topology, connectivity,
 //! tensor rules and per-node required attributes. Checks run in upstream's order and stop
 //! at the first failure; messages name the node (`conv_fprop 'ConvFprop_0'`), the tensor and
 //! the attribute.
@@ -189,7 +189,7 @@ impl Graph {
         }
     }
 
-    /// Checks the graph (upstream `Graph::validate`, reference §4), in this order:
+    /// Checks the graph (upstream `Graph::validate`), in this order:
     /// 1. a tensor without a UID counts with the one [`Graph::assign_uids`] would give it (as
     ///    `build` assigns; the graph is not changed);
     /// 2. UIDs are unique (`InvalidValue` "Duplicate tensor UIDs found in the graph");
