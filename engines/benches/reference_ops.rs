@@ -225,6 +225,7 @@ fn pw(mode: PointwiseMode) -> PointwiseParams {
 
 fn main() {
     let quick = std::env::var_os("HIPDNN_CPU_BENCH_QUICK").is_some();
+    let load_at_start = loadavg();
     let threads = rayon::current_num_threads();
     let mut peers = match Peers::start(threads) {
         Ok(p) => Some(p),
@@ -354,16 +355,12 @@ fn main() {
         });
     }
 
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     let mut md = String::new();
     let _ = writeln!(
         md,
         "Command: `cargo bench -p hipdnn-engines --bench reference_ops`; rayon threads {threads}; \
-         load average at the end of the run: {}.",
-        load.split_whitespace()
-            .take(3)
-            .collect::<Vec<_>>()
-            .join(" ")
+         load average (1/5/15 min) at the start of the run: {load_at_start}, at the end: {}.",
+        loadavg()
     );
     let _ = writeln!(
         md,
@@ -382,6 +379,13 @@ fn main() {
     if !quick {
         write_doc(&md);
     }
+}
+
+/// The 1, 5 and 15 minute load averages (`/proc/loadavg`), or `?` where unreadable.
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_else(|_| "?".into())
 }
 
 /// Replaces the block between the cpu-bench markers of docs/PERFORMANCE.md.
