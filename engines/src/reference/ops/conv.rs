@@ -189,8 +189,8 @@ impl Geo3 {
                 if sw == 1 {
                     out.copy_from_slice(&src[start..start + out.len()]);
                 } else {
-                    for (j, v) in out.iter_mut().enumerate() {
-                        *v = src[start + j * sw];
+                    for (v, x) in out.iter_mut().zip(src[start..].iter().step_by(sw)) {
+                        *v = *x;
                     }
                 }
             });
@@ -211,8 +211,8 @@ impl Geo3 {
                 if sw == 1 {
                     d.copy_from_slice(&src[start..start + (hi - lo)]);
                 } else {
-                    for (j, v) in d.iter_mut().enumerate() {
-                        *v = src[start + j * sw];
+                    for (v, x) in d.iter_mut().zip(src[start..].iter().step_by(sw)) {
+                        *v = *x;
                     }
                 }
             });
@@ -251,8 +251,8 @@ impl Geo3 {
                                 *d += v;
                             }
                         } else {
-                            for (j, v) in s.iter().enumerate() {
-                                dst[start + j * sw] += v;
+                            for (d, v) in dst[start..].iter_mut().step_by(sw).zip(s) {
+                                *d += v;
                             }
                         }
                     });
