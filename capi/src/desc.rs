@@ -1386,8 +1386,9 @@ fn tensor_bytes(t: &TensorAttributes) -> usize {
     usize::try_from(extent).unwrap_or(0).saturating_mul(elem)
 }
 
-/// Buffer length per tensor UID for a plan: from its graph, or for a loaded plan of the CPU
-/// reference engine from the graph its context carries.
+/// Buffer length per tensor UID for a plan, with [`SCALAR_MARK`] set for runtime
+/// pass-by-value scalars: from its graph, or for a loaded plan of the CPU reference engine
+/// from the graph its context carries.
 fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
     let graph = match &p.graph {
         Some(g) => Some(g.graph.clone()),
@@ -1401,17 +1402,29 @@ fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
     graph
         .map(|g| {
             g.tensors()
-                .filter_map(|(_, t)| t.uid.map(|u| (u, tensor_bytes(t))))
+                .filter_map(|(_, t)| {
+                    let len = if t.is_runtime_pass_by_value {
+                        // A runtime scalar: a host pointer to one element, on any device.
+                        SCALAR_MARK | tensor_bytes(t)
+                    } else {
+                        tensor_bytes(t)
+                    };
+                    t.uid.map(|u| (u, len))
+                })
                 .collect()
         })
         .unwrap_or_default()
 }
 
+/// Marks a runtime pass-by-value scalar in [`buffer_lengths`] (host memory on every device).
+const SCALAR_MARK: usize = 1 << (usize::BITS - 1);
+
 /// `hipdnnBackendExecute`: runs a finalized plan on a finalized variant pack. Wrong descriptor
 /// types or unfinalized descriptors → BAD_PARAM. On a CPU handle the pointers are host memory
 /// whose extents come from the plan's graph; two bound buffers must not overlap (BAD_PARAM).
 /// On a GPU handle they are device addresses (a plan of the CPU reference engine then fails
-/// with BAD_PARAM: it needs host memory).
+/// with BAD_PARAM: it needs host memory). Runtime pass-by-value scalars are host pointers to
+/// one element on every device.
 ///
 /// # Safety
 /// Every pointer in the pack must be valid for its tensor's extent (and the workspace for the
@@ -1457,8 +1470,10 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
         let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
         let mut vp = VariantPackDescriptor::new();
         for (uid, ptr) in uids.iter().zip(&ptrs) {
-            let len = lens.get(uid).copied().unwrap_or(0);
-            if !host {
+            let marked = lens.get(uid).copied().unwrap_or(0);
+            let scalar = marked & SCALAR_MARK != 0;
+            let len = marked & !SCALAR_MARK;
+            if !host && !scalar {
                 vp.insert(
                     *uid,
                     BufferRef::Device {
@@ -1484,6 +1499,14 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
                 ));
             }
             ranges.push((*ptr, len, *uid));
+            if scalar {
+                // SAFETY: a runtime pass-by-value scalar is a host pointer to one element of
+                // its type (frontend-graph-api.md §3.5), valid for this call; it overlaps no
+                // other bound buffer (checked above).
+                let s = unsafe { std::slice::from_raw_parts(*ptr as *const u8, len) };
+                vp.insert(*uid, BufferRef::Host(s));
+                continue;
+            }
             // SAFETY: the caller guarantees the pointer is valid for the tensor's extent
             // (`len` bytes) for this call; ranges were checked not to overlap, so the mutable
             // slices do not alias.

@@ -62,6 +62,8 @@ struct T {
     is_virtual: bool,
     /// A baked f32 scalar (TENSOR_VALUE_EXT); such a tensor takes no buffer.
     value: Option<f32>,
+    /// A runtime pass-by-value scalar (IS_RUNTIME_PASS_BY_VALUE_EXT): a host pointer.
+    runtime: bool,
 }
 
 fn packed(dims: &[i64]) -> Vec<i64> {
@@ -113,6 +115,10 @@ impl Api {
         if let Some(x) = t.value {
             let b = x.to_le_bytes();
             self.set(d, 1306, 19, 4, b.as_ptr().cast());
+        }
+        if t.runtime {
+            let one = 1u8;
+            self.set(d, 1308, 2, 1, (&one as *const u8).cast());
         }
         // SAFETY: live descriptor.
         self.ok(unsafe { (self.finalize)(d) }, "finalize tensor");
@@ -249,6 +255,7 @@ fn t(uid: i64, dims: &[i64]) -> T {
         dims: dims.to_vec(),
         is_virtual: false,
         value: None,
+        runtime: false,
     }
 }
 
@@ -640,4 +647,37 @@ fn operations_of_a_deserialized_graph_read_back_as_descriptors() {
             api.ok((api.destroy)(d), "destroy");
         }
     }
+}
+
+#[test]
+fn a_runtime_scalar_is_passed_as_a_host_pointer() {
+    let mut eps = t(4, &[1, 1]);
+    eps.runtime = true;
+    let g = check(
+        23,
+        vec![
+            t(1, &[2, 4]),
+            t(2, &[1, 4]),
+            t(3, &[1, 4]),
+            eps,
+            t(5, &[2, 4]),
+        ],
+        vec![
+            (2400, V::T(0)),
+            (2401, V::T(1)),
+            (2404, V::T(2)),
+            (2402, V::T(3)),
+            (2403, V::T(4)),
+            (2406, V::E(22, 1)),
+            (2407, V::D(FLOAT)),
+        ],
+        &[
+            (1, vals(8, 1)),
+            (2, vals(4, 2)),
+            (3, vals(4, 3)),
+            (4, vec![0.5]),
+        ],
+    );
+    let e = g.tensor_by_uid(4).unwrap();
+    assert!(g.tensor_attributes(e).is_runtime_pass_by_value);
 }
