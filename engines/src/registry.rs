@@ -13,6 +13,7 @@
 //! test checks that every committed `kernels.json` names only known families.
 
 use crate::ingestor::DispatchRegistry;
+use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V1, ConvFpropV1Handler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
@@ -32,15 +33,18 @@ pub enum PackFamily {
     Matmul,
     /// Triton implicit-GEMM conv fprop with the bias/ReLU epilogue (`family: "conv_fprop"`).
     ConvFprop,
+    /// Triton implicit-GEMM conv backward data (`family: "conv_dgrad"`).
+    ConvDgrad,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 4] = [
+    pub const ALL: [PackFamily; 5] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
         PackFamily::ConvFprop,
+        PackFamily::ConvDgrad,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -50,6 +54,7 @@ impl PackFamily {
             PackFamily::ConvFwd => "conv_fwd",
             PackFamily::Matmul => "matmul",
             PackFamily::ConvFprop => "conv_fprop",
+            PackFamily::ConvDgrad => "conv_dgrad",
         }
     }
 
@@ -60,14 +65,15 @@ impl PackFamily {
 
     /// The contract that serves the family's current packed entries (entries without a
     /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
-    /// `hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1` (Triton entries of
-    /// `triton.json`).
+    /// `hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`,
+    /// `hipkernel.conv_dgrad.dispatch.v1` (Triton entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
             PackFamily::ConvFwd => CONV_FWD_V2,
             PackFamily::Matmul => MATMUL_V1,
             PackFamily::ConvFprop => CONV_FPROP_V1,
+            PackFamily::ConvDgrad => CONV_DGRAD_V1,
         }
     }
 }
@@ -84,7 +90,8 @@ pub fn native_packs() -> DispatchRegistry {
 
 /// Every contract this crate serves: [`native_packs`] plus the v2 contracts
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
-/// contracts (`hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`) under their versioned names only, so the
+/// contracts (`hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`,
+/// `hipkernel.conv_dgrad.dispatch.v1`) under their versioned names only, so the
 /// unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -92,6 +99,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(MatmulV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropV1Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

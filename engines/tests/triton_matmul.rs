@@ -7,6 +7,7 @@ use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
+use hipdnn_engines::ingestor::packs::conv_dgrad::{self, CONV_DGRAD_V1};
 use hipdnn_engines::ingestor::packs::conv_fprop::{self, CONV_FPROP_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MatmulV1Handler, MatmulV1Inputs, TritonConfig, signature,
@@ -17,6 +18,7 @@ fn family_signature(family: &str, spec: bool) -> Vec<KernelArgument> {
     match family {
         "matmul" => signature(spec),
         "conv_fprop" => conv_fprop::signature(spec),
+        "conv_dgrad" => conv_dgrad::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -70,7 +72,11 @@ fn every_triton_entry_records_its_launch_facts() {
             assert_eq!(params, want, "{arch} {}", k["name"]);
             let ce = &k["constexprs"];
             assert_eq!(ce["BLOCK_M"], k["block"]["m"]);
-            if spec && family == "conv_fprop" {
+            if spec && family == "conv_dgrad" {
+                for n in ["sdyk", "swc", "sxc", "groups"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+            } else if spec && family == "conv_fprop" {
                 for n in ["sxc", "swc", "syk", "groups"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
@@ -86,6 +92,8 @@ fn every_triton_entry_records_its_launch_facts() {
                     .collect();
                 let hinted: &[&str] = if family == "matmul" {
                     &["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_am"]
+                } else if family == "conv_dgrad" {
+                    &["dy_ptr", "w_ptr", "dx_ptr", "C", "K", "sdyp", "sxh"]
                 } else {
                     &["x_ptr", "w_ptr", "y_ptr", "C", "K", "sxh", "syp"]
                 };
@@ -212,6 +220,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             families.insert(cfg.family.clone());
             let (dispatch, symbol) = match cfg.family.as_str() {
                 "matmul" => (MATMUL_V1, "hipdnn_matmul"),
+                "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
                 _ => (CONV_FPROP_V1, "hipdnn_conv_fprop"),
             };
             assert_eq!(d.dispatch, dispatch);
@@ -256,7 +265,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
         }
         assert_eq!(
             families.into_iter().collect::<Vec<_>>(),
-            ["conv_fprop", "matmul"]
+            ["conv_dgrad", "conv_fprop", "matmul"]
         );
     }
 }

@@ -5,6 +5,7 @@
 //! kernel needs a new version (`.v2`) in a new handler registered beside v1 with
 //! [`crate::ingestor::dispatch::DispatchRegistry::register_versioned_only`]; v1 never changes.
 
+pub mod conv_dgrad;
 pub mod conv_fprop;
 pub mod conv_fwd;
 pub mod conv_fwd_v2;
