@@ -2,7 +2,7 @@
  * hipdnn_backend.h -- C ABI of libhipdnn_backend.so (hipdnn-rs).
  *
  * A drop-in for upstream hipDNN's backend header: the same function names and signatures, the
- * same enumerator names and values (hipdnn-rs shared/reference/backend-c-api.md sections 2-3).
+ * same enumerator names and values as upstream's backend/include headers.
  * Unlike upstream's header this one compiles as C (C11) and as C++: the two default-mode
  * constants that upstream declares `constexpr` are `constexpr` in C++ and enumeration constants
  * in C.
@@ -557,7 +557,7 @@ typedef enum
     HIPDNN_ATTR_PROFILING_DEVICE_SYNC_EXT = 60404
 } hipdnnBackendAttributeName_t;
 
-/* ---- value enums passed through SetAttribute (reference section 3.7) ---- */
+/* ---- value enums passed through SetAttribute ---- */
 typedef enum
 {
     HIPDNN_CONVOLUTION = 0,
@@ -693,7 +693,7 @@ typedef enum
     HIPDNN_OPERATION_TYPE_LAYERNORM_BACKWARD_EXT = 20
 } hipdnnOperationType_ext_t;
 
-/* ---- other enums (reference section 3.6) ---- */
+/* ---- other enums ---- */
 typedef enum
 {
     HIPDNN_SERIALIZED_CONTENT_GRAPH = 1,

@@ -1,7 +1,7 @@
 //! Attribute values in and out of `hipdnnBackendSetAttribute` / `hipdnnBackendGetAttribute`.
 //!
 //! [`In`] reads a typed element array from the caller (type first, then null, then count,
-//! as reference §3.7 orders the checks); [`Out`] writes one back with the count query rules:
+//! as upstream's DescriptorAttributeUtils orders the checks); [`Out`] writes one back with the count query rules:
 //! a null array or `requestedElementCount == 0` only writes `*elementCount` (which must then
 //! be non-null), a negative request is BAD_PARAM, a request smaller than the value's element
 //! count is BAD_PARAM, and otherwise the elements are copied and `*elementCount` written when

@@ -468,7 +468,7 @@ pub(crate) fn data_type_in(v: &In) -> Ffi<DataType> {
 pub(crate) fn data_type_out(o: &Out, d: DataType) -> Ffi {
     match enums::data_type_to_c(d) {
         Some(c) => o.put(ty::DATA_TYPE, &[c]),
-        // Never-set data type: answers a count of 0 (reference §3.7).
+        // Never-set data type: answers a count of 0 (as upstream).
         None => o.put::<i32>(ty::DATA_TYPE, &[]),
     }
 }
@@ -1501,7 +1501,7 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
             ranges.push((*ptr, len, *uid));
             if scalar {
                 // SAFETY: a runtime pass-by-value scalar is a host pointer to one element of
-                // its type (frontend-graph-api.md §3.5), valid for this call; it overlaps no
+                // its type (as upstream's frontend passes it), valid for this call; it overlaps no
                 // other bound buffer (checked above).
                 let s = unsafe { std::slice::from_raw_parts(*ptr as *const u8, len) };
                 vp.insert(*uid, BufferRef::Host(s));

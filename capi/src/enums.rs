@@ -1,10 +1,10 @@
-//! Value enums across the C ABI (reference §3.7): the C numbering on the outside, the Graph
+//! Value enums across the C ABI (upstream's DataTypeConversion): the C numbering on the outside, the Graph
 //! schema's numbering inside. Conversion is by name, never by cast; the three enums whose
 //! numbers differ (data type, convolution mode, operation type) have explicit tables here.
 
 use hipdnn::{ConvMode, DataType, PointwiseMode};
 
-/// C `hipdnnDataType_t` value → schema [`DataType`] (§3.7 table). `None` for a number that is
+/// C `hipdnnDataType_t` value → schema [`DataType`] (upstream's C ↔ schema table). `None` for a number that is
 /// not a C enumerator.
 pub fn data_type_from_c(v: i32) -> Option<DataType> {
     use DataType as D;
@@ -103,8 +103,8 @@ mod tests {
     use super::*;
 
     #[test]
-    fn data_type_table_matches_the_reference() {
-        // (C, schema) pairs of reference §3.7.
+    fn data_type_table_matches_upstreams() {
+        // (C, schema) pairs of upstream's HipdnnDataType.h and the Graph schema.
         let pairs = [
             (0, 1),
             (1, 4),

@@ -7,7 +7,7 @@
 //! Success leaves the last error as it was (upstream records failures only).
 //!
 //! This module also holds the small pointer and buffer helpers every export uses, so that the
-//! null-pointer and two-call size-query rules are written once (reference §1).
+//! null-pointer and two-call size-query rules are written once (upstream HipdnnBackend.cpp's conventions).
 
 use crate::panic;
 use hipdnn_backend::{BackendError, Status};
@@ -74,7 +74,7 @@ pub fn non_null<T>(p: *const T, what: &str) -> Ffi {
     }
 }
 
-/// The two-call size query of a byte getter (reference §1): writes `bytes.len()` to `*size`;
+/// The two-call size query of a byte getter (as upstream): writes `bytes.len()` to `*size`;
 /// with a null `out` that is all; with `out` and `requested < len` →
 /// `BAD_PARAM_SIZE_INSUFFICIENT` (the size is already written, `out` untouched); otherwise
 /// copies the bytes.

@@ -31,7 +31,7 @@ use hipdnn_backend::Status;
 use std::ffi::{CStr, c_char};
 
 /// Version reported to C, `MAJOR.MINOR.PATCH.TWEAK`. The major is the one upstream's frontend
-/// checks (its `HIPDNN_FRONTEND_VERSION_MAJOR`, 0 for upstream's tree; reference §2.1).
+/// checks (its `HIPDNN_FRONTEND_VERSION_MAJOR`, 0 for upstream's tree; upstream frontend's VersionUtils).
 pub const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), ".0");
 static VERSION_C: &CStr = {
     match CStr::from_bytes_with_nul(concat!(env!("CARGO_PKG_VERSION"), ".0\0").as_bytes()) {

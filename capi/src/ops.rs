@@ -7,8 +7,8 @@
 //! BATCHNORM_INFERENCE_VARIANCE, BATCHNORM (training), BATCHNORM_BACKWARD; RMSNORM,
 //! RMSNORM_BACKWARD; LAYERNORM, LAYERNORM_BACKWARD; REDUCTION; RESAMPLE_FWD; SDPA_FWD. Every
 //! other operation type is refused at create with NOT_SUPPORTED (docs/c-api.md). Attribute
-//! numbers and kinds follow reference §3.4; value enums are checked against the C enumerators
-//! and translated by name (§3.7).
+//! numbers and kinds follow upstream's HipdnnBackendAttributeName.h; value enums are checked
+//! against the C enumerators and translated by name (upstream's DataTypeConversion).
 
 use crate::attr::{In, Out, ty};
 use crate::desc::{Val, data_type_in, data_type_out, dt_fill_tensor, final_tensor, type_name};
@@ -65,7 +65,7 @@ pub enum OpAttr {
     Bool,
     /// One DATA_TYPE.
     Data,
-    /// One C value enum of this attribute type (§3.7).
+    /// One C value enum of this attribute type.
     Enum(i32),
     /// CHAR text.
     Text,
@@ -204,7 +204,7 @@ pub fn required(dtype: i32) -> &'static [i32] {
     }
 }
 
-/// True when `v` is an enumerator of the C enum carried by attribute type `t` (§3.7).
+/// True when `v` is an enumerator of the C enum carried by attribute type `t`.
 fn valid_c_enum(t: i32, v: i32) -> bool {
     match t {
         ty::CONVOLUTION_MODE => enums::conv_mode_from_c(v).is_some(),

@@ -2,8 +2,9 @@
 //! `hipdnnBackendGetSerializedJsonGraph_ext` / `hipdnnBackendCreateAndDeserializeJsonGraph_ext`.
 //!
 //! Writer: nlohmann `dump()` text — compact, object keys sorted bytewise, floats widened to
-//! double and printed with nlohmann's rules (§2), nodes grouped into `inputs` / `outputs` /
-//! `parameters` / `attributes` per op (§5.2), enum spellings per §6. Reader: stricter than
+//! double and printed with nlohmann's rules, nodes grouped into `inputs` / `outputs` /
+//! `parameters` / `attributes` per op as upstream's per-op JSON converters do, enum spellings as
+//! upstream's tables. Reader: stricter than
 //! upstream where upstream is silent or lenient — an unknown enum spelling, an unknown node
 //! `type` or a duplicate key is refused with a message naming the key and value; unknown keys
 //! are accepted (forward compatibility).
@@ -37,7 +38,7 @@ pub enum J {
     O(BTreeMap<String, J>),
 }
 
-/// A double as nlohmann's `dump()` prints it (§2.6).
+/// A double as nlohmann's `dump()` prints it (widened float, round-trip digits, `e+NN`).
 pub fn fmt_f64(x: f64) -> String {
     if !x.is_finite() {
         return "null".into();
@@ -660,7 +661,7 @@ fn conv_params(
     ])
 }
 
-/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase (§3.1).
+/// `xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, lowercase (upstream's UUID text).
 fn uuid_text(b: &[u8; 16]) -> String {
     let mut s = String::with_capacity(36);
     for (i, x) in b.iter().enumerate() {
@@ -1601,7 +1602,8 @@ mod tests {
             .packed_nchw()
     }
 
-    /// graph-json.md §10.1, byte for byte.
+    /// The conv → bias → relu example of upstream's format (cross-checked against upstream's
+    /// writer), byte for byte.
     #[test]
     fn worked_example_conv_bias_relu_is_byte_identical() {
         let mut g = Graph::new();
@@ -1652,7 +1654,8 @@ mod tests {
         assert_eq!(write(&g).unwrap(), want);
     }
 
-    /// graph-json.md §10.2, byte for byte.
+    /// The pointwise-chain example of upstream's format (a constant and a runtime scalar),
+    /// byte for byte.
     #[test]
     fn worked_example_pointwise_chain_is_byte_identical() {
         let mut g = Graph::new();

@@ -1,5 +1,5 @@
 //! `TENSOR_VALUE_EXT`: a pass-by-value scalar as raw bytes of the tensor's data type (CHAR,
-//! count = the element size; frontend-graph-api.md §3), converted to and from the schema's
+//! count = the element size, as upstream's frontend lowers it), converted to and from the schema's
 //! `TensorValue` union.
 
 use crate::error::{Ffi, err};

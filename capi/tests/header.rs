@@ -1,4 +1,4 @@
-//! The header compiles as C11 and as C++17 with every enumerator value of the reference tables
+//! The header compiles as C11 and as C++17 with every enumerator value of upstream's headers
 //! pinned by `_Static_assert`s (tests/c/enum_values.c), with and without HIP's header.
 
 mod common;

@@ -1,5 +1,5 @@
-//! The exported symbols of libhipdnn_backend.so are exactly the 38 functions of the reference
-//! §2 (nothing missing, no Rust symbols leaking), and the soname carries the major version.
+//! The exported symbols of libhipdnn_backend.so are exactly the 38 functions of
+//! upstream's hipdnn_backend.h (nothing missing, no Rust symbols leaking), and the soname carries the major version.
 
 mod common;
 

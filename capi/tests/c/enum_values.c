@@ -1,5 +1,5 @@
-/* Every enumerator value of the reference tables (shared/reference/backend-c-api.md §3),
- * generated once from the reference text: compiles only if hipdnn_backend.h agrees. */
+/* Every enumerator value of upstream's backend headers (HipdnnStatus.h, HipdnnBackend*.h, …),
+ * transcribed once from upstream's values: compiles only if hipdnn_backend.h agrees. */
 #include <hipdnn_backend.h>
 
 _Static_assert(HIPDNN_STATUS_SUCCESS == 0, "HIPDNN_STATUS_SUCCESS");

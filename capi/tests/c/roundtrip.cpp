@@ -1,5 +1,5 @@
 // C++ round trip through libhipdnn_backend.so, following the call sequence of upstream's
-// serialization sample (reference backend-c-api.md §2.2) with descriptors instead of the
+// serialization sample (samples/serialization/SerializationRoundTrip.cpp) with descriptors instead of the
 // frontend: conv fprop for fp32, fp16 and bf16 in NCHW and NHWC; build and execute; then the
 // JSON round trip, the binary round trip, the plan-only round trip and the graph-and-plan
 // container (saved, loaded in a new handle, executed, re-saved and compared byte for byte).
