@@ -887,7 +887,8 @@ impl Parser<'_> {
     }
 }
 
-/// Parses JSON text strictly (see [`Parser`]).
+/// Parses JSON text strictly: a duplicate key is refused naming it, integers and floats stay
+/// distinct, nesting is limited to 128 levels.
 pub fn parse(text: &str) -> Ffi<J> {
     let mut p = Parser {
         b: text.as_bytes(),
