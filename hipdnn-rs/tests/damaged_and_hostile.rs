@@ -567,3 +567,107 @@ fn graph_json_requires_keys_and_refuses_duplicates_and_wrong_types() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue, "{}", e.message);
 }
+
+/// Writes seed inputs for the cargo-fuzz targets (`fuzz/`) when `HIPDNN_FUZZ_SEEDS` names the
+/// corpus root (`fuzz/seed.sh` runs it); does nothing otherwise.
+#[test]
+fn write_fuzz_seeds() {
+    let Ok(root) = std::env::var("HIPDNN_FUZZ_SEEDS") else {
+        return;
+    };
+    let root = PathBuf::from(root);
+    let put = |target: &str, name: &str, bytes: &[u8]| {
+        let d = root.join(target);
+        std::fs::create_dir_all(&d).unwrap();
+        std::fs::write(d.join(name), bytes).unwrap();
+    };
+    for (name, g) in [
+        ("add44", add44().0),
+        (
+            "mul3",
+            built(binary(&[3], PointwiseMode::Mul, DataType::Float)).0,
+        ),
+        (
+            "half235",
+            built(binary(&[2, 3, 5], PointwiseMode::Sub, DataType::Half)).0,
+        ),
+    ] {
+        let container = g.to_binary().unwrap();
+        let plan = g.to_compiled_plan_binary().unwrap();
+        let graph = g.to_graph_bytes().unwrap();
+        put("graph_bytes", name, &graph);
+        put("graph_json", name, g.to_json().unwrap().as_bytes());
+        put("envelope", name, &plan);
+        put("hdgp", name, &container);
+        put("plan_load", &format!("{name}.hdgp"), &container);
+        put("plan_load", &format!("{name}.plan"), &plan);
+        put(
+            "cpu_plan_payload",
+            name,
+            PlanEnvelope::parse(&plan).unwrap().plugin_payload,
+        );
+    }
+}
+
+/// One rule for a runtime scalar with a default: it must be bound at every execute, in the
+/// built graph (SDK check) and in the same plan loaded alone (CPU engine check).
+#[test]
+fn an_unbound_runtime_scalar_is_refused_built_and_loaded_alike() {
+    let mut g = Graph::new();
+    g.set_io_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let a = g.tensor(
+        TensorAttributes::new("a")
+            .uid(1)
+            .dims([2, 2])
+            .strides([2, 1]),
+    );
+    let s = g.tensor(
+        TensorAttributes::new("s")
+            .uid(2)
+            .dims([1, 1])
+            .strides([1, 1])
+            .data_type(DataType::Float)
+            .runtime_parameter_with_default(hipdnn::TensorValue::Float32(2.0)),
+    );
+    let y = g.pointwise(a, s, PointwiseAttributes::with_mode(PointwiseMode::Mul));
+    g.set_output(y, true).set_uid(y, 3);
+    let (g, h) = built(g);
+    let x = Buffer::from_slice(&[1.0f32, 2.0, 3.0, 4.0]);
+    let mut out = Buffer::<f32>::zeros(4);
+    let e = g
+        .execute(&h, VariantPack::new().with(1, &x).with(3, &mut out), None)
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "the variant pack has no buffer for tensor 's' (uid 2)"
+    );
+    let alone =
+        Graph::from_compiled_plan_binary(&h, &g.to_compiled_plan_binary().unwrap()).unwrap();
+    let e = alone
+        .execute(&h, VariantPack::new().with(1, &x).with(3, &mut out), None)
+        .unwrap_err();
+    assert!(
+        e.message
+            .contains("tensor uid 2 ('s') is not in the variant pack"),
+        "{}",
+        e.message
+    );
+    assert_eq!(out.to_vec().unwrap(), vec![0.0; 4], "nothing written");
+    // Bound, both run and agree.
+    let three = Buffer::from_slice(&[3.0f32]);
+    for graph in [&g, &alone] {
+        let mut o = Buffer::<f32>::zeros(4);
+        graph
+            .execute(
+                &h,
+                VariantPack::new()
+                    .with(1, &x)
+                    .with(2, &three)
+                    .with(3, &mut o),
+                None,
+            )
+            .unwrap();
+        assert_eq!(o.to_vec().unwrap(), vec![3.0, 6.0, 9.0, 12.0]);
+    }
+}

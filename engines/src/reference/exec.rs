@@ -92,7 +92,8 @@ fn msg(step: &str) -> impl Fn(String) -> PluginError + '_ {
 ///
 /// # Errors
 /// `BAD_PARAM` naming the UID when a bound buffer is device memory, too small, read-only for
-/// an output, or when a needed tensor is missing from the variant pack; nothing is written
+/// an output, or when a needed tensor is missing from the variant pack (a runtime
+/// pass-by-value scalar always needs its buffer, even with a default value); nothing is written
 /// when any of these checks fails.
 pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<()> {
     let mut index = HashMap::new();
@@ -125,7 +126,10 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
     for s in &plan.steps {
         for u in s.op.inputs().into_iter().chain(s.op.outputs()) {
             let d = &plan.tensors[&u];
-            let needs_buffer = !d.is_virtual && (d.value.is_none() || outputs.contains(&u));
+            // A runtime pass-by-value scalar is bound at every execute, default or not: the
+            // same rule as the SDK's built graph (issue 12: one rule for built and loaded plans).
+            let needs_buffer = !d.is_virtual
+                && (d.value.is_none() || d.runtime_pass_by_value || outputs.contains(&u));
             if needs_buffer && !index.contains_key(&u) {
                 return Err(PluginError::bad_param(format!(
                     "tensor uid {u} ('{}') is not in the variant pack",
