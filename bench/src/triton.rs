@@ -525,6 +525,12 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     };
     let cpu = Handle::cpu().map_err(e)?;
     println!("{gpu:?}");
+    if std::env::var_os("HIPDNN_BENCH_ONLY_DGRAD").is_some() {
+        let (checks, rows) = dgrad_section(&gpu, &cpu)?;
+        let v = json!({"dgrad_checks": checks, "dgrad": rows});
+        std::fs::write(out, serde_json::to_string_pretty(&v).map_err(e)?).map_err(e)?;
+        return Ok(());
+    }
     let mut checks = Vec::new();
     for c in CASES {
         for dt in [DataType::Float, DataType::Half, DataType::BFloat16] {
@@ -586,8 +592,14 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     } else {
         conv_section(&gpu, &cpu)?
     };
+    let (dgrad_checks, dgrad_rows) = if sizes.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        dgrad_section(&gpu, &cpu)?
+    };
     let device = format!("{:?}", gpu.device());
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
+        "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
         "torch_conv": torch_conv});
     if let Some(dir) = std::path::Path::new(out).parent() {
@@ -635,6 +647,25 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
                 r["layout"].as_str().unwrap_or_default(),
                 r["ms"].as_f64().unwrap_or(0.0),
                 r["tflops"].as_f64().unwrap_or(0.0),
+                r["torch_ms"]
+                    .as_f64()
+                    .map(|v| format!("{v:.3} ms"))
+                    .unwrap_or_else(|| "n/a".into()),
+                r["ratio_vs_torch"]
+                    .as_f64()
+                    .map(|v| format!("{v:.2}×"))
+                    .unwrap_or_else(|| "n/a".into()),
+            );
+        }
+        t += &format!(
+            "\nConv dgrad f16 NHWC, batch 32 ({} dgrad correctness cases passed) vs PyTorch `aten.convolution_backward` (input gradient only, cuDNN):\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs | PyTorch | ours/torch speed |\n|---|---|---|---|\n",
+            dgrad_checks.len()
+        );
+        for r in &dgrad_rows {
+            t += &format!(
+                "| {} | {:.3} ms | {} | {} |\n",
+                r["layer"],
+                r["ms"].as_f64().unwrap_or(0.0),
                 r["torch_ms"]
                     .as_f64()
                     .map(|v| format!("{v:.3} ms"))
@@ -942,4 +973,224 @@ pub fn conv_section(
         rows.push(row);
     }
     Ok((checks, rows, torch))
+}
+
+fn dgrad_graph(c: ConvCase, dt: DataType) -> Graph {
+    let mut g = Graph::new();
+    g.set_name("dgrad")
+        .set_io_data_type(dt)
+        .set_intermediate_data_type(dt)
+        .set_compute_data_type(DataType::Float);
+    let lay = |t: TensorAttributes| {
+        if c.nhwc {
+            t.packed_nhwc()
+        } else {
+            t.packed_nchw()
+        }
+    };
+    let p = c.p();
+    let dy = g.tensor(lay(TensorAttributes::new("dy")
+        .uid(1)
+        .data_type(dt)
+        .dims([c.n, c.k, p, p])));
+    let w = g.tensor(lay(TensorAttributes::new("w")
+        .uid(2)
+        .data_type(dt)
+        .dims([c.k, c.c, c.r, c.r])));
+    let dx = g.conv_dgrad(
+        dy,
+        w,
+        hipdnn::ConvDgradAttributes::new()
+            .padding([c.pad, c.pad])
+            .stride([c.stride, c.stride])
+            .dilation([c.dil, c.dil]),
+    );
+    g.set_output(dx, true).set_uid(dx, 4);
+    g
+}
+
+fn dgrad_inputs<T: Num>(c: ConvCase) -> Vec<(i64, Vec<T>)> {
+    let q = |v: Vec<f32>| v.into_iter().map(T::of).collect::<Vec<T>>();
+    vec![
+        (1, q(vals(c.y_len(), 21))),
+        (2, q(vals((c.k * c.c * c.r * c.r) as usize, 22))),
+    ]
+}
+
+/// GPU dgrad vs the CPU reference, tolerance as [`conv_check_case`] with K·R·S terms.
+fn dgrad_check_case<T: Num>(
+    gpu: &Handle,
+    cpu: &Handle,
+    c: ConvCase,
+    dt: DataType,
+) -> R<serde_json::Value> {
+    let ins = dgrad_inputs::<T>(c);
+    let n_out = (c.n * c.c * c.h * c.h) as usize;
+    let mut gg = dgrad_graph(c, dt);
+    gg.build(gpu).map_err(e)?;
+    let engine = gg.engine_name().map_err(e)?.to_string();
+    let got = run(gpu, &gg, &ins, n_out)?;
+    let mut gc = dgrad_graph(c, dt);
+    gc.build(cpu).map_err(e)?;
+    let want = run(cpu, &gc, &ins, n_out)?;
+    let bound = (c.k * c.r * c.r) as f32;
+    let rel = match dt {
+        DataType::Float => 1e-5,
+        DataType::Half => 4e-3,
+        _ => 1.6e-2,
+    };
+    let tol = rel * bound + 1e-3;
+    let mut worst = 0f32;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let d = (g.f() - w.f()).abs();
+        if !(d <= tol) {
+            return Err(format!(
+                "dgrad {dt:?} {c:?}: element {i}: gpu {} cpu {} (|d| {d} > {tol}) on {engine}",
+                g.f(),
+                w.f()
+            ));
+        }
+        worst = worst.max(d / tol);
+    }
+    Ok(
+        json!({"case": format!("{c:?}"), "dtype": format!("{dt:?}"), "engine": engine, "worst_fraction_of_tolerance": worst}),
+    )
+}
+
+fn time_dgrad(h: &Handle, c: ConvCase) -> R<f64> {
+    let mut g = dgrad_graph(c, DataType::Half);
+    g.build(h).map_err(e)?;
+    let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
+    let ins = dgrad_inputs::<f16>(c);
+    let bufs: Vec<(i64, Buffer<f16>)> = ins
+        .iter()
+        .map(|(u, v)| Buffer::from_slice_on(h, v).map(|b| (*u, b)))
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let mut y = Buffer::<f16>::alloc(h, (c.n * c.c * c.h * c.h) as usize).map_err(e)?;
+    let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().map_err(e)?).map_err(e)?;
+    let stream = Stream::default_stream(dev);
+    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
+    let mut exec = || {
+        let pack = VariantPack::new()
+            .with(1, &bufs[0].1)
+            .with(2, &bufs[1].1)
+            .with(4, &mut y);
+        g.execute(h, pack, Some(&mut ws)).map_err(e)
+    };
+    for _ in 0..3 {
+        exec()?;
+    }
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        ev0.record(&stream).map_err(e)?;
+        for _ in 0..20 {
+            exec()?;
+        }
+        ev1.record(&stream).map_err(e)?;
+        ev1.synchronize().map_err(e)?;
+        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[2])
+}
+
+const TORCH_DGRAD: &str = r#"
+import json, sys
+try:
+    import torch
+    assert torch.cuda.is_available()
+except Exception as ex:
+    print(json.dumps({"error": str(ex)})); sys.exit(0)
+torch.backends.cudnn.benchmark = True
+torch.backends.cudnn.allow_tf32 = False
+out = {"ms": []}
+for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
+    cl = torch.channels_last
+    x = torch.randn(n, c, h, h, device="cuda", dtype=torch.float16).to(memory_format=cl)
+    w = torch.randn(k, c, r, r, device="cuda", dtype=torch.float16).to(memory_format=cl)
+    p = (h + 2 * pad - r) // stride + 1
+    dy = torch.randn(n, k, p, p, device="cuda", dtype=torch.float16).to(memory_format=cl)
+    f = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [stride, stride], [pad, pad], [1, 1], False, [0, 0], 1, [True, False, False])
+    for _ in range(5): f()
+    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rs = []
+    for _ in range(5):
+        s.record()
+        for _ in range(20): f()
+        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
+    rs.sort(); out["ms"].append(rs[2])
+print(json.dumps(out))
+"#;
+
+/// Dgrad checks and the batch-32 ResNet-50 table (f16 NHWC) vs PyTorch's conv backward (input
+/// gradient only).
+pub fn dgrad_section(
+    gpu: &Handle,
+    cpu: &Handle,
+) -> R<(Vec<serde_json::Value>, Vec<serde_json::Value>)> {
+    let cc = |n, c, h, k, r, pad, stride, nhwc| ConvCase {
+        n,
+        c,
+        h,
+        k,
+        r,
+        pad,
+        stride,
+        dil: 1,
+        groups: 1,
+        nhwc,
+        epilogue: false,
+    };
+    let mut checks = Vec::new();
+    for c in [
+        cc(2, 32, 9, 48, 3, 1, 1, true),
+        cc(1, 20, 11, 24, 3, 1, 2, true),
+        cc(1, 3, 13, 5, 3, 1, 1, false),
+        cc(2, 16, 8, 32, 1, 0, 1, true),
+    ] {
+        for dt in [DataType::Float, DataType::Half, DataType::BFloat16] {
+            let r = match dt {
+                DataType::Float => dgrad_check_case::<f32>(gpu, cpu, c, dt),
+                DataType::Half => dgrad_check_case::<f16>(gpu, cpu, c, dt),
+                _ => dgrad_check_case::<bf16>(gpu, cpu, c, dt),
+            }?;
+            println!("dgrad check: {r}");
+            checks.push(r);
+        }
+    }
+    let layers: [[i64; 6]; 5] = [
+        [64, 56, 64, 3, 1, 1],
+        [128, 28, 128, 3, 1, 1],
+        [256, 14, 256, 3, 1, 1],
+        [512, 7, 512, 3, 1, 1],
+        [64, 56, 256, 1, 0, 1],
+    ];
+    let arg: Vec<serde_json::Value> = layers
+        .iter()
+        .map(|l| json!([32, l[0], l[1], l[2], l[3], l[4], l[5]]))
+        .collect();
+    let torch = match std::process::Command::new("python3")
+        .args([
+            "-c",
+            TORCH_DGRAD,
+            &serde_json::to_string(&arg).unwrap_or_default(),
+        ])
+        .output()
+    {
+        Ok(o) => serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
+        Err(x) => json!({"error": x.to_string()}),
+    };
+    let mut rows = Vec::new();
+    for (i, l) in layers.iter().enumerate() {
+        let c = cc(32, l[0], l[1], l[2], l[3], l[4], l[5], true);
+        let ms = time_dgrad(gpu, c)?;
+        let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
+        let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms,
+            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms)});
+        println!("dgrad: {row}");
+        rows.push(row);
+    }
+    Ok((checks, rows))
 }
