@@ -143,7 +143,8 @@ impl Graph {
     /// previous plan.
     ///
     /// # Errors
-    /// The `validate()` errors; `GRAPH_NOT_SUPPORTED` when no engine applies (the message lists
+    /// `INVALID_VALUE` for a tensor whose extent overflows (checked arithmetic, naming the
+    /// tensor); the `validate()` errors; `GRAPH_NOT_SUPPORTED` when no engine applies (the message lists
     /// each engine's reason); `HIPDNN_BACKEND_ERROR` when every applicable engine fails to build.
     pub fn build(&mut self, handle: &Handle) -> Result<()> {
         self.build_with(handle, &[HeuristicMode::default()])
@@ -165,6 +166,7 @@ impl Graph {
         };
         self.assign_uids();
         self.fill_from_context();
+        self.check_extents()?;
         self.validate()?;
         let bytes = self.to_graph_bytes()?;
         let op = OperationGraph::from_bytes(&bytes)
@@ -202,6 +204,36 @@ impl Graph {
             ErrorCode::HipdnnBackendError,
             format!("No execution plan could be built: {}", failures.join("; ")),
         ))
+    }
+
+    /// Refuses a tensor whose extent cannot be computed (issue 12): with non-negative dims
+    /// and strides of equal rank, the buffer's byte span `(1 + Σ (dim−1)·stride) · element
+    /// size` and the element count `Π dims` must fit `isize::MAX`, computed with checked
+    /// arithmetic. Other malformed layouts are left to `validate`.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` "tensor 'a' (uid 1): dims [..] strides [..] overflow the address space".
+    fn check_extents(&self) -> Result<()> {
+        for (_, t) in self.tensors() {
+            if t.dims.len() != t.strides.len() || t.dims.iter().chain(&t.strides).any(|&x| x < 0) {
+                continue;
+            }
+            let bytes = required_bytes(&t.dims, &t.strides, element_size(t.data_type));
+            let count = t.dims.iter().try_fold(1i64, |a, &d| a.checked_mul(d));
+            if bytes.is_none_or(|b| b > isize::MAX as usize) || count.is_none() {
+                return Err(Error::new(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "tensor '{}' (uid {}): dims {:?} strides {:?} overflow the address space",
+                        t.name,
+                        t.uid.map_or_else(|| "unset".to_string(), |u| u.to_string()),
+                        t.dims,
+                        t.strides
+                    ),
+                ));
+            }
+        }
+        Ok(())
     }
 
     /// Fills unset types from the graph (upstream `fill_from_context`): a tensor whose data type
