@@ -283,8 +283,15 @@ thread_local! {
     static SCRATCH: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
 }
 
+/// Largest scratch (in floats, 16 MiB) a thread keeps between calls; larger tiles use a
+/// buffer freed after the tile.
+const SCRATCH_KEEP: usize = 4 << 20;
+
 /// Runs `f` on `len` floats of this thread's scratch buffer (contents unspecified).
 fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
+    if len > SCRATCH_KEEP {
+        return f(&mut vec![0f32; len]);
+    }
     SCRATCH.with(|s| {
         let mut v = s.borrow_mut();
         if v.len() < len {
