@@ -531,22 +531,22 @@ impl Drop for TempDir {
     }
 }
 
-// ---- class 4: strict JSON ----
+// ---- class 4: strict JSON (the SDK's field-for-field form, `from_flatbuffer_json`; the case file is in that form) ----
 
 #[test]
 fn graph_json_requires_keys_and_refuses_duplicates_and_wrong_types() {
     let text = String::from_utf8(case("json_node_missing_input_key.json")).unwrap();
-    let e = Graph::from_json(&text).unwrap_err();
+    let e = Graph::from_flatbuffer_json(&text).unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
     assert_eq!(
         e.message,
         "JSON: node #0 'Pointwise_0': required key 'attributes.in_0_tensor_uid' is missing"
     );
     let (g, _) = add44();
-    let json = g.to_json().unwrap();
-    assert!(Graph::from_json(&json).is_ok());
+    let json = g.to_flatbuffer_json().unwrap();
+    assert!(Graph::from_flatbuffer_json(&json).is_ok());
     // Another node key: the output reference.
-    let e = Graph::from_json(&json.replace("\"out_0_tensor_uid\": 3,", "")).unwrap_err();
+    let e = Graph::from_flatbuffer_json(&json.replace("\"out_0_tensor_uid\": 3,", "")).unwrap_err();
     assert!(
         e.message
             .ends_with("required key 'attributes.out_0_tensor_uid' is missing"),
@@ -554,23 +554,27 @@ fn graph_json_requires_keys_and_refuses_duplicates_and_wrong_types() {
         e.message
     );
     // A tensor without its uid.
-    let e = Graph::from_json(&json.replacen("\"uid\": 1,", "", 1)).unwrap_err();
+    let e = Graph::from_flatbuffer_json(&json.replacen("\"uid\": 1,", "", 1)).unwrap_err();
     assert_eq!(e.message, "JSON: tensor #0: required key 'uid' is missing");
     // Duplicate keys, at the top and nested.
     let e =
-        Graph::from_json(&json.replacen("\"uid\": 1,", "\"uid\": 1, \"uid\": 2,", 1)).unwrap_err();
+        Graph::from_flatbuffer_json(&json.replacen("\"uid\": 1,", "\"uid\": 1, \"uid\": 2,", 1))
+            .unwrap_err();
     assert_eq!(e.message, "JSON: an object holds the key 'uid' twice");
-    let e = Graph::from_json(&json.replacen("{", "{\"name\": \"x\",", 1)).unwrap_err();
+    let e = Graph::from_flatbuffer_json(&json.replacen("{", "{\"name\": \"x\",", 1)).unwrap_err();
     assert_eq!(e.message, "JSON: an object holds the key 'name' twice");
     // Wrong types.
-    let e = Graph::from_json(&json.replacen("\"uid\": 1,", "\"uid\": \"1\",", 1)).unwrap_err();
+    let e = Graph::from_flatbuffer_json(&json.replacen("\"uid\": 1,", "\"uid\": \"1\",", 1))
+        .unwrap_err();
     assert!(
         e.message.contains("'uid': expected an integer"),
         "{}",
         e.message
     );
-    let e = Graph::from_json(&json.replace("\"in_0_tensor_uid\": 1", "\"in_0_tensor_uid\": true"))
-        .unwrap_err();
+    let e = Graph::from_flatbuffer_json(
+        &json.replace("\"in_0_tensor_uid\": 1", "\"in_0_tensor_uid\": true"),
+    )
+    .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue, "{}", e.message);
 }
 
