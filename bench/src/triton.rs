@@ -214,7 +214,7 @@ fn check_case<T: Num>(gpu: &Handle, cpu: &Handle, c: Case, dt: DataType) -> R<se
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let d = (g.f() - w.f()).abs();
         let tol = rel * mag[i] + abs;
-        if !(d <= tol) {
+        if d.is_nan() || d > tol {
             return Err(format!(
                 "{dt:?} {c:?}: element {i}: gpu {} cpu {} (|d| {d} > {tol}) on {engine}",
                 g.f(),
@@ -797,7 +797,7 @@ fn conv_check_case<T: Num>(
     let mut worst = 0f32;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let d = (g.f() - w.f()).abs();
-        if !(d <= tol) {
+        if d.is_nan() || d > tol {
             return Err(format!(
                 "conv {dt:?} {c:?}: element {i}: gpu {} cpu {} (|d| {d} > {tol}) on {engine}",
                 g.f(),
@@ -1043,7 +1043,7 @@ fn dgrad_check_case<T: Num>(
     let mut worst = 0f32;
     for (i, (g, w)) in got.iter().zip(&want).enumerate() {
         let d = (g.f() - w.f()).abs();
-        if !(d <= tol) {
+        if d.is_nan() || d > tol {
             return Err(format!(
                 "dgrad {dt:?} {c:?}: element {i}: gpu {} cpu {} (|d| {d} > {tol}) on {engine}",
                 g.f(),
