@@ -24,7 +24,6 @@ pub mod ops;
 pub mod panic;
 pub mod registry;
 pub mod serialize;
-pub mod upjson;
 pub mod value;
 
 use hipdnn_backend::Status;

@@ -26,6 +26,17 @@ fn sdk_bad_param(what: &str, e: hipdnn::Error) -> crate::error::BackendErrorAlia
 }
 
 /// The graph's bytes and SDK graph of the OPERATIONGRAPH at `d` (finalized or not).
+/// An SDK JSON-codec error as the C ABI's: `GraphNotSupported` (a node kind outside upstream's
+/// JSON format) → NOT_SUPPORTED, anything else → BAD_PARAM; the message is the SDK's, unchanged.
+fn json_error(e: hipdnn::Error) -> crate::error::BackendErrorAlias {
+    let status = match e.code {
+        hipdnn::ErrorCode::GraphNotSupported => Status::NotSupported,
+        _ => Status::BadParam,
+    };
+    err(status, e.message)
+}
+
+/// The graph's bytes and SDK graph of the OPERATIONGRAPH at `d` (finalized or not).
 fn graph_of(d: *const HipdnnBackendDescriptor) -> Ffi<(Graph, Vec<u8>)> {
     let obj = desc(d)?;
     if obj.dtype != dt::OPERATIONGRAPH {
@@ -131,8 +142,9 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedBinaryGraph_ext(
 }
 
 /// `hipdnnBackendGetSerializedJsonGraph_ext`: the graph as JSON in upstream's format
-/// ([`crate::upjson`]: byte-identical to upstream's writer), two-call; the size includes the
-/// NUL terminator. A node kind outside [`crate::upjson`]'s scope → NOT_SUPPORTED naming it.
+/// ([`hipdnn::Graph::to_json`], the SDK's writer: byte-identical to upstream's), two-call; the
+/// size includes the NUL terminator. A node kind outside that format's scope → NOT_SUPPORTED
+/// naming it.
 ///
 /// # Safety
 /// `size` null or valid; `out` null or valid for `requested` bytes.
@@ -145,7 +157,7 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedJsonGraph_ext(
 ) -> Status {
     entry("hipdnnBackendGetSerializedJsonGraph_ext", || {
         let (graph, _) = graph_of(d)?;
-        let mut json = crate::upjson::write(&graph)?.into_bytes();
+        let mut json = graph.to_json().map_err(json_error)?.into_bytes();
         json.push(0);
         // SAFETY: caller contract.
         unsafe { copy_out(&json, requested, size, out.cast::<u8>()) }
@@ -153,7 +165,7 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedJsonGraph_ext(
 }
 
 /// `hipdnnBackendCreateAndDeserializeJsonGraph_ext`: an unfinalized OPERATIONGRAPH from JSON in
-/// upstream's format ([`crate::upjson::read`]: unknown keys accepted; unknown enum spellings,
+/// upstream's format ([`hipdnn::Graph::from_json`], the SDK's reader: unknown keys accepted; unknown enum spellings,
 /// node types and duplicate keys refused naming them); `jsonByteSize` may include the NUL or
 /// not. Null → NULL_POINTER; size 0 or refused JSON → BAD_PARAM; `*descriptor` untouched on
 /// failure.
@@ -176,7 +188,7 @@ pub unsafe extern "C" fn hipdnnBackendCreateAndDeserializeJsonGraph_ext(
         let b = b.strip_suffix(&[0]).unwrap_or(b);
         let text = std::str::from_utf8(b)
             .map_err(|_| err(Status::BadParam, "the JSON graph is not UTF-8"))?;
-        let graph = crate::upjson::read(text)?;
+        let graph = Graph::from_json(text).map_err(json_error)?;
         let bytes = graph
             .to_graph_bytes()
             .map_err(|e| sdk_bad_param("JSON graph", e))?;

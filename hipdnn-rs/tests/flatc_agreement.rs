@@ -23,7 +23,7 @@ fn load_vector(name: &str) -> (Graph, Graph) {
     let bin = std::fs::read(vectors().join(format!("{name}.bin"))).unwrap();
     let json = std::fs::read_to_string(vectors().join(format!("{name}.json"))).unwrap();
     let from_bin = Graph::from_graph_bytes(&bin).unwrap();
-    let from_json = Graph::from_json(&json).unwrap();
+    let from_json = Graph::from_flatbuffer_json(&json).unwrap();
     (from_bin, from_json)
 }
 
@@ -278,7 +278,7 @@ fn flatc_decodes_our_bytes_to_the_same_graph() {
         v["nodes"][1]["attributes"].get("elu_alpha").is_none(),
         "absent optional is not printed"
     );
-    assert_eq!(Graph::from_json(&json).unwrap(), g);
+    assert_eq!(Graph::from_flatbuffer_json(&json).unwrap(), g);
 }
 
 #[test]
@@ -290,7 +290,8 @@ fn flatc_decodes_random_graphs_to_the_same_graph() {
     for seed in 0..6u64 {
         let g = common::random_graph(seed, 12);
         let json = flatc_decode(&g.to_graph_bytes().unwrap(), &seed.to_string());
-        let back = Graph::from_json(&json).unwrap_or_else(|e| panic!("seed {seed}: {e}\n{json}"));
+        let back = Graph::from_flatbuffer_json(&json)
+            .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{json}"));
         assert_eq!(back, g, "seed {seed}");
     }
 }

@@ -523,9 +523,15 @@ fn optional_absent_and_present_with_default_stay_distinct() {
     assert_eq!(p.axis, Some(0));
     assert_eq!(p.relu_upper_clip, None);
     assert_eq!(p.in_1, None);
-    let json = g.to_json().unwrap();
+    let json = g.to_flatbuffer_json().unwrap();
     assert!(
         json.contains("\"relu_lower_clip\": 0.0") && json.contains("\"relu_upper_clip\": null"),
+        "{json}"
+    );
+    // Upstream's format writes the same optional scalars (compact, nlohmann's float text).
+    let json = g.to_json().unwrap();
+    assert!(
+        json.contains("\"relu_lower_clip\":0.0") && json.contains("\"relu_upper_clip\":null"),
         "{json}"
     );
 }
@@ -567,35 +573,67 @@ fn bad_input_gives_typed_errors() {
     );
     let e = Graph::from_json("{").unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidValue);
+    let e = Graph::from_flatbuffer_json("{").unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
     let (g, _, _) = conv_relu();
-    let json = g.to_json().unwrap();
+    // Legacy format (Graph::to_flatbuffer_json): its reader's messages.
+    let json = g.to_flatbuffer_json().unwrap();
     let e =
-        Graph::from_json(&json.replace("\"x_tensor_uid\": 1", "\"x_tensor_uid\": 99")).unwrap_err();
+        Graph::from_flatbuffer_json(&json.replace("\"x_tensor_uid\": 1", "\"x_tensor_uid\": 99"))
+            .unwrap_err();
     assert_eq!(
         e.message,
         "node #0 'ConvFprop_0': attribute 'x_tensor_uid' references UID 99 which no tensor of the graph has"
     );
-    let e =
-        Graph::from_json(&json.replace("\"json_version\": \"1.0\"", "\"json_version\": \"2.0\""))
-            .unwrap_err();
+    let e = Graph::from_flatbuffer_json(
+        &json.replace("\"json_version\": \"1.0\"", "\"json_version\": \"2.0\""),
+    )
+    .unwrap_err();
     assert!(
         e.message.contains("json_version '2.0' is not supported"),
         "{}",
         e.message
     );
-    let e = Graph::from_json(&json.replace("\"stride\"", "\"strides_typo\"")).unwrap_err();
+    let e =
+        Graph::from_flatbuffer_json(&json.replace("\"stride\"", "\"strides_typo\"")).unwrap_err();
     assert!(
         e.message
             .contains("'strides_typo' is not a field of ConvolutionFwdAttributes"),
         "{}",
         e.message
     );
-    let e = Graph::from_json(&json.replace("\"CROSS_CORRELATION\"", "\"SIDEWAYS\"")).unwrap_err();
+    let e = Graph::from_flatbuffer_json(&json.replace("\"CROSS_CORRELATION\"", "\"SIDEWAYS\""))
+        .unwrap_err();
     assert!(
         e.message.contains("unknown enumerator \"SIDEWAYS\""),
         "{}",
         e.message
     );
+    // Upstream's format (Graph::to_json / from_json): refusals name the key and the value.
+    let json = g.to_json().unwrap();
+    assert!(json.contains("\"x_tensor_uid\":1}"), "{json}");
+    let refused = |text: String| {
+        let e = Graph::from_json(&text).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidValue, "{e}");
+        e.message
+    };
+    let m = refused(json.replace("\"x_tensor_uid\":1}", "\"x_tensor_uid\":99}"));
+    assert!(m.contains("uid 99 names no tensor"), "{m}");
+    let m = refused(json.replace("\"CROSS_CORRELATION\"", "\"SIDEWAYS\""));
+    assert!(
+        m.contains("conv_mode") && m.contains("\"SIDEWAYS\" is not a known spelling"),
+        "{m}"
+    );
+    let m = refused(json.replace("\"ConvolutionFwdAttributes\"", "\"ConvFwd\""));
+    assert!(
+        m.contains("nodes[0].type") && m.contains("\"ConvFwd\" is not a node type"),
+        "{m}"
+    );
+    let m = refused(json.replacen("{", "{\"name\":\"x\",", 1));
+    assert!(m.contains("'name'"), "{m}");
+    // Unknown keys are accepted (forward compatibility).
+    let g2 = Graph::from_json(&json.replacen("{", "{\"future_key\":[1],", 1)).unwrap();
+    assert_eq!(g2.to_json().unwrap(), json);
 }
 
 #[test]
@@ -617,7 +655,7 @@ fn full_precision_and_non_finite_scalars_survive() {
     g.pointwise(y, i, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.assign_uids();
     let (_, json) = assert_round_trips(&g);
-    let back = Graph::from_json(&json).unwrap();
+    let back = Graph::from_flatbuffer_json(&json).unwrap();
     assert_eq!(
         back.tensor_attributes(d).value,
         Some(TensorValue::Float64(0.30000000000000004))
@@ -627,4 +665,17 @@ fn full_precision_and_non_finite_scalars_survive() {
         Some(TensorValue::Float32(f32::NEG_INFINITY))
     );
     assert!(json.contains("\"relu_upper_clip\": \"inf\""), "{json}");
+    // Upstream's format prints doubles at full precision and non-finite values as `null`, as
+    // upstream's writer does: they do not survive (a `null` scalar value is refused on read).
+    let up = g.to_json().unwrap();
+    assert!(up.contains("\"value\":0.30000000000000004,"), "{up}");
+    assert!(up.contains("\"value\":3.9183149698404465e-39,"), "{up}");
+    assert!(up.contains("\"relu_upper_clip\":null,"), "{up}");
+    assert!(up.contains("\"value\":null,"), "{up}");
+    let e = Graph::from_json(&up).unwrap_err();
+    assert!(
+        e.message.contains("'value' must be a number"),
+        "{}",
+        e.message
+    );
 }

@@ -1,12 +1,19 @@
-//! JSON form of a graph: a field-for-field image of the `Graph` schema in flatc's JSON
-//! conventions (enum and union-type names as strings, union value under `attributes` /
-//! `value`, structs as objects), plus the top-level keys `hipdnn_frontend_version` and
-//! `json_version`.
+//! The legacy JSON form of a graph ([`Graph::to_flatbuffer_json`] /
+//! [`Graph::from_flatbuffer_json`]): this crate's format before it adopted upstream's (the
+//! format of [`Graph::to_json`] / [`Graph::from_json`]). Kept as a documented legacy
+//! reader/writer for files written by earlier versions and for comparison with `flatc`.
+//!
+//! A field-for-field image of the `Graph` schema in flatc's JSON conventions (enum and
+//! union-type names as strings, union value under `attributes` / `value`, structs as objects),
+//! plus the top-level keys `hipdnn_frontend_version` and `json_version`. It covers every node
+//! kind of the schema (upstream's format covers the ones upstream's JSON converters have).
 //!
 //! The writer emits every field (absent optional fields as `null`) in schema order, tensors in
 //! insertion order and nodes in topological order, so JSON → graph → JSON is identical. The
 //! reader also accepts flatc's output (`flatc --json --strict-json`), which omits default
-//! fields: a missing key reads as the schema default, like a missing FlatBuffers field.
+//! fields: a missing key reads as the schema default, like a missing FlatBuffers field. It is
+//! strict: unknown keys, duplicate keys, missing required keys and wrong value types are
+//! refused (`InvalidValue`).
 
 use std::collections::HashMap;
 
@@ -20,7 +27,7 @@ use super::tensor::{TensorAttributes, TensorId, TensorValue};
 use super::types::{DataType, EngineApiVersion};
 use super::{Graph, Operation};
 
-/// `json_version` written by [`Graph::to_json`]; readers accept any `1.x`.
+/// `json_version` written by [`Graph::to_flatbuffer_json`]; readers accept any `1.x`.
 pub const JSON_VERSION: &str = "1.0";
 
 const GRAPH_KEYS: &[&str] = &[
@@ -220,21 +227,21 @@ fn read_value(m: &Map<String, Value>, what: &str) -> Result<Option<TensorValue>>
 impl Graph {
     /// The graph as JSON (pretty-printed): upstream's field names, a field-for-field image of
     /// the schema plus `hipdnn_frontend_version` (this crate's version) and `json_version`
-    /// ([`JSON_VERSION`]). Deterministic; `Graph::from_json(&s)?.to_json()? == s`.
+    /// ([`JSON_VERSION`]). Deterministic; `Graph::from_flatbuffer_json(&s)?.to_flatbuffer_json()? == s`.
     ///
     /// # Errors
     /// Same as [`Graph::to_graph_bytes`]: missing UIDs or required node tensors
     /// (`AttributeNotSet`), duplicate UIDs, foreign handles or a cycle (`InvalidValue`).
-    pub fn to_json(&self) -> Result<String> {
-        let v = self.to_json_value()?;
+    pub fn to_flatbuffer_json(&self) -> Result<String> {
+        let v = self.to_flatbuffer_json_value()?;
         serde_json::to_string_pretty(&v).map_err(|e| Error::invalid(format!("JSON: {e}")))
     }
 
-    /// [`Graph::to_json`] as a `serde_json::Value`.
+    /// [`Graph::to_flatbuffer_json`] as a `serde_json::Value`.
     ///
     /// # Errors
-    /// As [`Graph::to_json`].
-    pub fn to_json_value(&self) -> Result<Value> {
+    /// As [`Graph::to_flatbuffer_json`].
+    pub fn to_flatbuffer_json_value(&self) -> Result<Value> {
         let uids = self.checked_uids()?;
         let order = self.topological_order()?;
         let mut tensors = Vec::with_capacity(self.tensors.len());
@@ -322,14 +329,14 @@ impl Graph {
         Ok(Value::Object(g))
     }
 
-    /// Loads a graph from JSON written by [`Graph::to_json`] or by
+    /// Loads a graph from JSON written by [`Graph::to_flatbuffer_json`] or by
     /// `flatc --json --strict-json graph.fbs` (missing keys read as schema defaults).
     ///
     /// # Errors
     /// `InvalidValue` for malformed JSON, an unknown key, a wrong value type, an unknown enum
     /// or union name, a `json_version` other than `1.x`, duplicate UIDs ("Duplicate tensor UIDs
     /// found in the graph"), or a node referencing a UID no tensor has.
-    pub fn from_json(json: &str) -> Result<Graph> {
+    pub fn from_flatbuffer_json(json: &str) -> Result<Graph> {
         let v: Value =
             serde_json::from_str(json).map_err(|e| Error::invalid(format!("JSON: {e}")))?;
         if let Some(k) = duplicate_key(json) {
@@ -337,14 +344,14 @@ impl Graph {
                 "JSON: an object holds the key '{k}' twice"
             )));
         }
-        Self::from_json_value(&v)
+        Self::from_flatbuffer_json_value(&v)
     }
 
-    /// [`Graph::from_json`] from a parsed `serde_json::Value`.
+    /// [`Graph::from_flatbuffer_json`] from a parsed `serde_json::Value`.
     ///
     /// # Errors
-    /// As [`Graph::from_json`].
-    pub fn from_json_value(v: &Value) -> Result<Graph> {
+    /// As [`Graph::from_flatbuffer_json`].
+    pub fn from_flatbuffer_json_value(v: &Value) -> Result<Graph> {
         let g = obj(v, "the graph")?;
         check_keys(g, GRAPH_KEYS, "graph")?;
         if let Some(ver) = get(g, "json_version") {

@@ -13,6 +13,7 @@
 mod build;
 mod bytes;
 pub mod error;
+mod flatbuffer_json;
 mod json;
 mod kinds;
 pub mod ops;
@@ -23,7 +24,7 @@ mod validate;
 pub use build::BatchnormOutputs;
 pub use bytes::NOT_A_GRAPH;
 pub use error::{Cause, Error, ErrorCode, Result};
-pub use json::JSON_VERSION;
+pub use flatbuffer_json::JSON_VERSION;
 pub use ops::*;
 pub use tensor::{NodeId, TensorAttributes, TensorId, TensorValue, packed_strides, stride_order};
 pub use types::{
