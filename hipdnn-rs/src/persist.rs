@@ -297,8 +297,10 @@ impl Graph {
     ///
     /// Before the engine runs, every non-virtual tensor of the graph must be bound, and each
     /// bound buffer must hold at least the tensor's extent (`(1 + Σ (dim−1)·stride)` elements
-    /// of its data type); a plan loaded without a graph checks only what the backend checks
-    /// (UIDs and alignments). `workspace` must hold at least [`Graph::workspace_size`] bytes
+    /// of its data type, computed with checked arithmetic) and hold elements of the tensor's
+    /// data type (`Buffer<T>` with `T::DATA_TYPE`); a plan loaded without a graph is checked
+    /// against the graph its engine runs when the engine keeps one (the CPU engine), else only
+    /// by the backend (UIDs, alignments, workspace). `workspace` must hold at least [`Graph::workspace_size`] bytes
     /// and may be `None` when that is 0.
     ///
     /// # Errors
@@ -339,6 +341,16 @@ impl Graph {
     }
 
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
+        // A plan loaded alone has no graph tensors; when its engine keeps the graph it runs
+        // (the CPU engine), that graph's tensors are checked instead (issue 12: one rule for
+        // built and loaded plans: bound, typed and sized).
+        if self.tensors().next().is_none()
+            && let Some(plan) = &self.compiled.plan
+            && let Some(src) = plan.execution_context().source_graph()
+            && let Ok(g) = Graph::from_graph_bytes(src)
+        {
+            return g.check_pack(pack);
+        }
         for (_, t) in self.tensors() {
             if t.is_virtual {
                 continue;

@@ -657,11 +657,9 @@ fn an_unbound_runtime_scalar_is_refused_built_and_loaded_alike() {
     let e = alone
         .execute(&h, VariantPack::new().with(1, &x).with(3, &mut out), None)
         .unwrap_err();
-    assert!(
-        e.message
-            .contains("tensor uid 2 ('s') is not in the variant pack"),
-        "{}",
-        e.message
+    assert_eq!(
+        e.message,
+        "the variant pack has no buffer for tensor 's' (uid 2)"
     );
     assert_eq!(out.to_vec().unwrap(), vec![0.0; 4], "nothing written");
     // Bound, both run and agree.
@@ -680,4 +678,58 @@ fn an_unbound_runtime_scalar_is_refused_built_and_loaded_alike() {
             .unwrap();
         assert_eq!(o.to_vec().unwrap(), vec![3.0, 6.0, 9.0, 12.0]);
     }
+}
+
+/// A plan loaded alone is checked against the graph its CPU engine runs: element types and
+/// sizes of the bound buffers, as for a built graph.
+#[test]
+fn a_plan_loaded_alone_checks_buffers_against_the_graph_it_runs() {
+    let h = Handle::cpu().unwrap();
+    let alone = Graph::from_compiled_plan_binary(
+        &h,
+        &built(binary(&[3, 3], PointwiseMode::Add, DataType::Float))
+            .0
+            .to_compiled_plan_binary()
+            .unwrap(),
+    )
+    .unwrap();
+    let x = Buffer::<f32>::zeros(9);
+    let d = Buffer::<f64>::zeros(9);
+    let mut y = Buffer::<f32>::zeros(9);
+    let e = alone
+        .execute(
+            &h,
+            VariantPack::new().with(1, &d).with(2, &x).with(3, &mut y),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(
+        e.message,
+        "buffer for tensor 'a' (uid 1) holds DOUBLE elements, but the tensor's data type is FLOAT"
+    );
+    let short = Buffer::<f32>::zeros(4);
+    let e = alone
+        .execute(
+            &h,
+            VariantPack::new()
+                .with(1, &short)
+                .with(2, &x)
+                .with(3, &mut y),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert!(
+        e.message
+            .starts_with("buffer for tensor 'a' (uid 1) holds 16 bytes; dims [3, 3]"),
+        "{}",
+        e.message
+    );
+    alone
+        .execute(
+            &h,
+            VariantPack::new().with(1, &x).with(2, &x).with(3, &mut y),
+            None,
+        )
+        .unwrap();
 }

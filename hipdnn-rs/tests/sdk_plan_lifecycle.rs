@@ -833,7 +833,8 @@ fn missing_and_short_buffers_are_refused_naming_the_uid() {
     assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
     assert!(e.message.contains("uid 99"), "{e}");
 
-    // A plan loaded without a graph checks only what the backend checks: a missing output.
+    // Issue 12: a plan loaded without a graph is checked against the graph its CPU engine runs,
+    // as a built graph is (it was a backend error before): a missing output.
     let plan = g.to_compiled_plan_binary().unwrap();
     let g2 = Graph::from_compiled_plan_binary(&h, &plan).unwrap();
     let e = g2
@@ -843,5 +844,9 @@ fn missing_and_short_buffers_are_refused_naming_the_uid() {
             None,
         )
         .unwrap_err();
-    assert_eq!(e.code, ErrorCode::HipdnnBackendError, "{e}");
+    assert_eq!(e.code, ErrorCode::InvalidValue, "{e}");
+    assert_eq!(
+        e.message,
+        "the variant pack has no buffer for tensor 'y' (uid 4)"
+    );
 }
