@@ -733,3 +733,29 @@ fn a_plan_loaded_alone_checks_buffers_against_the_graph_it_runs() {
         )
         .unwrap();
 }
+
+/// The missing-input-key case of `json_node_missing_input_key.json` in upstream's format (the
+/// format of `Graph::to_json` / `from_json`): refused naming the node and the key; so are a
+/// duplicate key and a wrong value type.
+#[test]
+fn upstream_graph_json_missing_input_key_is_refused_naming_node_and_key() {
+    let (g, _) = add44();
+    let json = g.to_json().unwrap();
+    assert!(Graph::from_json(&json).is_ok());
+    let missing = json.replacen("\"in_0_tensor_uid\":1,", "", 1);
+    assert_ne!(missing, json);
+    let e = Graph::from_json(&missing).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert_eq!(
+        e.message,
+        "JSON graph: nodes[0] 'Pointwise_0': key 'in_0_tensor_uid' is missing"
+    );
+    let e = Graph::from_json(&json.replacen("{", "{\"name\":\"x\",", 1)).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert!(e.message.contains("'name'"), "{}", e.message);
+    let e =
+        Graph::from_json(&json.replacen("\"in_0_tensor_uid\":1", "\"in_0_tensor_uid\":true", 1))
+            .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert!(e.message.contains("in_0_tensor_uid"), "{}", e.message);
+}

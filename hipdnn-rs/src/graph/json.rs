@@ -1184,7 +1184,9 @@ fn read_node(n: &Obj, at: &str, by_uid: &BTreeMap<i64, TensorId>) -> Result<Oper
         req(n, "compute_data_type", at)?,
         &format!("{at}.compute_data_type"),
     )?;
-    let u = Uids { by_uid, at };
+    // Tensor references name the node by position and name: "nodes[0] 'Pointwise_0'".
+    let named = format!("{at} '{name}'");
+    let u = Uids { by_uid, at: &named };
     let conv = |n: &Obj| -> Result<ConvParams> {
         let p = group(n, "parameters", at)?;
         Ok((
@@ -1754,9 +1756,15 @@ mod tests {
             "{e}"
         );
         let e = refusal(&PW_CHAIN.replacen("\"in_2_tensor_uid\":null,", "", 1));
-        assert!(e.contains("key 'in_2_tensor_uid' is missing"), "{e}");
+        assert_eq!(
+            e,
+            "JSON graph: nodes[0] 'scale_mul': key 'in_2_tensor_uid' is missing"
+        );
         let e = refusal(&PW_CHAIN.replacen("\"in_1_tensor_uid\":11", "\"in_1_tensor_uid\":99", 1));
-        assert!(e.contains("uid 99 names no tensor"), "{e}");
+        assert_eq!(
+            e,
+            "JSON graph: nodes[0] 'scale_mul'.in_1_tensor_uid: uid 99 names no tensor"
+        );
         let e = refusal(&PW_CHAIN.replacen(
             "\"preferred_engine_id\":7",
             "\"preferred_engine_id\":null",
