@@ -84,7 +84,7 @@ fn bench(c: &mut Criterion) {
     for nodes in [10usize, 1_000, 10_000] {
         let g = chain(nodes);
         let bytes = g.to_graph_bytes().unwrap();
-        let json = g.to_json().unwrap();
+        let json = g.to_json().unwrap(); // upstream's format
         summary(nodes, &g, &bytes);
 
         let mut by_nodes = c.benchmark_group("graph_nodes");
@@ -107,6 +107,16 @@ fn bench(c: &mut Criterion) {
         by_nodes.bench_with_input(BenchmarkId::new("from_json", nodes), &json, |b, j| {
             b.iter(|| Graph::from_json(j).unwrap())
         });
+        // The legacy field-for-field JSON (Graph::to_flatbuffer_json), for comparison.
+        let legacy = g.to_flatbuffer_json().unwrap();
+        by_nodes.bench_with_input(BenchmarkId::new("to_flatbuffer_json", nodes), &g, |b, g| {
+            b.iter(|| g.to_flatbuffer_json().unwrap())
+        });
+        by_nodes.bench_with_input(
+            BenchmarkId::new("from_flatbuffer_json", nodes),
+            &legacy,
+            |b, j| b.iter(|| Graph::from_flatbuffer_json(j).unwrap()),
+        );
         by_nodes.finish();
 
         let mut by_bytes = c.benchmark_group("graph_bytes");

@@ -1,14 +1,31 @@
 //! The graph: an arena of tensors and operation nodes with `Copy` handles.
 //!
 //! This module owns the in-memory model of a hipDNN graph (upstream
-//! `hipdnn_frontend::graph::Graph`) and its two wire forms: the bare `Graph` FlatBuffer
-//! ([`Graph::to_graph_bytes`], [`Graph::from_graph_bytes`]) and JSON ([`Graph::to_json`],
-//! [`Graph::from_json`]). It never talks to a backend: lowering, plans and execution belong to
-//! other modules.
+//! `hipdnn_frontend::graph::Graph`) and its wire forms: the bare `Graph` FlatBuffer
+//! ([`Graph::to_graph_bytes`], [`Graph::from_graph_bytes`]) and JSON. It never talks to a
+//! backend: lowering, plans and execution belong to other modules.
+//!
+//! # JSON: one format, and a legacy one
+//!
+//! - [`Graph::to_json`] / [`Graph::from_json`] speak **upstream hipDNN's JSON graph format**
+//!   (nlohmann `dump()` text: compact, keys sorted bytewise, floats widened to double and
+//!   spelled as nlohmann prints them, per-op `inputs` / `outputs` / `parameters` groups). The
+//!   C ABI (`libhipdnn_backend.so`) calls these same functions, so both give the same text for
+//!   the same graph. The reader refuses what upstream reads leniently (an unknown enum
+//!   spelling or node `type`, a duplicate key) with a message naming the key and value, and
+//!   accepts unknown keys. Node kinds upstream has no JSON for (SDPA backward, block scale
+//!   (de)quantize, custom op, resample backward, MoE grouped matmul and its backward) are
+//!   refused with `GraphNotSupported`; non-finite floats are written as `null`, as upstream's
+//!   writer does, and do not survive.
+//! - [`Graph::to_flatbuffer_json`] / [`Graph::from_flatbuffer_json`] are the **legacy** format
+//!   (this crate's earlier `to_json`): a field-for-field image of the schema in flatc's JSON
+//!   conventions, for every node kind, with `json_version` [`JSON_VERSION`]. Kept for files
+//!   written by earlier versions and for comparison with `flatc --json`.
 //!
 //! The model is a field-for-field image of the schema, so load → save reproduces the bytes (or
-//! JSON) this crate wrote: tensor order, node order, absent vs present optional fields, the
-//! graph id and the minimum engine API version are all kept.
+//! legacy JSON) this crate wrote: tensor order, node order, absent vs present optional fields,
+//! the graph id and the minimum engine API version are all kept; upstream's JSON keeps them
+//! too for the node kinds it covers.
 
 mod build;
 mod bytes;
