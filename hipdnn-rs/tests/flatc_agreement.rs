@@ -157,13 +157,17 @@ fn flatc_available() -> bool {
 }
 
 /// Runs `flatc --json --raw-binary --strict-json graph.fbs -- our.bin` and returns its JSON.
-fn flatc_decode(bytes: &[u8], tag: &str) -> String {
+/// flatc's JSON of `bytes`; `defaults` adds `--defaults-json` (fields at their default
+/// printed too: the legacy reader requires `uid`, whose default 0 flatc otherwise omits).
+fn flatc_decode(bytes: &[u8], tag: &str, defaults: bool) -> String {
     let dir = std::env::temp_dir().join(format!("hipdnn-flatc-{}-{tag}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let bin = dir.join("our.bin");
     std::fs::write(&bin, bytes).unwrap();
     let out = Command::new("flatc")
-        .args(["--json", "--raw-binary", "--strict-json", "-o"])
+        .args(["--json", "--raw-binary", "--strict-json"])
+        .args(defaults.then_some("--defaults-json"))
+        .arg("-o")
         .arg(&dir)
         .arg(schema())
         .arg("--")
@@ -242,7 +246,7 @@ fn flatc_decodes_our_bytes_to_the_same_graph() {
     g.set_output(z, true);
     g.assign_uids();
     let bytes = g.to_graph_bytes().unwrap();
-    let json = flatc_decode(&bytes, "fixed");
+    let json = flatc_decode(&bytes, "fixed", false);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["name"], "ours");
     assert_eq!(v["io_data_type"], "HALF");
@@ -278,6 +282,7 @@ fn flatc_decodes_our_bytes_to_the_same_graph() {
         v["nodes"][1]["attributes"].get("elu_alpha").is_none(),
         "absent optional is not printed"
     );
+    let json = flatc_decode(&bytes, "fixed-defaults", true);
     assert_eq!(Graph::from_flatbuffer_json(&json).unwrap(), g);
 }
 
@@ -289,7 +294,7 @@ fn flatc_decodes_random_graphs_to_the_same_graph() {
     }
     for seed in 0..6u64 {
         let g = common::random_graph(seed, 12);
-        let json = flatc_decode(&g.to_graph_bytes().unwrap(), &seed.to_string());
+        let json = flatc_decode(&g.to_graph_bytes().unwrap(), &seed.to_string(), true);
         let back = Graph::from_flatbuffer_json(&json)
             .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{json}"));
         assert_eq!(back, g, "seed {seed}");

@@ -10,10 +10,11 @@
 //!
 //! The writer emits every field (absent optional fields as `null`) in schema order, tensors in
 //! insertion order and nodes in topological order, so JSON → graph → JSON is identical. The
-//! reader also accepts flatc's output (`flatc --json --strict-json`), which omits default
-//! fields: a missing key reads as the schema default, like a missing FlatBuffers field. It is
-//! strict: unknown keys, duplicate keys, missing required keys and wrong value types are
-//! refused (`InvalidValue`).
+//! reader also accepts flatc's output (`flatc --json --strict-json --defaults-json`): a missing
+//! key reads as the schema default, like a missing FlatBuffers field, except the keys a reader
+//! requires (a tensor's `uid`, `dims`, `strides`; a node's tensor references), which flatc
+//! omits at their default without `--defaults-json`. It is strict: unknown keys, duplicate
+//! keys, missing required keys and wrong value types are refused (`InvalidValue`).
 
 use std::collections::HashMap;
 
@@ -330,7 +331,8 @@ impl Graph {
     }
 
     /// Loads a graph from JSON written by [`Graph::to_flatbuffer_json`] or by
-    /// `flatc --json --strict-json graph.fbs` (missing keys read as schema defaults).
+    /// `flatc --json --strict-json --defaults-json graph.fbs` (missing keys read as schema
+    /// defaults, except the required ones: module docs).
     ///
     /// # Errors
     /// `InvalidValue` for malformed JSON, an unknown key, a wrong value type, an unknown enum
