@@ -4,9 +4,10 @@
 //! `engines/kernels/packed/<arch>/hipdnn_triton-<arch>.kpack` plus `triton.json` (one kernel
 //! descriptor per entry).
 //!
-//! Determinism: every build runs with a fresh `TRITON_CACHE_DIR` and
-//! `TRITON_DEFAULT_FP_FUSION=1`; entries are sorted, archives are written by the deterministic
-//! kpack writer (zstd per kernel), JSON has sorted keys and no timestamps. `--check` rebuilds
+//! Determinism: every build runs with a fresh `TRITON_CACHE_DIR`, `TRITON_DEFAULT_FP_FUSION=1`
+//! and `TRITON_DISABLE_LINE_INFO=1` (no checkout path inside a code object); entries are
+//! sorted, archives are written by the deterministic kpack writer (zstd per kernel), JSON has
+//! sorted keys and no timestamps. `--check` rebuilds
 //! into a scratch directory and compares bytes with the committed files.
 //!
 //! A descriptor entry records: kernel name (encoding the config, parsed by the launch
@@ -125,6 +126,9 @@ pub fn build(root: &Path, scratch: &Path, out: &Path) -> Res<usize> {
         .args(["--jobs", &jobs])
         .env("TRITON_CACHE_DIR", &cache)
         .env("TRITON_DEFAULT_FP_FUSION", "1")
+        // Line info would embed the checkout's absolute source path in every code object, so
+        // a clone in another folder (as CI uses) would rebuild different bytes.
+        .env("TRITON_DISABLE_LINE_INFO", "1")
         .env("PYTHONDONTWRITEBYTECODE", "1")
         .env("PYTHONHASHSEED", "0");
     run(&mut cmd)?;
