@@ -1,6 +1,8 @@
 //! `HDGP` graph-and-plan container: writer layout, detection, verification, cutting for plan and
 //! graph loads, content flags (reference `backend-c-api.md` §6, §8; upstream PR #14517).
 
+use std::io::Write as _;
+
 mod common;
 
 use common::*;
@@ -78,7 +80,7 @@ fn container_passes_flatc() {
         .arg("--version")
         .output()
     else {
-        eprintln!("skipped: flatc not found");
+        drop(writeln!(std::io::stderr(), "skipped: flatc not found"));
         return;
     };
     assert!(out.status.success());

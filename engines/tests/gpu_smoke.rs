@@ -14,6 +14,8 @@
 //! - conv f32: |d| ≤ 1e-5·Σ|x·w| + 1e-6; conv f16: |d| ≤ 2e-3·Σ|x·w| + 1e-3 (f32 accumulation,
 //!   one f16 rounding of the result).
 
+use std::io::Write as _;
+
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -46,7 +48,7 @@ fn setup(file: &str) -> Option<Kernels> {
     let rt = match GpuRuntime::load() {
         Ok(rt) => rt,
         Err(e) => {
-            println!("skipped: {e}");
+            drop(writeln!(std::io::stderr(), "skipped: {e}"));
             return None;
         }
     };
@@ -55,10 +57,11 @@ fn setup(file: &str) -> Option<Kernels> {
     let dir = packed_dir().join(&arch);
     let path = dir.join(file);
     let Ok(text) = std::fs::read_to_string(&path) else {
-        println!(
+        drop(writeln!(
+            std::io::stderr(),
             "skipped: no GPU kernels packed for {arch} ({} missing)",
             path.display()
-        );
+        ));
         return None;
     };
     println!(
@@ -480,7 +483,10 @@ fn gpu_pointwise_ptx_fallback_matches_cpu() {
     ) {
         pointwise("kernels-ptx.json");
     } else {
-        println!("skipped: no GPU (or not an NVIDIA GPU; PTX fallback applies to NVIDIA only)");
+        drop(writeln!(
+            std::io::stderr(),
+            "skipped: no GPU (or not an NVIDIA GPU; PTX fallback applies to NVIDIA only)"
+        ));
     }
 }
 

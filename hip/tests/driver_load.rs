@@ -4,6 +4,8 @@
 //! (`libamdhip64-5`) the run-time loader now resolves it (older `hipGetDeviceProperties`
 //! symbol) instead of skipping it as "symbol missing".
 
+use std::io::Write as _;
+
 use hipdnn_hip::sys::{self, Platform};
 use hipdnn_hip::{GpuRuntime, NoGpu};
 
@@ -18,7 +20,10 @@ fn amd_runtime_installed() -> bool {
 #[test]
 fn run_time_loading_reaches_the_amd_runtime_when_it_is_installed() {
     if !amd_runtime_installed() {
-        println!("skipped: no libamdhip64 installed (apt-get install libamdhip64-5)");
+        drop(writeln!(
+            std::io::stderr(),
+            "skipped: no libamdhip64 installed (apt-get install libamdhip64-5)"
+        ));
         return;
     }
     let driver = match sys::load_at_run_time() {
@@ -32,7 +37,11 @@ fn run_time_loading_reaches_the_amd_runtime_when_it_is_installed() {
         driver.library_name()
     );
     match GpuRuntime::with_driver(driver) {
-        Ok(rt) => println!("skipped: an AMD GPU is present ({:?})", rt.devices()),
+        Ok(rt) => drop(writeln!(
+            std::io::stderr(),
+            "skipped: an AMD GPU is present ({:?})",
+            rt.devices()
+        )),
         Err(NoGpu { reason }) => {
             println!("no GPU (expected here): {reason}");
             // e.g. "libamdhip64.so loaded, but hipInit failed: hipErrorNoDevice: …"
@@ -64,7 +73,11 @@ fn the_hip_sys_build_uses_the_linked_amd_runtime() {
     let (name, _) = driver.error_name_and_text(1);
     assert_eq!(name, "hipErrorInvalidValue");
     match GpuRuntime::load() {
-        Ok(rt) => println!("skipped: an AMD GPU is present ({:?})", rt.devices()),
+        Ok(rt) => drop(writeln!(
+            std::io::stderr(),
+            "skipped: an AMD GPU is present ({:?})",
+            rt.devices()
+        )),
         Err(e) => {
             let text = e.to_string();
             println!("{text}");

@@ -5,6 +5,8 @@
 //! Without a GPU the test prints `skipped: no GPU: …` and passes. `HIPDNN_PLAN_BIN` overrides
 //! the binary's path (for a test binary run on another machine).
 
+use std::io::Write as _;
+
 use hipdnn::{DataType, Graph, Handle, PointwiseAttributes, PointwiseMode};
 use hipdnn::{ExecutionDevice, TensorAttributes};
 use hipdnn_engines::gpu::GPU_ENGINE_NAME;
@@ -30,7 +32,7 @@ fn gpu_saved_plans_inspect_and_verify_without_a_device() {
     let h = match Handle::gpu() {
         Ok(h) => h,
         Err(e) => {
-            println!("skipped: {}", e.message);
+            drop(writeln!(std::io::stderr(), "skipped: {}", e.message));
             return;
         }
     };
