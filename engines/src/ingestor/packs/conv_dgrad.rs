@@ -449,28 +449,7 @@ impl ConvDgradV1Handler {
         graph: &OperationGraph,
     ) -> PluginResult<ConvDgradV1Inputs> {
         let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::parse(&kernel.name)
-            .filter(|c| c.family == "conv_dgrad")
-            .ok_or_else(|| {
-                na(format!(
-                    "kernel {} is not a packed conv_dgrad entry",
-                    kernel.describe()
-                ))
-            })?;
-        let want = match config.dtype.as_str() {
-            "f32" => DataType::FLOAT.0,
-            "f16" => DataType::HALF.0,
-            "bf16" => DataType::BFLOAT16.0,
-            _ => 0,
-        };
-        if want != inputs.dtype {
-            return Err(na(format!(
-                "kernel {} is built for {}, the graph is {:?}",
-                kernel.describe(),
-                config.dtype,
-                DataType(inputs.dtype)
-            )));
-        }
+        let config = TritonConfig::for_kernel(kernel, "conv_dgrad", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
             return Err(na(format!(
                 "kernel {} is the spec variant; the graph's layout does not satisfy its hints (channels-last dy, w, dx, groups 1, C, K and the other strides multiples of 16)",

@@ -547,28 +547,7 @@ impl ConvFpropV1Handler {
         graph: &OperationGraph,
     ) -> PluginResult<ConvFpropV1Inputs> {
         let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::parse(&kernel.name)
-            .filter(|c| c.family == "conv_fprop")
-            .ok_or_else(|| {
-                na(format!(
-                    "kernel {} is not a packed conv_fprop entry",
-                    kernel.describe()
-                ))
-            })?;
-        let want = match config.dtype.as_str() {
-            "f32" => DataType::FLOAT.0,
-            "f16" => DataType::HALF.0,
-            "bf16" => DataType::BFLOAT16.0,
-            _ => 0,
-        };
-        if want != inputs.dtype {
-            return Err(na(format!(
-                "kernel {} is built for {}, the graph is {:?}",
-                kernel.describe(),
-                config.dtype,
-                DataType(inputs.dtype)
-            )));
-        }
+        let config = TritonConfig::for_kernel(kernel, "conv_fprop", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
             return Err(na(format!(
                 "kernel {} is the spec variant; the graph's layout does not satisfy its hints (channels-last x, w, y, groups 1, C, K and the other strides multiples of 16)",

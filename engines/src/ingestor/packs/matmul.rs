@@ -132,6 +132,36 @@ pub struct TritonConfig {
 }
 
 impl TritonConfig {
+    /// The config of packed `kernel` when it is an entry of `family` built for the graph's data
+    /// type `graph_dtype` (a `DataType` value), shared by every Triton contract.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k> is not a packed <family> entry` or
+    /// `kernel <k> is built for <dtype>, the graph is <dtype>`.
+    pub fn for_kernel(
+        kernel: &KernelDescriptor,
+        family: &str,
+        graph_dtype: i8,
+    ) -> PluginResult<TritonConfig> {
+        let config = TritonConfig::parse(&kernel.name)
+            .filter(|c| c.family == family)
+            .ok_or_else(|| {
+                na(format!(
+                    "kernel {} is not a packed {family} entry",
+                    kernel.describe()
+                ))
+            })?;
+        if dtype_value(&config.dtype) != Some(graph_dtype) {
+            return Err(na(format!(
+                "kernel {} is built for {}, the graph is {:?}",
+                kernel.describe(),
+                config.dtype,
+                DataType(graph_dtype)
+            )));
+        }
+        Ok(config)
+    }
+
     /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`
     /// (the family may contain `_`);
     /// `None` for any other name.
@@ -675,22 +705,7 @@ impl MatmulV1Handler {
         graph: &OperationGraph,
     ) -> PluginResult<MatmulV1Inputs> {
         let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::parse(&kernel.name)
-            .filter(|c| c.family == "matmul")
-            .ok_or_else(|| {
-                na(format!(
-                    "kernel {} is not a packed matmul entry",
-                    kernel.describe()
-                ))
-            })?;
-        if dtype_value(&config.dtype) != Some(inputs.dtype) {
-            return Err(na(format!(
-                "kernel {} is built for {}, the graph is {:?}",
-                kernel.describe(),
-                config.dtype,
-                DataType(inputs.dtype)
-            )));
-        }
+        let config = TritonConfig::for_kernel(kernel, "matmul", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
             return Err(na(format!(
                 "kernel {} is the spec variant; the graph's shape does not satisfy its hints (M, N, K, leading and batch strides multiples of 16, unit strides 1)",
