@@ -17,7 +17,9 @@
 //!
 //! Output: the table on stdout, and written into `docs/PERFORMANCE.md` between the
 //! `cpu-bench:begin` / `cpu-bench:end` markers. `HIPDNN_CPU_BENCH_QUICK=1` runs one row per
-//! kind and leaves the doc alone.
+//! kind and leaves the doc alone; `HIPDNN_CPU_BENCH_ONLY=<text>` runs only the rows whose
+//! "op shape" label contains the text (for example `n1 c64 56² k64 3×3`) and leaves the doc
+//! alone.
 //!
 //! ```text
 //! python3 -m pip install numpy onnx onnxruntime threadpoolctl
@@ -225,6 +227,11 @@ fn pw(mode: PointwiseMode) -> PointwiseParams {
 
 fn main() {
     let quick = std::env::var_os("HIPDNN_CPU_BENCH_QUICK").is_some();
+    let only = std::env::var("HIPDNN_CPU_BENCH_ONLY").ok();
+    let wanted = |op: &str, shape: &str| {
+        only.as_deref()
+            .is_none_or(|o| format!("{op} {shape}").contains(o))
+    };
     let load_at_start = loadavg();
     let threads = rayon::current_num_threads();
     let mut peers = match Peers::start(threads) {
@@ -248,6 +255,9 @@ fn main() {
         &[256, 512, 1024, 2048]
     };
     for &s in sizes {
+        if !wanted("matmul", &format!("{s}×{s}·{s}×{s}")) {
+            continue;
+        }
         let (a, b) = (filled(&[s, s]), filled(&[s, s]));
         let (ours_s, peers) = timed(
             || matmul(&a, &b, &[s, s]).expect("dims"),
@@ -268,6 +278,10 @@ fn main() {
     for &batch in &[1usize, 8] {
         for &(c, h, k, r, st, pad) in convs {
             let o = (h + 2 * pad - r) / st + 1;
+            let label = format!("n{batch} c{c} {h}² k{k} {r}×{r} s{st} p{pad}");
+            if !wanted("conv fprop", &label) {
+                continue;
+            }
             let (x, w) = (filled(&[batch, c, h, h]), filled(&[k, c, r, r]));
             let dy = filled(&[batch, k, o, o]);
             let geo = ConvGeometry {
@@ -288,7 +302,7 @@ fn main() {
             let wg = time(|| conv_wgrad(&x, &dy, &wd, &geo));
             emit(Row {
                 op: "conv fprop".into(),
-                shape: format!("n{batch} c{c} {h}² k{k} {r}×{r} s{st} p{pad}"),
+                shape: label,
                 gflop: 2.0 * (batch * k * o * o * c * r * r) as f64 / 1e9,
                 ours_s,
                 peers,
@@ -299,6 +313,10 @@ fn main() {
 
     // layernorm over the last dim of (4096, 1024), scale and bias per column.
     let (rows_n, cols) = (4096usize, 1024usize);
+    if only.is_some() {
+        // Filtered run: the matmul and conv rows asked for, no table written.
+        return;
+    }
     let x = filled(&[rows_n, cols]);
     let (g, bias) = (filled(&[1, cols]), filled(&[1, cols]));
     let ours_s = time(|| {

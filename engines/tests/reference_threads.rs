@@ -7,7 +7,9 @@ use hipdnn_engines::reference::ops::conv::{
 };
 use hipdnn_engines::reference::ops::gemm::{self, Bias, Epilogue, Job, tile_shape};
 use hipdnn_engines::reference::ops::matmul::{matmul, matmul_with};
+use hipdnn_engines::reference::ops::norm::{inv_std, moments, normalize};
 use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, pointwise};
+use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
 use hipdnn_engines::reference::testing::{assert_close, random_values, tolerance};
 use hipdnn_schema::graph::{DataType, PointwiseMode};
 use ndarray::{Array2, ArrayD, IxDyn};
@@ -122,6 +124,34 @@ fn matmul_is_bit_identical_for_1_2_and_5_threads() {
         let many = with_threads(n, run);
         assert_eq!(bits(&one.0), bits(&many.0), "batched, {n} threads");
         assert_eq!(bits(&one.1), bits(&many.1), "strided b, {n} threads");
+    }
+}
+
+#[test]
+fn sdpa_and_layernorm_are_bit_identical_for_1_2_and_5_threads() {
+    // 150 query rows: three 64-row blocks per head, the last one short; GQA (4 heads over 2).
+    let q = rand(&[2, 4, 150, 40], 11);
+    let k = rand(&[2, 2, 170, 40], 12);
+    let v = rand(&[2, 2, 170, 24], 13);
+    let x = rand(&[300, 257], 14);
+    let (g, b) = (rand(&[1, 257], 15), rand(&[1, 257], 16));
+    let causal = Band {
+        bottom_right: true,
+        right: Some(0),
+        left: None,
+    };
+    let run = || {
+        let o = sdpa(&q, &k, &v, 0.125, None, causal).unwrap();
+        let (mean, var, _) = moments(&x, &[300, 1]);
+        let y = normalize(&x, Some(&mean), &inv_std(&var, 1e-5), &g, Some(&b)).unwrap();
+        (o.o, o.stats, y)
+    };
+    let one = with_threads(1, run);
+    for n in [2, 5] {
+        let many = with_threads(n, run);
+        assert_eq!(bits(&one.0), bits(&many.0), "sdpa O, {n} threads");
+        assert_eq!(bits(&one.1), bits(&many.1), "sdpa stats, {n} threads");
+        assert_eq!(bits(&one.2), bits(&many.2), "layernorm, {n} threads");
     }
 }
 

@@ -165,16 +165,24 @@ impl Geo3 {
     fn all_rows(&self) -> std::ops::Range<usize> {
         0..self.o[0] * self.o[1]
     }
-    /// im2col of output positions `p0..p0 + w` of channels `c0..c0 + cn` of one image `x`
-    /// `(C, in…)` into `dst` `(cn·taps, w)`, sequentially (one tile's columns).
-    fn im2col_range(&self, x: &[f32], c0: usize, cn: usize, p0: usize, w: usize, dst: &mut [f32]) {
-        let (taps, ivol) = (self.taps(), self.ivol());
+    /// im2col of output positions `p0..p0 + w` of channels `c0..c0 + cn` of one image (read
+    /// through `x`, see [`Planes`]) into `dst` `(cn·taps, w)`, sequentially (one tile's
+    /// columns).
+    fn im2col_range(
+        &self,
+        x: &Planes<'_>,
+        c0: usize,
+        cn: usize,
+        p0: usize,
+        w: usize,
+        dst: &mut [f32],
+    ) {
+        let taps = self.taps();
         let sw = self.stride[2];
         let o2 = self.o[2].max(1);
         let qs = p0 / o2..(p0 + w).div_ceil(o2);
         for (row, d) in dst.chunks_mut(w).enumerate().take(cn * taps) {
             let (c, t) = (c0 + row / taps, row % taps);
-            let src = &x[c * ivol..(c + 1) * ivol];
             // Segments arrive in increasing position order: zero only the gaps between them.
             let mut done = 0;
             self.rows(t, qs.clone(), |o0, i0, (lo, hi), first| {
@@ -184,52 +192,53 @@ impl Geo3 {
                 }
                 d[done..a - p0].fill(0.0);
                 done = b - p0;
-                let start = (i0 as isize + (a - o0) as isize * sw as isize + first) as usize;
-                let out = &mut d[a - p0..b - p0];
-                if sw == 1 {
-                    out.copy_from_slice(&src[start..start + out.len()]);
-                } else {
-                    for (v, x) in out.iter_mut().zip(src[start..].iter().step_by(sw)) {
-                        *v = *x;
-                    }
-                }
+                let col = ((a - o0) * sw) as isize + first;
+                d[a - p0..b - p0].copy_from_slice(x.run(c, i0, col as usize, b - a));
             });
             d[done..].fill(0.0);
         }
     }
-    /// im2col of one image `x` `(C, in…)` into `col` `(C·taps, P)`, rows in parallel.
-    fn im2col(&self, x: &[f32], col: &mut [f32]) {
-        let (taps, ivol, ovol) = (self.taps(), self.ivol(), self.ovol());
+    /// im2col of one image (read through `x`, see [`Planes`]) into `col` `(C·taps, P)`, rows
+    /// in parallel.
+    fn im2col(&self, x: &Planes<'_>, col: &mut [f32]) {
+        let (taps, ovol) = (self.taps(), self.ovol());
         let sw = self.stride[2];
         col.par_chunks_mut(ovol).enumerate().for_each(|(row, dst)| {
             let (c, t) = (row / taps, row % taps);
-            let src = &x[c * ivol..(c + 1) * ivol];
             dst.fill(0.0);
             self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
-                let d = &mut dst[o0 + lo..o0 + hi];
-                let start = (i0 as isize + lo as isize * sw as isize + first) as usize;
-                if sw == 1 {
-                    d.copy_from_slice(&src[start..start + (hi - lo)]);
-                } else {
-                    for (v, x) in d.iter_mut().zip(src[start..].iter().step_by(sw)) {
-                        *v = *x;
-                    }
-                }
+                let col = (lo * sw) as isize + first;
+                dst[o0 + lo..o0 + hi].copy_from_slice(x.run(c, i0, col as usize, hi - lo));
             });
         });
     }
     /// col2im: adds `dcol` `(C·taps, P)` into one image `dx` `(C, in…)`. One task per
     /// (channel, block of input rows); each element receives its adds in increasing tap order
     /// whatever the blocks, so the result does not depend on them or on the thread count.
+    /// With stride_w > 1 the adds go into the phase layout of [`Planes`] (contiguous runs,
+    /// not a strided scatter), which is then interleaved into `dx` (a copy: the same sums).
     fn col2im(&self, dcol: &[f32], dx: &mut [f32]) {
         let (taps, ivol, ovol) = (self.taps(), self.ivol(), self.ovol());
         if ivol == 0 {
             return;
         }
-        let sw = self.stride[2];
-        let row = self.i[2];
-        let blk = (4096 / row).max(1) * row;
-        dx.par_chunks_mut(ivol)
+        let (sw, row) = (self.stride[2], self.i[2]);
+        let wq = row.div_ceil(sw);
+        let rl = sw * wq;
+        let rows = self.i[0] * self.i[1];
+        let mut phased = if sw > 1 {
+            vec![0f32; self.c * rows * rl]
+        } else {
+            Vec::new()
+        };
+        let (target, plane): (&mut [f32], usize) = if sw > 1 {
+            (&mut phased, rows * rl)
+        } else {
+            (&mut *dx, ivol)
+        };
+        let blk = (4096 / rl).max(1) * rl;
+        target
+            .par_chunks_mut(plane)
             .enumerate()
             .flat_map(|(c, dst)| {
                 dst.par_chunks_mut(blk)
@@ -240,24 +249,30 @@ impl Geo3 {
                 for t in 0..taps {
                     let src = &dcol[(c * taps + t) * ovol..][..ovol];
                     self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
-                        if i0 < base || i0 >= base + dst.len() {
+                        let r0 = i0 / row * rl;
+                        if r0 < base || r0 >= base + dst.len() {
                             return;
                         }
                         let s = &src[o0 + lo..o0 + hi];
-                        let start = (i0 - base) as isize + lo as isize * sw as isize + first;
-                        let start = start as usize;
-                        if sw == 1 {
-                            for (d, v) in dst[start..start + s.len()].iter_mut().zip(s) {
-                                *d += v;
-                            }
-                        } else {
-                            for (d, v) in dst[start..].iter_mut().step_by(sw).zip(s) {
-                                *d += v;
-                            }
+                        let col = ((lo * sw) as isize + first) as usize;
+                        let at = r0 - base + (col % sw) * wq + col / sw;
+                        for (d, v) in dst[at..at + s.len()].iter_mut().zip(s) {
+                            *d += v;
                         }
                     });
                 }
             });
+        if sw > 1 {
+            dx.par_chunks_mut(ivol)
+                .zip(phased.par_chunks(rows * rl))
+                .for_each(|(out, src)| {
+                    for (line, ph) in out.chunks_mut(row).zip(src.chunks(rl)) {
+                        for (w, v) in line.iter_mut().enumerate() {
+                            *v = ph[(w % sw) * wq + w / sw];
+                        }
+                    }
+                });
+        }
     }
 }
 
@@ -274,6 +289,67 @@ fn dense(a: &ArrayD<f32>) -> Cow<'_, [f32]> {
     match a.as_slice() {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(a.iter().copied().collect()),
+    }
+}
+
+/// One image `(C, in…)` as im2col reads it. With stride_w 1 the planes are the image itself;
+/// with stride_w `s` > 1 each input row of width W is stored as its `s` phases (columns
+/// `ph, ph + s, ph + 2s, …`, each `ceil(W / s)` long, zero-filled at the end), so the
+/// input columns a strided tap reads for consecutive outputs are one contiguous run (a copy,
+/// not a gather). Built once per image: one pass over the input.
+struct Planes<'a> {
+    data: Cow<'a, [f32]>,
+    /// Horizontal stride (phases per row).
+    sw: usize,
+    /// Phase length, elements.
+    wq: usize,
+    /// Input row width W, elements.
+    row: usize,
+    /// Elements per channel plane.
+    plane: usize,
+}
+
+impl<'a> Planes<'a> {
+    /// The planes of image `x` `(C, in…)` for `geo`'s horizontal stride.
+    fn new(geo: &Geo3, x: &'a [f32]) -> Planes<'a> {
+        let (sw, row, ivol) = (geo.stride[2], geo.i[2], geo.ivol());
+        if sw == 1 || row == 0 {
+            return Planes {
+                data: Cow::Borrowed(x),
+                sw: 1,
+                wq: row,
+                row,
+                plane: ivol,
+            };
+        }
+        let wq = row.div_ceil(sw);
+        let rows = geo.i[0] * geo.i[1];
+        let plane = rows * sw * wq;
+        let mut data = vec![0f32; geo.c * plane];
+        data.par_chunks_mut(plane).enumerate().for_each(|(c, dst)| {
+            let src = &x[c * ivol..(c + 1) * ivol];
+            for (line, out) in src.chunks(row).zip(dst.chunks_mut(sw * wq)) {
+                for (ph, o) in out.chunks_mut(wq).enumerate() {
+                    for (v, x) in o.iter_mut().zip(line[ph.min(row)..].iter().step_by(sw)) {
+                        *v = *x;
+                    }
+                }
+            }
+        });
+        Planes {
+            data: Cow::Owned(data),
+            sw,
+            wq,
+            row,
+            plane,
+        }
+    }
+    /// `len` inputs of channel `c`, input row at plane offset `i0` (a multiple of W), columns
+    /// `col, col + sw, …` (all inside the row).
+    fn run(&self, c: usize, i0: usize, col: usize, len: usize) -> &[f32] {
+        let r = i0 / self.row.max(1);
+        let at = c * self.plane + r * self.sw * self.wq + (col % self.sw) * self.wq + col / self.sw;
+        &self.data[at..at + len]
     }
 }
 
@@ -345,24 +421,28 @@ pub fn conv_fprop_with(
     // shape is the one `gemm::run` would pick, so the bits are the same either way.
     let (mb, nb) = gemm::tile_shape(geo.groups, kg, ovol);
     if !direct && mb >= kg && ovol > 0 {
+        // Every image's tiles in one parallel pass (no barrier between images); the planes
+        // of all images are built first (for stride_w > 1 that is one copy of x).
+        let planes: Vec<Planes<'_>> = (0..geo.n)
+            .map(|n| Planes::new(&geo, &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol]))
+            .collect();
+        let mut tiles = Vec::new();
         for (n, yn) in y.chunks_mut(geo.k * ovol).enumerate().take(geo.n) {
-            let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];
-            let mut tiles = Vec::new();
             for (grp, yg) in yn.chunks_mut(kg * ovol).enumerate().take(geo.groups) {
                 for (c0, tile) in gemm::pieces(mat_mut(kg, ovol, yg), Axis(1), nb) {
-                    tiles.push((grp, c0, tile));
+                    tiles.push((n, grp, c0, tile));
                 }
             }
-            tiles.into_par_iter().for_each(|(grp, c0, mut tile)| {
-                let w_cols = tile.dim().1;
-                with_scratch(crs * w_cols, |buf| {
-                    geo.im2col_range(xn, grp * geo.cg, geo.cg, c0, w_cols, buf);
-                    let a = mat(kg, crs, &ws[grp * kg * crs..]);
-                    gemm::sgemm(&a, &mat(crs, w_cols, buf), false, &mut tile);
-                });
-                epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, &mut tile);
-            });
         }
+        tiles.into_par_iter().for_each(|(n, grp, c0, mut tile)| {
+            let w_cols = tile.dim().1;
+            with_scratch(crs * w_cols, |buf| {
+                geo.im2col_range(&planes[n], grp * geo.cg, geo.cg, c0, w_cols, buf);
+                let a = mat(kg, crs, &ws[grp * kg * crs..]);
+                gemm::sgemm(&a, &mat(crs, w_cols, buf), false, &mut tile);
+            });
+            epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, &mut tile);
+        });
         return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
     }
     let mut col = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
@@ -371,7 +451,7 @@ pub fn conv_fprop_with(
         let cols: &[f32] = if direct {
             xn
         } else {
-            geo.im2col(xn, &mut col);
+            geo.im2col(&Planes::new(&geo, xn), &mut col);
             &col
         };
         let jobs = yn
@@ -453,7 +533,7 @@ pub fn conv_wgrad(
         let cols: &[f32] = if direct {
             xn
         } else {
-            geo.im2col(xn, &mut col);
+            geo.im2col(&Planes::new(&geo, xn), &mut col);
             &col
         };
         let jobs = dw

@@ -4,7 +4,7 @@
 //! Statistics are two-pass (mean, then Σ(x−mean)²), population variance, each group summed by
 //! one task in row-major order: bit-identical for any thread count. Owns only arithmetic.
 
-use super::reduce::groups;
+use super::reduce::Groups;
 use ndarray::{ArrayD, IxDyn, Zip};
 use rayon::prelude::*;
 
@@ -50,15 +50,19 @@ pub fn inv_std(var: &ArrayD<f32>, eps: f32) -> ArrayD<f32> {
 pub fn moments(x: &ArrayD<f32>, stat_dims: &[usize]) -> (ArrayD<f32>, ArrayD<f32>, usize) {
     let xs = x.as_standard_layout();
     let xs = xs.as_slice().expect("standard");
-    let g = groups(x.shape(), stat_dims);
-    let cnt = g.first().map_or(0, Vec::len);
-    let mv: Vec<(f32, f32)> = g
-        .par_iter()
-        .map(|idx| {
-            let n = idx.len() as f32;
-            let mean = idx.iter().fold(0f32, |a, &i| a + xs[i]) / n;
-            let var = idx.iter().fold(0f32, |a, &i| {
-                let d = xs[i] - mean;
+    let g = Groups::new(x.shape(), stat_dims);
+    let cnt = g.count();
+    let mv: Vec<(f32, f32)> = (0..g.len())
+        .into_par_iter()
+        .map(|o| {
+            let n = cnt as f32;
+            let vals = g.slice(xs, o).map_or_else(
+                || std::borrow::Cow::Owned(g.values(xs, o)),
+                std::borrow::Cow::Borrowed,
+            );
+            let mean = vals.iter().fold(0f32, |a, &v| a + v) / n;
+            let var = vals.iter().fold(0f32, |a, &v| {
+                let d = v - mean;
                 a + d * d
             }) / n;
             (mean, var)
@@ -86,6 +90,9 @@ pub fn normalize(
     let zero = ArrayD::zeros(IxDyn(&[1]));
     let mean = mean.unwrap_or(&zero);
     let bias = bias.unwrap_or(&zero);
+    if let Some(y) = normalize_rows(x, mean, inv, scale, bias)? {
+        return Ok(y);
+    }
     let mut y = ArrayD::zeros(IxDyn(&d));
     Zip::from(&mut y)
         .and(x)
@@ -97,16 +104,103 @@ pub fn normalize(
     Ok(y)
 }
 
+/// [`normalize`] when x `(rows…, cols…)` is dense and the statistics vary over the leading
+/// dims only and scale/bias over the trailing dims only (layernorm's form): one task per
+/// block of rows over contiguous slices, the same f32 operations in the same order (so the
+/// same bits) as the general path. `None` when the operands are not in that form.
+fn normalize_rows(
+    x: &ArrayD<f32>,
+    mean: &ArrayD<f32>,
+    inv: &ArrayD<f32>,
+    scale: &ArrayD<f32>,
+    bias: &ArrayD<f32>,
+) -> Result<Option<ArrayD<f32>>, String> {
+    let d = x.shape();
+    let r = d.len();
+    let Some(xs) = x.as_slice() else {
+        return Ok(None);
+    };
+    let stats = [mean, inv];
+    let affine = [scale, bias];
+    let full_rank = |a: &ArrayD<f32>| a.ndim() == r || a.len() == 1;
+    if !stats.iter().chain(&affine).all(|a| full_rank(a)) {
+        return Ok(None);
+    }
+    let dim = |a: &ArrayD<f32>, i: usize| if a.ndim() == r { a.shape()[i] } else { 1 };
+    // Rows end after the last dim where a statistic varies.
+    let split = stats
+        .iter()
+        .flat_map(|a| (0..r).filter(move |&i| dim(a, i) > 1).map(|i| i + 1))
+        .max()
+        .unwrap_or(0);
+    let rows_ok = stats
+        .iter()
+        .all(|a| a.len() == 1 || (0..split).all(|i| dim(a, i) == d[i]));
+    let cols_ok = affine.iter().all(|a| (0..split).all(|i| dim(a, i) == 1));
+    if !rows_ok || !cols_ok {
+        return Ok(None);
+    }
+    let (rows, cols) = (
+        d[..split].iter().product::<usize>(),
+        d[split..].iter().product::<usize>(),
+    );
+    let per_row = |a: &ArrayD<f32>, what: &str| -> Result<Vec<f32>, String> {
+        Ok(bcast(
+            a,
+            &d[..split]
+                .iter()
+                .copied()
+                .chain(std::iter::repeat_n(1, r - split))
+                .collect::<Vec<_>>(),
+            what,
+        )?
+        .iter()
+        .copied()
+        .collect())
+    };
+    let per_col = |a: &ArrayD<f32>, what: &str| -> Result<Vec<f32>, String> {
+        let mut cd = vec![1usize; split];
+        cd.extend_from_slice(&d[split..]);
+        Ok(bcast(a, &cd, what)?.iter().copied().collect())
+    };
+    let (m, iv) = (per_row(mean, "mean")?, per_row(inv, "statistics")?);
+    let (sc, bi) = (per_col(scale, "scale")?, per_col(bias, "bias")?);
+    let mut y = vec![0f32; xs.len()];
+    if cols > 0 {
+        y.par_chunks_mut(cols)
+            .zip(xs.par_chunks(cols))
+            .enumerate()
+            .for_each(|(i, (yr, xr))| {
+                let (m, iv) = (m[i], iv[i]);
+                for (((y, &x), &s), &b) in yr.iter_mut().zip(xr).zip(&sc).zip(&bi) {
+                    *y = (x - m) * iv * s + b;
+                }
+            });
+    }
+    debug_assert_eq!(rows * cols, xs.len());
+    Ok(Some(ArrayD::from_shape_vec(IxDyn(d), y).expect("x volume")))
+}
+
 /// Root mean square statistics: `inv_rms = 1 / sqrt(mean(x²) + eps)` per group of
 /// `stat_dims`.
 pub fn inv_rms(x: &ArrayD<f32>, stat_dims: &[usize], eps: f32) -> ArrayD<f32> {
     let xs = x.as_standard_layout();
     let xs = xs.as_slice().expect("standard");
-    let g = groups(x.shape(), stat_dims);
-    let v: Vec<f32> = g
-        .par_iter()
-        .map(|idx| {
-            let ms = idx.iter().fold(0f32, |a, &i| a + xs[i] * xs[i]) / idx.len() as f32;
+    let g = Groups::new(x.shape(), stat_dims);
+    let cnt = g.count();
+    let v: Vec<f32> = (0..g.len())
+        .into_par_iter()
+        .map(|o| {
+            let sq = |a: f32, v: f32| a + v * v;
+            let ss = match g.slice(xs, o) {
+                Some(v) => v.iter().copied().fold(0f32, sq),
+                None => g
+                    .offsets()
+                    .iter()
+                    .map(|&i| xs[g.base(o) + i])
+                    .fold(0f32, sq),
+            };
+            let ms = ss / cnt as f32;
             1.0 / (ms + eps).sqrt()
         })
         .collect();

@@ -3,9 +3,12 @@
 //! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head); grouped-query attention when K/V
 //! have fewer heads (head h reads K/V head `h / (H / H_kv)`). Masked scores are −∞; a row with
 //! every score masked gives O = 0 and stats = −∞. Owns only arithmetic; each query row is
-//! computed by one task in key order, so results are bit-identical for any thread count.
+//! computed by one task (a block of 64 query rows of one head: `Q·Kᵀ` and `P·V` as
+//! single-threaded GEMMs whose blocking depends on the shape only), so results are
+//! bit-identical for any thread count.
 
-use ndarray::{ArrayD, IxDyn};
+use super::gemm::sgemm;
+use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
 use rayon::prelude::*;
 
 /// One query row: output, logsumexp, max, Σexp.
@@ -90,56 +93,75 @@ pub fn sdpa(
     } else {
         0
     };
-    let rows: Vec<Row> = (0..b * h * sq)
+    // One task per (batch, head, block of QB query rows): S = Q_blk·Kᵀ and O = P·V on the
+    // tiled GEMM's single-threaded `sgemm` (the block shape depends on the problem only, so
+    // every element's summation order, and the result, is the same for any thread count).
+    const QB: usize = 64;
+    let blocks = sq.div_ceil(QB);
+    let rows: Vec<Row> = (0..b * h * blocks)
         .into_par_iter()
-        .map(|r| {
-            let (bh, i) = (r / sq, r % sq);
+        .flat_map_iter(|t| {
+            let (bh, blk) = (t / blocks, t % blocks);
             let (bi, hi) = (bh / h, bh % h);
             let kvh = bi * hk + hi / rep;
-            let qrow = &qs[r * d..][..d];
-            let mut s = vec![f32::NEG_INFINITY; skv];
-            for (j, sj) in s.iter_mut().enumerate() {
+            let i0 = blk * QB;
+            let qb = QB.min(sq - i0);
+            let qm = ArrayView2::from_shape((qb, d), &qs[(bh * sq + i0) * d..][..qb * d])
+                .expect("q block");
+            let km = ArrayView2::from_shape((skv, d), &ks[kvh * skv * d..][..skv * d])
+                .expect("k matrix");
+            let vm = ArrayView2::from_shape((skv, dv), &vs[kvh * skv * dv..][..skv * dv])
+                .expect("v matrix");
+            let mut sc = Array2::<f32>::zeros((qb, skv));
+            sgemm(&qm, &km.t(), false, &mut sc.view_mut());
+            let mut stats = Vec::with_capacity(qb);
+            for (ii, mut srow) in sc.outer_iter_mut().enumerate() {
+                let (i, r) = (i0 + ii, bh * sq + i0 + ii);
                 let diag = i as i64 + shift;
-                if band.right.is_some_and(|rb| j as i64 > diag + rb)
-                    || band.left.is_some_and(|lb| j as i64 <= diag - lb)
-                {
-                    continue;
-                }
-                let krow = &ks[(kvh * skv + j) * d..][..d];
-                let dot = qrow.iter().zip(krow).fold(0f32, |a, (x, y)| a + x * y);
-                let mut val = dot * scale;
-                if let Some(m) = &mview {
-                    let mv = m.as_slice().unwrap()[r * skv + j];
-                    if mask_bool {
-                        if mv == 0.0 {
-                            continue;
-                        }
-                    } else {
-                        val += mv;
+                for (j, sj) in srow.iter_mut().enumerate() {
+                    if band.right.is_some_and(|rb| j as i64 > diag + rb)
+                        || band.left.is_some_and(|lb| j as i64 <= diag - lb)
+                    {
+                        *sj = f32::NEG_INFINITY;
+                        continue;
                     }
+                    let mut val = *sj * scale;
+                    if let Some(m) = &mview {
+                        let mv = m.as_slice().unwrap()[r * skv + j];
+                        if mask_bool {
+                            if mv == 0.0 {
+                                *sj = f32::NEG_INFINITY;
+                                continue;
+                            }
+                        } else {
+                            val += mv;
+                        }
+                    }
+                    *sj = val;
                 }
-                *sj = val;
-            }
-            let mx = s.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-            let mut o = vec![0f32; dv];
-            if mx == f32::NEG_INFINITY {
-                return (o, f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0);
-            }
-            let p: Vec<f32> = s.iter().map(|&x| (x - mx).exp()).collect();
-            let sum = p.iter().fold(0f32, |a, &x| a + x);
-            for (j, &pj) in p.iter().enumerate() {
-                if pj == 0.0 {
+                let mx = srow.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+                if mx == f32::NEG_INFINITY {
+                    srow.fill(0.0);
+                    stats.push((f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0));
                     continue;
                 }
-                let vrow = &vs[(kvh * skv + j) * dv..][..dv];
-                for (oo, &vv) in o.iter_mut().zip(vrow) {
-                    *oo += pj * vv;
-                }
+                srow.mapv_inplace(|x| (x - mx).exp());
+                let sum = srow.iter().fold(0f32, |a, &x| a + x);
+                stats.push((mx + sum.ln(), mx, sum));
             }
-            for oo in &mut o {
-                *oo /= sum;
-            }
-            (o, mx + sum.ln(), mx, sum)
+            let mut ob = Array2::<f32>::zeros((qb, dv));
+            sgemm(&sc.view(), &vm, false, &mut ob.view_mut());
+            ob.outer_iter()
+                .zip(stats)
+                .map(|(orow, (lse, mx, sum))| {
+                    let o = if mx == f32::NEG_INFINITY {
+                        vec![0f32; dv]
+                    } else {
+                        orow.iter().map(|x| x / sum).collect()
+                    };
+                    (o, lse, mx, sum)
+                })
+                .collect::<Vec<Row>>()
         })
         .collect();
     let mut o = Vec::with_capacity(b * h * sq * dv);
