@@ -337,6 +337,38 @@ fn cases() -> Vec<Case> {
             nhwc: true,
             ..base.clone()
         },
+        // 8 or more channels per group: fprop's per-tile im2col goes tap by tap over all
+        // channels at once (grouped, strided and dilated; a 3-D case; column tiles that cut
+        // output rows).
+        Case {
+            x: vec![2, 24, 9, 10],
+            w: vec![10, 12, 3, 3],
+            pre: vec![1, 0],
+            post: vec![1, 2],
+            stride: vec![2, 1],
+            dil: vec![1, 2],
+            ..base.clone()
+        },
+        Case {
+            x: vec![1, 16, 30, 29],
+            w: vec![8, 16, 3, 3],
+            pre: vec![1, 1],
+            post: vec![1, 1],
+            stride: vec![1, 3],
+            dil: vec![1, 1],
+            nhwc: true,
+            ..base.clone()
+        },
+        Case {
+            x: vec![1, 8, 4, 5, 6],
+            w: vec![4, 8, 2, 3, 3],
+            pre: vec![1, 1, 0],
+            post: vec![0, 1, 2],
+            stride: vec![1, 2, 2],
+            dil: vec![1, 1, 1],
+            flip: true,
+            ..base.clone()
+        },
         // Input planes above 4096 elements: dgrad's col2im splits each channel into blocks
         // of input rows.
         Case {

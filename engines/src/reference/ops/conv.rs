@@ -167,8 +167,75 @@ impl Geo3 {
     }
     /// im2col of output positions `p0..p0 + w` of channels `c0..c0 + cn` of one image (read
     /// through `x`, see [`Planes`]) into `dst` `(cn·taps, w)`, sequentially (one tile's
-    /// columns).
+    /// columns). Tap by tap, output row by output row: the tap's valid range and input row
+    /// are worked out once and then applied to every channel (a zero fill, one contiguous
+    /// copy and a zero fill per channel); every element of `dst` is written once. Fewer than 8
+    /// channels go row by row ([`Geo3::im2col_range_by_row`]), where the per-tap work would
+    /// not be shared.
     fn im2col_range(
+        &self,
+        x: &Planes<'_>,
+        c0: usize,
+        cn: usize,
+        p0: usize,
+        w: usize,
+        dst: &mut [f32],
+    ) {
+        if cn < 8 {
+            return self.im2col_range_by_row(x, c0, cn, p0, w, dst);
+        }
+        let taps = self.taps();
+        let sw = self.stride[2];
+        let o2 = self.o[2].max(1);
+        let qs = p0 / o2..(p0 + w).div_ceil(o2);
+        for t in 0..taps {
+            let tp = self.tap(t);
+            let v: [(usize, usize); 3] = std::array::from_fn(|d| {
+                valid(
+                    self.o[d],
+                    self.i[d],
+                    self.stride[d],
+                    tp[d],
+                    self.dil[d],
+                    self.pre[d],
+                )
+            });
+            let first = (tp[2] * self.dil[2]) as isize - self.pre[2] as isize;
+            for q in qs.clone() {
+                let o0 = q * o2;
+                let (a, b) = (o0.max(p0), (o0 + o2).min(p0 + w));
+                if a >= b {
+                    continue;
+                }
+                let (od, oh) = (q / self.o[1], q % self.o[1]);
+                let (ow_a, ow_b) = (a - o0, b - o0);
+                let (lo, hi) = (v[2].0.clamp(ow_a, ow_b), v[2].1.clamp(ow_a, ow_b));
+                let inside =
+                    (v[0].0..v[0].1).contains(&od) && (v[1].0..v[1].1).contains(&oh) && lo < hi;
+                let row = if inside {
+                    let id = od * self.stride[0] + tp[0] * self.dil[0] - self.pre[0];
+                    let ih = oh * self.stride[1] + tp[1] * self.dil[1] - self.pre[1];
+                    id * self.i[1] + ih
+                } else {
+                    0
+                };
+                let col = ((lo * sw) as isize + first).max(0) as usize;
+                for c in 0..cn {
+                    let seg = &mut dst[(c * taps + t) * w..][a - p0..b - p0];
+                    if !inside {
+                        seg.fill(0.0);
+                        continue;
+                    }
+                    seg[..lo - ow_a].fill(0.0);
+                    seg[lo - ow_a..hi - ow_a].copy_from_slice(x.row_run(c0 + c, row, col, hi - lo));
+                    seg[hi - ow_a..].fill(0.0);
+                }
+            }
+        }
+    }
+    /// [`Geo3::im2col_range`] for few channels (a stem layer: 3 channels, 49 taps): one
+    /// `dst` row (channel, tap) at a time, zero-filling only between the copied segments.
+    fn im2col_range_by_row(
         &self,
         x: &Planes<'_>,
         c0: usize,
@@ -347,7 +414,10 @@ impl<'a> Planes<'a> {
     /// `len` inputs of channel `c`, input row at plane offset `i0` (a multiple of W), columns
     /// `col, col + sw, …` (all inside the row).
     fn run(&self, c: usize, i0: usize, col: usize, len: usize) -> &[f32] {
-        let r = i0 / self.row.max(1);
+        self.row_run(c, i0 / self.row.max(1), col, len)
+    }
+    /// As [`Planes::run`], with the input row given by its index `r` (`id·H + ih`).
+    fn row_run(&self, c: usize, r: usize, col: usize, len: usize) -> &[f32] {
         let at = c * self.plane + r * self.sw * self.wq + (col % self.sw) * self.wq + col / self.sw;
         &self.data[at..at + len]
     }
