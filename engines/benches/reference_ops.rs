@@ -7,7 +7,8 @@
 //! alternate row by row (matmul and conv fprop: two interleaved rounds each), so both see the
 //! same machine load. Each figure is the fastest of ≥ 3 timed calls (≥ 0.2 s in all, per
 //! round) after one warm-up call: on a machine shared with other builds, the fastest call is
-//! the one least disturbed, for us and the peers alike.
+//! the one least disturbed, for us and the peers alike. Each side's timing starts after a
+//! 300 ms pause (`HIPDNN_PEER_SETTLE_MS`), so the other side's spin-waiting workers are idle.
 //!
 //! The peers run in one `python3 engines/benches/peers/ort_peers.py THREADS` subprocess
 //! (ONNX Runtime CPU EP with intra-op threads = our rayon threads, a model built with `onnx`;
@@ -86,6 +87,16 @@ fn timed<T>(
     (best, peers)
 }
 
+/// Pause between our timings and the peers' (`HIPDNN_PEER_SETTLE_MS`, default 300 ms), so
+/// neither side's spin-waiting worker threads run during the other's timing.
+fn settle() {
+    let ms = std::env::var("HIPDNN_PEER_SETTLE_MS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(300);
+    std::thread::sleep(std::time::Duration::from_millis(ms));
+}
+
 /// The peer subprocess.
 struct Peers {
     _child: Child,
@@ -134,6 +145,8 @@ impl Peers {
 
     /// (ORT seconds, numpy seconds) for one request.
     fn time(&mut self, req: serde_json::Value) -> Option<(f64, f64)> {
+        // The same pause the other way: our rayon workers idle before the peers are timed.
+        settle();
         let mut req = req;
         req["min_time"] = MIN_TIME.into();
         writeln!(self.stdin, "{req}").ok()?;
@@ -141,6 +154,11 @@ impl Peers {
         let mut line = String::new();
         self.stdout.read_line(&mut line).ok()?;
         let v: serde_json::Value = serde_json::from_str(&line).ok()?;
+        // ONNX Runtime's intra-op workers (and OpenBLAS's) spin-wait after their last task
+        // (their default, kept: best for their own latency); let them go idle before our
+        // next timing, or they take the cores from us (seen: matmul 256 at 0.49-0.64x right
+        // after a peer call, 0.96-1.01x after a 300 ms pause).
+        settle();
         Some((v["ort_s"].as_f64()?, v["numpy_s"].as_f64()?))
     }
 }
@@ -249,6 +267,16 @@ fn main() {
         rows.push(r);
     };
 
+    // Warm-up before the first row, both sides (rayon's pool, the allocator, clock ramp-up
+    // and the peer's first session).
+    {
+        let (a, b) = (filled(&[512, 512]), filled(&[512, 512]));
+        let start = Instant::now();
+        while start.elapsed().as_secs_f64() < 0.5 {
+            std::hint::black_box(matmul(&a, &b, &[512, 512]).expect("dims"));
+        }
+        let _ = peer(serde_json::json!({"op": "matmul", "m": 512, "n": 512, "k": 512}));
+    }
     let sizes: &[usize] = if quick {
         &[512]
     } else {
