@@ -9,6 +9,7 @@ use hipdnn_engines::reference::ops::gemm::{self, Bias, Epilogue, Job, tile_shape
 use hipdnn_engines::reference::ops::matmul::{matmul, matmul_with};
 use hipdnn_engines::reference::ops::norm::{inv_std, moments, normalize};
 use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, pointwise};
+use hipdnn_engines::reference::ops::reduce::{lane_sum, lane_sum_slice};
 use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
 use hipdnn_engines::reference::testing::{assert_close, random_values, tolerance};
 use hipdnn_schema::graph::{DataType, PointwiseMode};
@@ -125,6 +126,38 @@ fn matmul_is_bit_identical_for_1_2_and_5_threads() {
         assert_eq!(bits(&one.0), bits(&many.0), "batched, {n} threads");
         assert_eq!(bits(&one.1), bits(&many.1), "strided b, {n} threads");
     }
+}
+
+#[test]
+fn sums_follow_the_documented_16_lane_order_for_slices_and_strided_groups() {
+    let v = random_values(1000, 7, -1e4, 1e4);
+    for len in [0usize, 1, 15, 16, 17, 31, 33, 100, 999, 1000] {
+        let s = &v[..len];
+        // The rule, written out: element i into partial sum i mod 16, then pairwise.
+        let mut acc = [0f32; 16];
+        for (i, x) in s.iter().enumerate() {
+            acc[i % 16] += x * x;
+        }
+        for w in [8, 4, 2, 1] {
+            for i in 0..w {
+                acc[i] += acc[i + w];
+            }
+        }
+        let want = acc[0].to_bits();
+        assert_eq!(
+            lane_sum_slice(s, |x| x * x).to_bits(),
+            want,
+            "slice, {len} elements"
+        );
+        assert_eq!(
+            lane_sum(s.iter().copied(), |x| x * x).to_bits(),
+            want,
+            "iterator, {len}"
+        );
+    }
+    // The order is not a running sum: on these values the two differ.
+    let running = v.iter().fold(0f32, |a, x| a + x * x);
+    assert_ne!(lane_sum_slice(&v, |x| x * x).to_bits(), running.to_bits());
 }
 
 #[test]

@@ -2,9 +2,10 @@
 //! variance+epsilon forms) and training forward, layernorm and rmsnorm.
 //!
 //! Statistics are two-pass (mean, then Σ(x−mean)²), population variance, each group summed by
-//! one task in row-major order: bit-identical for any thread count. Owns only arithmetic.
+//! one task in the fixed order of [`super::reduce::lane_sum`] (16 interleaved partial sums):
+//! bit-identical for any thread count. Owns only arithmetic.
 
-use super::reduce::Groups;
+use super::reduce::{Groups, lane_sum, lane_sum_slice};
 use ndarray::{ArrayD, IxDyn, Zip};
 use rayon::prelude::*;
 
@@ -60,10 +61,10 @@ pub fn moments(x: &ArrayD<f32>, stat_dims: &[usize]) -> (ArrayD<f32>, ArrayD<f32
                 || std::borrow::Cow::Owned(g.values(xs, o)),
                 std::borrow::Cow::Borrowed,
             );
-            let mean = vals.iter().fold(0f32, |a, &v| a + v) / n;
-            let var = vals.iter().fold(0f32, |a, &v| {
+            let mean = lane_sum_slice(&vals, |v| v) / n;
+            let var = lane_sum_slice(&vals, |v| {
                 let d = v - mean;
-                a + d * d
+                d * d
             }) / n;
             (mean, var)
         })
@@ -191,14 +192,9 @@ pub fn inv_rms(x: &ArrayD<f32>, stat_dims: &[usize], eps: f32) -> ArrayD<f32> {
     let v: Vec<f32> = (0..g.len())
         .into_par_iter()
         .map(|o| {
-            let sq = |a: f32, v: f32| a + v * v;
             let ss = match g.slice(xs, o) {
-                Some(v) => v.iter().copied().fold(0f32, sq),
-                None => g
-                    .offsets()
-                    .iter()
-                    .map(|&i| xs[g.base(o) + i])
-                    .fold(0f32, sq),
+                Some(v) => lane_sum_slice(v, |x| x * x),
+                None => lane_sum(g.offsets().iter().map(|&i| xs[g.base(o) + i]), |x| x * x),
             };
             let ms = ss / cnt as f32;
             1.0 / (ms + eps).sqrt()

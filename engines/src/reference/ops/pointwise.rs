@@ -206,14 +206,27 @@ pub fn pointwise(
         }
         return Ok(out);
     }
+    // The commonest modes get a loop of their own (the same f32 operation as `unary` /
+    // `binary`, so the same bits) instead of a per-element `match` on the mode.
     match views.len() {
-        1 => Zip::from(&mut out)
-            .and(&views[0])
-            .par_for_each(|o, &x| *o = unary(p, x)),
-        2 => Zip::from(&mut out)
-            .and(&views[0])
-            .and(&views[1])
-            .par_for_each(|o, &a, &x| *o = binary(p, a, x)),
+        1 => {
+            let z = Zip::from(&mut out).and(&views[0]);
+            match p.mode {
+                M::EXP => z.par_for_each(|o, &x| *o = x.exp()),
+                M::IDENTITY => z.par_for_each(|o, &x| *o = x),
+                _ => z.par_for_each(|o, &x| *o = unary(p, x)),
+            }
+        }
+        2 => {
+            let z = Zip::from(&mut out).and(&views[0]).and(&views[1]);
+            match p.mode {
+                M::ADD => z.par_for_each(|o, &a, &x| *o = a + x),
+                M::SUB => z.par_for_each(|o, &a, &x| *o = a - x),
+                M::MUL => z.par_for_each(|o, &a, &x| *o = a * x),
+                M::DIV => z.par_for_each(|o, &a, &x| *o = a / x),
+                _ => z.par_for_each(|o, &a, &x| *o = binary(p, a, x)),
+            }
+        }
         _ => Zip::from(&mut out)
             .and(&views[0])
             .and(&views[1])

@@ -1,8 +1,9 @@
 //! Reductions (all `ReductionMode` values) and the axis bookkeeping shared with the norms.
 //!
 //! An output dim of 1 where the input dim is larger marks a reduced axis. Each output element
-//! is reduced by one task in row-major order of the reduced elements, so results are
-//! bit-identical for any thread count. Owns only arithmetic.
+//! is reduced by one task over the reduced elements in row-major order — sums in the fixed
+//! 16-partial-sum order of [`lane_sum`], products, minima and maxima one after another — so
+//! results are bit-identical for any thread count. Owns only arithmetic.
 
 use hipdnn_schema::graph::ReductionMode as R;
 use ndarray::{ArrayD, IxDyn};
@@ -112,6 +113,10 @@ pub fn reduce(mode: R, x: &ArrayD<f32>, out_dims: &[usize]) -> ArrayD<f32> {
     let out: Vec<f32> = (0..g.len())
         .into_par_iter()
         .map(|o| match g.slice(xs, o) {
+            Some(v) if mode == R::ADD => lane_sum_slice(v, |x| x),
+            Some(v) if mode == R::AVG => lane_sum_slice(v, |x| x) / n as f32,
+            Some(v) if mode == R::NORM1 => lane_sum_slice(v, f32::abs),
+            Some(v) if mode == R::NORM2 => lane_sum_slice(v, |x| x * x).sqrt(),
             Some(v) => fold(mode, v.iter().copied(), n),
             None => fold(mode, g.offsets().iter().map(|&i| xs[g.base(o) + i]), n),
         })
@@ -119,18 +124,62 @@ pub fn reduce(mode: R, x: &ArrayD<f32>, out_dims: &[usize]) -> ArrayD<f32> {
     ArrayD::from_shape_vec(IxDyn(out_dims), out).expect("out volume")
 }
 
-/// One group's reduction, in iteration order.
+/// One group's reduction. Sums (ADD, AVG, NORM1, NORM2) go through [`lane_sum`]; products,
+/// minima and maxima fold in iteration order.
 fn fold(mode: R, it: impl Iterator<Item = f32>, n: usize) -> f32 {
     match mode {
-        R::ADD => it.fold(0.0, |a, v| a + v),
+        R::ADD => lane_sum(it, |v| v),
         R::MUL => it.fold(1.0, |a, v| a * v),
         R::MIN_OP => it.fold(f32::INFINITY, f32::min),
         R::MAX_OP => it.fold(f32::NEG_INFINITY, f32::max),
         R::AMAX => it.fold(0.0, |a: f32, v| a.max(v.abs())),
-        R::AVG => it.fold(0.0, |a, v| a + v) / n as f32,
-        R::NORM1 => it.fold(0.0, |a, v| a + v.abs()),
-        R::NORM2 => it.fold(0.0, |a, v| a + v * v).sqrt(),
+        R::AVG => lane_sum(it, |v| v) / n as f32,
+        R::NORM1 => lane_sum(it, f32::abs),
+        R::NORM2 => lane_sum(it, |v| v * v).sqrt(),
         R::MUL_NO_ZEROS => it.fold(1.0, |a, v| if v != 0.0 { a * v } else { a }),
         _ => f32::NAN,
     }
+}
+
+/// Partial sums [`lane_sum`] keeps.
+pub const LANES: usize = 16;
+
+/// `Σ f(v)` in the fixed order every CPU sum of the engine's reductions and statistics uses:
+/// element `i` goes to partial sum `i mod 16`, each partial sum adds its elements in order
+/// (starting from +0.0), and the 16 partial sums are combined pairwise (`s[i] += s[i + w]`
+/// for w = 8, 4, 2, 1). The order depends on the element count only, so the result is the
+/// same for any thread count and for a contiguous or strided group; independent partial
+/// sums also let the compiler vectorise (a single running sum waits on each add's latency).
+pub fn lane_sum(it: impl Iterator<Item = f32>, f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; LANES];
+    for (i, v) in it.enumerate() {
+        acc[i % LANES] += f(v);
+    }
+    combine(acc)
+}
+
+/// [`lane_sum`] of a slice (the same bits), in whole blocks of [`LANES`].
+pub fn lane_sum_slice(v: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    let mut acc = [0f32; LANES];
+    let mut blocks = v.chunks_exact(LANES);
+    for b in &mut blocks {
+        for (a, &x) in acc.iter_mut().zip(b) {
+            *a += f(x);
+        }
+    }
+    for (a, &x) in acc.iter_mut().zip(blocks.remainder()) {
+        *a += f(x);
+    }
+    combine(acc)
+}
+
+fn combine(mut acc: [f32; LANES]) -> f32 {
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] += acc[i + w];
+        }
+    }
+    acc[0]
 }
