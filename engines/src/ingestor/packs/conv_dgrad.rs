@@ -19,16 +19,16 @@
 //! dy, w, dx, the integers in the order of `conv_dgrad.py` (spec drops `groups`, `sdyk`,
 //! `swc`, `sxc`), the two scratch pointers.
 
-use super::matmul::{MIN_TILES, TritonConfig};
+use super::matmul::{MIN_TILES, TritonConfig, is_spec, triton_kernel_args};
 use super::pointwise_v2::dims_strides;
 use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{Window, output_extent};
 use hipdnn_backend::status::{PluginError, PluginResult};
@@ -487,7 +487,7 @@ impl DispatchHandler for ConvDgradV1Handler {
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(matches!(values.get("spec"), Some(LaunchValue::Int(1))))
+        signature(is_spec(values))
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
@@ -529,22 +529,6 @@ impl DispatchHandler for ConvDgradV1Handler {
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        if matches!(launch.launch_values.get("spec"), Some(LaunchValue::Int(1))) {
-            for uid in &launch.pointer_uids {
-                if let Some(BufferRef::Device { addr, .. }) =
-                    tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
-                {
-                    if addr % 16 != 0 {
-                        return Err(PluginError::bad_param(format!(
-                            "tensor UID {uid} is at {addr:#x}; this plan runs the specialized conv dgrad kernel, which needs 16-byte aligned dy, w and dx"
-                        )));
-                    }
-                }
-            }
-        }
-        let mut args = default_kernel_args(launch, tensors)?;
-        args.push(KernelArgValue::Pointer(0));
-        args.push(KernelArgValue::Pointer(0));
-        Ok(args)
+        triton_kernel_args(launch, tensors, "conv dgrad", "dy, w and dx", false)
     }
 }

@@ -29,16 +29,16 @@
 //! the integers in the order of `conv_fprop.py` (the spec variant drops `groups`, `sxc`,
 //! `swc`, `syk`), then the two scratch pointers.
 
-use super::matmul::{MIN_TILES, TritonConfig};
+use super::matmul::{MIN_TILES, TritonConfig, is_spec, triton_kernel_args};
 use super::pointwise_v2::dims_strides;
 use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{Window, output_extent};
 use hipdnn_backend::status::{PluginError, PluginResult};
@@ -585,7 +585,7 @@ impl DispatchHandler for ConvFpropV1Handler {
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(matches!(values.get("spec"), Some(LaunchValue::Int(1))))
+        signature(is_spec(values))
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
@@ -627,25 +627,6 @@ impl DispatchHandler for ConvFpropV1Handler {
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        if matches!(launch.launch_values.get("spec"), Some(LaunchValue::Int(1))) {
-            for uid in &launch.pointer_uids[..3] {
-                if let Some(BufferRef::Device { addr, .. }) =
-                    tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
-                {
-                    if addr % 16 != 0 {
-                        return Err(PluginError::bad_param(format!(
-                            "tensor UID {uid} is at {addr:#x}; this plan runs the specialized conv kernel, which needs 16-byte aligned x, w and y"
-                        )));
-                    }
-                }
-            }
-        }
-        let mut args = default_kernel_args(launch, tensors)?;
-        if launch.pointer_uids.len() == 3 {
-            args.insert(3, KernelArgValue::Pointer(0));
-        }
-        args.push(KernelArgValue::Pointer(0));
-        args.push(KernelArgValue::Pointer(0));
-        Ok(args)
+        triton_kernel_args(launch, tensors, "conv", "x, w and y", true)
     }
 }

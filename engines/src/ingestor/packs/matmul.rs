@@ -131,6 +131,51 @@ pub struct TritonConfig {
     pub warp_size: i64,
 }
 
+/// True when saved launch values select a Triton kernel's specialized entry (`spec` = 1).
+pub(crate) fn is_spec(values: &LaunchValues) -> bool {
+    matches!(values.get("spec"), Some(LaunchValue::Int(1)))
+}
+
+/// The kernel arguments of a Triton launch, shared by every Triton contract: on a specialized
+/// entry, first refuses (BAD_PARAM) any of the first three pointer tensors (the operands the
+/// kernel's alignment hints cover, named `operands` for the `kernel` in the message) bound to
+/// a device address that is not 16-byte aligned; then the default arguments, a null pointer
+/// in position 3 when `optional_bias` is set and the graph binds only three tensors (no
+/// bias), and the two null scratch pointers every packed entry takes.
+///
+/// # Errors
+/// BAD_PARAM `tensor UID <u> is at <addr>; this plan runs the specialized <kernel> kernel,
+/// which needs 16-byte aligned <operands>`; the errors of `default_kernel_args`.
+pub(crate) fn triton_kernel_args(
+    launch: &PreparedLaunch,
+    tensors: &[TensorBinding<'_>],
+    kernel: &str,
+    operands: &str,
+    optional_bias: bool,
+) -> PluginResult<Vec<KernelArgValue>> {
+    if is_spec(&launch.launch_values) {
+        let hinted = &launch.pointer_uids[..launch.pointer_uids.len().min(3)];
+        for uid in hinted {
+            if let Some(BufferRef::Device { addr, .. }) =
+                tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
+            {
+                if addr % 16 != 0 {
+                    return Err(PluginError::bad_param(format!(
+                        "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {kernel} kernel, which needs 16-byte aligned {operands}"
+                    )));
+                }
+            }
+        }
+    }
+    let mut args = default_kernel_args(launch, tensors)?;
+    if optional_bias && launch.pointer_uids.len() == 3 {
+        args.insert(3, KernelArgValue::Pointer(0));
+    }
+    args.push(KernelArgValue::Pointer(0));
+    args.push(KernelArgValue::Pointer(0));
+    Ok(args)
+}
+
 impl TritonConfig {
     /// The config of packed `kernel` when it is an entry of `family` built for the graph's data
     /// type `graph_dtype` (a `DataType` value), shared by every Triton contract.
@@ -735,7 +780,7 @@ impl DispatchHandler for MatmulV1Handler {
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(matches!(values.get("spec"), Some(LaunchValue::Int(1))))
+        signature(is_spec(values))
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
@@ -777,25 +822,6 @@ impl DispatchHandler for MatmulV1Handler {
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        if matches!(launch.launch_values.get("spec"), Some(LaunchValue::Int(1))) {
-            for uid in &launch.pointer_uids {
-                if let Some(BufferRef::Device { addr, .. }) =
-                    tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
-                {
-                    if addr % 16 != 0 && launch.pointer_uids[..3].contains(uid) {
-                        return Err(PluginError::bad_param(format!(
-                            "tensor UID {uid} is at {addr:#x}; this plan runs the specialized matmul kernel, which needs 16-byte aligned A, B and C"
-                        )));
-                    }
-                }
-            }
-        }
-        let mut args = default_kernel_args(launch, tensors)?;
-        if launch.pointer_uids.len() == 3 {
-            args.insert(3, KernelArgValue::Pointer(0));
-        }
-        args.push(KernelArgValue::Pointer(0));
-        args.push(KernelArgValue::Pointer(0));
-        Ok(args)
+        triton_kernel_args(launch, tensors, "matmul", "A, B and C", true)
     }
 }
