@@ -50,7 +50,28 @@ fn packed(d: &[i64]) -> Vec<i64> {
     s
 }
 
+#[path = "triton_fused.rs"]
+mod fused;
+
 fn graph(c: Case, dt: DataType) -> Graph {
+    let (mut g, mut y) = mm_core(c, dt);
+    if c.epilogue {
+        let bias = g.tensor(
+            TensorAttributes::new("bias")
+                .uid(3)
+                .data_type(dt)
+                .dims([1, 1, c.n])
+                .strides([c.n, c.n, 1]),
+        );
+        y = g.pointwise(y, bias, PointwiseAttributes::with_mode(PointwiseMode::Add));
+        y = g.pointwise_unary(y, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    }
+    g.set_output(y, true).set_uid(y, 4);
+    g
+}
+
+/// The matmul graph without epilogue or output marking: (graph, C).
+fn mm_core(c: Case, dt: DataType) -> (Graph, hipdnn::TensorId) {
     let mut g = Graph::new();
     g.set_name("mm")
         .set_io_data_type(dt)
@@ -76,21 +97,9 @@ fn graph(c: Case, dt: DataType) -> Graph {
             .dims([c.bb, c.k, c.n])
             .strides(bs),
     );
-    let mut y = g.matmul(a, b, MatmulAttributes::new());
-    if c.epilogue {
-        let bias = g.tensor(
-            TensorAttributes::new("bias")
-                .uid(3)
-                .data_type(dt)
-                .dims([1, 1, c.n])
-                .strides([c.n, c.n, 1]),
-        );
-        y = g.pointwise(y, bias, PointwiseAttributes::with_mode(PointwiseMode::Add));
-        y = g.pointwise_unary(y, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
-    }
+    let y = g.matmul(a, b, MatmulAttributes::new());
     let _ = batch;
-    g.set_output(y, true).set_uid(y, 4);
-    g
+    (g, y)
 }
 
 fn vals(n: usize, seed: u64) -> Vec<f32> {
@@ -267,7 +276,9 @@ pub fn reload_child(case: usize, dt: &str) -> R<()> {
         "f16" => DataType::Half,
         _ => DataType::BFloat16,
     };
-    let v = if case >= 100 {
+    let v = if case >= 200 {
+        fused::reload_fused(case - 200, dtype)
+    } else if case >= 100 {
         let c = reload_conv_case(case - 100);
         let mk = || conv_graph(c, dtype);
         match dt {
@@ -550,6 +561,8 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
         (4, "bf16"),
         (100, "f16"),
         (101, "f32"),
+        (200, "f16"),
+        (201, "bf16"),
     ] {
         let r = save_reload(c, dt)?;
         println!("save/reload: {r}");
@@ -592,6 +605,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     } else {
         conv_section(&gpu, &cpu)?
     };
+    let fused_checks = fused::fused_section(&gpu, &cpu)?;
     let (dgrad_checks, dgrad_rows) = if sizes.is_empty() {
         (Vec::new(), Vec::new())
     } else {
@@ -601,6 +615,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
+        "fused_checks": fused_checks,
         "torch_conv": torch_conv});
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;
@@ -609,9 +624,10 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     println!("wrote {out}");
     if let Some(md) = md {
         let mut t = format!(
-            "Command: `hipdnn-bench triton --md docs/PERFORMANCE.md` on {device}; torch {} (cuBLAS), TF32 off; CUDA events around 20 executes, median of 5 rounds. {} correctness cases vs the CPU reference passed; {} save → load (archives removed) → execute ×2 → re-save round trips passed.\n\n",
+            "Command: `hipdnn-bench triton --md docs/PERFORMANCE.md` on {device}; torch {} (cuBLAS), TF32 off; CUDA events around 20 executes, median of 5 rounds. {} matmul and {} fused-epilogue (scale, bias, residual, ReLU/GELU/GELU-tanh/sigmoid/tanh/SiLU on matmul and conv) correctness cases vs the CPU reference passed; {} save → load (archives removed) → execute ×2 → re-save round trips passed (matmul, conv + bias + ReLU, conv + bias + add + ReLU).\n\n",
             torch["torch"],
             checks.len(),
+            fused_checks.len(),
             reloads.len()
         );
         t += "| matmul M=N=K | dtype | hipdnn-rs (Triton) | TFLOP/s | torch.matmul | ours/torch speed |\n|---|---|---|---|---|---|\n";
@@ -714,6 +730,24 @@ impl ConvCase {
 }
 
 fn conv_graph(c: ConvCase, dt: DataType) -> Graph {
+    let (mut g, mut y) = conv_core(c, dt);
+    if c.epilogue {
+        let b = g.tensor(
+            TensorAttributes::new("bias")
+                .uid(3)
+                .data_type(dt)
+                .dims([1, c.k, 1, 1])
+                .strides([c.k, 1, 1, 1]),
+        );
+        y = g.pointwise(y, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
+        y = g.pointwise_unary(y, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    }
+    g.set_output(y, true).set_uid(y, 4);
+    g
+}
+
+/// The conv graph without epilogue or output marking: (graph, y).
+fn conv_core(c: ConvCase, dt: DataType) -> (Graph, hipdnn::TensorId) {
     let mut g = Graph::new();
     g.set_name("conv")
         .set_io_data_type(dt)
@@ -736,7 +770,7 @@ fn conv_graph(c: ConvCase, dt: DataType) -> Graph {
         c.r,
         c.r,
     ])));
-    let mut y = g.conv_fprop(
+    let y = g.conv_fprop(
         x,
         w,
         hipdnn::ConvFpropAttributes::new()
@@ -744,19 +778,7 @@ fn conv_graph(c: ConvCase, dt: DataType) -> Graph {
             .stride([c.stride, c.stride])
             .dilation([c.dil, c.dil]),
     );
-    if c.epilogue {
-        let b = g.tensor(
-            TensorAttributes::new("bias")
-                .uid(3)
-                .data_type(dt)
-                .dims([1, c.k, 1, 1])
-                .strides([c.k, 1, 1, 1]),
-        );
-        y = g.pointwise(y, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
-        y = g.pointwise_unary(y, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
-    }
-    g.set_output(y, true).set_uid(y, 4);
-    g
+    (g, y)
 }
 
 fn conv_inputs<T: Num>(c: ConvCase) -> Vec<(i64, Vec<T>)> {

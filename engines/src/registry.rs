@@ -14,10 +14,10 @@
 
 use crate::ingestor::DispatchRegistry;
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
-use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V1, ConvFpropV1Handler};
+use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
-use crate::ingestor::packs::matmul::{MATMUL_V1, MatmulV1Handler};
+use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use std::sync::Arc;
@@ -65,14 +65,14 @@ impl PackFamily {
 
     /// The contract that serves the family's current packed entries (entries without a
     /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
-    /// `hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`,
+    /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
     /// `hipkernel.conv_dgrad.dispatch.v1` (Triton entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
             PackFamily::ConvFwd => CONV_FWD_V2,
-            PackFamily::Matmul => MATMUL_V1,
-            PackFamily::ConvFprop => CONV_FPROP_V1,
+            PackFamily::Matmul => MATMUL_V2,
+            PackFamily::ConvFprop => CONV_FPROP_V2,
             PackFamily::ConvDgrad => CONV_DGRAD_V1,
         }
     }
@@ -90,15 +90,17 @@ pub fn native_packs() -> DispatchRegistry {
 
 /// Every contract this crate serves: [`native_packs`] plus the v2 contracts
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
-/// contracts (`hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`,
-/// `hipkernel.conv_dgrad.dispatch.v1`) under their versioned names only, so the
-/// unversioned aliases keep naming the native v1 packs.
+/// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
+/// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`) under
+/// their versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
     r.register_versioned_only(Arc::new(PointwiseV2Handler))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(MatmulV1Handler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropV1Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(MatmulHandler::V1)))
+        .and_then(|()| r.register_versioned_only(Arc::new(MatmulHandler::V2)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V1)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V2)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r

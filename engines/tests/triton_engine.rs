@@ -11,16 +11,19 @@ use hipdnn_backend::engine::{BufferRef, Engine, EngineConfig, ExecuteArgs, Tenso
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginStatus;
 use hipdnn_engines::gpu::load_triton_descriptors;
+use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::{FixedDevice, KernelArgValue};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
+use hipdnn_engines::ingestor::packs::conv_fprop::ConvFpropHandler;
 use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
 use hipdnn_engines::registry::pack_registry;
 use hipdnn_schema::graph::{
     ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
+    MatmulAttributes, MatmulAttributesArgs, NodeAttributes, PointwiseAttributesArgs,
+    PointwiseMode as PM,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -184,14 +187,19 @@ fn a_saved_triton_plan_restores_without_kernels_and_launches_identically() {
     assert_eq!(geom.grid, [32 * 16, 1, 1]);
     assert_eq!(geom.block, [256, 1, 1]);
     assert_eq!(geom.shared_mem_bytes, 147_456);
-    assert_eq!(args.len(), 16);
-    assert_eq!(args[3], KernelArgValue::Pointer(0), "no bias");
+    assert_eq!(args.len(), 20);
     assert_eq!(
-        &args[14..],
+        &args[3..6],
+        &[KernelArgValue::Pointer(0); 3],
+        "no bias, residual or scale"
+    );
+    assert_eq!(
+        &args[18..],
         &[KernelArgValue::Pointer(0); 2],
         "null scratch"
     );
-    assert_eq!(args[4], KernelArgValue::I32(4096));
+    assert_eq!(args[6], KernelArgValue::I32(4096));
+    assert_eq!(args[17], KernelArgValue::I32(0), "no epilogue");
     // Unaligned A on a spec plan: refused, nothing launched.
     let mut t = bindings(8);
     let err = ctx
@@ -234,4 +242,200 @@ fn a_saved_triton_plan_restores_without_kernels_and_launches_identically() {
     assert_eq!(dev2.launches.lock().unwrap()[0], (geom, args));
     // A loaded plan is re-saved by the backend from the bytes it was loaded from (the engine
     // refuses the hook); the SDK-level byte-identical re-save runs in `hipdnn-bench triton`.
+}
+
+/// `conv_graph` with its output made virtual and `ops` appended: each (mode, other input UID)
+/// consumes the previous output; tensors 10 (bias [1, K, 1, 1]), 11 (residual, y's dims, NHWC
+/// when `nhwc`) and 12 (scale [1, 1, 1, 1]) exist; the last output is UID 30 + ops.len().
+fn fused_conv_graph(dt: DT, nhwc: bool, ops: &[(PM, Option<i64>)]) -> OperationGraph {
+    let (n, c, h, k) = (2, 32, 8, 48);
+    let lay = |t: TensorSpec| if nhwc { t.channels_last() } else { t };
+    let mut g = GraphBuilder::new("fused");
+    g.tensor(lay(TensorSpec::new(1, "x", dt, &[n, c, h, h])))
+        .tensor(lay(TensorSpec::new(2, "w", dt, &[k, c, 3, 3])))
+        .tensor(lay(TensorSpec::new(3, "y", dt, &[n, k, h, h])).virtual_())
+        .tensor(TensorSpec::new(10, "bias", dt, &[1, k, 1, 1]))
+        .tensor(lay(TensorSpec::new(11, "res", dt, &[n, k, h, h])))
+        .tensor(TensorSpec::new(12, "scale", dt, &[1, 1, 1, 1]));
+    g.node(
+        "conv",
+        Box::new(|fbb| {
+            let one = fbb.create_vector(&[1i64, 1]);
+            let args = ConvolutionFwdAttributesArgs {
+                x_tensor_uid: 1,
+                w_tensor_uid: 2,
+                y_tensor_uid: 3,
+                pre_padding: Some(one),
+                post_padding: Some(one),
+                stride: Some(one),
+                dilation: Some(one),
+                conv_mode: ConvMode::CROSS_CORRELATION,
+            };
+            (
+                NodeAttributes::ConvolutionFwdAttributes,
+                ConvolutionFwdAttributes::create(fbb, &args).as_union_value(),
+            )
+        }),
+    );
+    let mut cur = 3;
+    for (i, (mode, other)) in ops.iter().enumerate() {
+        let out = 31 + i as i64;
+        let t = lay(TensorSpec::new(out, "t", dt, &[n, k, h, h]));
+        g.tensor(if i + 1 < ops.len() { t.virtual_() } else { t });
+        g.pointwise(
+            "pw",
+            PointwiseAttributesArgs {
+                operation: *mode,
+                in_0_tensor_uid: cur,
+                in_1_tensor_uid: *other,
+                out_0_tensor_uid: out,
+                ..Default::default()
+            },
+        );
+        cur = out;
+    }
+    OperationGraph::from_bytes(&g.build()).unwrap()
+}
+
+#[test]
+fn conv_epilogues_fuse_into_one_launch_with_the_documented_code() {
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    let add = |u| (PM::ADD, Some(u));
+    // (ops, epilogue code, res.uid present, scale.uid present)
+    type Case = (Vec<(PM, Option<i64>)>, i64, bool, bool);
+    let cases: Vec<Case> = vec![
+        (
+            vec![add(10), add(11), (PM::RELU_FWD, None)],
+            1 | 16 | 2,
+            true,
+            false,
+        ),
+        (
+            vec![add(10), (PM::GELU_FWD, None)],
+            1 | (2 << 1),
+            false,
+            false,
+        ),
+        (vec![(PM::GELU_APPROX_TANH_FWD, None)], 3 << 1, false, false),
+        (vec![(PM::SIGMOID_FWD, None)], 4 << 1, false, false),
+        (
+            vec![add(10), (PM::TANH_FWD, None), add(11)],
+            1 | (5 << 1) | 32,
+            true,
+            false,
+        ),
+        (
+            vec![(PM::MUL, Some(12)), add(10), (PM::SWISH_FWD, None)],
+            64 | 1 | (6 << 1),
+            false,
+            true,
+        ),
+    ];
+    for (i, (ops, code, res, scale)) in cases.iter().enumerate() {
+        let p = decode_payload(&plan_bytes(&e, &fused_conv_graph(DT::HALF, true, ops))).unwrap();
+        assert_eq!(
+            p.dispatch_symbol, "hipkernel.conv_fprop.dispatch.v2",
+            "case {i}"
+        );
+        assert_eq!(int(&p, "epilogue"), *code, "case {i}");
+        assert_eq!(
+            int(&p, "spec"),
+            1,
+            "case {i}: NHWC residual keeps the spec entry"
+        );
+        assert_eq!(p.launch_values.contains_key("res.uid"), *res, "case {i}");
+        assert_eq!(
+            p.launch_values.contains_key("scale.uid"),
+            *scale,
+            "case {i}"
+        );
+        assert_eq!(int(&p, "y.uid"), 30 + ops.len() as i64, "case {i}");
+    }
+    // The launch of conv → bias → add → ReLU: x, w, y, bias, residual, null scale.
+    let g = fused_conv_graph(DT::HALF, true, &[add(10), add(11), (PM::RELU_FWD, None)]);
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![],
+            },
+            &g,
+        )
+        .unwrap();
+    let addr = |u: i64| 0x1000_0000 * u as u64;
+    let mut t: Vec<TensorBinding<'static>> = [1i64, 2, 33, 10, 11]
+        .iter()
+        .map(|u| TensorBinding {
+            uid: *u,
+            data: BufferRef::Device {
+                addr: addr(*u),
+                len: 1 << 20,
+            },
+        })
+        .collect();
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: None,
+        tensors: &mut t,
+    })
+    .unwrap();
+    let (_, args) = dev.launches.lock().unwrap()[0].clone();
+    let ptr = |u: i64| KernelArgValue::Pointer(addr(u));
+    assert_eq!(
+        &args[..6],
+        &[
+            ptr(1),
+            ptr(2),
+            ptr(33),
+            ptr(10),
+            ptr(11),
+            KernelArgValue::Pointer(0)
+        ]
+    );
+    // A residual that is not 16-byte aligned is refused on the spec entry.
+    t[4].data = BufferRef::Device {
+        addr: addr(11) + 2,
+        len: 1 << 20,
+    };
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap_err();
+    assert_eq!(err.status, PluginStatus::BadParam);
+    assert_eq!(
+        err.message,
+        "tensor UID 11 is at 0xb0000002; this plan runs the specialized conv kernel, which needs 16-byte aligned x, w, y and the residual"
+    );
+    // The same graph in NCHW takes the generic entry.
+    let mut gb_ops = vec![add(10), add(11), (PM::RELU_FWD, None)];
+    let p = decode_payload(&plan_bytes(&e, &fused_conv_graph(DT::HALF, false, &gb_ops))).unwrap();
+    assert_eq!((int(&p, "spec"), int(&p, "epilogue")), (0, 19));
+    // Refusals (the pack's texts): order, a second activation, a mode it does not fuse, an
+    // ADD operand that is neither bias nor residual. The reference engine runs such graphs.
+    gb_ops = vec![(PM::RELU_FWD, None), add(10)];
+    let refusal = |ops: &[(PM, Option<i64>)]| {
+        ConvFpropHandler::V2
+            .prepare(&fused_conv_graph(DT::HALF, true, ops))
+            .unwrap_err()
+    };
+    let err = refusal(&gb_ops);
+    assert!(err.message.contains("the conv_fprop pack fuses scale → bias → residual → activation → residual, each at most once; cannot fuse ADD here"), "{}", err.message);
+    let err = refusal(&[(PM::RELU_FWD, None), (PM::TANH_FWD, None)]);
+    assert!(
+        err.message.contains("cannot fuse TANH_FWD here"),
+        "{}",
+        err.message
+    );
+    let err = refusal(&[(PM::ELU_FWD, None)]);
+    assert!(
+        err.message.contains("cannot fuse ELU_FWD here"),
+        "{}",
+        err.message
+    );
+    let err = refusal(&[add(12)]);
+    assert!(err.message.contains("the conv_fprop pack fuses ADD(x, t) where t is a bias of dims [1, K, 1, 1] with unit K stride or a non-virtual residual of the output's dims and data type; tensor 12 has dims [1, 1, 1, 1]"), "{}", err.message);
 }

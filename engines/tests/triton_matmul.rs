@@ -1,5 +1,5 @@
 //! The Triton pack pipeline's committed outputs and the matmul launch contract
-//! (`hipkernel.matmul.dispatch.v1`), without a device: descriptor fields, code-object
+//! (`hipkernel.matmul.dispatch.v2`, and v1 restores), without a device: descriptor fields, code-object
 //! structure (ELF machine, AMD e_flags, kernel symbol and `.kd`), parameter lists equal to the
 //! contract's, launch-value round trips, specialization decisions and exact refusals.
 
@@ -8,16 +8,18 @@ use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
 use hipdnn_engines::ingestor::packs::conv_dgrad::{self, CONV_DGRAD_V1};
-use hipdnn_engines::ingestor::packs::conv_fprop::{self, CONV_FPROP_V1};
+use hipdnn_engines::ingestor::packs::conv_fprop::{
+    self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
+};
 use hipdnn_engines::ingestor::packs::matmul::{
-    MATMUL_V1, MatmulV1Handler, MatmulV1Inputs, TritonConfig, signature,
+    MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
 };
 
 /// The contract's signature of a family's variant.
 fn family_signature(family: &str, spec: bool) -> Vec<KernelArgument> {
     match family {
-        "matmul" => signature(spec),
-        "conv_fprop" => conv_fprop::signature(spec),
+        "matmul" => signature(spec, 2),
+        "conv_fprop" => conv_fprop::signature(spec, 2),
         "conv_dgrad" => conv_dgrad::signature(spec),
         f => panic!("unknown family {f}"),
     }
@@ -219,9 +221,9 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             let cfg = TritonConfig::parse(&d.name).unwrap();
             families.insert(cfg.family.clone());
             let (dispatch, symbol) = match cfg.family.as_str() {
-                "matmul" => (MATMUL_V1, "hipdnn_matmul"),
+                "matmul" => (MATMUL_V2, "hipdnn_matmul"),
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
-                _ => (CONV_FPROP_V1, "hipdnn_conv_fprop"),
+                _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
             };
             assert_eq!(d.dispatch, dispatch);
             let s = d.single_source().unwrap();
@@ -270,28 +272,46 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
     }
 }
 
-fn inputs(spec: bool) -> MatmulV1Inputs {
+/// Contract v1 inputs (a plan saved before v2): bias + ReLU.
+fn inputs(spec: bool) -> MatmulInputs {
     let mut config =
         TritonConfig::parse("matmul_f16_spec_128x256x64_g8_w8_s3_sh147456_ws32").unwrap();
     config.spec = spec;
-    MatmulV1Inputs {
+    MatmulInputs {
+        version: 1,
         uids: [1, 2, 4],
         bias_uid: Some(3),
+        residual_uid: None,
+        scale_uid: None,
         dtype: 2,
         batch: 2,
         mnk: [512, 256, 128],
         strides: [65536, 128, 1, 32768, 256, 1, 131072, 256, 1],
+        res_strides: [131072, 256, 1],
         epilogue: 3,
         config,
     }
 }
 
+/// Contract v2 inputs: scale, bias, residual (own strides), GELU.
+fn inputs_v2(spec: bool) -> MatmulInputs {
+    let mut i = inputs(spec);
+    i.version = 2;
+    i.residual_uid = Some(5);
+    i.scale_uid = Some(6);
+    i.res_strides = [0, 512, 1];
+    i.epilogue = 64 | 1 | 16 | (2 << 1);
+    i
+}
+
 #[test]
 fn matmul_launch_values_round_trip_and_give_the_geometry() {
     for spec in [true, false] {
+        // v1: a plan saved before v2 restores on the v1 handler with v1's kernel signature.
         let i = inputs(spec);
         let l = i.to_launch().unwrap();
-        let back = MatmulV1Handler
+        assert_eq!(l.dispatch, MATMUL_V1);
+        let back = MatmulHandler::V1
             .restore_launch(MATMUL_V1, &l.launch_values)
             .unwrap();
         assert_eq!(back, l);
@@ -301,10 +321,38 @@ fn matmul_launch_values_round_trip_and_give_the_geometry() {
         assert_eq!(l.pointer_uids, vec![1, 2, 4, 3]);
         assert_eq!(l.scalar_args.len(), if spec { 10 } else { 13 });
         assert_eq!(
-            MatmulV1Handler.launch_signature_for(&l.launch_values),
-            signature(spec)
+            MatmulHandler::V1.launch_signature_for(&l.launch_values),
+            signature(spec, 1)
         );
-        assert_eq!(signature(spec).len(), if spec { 16 } else { 19 });
+        assert_eq!(signature(spec, 1).len(), if spec { 16 } else { 19 });
+        // v2: residual and scale pointers, residual strides.
+        let i = inputs_v2(spec);
+        let l = i.to_launch().unwrap();
+        assert_eq!(l.dispatch, MATMUL_V2);
+        let back = MatmulHandler::V2
+            .restore_launch(MATMUL_V2, &l.launch_values)
+            .unwrap();
+        assert_eq!(back, l);
+        assert_eq!(l.pointer_uids, vec![1, 2, 4, 3, 5, 6]);
+        assert_eq!(l.scalar_args.len(), if spec { 12 } else { 16 });
+        assert_eq!(
+            l.scalar_args.last(),
+            Some(&hipdnn_engines::ingestor::device::KernelArgValue::I32(85))
+        );
+        assert_eq!(signature(spec, 2).len(), if spec { 20 } else { 24 });
+        assert_eq!(
+            MatmulHandler::V2.launch_signature_for(&l.launch_values),
+            signature(spec, 2)
+        );
+        // A v1 plan's values are not a v2 contract (and the other way round).
+        let e = MatmulHandler::V2
+            .restore_launch(MATMUL_V1, &inputs(spec).to_values())
+            .unwrap_err()
+            .message;
+        assert!(
+            e.contains("the handler reads the contract 'hipkernel.matmul.dispatch.v2'"),
+            "{e}"
+        );
     }
 }
 
@@ -320,6 +368,13 @@ fn matmul_spec_decision_follows_the_hints() {
     let mut i = inputs(true);
     i.strides[0] = 0; // broadcast A: stride 0 is a multiple of 16
     assert!(i.fits_spec());
+    assert!(inputs_v2(true).fits_spec());
+    let mut i = inputs_v2(true);
+    i.res_strides = [0, 1, 512]; // column-major residual
+    assert!(!i.fits_spec());
+    let mut i = inputs_v2(true);
+    i.res_strides = [0, 520, 1]; // residual row stride not a multiple of 16
+    assert!(!i.fits_spec());
 }
 
 #[test]
@@ -327,26 +382,63 @@ fn matmul_restore_refusals_are_exact() {
     let d = MATMUL_V1;
     let mut v = inputs(true).to_values();
     v.insert("stride_bn".into(), LaunchValue::Int(7));
-    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
-    assert!(e.ends_with("launch values of dispatch 'hipkernel.matmul.dispatch.v1' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' must be 1"), "{e}");
+    let e = MatmulHandler::V1.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.matmul.dispatch.v1' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1"), "{e}");
     let mut v = inputs(false).to_values();
     v.insert("epilogue".into(), LaunchValue::Int(2));
-    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    let e = MatmulHandler::V1.restore_launch(d, &v).unwrap_err().message;
     assert!(e.ends_with("launch value 'bias.uid' of dispatch 'hipkernel.matmul.dispatch.v1' must be present exactly when 'epilogue' bit 1 is set; epilogue is 2"), "{e}");
     let mut v = inputs(false).to_values();
     v.insert("warp_size".into(), LaunchValue::Int(48));
-    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    let e = MatmulHandler::V1.restore_launch(d, &v).unwrap_err().message;
     assert!(e.ends_with("give 384 threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"), "{e}");
     let mut v = inputs(false).to_values();
     v.insert("tile".into(), LaunchValue::Int(1));
-    let e = MatmulV1Handler.restore_launch(d, &v).unwrap_err().message;
+    let e = MatmulHandler::V1.restore_launch(d, &v).unwrap_err().message;
     assert!(
         e.contains("launch value 'tile' is not part of the contract"),
         "{e}"
     );
+    // v1 knows no residual.
+    let mut v = inputs(false).to_values();
+    v.insert("res.uid".into(), LaunchValue::Int(5));
+    let e = MatmulHandler::V1.restore_launch(d, &v).unwrap_err().message;
+    assert!(
+        e.contains("launch value 'res.uid' is not part of the contract"),
+        "{e}"
+    );
+    // v2 refusals.
+    let d = MATMUL_V2;
+    for (code, why) in [
+        (
+            14,
+            "epilogue 14 names activation 7, the contract knows 0 to 6",
+        ),
+        (
+            48,
+            "epilogue 48 adds the residual both before and after the activation",
+        ),
+    ] {
+        let mut v = inputs_v2(false).to_values();
+        v.insert("epilogue".into(), LaunchValue::Int(code));
+        let e = MatmulHandler::V2.restore_launch(d, &v).unwrap_err().message;
+        assert!(e.ends_with(&format!("launch values of dispatch 'hipkernel.matmul.dispatch.v2' hold epilogue {code}: {why}")), "{e}");
+    }
+    let mut v = inputs_v2(false).to_values();
+    v.insert("epilogue".into(), LaunchValue::Int(64 | 1));
+    let e = MatmulHandler::V2.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("launch value 'res.uid' of dispatch 'hipkernel.matmul.dispatch.v2' must be present exactly when 'epilogue' bit 4 or 5 is set; epilogue is 65"), "{e}");
+    let mut v = inputs_v2(false).to_values();
+    v.remove("scale.uid");
+    let e = MatmulHandler::V2.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("dispatch 'hipkernel.matmul.dispatch.v2' needs launch value 'scale.uid' (int in [-9223372036854775808, 9223372036854775807]), and the plan has none"), "{e}");
+    let mut v = inputs_v2(true).to_values();
+    v.insert("stride_rn".into(), LaunchValue::Int(512));
+    let e = MatmulHandler::V2.restore_launch(d, &v).unwrap_err().message;
+    assert!(e.ends_with("name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1"), "{e}");
 }
 
-fn conv_inputs(spec: bool) -> conv_fprop::ConvFpropV1Inputs {
+fn conv_inputs(spec: bool) -> ConvFpropInputs {
     let config = TritonConfig::parse(if spec {
         "conv_fprop_f16_spec_128x64x64_g8_w4_s3_sh49152_ws32"
     } else {
@@ -354,12 +446,16 @@ fn conv_inputs(spec: bool) -> conv_fprop::ConvFpropV1Inputs {
     })
     .unwrap();
     // NHWC x [2, 32, 9, 9], KRSC w [48, 32, 3, 3], pad 1, stride 2 → y [2, 48, 5, 5] NHWC.
-    conv_fprop::ConvFpropV1Inputs {
+    ConvFpropInputs {
+        version: 1,
         uids: [1, 2, 4],
         bias_uid: Some(3),
+        residual_uid: None,
+        scale_uid: None,
         dtype: 2,
         shape: [2, 32, 9, 9, 48, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1],
         strides: [2592, 1, 288, 32, 288, 1, 96, 32, 1200, 1, 240, 48],
+        res_strides: [1200, 1, 240, 48],
         epilogue: 3,
         config,
     }
@@ -367,13 +463,12 @@ fn conv_inputs(spec: bool) -> conv_fprop::ConvFpropV1Inputs {
 
 #[test]
 fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
-    use hipdnn_engines::ingestor::packs::conv_fprop::ConvFpropV1Handler;
     for spec in [true, false] {
         let i = conv_inputs(spec);
         assert!(i.fits_spec());
         let l = i.to_launch().unwrap();
         assert_eq!(
-            ConvFpropV1Handler
+            ConvFpropHandler::V1
                 .restore_launch(CONV_FPROP_V1, &l.launch_values)
                 .unwrap(),
             l
@@ -383,8 +478,34 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
         assert_eq!(l.geometry.grid, [1, 1, 1]);
         assert_eq!(l.scalar_args.len(), if spec { 25 } else { 29 });
         assert_eq!(
-            ConvFpropV1Handler.launch_signature_for(&l.launch_values),
-            conv_fprop::signature(spec)
+            ConvFpropHandler::V1.launch_signature_for(&l.launch_values),
+            conv_fprop::signature(spec, 1)
+        );
+        // v2: conv → bias → add(residual) → ReLU, residual NHWC.
+        let mut i = conv_inputs(spec);
+        i.version = 2;
+        i.residual_uid = Some(5);
+        i.epilogue = 1 | 16 | 2;
+        assert!(i.fits_spec());
+        let l = i.to_launch().unwrap();
+        assert_eq!(l.dispatch, CONV_FPROP_V2);
+        assert_eq!(
+            ConvFpropHandler::V2
+                .restore_launch(CONV_FPROP_V2, &l.launch_values)
+                .unwrap(),
+            l
+        );
+        assert_eq!(l.pointer_uids, vec![1, 2, 4, 3, 5]);
+        assert_eq!(l.scalar_args.len(), if spec { 28 } else { 33 });
+        assert_eq!(
+            ConvFpropHandler::V2.launch_signature_for(&l.launch_values),
+            conv_fprop::signature(spec, 2)
+        );
+        let mut nchw_res = i.clone();
+        nchw_res.res_strides = [1200, 25, 5, 1];
+        assert!(
+            !nchw_res.fits_spec(),
+            "an NCHW residual takes the generic entry"
         );
     }
     let mut i = conv_inputs(true);
@@ -395,14 +516,14 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
     assert!(!i.fits_spec());
     let mut v = conv_inputs(true).to_values();
     v.insert("groups".into(), LaunchValue::Int(2));
-    let e = ConvFpropV1Handler
+    let e = ConvFpropHandler::V1
         .restore_launch(CONV_FPROP_V1, &v)
         .unwrap_err()
         .message;
-    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v1' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' must be 1"), "{e}");
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v1' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1"), "{e}");
     let mut v = conv_inputs(false).to_values();
     v.insert("groups".into(), LaunchValue::Int(5));
-    let e = ConvFpropV1Handler
+    let e = ConvFpropHandler::V1
         .restore_launch(CONV_FPROP_V1, &v)
         .unwrap_err()
         .message;

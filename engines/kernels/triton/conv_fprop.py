@@ -6,20 +6,23 @@ GEMM view per group g: rows = output pixels (n, p, q) (N*P*Q), columns = the gro
 channels (K/groups), reduction = (r, s, c) with c over the group's C/groups channels.
 Launch contract: `hipkernel.conv_fprop.dispatch.v1` (engines/src/ingestor/packs/conv_fprop.rs).
 Grid: (cdiv(N*P*Q, BLOCK_M) * cdiv(K/groups, BLOCK_N), groups, 1); block: num_warps x warp size.
-Epilogue (`epilogue` bits, run-time): 1 = + bias[k], 2 = ReLU after it.
+Epilogue (`epilogue`, run-time; epilogue.py): scale, + bias[k], + residual[n, k, p, q] (its own
+strides), activation, + residual after it.
 Index math is int32: the contract refuses tensors whose element offsets exceed 2^31 - 1.
 
 Read by build.py at pack time only.
 """
 import triton
 import triton.language as tl
+from epilogue import apply_epilogue
 
 
 @triton.jit
-def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr,
+def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
                       N, C, H, W, K, P, Q, R, S,
                       pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
-                      sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq, epilogue,
+                      sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
+                      srn, srk, srp, srq, epilogue,
                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                       GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
     pid = tl.program_id(0)
@@ -65,28 +68,29 @@ def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr,
             b = tl.load(w_ptr + (w_base[None, :] + cc[:, None] * swc),
                         mask=c_ok[:, None] & n_mask[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-    if (epilogue & 1) != 0:
-        bias = tl.load(bias_ptr + kch, mask=n_mask, other=0.0)
-        acc = acc + bias.to(tl.float32)[None, :]
-    if (epilogue & 2) != 0:
-        acc = tl.maximum(acc, 0.0)
+    out_mask = m_mask[:, None] & n_mask[None, :]
+    if epilogue != 0:
+        r_rows = n_idx * srn + p * srp + q * srq
+        r_ptrs = res_ptr + (r_rows[:, None] + kch[None, :] * srk)
+        acc = apply_epilogue(acc, epilogue, bias_ptr, kch, n_mask, scale_ptr, r_ptrs, out_mask)
     y_rows = n_idx * syn + p * syp + q * syq
     y_ptrs = y_ptr + (y_rows[:, None] + kch[None, :] * syk)
-    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])
+    tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
 
 
 KERNEL = hipdnn_conv_fprop
 FAMILY = "conv_fprop"
-POINTERS = ["x_ptr", "w_ptr", "y_ptr", "bias_ptr"]
+POINTERS = ["x_ptr", "w_ptr", "y_ptr", "bias_ptr", "res_ptr", "scale_ptr"]
 INTS = ["N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w",
         "dil_h", "dil_w", "groups", "sxn", "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws",
-        "syn", "syk", "syp", "syq", "epilogue"]
-# Specialized variant ("spec", channels-last): pointers 16-byte aligned; C, K and the
-# non-channel strides multiples of 16; channel strides and groups constant 1 (NHWC x, KRSC w,
-# NHWC y, groups = 1). Everything else takes the "generic" variant.
-SPEC_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "C", "K", "sxn", "sxh", "sxw", "swk", "swr", "sws",
-              "syn", "syp", "syq"]
-SPEC_ONE = ["sxc", "swc", "syk", "groups"]
+        "syn", "syk", "syp", "syq", "srn", "srk", "srp", "srq", "epilogue"]
+# Specialized variant ("spec", channels-last): x, w, y (and the residual) 16-byte aligned; C, K
+# and the non-channel strides multiples of 16; channel strides and groups constant 1 (NHWC x,
+# KRSC w, NHWC y and residual, groups = 1; a launch without a residual passes y's strides).
+# Everything else takes the "generic" variant.
+SPEC_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "res_ptr", "C", "K", "sxn", "sxh", "sxw", "swk", "swr",
+              "sws", "syn", "syp", "syq", "srn", "srp", "srq"]
+SPEC_ONE = ["sxc", "swc", "syk", "srk", "groups"]
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
 
 

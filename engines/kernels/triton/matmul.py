@@ -4,20 +4,23 @@ accumulation and f32 (IEEE; TF32 only when INPUT_PRECISION says so).
 Launch contract: `hipkernel.matmul.dispatch.v1` (engines/src/ingestor/packs/matmul.rs).
 Grid: (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), batch, 1); block: num_warps x warp size.
 Layout comes from the strides (row- or column-major per operand, element units).
-Epilogue (`epilogue` bits, a run-time argument): 1 = + bias[n] (a length-N vector, unit stride),
-2 = ReLU after the bias. The bias pointer is ignored (may be null) without bit 1.
+Epilogue (`epilogue`, a run-time argument; epilogue.py): scale, + bias[n] (a length-N vector,
+unit stride), + residual[b, m, n] (its own strides), activation (ReLU, GELU, GELU-tanh,
+sigmoid, tanh, SiLU), + residual after it. Pointers of absent terms are ignored (may be null).
 
 This file is read by build.py at pack time only; nothing imports it at run time.
 """
 import triton
 import triton.language as tl
+from epilogue import apply_epilogue
 
 
 @triton.jit
-def hipdnn_matmul(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
+def hipdnn_matmul(a_ptr, b_ptr, c_ptr, bias_ptr, res_ptr, scale_ptr, M, N, K,
                   stride_ab, stride_am, stride_ak,
                   stride_bb, stride_bk, stride_bn,
-                  stride_cb, stride_cm, stride_cn, epilogue,
+                  stride_cb, stride_cm, stride_cn,
+                  stride_rb, stride_rm, stride_rn, epilogue,
                   BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                   GROUP_M: tl.constexpr,
                   INPUT_PRECISION: tl.constexpr):
@@ -34,6 +37,7 @@ def hipdnn_matmul(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
     a_ptr += bid * stride_ab
     b_ptr += bid * stride_bb
     c_ptr += bid * stride_cb
+    res_ptr += bid * stride_rb
     offs_am = (pid_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
     offs_bn = (pid_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
     offs_k = tl.arange(0, BLOCK_K)
@@ -48,27 +52,28 @@ def hipdnn_matmul(a_ptr, b_ptr, c_ptr, bias_ptr, M, N, K,
         b_ptrs += BLOCK_K * stride_bk
     offs_cm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
-    if (epilogue & 1) != 0:
-        bias = tl.load(bias_ptr + offs_cn, mask=offs_cn < N, other=0.0)
-        acc = acc + bias.to(tl.float32)[None, :]
-    if (epilogue & 2) != 0:
-        acc = tl.maximum(acc, 0.0)
+    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
+    if epilogue != 0:
+        r_ptrs = res_ptr + stride_rm * offs_cm[:, None] + stride_rn * offs_cn[None, :]
+        acc = apply_epilogue(acc, epilogue, bias_ptr, offs_cn, offs_cn < N, scale_ptr, r_ptrs,
+                             c_mask)
     c = acc.to(c_ptr.dtype.element_ty)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
-    c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     tl.store(c_ptrs, c, mask=c_mask)
 
 
 KERNEL = hipdnn_matmul
 FAMILY = "matmul"
-POINTERS = ["a_ptr", "b_ptr", "c_ptr", "bias_ptr"]
+POINTERS = ["a_ptr", "b_ptr", "c_ptr", "bias_ptr", "res_ptr", "scale_ptr"]
 INTS = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stride_bk",
-        "stride_bn", "stride_cb", "stride_cm", "stride_cn", "epilogue"]
-# Specialized variant ("spec"): every pointer 16-byte aligned, these integers multiples of 16,
-# and the unit strides constant 1 (A, B and C row-major). Others take the "generic" variant.
-SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "M", "N", "K", "stride_ab", "stride_am", "stride_bb",
-              "stride_bk", "stride_cb", "stride_cm"]
-SPEC_ONE = ["stride_ak", "stride_bn", "stride_cn"]
+        "stride_bn", "stride_cb", "stride_cm", "stride_cn", "stride_rb", "stride_rm",
+        "stride_rn", "epilogue"]
+# Specialized variant ("spec"): A, B, C (and the residual) 16-byte aligned, these integers
+# multiples of 16, and the unit strides constant 1 (A, B, C and the residual row-major; a launch
+# without a residual passes C's strides). Others take the "generic" variant.
+SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "M", "N", "K", "stride_ab", "stride_am",
+              "stride_bb", "stride_bk", "stride_cb", "stride_cm", "stride_rb", "stride_rm"]
+SPEC_ONE = ["stride_ak", "stride_bn", "stride_cn", "stride_rn"]
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
 
 

@@ -529,6 +529,6 @@ impl DispatchHandler for ConvDgradV1Handler {
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        triton_kernel_args(launch, tensors, "conv dgrad", "dy, w and dx", false)
+        triton_kernel_args(launch, tensors, "conv dgrad", "dy, w and dx", &[])
     }
 }

@@ -1,16 +1,20 @@
-//! Conv fprop pack, contract `hipkernel.conv_fprop.dispatch.v1`: 2-D convolution forward as
-//! an implicit GEMM (+ bias[k], ReLU) on the Triton kernels of
-//! `engines/kernels/triton/conv_fprop.py`, ONE launch.
+//! Conv fprop pack, contract `hipkernel.conv_fprop.dispatch.v2`: 2-D convolution forward as
+//! an implicit GEMM with a fused epilogue (scale, bias[k], residual, activation;
+//! [`super::epilogue`]) on the Triton kernels of `engines/kernels/triton/conv_fprop.py`, ONE
+//! launch. (`hipkernel.conv_fprop.dispatch.v1` — bias and ReLU only, no residual or scale
+//! pointers — is still restored from plans saved before v2; new builds use v2.)
 //!
-//! Graphs served: `conv_fprop`; `conv_fprop → ADD(bias)`; `conv_fprop → RELU_FWD`;
-//! `conv_fprop → ADD(bias) → RELU_FWD`. x `[N, C, H, W]`, w `[K, C/groups, R, S]`, y
-//! `[N, K, P, Q]` with any strides (NCHW, NHWC, KCRS, KRSC, …), cross-correlation, padding,
-//! stride, dilation, groups; f16, bf16 (f32 accumulate) or f32 (IEEE), one data type. The bias
-//! has dims `[1, K, 1, 1]` with unit K stride; intermediates must be virtual.
+//! Graphs served: `conv_fprop` followed by up to five pointwise nodes that form the epilogue
+//! (`MUL(scale)`, `ADD(bias)`, `ADD(residual)`, one activation, `ADD(residual)`, in that
+//! order, each at most once; ResNet's conv → bias → add → ReLU is one launch). x `[N, C, H,
+//! W]`, w `[K, C/groups, R, S]`, y `[N, K, P, Q]` with any strides (NCHW, NHWC, KCRS, KRSC, …),
+//! cross-correlation, padding, stride, dilation, groups; f16, bf16 (f32 accumulate) or f32
+//! (IEEE), one data type. The bias has dims `[1, K, 1, 1]` with unit K stride; the residual
+//! has y's dims (any strides); the scale has dims all 1; intermediates must be virtual.
 //!
 //! Entries: `conv_fprop_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`;
-//! `spec` = channels-last (x, w, y channel strides 1, groups 1, C, K and the other strides
-//! multiples of 16, pointers 16-byte aligned), `generic` = anything else.
+//! `spec` = channels-last (x, w, y and residual channel strides 1, groups 1, C, K and the
+//! other strides multiples of 16, pointers 16-byte aligned), `generic` = anything else.
 //!
 //! **Static rule**: entries in pack order (spec first, larger tiles first); a spec entry whose
 //! tile is wider than 64 output channels is refused when K/groups is narrower than the tile,
@@ -18,17 +22,22 @@
 //! generic entry serves every graph. A spec plan refuses (BAD_PARAM) tensors that are not
 //! 16-byte aligned at execute.
 //!
-//! Launch values (all int): `x.uid`, `w.uid`, `y.uid`, `bias.uid` (iff epilogue bit 1),
-//! `dtype` (1, 2, 3), `n c h width k p q r s` [1, 2³¹−1], `pad_h pad_w` [0, 2³¹−1],
-//! `stride_h stride_w dil_h dil_w groups` [1, 2³¹−1], the 12 element strides `sxn sxc sxh
-//! sxw swk swc swr sws syn syk syp syq` [0, 2³¹−1], `epilogue` [0, 3], `spec` [0, 1],
-//! `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1, 16], `warp_size`
-//! 32/64, `shared_bytes` [0, 262144]. Launch: grid (cdiv(n·p·q, block_m)·cdiv(k/groups,
-//! block_n), groups, 1), block (num_warps·warp_size), dynamic shared memory `shared_bytes`,
-//! workspace 0, both scratch pointers null. Kernel arguments: x, w, y, bias (null without),
-//! the integers in the order of `conv_fprop.py` (the spec variant drops `groups`, `sxc`,
-//! `swc`, `syk`), then the two scratch pointers.
+//! Launch values (all int): `x.uid`, `w.uid`, `y.uid`, `bias.uid` (iff epilogue bit 0),
+//! `res.uid` (iff bit 4 or 5), `scale.uid` (iff bit 6), `dtype` (1, 2, 3), `n c h width k p q
+//! r s` [1, 2³¹−1], `pad_h pad_w` [0, 2³¹−1], `stride_h stride_w dil_h dil_w groups` [1,
+//! 2³¹−1], the 12 element strides `sxn sxc sxh sxw swk swc swr sws syn syk syp syq` and (v2)
+//! the residual's `srn srk srp srq` (y's without one) [0, 2³¹−1], `epilogue` [0, 127] (v1 [0,
+//! 3]), `spec` [0, 1], `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
+//! 16], `warp_size` 32/64, `shared_bytes` [0, 262144]. Launch: grid (cdiv(n·p·q,
+//! block_m)·cdiv(k/groups, block_n), groups, 1), block (num_warps·warp_size), dynamic shared
+//! memory `shared_bytes`, workspace 0, both scratch pointers null. Kernel arguments: x, w, y,
+//! bias, res, scale (null when absent; v1: x, w, y, bias), the integers in the order of
+//! `conv_fprop.py` (the spec variant drops `groups`, `sxc`, `swc`, `syk`, `srk`), then the two
+//! scratch pointers.
 
+use super::epilogue::{
+    MAX_V2, RESIDUAL_AFTER, RESIDUAL_BEFORE, SCALE, invalid_reason, match_epilogue,
+};
 use super::matmul::{MIN_TILES, TritonConfig, is_spec, triton_kernel_args};
 use super::pointwise_v2::dims_strides;
 use super::tensor;
@@ -42,16 +51,21 @@ use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{Window, output_extent};
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{ConvMode, DataType, Node, PointwiseMode};
+use hipdnn_schema::graph::{ConvMode, DataType, Node};
 
-/// The versioned contract name.
+/// Contract v1 (bias and ReLU epilogue; no residual or scale pointers): restored from plans
+/// saved before v2, never chosen for a new build.
 pub const CONV_FPROP_V1: &str = "hipkernel.conv_fprop.dispatch.v1";
+/// Contract v2: residual and scale pointers, residual strides, [`super::epilogue`]'s code.
+pub const CONV_FPROP_V2: &str = "hipkernel.conv_fprop.dispatch.v2";
 
 /// Shape value names, in kernel order (after the pointers).
 const SHAPE: [&str; 16] = [
     "n", "c", "h", "width", "k", "p", "q", "r", "s", "pad_h", "pad_w", "stride_h", "stride_w",
     "dil_h", "dil_w", "groups",
 ];
+/// Residual stride value names (v2), in kernel order.
+const RES_STRIDES: [&str; 4] = ["srn", "srk", "srp", "srq"];
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 12] = [
     "sxn", "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws", "syn", "syk", "syp", "syq",
@@ -68,37 +82,48 @@ const CONFIG: [&str; 8] = [
     "shared_bytes",
 ];
 
-/// Every value name of the contract.
-pub fn value_names() -> Vec<&'static str> {
+/// Every value name of contract `version` (1 or 2), sorted.
+pub fn value_names(version: u8) -> Vec<&'static str> {
     let mut v = vec!["x.uid", "w.uid", "y.uid", "bias.uid", "dtype", "epilogue"];
     v.extend(SHAPE);
     v.extend(STRIDES);
     v.extend(CONFIG);
+    if version >= 2 {
+        v.extend(["res.uid", "scale.uid"]);
+        v.extend(RES_STRIDES);
+    }
     v.sort_unstable();
     v
 }
 
-/// The kernel parameter names of a variant, in order (with the two scratch pointers).
-pub fn param_names(spec: bool) -> Vec<&'static str> {
+/// The kernel parameter names of a variant of contract `version`, in order (with the two
+/// scratch pointers).
+pub fn param_names(spec: bool, version: u8) -> Vec<&'static str> {
     let kernel_shape = [
         "N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w",
         "dil_h", "dil_w", "groups",
     ];
     let mut v = vec!["x_ptr", "w_ptr", "y_ptr", "bias_ptr"];
+    if version >= 2 {
+        v.extend(["res_ptr", "scale_ptr"]);
+    }
     v.extend(kernel_shape.iter().filter(|n| !(spec && **n == "groups")));
     v.extend(
         STRIDES
             .iter()
             .filter(|n| !(spec && ["sxc", "swc", "syk"].contains(n))),
     );
+    if version >= 2 {
+        v.extend(RES_STRIDES.iter().filter(|n| !(spec && **n == "srk")));
+    }
     v.extend(["epilogue", "global_scratch", "profile_scratch"]);
     v
 }
 
-/// The kernel signature of a variant (natural layout, named).
-pub fn signature(spec: bool) -> Vec<KernelArgument> {
+/// The kernel signature of a variant of contract `version` (natural layout, named).
+pub fn signature(spec: bool, version: u8) -> Vec<KernelArgument> {
     let mut off = 0u32;
-    param_names(spec)
+    param_names(spec, version)
         .into_iter()
         .map(|n| {
             let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
@@ -114,39 +139,60 @@ pub fn signature(spec: bool) -> Vec<KernelArgument> {
         .collect()
 }
 
-/// The launch inputs of contract v1.
+/// The launch inputs of contracts v1 and v2.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvFpropV1Inputs {
+pub struct ConvFpropInputs {
+    /// Contract version: 2 for new builds, 1 for plans saved before v2.
+    pub version: u8,
     /// UIDs of x, w and y (y = the last node's output).
     pub uids: [i64; 3],
-    /// UID of the bias, when epilogue bit 1 is set.
+    /// UID of the bias, when epilogue bit 0 is set.
     pub bias_uid: Option<i64>,
+    /// UID of the residual, when epilogue bit 4 or 5 is set (v2).
+    pub residual_uid: Option<i64>,
+    /// UID of the one-element scale, when epilogue bit 6 is set (v2).
+    pub scale_uid: Option<i64>,
     /// `DataType` value.
     pub dtype: i8,
     /// n, c, h, width, k, p, q, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups.
     pub shape: [i64; 16],
     /// sxn … syq (elements).
     pub strides: [i64; 12],
-    /// Epilogue bits.
+    /// srn, srk, srp, srq of the residual (elements; y's strides without one).
+    pub res_strides: [i64; 4],
+    /// Epilogue code ([`super::epilogue`]).
     pub epilogue: i64,
     /// Kernel configuration.
     pub config: TritonConfig,
 }
 
-impl ConvFpropV1Inputs {
+impl ConvFpropInputs {
+    /// The contract name of this launch's version.
+    pub fn contract(&self) -> &'static str {
+        if self.version >= 2 {
+            CONV_FPROP_V2
+        } else {
+            CONV_FPROP_V1
+        }
+    }
+
     /// Whether the launch satisfies the spec (channels-last) hints; alignment at execute.
     pub fn fits_spec(&self) -> bool {
         let s = self.strides;
+        let r = self.res_strides;
         let groups = self.shape[15];
         groups == 1
             && s[1] == 1
             && s[5] == 1
             && s[9] == 1
+            && (self.version < 2 || r[1] == 1)
             && self.shape[1] % 16 == 0
             && self.shape[4] % 16 == 0
-            && [s[0], s[2], s[3], s[4], s[6], s[7], s[8], s[10], s[11]]
-                .iter()
-                .all(|v| v % 16 == 0)
+            && [
+                s[0], s[2], s[3], s[4], s[6], s[7], s[8], s[10], s[11], r[0], r[2], r[3],
+            ]
+            .iter()
+            .all(|v| v % 16 == 0)
     }
 
     /// Tiles per group.
@@ -177,6 +223,17 @@ impl ConvFpropV1Inputs {
         if let Some(b) = self.bias_uid {
             put("bias.uid", b);
         }
+        if let Some(u) = self.residual_uid {
+            put("res.uid", u);
+        }
+        if let Some(u) = self.scale_uid {
+            put("scale.uid", u);
+        }
+        if self.version >= 2 {
+            for (n, x) in RES_STRIDES.iter().zip(self.res_strides) {
+                put(n, x);
+            }
+        }
         put("dtype", i64::from(self.dtype));
         put("epilogue", self.epilogue);
         for (n, x) in SHAPE.iter().zip(self.shape) {
@@ -201,29 +258,56 @@ impl ConvFpropV1Inputs {
         v
     }
 
-    /// Reads values saved under `dispatch` and checks them.
+    /// Reads values saved under `dispatch` for contract `version` (1 or 2) and checks them.
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the reader texts; `launch value 'bias.uid' of dispatch
-    /// '<d>' must be present exactly when 'epilogue' bit 1 is set; epilogue is <e>`; `launch
-    /// values of dispatch '<d>' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk'
-    /// must be 1`; `launch values of dispatch '<d>': 'groups' must divide 'c' and 'k'`; the
-    /// geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let names = value_names();
-        let r = ContractReader::new(dispatch, CONV_FPROP_V1, &names, values)?;
-        let max = i64::from(i32::MAX);
-        let epilogue = r.int("epilogue", 0, 3)?;
-        let bias_uid = if epilogue & 1 != 0 {
-            Some(r.int("bias.uid", i64::MIN, i64::MAX)?)
-        } else if values.contains_key("bias.uid") {
-            return Err(incompatible(format!(
-                "launch value 'bias.uid' of dispatch '{}' must be present exactly when 'epilogue' bit 1 is set; epilogue is {epilogue}",
-                quote(dispatch)
-            )));
+    /// `NOT_APPLICABLE` (load prefix): the reader texts; `launch values of dispatch '<d>' hold
+    /// epilogue <e>: <why>` (v2); `launch value '<name>' of dispatch '<d>' must be present
+    /// exactly when 'epilogue' <bits> is set; epilogue is <e>` (bias: bit 1 (v1) / bit 0
+    /// (v2); `res.uid`: bit 4 or 5; `scale.uid`: bit 6); `launch values of dispatch '<d>' name
+    /// the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1`;
+    /// `launch values of dispatch '<d>': 'groups' must divide 'c' and 'k'`; the geometry
+    /// texts.
+    pub fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
+        let contract = if version >= 2 {
+            CONV_FPROP_V2
         } else {
-            None
+            CONV_FPROP_V1
         };
+        let names = value_names(version);
+        let r = ContractReader::new(dispatch, contract, &names, values)?;
+        let max = i64::from(i32::MAX);
+        let d = quote(dispatch);
+        let epilogue = if version >= 2 {
+            let e = r.int("epilogue", 0, MAX_V2)?;
+            if let Some(why) = invalid_reason(e) {
+                return Err(incompatible(format!(
+                    "launch values of dispatch '{d}' hold epilogue {e}: {why}"
+                )));
+            }
+            e
+        } else {
+            r.int("epilogue", 0, 3)?
+        };
+        let optional = |name: &str, present: bool, bits: &str| -> PluginResult<Option<i64>> {
+            if present {
+                Ok(Some(r.int(name, i64::MIN, i64::MAX)?))
+            } else if values.contains_key(name) {
+                Err(incompatible(format!(
+                    "launch value '{name}' of dispatch '{d}' must be present exactly when 'epilogue' {bits} is set; epilogue is {epilogue}"
+                )))
+            } else {
+                Ok(None)
+            }
+        };
+        let bias_text = if version >= 2 { "bit 0" } else { "bit 1" };
+        let bias_uid = optional("bias.uid", epilogue & 1 != 0, bias_text)?;
+        let residual_uid = optional(
+            "res.uid",
+            epilogue & (RESIDUAL_BEFORE | RESIDUAL_AFTER) != 0,
+            "bit 4 or 5",
+        )?;
+        let scale_uid = optional("scale.uid", epilogue & SCALE != 0, "bit 6")?;
         let mut shape = [0i64; 16];
         for (i, n) in SHAPE.iter().enumerate() {
             let lo = if n.starts_with("pad") { 0 } else { 1 };
@@ -249,25 +333,41 @@ impl ConvFpropV1Inputs {
             shared_bytes: r.int("shared_bytes", 0, 262_144)?,
             warp_size: r.int("warp_size", 32, 64)?,
         };
-        let inputs = ConvFpropV1Inputs {
+        let res_strides = if version >= 2 {
+            let mut v = [0i64; 4];
+            for (i, n) in RES_STRIDES.iter().enumerate() {
+                v[i] = r.int(n, 0, max)?;
+            }
+            v
+        } else {
+            [strides[8], strides[9], strides[10], strides[11]]
+        };
+        let inputs = ConvFpropInputs {
+            version: version.clamp(1, 2),
             uids: [
                 r.int("x.uid", i64::MIN, i64::MAX)?,
                 r.int("w.uid", i64::MIN, i64::MAX)?,
                 r.int("y.uid", i64::MIN, i64::MAX)?,
             ],
             bias_uid,
+            residual_uid,
+            scale_uid,
             dtype,
             shape,
             strides,
+            res_strides,
             epilogue,
             config,
         };
-        let d = quote(dispatch);
         if inputs.config.spec
-            && (shape[15] != 1 || strides[1] != 1 || strides[5] != 1 || strides[9] != 1)
+            && (shape[15] != 1
+                || strides[1] != 1
+                || strides[5] != 1
+                || strides[9] != 1
+                || res_strides[1] != 1)
         {
             return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' must be 1"
+                "launch values of dispatch '{d}' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1"
             )));
         }
         if shape[1] % shape[15] != 0 || shape[4] % shape[15] != 0 {
@@ -313,14 +413,16 @@ impl ConvFpropV1Inputs {
         })
     }
 
-    /// The prepared launch: `pointer_uids` x, w, y[, bias]; `scalar_args` the variant's
-    /// integers in kernel order.
+    /// The prepared launch: `pointer_uids` x, w, y[, bias][, residual][, scale];
+    /// `scalar_args` the variant's integers in kernel order.
     ///
     /// # Errors
     /// As [`Self::geometry_for`].
     pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
         let mut pointer_uids = self.uids.to_vec();
         pointer_uids.extend(self.bias_uid);
+        pointer_uids.extend(self.residual_uid);
+        pointer_uids.extend(self.scale_uid);
         let spec = self.config.spec;
         let mut ints: Vec<i64> = self
             .shape
@@ -336,11 +438,20 @@ impl ConvFpropV1Inputs {
                 .filter(|(i, _)| !(spec && [1, 5, 9].contains(i)))
                 .map(|(_, v)| *v),
         );
+        if self.version >= 2 {
+            ints.extend(
+                self.res_strides
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| !(spec && *i == 1))
+                    .map(|(_, v)| *v),
+            );
+        }
         ints.push(self.epilogue);
         Ok(PreparedLaunch {
-            dispatch: CONV_FPROP_V1.to_string(),
+            dispatch: self.contract().to_string(),
             launch_values: self.to_values(),
-            geometry: self.geometry_for(CONV_FPROP_V1)?,
+            geometry: self.geometry_for(self.contract())?,
             workspace_bytes: 0,
             pointer_uids,
             scalar_args: ints
@@ -367,12 +478,12 @@ fn span(d: &[i64], s: &[i64]) -> Option<i64> {
     })
 }
 
-fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropV1Inputs> {
+fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
     let g = graph.graph();
     let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.is_empty() || nodes.len() > 3 {
+    if nodes.is_empty() || nodes.len() > 6 {
         return Err(na(format!(
-            "the conv_fprop pack (dispatch v1) serves conv_fprop with up to two epilogue nodes; this graph has {} nodes",
+            "the conv_fprop pack serves conv_fprop with up to five epilogue nodes; this graph has {} nodes",
             nodes.len()
         )));
     }
@@ -411,64 +522,26 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropV1Inputs> {
         )));
     }
     let groups = xd[1] / wd[1];
-    let mut epilogue = 0;
-    let mut bias_uid = None;
-    let mut cur = a.y_tensor_uid();
-    let mut cur_t = tensor(graph, cur)?;
-    for node in &nodes[1..] {
-        let pw = node
-            .attributes_as_pointwise_attributes()
-            .ok_or_else(|| na("the conv_fprop pack fuses pointwise epilogue nodes only"))?;
-        if !cur_t.virtual_() {
-            return Err(na(format!(
-                "the conv_fprop pack fuses an epilogue only over virtual intermediates; tensor {cur} is not virtual"
-            )));
-        }
-        let (i0, i1) = (pw.in_0_tensor_uid(), pw.in_1_tensor_uid());
-        match pw.operation() {
-            PointwiseMode::ADD if epilogue == 0 => {
-                let other = match i1 {
-                    Some(b) if i0 == cur => b,
-                    Some(b) if b == cur => i0,
-                    _ => return Err(na("the conv_fprop pack fuses ADD(conv output, bias) only")),
-                };
-                let bt = tensor(graph, other)?;
-                let (bd, bs) = dims_strides(&bt);
-                if bd.len() != 4
-                    || bd[0] != 1
-                    || bd[1] != wd[0]
-                    || bd[2] != 1
-                    || bd[3] != 1
-                    || (bd[1] > 1 && bs[1] != 1)
-                    || bt.data_type() != dtype
-                {
-                    return Err(na(format!(
-                        "the conv_fprop pack fuses a bias of dims [1, K, 1, 1] with unit K stride and the conv's data type; tensor {other} has dims {bd:?}, strides {bs:?}"
-                    )));
-                }
-                epilogue |= 1;
-                bias_uid = Some(other);
-            }
-            PointwiseMode::RELU_FWD if epilogue & 2 == 0 && i0 == cur => {
-                if pw.relu_lower_clip().is_some_and(|v| v != 0.0)
-                    || pw.relu_upper_clip().is_some()
-                    || pw.relu_lower_clip_slope().is_some_and(|v| v != 0.0)
-                {
-                    return Err(na(
-                        "the conv_fprop pack fuses RELU_FWD without clip or slope attributes",
-                    ));
-                }
-                epilogue |= 2;
-            }
-            m => {
-                return Err(na(format!(
-                    "the conv_fprop pack fuses conv → ADD(bias) → RELU_FWD only; cannot fuse {m:?} here"
-                )));
-            }
-        }
-        cur = pw.out_0_tensor_uid();
-        cur_t = tensor(graph, cur)?;
-    }
+    let k_out = wd[0];
+    let is_bias = |d: &[i64], s: &[i64]| {
+        d.len() == 4
+            && d[0] == 1
+            && d[1] == k_out
+            && d[2] == 1
+            && d[3] == 1
+            && (d[1] == 1 || s[1] == 1)
+    };
+    let fused = match_epilogue(
+        graph,
+        &nodes[1..],
+        a.y_tensor_uid(),
+        "conv_fprop",
+        dtype,
+        &is_bias,
+        "a bias of dims [1, K, 1, 1] with unit K stride",
+    )?;
+    let cur = fused.out;
+    let cur_t = tensor(graph, cur)?;
     let (yd, ys) = dims_strides(&cur_t);
     if yd.len() != 4 || cur_t.data_type() != dtype {
         return Err(na(format!(
@@ -500,7 +573,16 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropV1Inputs> {
             )));
         }
     }
-    for (d, s, what) in [(&xd, &xs, "x"), (&wd, &ws, "w"), (&yd, &ys, "y")] {
+    let (rd, rs) = match fused.residual {
+        Some(u) => dims_strides(&tensor(graph, u)?),
+        None => (yd.clone(), ys.clone()),
+    };
+    for (d, s, what) in [
+        (&xd, &xs, "x"),
+        (&wd, &ws, "w"),
+        (&yd, &ys, "y"),
+        (&rd, &rs, "the residual"),
+    ] {
         if s.iter().any(|v| *v < 0) || span(d, s).is_none_or(|v| v > i64::from(i32::MAX)) {
             return Err(na(format!(
                 "the conv_fprop pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
@@ -516,36 +598,55 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropV1Inputs> {
             "the conv_fprop pack needs extents in [1, 2147483647]; x {xd:?}, w {wd:?}"
         )));
     }
-    Ok(ConvFpropV1Inputs {
+    Ok(ConvFpropInputs {
+        version: 2,
         uids: [a.x_tensor_uid(), a.w_tensor_uid(), cur],
-        bias_uid,
+        bias_uid: fused.bias,
+        residual_uid: fused.residual,
+        scale_uid: fused.scale,
         dtype: dtype.0,
         shape,
         strides: [
             xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3], ys[0], ys[1], ys[2], ys[3],
         ],
-        epilogue,
+        res_strides: [rs[0], rs[1], rs[2], rs[3]],
+        epilogue: fused.code,
         config: TritonConfig::parse("conv_fprop_f32_generic_64x64x32_g8_w4_s2_sh0_ws32")
             .unwrap_or_else(|| unreachable!("a valid config name")),
     })
 }
 
-/// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ConvFpropV1Handler;
+/// The conv fprop handler of one contract version: v2 builds, saves and restores; v1 only
+/// restores plans saved before v2 (its kernels take no residual or scale).
+#[derive(Debug, Clone, Copy)]
+pub struct ConvFpropHandler {
+    /// 1 or 2.
+    pub version: u8,
+}
 
-impl ConvFpropV1Handler {
+impl ConvFpropHandler {
+    /// The v1 handler (restore only).
+    pub const V1: ConvFpropHandler = ConvFpropHandler { version: 1 };
+    /// The v2 handler.
+    pub const V2: ConvFpropHandler = ConvFpropHandler { version: 2 };
+
     /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
     ///
     /// # Errors
-    /// `NOT_APPLICABLE`: the graph texts; `kernel <k> is not a packed conv_fprop entry`;
+    /// `NOT_APPLICABLE`: the graph texts; `the conv_fprop pack builds new plans on contract v2
+    /// only` (v1 handler); `kernel <k> is not a packed conv_fprop entry`;
     /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> is the spec
     /// variant; …`; `kernel <k>: static rule: …`.
     pub fn inputs_for(
         &self,
         kernel: &KernelDescriptor,
         graph: &OperationGraph,
-    ) -> PluginResult<ConvFpropV1Inputs> {
+    ) -> PluginResult<ConvFpropInputs> {
+        if self.version < 2 {
+            return Err(na(
+                "the conv_fprop pack builds new plans on contract v2 only",
+            ));
+        }
         let mut inputs = match_graph(graph)?;
         let config = TritonConfig::for_kernel(kernel, "conv_fprop", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
@@ -575,17 +676,21 @@ impl ConvFpropV1Handler {
     }
 }
 
-impl DispatchHandler for ConvFpropV1Handler {
+impl DispatchHandler for ConvFpropHandler {
     fn contract(&self) -> &str {
-        CONV_FPROP_V1
+        if self.version >= 2 {
+            CONV_FPROP_V2
+        } else {
+            CONV_FPROP_V1
+        }
     }
 
     fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false)
+        signature(false, self.version)
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values))
+        signature(is_spec(values), self.version)
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
@@ -617,16 +722,28 @@ impl DispatchHandler for ConvFpropV1Handler {
         dispatch: &str,
         values: &LaunchValues,
     ) -> PluginResult<PreparedLaunch> {
-        ConvFpropV1Inputs::from_values(dispatch, values)?.to_launch()
+        ConvFpropInputs::from_values(dispatch, values, self.version)?.to_launch()
     }
 
-    /// x, w, y, bias (null without one), the integers, two null scratch pointers. A spec
-    /// launch refuses (BAD_PARAM) x, w or y addresses that are not 16-byte aligned.
+    /// x, w, y, bias, residual and scale (null when absent; v1: bias only), the integers,
+    /// two null scratch pointers. A spec launch refuses (BAD_PARAM) x, w, y or residual
+    /// addresses that are not 16-byte aligned.
     fn kernel_args(
         &self,
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        triton_kernel_args(launch, tensors, "conv", "x, w and y", true)
+        let optional: &[&str] = if self.version >= 2 {
+            &["bias.uid", "res.uid", "scale.uid"]
+        } else {
+            &["bias.uid"]
+        };
+        triton_kernel_args(
+            launch,
+            tensors,
+            "conv",
+            "x, w, y and the residual",
+            optional,
+        )
     }
 }

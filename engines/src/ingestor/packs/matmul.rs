@@ -1,18 +1,24 @@
-//! Matmul pack, contract `hipkernel.matmul.dispatch.v1`: batched C = A·B (+ bias[n], ReLU)
-//! on the Triton kernels of `engines/kernels/triton/matmul.py` (gpu-toolchain.md §12), ONE
-//! launch.
+//! Matmul pack, contract `hipkernel.matmul.dispatch.v2`: batched C = A·B with a fused
+//! epilogue (scale, bias[n], residual, activation; [`super::epilogue`]) on the Triton kernels
+//! of `engines/kernels/triton/matmul.py` (gpu-toolchain.md §12), ONE launch.
+//! (`hipkernel.matmul.dispatch.v1` — bias and ReLU only, no residual or scale pointers — is
+//! still restored from plans saved before v2; new builds use v2.)
 //!
-//! Graphs served: `matmul`; `matmul → pointwise ADD(bias)`; `matmul → RELU_FWD`;
-//! `matmul → ADD(bias) → RELU_FWD`. A is `[..batch, M, K]`, B `[..batch, K, N]`, C
-//! `[..batch, M, N]`, any strides (row- or column-major per operand) whose batch dims collapse
-//! to one (count, stride) per operand (an operand whose batch dims are all 1 broadcasts with
-//! stride 0); f16, bf16 (f32 accumulate) or f32 (IEEE, no TF32), one data type for A, B and C.
-//! The bias has dims `[1, .., 1, N]` with unit stride on N; intermediates must be virtual.
+//! Graphs served: `matmul` followed by up to five pointwise nodes that form the epilogue
+//! (`MUL(scale)`, `ADD(bias)`, `ADD(residual)`, one of RELU_FWD / GELU_FWD /
+//! GELU_APPROX_TANH_FWD / SIGMOID_FWD / TANH_FWD / SWISH_FWD, `ADD(residual)`, in that order,
+//! each at most once). A is `[..batch, M, K]`, B `[..batch, K, N]`, C `[..batch, M, N]`, any
+//! strides (row- or column-major per operand) whose batch dims collapse to one (count, stride)
+//! per operand (an operand whose batch dims are all 1 broadcasts with stride 0); f16, bf16
+//! (f32 accumulate) or f32 (IEEE, no TF32), one data type for every tensor. The bias has dims
+//! `[1, .., 1, N]` with unit stride on N; the residual has C's dims (any strides that collapse
+//! like C's); the scale has dims all 1; intermediates must be virtual.
 //!
 //! Kernel entries (descriptor `name`, written by `xtask pack-kernels`):
 //! `matmul_<dtype>_<variant>_<bm>x<bn>x<bk>_g<group>_w<warps>_s<stages>_sh<shared>_ws<warp>`.
 //! `variant` is `spec` (pointers 16-byte aligned; M, N, K, the leading and batch strides
-//! multiples of 16; unit strides of A's K, B's N and C's N constant 1) or `generic` (no hints).
+//! multiples of 16; unit strides of A's K, B's N, C's N and the residual's N constant 1) or
+//! `generic` (no hints).
 //!
 //! **Static rule** (no benchmarking): entries are tried in pack order (spec before generic,
 //! larger tiles first); a spec entry serves a graph whose shape satisfies its hints, except
@@ -23,12 +29,12 @@
 //!
 //! | launch value | type | range |
 //! |---|---|---|
-//! | `a.uid`, `b.uid`, `c.uid` | int | any; `bias.uid` present iff `epilogue` bit 1 |
+//! | `a.uid`, `b.uid`, `c.uid` | int | any; `bias.uid` present iff `epilogue` bit 0, `res.uid` iff bit 4 or 5, `scale.uid` iff bit 6 |
 //! | `dtype` | int | `DataType` FLOAT 1, HALF 2, BFLOAT16 3 |
 //! | `batch` | int | [1, 65535] |
 //! | `m`, `n`, `k` | int | [1, 2147483647] |
-//! | `stride_ab`, `stride_am`, `stride_ak`, `stride_bb`, `stride_bk`, `stride_bn`, `stride_cb`, `stride_cm`, `stride_cn` | int | [0, 2147483647] (elements) |
-//! | `epilogue` | int | [0, 3]: bit 1 = + bias[n], bit 2 = ReLU after it |
+//! | `stride_ab`, `stride_am`, `stride_ak`, `stride_bb`, `stride_bk`, `stride_bn`, `stride_cb`, `stride_cm`, `stride_cn`, `stride_rb`, `stride_rm`, `stride_rn` | int | [0, 2147483647] (elements; the residual's are C's without one) |
+//! | `epilogue` | int | [0, 127], [`super::epilogue`]'s code (v1: [0, 3], bit 0 bias, bit 1 ReLU) |
 //! | `spec` | int | 0 generic, 1 spec (then the unit strides must be 1) |
 //! | `block_m`, `block_n`, `block_k` | int | [16, 256] |
 //! | `group_m` | int | [1, 64] |
@@ -39,10 +45,13 @@
 //! 1, 1), dynamic shared memory `shared_bytes` (the device raises the function's limit above
 //! 48 KiB), workspace 0 (every packed entry has zero global and profile scratch, so both
 //! trailing scratch pointers are null). Kernel arguments, named as the descriptor's parameter
-//! list: a_ptr, b_ptr, c_ptr, bias_ptr (null without bias), M, N, K, stride_ab, stride_am,
-//! [stride_ak,] stride_bb, stride_bk, [stride_bn,] stride_cb, stride_cm, [stride_cn,] epilogue,
-//! global_scratch, profile_scratch (bracketed ones only in the generic variant).
+//! list: a_ptr, b_ptr, c_ptr, bias_ptr, res_ptr, scale_ptr (null when absent), M, N, K,
+//! stride_ab, stride_am, [stride_ak,] stride_bb, stride_bk, [stride_bn,] stride_cb, stride_cm,
+//! [stride_cn,] stride_rb, stride_rm, [stride_rn,] epilogue, global_scratch, profile_scratch
+//! (bracketed ones only in the generic variant; v1 has no res/scale pointers or residual
+//! strides).
 
+use super::epilogue::match_epilogue;
 use super::pointwise_v2::dims_strides;
 use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
@@ -54,18 +63,22 @@ use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{DataType, Node, PointwiseMode};
+use hipdnn_schema::graph::{DataType, Node};
 
-/// The versioned contract name.
+/// Contract v1 (bias and ReLU epilogue; no residual or scale pointers): restored from plans
+/// saved before v2, never chosen for a new build.
 pub const MATMUL_V1: &str = "hipkernel.matmul.dispatch.v1";
+/// Contract v2: the kernel takes residual and scale pointers and residual strides, and the
+/// epilogue is [`super::epilogue`]'s code.
+pub const MATMUL_V2: &str = "hipkernel.matmul.dispatch.v2";
 /// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.
 pub const MIN_TILES: i64 = 128;
 /// Epilogue bit: add bias[n].
 pub const EPILOGUE_BIAS: i64 = 1;
-/// Epilogue bit: ReLU after the bias.
+/// Epilogue code of ReLU after the bias (activation 1 in bits 1–3).
 pub const EPILOGUE_RELU: i64 = 2;
 
-/// Value names of the contract (sorted).
+/// Value names of contract v1 (sorted).
 pub const MATMUL_V1_NAMES: [&str; 27] = [
     "a.uid",
     "b.uid",
@@ -95,6 +108,25 @@ pub const MATMUL_V1_NAMES: [&str; 27] = [
     "stride_cn",
     "warp_size",
 ];
+
+/// Value names v2 adds to [`MATMUL_V1_NAMES`].
+pub const MATMUL_V2_EXTRA: [&str; 5] = [
+    "res.uid",
+    "scale.uid",
+    "stride_rb",
+    "stride_rm",
+    "stride_rn",
+];
+
+/// The value names of contract `version` (1 or 2), sorted.
+pub fn value_names(version: u8) -> Vec<&'static str> {
+    let mut v = MATMUL_V1_NAMES.to_vec();
+    if version >= 2 {
+        v.extend(MATMUL_V2_EXTRA);
+        v.sort_unstable();
+    }
+    v
+}
 
 const STRIDE_NAMES: [&str; 9] = [
     "stride_ab",
@@ -137,11 +169,14 @@ pub(crate) fn is_spec(values: &LaunchValues) -> bool {
 }
 
 /// The kernel arguments of a Triton launch, shared by every Triton contract: on a specialized
-/// entry, first refuses (BAD_PARAM) any of the first three pointer tensors (the operands the
-/// kernel's alignment hints cover, named `operands` for the `kernel` in the message) bound to
-/// a device address that is not 16-byte aligned; then the default arguments, a null pointer
-/// in position 3 when `optional_bias` is set and the graph binds only three tensors (no
-/// bias), and the two null scratch pointers every packed entry takes.
+/// entry, first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
+/// (`res.uid`; the operands the kernel's alignment hints cover, named `operands` for the
+/// `kernel` in the message) bound to a device address that is not 16-byte aligned; then the
+/// three operand pointers, one pointer per name of `optional` (launch-value names such as
+/// `bias.uid`, in kernel order: the tensor's address when the launch has the value, else
+/// null), the integers, and the two null scratch pointers every packed entry takes. The
+/// launch's `pointer_uids` hold the three operands, then the present optional tensors in
+/// `optional`'s order.
 ///
 /// # Errors
 /// BAD_PARAM `tensor UID <u> is at <addr>; this plan runs the specialized <kernel> kernel,
@@ -151,11 +186,16 @@ pub(crate) fn triton_kernel_args(
     tensors: &[TensorBinding<'_>],
     kernel: &str,
     operands: &str,
-    optional_bias: bool,
+    optional: &[&str],
 ) -> PluginResult<Vec<KernelArgValue>> {
+    let uid_of = |name: &str| match launch.launch_values.get(name) {
+        Some(LaunchValue::Int(u)) => Some(*u),
+        _ => None,
+    };
     if is_spec(&launch.launch_values) {
-        let hinted = &launch.pointer_uids[..launch.pointer_uids.len().min(3)];
-        for uid in hinted {
+        let mut hinted = launch.pointer_uids[..launch.pointer_uids.len().min(3)].to_vec();
+        hinted.extend(uid_of("res.uid"));
+        for uid in &hinted {
             if let Some(BufferRef::Device { addr, .. }) =
                 tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
             {
@@ -167,13 +207,24 @@ pub(crate) fn triton_kernel_args(
             }
         }
     }
-    let mut args = default_kernel_args(launch, tensors)?;
-    if optional_bias && launch.pointer_uids.len() == 3 {
-        args.insert(3, KernelArgValue::Pointer(0));
+    let args = default_kernel_args(launch, tensors)?;
+    let n_ptr = launch.pointer_uids.len();
+    let (ptrs, ints) = args.split_at(n_ptr);
+    let mut out = ptrs[..n_ptr.min(3)].to_vec();
+    let mut next = out.len();
+    for name in optional {
+        if uid_of(name).is_some() && next < n_ptr {
+            out.push(ptrs[next]);
+            next += 1;
+        } else {
+            out.push(KernelArgValue::Pointer(0));
+        }
     }
-    args.push(KernelArgValue::Pointer(0));
-    args.push(KernelArgValue::Pointer(0));
-    Ok(args)
+    out.extend_from_slice(&ptrs[next..]);
+    out.extend_from_slice(ints);
+    out.push(KernelArgValue::Pointer(0));
+    out.push(KernelArgValue::Pointer(0));
+    Ok(out)
 }
 
 impl TritonConfig {
@@ -252,13 +303,19 @@ fn dtype_value(s: &str) -> Option<i8> {
     }
 }
 
-/// The launch inputs of contract v1.
+/// The launch inputs of contracts v1 and v2.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct MatmulV1Inputs {
+pub struct MatmulInputs {
+    /// Contract version: 2 for new builds, 1 for plans saved before v2.
+    pub version: u8,
     /// UIDs of A, B and C (C = the last node's output).
     pub uids: [i64; 3],
-    /// UID of the bias, when epilogue bit 1 is set.
+    /// UID of the bias, when epilogue bit 0 is set.
     pub bias_uid: Option<i64>,
+    /// UID of the residual, when epilogue bit 4 or 5 is set (v2).
+    pub residual_uid: Option<i64>,
+    /// UID of the one-element scale, when epilogue bit 6 is set (v2).
+    pub scale_uid: Option<i64>,
     /// `DataType` value.
     pub dtype: i8,
     /// Batch count.
@@ -268,24 +325,38 @@ pub struct MatmulV1Inputs {
     /// stride_ab, stride_am, stride_ak, stride_bb, stride_bk, stride_bn, stride_cb, stride_cm,
     /// stride_cn (elements).
     pub strides: [i64; 9],
-    /// Epilogue bits.
+    /// stride_rb, stride_rm, stride_rn of the residual (elements; C's strides without one).
+    pub res_strides: [i64; 3],
+    /// Epilogue code ([`super::epilogue`]).
     pub epilogue: i64,
     /// The kernel configuration (its `family`/`dtype` strings are not saved).
     pub config: TritonConfig,
 }
 
-impl MatmulV1Inputs {
+impl MatmulInputs {
+    /// The contract name of this launch's version.
+    pub fn contract(&self) -> &'static str {
+        if self.version >= 2 {
+            MATMUL_V2
+        } else {
+            MATMUL_V1
+        }
+    }
+
     /// Whether the shape satisfies the spec variant's hints (pointer alignment is checked at
-    /// execute): M, N, K, stride_ab/am/bb/bk/cb/cm multiples of 16, stride_ak/bn/cn = 1.
+    /// execute): M, N, K, stride_ab/am/bb/bk/cb/cm (and stride_rb/rm) multiples of 16,
+    /// stride_ak/bn/cn (and stride_rn) = 1.
     pub fn fits_spec(&self) -> bool {
         let s = self.strides;
+        let r = self.res_strides;
         self.mnk.iter().all(|v| v % 16 == 0)
-            && [s[0], s[1], s[3], s[4], s[6], s[7]]
+            && [s[0], s[1], s[3], s[4], s[6], s[7], r[0], r[1]]
                 .iter()
                 .all(|v| v % 16 == 0)
             && s[2] == 1
             && s[5] == 1
             && s[8] == 1
+            && (self.version < 2 || r[2] == 1)
     }
 
     /// The launch values.
@@ -299,6 +370,20 @@ impl MatmulV1Inputs {
         put("c.uid", self.uids[2]);
         if let Some(b) = self.bias_uid {
             put("bias.uid", b);
+        }
+        if let Some(u) = self.residual_uid {
+            put("res.uid", u);
+        }
+        if let Some(u) = self.scale_uid {
+            put("scale.uid", u);
+        }
+        if self.version >= 2 {
+            for (n, x) in ["stride_rb", "stride_rm", "stride_rn"]
+                .iter()
+                .zip(self.res_strides)
+            {
+                put(n, x);
+            }
         }
         put("dtype", i64::from(self.dtype));
         put("batch", self.batch);
@@ -321,27 +406,52 @@ impl MatmulV1Inputs {
         v
     }
 
-    /// Reads values saved under `dispatch` and checks them.
+    /// Reads values saved under `dispatch` for contract `version` (1 or 2) and checks them.
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` (load prefix) with the reader texts; `launch value 'bias.uid' of
-    /// dispatch '<d>' must be present exactly when 'epilogue' bit 1 is set; epilogue is <e>`;
-    /// `launch values of dispatch '<d>' name the spec variant, whose unit strides
-    /// 'stride_ak', 'stride_bn' and 'stride_cn' must be 1`; the geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let r = ContractReader::new(dispatch, MATMUL_V1, &MATMUL_V1_NAMES, values)?;
+    /// `NOT_APPLICABLE` (load prefix) with the reader texts; `launch values of dispatch '<d>'
+    /// hold epilogue <e>: <why>` (v2: [`super::epilogue::invalid_reason`]); `launch value
+    /// '<name>' of dispatch '<d>' must be present exactly when 'epilogue' <bits> is set;
+    /// epilogue is <e>` (bias: bit 1 (v1) / bit 0 (v2); `res.uid`: bits 4/5; `scale.uid`: bit
+    /// 6); `launch values of dispatch '<d>' name the spec variant, whose unit strides
+    /// 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1`; the geometry
+    /// texts.
+    pub fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
+        let contract = if version >= 2 { MATMUL_V2 } else { MATMUL_V1 };
+        let names = value_names(version);
+        let r = ContractReader::new(dispatch, contract, &names, values)?;
         let max = i64::from(i32::MAX);
-        let epilogue = r.int("epilogue", 0, 3)?;
-        let bias_uid = if epilogue & EPILOGUE_BIAS != 0 {
-            Some(r.int("bias.uid", i64::MIN, i64::MAX)?)
-        } else if values.contains_key("bias.uid") {
-            return Err(incompatible(format!(
-                "launch value 'bias.uid' of dispatch '{}' must be present exactly when 'epilogue' bit 1 is set; epilogue is {epilogue}",
-                quote(dispatch)
-            )));
+        let d = quote(dispatch);
+        let epilogue = if version >= 2 {
+            let e = r.int("epilogue", 0, super::epilogue::MAX_V2)?;
+            if let Some(why) = super::epilogue::invalid_reason(e) {
+                return Err(incompatible(format!(
+                    "launch values of dispatch '{d}' hold epilogue {e}: {why}"
+                )));
+            }
+            e
         } else {
-            None
+            r.int("epilogue", 0, 3)?
         };
+        let bit_text = if version >= 2 { "bit 0" } else { "bit 1" };
+        let optional = |name: &str, present: bool, bits: &str| -> PluginResult<Option<i64>> {
+            if present {
+                Ok(Some(r.int(name, i64::MIN, i64::MAX)?))
+            } else if values.contains_key(name) {
+                Err(incompatible(format!(
+                    "launch value '{name}' of dispatch '{d}' must be present exactly when 'epilogue' {bits} is set; epilogue is {epilogue}"
+                )))
+            } else {
+                Ok(None)
+            }
+        };
+        let bias_uid = optional("bias.uid", epilogue & EPILOGUE_BIAS != 0, bit_text)?;
+        let residual_uid = optional(
+            "res.uid",
+            epilogue & (super::epilogue::RESIDUAL_BEFORE | super::epilogue::RESIDUAL_AFTER) != 0,
+            "bit 4 or 5",
+        )?;
+        let scale_uid = optional("scale.uid", epilogue & super::epilogue::SCALE != 0, "bit 6")?;
         let mut strides = [0i64; 9];
         for (i, n) in STRIDE_NAMES.iter().enumerate() {
             strides[i] = r.int(n, 0, max)?;
@@ -367,13 +477,25 @@ impl MatmulV1Inputs {
             shared_bytes: r.int("shared_bytes", 0, 262_144)?,
             warp_size: r.int("warp_size", 32, 64)?,
         };
-        let inputs = MatmulV1Inputs {
+        let res_strides = if version >= 2 {
+            [
+                r.int("stride_rb", 0, max)?,
+                r.int("stride_rm", 0, max)?,
+                r.int("stride_rn", 0, max)?,
+            ]
+        } else {
+            [strides[6], strides[7], strides[8]]
+        };
+        let inputs = MatmulInputs {
+            version: version.clamp(1, 2),
             uids: [
                 r.int("a.uid", i64::MIN, i64::MAX)?,
                 r.int("b.uid", i64::MIN, i64::MAX)?,
                 r.int("c.uid", i64::MIN, i64::MAX)?,
             ],
             bias_uid,
+            residual_uid,
+            scale_uid,
             dtype,
             batch: r.int("batch", 1, 65_535)?,
             mnk: [
@@ -382,13 +504,15 @@ impl MatmulV1Inputs {
                 r.int("k", 1, max)?,
             ],
             strides,
+            res_strides,
             epilogue,
             config,
         };
-        if inputs.config.spec && [strides[2], strides[5], strides[8]] != [1, 1, 1] {
+        if inputs.config.spec
+            && ([strides[2], strides[5], strides[8]] != [1, 1, 1] || res_strides[2] != 1)
+        {
             return Err(incompatible(format!(
-                "launch values of dispatch '{}' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' must be 1",
-                quote(dispatch)
+                "launch values of dispatch '{d}' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1"
             )));
         }
         inputs.geometry_for(dispatch)?;
@@ -434,14 +558,16 @@ impl MatmulV1Inputs {
             * ((self.mnk[1] + c.block[1] - 1) / c.block[1])
     }
 
-    /// The prepared launch: `pointer_uids` a, b, c[, bias]; `scalar_args` the integer
-    /// parameters of the variant in order.
+    /// The prepared launch: `pointer_uids` a, b, c[, bias][, residual][, scale]; `scalar_args`
+    /// the integer parameters of the variant in order.
     ///
     /// # Errors
     /// As [`Self::geometry_for`].
     pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
         let mut pointer_uids = self.uids.to_vec();
         pointer_uids.extend(self.bias_uid);
+        pointer_uids.extend(self.residual_uid);
+        pointer_uids.extend(self.scale_uid);
         let s = self.strides;
         let mut ints = vec![self.mnk[0], self.mnk[1], self.mnk[2], s[0], s[1]];
         if !self.config.spec {
@@ -455,11 +581,18 @@ impl MatmulV1Inputs {
         if !self.config.spec {
             ints.push(s[8]);
         }
+        if self.version >= 2 {
+            let r = self.res_strides;
+            ints.extend([r[0], r[1]]);
+            if !self.config.spec {
+                ints.push(r[2]);
+            }
+        }
         ints.push(self.epilogue);
         Ok(PreparedLaunch {
-            dispatch: MATMUL_V1.to_string(),
+            dispatch: self.contract().to_string(),
             launch_values: self.to_values(),
-            geometry: self.geometry_for(MATMUL_V1)?,
+            geometry: self.geometry_for(self.contract())?,
             workspace_bytes: 0,
             pointer_uids,
             scalar_args: ints
@@ -470,19 +603,14 @@ impl MatmulV1Inputs {
     }
 }
 
-/// The parameter list (names in order) of a variant: what `xtask pack-kernels` records.
-pub fn param_names(spec: bool) -> Vec<&'static str> {
-    let mut v = vec![
-        "a_ptr",
-        "b_ptr",
-        "c_ptr",
-        "bias_ptr",
-        "M",
-        "N",
-        "K",
-        "stride_ab",
-        "stride_am",
-    ];
+/// The parameter list (names in order) of a variant of contract `version`: what `xtask
+/// pack-kernels` records (v2) or recorded (v1).
+pub fn param_names(spec: bool, version: u8) -> Vec<&'static str> {
+    let mut v = vec!["a_ptr", "b_ptr", "c_ptr", "bias_ptr"];
+    if version >= 2 {
+        v.extend(["res_ptr", "scale_ptr"]);
+    }
+    v.extend(["M", "N", "K", "stride_ab", "stride_am"]);
     if !spec {
         v.push("stride_ak");
     }
@@ -494,14 +622,20 @@ pub fn param_names(spec: bool) -> Vec<&'static str> {
     if !spec {
         v.push("stride_cn");
     }
+    if version >= 2 {
+        v.extend(["stride_rb", "stride_rm"]);
+        if !spec {
+            v.push("stride_rn");
+        }
+    }
     v.extend(["epilogue", "global_scratch", "profile_scratch"]);
     v
 }
 
-/// The kernel signature of a variant (natural layout, named).
-pub fn signature(spec: bool) -> Vec<KernelArgument> {
+/// The kernel signature of a variant of contract `version` (natural layout, named).
+pub fn signature(spec: bool, version: u8) -> Vec<KernelArgument> {
     let mut off = 0u32;
-    param_names(spec)
+    param_names(spec, version)
         .into_iter()
         .map(|n| {
             let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
@@ -563,13 +697,14 @@ fn fits_i32(v: i64, what: &str) -> PluginResult<i64> {
     }
 }
 
-/// Matches the matmul (+ epilogue) graph; the config is filled in by the caller.
-fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
+/// Matches the matmul (+ epilogue) graph for contract v2; the config is filled in by the
+/// caller.
+fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
     let g = graph.graph();
     let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.is_empty() || nodes.len() > 3 {
+    if nodes.is_empty() || nodes.len() > 6 {
         return Err(na(format!(
-            "the matmul pack (dispatch v1) serves matmul with up to two epilogue nodes; this graph has {} nodes",
+            "the matmul pack serves matmul with up to five epilogue nodes; this graph has {} nodes",
             nodes.len()
         )));
     }
@@ -578,75 +713,35 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
         .ok_or_else(|| na("the matmul pack serves graphs that start with a matmul node"))?;
     let at = tensor(graph, a.a_tensor_uid())?;
     let bt = tensor(graph, a.b_tensor_uid())?;
-    let ct = tensor(graph, a.c_tensor_uid())?;
     let dtype = at.data_type();
     if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype)
         || bt.data_type() != dtype
     {
         return Err(na(format!(
-            "the matmul pack (dispatch v1) serves f32, f16 and bf16 with A and B of one type, not {dtype:?} × {:?}",
+            "the matmul pack serves f32, f16 and bf16 with A and B of one type, not {dtype:?} × {:?}",
             bt.data_type()
         )));
     }
     let (ad, as_) = dims_strides(&at);
     let (bd, bs) = dims_strides(&bt);
-    let mut epilogue = 0;
-    let mut bias_uid = None;
-    let mut cur = a.c_tensor_uid();
-    let mut cur_t = ct;
     let n_out = *bd.last().unwrap_or(&0);
-    for node in &nodes[1..] {
-        let pw = node
-            .attributes_as_pointwise_attributes()
-            .ok_or_else(|| na("the matmul pack fuses pointwise epilogue nodes only"))?;
-        if !cur_t.virtual_() {
-            return Err(na(format!(
-                "the matmul pack fuses an epilogue only over virtual intermediates; tensor {cur} is not virtual"
-            )));
-        }
-        let (i0, i1) = (pw.in_0_tensor_uid(), pw.in_1_tensor_uid());
-        match pw.operation() {
-            PointwiseMode::ADD if epilogue == 0 => {
-                let other = match i1 {
-                    Some(b) if i0 == cur => b,
-                    Some(b) if b == cur => i0,
-                    _ => return Err(na("the matmul pack fuses ADD(matmul output, bias) only")),
-                };
-                let t = tensor(graph, other)?;
-                let (d, s) = dims_strides(&t);
-                let ok = !d.is_empty()
-                    && d[..d.len() - 1].iter().all(|v| *v == 1)
-                    && d[d.len() - 1] == n_out
-                    && (n_out == 1 || s[s.len() - 1] == 1)
-                    && t.data_type() == dtype;
-                if !ok {
-                    return Err(na(format!(
-                        "the matmul pack fuses a bias of dims [1, .., N] with unit N stride and the matmul's data type; tensor {other} has dims {d:?}, strides {s:?}"
-                    )));
-                }
-                epilogue |= EPILOGUE_BIAS;
-                bias_uid = Some(other);
-            }
-            PointwiseMode::RELU_FWD if epilogue & EPILOGUE_RELU == 0 && i0 == cur => {
-                if pw.relu_lower_clip().is_some_and(|v| v != 0.0)
-                    || pw.relu_upper_clip().is_some()
-                    || pw.relu_lower_clip_slope().is_some_and(|v| v != 0.0)
-                {
-                    return Err(na(
-                        "the matmul pack fuses RELU_FWD without clip or slope attributes",
-                    ));
-                }
-                epilogue |= EPILOGUE_RELU;
-            }
-            m => {
-                return Err(na(format!(
-                    "the matmul pack fuses matmul → ADD(bias) → RELU_FWD only; cannot fuse {m:?} here"
-                )));
-            }
-        }
-        cur = pw.out_0_tensor_uid();
-        cur_t = tensor(graph, cur)?;
-    }
+    let is_bias = |d: &[i64], s: &[i64]| {
+        !d.is_empty()
+            && d[..d.len() - 1].iter().all(|v| *v == 1)
+            && d[d.len() - 1] == n_out
+            && (n_out == 1 || s[s.len() - 1] == 1)
+    };
+    let fused = match_epilogue(
+        graph,
+        &nodes[1..],
+        a.c_tensor_uid(),
+        "matmul",
+        dtype,
+        &is_bias,
+        "a bias of dims [1, .., N] with unit N stride",
+    )?;
+    let cur = fused.out;
+    let cur_t = tensor(graph, cur)?;
     let (cd, cs) = dims_strides(&cur_t);
     if cur_t.data_type() != dtype {
         return Err(na(format!(
@@ -676,6 +771,13 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
     let (sab, sam, sak) = operand(&ad, &as_, &batch_dims, "A")?;
     let (sbb, sbk, sbn) = operand(&bd, &bs, &batch_dims, "B")?;
     let (scb, scm, scn) = operand(&cd, &cs, &batch_dims, "C")?;
+    let (srb, srm, srn) = match fused.residual {
+        Some(u) => {
+            let (rd, rs) = dims_strides(&tensor(graph, u)?);
+            operand(&rd, &rs, &batch_dims, "the residual")?
+        }
+        None => (scb, scm, scn),
+    };
     if batch > 1 && scb == 0 {
         return Err(na(
             "the matmul pack (dispatch v1) cannot write a broadcast C",
@@ -686,6 +788,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
         (m, k, sam, sak, "A"),
         (k, n, sbk, sbn, "B"),
         (m, n, scm, scn, "C"),
+        (m, n, srm, srn, "residual"),
     ] {
         let span = (rows - 1)
             .checked_mul(sr)
@@ -696,9 +799,12 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
             &format!("the largest element offset of one {what} matrix"),
         )?;
     }
-    Ok(MatmulV1Inputs {
+    Ok(MatmulInputs {
+        version: 2,
         uids: [a.a_tensor_uid(), a.b_tensor_uid(), cur],
-        bias_uid,
+        bias_uid: fused.bias,
+        residual_uid: fused.residual,
+        scale_uid: fused.scale,
         dtype: dtype.0,
         batch,
         mnk: [
@@ -717,7 +823,12 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
             fits_i32(scm, "C's M stride")?,
             fits_i32(scn, "C's N stride")?,
         ],
-        epilogue,
+        res_strides: [
+            fits_i32(srb, "the residual's batch stride")?,
+            fits_i32(srm, "the residual's M stride")?,
+            fits_i32(srn, "the residual's N stride")?,
+        ],
+        epilogue: fused.code,
         config: TritonConfig {
             family: String::new(),
             dtype: String::new(),
@@ -732,23 +843,36 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulV1Inputs> {
     })
 }
 
-/// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MatmulV1Handler;
+/// The matmul handler of one contract version: v2 builds, saves and restores; v1 only
+/// restores plans saved before v2 (its kernels take no residual or scale).
+#[derive(Debug, Clone, Copy)]
+pub struct MatmulHandler {
+    /// 1 or 2.
+    pub version: u8,
+}
 
-impl MatmulV1Handler {
+impl MatmulHandler {
+    /// The v1 handler (restore only).
+    pub const V1: MatmulHandler = MatmulHandler { version: 1 };
+    /// The v2 handler.
+    pub const V2: MatmulHandler = MatmulHandler { version: 2 };
+
     /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
     ///
     /// # Errors
-    /// `NOT_APPLICABLE`: the graph (see [`match_graph`]'s texts), `kernel <k> is not a packed
-    /// matmul entry`, `kernel <k> is built for <dtype>, the graph is <dtype>`, `kernel <k> is
-    /// the spec variant; the graph's shape does not satisfy its hints`, `kernel <k>: static
-    /// rule: <t> tiles under-fill the device (fewer than 128); a smaller tile serves this graph`.
+    /// `NOT_APPLICABLE`: the graph (see [`match_graph`]'s texts), `the matmul pack builds new
+    /// plans on contract v2 only` (v1 handler), `kernel <k> is not a packed matmul entry`,
+    /// `kernel <k> is built for <dtype>, the graph is <dtype>`, `kernel <k> is the spec
+    /// variant; the graph's shape does not satisfy its hints`, `kernel <k>: static rule: <t>
+    /// tiles under-fill the device (fewer than 128); a smaller tile serves this graph`.
     pub fn inputs_for(
         &self,
         kernel: &KernelDescriptor,
         graph: &OperationGraph,
-    ) -> PluginResult<MatmulV1Inputs> {
+    ) -> PluginResult<MatmulInputs> {
+        if self.version < 2 {
+            return Err(na("the matmul pack builds new plans on contract v2 only"));
+        }
         let mut inputs = match_graph(graph)?;
         let config = TritonConfig::for_kernel(kernel, "matmul", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
@@ -770,17 +894,21 @@ impl MatmulV1Handler {
     }
 }
 
-impl DispatchHandler for MatmulV1Handler {
+impl DispatchHandler for MatmulHandler {
     fn contract(&self) -> &str {
-        MATMUL_V1
+        if self.version >= 2 {
+            MATMUL_V2
+        } else {
+            MATMUL_V1
+        }
     }
 
     fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false)
+        signature(false, self.version)
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values))
+        signature(is_spec(values), self.version)
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
@@ -812,16 +940,22 @@ impl DispatchHandler for MatmulV1Handler {
         dispatch: &str,
         values: &LaunchValues,
     ) -> PluginResult<PreparedLaunch> {
-        MatmulV1Inputs::from_values(dispatch, values)?.to_launch()
+        MatmulInputs::from_values(dispatch, values, self.version)?.to_launch()
     }
 
-    /// a, b, c, bias (null without one), the integers, two null scratch pointers. A spec
-    /// launch refuses (BAD_PARAM) a tensor address that is not 16-byte aligned.
+    /// a, b, c, bias, residual and scale (null when absent; v1: bias only), the integers, two
+    /// null scratch pointers. A spec launch refuses (BAD_PARAM) a tensor address that is not
+    /// 16-byte aligned.
     fn kernel_args(
         &self,
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        triton_kernel_args(launch, tensors, "matmul", "A, B and C", true)
+        let optional: &[&str] = if self.version >= 2 {
+            &["bias.uid", "res.uid", "scale.uid"]
+        } else {
+            &["bias.uid"]
+        };
+        triton_kernel_args(launch, tensors, "matmul", "A, B and C", optional)
     }
 }
