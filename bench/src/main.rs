@@ -319,7 +319,29 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
     Ok(())
 }
 
+/// Prints the GPU engine's `hipdnn benchmark:` log lines (each candidate's time in a
+/// benchmarking build) to stdout; everything else the crates log is dropped.
+struct BenchmarkLines;
+
+impl log::Log for BenchmarkLines {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Info
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        let text = r.args().to_string();
+        if text.starts_with("hipdnn benchmark") {
+            println!("  {text}");
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOGGER: BenchmarkLines = BenchmarkLines;
+
 fn main() -> std::process::ExitCode {
+    if log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let get = |k: &str| {
         args.iter()

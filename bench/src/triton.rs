@@ -52,6 +52,8 @@ fn packed(d: &[i64]) -> Vec<i64> {
 
 #[path = "triton_fused.rs"]
 mod fused;
+#[path = "triton_plans.rs"]
+mod plans;
 
 fn graph(c: Case, dt: DataType) -> Graph {
     let (mut g, mut y) = mm_core(c, dt);
@@ -606,6 +608,11 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
         conv_section(&gpu, &cpu)?
     };
     let fused_checks = fused::fused_section(&gpu, &cpu)?;
+    let plan_rows = if sizes.is_empty() {
+        Vec::new()
+    } else {
+        plans::plans_section(&gpu)?
+    };
     let (dgrad_checks, dgrad_rows) = if sizes.is_empty() {
         (Vec::new(), Vec::new())
     } else {
@@ -615,7 +622,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
-        "fused_checks": fused_checks,
+        "fused_checks": fused_checks, "plans": plan_rows,
         "torch_conv": torch_conv});
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;
@@ -649,14 +656,14 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
             );
         }
         t += &format!(
-            "\nConv fprop + bias + ReLU (one fused launch; {} conv correctness cases passed) vs PyTorch `relu(conv2d(x, w, b))` (cuDNN, `cudnn.benchmark`, channels_last for NHWC, TF32 off), torch {} cuDNN {}:\n\n| n | layer (c, h, k, r, pad, stride) | dtype | layout | hipdnn-rs | TFLOP/s | PyTorch | ours/torch speed |\n|---|---|---|---|---|---|---|---|\n",
+            "\nConv fprop + bias + ReLU (one fused launch; {} conv correctness cases passed) vs PyTorch `relu(conv2d(x, w, b))` (cuDNN, `cudnn.benchmark`, channels_last for NHWC, TF32 off), torch {} cuDNN {}:\n\n| n | layer (c, h, k, r, pad, stride) | dtype | layout | hipdnn-rs (static rule) | TFLOP/s | PyTorch | ours/torch speed | benchmarked plan | its speed vs torch |\n|---|---|---|---|---|---|---|---|---|---|\n",
             conv_checks.len(),
             torch_conv["torch"],
             torch_conv["cudnn"]
         );
         for r in &conv_rows {
             t += &format!(
-                "| {} | {} | {} | {} | {:.3} ms | {:.0} | {} | {} |\n",
+                "| {} | {} | {} | {} | {:.3} ms | {:.0} | {} | {} | {:.3} ms | {} |\n",
                 r["n"],
                 r["layer"],
                 r["dtype"].as_str().unwrap_or_default(),
@@ -668,6 +675,11 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
                     .map(|v| format!("{v:.3} ms"))
                     .unwrap_or_else(|| "n/a".into()),
                 r["ratio_vs_torch"]
+                    .as_f64()
+                    .map(|v| format!("{v:.2}×"))
+                    .unwrap_or_else(|| "n/a".into()),
+                r["bench_ms"].as_f64().unwrap_or(0.0),
+                r["ratio_bench_vs_torch"]
                     .as_f64()
                     .map(|v| format!("{v:.2}×"))
                     .unwrap_or_else(|| "n/a".into()),
@@ -690,6 +702,17 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
                     .as_f64()
                     .map(|v| format!("{v:.2}×"))
                     .unwrap_or_else(|| "n/a".into()),
+            );
+        }
+        t += "\nPlan load vs build, same graph, same run (wall clock): `build` = static rule, `build_benchmarked` = every applicable kernel timed on the device (2 warm-up launches, median of 5 rounds of 3 launches between events), `from_compiled_plan_binary` = the benchmarked plan's saved bytes on a new handle (median of 5):\n\n| graph | build | build_benchmarked | plan load | benchmarked build / load |\n|---|---|---|---|---|\n";
+        for r in &plan_rows {
+            t += &format!(
+                "| {} | {:.2} ms | {:.2} ms | {:.3} ms | {:.0}× |\n",
+                r["graph"].as_str().unwrap_or_default(),
+                r["build_ms"].as_f64().unwrap_or(0.0),
+                r["bench_build_ms"].as_f64().unwrap_or(0.0),
+                r["load_ms"].as_f64().unwrap_or(0.0),
+                r["bench_build_over_load"].as_f64().unwrap_or(0.0),
             );
         }
         let text = std::fs::read_to_string(md).map_err(e)?;
@@ -833,10 +856,15 @@ fn conv_check_case<T: Num>(
     )
 }
 
-/// Median ms per execute of a conv graph (events around 20 executes, median of 5 rounds).
-fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType) -> R<f64> {
+/// Median ms per execute of a conv graph (events around 20 executes, median of 5 rounds),
+/// built by the static rule or, with `benchmarked`, by [`Graph::build_benchmarked`].
+fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -> R<f64> {
     let mut g = conv_graph(c, dt);
-    g.build(h).map_err(e)?;
+    if benchmarked {
+        g.build_benchmarked(h).map_err(e)?;
+    } else {
+        g.build(h).map_err(e)?;
+    }
     let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
     let ins = conv_inputs::<T>(c);
     let bufs: Vec<(i64, Buffer<T>)> = ins
@@ -981,16 +1009,22 @@ pub fn conv_section(
     let mut rows = Vec::new();
     for (i, (n, l, dt, nhwc)) in specs.iter().enumerate() {
         let c = cc(*n, l[0], l[1], l[2], l[3], l[4], l[5], 1, 1, *nhwc, true);
-        let ms = if *dt == "f16" {
-            time_conv::<f16>(gpu, c, DataType::Half)
-        } else {
-            time_conv::<f32>(gpu, c, DataType::Float)
-        }?;
+        let time = |benchmarked| {
+            if *dt == "f16" {
+                time_conv::<f16>(gpu, c, DataType::Half, benchmarked)
+            } else {
+                time_conv::<f32>(gpu, c, DataType::Float, benchmarked)
+            }
+        };
+        let ms = time(false)?;
+        println!("benchmarking build for conv {n} {l:?} {dt} nhwc={nhwc}:");
+        let bench_ms = time(true)?;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let row = json!({"n": n, "layer": l, "dtype": dt, "layout": if *nhwc {"NHWC"} else {"NCHW"},
             "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
-            "ratio_vs_torch": torch_ms.map(|t| t / ms)});
+            "ratio_vs_torch": torch_ms.map(|t| t / ms), "bench_ms": bench_ms,
+            "ratio_bench_vs_torch": torch_ms.map(|t| t / bench_ms)});
         println!("conv: {row}");
         rows.push(row);
     }

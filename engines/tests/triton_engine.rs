@@ -144,9 +144,12 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
         (matmul_graph(DT::BFLOAT16, 512, 512, 512), 1, 64, 128),
         (matmul_graph(DT::HALF, 100, 37, 53), 0, 64, 64),
         (matmul_graph(DT::FLOAT, 2048, 2048, 2048), 1, 128, 128),
-        (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
+        (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 256, 64),
         (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 128, 128),
-        (conv_graph(DT::HALF, false, 32, 64, 56, 64), 0, 64, 64),
+        // NCHW: the channels-first entry (its 128-channel tile refused for K = 64).
+        (conv_graph(DT::HALF, false, 32, 64, 56, 64), 2, 128, 64),
+        (conv_graph(DT::HALF, false, 32, 128, 28, 128), 2, 128, 128),
+        (conv_graph(DT::FLOAT, false, 8, 64, 56, 64), 2, 128, 64),
         (conv_graph(DT::FLOAT, true, 1, 24, 9, 32), 0, 64, 64),
     ];
     for (i, (g, spec, bm, bn)) in cases.iter().enumerate() {
@@ -438,4 +441,153 @@ fn conv_epilogues_fuse_into_one_launch_with_the_documented_code() {
     );
     let err = refusal(&[add(12)]);
     assert!(err.message.contains("the conv_fprop pack fuses ADD(x, t) where t is a bias of dims [1, K, 1, 1] with unit K stride or a non-virtual residual of the output's dims and data type; tensor 12 has dims [1, 1, 1, 1]"), "{}", err.message);
+}
+
+/// A fake device that allocates scratch memory (recording each size) and "times" enqueued
+/// work as the sum of the launches' dynamic shared memory in KiB, so the benchmark's winner
+/// is known: the entry with the least shared memory.
+struct TimingDevice {
+    inner: Arc<FakeDevice>,
+    allocs: std::sync::Mutex<Vec<usize>>,
+}
+
+struct FakeScratch(u64);
+impl hipdnn_engines::ingestor::device::ScratchMemory for FakeScratch {
+    fn addr(&self) -> u64 {
+        self.0
+    }
+}
+
+impl hipdnn_engines::ingestor::device::IngestorDevice for TimingDevice {
+    fn arch(&self) -> String {
+        self.inner.arch()
+    }
+    fn ordinal(&self) -> i32 {
+        self.inner.ordinal()
+    }
+    fn load_module(
+        &self,
+        code: &[u8],
+    ) -> Result<
+        Arc<dyn hipdnn_engines::ingestor::device::IngestorModule>,
+        hipdnn_engines::ingestor::device::DeviceError,
+    > {
+        self.inner.load_module(code)
+    }
+    fn launch(
+        &self,
+        f: &dyn hipdnn_engines::ingestor::device::KernelFunction,
+        geometry: hipdnn_engines::ingestor::device::LaunchGeometry,
+        args: &[KernelArgValue],
+        signature: &[hipdnn_engines::ingestor::kernel::KernelArgument],
+        stream: u64,
+    ) -> Result<(), hipdnn_engines::ingestor::device::DeviceError> {
+        self.inner.launch(f, geometry, args, signature, stream)
+    }
+    fn synchronize(&self, s: u64) -> Result<(), hipdnn_engines::ingestor::device::DeviceError> {
+        self.inner.synchronize(s)
+    }
+    fn alloc_scratch(
+        &self,
+        bytes: usize,
+    ) -> Result<
+        Box<dyn hipdnn_engines::ingestor::device::ScratchMemory>,
+        hipdnn_engines::ingestor::device::DeviceError,
+    > {
+        let mut a = self.allocs.lock().unwrap();
+        a.push(bytes);
+        Ok(Box::new(FakeScratch(
+            0x7000_0000_0000 + 0x1_0000_0000 * a.len() as u64,
+        )))
+    }
+    fn time_ms(
+        &self,
+        _stream: u64,
+        enqueue: &mut dyn FnMut() -> hipdnn_backend::status::PluginResult<()>,
+    ) -> hipdnn_backend::status::PluginResult<f64> {
+        let before = self.inner.launches.lock().unwrap().len();
+        enqueue()?;
+        let l = self.inner.launches.lock().unwrap();
+        Ok(l[before..]
+            .iter()
+            .map(|(g, _)| f64::from(g.shared_mem_bytes) / 1024.0)
+            .sum())
+    }
+}
+
+#[test]
+fn a_benchmarking_build_times_every_candidate_on_scratch_and_keeps_the_fastest() {
+    use hipdnn_engines::ingestor::engine::{
+        BENCH_LAUNCHES, BENCH_ROUNDS, BENCH_WARMUP, KNOB_BENCHMARK,
+    };
+    let fake = FakeDevice::new("sm_90", 0);
+    let dev = Arc::new(TimingDevice {
+        inner: fake.clone(),
+        allocs: std::sync::Mutex::new(Vec::new()),
+    });
+    let e = IngestorEngine::new(
+        "hipkernel.ingestor.gpu",
+        sm90(),
+        Arc::new(FixedDevice(dev.clone())),
+        Arc::new(pack_registry()),
+        Arc::new(KpackCodeObjectReader),
+    );
+    let g = matmul_graph(DT::HALF, 4096, 4096, 4096);
+    let bench = EngineConfig {
+        engine_id: e.id(),
+        knob_choices: vec![(KNOB_BENCHMARK, 1)],
+    };
+    let ctx = e.create_execution_context(&bench, &g).unwrap();
+    // Four f16 matmul entries serve 4096³ (three spec tiles and the generic one); each got
+    // warm-up + timed launches on scratch tensors A, B, C of 4096·4096·2 bytes.
+    let per = BENCH_WARMUP + BENCH_ROUNDS * BENCH_LAUNCHES;
+    let launches = fake.launches.lock().unwrap().clone();
+    assert_eq!(launches.len(), 4 * per);
+    assert_eq!(*dev.allocs.lock().unwrap(), vec![4096 * 4096 * 2; 3]);
+    assert_eq!(
+        launches[0].1[0],
+        KernelArgValue::Pointer(0x7001_0000_0000),
+        "A is the first scratch buffer"
+    );
+    let shared: Vec<u32> = launches
+        .iter()
+        .step_by(per)
+        .map(|(g, _)| g.shared_mem_bytes)
+        .collect();
+    assert_eq!(
+        shared,
+        vec![147_456, 131_072, 98_304, 8_192],
+        "candidates in pack order"
+    );
+    // The fake times by shared memory: the generic entry (8 KiB) wins, not the static rule's
+    // first entry; the saved plan records only it.
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap();
+    let p = decode_payload(&bytes).unwrap();
+    assert_eq!(
+        (int(&p, "spec"), int(&p, "block_m"), int(&p, "block_n")),
+        (0, 64, 64)
+    );
+    let static_plan = decode_payload(&plan_bytes(&e, &g)).unwrap();
+    assert_eq!(
+        int(&static_plan, "block_n"),
+        256,
+        "the static rule's choice differs"
+    );
+    // Executing the benchmarked plan launches the winner once, with the caller's tensors.
+    let before = fake.launches.lock().unwrap().len();
+    let mut t = bindings(0);
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: None,
+        tensors: &mut t,
+    })
+    .unwrap();
+    let l = fake.launches.lock().unwrap();
+    assert_eq!(l.len(), before + 1);
+    assert_eq!(l[before].0.shared_mem_bytes, 8_192);
+    assert_eq!(l[before].1[0], KernelArgValue::Pointer(0x1000_0000));
 }

@@ -15,11 +15,13 @@ use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
 };
 
-/// The contract's signature of a family's variant.
-fn family_signature(family: &str, spec: bool) -> Vec<KernelArgument> {
+/// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
+/// nchw).
+fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
+    let spec = variant == 1;
     match family {
         "matmul" => signature(spec, 2),
-        "conv_fprop" => conv_fprop::signature(spec, 2),
+        "conv_fprop" => conv_fprop::signature(variant, 2),
         "conv_dgrad" => conv_dgrad::signature(spec),
         f => panic!("unknown family {f}"),
     }
@@ -56,18 +58,26 @@ fn every_triton_entry_records_its_launch_facts() {
             assert!(k["num_stages"].as_u64().unwrap() >= 1);
             assert!(k["shared_bytes"].as_u64().is_some());
             let family = k["family"].as_str().unwrap();
+            let nchw = k["variant"] == "nchw";
             assert_eq!(
                 k["kernel_source"]["symbol"].as_str().unwrap(),
-                format!("hipdnn_{family}")
+                format!("hipdnn_{family}{}", if nchw { "_cf" } else { "" })
             );
             let spec = k["variant"] == "spec";
+            let variant = if spec {
+                1
+            } else if nchw {
+                2
+            } else {
+                0
+            };
             let params: Vec<&str> = k["params"]
                 .as_array()
                 .unwrap()
                 .iter()
                 .map(|p| p["name"].as_str().unwrap())
                 .collect();
-            let want: Vec<_> = family_signature(family, spec)
+            let want: Vec<_> = family_signature(family, variant)
                 .into_iter()
                 .map(|a| a.name)
                 .collect();
@@ -79,9 +89,18 @@ fn every_triton_entry_records_its_launch_facts() {
                     assert_eq!(ce[n], 1, "{n}");
                 }
             } else if spec && family == "conv_fprop" {
-                for n in ["sxc", "swc", "syk", "groups"] {
+                for n in ["sxc", "swc", "syk", "srk", "groups"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
+            } else if nchw {
+                assert_eq!(family, "conv_fprop");
+                for n in ["sxw", "syq", "srq"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!(["res_ptr", "w_ptr", "x_ptr", "y_ptr"])
+                );
             } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
                 assert_eq!(ce["stride_bn"], 1);
@@ -223,6 +242,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             let (dispatch, symbol) = match cfg.family.as_str() {
                 "matmul" => (MATMUL_V2, "hipdnn_matmul"),
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
+                _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
             };
             assert_eq!(d.dispatch, dispatch);
@@ -263,7 +283,10 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                     "{arch} e_flags {flags:#x}"
                 );
             }
-            assert_eq!(s.signature, family_signature(&cfg.family, cfg.spec));
+            assert_eq!(
+                s.signature,
+                family_signature(&cfg.family, cfg.variant_code())
+            );
         }
         assert_eq!(
             families.into_iter().collect::<Vec<_>>(),
@@ -479,7 +502,7 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
         assert_eq!(l.scalar_args.len(), if spec { 25 } else { 29 });
         assert_eq!(
             ConvFpropHandler::V1.launch_signature_for(&l.launch_values),
-            conv_fprop::signature(spec, 1)
+            conv_fprop::signature(i64::from(spec), 1)
         );
         // v2: conv → bias → add(residual) → ReLU, residual NHWC.
         let mut i = conv_inputs(spec);
@@ -499,7 +522,7 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
         assert_eq!(l.scalar_args.len(), if spec { 28 } else { 33 });
         assert_eq!(
             ConvFpropHandler::V2.launch_signature_for(&l.launch_values),
-            conv_fprop::signature(spec, 2)
+            conv_fprop::signature(i64::from(spec), 2)
         );
         let mut nchw_res = i.clone();
         nchw_res.res_strides = [1200, 25, 5, 1];
@@ -528,4 +551,90 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
         .unwrap_err()
         .message;
     assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v1': 'groups' must divide 'c' and 'k'"), "{e}");
+}
+
+#[test]
+fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
+    // NCHW x [2, 32, 9, 9], KCRS w [48, 32, 3, 3] packed, pad 1, stride 2 → NCHW y [2, 48, 5, 5].
+    let config =
+        TritonConfig::parse("conv_fprop_f16_nchw_128x64x64_g8_w4_s3_sh32768_ws32").unwrap();
+    assert_eq!(
+        (config.spec, config.channels_first, config.variant_code()),
+        (false, true, 2)
+    );
+    let i = ConvFpropInputs {
+        version: 2,
+        uids: [1, 2, 4],
+        bias_uid: None,
+        residual_uid: Some(5),
+        scale_uid: None,
+        dtype: 2,
+        shape: [2, 32, 9, 9, 48, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1],
+        strides: [2592, 81, 9, 1, 288, 9, 3, 1, 1200, 25, 5, 1],
+        res_strides: [1200, 25, 5, 1],
+        epilogue: 16 | 2,
+        config,
+    };
+    assert!(i.fits_nchw());
+    assert!(!i.fits_spec());
+    let l = i.to_launch().unwrap();
+    assert_eq!(
+        ConvFpropHandler::V2
+            .restore_launch(CONV_FPROP_V2, &l.launch_values)
+            .unwrap(),
+        l
+    );
+    assert_eq!(l.launch_values["spec"], LaunchValue::Int(2));
+    // The generic list without sxw, syq, srq.
+    assert_eq!(l.scalar_args.len(), 33 - 3);
+    let names = conv_fprop::param_names(2, 2);
+    assert!(!names.contains(&"sxw") && !names.contains(&"syq") && !names.contains(&"srq"));
+    assert_eq!(names.len(), conv_fprop::param_names(0, 2).len() - 3);
+    assert_eq!(
+        ConvFpropHandler::V2.launch_signature_for(&l.launch_values),
+        conv_fprop::signature(2, 2)
+    );
+    // Layouts the variant does not take.
+    for (what, f) in [
+        (
+            "NHWC x",
+            Box::new(|i: &mut ConvFpropInputs| i.strides[3] = 32)
+                as Box<dyn Fn(&mut ConvFpropInputs)>,
+        ),
+        (
+            "KRSC w",
+            Box::new(|i: &mut ConvFpropInputs| {
+                i.strides[5] = 1;
+                i.strides[6] = 96;
+                i.strides[7] = 32;
+            }),
+        ),
+        (
+            "padded KCRS w",
+            Box::new(|i: &mut ConvFpropInputs| i.strides[5] = 10),
+        ),
+        (
+            "NHWC residual",
+            Box::new(|i: &mut ConvFpropInputs| i.res_strides = [1200, 1, 240, 48]),
+        ),
+    ] {
+        let mut j = i.clone();
+        f(&mut j);
+        assert!(!j.fits_nchw(), "{what}");
+    }
+    let mut v = l.launch_values.clone();
+    v.insert("sws".into(), LaunchValue::Int(2));
+    let e = ConvFpropHandler::V2
+        .restore_launch(CONV_FPROP_V2, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v2' name the nchw variant, whose 'sxw', 'syq', 'srq' and 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'"), "{e}");
+    // v1 has no nchw variant.
+    let mut v = conv_inputs(false).to_values();
+    v.insert("spec".into(), LaunchValue::Int(2));
+    let e = ConvFpropHandler::V1
+        .restore_launch(CONV_FPROP_V1, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.conv_fprop.dispatch.v1' must be int in [0, 1], and the plan holds 2"), "{e}");
 }

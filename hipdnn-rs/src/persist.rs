@@ -158,6 +158,31 @@ impl Graph {
     /// `INVALID_VALUE` "build_with needs at least one heuristic mode" for an empty `modes`
     /// (nothing is changed); otherwise as [`Graph::build`].
     pub fn build_with(&mut self, handle: &Handle, modes: &[HeuristicMode]) -> Result<()> {
+        self.build_inner(handle, modes, false)
+    }
+
+    /// [`Graph::build`] with benchmarking: an engine that offers the benchmarking knob (the
+    /// GPU kernel-ingestor engine's `KNOB_BENCHMARK`,
+    /// [`hipdnn_engines::ingestor::engine::KNOB_BENCHMARK`]) times every kernel that serves
+    /// the graph on the device — scratch tensors it allocates itself, warm-up launches, device
+    /// events, the median of several rounds — and the plan keeps only the fastest; other
+    /// engines build as with [`Graph::build`]. The built plan is a normal one: execute runs
+    /// the chosen kernel, `to_compiled_plan_binary` saves only it, and a loaded plan runs no
+    /// benchmark. Costs one timed set of launches per candidate (milliseconds to seconds).
+    ///
+    /// # Errors
+    /// As [`Graph::build`]; a benchmark launch that fails makes that engine's build fail (the
+    /// next engine is tried).
+    pub fn build_benchmarked(&mut self, handle: &Handle) -> Result<()> {
+        self.build_inner(handle, &[HeuristicMode::default()], true)
+    }
+
+    fn build_inner(
+        &mut self,
+        handle: &Handle,
+        modes: &[HeuristicMode],
+        benchmark: bool,
+    ) -> Result<()> {
         let Some(&mode) = modes.first() else {
             return Err(Error::new(
                 ErrorCode::InvalidValue,
@@ -179,7 +204,19 @@ impl Graph {
         })?;
         let mut failures = Vec::new();
         for config in &configs {
-            match ExecutionPlanDescriptor::finalize(handle.backend(), config, &op) {
+            let mut config = config.clone();
+            if benchmark
+                && handle.backend().engine(config.engine_id).is_some_and(|e| {
+                    e.knobs(&op)
+                        .iter()
+                        .any(|k| k.knob_type == hipdnn_engines::ingestor::engine::KNOB_BENCHMARK)
+                })
+            {
+                config
+                    .knob_choices
+                    .push((hipdnn_engines::ingestor::engine::KNOB_BENCHMARK, 1));
+            }
+            match ExecutionPlanDescriptor::finalize(handle.backend(), &config, &op) {
                 Ok(plan) => {
                     let engine = plan.engine();
                     let serializable = engine

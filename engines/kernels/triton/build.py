@@ -44,13 +44,12 @@ def compile_one(job):
     from triton.backends.compiler import GPUTarget
     mod = importlib.import_module(fam)
     tgt = next(t for t in TARGETS if t[0] == arch)
-    kernel = mod.KERNEL
+    kernel = mod.kernel_for(variant) if hasattr(mod, "kernel_for") else mod.KERNEL
     bm, bn, bk, g, w, s = cfg
     ty = mod.DTYPES[dtype]
     signature, constexprs = {}, {}
-    spec = variant == "spec"
-    div16 = mod.SPEC_DIV16 if spec else []
-    ones = mod.SPEC_ONE if spec else []
+    hints = getattr(mod, "HINTS", {"spec": (mod.SPEC_DIV16, mod.SPEC_ONE)})
+    div16, ones = hints.get(variant, ([], []))
     for a in kernel.arg_names:
         if a in mod.POINTERS:
             signature[a] = "*" + (mod.pointer_type(a, ty) if hasattr(mod, "pointer_type") else ty)

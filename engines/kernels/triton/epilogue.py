@@ -7,7 +7,9 @@
   bit 4 (16)     + residual[row, col] before the activation
   bit 5 (32)     + residual[row, col] after the activation
   bit 6 (64)     * scale[0] first (a one-element tensor)
-Order: scale, bias, residual (bit 4), activation, residual (bit 5). All math in f32 on the
+Order: scale, bias, residual (bit 4), activation, residual (bit 5). `res` is the residual tile
+(f32, the accumulator's shape), loaded by the caller in the layout that coalesces for it (zeros
+without bits 4/5). All math in f32 on the
 f32 accumulator; the caller casts once at the store. Transcendentals are built on exp only
 (sigmoid; tanh(x) = 2 sigmoid(2x) - 1; erf by Abramowitz & Stegun 7.1.26), so the code stays
 small: absolute error of the activation <= 3e-7 (erf) / about 1e-7 (others) before rounding. Values 0-3 mean what contract v1's
@@ -37,14 +39,14 @@ def _erf(x):
 
 
 @triton.jit
-def apply_epilogue(acc, epilogue, bias_ptr, bias_offs, col_mask, scale_ptr, res_ptrs, mask):
+def apply_epilogue(acc, epilogue, bias_ptr, bias_offs, col_mask, scale_ptr, res):
     if (epilogue & 64) != 0:
         acc = acc * tl.load(scale_ptr).to(tl.float32)
     if (epilogue & 1) != 0:
         bias = tl.load(bias_ptr + bias_offs, mask=col_mask, other=0.0)
         acc = acc + bias.to(tl.float32)[None, :]
     if (epilogue & 16) != 0:
-        acc = acc + tl.load(res_ptrs, mask=mask, other=0.0).to(tl.float32)
+        acc = acc + res
     act = (epilogue >> 1) & 7
     if act == 1:
         acc = tl.maximum(acc, 0.0)
@@ -64,5 +66,5 @@ def apply_epilogue(acc, epilogue, bias_ptr, bias_offs, col_mask, scale_ptr, res_
         base = tl.where((act == 3) | (act == 6), acc, 1.0)
         acc = base * (q * _sigmoid(b * u)) + c
     if (epilogue & 32) != 0:
-        acc = acc + tl.load(res_ptrs, mask=mask, other=0.0).to(tl.float32)
+        acc = acc + res
     return acc

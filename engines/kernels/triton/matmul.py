@@ -54,9 +54,11 @@ def hipdnn_matmul(a_ptr, b_ptr, c_ptr, bias_ptr, res_ptr, scale_ptr, M, N, K,
     offs_cn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     c_mask = (offs_cm[:, None] < M) & (offs_cn[None, :] < N)
     if epilogue != 0:
-        r_ptrs = res_ptr + stride_rm * offs_cm[:, None] + stride_rn * offs_cn[None, :]
-        acc = apply_epilogue(acc, epilogue, bias_ptr, offs_cn, offs_cn < N, scale_ptr, r_ptrs,
-                             c_mask)
+        res = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        if (epilogue & 48) != 0:
+            r_ptrs = res_ptr + stride_rm * offs_cm[:, None] + stride_rn * offs_cn[None, :]
+            res = tl.load(r_ptrs, mask=c_mask, other=0.0).to(tl.float32)
+        acc = apply_epilogue(acc, epilogue, bias_ptr, offs_cn, offs_cn < N, scale_ptr, res)
     c = acc.to(c_ptr.dtype.element_ty)
     c_ptrs = c_ptr + stride_cm * offs_cm[:, None] + stride_cn * offs_cn[None, :]
     tl.store(c_ptrs, c, mask=c_mask)

@@ -10,6 +10,7 @@
 
 use super::kernel::KernelArgument;
 use hipdnn_backend::SharedBytes;
+use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::collections::HashMap;
@@ -153,6 +154,49 @@ pub trait IngestorDevice: Send + Sync {
     /// # Errors
     /// The runtime's failure.
     fn synchronize(&self, stream: u64) -> Result<(), DeviceError>;
+
+    /// Allocates `bytes` of device memory (contents unspecified) for the ingestor's own use:
+    /// the tensors and workspace a benchmarking build times its candidates on. Freed when the
+    /// returned value drops. The default refuses (a device without allocation, such as a test
+    /// fake); a benchmarking build then times on the first execute instead.
+    ///
+    /// # Errors
+    /// The runtime's allocation failure, or the default's refusal (`hipMalloc`: `this device
+    /// does not allocate scratch memory`).
+    fn alloc_scratch(&self, bytes: usize) -> Result<Box<dyn ScratchMemory>, DeviceError> {
+        let _ = bytes;
+        Err(DeviceError::new(
+            "hipMalloc",
+            "this device does not allocate scratch memory",
+        ))
+    }
+
+    /// Device time in milliseconds of the work `enqueue` puts on `stream`: events recorded
+    /// before and after it (`hipEventRecord` / `cuEventRecord`, then `hipEventElapsedTime`).
+    /// The default synchronizes before and after and reads the host clock.
+    ///
+    /// # Errors
+    /// `enqueue`'s error, or the runtime's failure as `INTERNAL_ERROR` `timing on the device
+    /// failed: <call>: <text>`.
+    fn time_ms(
+        &self,
+        stream: u64,
+        enqueue: &mut dyn FnMut() -> PluginResult<()>,
+    ) -> PluginResult<f64> {
+        let fail =
+            |e: DeviceError| PluginError::internal(format!("timing on the device failed: {e}"));
+        self.synchronize(stream).map_err(fail)?;
+        let t0 = std::time::Instant::now();
+        enqueue()?;
+        self.synchronize(stream).map_err(fail)?;
+        Ok(t0.elapsed().as_secs_f64() * 1e3)
+    }
+}
+
+/// Device memory the ingestor allocated for itself ([`IngestorDevice::alloc_scratch`]).
+pub trait ScratchMemory: Send + Sync {
+    /// Device address of the first byte.
+    fn addr(&self) -> u64;
 }
 
 /// Finds the device a handle's work goes to (upstream: the handle's device, `hipGetDevice`).

@@ -18,15 +18,36 @@ use super::plan::{
 use super::restore::{RestoreEnvironment, restore_plan, restore_plan_shared};
 use hipdnn_backend::SharedBytes;
 use hipdnn_backend::engine::{
-    BehaviorNote, Engine, EngineConfig, ExecutionContext, KnobInfo, PlanSerialization,
+    BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
+    PlanSerialization, TensorBinding,
 };
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use std::sync::Arc;
 
-/// Knob type of the benchmarking switch: 0 = first applicable kernel, 1 = benchmark every
-/// applicable kernel on first execute.
+/// Knob type of the benchmarking switch: 0 = the static rule's kernel (the first applicable
+/// one), 1 = benchmark every applicable kernel and keep the fastest: at build, on scratch
+/// tensors the engine allocates on the device ([`IngestorEngine::benchmark`]); where the
+/// device cannot allocate, on the first execute with the caller's tensors.
 pub const KNOB_BENCHMARK: i64 = 1;
+
+/// Launches per candidate of a build-time benchmark before timing (warm-up: module load,
+/// caches, clocks).
+pub const BENCH_WARMUP: usize = 2;
+/// Timed rounds per candidate; the candidate's time is the median round.
+pub const BENCH_ROUNDS: usize = 5;
+/// Back-to-back launches per timed round (the round's time is divided by this).
+pub const BENCH_LAUNCHES: usize = 3;
+
+/// One candidate of a build-time benchmark and its measured time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BenchmarkTiming {
+    /// The kernel (`KernelDescriptor::describe`).
+    pub kernel: String,
+    /// Median over [`BENCH_ROUNDS`] rounds of the device time per launch, in milliseconds
+    /// (events around [`BENCH_LAUNCHES`] launches).
+    pub median_ms: f64,
+}
 
 /// A kernel-ingestor engine.
 pub struct IngestorEngine {
@@ -177,6 +198,119 @@ impl IngestorEngine {
         }
     }
 
+    /// Times every candidate of `plans` on the resolver's device and returns the index of the
+    /// fastest with every candidate's timing (in `plans` order): scratch device memory for
+    /// each tensor the candidates bind (its byte span from the graph's dims, strides and data
+    /// type; contents unspecified) and for the largest workspace, [`BENCH_WARMUP`] launches,
+    /// then [`BENCH_ROUNDS`] rounds of [`BENCH_LAUNCHES`] launches between device events; the
+    /// median round decides, ties to the earlier candidate (the static rule's order). `None`
+    /// when the device cannot allocate scratch memory (the plan then benchmarks on its first
+    /// execute). Scratch memory is freed before returning.
+    ///
+    /// # Errors
+    /// `INTERNAL_ERROR` without a device, a launch failure, or a timing failure; the graph's
+    /// tensor lookup errors.
+    pub fn benchmark(
+        &self,
+        graph: &OperationGraph,
+        plans: &[SingleKernelPlan],
+    ) -> PluginResult<Option<(usize, Vec<BenchmarkTiming>)>> {
+        let device = self
+            .resolver
+            .current_device()
+            .ok_or_else(|| PluginError::internal("cannot resolve the device to benchmark on"))?;
+        let mut uids: Vec<i64> = plans
+            .iter()
+            .flat_map(|p| p.launch.pointer_uids.iter().copied())
+            .collect();
+        uids.sort_unstable();
+        uids.dedup();
+        let mut scratch = Vec::with_capacity(uids.len() + 1);
+        let mut tensors = Vec::with_capacity(uids.len());
+        for uid in uids {
+            let t = super::packs::tensor(graph, uid)?;
+            let elem = crate::reference::dtype::Elem::from_data_type(t.data_type())
+                .map_or(4, |e| e.size());
+            let dims: Vec<i64> = t.dims().map(|d| d.iter().collect()).unwrap_or_default();
+            let strides: Vec<i64> = t.strides().map(|d| d.iter().collect()).unwrap_or_default();
+            let span = dims
+                .iter()
+                .zip(&strides)
+                .map(|(d, s)| (d - 1).max(0) * s.max(&0))
+                .sum::<i64>()
+                + 1;
+            let len = usize::try_from(span)
+                .unwrap_or(usize::MAX)
+                .saturating_mul(elem);
+            let Ok(mem) = device.alloc_scratch(len) else {
+                return Ok(None);
+            };
+            tensors.push(TensorBinding {
+                uid,
+                data: BufferRef::Device {
+                    addr: mem.addr(),
+                    len,
+                },
+            });
+            scratch.push(mem);
+        }
+        let ws_len = plans
+            .iter()
+            .map(|p| p.launch.workspace_bytes)
+            .max()
+            .unwrap_or(0);
+        let workspace = if ws_len > 0 {
+            let len = usize::try_from(ws_len).unwrap_or(usize::MAX);
+            let Ok(mem) = device.alloc_scratch(len) else {
+                return Ok(None);
+            };
+            let w = (mem.addr(), len);
+            scratch.push(mem);
+            Some(w)
+        } else {
+            None
+        };
+        let mut timings = Vec::with_capacity(plans.len());
+        let mut best: Option<(usize, f64)> = None;
+        for (i, plan) in plans.iter().enumerate() {
+            let launchable = plan.launchable()?;
+            let mut run = |n: usize| -> PluginResult<()> {
+                for _ in 0..n {
+                    launchable.run(
+                        device.as_ref(),
+                        &ExecuteArgs {
+                            stream: 0,
+                            workspace: workspace.map(|(addr, len)| BufferRef::Device { addr, len }),
+                            tensors: &mut tensors,
+                        },
+                    )?;
+                }
+                Ok(())
+            };
+            run(BENCH_WARMUP)?;
+            let mut rounds = Vec::with_capacity(BENCH_ROUNDS);
+            for _ in 0..BENCH_ROUNDS {
+                let ms = device.time_ms(0, &mut || run(BENCH_LAUNCHES))?;
+                rounds.push(ms / BENCH_LAUNCHES as f64);
+            }
+            rounds.sort_by(f64::total_cmp);
+            let median = rounds[rounds.len() / 2];
+            log::info!(
+                "hipdnn benchmark: kernel {}: {median:.4} ms",
+                plan.kernel.describe()
+            );
+            timings.push(BenchmarkTiming {
+                kernel: plan.kernel.describe(),
+                median_ms: median,
+            });
+            if best.is_none_or(|(_, b)| median < b) {
+                best = Some((i, median));
+            }
+        }
+        drop(scratch);
+        Ok(best.map(|(i, _)| (i, timings)))
+    }
+
     fn applicable_plans(
         &self,
         graph: &OperationGraph,
@@ -241,7 +375,9 @@ impl Engine for IngestorEngine {
     fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {
         vec![KnobInfo {
             knob_type: KNOB_BENCHMARK,
-            description: "benchmark every applicable kernel on first execute".into(),
+            description:
+                "benchmark every applicable kernel on the device at build and keep the fastest"
+                    .into(),
             min: 0,
             max: 1,
             default: 0,
@@ -258,8 +394,11 @@ impl Engine for IngestorEngine {
             .iter()
             .any(|(t, v)| *t == KNOB_BENCHMARK && *v != 0);
         let mut plans = self.applicable_plans(graph, bench)?;
-        let plan = if bench {
-            IngestorPlan::Benchmark(BenchmarkPlan::new(plans))
+        let plan = if bench && plans.len() > 1 {
+            match self.benchmark(graph, &plans)? {
+                Some((i, _)) => IngestorPlan::Single(plans.swap_remove(i)),
+                None => IngestorPlan::Benchmark(BenchmarkPlan::new(plans)),
+            }
         } else {
             IngestorPlan::Single(plans.remove(0))
         };

@@ -20,11 +20,14 @@ use std::sync::Arc;
 
 use crate::ingestor::device::{
     DeviceError, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction, LaunchGeometry,
+    ScratchMemory,
 };
 use crate::ingestor::kernel::KernelArgument;
+use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_hip::DriverError;
 use hipdnn_hip::safe::{
-    ArgKind, ArgSpec, Device, Function, KernelArg, LaunchConfig, LaunchError, Module, Stream,
+    ArgKind, ArgSpec, Device, DeviceBuffer, Event, Function, KernelArg, LaunchConfig, LaunchError,
+    Module, Stream,
 };
 
 fn device_error(e: DriverError) -> DeviceError {
@@ -88,6 +91,13 @@ impl HipIngestorDevice {
 }
 
 struct HipModule(Module);
+struct HipScratch(DeviceBuffer<u8>);
+
+impl ScratchMemory for HipScratch {
+    fn addr(&self) -> u64 {
+        self.0.device_ptr()
+    }
+}
 struct HipFunction(Function);
 
 impl KernelFunction for HipFunction {
@@ -174,5 +184,39 @@ impl IngestorDevice for HipIngestorDevice {
             ));
         }
         self.stream.synchronize().map_err(device_error)
+    }
+
+    fn alloc_scratch(&self, bytes: usize) -> Result<Box<dyn ScratchMemory>, DeviceError> {
+        let b = self.dev.alloc::<u8>(bytes).map_err(device_error)?;
+        Ok(Box::new(HipScratch(b)))
+    }
+
+    /// Events on this device's default stream around `enqueue` (stream 0 only).
+    fn time_ms(
+        &self,
+        stream: u64,
+        enqueue: &mut dyn FnMut() -> PluginResult<()>,
+    ) -> PluginResult<f64> {
+        let fail =
+            |e: DeviceError| PluginError::internal(format!("timing on the device failed: {e}"));
+        if stream != 0 {
+            return Err(fail(DeviceError::new(
+                "hipEventRecord",
+                format!("stream {stream:#x}: this device supports only the default stream (0)"),
+            )));
+        }
+        let ev = |r: Result<Event, hipdnn_hip::DriverError>| r.map_err(device_error).map_err(fail);
+        let (start, end) = (ev(Event::new(&self.dev))?, ev(Event::new(&self.dev))?);
+        start
+            .record(&self.stream)
+            .map_err(device_error)
+            .map_err(fail)?;
+        enqueue()?;
+        end.record(&self.stream)
+            .and_then(|()| end.synchronize())
+            .and_then(|()| start.elapsed_ms(&end))
+            .map(f64::from)
+            .map_err(device_error)
+            .map_err(fail)
     }
 }

@@ -176,7 +176,7 @@ pub fn load_failure_message(label: &str, f: &LoadFailure) -> String {
     }
 }
 
-struct Launchable<'p> {
+pub(crate) struct Launchable<'p> {
     label: String,
     kind: KernelSourceKind,
     target: String,
@@ -209,7 +209,11 @@ impl Launchable<'_> {
         Ok(())
     }
 
-    fn run(&self, device: &dyn IngestorDevice, args: &ExecuteArgs<'_, '_>) -> PluginResult<()> {
+    pub(crate) fn run(
+        &self,
+        device: &dyn IngestorDevice,
+        args: &ExecuteArgs<'_, '_>,
+    ) -> PluginResult<()> {
         if self.workspace_bytes > 0 && args.workspace.is_none() {
             return Err(PluginError::invalid_value(format!(
                 "{} requires {} workspace bytes but none was provided",
@@ -235,7 +239,7 @@ impl Launchable<'_> {
 }
 
 impl SingleKernelPlan {
-    fn launchable(&self) -> PluginResult<Launchable<'_>> {
+    pub(crate) fn launchable(&self) -> PluginResult<Launchable<'_>> {
         let code = self.code.as_deref().ok_or_else(|| {
             PluginError::internal(format!(
                 "prepared dispatch exposes no kernel code for {}",

@@ -14,9 +14,13 @@
 //!
 //! Entries: `conv_fprop_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`;
 //! `spec` = channels-last (x, w, y and residual channel strides 1, groups 1, C, K and the
-//! other strides multiples of 16, pointers 16-byte aligned), `generic` = anything else.
+//! other strides multiples of 16, pointers 16-byte aligned); `nchw` = channels-first (v2:
+//! unit pixel strides of x, y and the residual, packed KCRS w, any groups, pointers 16-byte
+//! aligned; kernel `hipdnn_conv_fprop_cf`, which reduces over the flattened (c, r, s) and
+//! walks pixels with a warp's threads); `generic` = anything else.
 //!
-//! **Static rule**: entries in pack order (spec first, larger tiles first); a spec entry whose
+//! **Static rule**: entries in pack order (spec, then nchw, then generic; larger tiles first);
+//! a spec or nchw entry whose
 //! tile is wider than 64 output channels is refused when K/groups is narrower than the tile,
 //! and one larger than 64×64 when it gives fewer than [`super::matmul::MIN_TILES`] tiles; the
 //! generic entry serves every graph. A spec plan refuses (BAD_PARAM) tensors that are not
@@ -27,18 +31,19 @@
 //! r s` [1, 2³¹−1], `pad_h pad_w` [0, 2³¹−1], `stride_h stride_w dil_h dil_w groups` [1,
 //! 2³¹−1], the 12 element strides `sxn sxc sxh sxw swk swc swr sws syn syk syp syq` and (v2)
 //! the residual's `srn srk srp srq` (y's without one) [0, 2³¹−1], `epilogue` [0, 127] (v1 [0,
-//! 3]), `spec` [0, 1], `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
+//! 3]), `spec` [0, 2] (0 generic, 1 spec, 2 nchw; v1 [0, 1]), `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
 //! 16], `warp_size` 32/64, `shared_bytes` [0, 262144]. Launch: grid (cdiv(n·p·q,
 //! block_m)·cdiv(k/groups, block_n), groups, 1), block (num_warps·warp_size), dynamic shared
 //! memory `shared_bytes`, workspace 0, both scratch pointers null. Kernel arguments: x, w, y,
 //! bias, res, scale (null when absent; v1: x, w, y, bias), the integers in the order of
-//! `conv_fprop.py` (the spec variant drops `groups`, `sxc`, `swc`, `syk`, `srk`), then the two
+//! `conv_fprop.py` (the spec variant drops `groups`, `sxc`, `swc`, `syk`, `srk`; the nchw
+//! variant drops `sxw`, `syq`, `srq`), then the two
 //! scratch pointers.
 
 use super::epilogue::{
     MAX_V2, RESIDUAL_AFTER, RESIDUAL_BEFORE, SCALE, invalid_reason, match_epilogue,
 };
-use super::matmul::{MIN_TILES, TritonConfig, is_spec, triton_kernel_args};
+use super::matmul::{MIN_TILES, TritonConfig, triton_kernel_args};
 use super::pointwise_v2::dims_strides;
 use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
@@ -96,9 +101,11 @@ pub fn value_names(version: u8) -> Vec<&'static str> {
     v
 }
 
-/// The kernel parameter names of a variant of contract `version`, in order (with the two
-/// scratch pointers).
-pub fn param_names(spec: bool, version: u8) -> Vec<&'static str> {
+/// The kernel parameter names of variant `variant` (0 generic, 1 spec, 2 nchw: the `spec`
+/// launch value) of contract `version`, in order (with the two scratch pointers).
+pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
+    let spec = variant == 1;
+    let cf = variant == 2;
     let kernel_shape = [
         "N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w",
         "dil_h", "dil_w", "groups",
@@ -108,22 +115,25 @@ pub fn param_names(spec: bool, version: u8) -> Vec<&'static str> {
         v.extend(["res_ptr", "scale_ptr"]);
     }
     v.extend(kernel_shape.iter().filter(|n| !(spec && **n == "groups")));
-    v.extend(
-        STRIDES
-            .iter()
-            .filter(|n| !(spec && ["sxc", "swc", "syk"].contains(n))),
-    );
+    v.extend(STRIDES.iter().filter(|n| {
+        !(spec && ["sxc", "swc", "syk"].contains(n) || cf && ["sxw", "syq"].contains(n))
+    }));
     if version >= 2 {
-        v.extend(RES_STRIDES.iter().filter(|n| !(spec && **n == "srk")));
+        v.extend(
+            RES_STRIDES
+                .iter()
+                .filter(|n| !(spec && **n == "srk" || cf && **n == "srq")),
+        );
     }
     v.extend(["epilogue", "global_scratch", "profile_scratch"]);
     v
 }
 
-/// The kernel signature of a variant of contract `version` (natural layout, named).
-pub fn signature(spec: bool, version: u8) -> Vec<KernelArgument> {
+/// The kernel signature of variant `variant` (as [`param_names`]) of contract `version`
+/// (natural layout, named).
+pub fn signature(variant: i64, version: u8) -> Vec<KernelArgument> {
     let mut off = 0u32;
-    param_names(spec, version)
+    param_names(variant, version)
         .into_iter()
         .map(|n| {
             let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
@@ -195,6 +205,21 @@ impl ConvFpropInputs {
             .all(|v| v % 16 == 0)
     }
 
+    /// Whether the launch satisfies the channels-first (`nchw`) variant's hints (v2 only;
+    /// alignment at execute): unit pixel strides of x, y and the residual (`sxw`, `syq`,
+    /// `srq` = 1) and a packed KCRS filter (`sws` = 1, `swr` = S, `swc` = R·S), any groups.
+    pub fn fits_nchw(&self) -> bool {
+        let s = self.strides;
+        let (r, sz) = (self.shape[7], self.shape[8]);
+        self.version >= 2
+            && s[3] == 1
+            && s[11] == 1
+            && self.res_strides[3] == 1
+            && s[7] == 1
+            && s[6] == sz
+            && s[5] == r * sz
+    }
+
     /// Tiles per group.
     pub fn tiles(&self) -> i64 {
         let [n, _c, _h, _w, k, p, q] = [
@@ -244,7 +269,7 @@ impl ConvFpropInputs {
         }
         let c = &self.config;
         for (n, x) in CONFIG.iter().zip([
-            i64::from(c.spec),
+            c.variant_code(),
             c.block[0],
             c.block[1],
             c.block[2],
@@ -321,7 +346,8 @@ impl ConvFpropInputs {
         let config = TritonConfig {
             family: "conv_fprop".into(),
             dtype: String::new(),
-            spec: r.int("spec", 0, 1)? == 1,
+            spec: false,
+            channels_first: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,
@@ -333,6 +359,10 @@ impl ConvFpropInputs {
             shared_bytes: r.int("shared_bytes", 0, 262_144)?,
             warp_size: r.int("warp_size", 32, 64)?,
         };
+        let variant = r.int("spec", 0, if version >= 2 { 2 } else { 1 })?;
+        let mut config = config;
+        config.spec = variant == 1;
+        config.channels_first = variant == 2;
         let res_strides = if version >= 2 {
             let mut v = [0i64; 4];
             for (i, n) in RES_STRIDES.iter().enumerate() {
@@ -368,6 +398,11 @@ impl ConvFpropInputs {
         {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1"
+            )));
+        }
+        if inputs.config.channels_first && !inputs.fits_nchw() {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' name the nchw variant, whose 'sxw', 'syq', 'srq' and 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'"
             )));
         }
         if shape[1] % shape[15] != 0 || shape[4] % shape[15] != 0 {
@@ -424,6 +459,7 @@ impl ConvFpropInputs {
         pointer_uids.extend(self.residual_uid);
         pointer_uids.extend(self.scale_uid);
         let spec = self.config.spec;
+        let cf = self.config.channels_first;
         let mut ints: Vec<i64> = self
             .shape
             .iter()
@@ -435,7 +471,7 @@ impl ConvFpropInputs {
             self.strides
                 .iter()
                 .enumerate()
-                .filter(|(i, _)| !(spec && [1, 5, 9].contains(i)))
+                .filter(|(i, _)| !(spec && [1, 5, 9].contains(i) || cf && [3, 11].contains(i)))
                 .map(|(_, v)| *v),
         );
         if self.version >= 2 {
@@ -443,7 +479,7 @@ impl ConvFpropInputs {
                 self.res_strides
                     .iter()
                     .enumerate()
-                    .filter(|(i, _)| !(spec && *i == 1))
+                    .filter(|(i, _)| !(spec && *i == 1 || cf && *i == 3))
                     .map(|(_, v)| *v),
             );
         }
@@ -655,18 +691,25 @@ impl ConvFpropHandler {
                 kernel.describe()
             )));
         }
+        if config.channels_first && !inputs.fits_nchw() {
+            return Err(na(format!(
+                "kernel {} is the nchw variant; the graph's layout does not satisfy its hints (unit pixel strides of x, y and the residual, packed KCRS w)",
+                kernel.describe()
+            )));
+        }
         inputs.config = config;
         let tiles = inputs.tiles() * inputs.shape[15];
         let c = &inputs.config;
+        let hinted = c.spec || c.channels_first;
         let kg = inputs.shape[4] / inputs.shape[15];
-        if c.spec && c.block[1] > 64 && c.block[1] > kg {
+        if hinted && c.block[1] > 64 && c.block[1] > kg {
             return Err(na(format!(
                 "kernel {}: static rule: a {}-channel tile leaves columns idle for K/groups = {kg}; a narrower tile serves this graph",
                 kernel.describe(),
                 c.block[1]
             )));
         }
-        if c.spec && c.block[0] * c.block[1] > 64 * 64 && tiles < MIN_TILES {
+        if hinted && c.block[0] * c.block[1] > 64 * 64 && tiles < MIN_TILES {
             return Err(na(format!(
                 "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
                 kernel.describe()
@@ -686,11 +729,15 @@ impl DispatchHandler for ConvFpropHandler {
     }
 
     fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false, self.version)
+        signature(0, self.version)
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values), self.version)
+        let variant = match values.get("spec") {
+            Some(crate::ingestor::launch_values::LaunchValue::Int(v)) => *v,
+            _ => 0,
+        };
+        signature(variant, self.version)
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {

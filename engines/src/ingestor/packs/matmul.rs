@@ -149,6 +149,8 @@ pub struct TritonConfig {
     pub dtype: String,
     /// Specialized (divisibility hints, unit strides constant).
     pub spec: bool,
+    /// The channels-first specialized variant (`nchw`, conv fprop only; `spec` is false).
+    pub channels_first: bool,
     /// Tile M, N, K.
     pub block: [i64; 3],
     /// Grouped ordering of M tiles.
@@ -169,7 +171,7 @@ pub(crate) fn is_spec(values: &LaunchValues) -> bool {
 }
 
 /// The kernel arguments of a Triton launch, shared by every Triton contract: on a specialized
-/// entry, first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
+/// entry (`spec` 1, or conv fprop's channels-first 2), first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
 /// (`res.uid`; the operands the kernel's alignment hints cover, named `operands` for the
 /// `kernel` in the message) bound to a device address that is not 16-byte aligned; then the
 /// three operand pointers, one pointer per name of `optional` (launch-value names such as
@@ -192,7 +194,10 @@ pub(crate) fn triton_kernel_args(
         Some(LaunchValue::Int(u)) => Some(*u),
         _ => None,
     };
-    if is_spec(&launch.launch_values) {
+    if matches!(
+        launch.launch_values.get("spec"),
+        Some(LaunchValue::Int(1 | 2))
+    ) {
         let mut hinted = launch.pointer_uids[..launch.pointer_uids.len().min(3)].to_vec();
         hinted.extend(uid_of("res.uid"));
         for uid in &hinted {
@@ -228,6 +233,17 @@ pub(crate) fn triton_kernel_args(
 }
 
 impl TritonConfig {
+    /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw.
+    pub fn variant_code(&self) -> i64 {
+        if self.spec {
+            1
+        } else if self.channels_first {
+            2
+        } else {
+            0
+        }
+    }
+
     /// The config of packed `kernel` when it is an entry of `family` built for the graph's data
     /// type `graph_dtype` (a `DataType` value), shared by every Triton contract.
     ///
@@ -274,15 +290,17 @@ impl TritonConfig {
             .split('x')
             .map(|v| v.parse().ok())
             .collect::<Option<_>>()?;
-        let spec = match p[2] {
-            "spec" => true,
-            "generic" => false,
+        let (spec, channels_first) = match p[2] {
+            "spec" => (true, false),
+            "nchw" => (false, true),
+            "generic" => (false, false),
             _ => return None,
         };
         Some(TritonConfig {
             family,
             dtype: p[1].to_string(),
             spec,
+            channels_first,
             block: <[i64; 3]>::try_from(tile).ok()?,
             group_m: num(p[4], "g")?,
             num_warps: num(p[5], "w")?,
@@ -466,6 +484,7 @@ impl MatmulInputs {
             }
             .into(),
             spec: r.int("spec", 0, 1)? == 1,
+            channels_first: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,
@@ -833,6 +852,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             family: String::new(),
             dtype: String::new(),
             spec: false,
+            channels_first: false,
             block: [16, 16, 16],
             group_m: 1,
             num_warps: 1,
