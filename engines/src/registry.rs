@@ -17,6 +17,7 @@ use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V1, ConvFpropV1Handler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
+use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::matmul::{MATMUL_V1, MatmulV1Handler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
@@ -35,16 +36,20 @@ pub enum PackFamily {
     ConvFprop,
     /// Triton implicit-GEMM conv backward data (`family: "conv_dgrad"`).
     ConvDgrad,
+    /// Triton implicit-GEMM conv backward filter with a deterministic split of the reduction
+    /// (`family: "conv_wgrad"`).
+    ConvWgrad,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 5] = [
+    pub const ALL: [PackFamily; 6] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
         PackFamily::ConvFprop,
         PackFamily::ConvDgrad,
+        PackFamily::ConvWgrad,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -55,6 +60,7 @@ impl PackFamily {
             PackFamily::Matmul => "matmul",
             PackFamily::ConvFprop => "conv_fprop",
             PackFamily::ConvDgrad => "conv_dgrad",
+            PackFamily::ConvWgrad => "conv_wgrad",
         }
     }
 
@@ -66,7 +72,8 @@ impl PackFamily {
     /// The contract that serves the family's current packed entries (entries without a
     /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
     /// `hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`,
-    /// `hipkernel.conv_dgrad.dispatch.v1` (Triton entries of `triton.json`).
+    /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1` (Triton entries
+    /// of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -74,6 +81,7 @@ impl PackFamily {
             PackFamily::Matmul => MATMUL_V1,
             PackFamily::ConvFprop => CONV_FPROP_V1,
             PackFamily::ConvDgrad => CONV_DGRAD_V1,
+            PackFamily::ConvWgrad => CONV_WGRAD_V1,
         }
     }
 }
@@ -91,7 +99,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// Every contract this crate serves: [`native_packs`] plus the v2 contracts
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
 /// contracts (`hipkernel.matmul.dispatch.v1`, `hipkernel.conv_fprop.dispatch.v1`,
-/// `hipkernel.conv_dgrad.dispatch.v1`) under their versioned names only, so the
+/// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`) under their versioned names only, so the
 /// unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -100,6 +108,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(MatmulV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvWgradV1Handler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }
