@@ -216,23 +216,17 @@ impl Launchable<'_> {
                 self.label, self.workspace_bytes
             )));
         }
+        // The workspace's device address (0 for none or host memory, which a launch that
+        // reads its workspace cannot use: see the zeroing step below).
         let workspace = match &args.workspace {
-            _ if self.workspace_bytes == 0 => 0,
-            Some(BufferRef::Device { addr, len }) if *len as u64 >= self.workspace_bytes => *addr,
-            Some(w) => {
+            Some(BufferRef::Device { len, .. }) if (*len as u64) < self.workspace_bytes => {
                 return Err(PluginError::invalid_value(format!(
-                    "{} requires {} bytes of device workspace but {} bytes of {} memory were provided",
-                    self.label,
-                    self.workspace_bytes,
-                    w.len(),
-                    if matches!(w, BufferRef::Device { .. }) {
-                        "device"
-                    } else {
-                        "host"
-                    }
+                    "{} requires {} workspace bytes but {len} were provided",
+                    self.label, self.workspace_bytes
                 )));
             }
-            None => 0,
+            Some(BufferRef::Device { addr, .. }) if self.workspace_bytes > 0 => *addr,
+            _ => 0,
         };
         self.check_device(device)?;
         let kernel = self
@@ -246,6 +240,12 @@ impl Launchable<'_> {
             .handler
             .zeroed_workspace_bytes(self.launch)
             .min(self.workspace_bytes);
+        if zeroed > 0 && workspace == 0 {
+            return Err(PluginError::invalid_value(format!(
+                "{} requires {} bytes of device workspace; host memory was provided",
+                self.label, self.workspace_bytes
+            )));
+        }
         if zeroed > 0 {
             device
                 .memset_async(workspace, 0, zeroed, args.stream)
