@@ -370,7 +370,8 @@ fn main() -> std::process::ExitCode {
             .split(',')
             .filter_map(|v| v.parse().ok())
             .collect();
-        return match triton::triton(&out, get("--md").as_deref(), &sizes) {
+        let only = get("--only");
+        return match triton::triton(&out, get("--md").as_deref(), &sizes, only.as_deref()) {
             Ok(()) => std::process::ExitCode::SUCCESS,
             Err(x) => {
                 eprintln!("error: {x}");
@@ -379,7 +380,9 @@ fn main() -> std::process::ExitCode {
         };
     }
     if args.first().map(String::as_str) != Some("gpu") {
-        eprintln!("usage: hipdnn-bench gpu|triton [--out PATH] [--md PATH] [--sizes 512,4096]");
+        eprintln!(
+            "usage: hipdnn-bench gpu|triton [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad]"
+        );
         return std::process::ExitCode::from(2);
     }
     let out = get("--out").unwrap_or_else(|| "target/bench/gpu.json".into());

@@ -13,6 +13,11 @@
 //! 3. Speed: matmul f16/bf16/f32 M=N=K ∈ sizes, CUDA/HIP events around 20 executes, median of
 //!    5 such rounds, vs `torch.matmul` (cuBLAS, TF32 off) timed the same way in the same run.
 //!
+//! 4. Conv fprop, conv dgrad and conv wgrad ([`wgrad`]) sections: correctness cases and
+//!    batch-32 ResNet-50 rows vs PyTorch. `--only dgrad,wgrad` runs just the named conv
+//!    backward sections (JSON to `--out`, their markdown tables alone to `--md`, which is
+//!    then overwritten, not spliced); `HIPDNN_BENCH_ONLY_DGRAD=1` is `--only dgrad`.
+//!
 //! Writes JSON, and with `--md` replaces the block between `<!-- triton-bench:begin -->` and
 //! `<!-- triton-bench:end -->`. Without a GPU it prints `skipped: no GPU` and exits 0.
 
@@ -23,6 +28,8 @@ use hipdnn::{
 };
 use hipdnn_hip::{Event, Stream};
 use serde_json::json;
+
+mod wgrad;
 
 type R<T> = Result<T, String>;
 
@@ -271,15 +278,26 @@ fn save_reload(case: usize, dt: &str) -> R<serde_json::Value> {
 }
 
 /// The child side of [`save_reload`]: the kernel dir is a scratch copy. Cases ≥ 100 are conv
-/// cases (NHWC/NCHW conv + bias + ReLU, see [`reload_conv_case`]).
+/// cases (NHWC/NCHW conv + bias + ReLU, see [`reload_conv_case`]), ≥ 200 wgrad cases
+/// ([`wgrad::reload_case`]).
 pub fn reload_child(case: usize, dt: &str) -> R<()> {
     let dtype = match dt {
         "f32" => DataType::Float,
         "f16" => DataType::Half,
         _ => DataType::BFloat16,
     };
-    let v = if case >= 200 {
-        fused::reload_fused(case - 200, dtype)
+    let v = if case >= 300 {
+        fused::reload_fused(case - 300, dtype)
+    } else if case >= 200 {
+        let c = wgrad::reload_case(case - 200);
+        let mk = || wgrad::graph(c, dtype);
+        let n = wgrad::dw_len(c);
+        let label = format!("wgrad {c:?}");
+        match dt {
+            "f32" => reload_steps::<f32>(&mk, wgrad::inputs(c), n, &label),
+            "f16" => reload_steps::<f16>(&mk, wgrad::inputs(c), n, &label),
+            _ => reload_steps::<bf16>(&mk, wgrad::inputs(c), n, &label),
+        }
     } else if case >= 100 {
         let c = reload_conv_case(case - 100);
         let mk = || conv_graph(c, dtype);
@@ -528,7 +546,7 @@ const CASES: [Case; 8] = [
 ];
 
 /// The `triton` subcommand.
-pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
+pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) -> R<()> {
     let gpu = match Handle::gpu() {
         Ok(h) => h,
         Err(x) => {
@@ -538,11 +556,11 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     };
     let cpu = Handle::cpu().map_err(e)?;
     println!("{gpu:?}");
-    if std::env::var_os("HIPDNN_BENCH_ONLY_DGRAD").is_some() {
-        let (checks, rows) = dgrad_section(&gpu, &cpu)?;
-        let v = json!({"dgrad_checks": checks, "dgrad": rows});
-        std::fs::write(out, serde_json::to_string_pretty(&v).map_err(e)?).map_err(e)?;
-        return Ok(());
+    let only = only
+        .map(str::to_string)
+        .or_else(|| std::env::var_os("HIPDNN_BENCH_ONLY_DGRAD").map(|_| "dgrad".to_string()));
+    if let Some(only) = only {
+        return backward_sections(&gpu, &cpu, out, md, &only);
     }
     let mut checks = Vec::new();
     for c in CASES {
@@ -564,7 +582,10 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
         (100, "f16"),
         (101, "f32"),
         (200, "f16"),
-        (201, "bf16"),
+        (201, "f32"),
+        (202, "bf16"),
+        (300, "f16"),
+        (301, "bf16"),
     ] {
         let r = save_reload(c, dt)?;
         println!("save/reload: {r}");
@@ -618,9 +639,15 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
     } else {
         dgrad_section(&gpu, &cpu)?
     };
+    let (wgrad_checks, wgrad_rows, torch_wgrad) = if sizes.is_empty() {
+        (Vec::new(), Vec::new(), json!(null))
+    } else {
+        wgrad::section(&gpu, &cpu)?
+    };
     let device = format!("{:?}", gpu.device());
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
+        "wgrad_checks": wgrad_checks, "wgrad": wgrad_rows, "torch_wgrad": torch_wgrad,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
         "fused_checks": fused_checks, "plans": plan_rows,
         "torch_conv": torch_conv});
@@ -715,6 +742,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64]) -> R<()> {
                 r["bench_build_over_load"].as_f64().unwrap_or(0.0),
             );
         }
+        t += &wgrad::table(wgrad_checks.len(), &wgrad_rows, &torch_wgrad);
         let text = std::fs::read_to_string(md).map_err(e)?;
         let (b, en) = ("<!-- triton-bench:begin -->", "<!-- triton-bench:end -->");
         let new = match (text.find(b), text.find(en)) {
@@ -1151,6 +1179,81 @@ fn time_dgrad(h: &Handle, c: ConvCase) -> R<f64> {
     Ok(rounds[2])
 }
 
+/// The batch-32 ResNet-50 layers of the dgrad and wgrad tables: c, h (=w), k, r (=s), pad,
+/// stride.
+const DGRAD_LAYERS: [[i64; 6]; 5] = [
+    [64, 56, 64, 3, 1, 1],
+    [128, 28, 128, 3, 1, 1],
+    [256, 14, 256, 3, 1, 1],
+    [512, 7, 512, 3, 1, 1],
+    [64, 56, 256, 1, 0, 1],
+];
+
+/// `--only a,b`: the named conv backward sections (`dgrad`, `wgrad`) and, for wgrad, its three
+/// save/reload round trips; JSON to `out`, their tables alone to `md` (overwritten).
+fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
+    let names: Vec<&str> = only.split(',').map(str::trim).collect();
+    if let Some(bad) = names.iter().find(|n| !["dgrad", "wgrad"].contains(n)) {
+        return Err(format!("--only takes dgrad and wgrad, not {bad:?}"));
+    }
+    let mut report = serde_json::Map::new();
+    let mut t = String::new();
+    if names.contains(&"dgrad") {
+        let (checks, rows) = dgrad_section(gpu, cpu)?;
+        t += &format!(
+            "Conv dgrad f16 NHWC, batch 32 ({} checks passed):\n\n| layer | hipdnn-rs | PyTorch | ours/torch speed |\n|---|---|---|---|\n",
+            checks.len()
+        );
+        for r in &rows {
+            t += &format!(
+                "| {} | {:.3} ms | {} | {} |\n",
+                r["layer"],
+                r["ms"].as_f64().unwrap_or(0.0),
+                r["torch_ms"]
+                    .as_f64()
+                    .map(|v| format!("{v:.3} ms"))
+                    .unwrap_or_else(|| "n/a".into()),
+                r["ratio_vs_torch"]
+                    .as_f64()
+                    .map(|v| format!("{v:.2}×"))
+                    .unwrap_or_else(|| "n/a".into()),
+            );
+        }
+        report.insert("dgrad_checks".into(), json!(checks));
+        report.insert("dgrad".into(), json!(rows));
+    }
+    if names.contains(&"wgrad") {
+        let mut reloads = Vec::new();
+        for (c, dt) in [(200, "f16"), (201, "f32"), (202, "bf16")] {
+            let r = save_reload(c, dt)?;
+            println!("save/reload: {r}");
+            reloads.push(r);
+        }
+        let (checks, rows, torch) = wgrad::section(gpu, cpu)?;
+        t += &wgrad::table(checks.len(), &rows, &torch);
+        t += &format!(
+            "\n{} wgrad save → load (archives removed) → execute ×2 → re-save round trips passed.\n",
+            reloads.len()
+        );
+        report.insert("wgrad_save_reload".into(), json!(reloads));
+        report.insert("wgrad_checks".into(), json!(checks));
+        report.insert("wgrad".into(), json!(rows));
+        report.insert("torch_wgrad".into(), torch);
+    }
+    if let Some(dir) = std::path::Path::new(out).parent() {
+        std::fs::create_dir_all(dir).map_err(e)?;
+    }
+    let v = serde_json::Value::Object(report);
+    std::fs::write(out, serde_json::to_string_pretty(&v).map_err(e)?).map_err(e)?;
+    println!("wrote {out}");
+    println!("{t}");
+    if let Some(md) = md {
+        std::fs::write(md, &t).map_err(e)?;
+        println!("wrote {md}");
+    }
+    Ok(())
+}
+
 const TORCH_DGRAD: &str = r#"
 import json, sys
 try:
@@ -1215,13 +1318,7 @@ pub fn dgrad_section(
             checks.push(r);
         }
     }
-    let layers: [[i64; 6]; 5] = [
-        [64, 56, 64, 3, 1, 1],
-        [128, 28, 128, 3, 1, 1],
-        [256, 14, 256, 3, 1, 1],
-        [512, 7, 512, 3, 1, 1],
-        [64, 56, 256, 1, 0, 1],
-    ];
+    let layers = DGRAD_LAYERS;
     let arg: Vec<serde_json::Value> = layers
         .iter()
         .map(|l| json!([32, l[0], l[1], l[2], l[3], l[4], l[5]]))

@@ -17,6 +17,7 @@ use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
+use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
@@ -35,16 +36,20 @@ pub enum PackFamily {
     ConvFprop,
     /// Triton implicit-GEMM conv backward data (`family: "conv_dgrad"`).
     ConvDgrad,
+    /// Triton implicit-GEMM conv backward filter with a deterministic split of the reduction
+    /// (`family: "conv_wgrad"`).
+    ConvWgrad,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 5] = [
+    pub const ALL: [PackFamily; 6] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
         PackFamily::ConvFprop,
         PackFamily::ConvDgrad,
+        PackFamily::ConvWgrad,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -55,6 +60,7 @@ impl PackFamily {
             PackFamily::Matmul => "matmul",
             PackFamily::ConvFprop => "conv_fprop",
             PackFamily::ConvDgrad => "conv_dgrad",
+            PackFamily::ConvWgrad => "conv_wgrad",
         }
     }
 
@@ -66,7 +72,8 @@ impl PackFamily {
     /// The contract that serves the family's current packed entries (entries without a
     /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
     /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
-    /// `hipkernel.conv_dgrad.dispatch.v1` (Triton entries of `triton.json`).
+    /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1` (Triton entries
+    /// of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -74,6 +81,7 @@ impl PackFamily {
             PackFamily::Matmul => MATMUL_V2,
             PackFamily::ConvFprop => CONV_FPROP_V2,
             PackFamily::ConvDgrad => CONV_DGRAD_V1,
+            PackFamily::ConvWgrad => CONV_WGRAD_V1,
         }
     }
 }
@@ -91,8 +99,9 @@ pub fn native_packs() -> DispatchRegistry {
 /// Every contract this crate serves: [`native_packs`] plus the v2 contracts
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
 /// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
-/// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`) under
-/// their versioned names only, so the unversioned aliases keep naming the native v1 packs.
+/// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
+/// `hipkernel.conv_wgrad.dispatch.v1`) under their versioned names only, so the unversioned
+/// aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
     r.register_versioned_only(Arc::new(PointwiseV2Handler))
@@ -102,6 +111,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V1)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V2)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ConvWgradV1Handler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

@@ -49,6 +49,9 @@ pub struct FakeDevice {
     pub launches: Mutex<Vec<(LaunchGeometry, Vec<KernelArgValue>)>>,
     /// The recorded signature handed to each launch, in launch order.
     pub signatures: Mutex<Vec<Vec<KernelArgument>>>,
+    /// Fills (address, value, bytes) queued with `memset_async`, and how many launches had
+    /// been made when each was queued.
+    pub memsets: Mutex<Vec<(u64, u8, u64, usize)>>,
 }
 
 impl FakeDevice {
@@ -61,6 +64,7 @@ impl FakeDevice {
             symbols: None,
             launches: Mutex::new(Vec::new()),
             signatures: Mutex::new(Vec::new()),
+            memsets: Mutex::new(Vec::new()),
         })
     }
     pub fn loads(&self) -> usize {
@@ -101,6 +105,20 @@ impl IngestorDevice for FakeDevice {
             .lock()
             .unwrap()
             .push((geometry, args.to_vec()));
+        Ok(())
+    }
+    fn memset_async(
+        &self,
+        addr: u64,
+        value: u8,
+        bytes: u64,
+        _stream: u64,
+    ) -> Result<(), DeviceError> {
+        let launched = self.launches.lock().unwrap().len();
+        self.memsets
+            .lock()
+            .unwrap()
+            .push((addr, value, bytes, launched));
         Ok(())
     }
     fn synchronize(&self, _stream: u64) -> Result<(), DeviceError> {

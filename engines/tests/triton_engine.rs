@@ -2,7 +2,9 @@
 //! `triton.json` + kpack archive, the static rule's choice per shape (spec vs generic entry,
 //! tile size), the launch a plan makes (grid, block, shared memory, arguments with null bias
 //! and scratch pointers), the refusal of unaligned tensors on a spec plan, and save → restore
-//! on an engine with no kernels (restore selects nothing) → the same launch.
+//! on an engine with no kernels (restore selects nothing) → the same launch; for conv wgrad,
+//! the split's workspace: its counter region zeroed right before every launch and its address
+//! passed as the kernel's fourth argument, before and after save → restore.
 
 #[path = "ingestor_support.rs"]
 mod support;
@@ -21,9 +23,9 @@ use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
 use hipdnn_engines::registry::pack_registry;
 use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    MatmulAttributes, MatmulAttributesArgs, NodeAttributes, PointwiseAttributesArgs,
-    PointwiseMode as PM,
+    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, ConvolutionWrwAttributes,
+    ConvolutionWrwAttributesArgs, DataType as DT, MatmulAttributes, MatmulAttributesArgs,
+    NodeAttributes, PointwiseAttributesArgs, PointwiseMode as PM,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -590,4 +592,190 @@ fn a_benchmarking_build_times_every_candidate_on_scratch_and_keeps_the_fastest()
     assert_eq!(l.len(), before + 1);
     assert_eq!(l[before].0.shared_mem_bytes, 8_192);
     assert_eq!(l[before].1[0], KernelArgValue::Pointer(0x1000_0000));
+}
+
+/// NHWC dy [n, k, h, h], NHWC x [n, c, h, h] → KRSC dw [k, c, 3, 3], pad 1, stride 1.
+fn wgrad_graph(dt: DT, n: i64, c: i64, h: i64, k: i64) -> OperationGraph {
+    let mut g = GraphBuilder::new("wgrad");
+    g.tensor(TensorSpec::new(1, "dy", dt, &[n, k, h, h]).channels_last())
+        .tensor(TensorSpec::new(2, "x", dt, &[n, c, h, h]).channels_last())
+        .tensor(TensorSpec::new(3, "dw", dt, &[k, c, 3, 3]).channels_last());
+    g.node(
+        "wgrad",
+        Box::new(|fbb| {
+            let one = fbb.create_vector(&[1i64, 1]);
+            let args = ConvolutionWrwAttributesArgs {
+                x_tensor_uid: 2,
+                dy_tensor_uid: 1,
+                dw_tensor_uid: 3,
+                pre_padding: Some(one),
+                post_padding: Some(one),
+                stride: Some(one),
+                dilation: Some(one),
+                conv_mode: ConvMode::CROSS_CORRELATION,
+            };
+            (
+                NodeAttributes::ConvolutionWrwAttributes,
+                ConvolutionWrwAttributes::create(fbb, &args).as_union_value(),
+            )
+        }),
+    );
+    OperationGraph::from_bytes(&g.build()).unwrap()
+}
+
+#[test]
+fn a_split_wgrad_plan_zeroes_its_counters_before_each_launch_and_passes_the_workspace() {
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    // ResNet-50 conv2_x 3×3 at batch 32: 64 × 576 outputs. 128×128 spec tiles would give 5
+    // tiles (refused by the static rule), 64×64 give 9, so 30 splits of the 100352 terms.
+    let g = wgrad_graph(DT::HALF, 32, 64, 56, 64);
+    let p = decode_payload(&plan_bytes(&e, &g)).unwrap();
+    assert_eq!(
+        (int(&p, "spec"), int(&p, "block_m"), int(&p, "block_n")),
+        (1, 64, 64)
+    );
+    assert_eq!(int(&p, "split"), 30);
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![],
+            },
+            &g,
+        )
+        .unwrap();
+    let ws_bytes = 256 + 9 * 30 * 64 * 64 * 4;
+    assert_eq!(ctx.workspace_size(), ws_bytes);
+    // No workspace: refused before anything is queued.
+    let mut t = bindings(0);
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap_err();
+    assert!(
+        err.message.ends_with(&format!(
+            "requires {ws_bytes} workspace bytes but none was provided"
+        )),
+        "{}",
+        err.message
+    );
+    // A short workspace: refused too.
+    let mut t = bindings(0);
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: Some(BufferRef::Device {
+                addr: 0x9000_0000,
+                len: ws_bytes - 1,
+            }),
+            tensors: &mut t,
+        })
+        .unwrap_err();
+    assert!(
+        err.message.ends_with(&format!(
+            "requires {ws_bytes} workspace bytes but {} were provided",
+            ws_bytes - 1
+        )),
+        "{}",
+        err.message
+    );
+    // Host memory: the kernel cannot use it.
+    let mut host = vec![0u8; ws_bytes];
+    let mut t = bindings(0);
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: Some(BufferRef::HostMut(&mut host)),
+            tensors: &mut t,
+        })
+        .unwrap_err();
+    assert!(
+        err.message.ends_with(&format!(
+            "requires {ws_bytes} bytes of device workspace; host memory was provided"
+        )),
+        "{}",
+        err.message
+    );
+    assert!(dev.launches.lock().unwrap().is_empty());
+    assert!(dev.memsets.lock().unwrap().is_empty());
+    let run = |ctx: &dyn hipdnn_backend::engine::ExecutionContext| {
+        let mut t = bindings(0);
+        ctx.execute(ExecuteArgs {
+            stream: 0,
+            workspace: Some(BufferRef::Device {
+                addr: 0x9000_0000,
+                len: ws_bytes,
+            }),
+            tensors: &mut t,
+        })
+        .unwrap();
+    };
+    run(ctx.as_ref());
+    run(ctx.as_ref());
+    // Each launch is preceded by a fill of the 256-byte counter region (64 int32).
+    assert_eq!(
+        *dev.memsets.lock().unwrap(),
+        vec![(0x9000_0000, 0, 256, 0), (0x9000_0000, 0, 256, 1)]
+    );
+    let (geom, args) = dev.launches.lock().unwrap()[0].clone();
+    assert_eq!(geom.grid, [9, 30, 1]);
+    assert_eq!(args[3], KernelArgValue::Pointer(0x9000_0000), "workspace");
+    assert_eq!(args[2], KernelArgValue::Pointer(0x3000_0000), "dw");
+    assert_eq!(args.len(), 4 + 25 + 2);
+    // Save → restore on an engine without kernels: the same split, fill and launch.
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap();
+    let dev2 = FakeDevice::new("sm_90", 0);
+    let e2 = engine(dev2.clone(), vec![]);
+    let restored = e2
+        .serialization()
+        .unwrap()
+        .create_execution_context_from_serialized(&bytes)
+        .unwrap();
+    assert_eq!(restored.workspace_size(), ws_bytes);
+    run(restored.as_ref());
+    assert_eq!(dev2.launches.lock().unwrap()[0], (geom, args));
+    assert_eq!(
+        *dev2.memsets.lock().unwrap(),
+        vec![(0x9000_0000, 0, 256, 0)]
+    );
+}
+
+#[test]
+fn an_unsplit_wgrad_plan_needs_no_workspace_and_passes_a_null_one() {
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    // 512 × 9216 outputs in 128×128 tiles: 288 tiles ≥ 264 programs, so no split (the
+    // 32·7·7 = 1568 terms would allow 3).
+    let g = wgrad_graph(DT::HALF, 32, 1024, 7, 512);
+    let p = decode_payload(&plan_bytes(&e, &g)).unwrap();
+    assert_eq!((int(&p, "block_m"), int(&p, "split")), (128, 1));
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![],
+            },
+            &g,
+        )
+        .unwrap();
+    assert_eq!(ctx.workspace_size(), 0);
+    let mut t = bindings(0);
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: None,
+        tensors: &mut t,
+    })
+    .unwrap();
+    assert!(dev.memsets.lock().unwrap().is_empty());
+    let (geom, args) = dev.launches.lock().unwrap()[0].clone();
+    assert_eq!(geom.grid, [4 * 72, 1, 1]);
+    assert_eq!(args[3], KernelArgValue::Pointer(0), "no workspace");
 }

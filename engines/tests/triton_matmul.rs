@@ -11,6 +11,7 @@ use hipdnn_engines::ingestor::packs::conv_dgrad::{self, CONV_DGRAD_V1};
 use hipdnn_engines::ingestor::packs::conv_fprop::{
     self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
 };
+use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
 };
@@ -23,6 +24,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "matmul" => signature(spec, 2),
         "conv_fprop" => conv_fprop::signature(variant, 2),
         "conv_dgrad" => conv_dgrad::signature(spec),
+        "conv_wgrad" => conv_wgrad::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -88,6 +90,20 @@ fn every_triton_entry_records_its_launch_facts() {
                 for n in ["sdyk", "swc", "sxc", "groups"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
+            } else if spec && family == "conv_wgrad" {
+                for n in ["sdyk", "sxc", "swc", "groups"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                let d: Vec<&str> = k["divisibility_16"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_str().unwrap())
+                    .collect();
+                for n in ["dy_ptr", "x_ptr", "dw_ptr", "C", "K", "sdyp", "sxh", "swr"] {
+                    assert!(d.contains(&n), "{n}");
+                }
+                assert!(!d.contains(&"ws_ptr"), "the workspace pointer has no hint");
             } else if spec && family == "conv_fprop" {
                 for n in ["sxc", "swc", "syk", "srk", "groups"] {
                     assert_eq!(ce[n], 1, "{n}");
@@ -242,6 +258,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             let (dispatch, symbol) = match cfg.family.as_str() {
                 "matmul" => (MATMUL_V2, "hipdnn_matmul"),
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
+                "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
             };
@@ -290,7 +307,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
         }
         assert_eq!(
             families.into_iter().collect::<Vec<_>>(),
-            ["conv_dgrad", "conv_fprop", "matmul"]
+            ["conv_dgrad", "conv_fprop", "conv_wgrad", "matmul"]
         );
     }
 }
@@ -637,4 +654,127 @@ fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
         .unwrap_err()
         .message;
     assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.conv_fprop.dispatch.v1' must be int in [0, 1], and the plan holds 2"), "{e}");
+}
+
+fn wgrad_inputs(spec: bool) -> conv_wgrad::ConvWgradV1Inputs {
+    let config = TritonConfig::parse(if spec {
+        "conv_wgrad_f16_spec_64x64x64_g8_w4_s3_sh49152_ws32"
+    } else {
+        "conv_wgrad_f16_generic_64x64x32_g8_w4_s2_sh16384_ws32"
+    })
+    .unwrap();
+    // NHWC dy [32, 64, 56, 56], NHWC x [32, 64, 56, 56], KRSC dw [64, 64, 3, 3], pad 1.
+    let mut i = conv_wgrad::ConvWgradV1Inputs {
+        uids: [1, 2, 3],
+        dtype: 2,
+        shape: [32, 64, 56, 56, 64, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1],
+        strides: [200704, 1, 3584, 64, 200704, 1, 3584, 64, 576, 1, 192, 64],
+        config,
+    };
+    i.shape[16] = i.static_split();
+    i
+}
+
+#[test]
+fn conv_wgrad_static_split_fills_the_device_and_sizes_the_workspace() {
+    // 64 rows × 576 columns in 64×64 tiles: 9 tiles, so cdiv(264, 9) = 30 splits (the
+    // reduction 32·56·56 = 100352 allows 196 of 512 terms).
+    let i = wgrad_inputs(true);
+    assert_eq!(i.tiles(), 9);
+    assert_eq!(i.shape[16], 30);
+    let l = i.to_launch().unwrap();
+    assert_eq!(l.geometry.grid, [9, 30, 1]);
+    assert_eq!(l.geometry.block, [128, 1, 1]);
+    // 64 int32 counters (256 bytes), then 9·30 f32 tiles of 64·64.
+    assert_eq!(i.counter_bytes(), 256);
+    assert_eq!(l.workspace_bytes, 256 + 9 * 30 * 64 * 64 * 4);
+    use hipdnn_engines::ingestor::packs::conv_wgrad::ConvWgradV1Handler;
+    assert_eq!(ConvWgradV1Handler.zeroed_workspace_bytes(&l), 256);
+    // A large layer gives enough tiles on its own: no split, no workspace.
+    let mut big = wgrad_inputs(true);
+    big.shape[1] = 512;
+    big.shape[4] = 512;
+    assert!(big.tiles() >= conv_wgrad::TARGET_PROGRAMS);
+    assert_eq!(big.static_split(), 1);
+    big.shape[16] = 1;
+    let l = big.to_launch().unwrap();
+    assert_eq!(l.workspace_bytes, 0);
+    assert_eq!(ConvWgradV1Handler.zeroed_workspace_bytes(&l), 0);
+    // A short reduction limits the split: batch 1 at 7×7 has 49 terms, so one split.
+    let mut short = wgrad_inputs(true);
+    short.shape[0] = 1;
+    short.shape[5] = 7;
+    short.shape[6] = 7;
+    assert_eq!(short.static_split(), 1);
+}
+
+#[test]
+fn conv_wgrad_launch_values_round_trip_and_spec_follows_the_layout() {
+    use hipdnn_engines::ingestor::packs::conv_wgrad::ConvWgradV1Handler;
+    for spec in [true, false] {
+        let i = wgrad_inputs(spec);
+        assert!(i.fits_spec());
+        let l = i.to_launch().unwrap();
+        let back = ConvWgradV1Handler
+            .restore_launch(CONV_WGRAD_V1, &l.launch_values)
+            .unwrap();
+        assert_eq!(back, l);
+        assert_eq!(back.launch_values["split"], LaunchValue::Int(30));
+        assert_eq!(l.pointer_uids, vec![1, 2, 3]);
+        assert_eq!(l.scalar_args.len(), if spec { 25 } else { 29 });
+        assert_eq!(
+            ConvWgradV1Handler.launch_signature_for(&l.launch_values),
+            conv_wgrad::signature(spec)
+        );
+        let names: Vec<_> = conv_wgrad::signature(spec)
+            .into_iter()
+            .map(|a| a.name)
+            .collect();
+        assert_eq!(names[3], "ws_ptr");
+        assert_eq!(names.len(), 4 + l.scalar_args.len() + 2);
+    }
+    let mut i = wgrad_inputs(true);
+    i.strides[5] = 3136; // NCHW x
+    assert!(!i.fits_spec());
+    let mut i = wgrad_inputs(true);
+    i.shape[4] = 40; // K not a multiple of 16
+    assert!(!i.fits_spec());
+}
+
+#[test]
+fn conv_wgrad_restore_refusals_are_exact() {
+    use hipdnn_engines::ingestor::packs::conv_wgrad::ConvWgradV1Handler;
+    let d = CONV_WGRAD_V1;
+    let refuse = |v| {
+        ConvWgradV1Handler
+            .restore_launch(d, &v)
+            .unwrap_err()
+            .message
+    };
+    let mut v = wgrad_inputs(true).to_values();
+    v.insert("sxc".into(), LaunchValue::Int(64));
+    let e = refuse(v);
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_wgrad.dispatch.v1' name the spec variant, whose 'groups', 'sdyk', 'sxc' and 'swc' must be 1"), "{e}");
+    let mut v = wgrad_inputs(false).to_values();
+    v.insert("groups".into(), LaunchValue::Int(3));
+    let e = refuse(v);
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_wgrad.dispatch.v1': 'groups' must divide 'c' and 'k'"), "{e}");
+    let mut v = wgrad_inputs(false).to_values();
+    v.insert("split".into(), LaunchValue::Int(0));
+    let e = refuse(v);
+    assert!(e.contains("'split'") && e.contains("[1, 65535]"), "{e}");
+    let mut v = wgrad_inputs(false).to_values();
+    v.insert("split".into(), LaunchValue::Int(65535));
+    v.insert("block_m".into(), LaunchValue::Int(256));
+    v.insert("block_n".into(), LaunchValue::Int(256));
+    let e = refuse(v);
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_wgrad.dispatch.v1' give more than 2147483647 tiles, reduction terms or workspace floats, or more than 65535 groups"), "{e}");
+    let mut v = wgrad_inputs(false).to_values();
+    v.insert("warp_size".into(), LaunchValue::Int(48));
+    let e = refuse(v);
+    assert!(e.ends_with("launch values 'warp_size' and 'num_warps' of dispatch 'hipkernel.conv_wgrad.dispatch.v1' give 192 threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"), "{e}");
+    let mut v = wgrad_inputs(false).to_values();
+    v.remove("split");
+    let e = refuse(v);
+    assert!(e.contains("'split'"), "{e}");
 }

@@ -183,6 +183,23 @@ pub unsafe fn memcpy_dtoh(
     check(d, unsafe { d.memcpy_dtoh(dst, src) })
 }
 
+/// Queues a fill of `bytes` bytes at `dst` with `value` on `stream` (`hipMemsetAsync` /
+/// `cuMemsetD8Async`); returns before the fill runs.
+///
+/// # Safety
+/// `dst` is a device allocation of the current device with at least `bytes` bytes that stays
+/// allocated until the fill completes; `stream` is null or a live stream of that device.
+pub unsafe fn memset_d8_async(
+    d: &dyn Driver,
+    dst: DevicePtr,
+    value: u8,
+    bytes: usize,
+    stream: RawStream,
+) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.memset_d8_async(dst, value, bytes, stream) })
+}
+
 /// `hipModuleLoadData` / `cuModuleLoadData` on the current device. `image` is an HSACO ELF
 /// (AMD), or a cubin ELF or PTX text (NVIDIA; `sys` passes text as a NUL-terminated copy).
 pub fn module_load_data(d: &dyn Driver, image: &[u8]) -> Result<RawModule, DriverError> {

@@ -880,6 +880,19 @@ impl Stream {
         &self.dev
     }
 
+    /// Queues a fill of `bytes` bytes at device address `addr` with `value` on this stream
+    /// (`hipMemsetAsync` / `cuMemsetD8Async`), ordered before later launches on it.
+    ///
+    /// # Safety
+    /// `addr` is a live device allocation of this stream's device with at least `bytes`
+    /// bytes (e.g. a variant-pack workspace the caller does not own as a
+    /// [`DeviceBuffer`]) that stays allocated until the fill completes.
+    pub unsafe fn memset_raw(&self, addr: u64, value: u8, bytes: usize) -> Result<(), DriverError> {
+        self.dev.bind()?;
+        // SAFETY: per the caller's contract; the stream lives as long as `self`.
+        unsafe { result::memset_d8_async(self.dev.api(), addr, value, bytes, self.raw.0) }
+    }
+
     /// Waits until all work queued on the stream has completed; reports kernel faults.
     pub fn synchronize(&self) -> Result<(), DriverError> {
         self.dev.bind()?;

@@ -159,6 +159,19 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `src` is an allocation of the current device with at least `dst.len()` bytes.
     unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Call;
+    /// Asynchronous byte fill of `bytes` bytes at `dst` with `value`, queued on `stream`
+    /// (`hipMemsetAsync` / `cuMemsetD8Async`).
+    ///
+    /// # Safety
+    /// `dst` is a device allocation of the current device with at least `bytes` bytes that
+    /// stays allocated until the fill completes; `stream` is null or live on that device.
+    unsafe fn memset_d8_async(
+        &self,
+        dst: DevicePtr,
+        value: u8,
+        bytes: usize,
+        stream: RawStream,
+    ) -> Call;
     /// `hipModuleLoadData` / `cuModuleLoadData` of a complete code object (HSACO on AMD;
     /// cubin ELF or PTX text on NVIDIA, where text is passed as a NUL-terminated copy).
     fn module_load_data(&self, out: &mut RawModule, image: &[u8]) -> Call;
@@ -278,6 +291,8 @@ pub struct HipFns {
     pub free: unsafe extern "C" fn(DevicePtr) -> Status,
     /// `hipMemcpy(dst, src, size, kind)`; pointers passed as raw addresses.
     pub memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> Status,
+    /// `hipMemsetAsync(void* dst, int value, size_t, hipStream_t)`.
+    pub memset_async: unsafe extern "C" fn(DevicePtr, c_int, usize, RawStream) -> Status,
     /// `hipModuleLoadData(hipModule_t*, const void*)`.
     pub module_load_data: unsafe extern "C" fn(*mut RawModule, *const c_void) -> Status,
     /// `hipModuleUnload(hipModule_t)`.
@@ -338,6 +353,8 @@ pub struct CudaFns {
     pub memcpy_htod: unsafe extern "C" fn(DevicePtr, *const c_void, usize) -> Status,
     /// `cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t)`.
     pub memcpy_dtoh: unsafe extern "C" fn(*mut c_void, DevicePtr, usize) -> Status,
+    /// `cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream)`.
+    pub memset_d8_async: unsafe extern "C" fn(DevicePtr, u8, usize, RawStream) -> Status,
     /// `cuModuleLoadData(CUmodule*, const void*)`.
     pub module_load_data: unsafe extern "C" fn(*mut RawModule, *const c_void) -> Status,
     /// `cuModuleUnload(CUmodule)`.
@@ -421,6 +438,7 @@ fn load_hip(lib: &Library) -> Result<HipFns, String> {
         malloc: sym(lib, "hipMalloc")?,
         free: sym(lib, "hipFree")?,
         memcpy: sym(lib, "hipMemcpy")?,
+        memset_async: sym(lib, "hipMemsetAsync")?,
         module_load_data: sym(lib, "hipModuleLoadData")?,
         module_unload: sym(lib, "hipModuleUnload")?,
         module_get_function: sym(lib, "hipModuleGetFunction")?,
@@ -453,6 +471,7 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
         mem_free: sym(lib, "cuMemFree_v2")?,
         memcpy_htod: sym(lib, "cuMemcpyHtoD_v2")?,
         memcpy_dtoh: sym(lib, "cuMemcpyDtoH_v2")?,
+        memset_d8_async: sym(lib, "cuMemsetD8Async")?,
         module_load_data: sym(lib, "cuModuleLoadData")?,
         module_unload: sym(lib, "cuModuleUnload")?,
         module_get_function: sym(lib, "cuModuleGetFunction")?,
@@ -562,6 +581,7 @@ pub fn linked() -> Box<dyn Driver> {
             malloc: at(hiprt::hipMalloc as *const ()),
             free: at(hiprt::hipFree as *const ()),
             memcpy: at(hiprt::hipMemcpy as *const ()),
+            memset_async: at(hiprt::hipMemsetAsync as *const ()),
             module_load_data: at(hiprt::hipModuleLoadData as *const ()),
             module_unload: at(hiprt::hipModuleUnload as *const ()),
             module_get_function: at(hiprt::hipModuleGetFunction as *const ()),
@@ -707,6 +727,18 @@ impl Driver for HipDriver {
             )
         };
         amd("hipMemcpy", status)
+    }
+    unsafe fn memset_d8_async(
+        &self,
+        dst: DevicePtr,
+        value: u8,
+        bytes: usize,
+        stream: RawStream,
+    ) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipMemsetAsync", unsafe {
+            (self.fns.memset_async)(dst, c_int::from(value), bytes, stream)
+        })
     }
     fn module_load_data(&self, out: &mut RawModule, image: &[u8]) -> Call {
         // SAFETY: valid out-pointer; `image` lives across the call and is a complete code
@@ -943,6 +975,18 @@ impl Driver for CudaDriver {
         // SAFETY: `dst` is a live mutable slice; `src` is large enough per the caller's contract.
         nv("hipMemcpy", "cuMemcpyDtoH", unsafe {
             (self.fns.memcpy_dtoh)(dst.as_mut_ptr().cast(), src, dst.len())
+        })
+    }
+    unsafe fn memset_d8_async(
+        &self,
+        dst: DevicePtr,
+        value: u8,
+        bytes: usize,
+        stream: RawStream,
+    ) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipMemsetAsync", "cuMemsetD8Async", unsafe {
+            (self.fns.memset_d8_async)(dst, value, bytes, stream)
         })
     }
     fn module_load_data(&self, out: &mut RawModule, image: &[u8]) -> Call {

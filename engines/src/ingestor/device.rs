@@ -149,6 +149,30 @@ pub trait IngestorDevice: Send + Sync {
         stream: u64,
     ) -> Result<(), DeviceError>;
 
+    /// Queues a fill of `bytes` bytes at device address `addr` with `value` on `stream`,
+    /// ordered before later launches on it (upstream `hipMemsetAsync`; on NVIDIA
+    /// `cuMemsetD8Async`). The plan uses it to zero the workspace prefix a launch contract
+    /// asks for ([`crate::ingestor::DispatchHandler::zeroed_workspace_bytes`]); `addr` is the
+    /// execute's workspace, which the execute contract requires to stay allocated until the
+    /// work on the stream completes. The default refuses: a device that cannot fill memory
+    /// cannot run such launches.
+    ///
+    /// # Errors
+    /// `hipMemsetAsync: this device cannot fill memory`, or the runtime's failure.
+    fn memset_async(
+        &self,
+        addr: u64,
+        value: u8,
+        bytes: u64,
+        stream: u64,
+    ) -> Result<(), DeviceError> {
+        let _ = (addr, value, bytes, stream);
+        Err(DeviceError::new(
+            "hipMemsetAsync",
+            "this device cannot fill memory",
+        ))
+    }
+
     /// Waits until all work on `stream` has finished (used to time benchmark candidates).
     ///
     /// # Errors

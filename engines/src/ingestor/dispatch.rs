@@ -160,6 +160,32 @@ pub trait DispatchHandler: Send + Sync {
     ) -> PluginResult<Vec<KernelArgValue>> {
         default_kernel_args(launch, tensors)
     }
+
+    /// The kernel arguments of `launch` for the bound tensors and the execute's workspace
+    /// (its device address, 0 when the launch needs none); for contracts whose kernel takes
+    /// the workspace as an argument. The default ignores `workspace` and calls
+    /// [`Self::kernel_args`].
+    ///
+    /// # Errors
+    /// As [`Self::kernel_args`].
+    fn kernel_args_with_workspace(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let _ = workspace;
+        self.kernel_args(launch, tensors)
+    }
+
+    /// How many leading bytes of the workspace must read as zero when the kernel starts
+    /// (e.g. counters the kernel's programs count on); the plan queues a fill of that prefix
+    /// on the launch stream right before every launch. At most `launch.workspace_bytes`;
+    /// default 0 (nothing is filled).
+    fn zeroed_workspace_bytes(&self, launch: &PreparedLaunch) -> u64 {
+        let _ = launch;
+        0
+    }
 }
 
 /// Dispatch handlers by name (versioned names and unversioned aliases).

@@ -9,7 +9,10 @@
 //!   [`Function::launch`] checks the argument values against it (count, kind, size) and writes
 //!   each at its recorded offset. The check never derives the signature from the values.
 //! - Pointers are variant-pack device addresses, passed with the `unsafe`
-//!   [`KernelArg::device_ptr`] (the one `unsafe` block of this crate; see its `SAFETY` note).
+//!   [`KernelArg::device_ptr`] (see its `SAFETY` note).
+//! - `memset_async` → [`Stream::memset_raw`] (`hipMemsetAsync` / `cuMemsetD8Async`) on the
+//!   default stream, for the workspace prefix a launch contract needs zeroed (the second
+//!   `unsafe` block).
 //! - Streams: only the default stream (`0`) is supported; other values are refused with
 //!   `hipModuleLaunchKernel` / `hipStreamSynchronize` errors naming the value.
 //!
@@ -174,6 +177,28 @@ impl IngestorDevice for HipIngestorDevice {
             shared_bytes: geometry.shared_mem_bytes,
         };
         f.launch(&self.stream, cfg, &kargs).map_err(launch_error)
+    }
+
+    fn memset_async(
+        &self,
+        addr: u64,
+        value: u8,
+        bytes: u64,
+        stream: u64,
+    ) -> Result<(), DeviceError> {
+        if stream != 0 {
+            return Err(DeviceError::new(
+                "hipMemsetAsync",
+                format!("stream {stream:#x}: this device supports only the default stream (0)"),
+            ));
+        }
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| DeviceError::new("hipMemsetAsync", format!("{bytes} bytes")))?;
+        // SAFETY: `addr` is the execute's workspace on the handle's device; the execute
+        // contract (hipdnnBackendExecute, the SDK's typed buffers) requires it to be a live
+        // device allocation of at least the plan's workspace size (the caller passes no more
+        // bytes than that) until the work on the stream completes.
+        unsafe { self.stream.memset_raw(addr, value, bytes) }.map_err(device_error)
     }
 
     fn synchronize(&self, stream: u64) -> Result<(), DeviceError> {

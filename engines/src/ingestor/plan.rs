@@ -13,7 +13,7 @@ use super::dispatch::{DispatchHandler, PreparedLaunch};
 use super::kernel::{
     KernelArgument, KernelSourceKind, is_code_object_target_compatible, strip_arch_features,
 };
-use hipdnn_backend::engine::{ExecuteArgs, ExecutionContext};
+use hipdnn_backend::engine::{BufferRef, ExecuteArgs, ExecutionContext};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
 use std::any::Any;
@@ -220,12 +220,46 @@ impl Launchable<'_> {
                 self.label, self.workspace_bytes
             )));
         }
+        // The workspace's device address (0 for none or host memory, which a launch that
+        // reads its workspace cannot use: see the zeroing step below).
+        let workspace = match &args.workspace {
+            Some(BufferRef::Device { len, .. }) if (*len as u64) < self.workspace_bytes => {
+                return Err(PluginError::invalid_value(format!(
+                    "{} requires {} workspace bytes but {len} were provided",
+                    self.label, self.workspace_bytes
+                )));
+            }
+            Some(BufferRef::Device { addr, .. }) if self.workspace_bytes > 0 => *addr,
+            _ => 0,
+        };
         self.check_device(device)?;
         let kernel = self
             .code
             .load_on(device)
             .map_err(|f| PluginError::not_applicable(load_failure_message(&self.label, &f)))?;
-        let kargs = self.handler.kernel_args(self.launch, args.tensors)?;
+        let kargs =
+            self.handler
+                .kernel_args_with_workspace(self.launch, args.tensors, workspace)?;
+        let zeroed = self
+            .handler
+            .zeroed_workspace_bytes(self.launch)
+            .min(self.workspace_bytes);
+        if zeroed > 0 && workspace == 0 {
+            return Err(PluginError::invalid_value(format!(
+                "{} requires {} bytes of device workspace; host memory was provided",
+                self.label, self.workspace_bytes
+            )));
+        }
+        if zeroed > 0 {
+            device
+                .memset_async(workspace, 0, zeroed, args.stream)
+                .map_err(|e| {
+                    PluginError::internal(format!(
+                        "zeroing {zeroed} workspace bytes for {} failed: {e}",
+                        self.label
+                    ))
+                })?;
+        }
         device
             .launch(
                 kernel.function.as_ref(),

@@ -9,6 +9,7 @@ pub mod conv_dgrad;
 pub mod conv_fprop;
 pub mod conv_fwd;
 pub mod conv_fwd_v2;
+pub mod conv_wgrad;
 pub mod epilogue;
 pub mod matmul;
 pub mod pointwise;
