@@ -404,6 +404,16 @@ fn reload_steps<T: Num>(
 
 /// Median ms per execute: 5 rounds of 20 executes between events.
 fn time_mm<T: Num>(h: &Handle, n: i64, dt: DataType) -> R<(f64, f64, String)> {
+    time_mm_knobs::<T>(h, n, dt, &[])
+}
+
+/// [`time_mm`] built with engine knob choices (`Graph::build_with_knobs`).
+fn time_mm_knobs<T: Num>(
+    h: &Handle,
+    n: i64,
+    dt: DataType,
+    knobs: &[(i64, i64)],
+) -> R<(f64, f64, String)> {
     let c = Case {
         ba: 1,
         bb: 1,
@@ -415,7 +425,7 @@ fn time_mm<T: Num>(h: &Handle, n: i64, dt: DataType) -> R<(f64, f64, String)> {
     };
     let mut g = graph(c, dt);
     let t0 = std::time::Instant::now();
-    g.build(h).map_err(e)?;
+    g.build_with_knobs(h, knobs).map_err(e)?;
     let build_ms = t0.elapsed().as_secs_f64() * 1e3;
     let engine = g.engine_name().map_err(e)?.to_string();
     let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
@@ -629,6 +639,11 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
         conv_section(&gpu, &cpu)?
     };
     let fused_checks = fused::fused_section(&gpu, &cpu)?;
+    let tf32 = if sizes.is_empty() {
+        json!(null)
+    } else {
+        fused::tf32_section(&gpu, &cpu)?
+    };
     let plan_rows = if sizes.is_empty() {
         Vec::new()
     } else {
@@ -649,7 +664,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "wgrad_checks": wgrad_checks, "wgrad": wgrad_rows, "torch_wgrad": torch_wgrad,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
-        "fused_checks": fused_checks, "plans": plan_rows,
+        "fused_checks": fused_checks, "plans": plan_rows, "tf32": tf32,
         "torch_conv": torch_conv});
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;
@@ -729,6 +744,16 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
                     .as_f64()
                     .map(|v| format!("{v:.2}×"))
                     .unwrap_or_else(|| "n/a".into()),
+            );
+        }
+        if !tf32.is_null() {
+            t += &format!(
+                "\nTF32 behind the engine knob (`KNOB_TF32`, `Graph::build_with_knobs`): matmul 4096³ f32 {:.3} ms with TF32 products vs {:.3} ms IEEE (same run); a 256×512×256 TF32 result stays within {:.2} of its TF32 tolerance (2e-3·Σ|a·b| + 1e-3) against the CPU reference.\n",
+                tf32["matmul_4096_tf32_ms"].as_f64().unwrap_or(0.0),
+                tf32["matmul_4096_ieee_ms"].as_f64().unwrap_or(0.0),
+                tf32["worst_fraction_of_tf32_tolerance"]
+                    .as_f64()
+                    .unwrap_or(0.0),
             );
         }
         t += "\nPlan load vs build, same graph, same run (wall clock): `build` = static rule, `build_benchmarked` = every applicable kernel timed on the device (2 warm-up launches, median of 5 rounds of 3 launches between events), `from_compiled_plan_binary` = the benchmarked plan's saved bytes on a new handle (median of 5):\n\n| graph | build | build_benchmarked | plan load | benchmarked build / load |\n|---|---|---|---|---|\n";

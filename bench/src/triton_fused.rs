@@ -313,3 +313,40 @@ pub(super) fn reload_fused(i: usize, dt: DataType) -> R<serde_json::Value> {
         _ => reload_steps::<bf16>(&mk, ins(c, epi), c.y_len(), &label),
     }
 }
+
+/// TF32 behind the engine's knob (`KNOB_TF32`): f32 matmul correctness against the CPU
+/// reference with the TF32 tolerance (|d| ≤ 2e-3·Σ|a·b| + 1e-3: inputs rounded to 10-bit
+/// mantissas) and the 4096³ time next to the IEEE plan's, same run.
+pub(super) fn tf32_section(gpu: &Handle, cpu: &Handle) -> R<serde_json::Value> {
+    use hipdnn_engines::ingestor::engine::KNOB_TF32;
+    let c = CASES[6];
+    let ins = inputs::<f32>(c);
+    let n_out = (c.m * c.n) as usize;
+    let mut gg = graph(c, DataType::Float);
+    gg.build_with_knobs(gpu, &[(KNOB_TF32, 1)]).map_err(e)?;
+    let got = run(gpu, &gg, &ins, n_out)?;
+    let mut gc = graph(c, DataType::Float);
+    gc.build(cpu).map_err(e)?;
+    let want = run(cpu, &gc, &ins, n_out)?;
+    let mag = magnitude(c, &ins);
+    let mut worst = 0f32;
+    let mut max_rel_ieee_tol = 0f32;
+    for (i, (g, w)) in got.iter().zip(&want).enumerate() {
+        let d = (g - w).abs();
+        let tol = 2e-3 * mag[i] + 1e-3;
+        if d.is_nan() || d > tol {
+            return Err(format!(
+                "tf32 {c:?}: element {i}: gpu {g} cpu {w} (|d| {d} > {tol})"
+            ));
+        }
+        worst = worst.max(d / tol);
+        max_rel_ieee_tol = max_rel_ieee_tol.max(d / (1e-4 * mag[i] + 1e-5));
+    }
+    let (tf32_ms, _, _) = time_mm_knobs::<f32>(gpu, 4096, DataType::Float, &[(KNOB_TF32, 1)])?;
+    let (ieee_ms, _, _) = time_mm::<f32>(gpu, 4096, DataType::Float)?;
+    let v = json!({"case": format!("{c:?}"), "worst_fraction_of_tf32_tolerance": worst,
+        "worst_fraction_of_ieee_tolerance": max_rel_ieee_tol,
+        "matmul_4096_tf32_ms": tf32_ms, "matmul_4096_ieee_ms": ieee_ms});
+    println!("tf32: {v}");
+    Ok(v)
+}

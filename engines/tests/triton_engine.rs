@@ -146,7 +146,7 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
         (matmul_graph(DT::BFLOAT16, 512, 512, 512), 1, 64, 128),
         (matmul_graph(DT::HALF, 100, 37, 53), 0, 64, 64),
         (matmul_graph(DT::FLOAT, 2048, 2048, 2048), 1, 128, 128),
-        (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 256, 64),
+        (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
         (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 128, 128),
         // NCHW: the channels-first entry (its 128-channel tile refused for K = 64).
         (conv_graph(DT::HALF, false, 32, 64, 56, 64), 2, 128, 64),
@@ -778,4 +778,65 @@ fn an_unsplit_wgrad_plan_needs_no_workspace_and_passes_a_null_one() {
     let (geom, args) = dev.launches.lock().unwrap()[0].clone();
     assert_eq!(geom.grid, [4 * 72, 1, 1]);
     assert_eq!(args[3], KernelArgValue::Pointer(0), "no workspace");
+}
+
+#[test]
+fn tf32_entries_serve_f32_graphs_only_behind_the_knob() {
+    use hipdnn_engines::ingestor::engine::KNOB_TF32;
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    let kernels = sm90();
+    let name_of = |p: &hipdnn_engines::ingestor::payload::IngestorPlanPayload| {
+        kernels
+            .iter()
+            .find(|k| k.id.as_bytes() == &p.kernel_descriptor_id)
+            .map(|k| k.name.clone())
+            .unwrap()
+    };
+    let g = matmul_graph(DT::FLOAT, 2048, 2048, 2048);
+    // Default: IEEE f32 entries only.
+    let p = decode_payload(&plan_bytes(&e, &g)).unwrap();
+    assert!(
+        name_of(&p).starts_with("matmul_f32_spec_"),
+        "{}",
+        name_of(&p)
+    );
+    // With the knob: the TF32 entry, same contract and launch values shape.
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![(KNOB_TF32, 1)],
+            },
+            &g,
+        )
+        .unwrap();
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap();
+    let p = decode_payload(&bytes).unwrap();
+    assert!(
+        name_of(&p).starts_with("matmul_tf32_spec_"),
+        "{}",
+        name_of(&p)
+    );
+    assert_eq!(p.dispatch_symbol, "hipkernel.matmul.dispatch.v2");
+    assert_eq!(int(&p, "dtype"), 1);
+    // The knob does not touch f16 graphs.
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![(KNOB_TF32, 1)],
+            },
+            &matmul_graph(DT::HALF, 2048, 2048, 2048),
+        )
+        .unwrap();
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap();
+    assert!(name_of(&decode_payload(&bytes).unwrap()).starts_with("matmul_f16_spec_"));
 }

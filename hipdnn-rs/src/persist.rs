@@ -158,7 +158,21 @@ impl Graph {
     /// `INVALID_VALUE` "build_with needs at least one heuristic mode" for an empty `modes`
     /// (nothing is changed); otherwise as [`Graph::build`].
     pub fn build_with(&mut self, handle: &Handle, modes: &[HeuristicMode]) -> Result<()> {
-        self.build_inner(handle, modes, false)
+        self.build_inner(handle, modes, &[])
+    }
+
+    /// [`Graph::build`] with engine knob choices (upstream: an engine config's knob choices):
+    /// each `(knob type, value)` is applied to every engine that lists that knob type with
+    /// `value` in its range (`Engine::knobs`); other engines build as with [`Graph::build`].
+    /// The GPU kernel-ingestor engine's knobs are
+    /// [`hipdnn_engines::ingestor::engine::KNOB_BENCHMARK`] (see [`Graph::build_benchmarked`])
+    /// and [`hipdnn_engines::ingestor::engine::KNOB_TF32`] (1 = f32 graphs may run on entries
+    /// with TF32 tensor-core products: inputs rounded to 10-bit mantissas, f32 accumulation).
+    ///
+    /// # Errors
+    /// As [`Graph::build`].
+    pub fn build_with_knobs(&mut self, handle: &Handle, knobs: &[(i64, i64)]) -> Result<()> {
+        self.build_inner(handle, &[HeuristicMode::default()], knobs)
     }
 
     /// [`Graph::build`] with benchmarking: an engine that offers the benchmarking knob (the
@@ -174,14 +188,17 @@ impl Graph {
     /// As [`Graph::build`]; a benchmark launch that fails makes that engine's build fail (the
     /// next engine is tried).
     pub fn build_benchmarked(&mut self, handle: &Handle) -> Result<()> {
-        self.build_inner(handle, &[HeuristicMode::default()], true)
+        self.build_with_knobs(
+            handle,
+            &[(hipdnn_engines::ingestor::engine::KNOB_BENCHMARK, 1)],
+        )
     }
 
     fn build_inner(
         &mut self,
         handle: &Handle,
         modes: &[HeuristicMode],
-        benchmark: bool,
+        knobs: &[(i64, i64)],
     ) -> Result<()> {
         let Some(&mode) = modes.first() else {
             return Err(Error::new(
@@ -205,16 +222,16 @@ impl Graph {
         let mut failures = Vec::new();
         for config in &configs {
             let mut config = config.clone();
-            if benchmark
-                && handle.backend().engine(config.engine_id).is_some_and(|e| {
-                    e.knobs(&op)
+            if let Some(engine) = handle.backend().engine(config.engine_id) {
+                let offered = engine.knobs(&op);
+                for &(t, v) in knobs {
+                    if offered
                         .iter()
-                        .any(|k| k.knob_type == hipdnn_engines::ingestor::engine::KNOB_BENCHMARK)
-                })
-            {
-                config
-                    .knob_choices
-                    .push((hipdnn_engines::ingestor::engine::KNOB_BENCHMARK, 1));
+                        .any(|k| k.knob_type == t && (k.min..=k.max).contains(&v))
+                    {
+                        config.knob_choices.push((t, v));
+                    }
+                }
             }
             match ExecutionPlanDescriptor::finalize(handle.backend(), &config, &op) {
                 Ok(plan) => {

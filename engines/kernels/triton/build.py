@@ -63,6 +63,8 @@ def compile_one(job):
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g}
     meta.update(mod.extra_constexprs(dtype) if hasattr(mod, "extra_constexprs") else {})
     if "INPUT_PRECISION" in kernel.arg_names:
+        # f32: IEEE products; tf32: TF32 tensor-core products (entries only where the family
+        # lists them: CUDA); f16/bf16 ignore it.
         meta["INPUT_PRECISION"] = "ieee" if dtype == "f32" or tgt[1] == "hip" else "tf32"
     constexprs.update(meta)
     idx = {a: i for i, a in enumerate(kernel.arg_names)}

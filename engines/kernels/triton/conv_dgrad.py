@@ -50,27 +50,49 @@ def hipdnn_conv_dgrad(dy_ptr, w_ptr, dx_ptr,
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     dy_n = n_idx * sdyn + (g * kg) * sdyk
     w_c = cch * swc + (g * kg) * swk
-    for rs in range(0, R * S):
-        r = rs // S
-        s = rs % S
-        ph = ih + pad_h - r * dil_h
-        pw = iw + pad_w - s * dil_w
-        ok = m_mask & (ph >= 0) & (pw >= 0)
-        phc = tl.where(ok, ph, 0)
-        pwc = tl.where(ok, pw, 0)
-        p = phc // stride_h
-        q = pwc // stride_w
-        ok = ok & (p * stride_h == phc) & (q * stride_w == pwc) & (p < P) & (q < Q)
-        dy_base = dy_n + p * sdyp + q * sdyq
-        w_base = w_c + r * swr + s * sws
-        for k0 in range(0, kg, BLOCK_K):
-            kk = k0 + offs_k
-            k_ok = kk < kg
-            a = tl.load(dy_ptr + (dy_base[:, None] + kk[None, :] * sdyk),
+    if kg <= BLOCK_K:
+        # One channel block per tap: a flat loop over the taps (see conv_fprop.py).
+        for rs in range(0, R * S):
+            r = rs // S
+            s = rs - r * S
+            ph = ih + pad_h - r * dil_h
+            pw = iw + pad_w - s * dil_w
+            ok = m_mask & (ph >= 0) & (pw >= 0)
+            phc = tl.where(ok, ph, 0)
+            pwc = tl.where(ok, pw, 0)
+            p = phc // stride_h
+            q = pwc // stride_w
+            ok = ok & (p * stride_h == phc) & (q * stride_w == pwc) & (p < P) & (q < Q)
+            dy_base = dy_n + p * sdyp + q * sdyq
+            w_base = w_c + r * swr + s * sws
+            k_ok = offs_k < kg
+            a = tl.load(dy_ptr + (dy_base[:, None] + offs_k[None, :] * sdyk),
                         mask=ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (w_base[None, :] + kk[:, None] * swk),
+            b = tl.load(w_ptr + (w_base[None, :] + offs_k[:, None] * swk),
                         mask=k_ok[:, None] & n_mask[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        for rs in range(0, R * S):
+            r = rs // S
+            s = rs - r * S
+            ph = ih + pad_h - r * dil_h
+            pw = iw + pad_w - s * dil_w
+            ok = m_mask & (ph >= 0) & (pw >= 0)
+            phc = tl.where(ok, ph, 0)
+            pwc = tl.where(ok, pw, 0)
+            p = phc // stride_h
+            q = pwc // stride_w
+            ok = ok & (p * stride_h == phc) & (q * stride_w == pwc) & (p < P) & (q < Q)
+            dy_base = dy_n + p * sdyp + q * sdyq
+            w_base = w_c + r * swr + s * sws
+            for k0 in range(0, kg, BLOCK_K):
+                kk = k0 + offs_k
+                k_ok = kk < kg
+                a = tl.load(dy_ptr + (dy_base[:, None] + kk[None, :] * sdyk),
+                            mask=ok[:, None] & k_ok[None, :], other=0.0)
+                b = tl.load(w_ptr + (w_base[None, :] + kk[:, None] * swk),
+                            mask=k_ok[:, None] & n_mask[None, :], other=0.0)
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     x_rows = n_idx * sxn + ih * sxh + iw * sxw
     dx_ptrs = dx_ptr + (x_rows[:, None] + cch[None, :] * sxc)
     tl.store(dx_ptrs, acc.to(dx_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])

@@ -1,10 +1,11 @@
 """Conv fprop family: 2-D convolution forward as an implicit GEMM (+ fused epilogue),
-f16/bf16 with f32 accumulation and f32 (IEEE). Any layout the strides give (NCHW, NHWC,
+f16/bf16 with f32 accumulation and f32 (IEEE; `tf32` entries: TF32 products, chosen only behind
+the engine's TF32 knob). Any layout the strides give (NCHW, NHWC,
 KCRS, KRSC, ...), padding, stride, dilation, groups.
 
 GEMM view per group g: rows = output pixels (n, p, q) (N*P*Q), columns = the group's output
 channels (K/groups), reduction = (r, s, c) with c over the group's C/groups channels.
-Launch contract: `hipkernel.conv_fprop.dispatch.v1` (engines/src/ingestor/packs/conv_fprop.rs).
+Launch contract: `hipkernel.conv_fprop.dispatch.v2` (engines/src/ingestor/packs/conv_fprop.rs).
 Grid: (cdiv(N*P*Q, BLOCK_M) * cdiv(K/groups, BLOCK_N), groups, 1); block: num_warps x warp size.
 Epilogue (`epilogue`, run-time; epilogue.py): scale, + bias[k], + residual[n, k, p, q] (its own
 strides), activation, + residual after it.
@@ -52,22 +53,43 @@ def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     x_n = n_idx * sxn + (g * cg) * sxc
     w_k = kch * swk
-    for rs in range(0, R * S):
-        r = rs // S
-        s = rs % S
-        ih = p * stride_h - pad_h + r * dil_h
-        iw = q * stride_w - pad_w + s * dil_w
-        in_ok = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
-        x_base = x_n + ih * sxh + iw * sxw
-        w_base = w_k + r * swr + s * sws
-        for c0 in range(0, cg, BLOCK_K):
-            cc = c0 + offs_c
-            c_ok = cc < cg
-            a = tl.load(x_ptr + (x_base[:, None] + cc[None, :] * sxc),
+    ih0 = p * stride_h - pad_h
+    iw0 = q * stride_w - pad_w
+    if cg <= BLOCK_K:
+        # One channel block per tap: a flat loop over the taps, so the software pipeline
+        # spans them (a loop nest pipelines only its inner loop, here of a single trip).
+        for rs in range(0, R * S):
+            r = rs // S
+            s = rs - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            in_ok = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            x_base = x_n + ih * sxh + iw * sxw
+            w_base = w_k + r * swr + s * sws
+            c_ok = offs_c < cg
+            a = tl.load(x_ptr + (x_base[:, None] + offs_c[None, :] * sxc),
                         mask=in_ok[:, None] & c_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (w_base[None, :] + cc[:, None] * swc),
+            b = tl.load(w_ptr + (w_base[None, :] + offs_c[:, None] * swc),
                         mask=c_ok[:, None] & n_mask[None, :], other=0.0)
             acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    else:
+        # Several channel blocks per tap: the tap's rows and masks once, the blocks pipelined.
+        for rs in range(0, R * S):
+            r = rs // S
+            s = rs - r * S
+            ih = ih0 + r * dil_h
+            iw = iw0 + s * dil_w
+            in_ok = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+            x_base = x_n + ih * sxh + iw * sxw
+            w_base = w_k + r * swr + s * sws
+            for c0 in range(0, cg, BLOCK_K):
+                cc = c0 + offs_c
+                c_ok = cc < cg
+                a = tl.load(x_ptr + (x_base[:, None] + cc[None, :] * sxc),
+                            mask=in_ok[:, None] & c_ok[None, :], other=0.0)
+                b = tl.load(w_ptr + (w_base[None, :] + cc[:, None] * swc),
+                            mask=c_ok[:, None] & n_mask[None, :], other=0.0)
+                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     out_mask = m_mask[:, None] & n_mask[None, :]
     if epilogue != 0:
         res = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
@@ -177,20 +199,28 @@ HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "nchw": (CF_DIV16, CF_ONE)}
 def kernel_for(variant):
     """The jit function of a variant."""
     return hipdnn_conv_fprop_cf if variant == "nchw" else hipdnn_conv_fprop
-DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+
+
+# `tf32`: f32 tensors with TF32 tensor-core products (INPUT_PRECISION "tf32"), CUDA targets
+# only; the engine chooses these entries only behind its TF32 knob.
+DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "tf32": "fp32"}
 
 
 def configs(vendor, dtype):
     """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) per variant."""
+    if dtype == "tf32" and vendor != "cuda":
+        return {}
     if vendor == "cuda":
+        if dtype == "tf32":
+            return {"spec": [(128, 64, 32, 8, 4, 3)]}
+        # Measured on an H200 with the benchmarking build (docs/PERFORMANCE.md): 256x64 and,
+        # for f32, 128x128 spec tiles never won a ResNet-50 layer; 4-warp nchw tiles spill.
         if dtype == "f32":
-            spec = [(128, 128, 32, 8, 8, 3), (256, 64, 32, 8, 8, 3), (128, 64, 32, 8, 4, 3),
-                    (64, 64, 32, 8, 4, 3)]
-            nchw = [(128, 128, 32, 8, 8, 3), (128, 64, 32, 8, 8, 3)]
+            spec = [(128, 64, 32, 8, 4, 3), (64, 64, 32, 8, 4, 3)]
+            nchw = [(128, 64, 32, 8, 8, 3)]
         else:
-            spec = [(128, 128, 64, 8, 8, 3), (256, 64, 64, 8, 8, 3), (128, 64, 64, 8, 4, 3),
-                    (64, 64, 64, 8, 4, 3)]
-            nchw = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 8, 3), (128, 64, 32, 8, 4, 3)]
+            spec = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 3)]
+            nchw = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 8, 3)]
         gen = [(64, 64, 32, 8, 4, 2)]
     else:
         spec = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(128, 128, 64, 8, 8, 2), (64, 64, 64, 8, 4, 2)]

@@ -1,7 +1,8 @@
 """Matmul family: batched C[b] = A[b] @ B[b] (+ fused epilogue), f16/bf16 with f32
-accumulation and f32 (IEEE; TF32 only when INPUT_PRECISION says so).
+accumulation and f32 (IEEE; `tf32` entries: TF32 products, chosen only behind the engine's TF32
+knob).
 
-Launch contract: `hipkernel.matmul.dispatch.v1` (engines/src/ingestor/packs/matmul.rs).
+Launch contract: `hipkernel.matmul.dispatch.v2` (engines/src/ingestor/packs/matmul.rs).
 Grid: (cdiv(M, BLOCK_M) * cdiv(N, BLOCK_N), batch, 1); block: num_warps x warp size.
 Layout comes from the strides (row- or column-major per operand, element units).
 Epilogue (`epilogue`, a run-time argument; epilogue.py): scale, + bias[n] (a length-N vector,
@@ -76,12 +77,18 @@ INTS = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stri
 SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "M", "N", "K", "stride_ab", "stride_am",
               "stride_bb", "stride_bk", "stride_cb", "stride_cm", "stride_rb", "stride_rm"]
 SPEC_ONE = ["stride_ak", "stride_bn", "stride_cn", "stride_rn"]
-DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+# `tf32`: f32 tensors with TF32 tensor-core products (INPUT_PRECISION "tf32"), CUDA targets
+# only; the engine chooses these entries only behind its TF32 knob.
+DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "tf32": "fp32"}
 
 
 def configs(vendor, dtype):
     """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) per variant."""
+    if dtype == "tf32" and vendor != "cuda":
+        return {}
     if vendor == "cuda":
+        if dtype == "tf32":
+            return {"spec": [(128, 128, 32, 8, 8, 3), (128, 64, 32, 8, 4, 3)]}
         if dtype == "f32":
             spec = [(128, 128, 32, 8, 8, 3), (64, 64, 32, 8, 4, 3)]
         else:

@@ -31,6 +31,17 @@ use std::sync::Arc;
 /// device cannot allocate, on the first execute with the caller's tensors.
 pub const KNOB_BENCHMARK: i64 = 1;
 
+/// Knob type of TF32 math for f32 graphs: 0 = IEEE f32 (the default; TF32 entries are never
+/// chosen), 1 = the Triton entries built with TF32 inputs (`<family>_tf32_…`: f32 tensors,
+/// tensor-core products of operands rounded to 10-bit mantissas, f32 accumulation) are
+/// preferred where they serve the graph.
+pub const KNOB_TF32: i64 = 2;
+
+/// True for a kernel whose products use TF32 inputs (a Triton entry of dtype `tf32`).
+fn is_tf32(kernel: &KernelDescriptor) -> bool {
+    super::packs::matmul::TritonConfig::parse(&kernel.name).is_some_and(|c| c.dtype == "tf32")
+}
+
 /// Launches per candidate of a build-time benchmark before timing (warm-up: module load,
 /// caches, clocks).
 pub const BENCH_WARMUP: usize = 2;
@@ -311,14 +322,23 @@ impl IngestorEngine {
         Ok(best.map(|(i, _)| (i, timings)))
     }
 
+    /// The plans of the kernels that serve `graph`, in engine order (with `tf32`, the TF32
+    /// entries first; without, none of them); only the first unless `all`.
     fn applicable_plans(
         &self,
         graph: &OperationGraph,
         all: bool,
+        tf32: bool,
     ) -> PluginResult<Vec<SingleKernelPlan>> {
         let mut plans = Vec::new();
         let mut last = None;
-        for k in &self.kernels {
+        let (tf, rest): (Vec<_>, Vec<_>) = self.kernels.iter().partition(|k| is_tf32(k));
+        let order: Vec<&Arc<KernelDescriptor>> = if tf32 {
+            tf.into_iter().chain(rest).collect()
+        } else {
+            rest
+        };
+        for k in order {
             match self.build_plan(k, graph) {
                 Ok(p) => {
                     plans.push(p);
@@ -345,7 +365,7 @@ impl Engine for IngestorEngine {
 
     fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
         let mut last = None;
-        for k in &self.kernels {
+        for k in self.kernels.iter().filter(|k| !is_tf32(k)) {
             match self
                 .registry
                 .resolve(&k.dispatch)
@@ -373,15 +393,24 @@ impl Engine for IngestorEngine {
     }
 
     fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {
-        vec![KnobInfo {
-            knob_type: KNOB_BENCHMARK,
-            description:
-                "benchmark every applicable kernel on the device at build and keep the fastest"
-                    .into(),
-            min: 0,
-            max: 1,
-            default: 0,
-        }]
+        vec![
+            KnobInfo {
+                knob_type: KNOB_BENCHMARK,
+                description:
+                    "benchmark every applicable kernel on the device at build and keep the fastest"
+                        .into(),
+                min: 0,
+                max: 1,
+                default: 0,
+            },
+            KnobInfo {
+                knob_type: KNOB_TF32,
+                description: "allow TF32 tensor-core products for f32 graphs (inputs rounded to 10-bit mantissas, f32 accumulation)".into(),
+                min: 0,
+                max: 1,
+                default: 0,
+            },
+        ]
     }
 
     fn create_execution_context(
@@ -393,7 +422,11 @@ impl Engine for IngestorEngine {
             .knob_choices
             .iter()
             .any(|(t, v)| *t == KNOB_BENCHMARK && *v != 0);
-        let mut plans = self.applicable_plans(graph, bench)?;
+        let tf32 = config
+            .knob_choices
+            .iter()
+            .any(|(t, v)| *t == KNOB_TF32 && *v != 0);
+        let mut plans = self.applicable_plans(graph, bench, tf32)?;
         let plan = if bench && plans.len() > 1 {
             match self.benchmark(graph, &plans)? {
                 Some((i, _)) => IngestorPlan::Single(plans.swap_remove(i)),

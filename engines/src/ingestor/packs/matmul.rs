@@ -314,7 +314,7 @@ impl TritonConfig {
 /// The `DataType` value of a config dtype spelling.
 fn dtype_value(s: &str) -> Option<i8> {
     match s {
-        "f32" => Some(DataType::FLOAT.0),
+        "f32" | "tf32" => Some(DataType::FLOAT.0),
         "f16" => Some(DataType::HALF.0),
         "bf16" => Some(DataType::BFLOAT16.0),
         _ => None,
