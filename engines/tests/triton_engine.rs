@@ -147,7 +147,7 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
         (matmul_graph(DT::HALF, 100, 37, 53), 0, 64, 64),
         (matmul_graph(DT::FLOAT, 2048, 2048, 2048), 1, 128, 128),
         (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
-        (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 128, 128),
+        (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 128, 64),
         // NCHW: the channels-first entry (its 128-channel tile refused for K = 64).
         (conv_graph(DT::HALF, false, 32, 64, 56, 64), 2, 128, 64),
         (conv_graph(DT::HALF, false, 32, 128, 28, 128), 2, 128, 128),

@@ -17,6 +17,47 @@ import triton.language as tl
 
 
 @triton.jit
+def _taps(acc, dy_ptr, w_ptr, ih, iw, m_mask, n_mask, dy_n, w_c, offs_k, kg, R, S, P, Q,
+          pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, sdyk, sdyp, sdyq, swk, swr, sws,
+          BLOCK_K: tl.constexpr, INPUT_PRECISION: tl.constexpr, UNIT: tl.constexpr,
+          FLAT: tl.constexpr):
+    """The reduction over (tap, k block) into `acc`; UNIT: stride 1 (no division); FLAT: one
+    k block per tap (kg <= BLOCK_K)."""
+    nk = 1 if FLAT else tl.cdiv(kg, BLOCK_K)
+    for it in range(0, R * S * nk):
+        if FLAT:
+            rs = it
+            k0 = 0
+        else:
+            rs = it // nk
+            k0 = (it - rs * nk) * BLOCK_K
+        r = rs // S
+        s = rs - r * S
+        ph = ih + pad_h - r * dil_h
+        pw = iw + pad_w - s * dil_w
+        if UNIT:
+            ok = m_mask & (ph >= 0) & (pw >= 0) & (ph < P) & (pw < Q)
+            dy_base = dy_n + ph * sdyp + pw * sdyq
+        else:
+            ok = m_mask & (ph >= 0) & (pw >= 0)
+            phc = tl.where(ok, ph, 0)
+            pwc = tl.where(ok, pw, 0)
+            p = phc // stride_h
+            q = pwc // stride_w
+            ok = ok & (p * stride_h == phc) & (q * stride_w == pwc) & (p < P) & (q < Q)
+            dy_base = dy_n + p * sdyp + q * sdyq
+        w_base = w_c + r * swr + s * sws
+        kk = k0 + offs_k
+        k_ok = kk < kg
+        a = tl.load(dy_ptr + (dy_base[:, None] + kk[None, :] * sdyk),
+                    mask=ok[:, None] & k_ok[None, :], other=0.0)
+        b = tl.load(w_ptr + (w_base[None, :] + kk[:, None] * swk),
+                    mask=k_ok[:, None] & n_mask[None, :], other=0.0)
+        acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    return acc
+
+
+@triton.jit
 def hipdnn_conv_dgrad(dy_ptr, w_ptr, dx_ptr,
                       N, C, H, W, K, P, Q, R, S,
                       pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
@@ -50,49 +91,27 @@ def hipdnn_conv_dgrad(dy_ptr, w_ptr, dx_ptr,
     acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
     dy_n = n_idx * sdyn + (g * kg) * sdyk
     w_c = cch * swc + (g * kg) * swk
-    if kg <= BLOCK_K:
-        # One channel block per tap: a flat loop over the taps (see conv_fprop.py).
-        for rs in range(0, R * S):
-            r = rs // S
-            s = rs - r * S
-            ph = ih + pad_h - r * dil_h
-            pw = iw + pad_w - s * dil_w
-            ok = m_mask & (ph >= 0) & (pw >= 0)
-            phc = tl.where(ok, ph, 0)
-            pwc = tl.where(ok, pw, 0)
-            p = phc // stride_h
-            q = pwc // stride_w
-            ok = ok & (p * stride_h == phc) & (q * stride_w == pwc) & (p < P) & (q < Q)
-            dy_base = dy_n + p * sdyp + q * sdyq
-            w_base = w_c + r * swr + s * sws
-            k_ok = offs_k < kg
-            a = tl.load(dy_ptr + (dy_base[:, None] + offs_k[None, :] * sdyk),
-                        mask=ok[:, None] & k_ok[None, :], other=0.0)
-            b = tl.load(w_ptr + (w_base[None, :] + offs_k[:, None] * swk),
-                        mask=k_ok[:, None] & n_mask[None, :], other=0.0)
-            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
-    else:
-        for rs in range(0, R * S):
-            r = rs // S
-            s = rs - r * S
-            ph = ih + pad_h - r * dil_h
-            pw = iw + pad_w - s * dil_w
-            ok = m_mask & (ph >= 0) & (pw >= 0)
-            phc = tl.where(ok, ph, 0)
-            pwc = tl.where(ok, pw, 0)
-            p = phc // stride_h
-            q = pwc // stride_w
-            ok = ok & (p * stride_h == phc) & (q * stride_w == pwc) & (p < P) & (q < Q)
-            dy_base = dy_n + p * sdyp + q * sdyq
-            w_base = w_c + r * swr + s * sws
-            for k0 in range(0, kg, BLOCK_K):
-                kk = k0 + offs_k
-                k_ok = kk < kg
-                a = tl.load(dy_ptr + (dy_base[:, None] + kk[None, :] * sdyk),
-                            mask=ok[:, None] & k_ok[None, :], other=0.0)
-                b = tl.load(w_ptr + (w_base[None, :] + kk[:, None] * swk),
-                            mask=k_ok[:, None] & n_mask[None, :], other=0.0)
-                acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    # Four instances of one loop: unit stride (no division, no stride-grid test: the dgrad is
+    # then a correlation with the flipped filter, as cheap as fprop) or not; one channel block
+    # per tap (a flat loop over the taps, pipelined across them; see conv_fprop.py) or several.
+    # Sibling (not nested) branches, so their pipeline buffers share one shared-memory range.
+    mode = ((stride_h == 1) & (stride_w == 1)).to(tl.int32) * 2 + (kg <= BLOCK_K).to(tl.int32)
+    if mode == 3:
+        acc = _taps(acc, dy_ptr, w_ptr, ih, iw, m_mask, n_mask, dy_n, w_c, offs_k, kg, R, S, P,
+                    Q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, sdyk, sdyp, sdyq, swk,
+                    swr, sws, BLOCK_K, INPUT_PRECISION, True, True)
+    if mode == 2:
+        acc = _taps(acc, dy_ptr, w_ptr, ih, iw, m_mask, n_mask, dy_n, w_c, offs_k, kg, R, S, P,
+                    Q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, sdyk, sdyp, sdyq, swk,
+                    swr, sws, BLOCK_K, INPUT_PRECISION, True, False)
+    if mode == 1:
+        acc = _taps(acc, dy_ptr, w_ptr, ih, iw, m_mask, n_mask, dy_n, w_c, offs_k, kg, R, S, P,
+                    Q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, sdyk, sdyp, sdyq, swk,
+                    swr, sws, BLOCK_K, INPUT_PRECISION, False, True)
+    if mode == 0:
+        acc = _taps(acc, dy_ptr, w_ptr, ih, iw, m_mask, n_mask, dy_n, w_c, offs_k, kg, R, S, P,
+                    Q, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, sdyk, sdyp, sdyq, swk,
+                    swr, sws, BLOCK_K, INPUT_PRECISION, False, False)
     x_rows = n_idx * sxn + ih * sxh + iw * sxw
     dx_ptrs = dx_ptr + (x_rows[:, None] + cch[None, :] * sxc)
     tl.store(dx_ptrs, acc.to(dx_ptr.dtype.element_ty), mask=m_mask[:, None] & n_mask[None, :])

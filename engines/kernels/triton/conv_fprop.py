@@ -213,13 +213,14 @@ def configs(vendor, dtype):
     if vendor == "cuda":
         if dtype == "tf32":
             return {"spec": [(128, 64, 32, 8, 4, 3)]}
-        # Measured on an H200 with the benchmarking build (docs/PERFORMANCE.md): 256x64 and,
-        # for f32, 128x128 spec tiles never won a ResNet-50 layer; 4-warp nchw tiles spill.
+        # Measured on an H200 with the benchmarking build (docs/PERFORMANCE.md): 256x64 and
+        # 128x128 spec tiles never won a batch-32 ResNet-50 layer (128x64 did, or 64x64 where
+        # 128-row tiles under-fill); 4-warp nchw tiles spill.
         if dtype == "f32":
             spec = [(128, 64, 32, 8, 4, 3), (64, 64, 32, 8, 4, 3)]
             nchw = [(128, 64, 32, 8, 8, 3)]
         else:
-            spec = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 3)]
+            spec = [(128, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 3)]
             nchw = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 8, 3)]
         gen = [(64, 64, 32, 8, 4, 2)]
     else:

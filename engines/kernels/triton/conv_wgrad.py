@@ -19,7 +19,8 @@ stores dw and resets the counter to 0. The order of the sum is fixed, so the res
 depend on the order in which programs run: repeated launches give identical bits. No float
 atomics.
 Launch contract: `hipkernel.conv_wgrad.dispatch.v1` (engines/src/ingestor/packs/conv_wgrad.rs).
-Grid: (cdiv(K/groups, BLOCK_M) * cdiv(R*S*C/groups, BLOCK_N), split, groups).
+Grid: (cdiv(K/groups, BLOCK_M) * R*S*cdiv(C/groups, BLOCK_N), split, groups): a column tile
+is one tap's block of channels.
 
 Read by build.py at pack time only.
 """
@@ -39,10 +40,12 @@ def hipdnn_conv_wgrad(dy_ptr, x_ptr, dw_ptr, ws_ptr,
     g = tl.program_id(2)
     cg = C // groups
     kg = K // groups
-    ncols = R * S * cg
     red = N * P * Q
+    # Column tiles are (tap, channel block) pairs: one tap per tile, so the channels of a tile
+    # are contiguous (vectorized channels-last x loads and dw stores) and its masks 1-D.
+    ncb = tl.cdiv(cg, BLOCK_N)
     num_pid_m = tl.cdiv(kg, BLOCK_M)
-    num_pid_n = tl.cdiv(ncols, BLOCK_N)
+    num_pid_n = R * S * ncb
     num_pid_in_group = GROUP_M * num_pid_n
     group_id = pid // num_pid_in_group
     first_pid_m = group_id * GROUP_M
@@ -52,11 +55,11 @@ def hipdnn_conv_wgrad(dy_ptr, x_ptr, dw_ptr, ws_ptr,
     offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     offs_n = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
     m_mask = offs_m < kg
-    n_mask = offs_n < ncols
-    rs = offs_n // cg
-    cc = offs_n % cg
+    rs = pid_n // ncb
+    cc = (pid_n - rs * ncb) * BLOCK_N + tl.arange(0, BLOCK_N)
+    n_mask = cc < cg
     r = rs // S
-    s = rs % S
+    s = rs - r * S
     kch = g * kg + offs_m
     cch = g * cg + cc
     x_col = cch * sxc
@@ -78,11 +81,11 @@ def hipdnn_conv_wgrad(dy_ptr, x_ptr, dw_ptr, ws_ptr,
         q = rem % Q
         a = tl.load(dy_ptr + (dy_row[:, None] + (n_idx * sdyn + p * sdyp + q * sdyq)[None, :]),
                     mask=m_mask[:, None] & j_ok[None, :], other=0.0)
-        ih = (p * stride_h)[:, None] + h_off[None, :]
-        iw = (q * stride_w)[:, None] + w_off[None, :]
-        ok = (j_ok[:, None] & n_mask[None, :] & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W))
-        b = tl.load(x_ptr + ((n_idx * sxn)[:, None] + x_col[None, :] + ih * sxh + iw * sxw),
-                    mask=ok, other=0.0)
+        ih = p * stride_h + h_off
+        iw = q * stride_w + w_off
+        ok = j_ok & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+        b = tl.load(x_ptr + ((n_idx * sxn + ih * sxh + iw * sxw)[:, None] + x_col[None, :]),
+                    mask=ok[:, None] & n_mask[None, :], other=0.0)
         acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
     dw_ptrs = dw_ptr + (kch[:, None] * swk + (cc * swc + r * swr + s * sws)[None, :])
     out_mask = m_mask[:, None] & n_mask[None, :]

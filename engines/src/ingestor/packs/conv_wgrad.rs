@@ -35,7 +35,7 @@
 //! | `spec` | int | 0 generic, 1 spec (then `groups`, `sdyk`, `sxc`, `swc` must be 1) |
 //! | `block_m`, `block_n`, `block_k`, `group_m`, `num_warps`, `warp_size`, `shared_bytes` | int | as conv_fprop |
 //!
-//! Launch: grid (cdiv(k/groups, block_m)·cdiv(r·s·c/groups, block_n), split, groups), block
+//! Launch: grid (cdiv(k/groups, block_m)·r·s·cdiv(c/groups, block_n), split, groups), block
 //! num_warps·warp_size, dynamic shared memory `shared_bytes`. Workspace: 0 when split is 1;
 //! else a counter region of cdiv(t, 64)·64 int32 (t = tiles of all groups; 256-byte
 //! multiple) followed by t·split f32 partial tiles of block_m·block_n, i.e.
@@ -172,13 +172,17 @@ impl ConvWgradV1Inputs {
                 .all(|v| v % 16 == 0)
     }
 
-    /// Tiles per group: cdiv(k/groups, block_m)·cdiv(r·s·c/groups, block_n).
+    /// Tiles per group: cdiv(k/groups, block_m)·r·s·cdiv(c/groups, block_n) (a column tile is
+    /// one tap's block of channels).
     pub fn tiles(&self) -> i64 {
         let g = self.shape[GROUPS];
         let rows = self.shape[4] / g;
-        let cols = self.shape[7] * self.shape[8] * (self.shape[1] / g);
+        let cg = self.shape[1] / g;
         let c = &self.config;
-        ((rows + c.block[0] - 1) / c.block[0]) * ((cols + c.block[1] - 1) / c.block[1])
+        ((rows + c.block[0] - 1) / c.block[0])
+            * self.shape[7]
+            * self.shape[8]
+            * ((cg + c.block[1] - 1) / c.block[1])
     }
 
     /// Reduction length N·P·Q.
