@@ -840,3 +840,50 @@ fn tf32_entries_serve_f32_graphs_only_behind_the_knob() {
         .unwrap();
     assert!(name_of(&decode_payload(&bytes).unwrap()).starts_with("matmul_f16_spec_"));
 }
+
+#[test]
+fn the_direct_conv_is_a_fallback_that_never_joins_a_benchmark_the_triton_entries_serve() {
+    use hipdnn_engines::gpu::load_packed_descriptors;
+    use hipdnn_engines::ingestor::engine::{
+        BENCH_LAUNCHES, BENCH_ROUNDS, BENCH_WARMUP, KNOB_BENCHMARK,
+    };
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/packed/sm_90");
+    let mut kernels = sm90();
+    kernels.extend(load_packed_descriptors(&dir).unwrap());
+    let fake = FakeDevice::new("sm_90", 0);
+    let dev = Arc::new(TimingDevice {
+        inner: fake.clone(),
+        allocs: std::sync::Mutex::new(Vec::new()),
+    });
+    let e = IngestorEngine::new(
+        "hipkernel.ingestor.gpu",
+        kernels.clone(),
+        Arc::new(FixedDevice(dev.clone())),
+        Arc::new(pack_registry()),
+        Arc::new(KpackCodeObjectReader),
+    );
+    // NCHW f32 3×3: the Triton nchw and generic entries serve it, and so would the direct conv.
+    let g = conv_graph(DT::FLOAT, false, 32, 64, 56, 64);
+    e.create_execution_context(
+        &EngineConfig {
+            engine_id: e.id(),
+            knob_choices: vec![(KNOB_BENCHMARK, 1)],
+        },
+        &g,
+    )
+    .unwrap();
+    let per = BENCH_WARMUP + BENCH_ROUNDS * BENCH_LAUNCHES;
+    let launches = fake.launches.lock().unwrap().clone();
+    assert_eq!(launches.len() % per, 0);
+    let candidates = launches.len() / per;
+    assert_eq!(candidates, 2, "the f32 nchw entry and the generic entry");
+    // The direct conv's launch has 20 arguments; no benchmark launch is one.
+    assert!(launches.iter().all(|(_, a)| a.len() != 20));
+    // Without Triton entries, the direct conv serves the graph (static rule).
+    let packed_only = engine(
+        FakeDevice::new("sm_90", 0),
+        load_packed_descriptors(&dir).unwrap(),
+    );
+    let p = decode_payload(&plan_bytes(&packed_only, &g)).unwrap();
+    assert_eq!(p.dispatch_symbol, "hipkernel.conv_fwd.dispatch.v2");
+}

@@ -37,6 +37,13 @@ pub const KNOB_BENCHMARK: i64 = 1;
 /// preferred where they serve the graph.
 pub const KNOB_TF32: i64 = 2;
 
+/// Dispatches of hand-written fallback kernels: they serve a graph only when no generated
+/// kernel does (engine order puts them last) and join a benchmark only then. The direct conv
+/// (`hipkernel.conv_fwd.dispatch.v2`, one thread per output, 64-bit flat index) is retired
+/// wherever a Triton conv fprop entry serves the graph; it still covers packed NCHW f32/f16
+/// graphs the Triton entries refuse (element offsets beyond 2^31 − 1).
+pub const FALLBACK_DISPATCHES: [&str; 1] = ["hipkernel.conv_fwd.dispatch.v2"];
+
 /// True for a kernel whose products use TF32 inputs (a Triton entry of dtype `tf32`).
 fn is_tf32(kernel: &KernelDescriptor) -> bool {
     super::packs::matmul::TritonConfig::parse(&kernel.name).is_some_and(|c| c.dtype == "tf32")
@@ -339,6 +346,9 @@ impl IngestorEngine {
             rest
         };
         for k in order {
+            if !plans.is_empty() && FALLBACK_DISPATCHES.contains(&k.dispatch.as_str()) {
+                continue;
+            }
             match self.build_plan(k, graph) {
                 Ok(p) => {
                     plans.push(p);
