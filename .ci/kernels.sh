@@ -3,7 +3,7 @@
 # engines/kernels/packed/.
 #
 # 1. Triton set (engines/kernels/triton/*.py → hipdnn_triton-<arch>.kpack + triton.json): the
-#    whole set is rebuilt every run (about 1.5 min of compiles on the 2-core CI machine plus a
+#    whole set is rebuilt every run (about 3–4 min of compiles on the 2-core CI machine plus a
 #    one-time `pip install triton==3.9.0` into target/triton-venv, ~1 GB), so no rotating sample
 #    is needed. Skipped (with a message) only when the virtual environment cannot be created.
 # 2. clang set (conv_fwd.cu, pointwise.cu): rebuilds into kpack archives + kernel descriptors,

@@ -1,5 +1,6 @@
 //! `cargo run --release -p hipdnn-bench -- gpu [--out target/bench/gpu.json] [--md docs/PERFORMANCE.md]`
-//! (and `… -- triton`, the Triton matmul family: see `triton.rs`)
+//! (and `… -- triton`, the Triton families — matmul, conv fprop with fused epilogues, dgrad,
+//! wgrad, TF32, benchmarking builds and plan loads: see `triton.rs`)
 //!
 //! GPU numbers recorded side by side in one run (numbers, not targets):
 //! - pointwise ADD f32 GB/s (3 × 4 bytes per element) vs the device's copy bandwidth measured

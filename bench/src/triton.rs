@@ -1,5 +1,6 @@
-//! `hipdnn-bench triton [--out PATH] [--md PATH] [--sizes 512,4096]`: the Triton matmul family
-//! on the GPU engine, checked and measured in one run.
+//! `hipdnn-bench triton [--out PATH] [--md PATH] [--sizes 512,4096]`: the Triton families on the
+//! GPU engine (matmul, conv fprop and its fused epilogues, dgrad, wgrad, TF32, benchmarking
+//! builds and plan loads), checked and measured in one run.
 //!
 //! 1. Correctness (fails the run on any miss): f32/f16/bf16 matmul graphs, with and without the
 //!    fused bias+ReLU epilogue, over a shape matrix with sizes that are not multiples of 16
@@ -279,7 +280,8 @@ fn save_reload(case: usize, dt: &str) -> R<serde_json::Value> {
 
 /// The child side of [`save_reload`]: the kernel dir is a scratch copy. Cases ≥ 100 are conv
 /// cases (NHWC/NCHW conv + bias + ReLU, see [`reload_conv_case`]), ≥ 200 wgrad cases
-/// ([`wgrad::reload_case`]).
+/// ([`wgrad::reload_case`]), ≥ 300 fused conv + bias + add + ReLU cases
+/// ([`fused::reload_fused`]).
 pub fn reload_child(case: usize, dt: &str) -> R<()> {
     let dtype = match dt {
         "f32" => DataType::Float,
@@ -673,7 +675,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
     println!("wrote {out}");
     if let Some(md) = md {
         let mut t = format!(
-            "Command: `hipdnn-bench triton --md docs/PERFORMANCE.md` on {device}; torch {} (cuBLAS), TF32 off; CUDA events around 20 executes, median of 5 rounds. {} matmul and {} fused-epilogue (scale, bias, residual, ReLU/GELU/GELU-tanh/sigmoid/tanh/SiLU on matmul and conv) correctness cases vs the CPU reference passed; {} save → load (archives removed) → execute ×2 → re-save round trips passed (matmul, conv + bias + ReLU, conv + bias + add + ReLU).\n\n",
+            "Command: `hipdnn-bench triton --md docs/PERFORMANCE.md` on {device}; torch {} (cuBLAS), TF32 off; CUDA events around 20 executes, median of 5 rounds. {} matmul and {} fused-epilogue (scale, bias, residual, ReLU/GELU/GELU-tanh/sigmoid/tanh/SiLU on matmul and conv) correctness cases vs the CPU reference passed; {} save → load (archives removed) → execute ×2 → re-save round trips passed (matmul, conv + bias + ReLU, conv + bias + add + ReLU, wgrad).\n\n",
             torch["torch"],
             checks.len(),
             fused_checks.len(),

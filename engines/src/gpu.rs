@@ -126,7 +126,8 @@ fn uuid_for(symbol: &str) -> uuid::Uuid {
 ///
 /// # Errors
 /// [`PackedDescriptorError`] naming the file and the bad entry when the file is missing or
-/// malformed, or names a kernel family this build does not know.
+/// malformed. Entries of a kernel family this build does not know are skipped (logged at
+/// debug level).
 pub fn load_packed_descriptors(
     packed_dir: &Path,
 ) -> Result<Vec<KernelDescriptor>, PackedDescriptorError> {

@@ -30,9 +30,11 @@ pub enum PackFamily {
     Pointwise,
     /// Direct 2-D convolution forward with the bias/ReLU epilogue (`family: "conv_fwd"`).
     ConvFwd,
-    /// Triton batched matmul with the bias/ReLU epilogue (`family: "matmul"` of `triton.json`).
+    /// Triton batched matmul with the fused epilogue of contract v2 (`family: "matmul"` of
+    /// `triton.json`).
     Matmul,
-    /// Triton implicit-GEMM conv fprop with the bias/ReLU epilogue (`family: "conv_fprop"`).
+    /// Triton implicit-GEMM conv fprop with the fused epilogue of contract v2
+    /// (`family: "conv_fprop"`).
     ConvFprop,
     /// Triton implicit-GEMM conv backward data (`family: "conv_dgrad"`).
     ConvDgrad,

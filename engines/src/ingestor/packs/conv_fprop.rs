@@ -9,7 +9,8 @@
 //! order, each at most once; ResNet's conv → bias → add → ReLU is one launch). x `[N, C, H,
 //! W]`, w `[K, C/groups, R, S]`, y `[N, K, P, Q]` with any strides (NCHW, NHWC, KCRS, KRSC, …),
 //! cross-correlation, padding, stride, dilation, groups; f16, bf16 (f32 accumulate) or f32
-//! (IEEE), one data type. The bias has dims `[1, K, 1, 1]` with unit K stride; the residual
+//! (IEEE; the `tf32` spec entry, TF32 products, only behind the engine's `KNOB_TF32`), one data
+//! type. The bias has dims `[1, K, 1, 1]` with unit K stride; the residual
 //! has y's dims (any strides); the scale has dims all 1; intermediates must be virtual.
 //!
 //! Entries: `conv_fprop_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`;
@@ -23,8 +24,8 @@
 //! a spec or nchw entry whose
 //! tile is wider than 64 output channels is refused when K/groups is narrower than the tile,
 //! and one larger than 64×64 when it gives fewer than [`super::matmul::MIN_TILES`] tiles; the
-//! generic entry serves every graph. A spec plan refuses (BAD_PARAM) tensors that are not
-//! 16-byte aligned at execute.
+//! generic entry serves every graph. A spec or nchw plan refuses (BAD_PARAM) tensors that are
+//! not 16-byte aligned at execute.
 //!
 //! Launch values (all int): `x.uid`, `w.uid`, `y.uid`, `bias.uid` (iff epilogue bit 0),
 //! `res.uid` (iff bit 4 or 5), `scale.uid` (iff bit 6), `dtype` (1, 2, 3), `n c h width k p q
@@ -291,6 +292,8 @@ impl ConvFpropInputs {
     /// exactly when 'epilogue' <bits> is set; epilogue is <e>` (bias: bit 1 (v1) / bit 0
     /// (v2); `res.uid`: bit 4 or 5; `scale.uid`: bit 6); `launch values of dispatch '<d>' name
     /// the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1`;
+    /// `launch values of dispatch '<d>' name the nchw variant, whose 'sxw', 'syq', 'srq' and
+    /// 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'`;
     /// `launch values of dispatch '<d>': 'groups' must divide 'c' and 'k'`; the geometry
     /// texts.
     pub fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
@@ -672,7 +675,8 @@ impl ConvFpropHandler {
     /// `NOT_APPLICABLE`: the graph texts; `the conv_fprop pack builds new plans on contract v2
     /// only` (v1 handler); `kernel <k> is not a packed conv_fprop entry`;
     /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> is the spec
-    /// variant; …`; `kernel <k>: static rule: …`.
+    /// variant; …`; `kernel <k> is the nchw variant; the graph's layout does not satisfy its
+    /// hints (…)`; `kernel <k>: static rule: …`.
     pub fn inputs_for(
         &self,
         kernel: &KernelDescriptor,

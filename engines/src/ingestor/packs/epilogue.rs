@@ -106,8 +106,8 @@ pub struct FusedEpilogue {
 /// # Errors
 /// `NOT_APPLICABLE`: `the <pack> pack fuses pointwise epilogue nodes only`; `… fuses an
 /// epilogue only over virtual intermediates; tensor <u> is not virtual`; `… fuses ADD(<x>,
-/// <t>) where <t> is <bias_text> or a residual of the output's dims and data type; tensor <u>
-/// has dims <d>, strides <s>`; `… fuses MUL by a scale tensor of dims all 1 as the first
+/// <t>) where <t> is <bias_text> or a non-virtual residual of the output's dims and data type;
+/// tensor <u> has dims <d>, strides <s>`; `… fuses MUL by a scale tensor of dims all 1 as the first
 /// epilogue node only`; `… fuses RELU_FWD without clip or slope attributes and SWISH_FWD with
 /// beta 1 only`; `… fuses scale → bias → residual → activation → residual, each at most once;
 /// cannot fuse <mode> here`.

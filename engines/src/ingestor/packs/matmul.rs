@@ -10,9 +10,9 @@
 //! each at most once). A is `[..batch, M, K]`, B `[..batch, K, N]`, C `[..batch, M, N]`, any
 //! strides (row- or column-major per operand) whose batch dims collapse to one (count, stride)
 //! per operand (an operand whose batch dims are all 1 broadcasts with stride 0); f16, bf16
-//! (f32 accumulate) or f32 (IEEE, no TF32), one data type for every tensor. The bias has dims
-//! `[1, .., 1, N]` with unit stride on N; the residual has C's dims (any strides that collapse
-//! like C's); the scale has dims all 1; intermediates must be virtual.
+//! (f32 accumulate) or f32 (IEEE; the `tf32` entries, TF32 products, only behind the
+//! engine's `KNOB_TF32`), one data type for every tensor. The bias has dims `[1, .., 1, N]`
+//! with unit stride on N; the residual has C's dims (any strides that collapse like C's); the scale has dims all 1; intermediates must be virtual.
 //!
 //! Kernel entries (descriptor `name`, written by `xtask pack-kernels`):
 //! `matmul_<dtype>_<variant>_<bm>x<bn>x<bk>_g<group>_w<warps>_s<stages>_sh<shared>_ws<warp>`.
