@@ -451,6 +451,8 @@ fn conv_epilogues_fuse_into_one_launch_with_the_documented_code() {
 struct TimingDevice {
     inner: Arc<FakeDevice>,
     allocs: std::sync::Mutex<Vec<usize>>,
+    /// Launches asking for more dynamic shared memory than this fail (nothing is recorded).
+    max_shared: u32,
 }
 
 struct FakeScratch(u64);
@@ -484,6 +486,12 @@ impl hipdnn_engines::ingestor::device::IngestorDevice for TimingDevice {
         signature: &[hipdnn_engines::ingestor::kernel::KernelArgument],
         stream: u64,
     ) -> Result<(), hipdnn_engines::ingestor::device::DeviceError> {
+        if geometry.shared_mem_bytes > self.max_shared {
+            return Err(hipdnn_engines::ingestor::device::DeviceError::new(
+                "hipModuleLaunchKernel",
+                "hipErrorOutOfResources",
+            ));
+        }
         self.inner.launch(f, geometry, args, signature, stream)
     }
     fn synchronize(&self, s: u64) -> Result<(), hipdnn_engines::ingestor::device::DeviceError> {
@@ -526,6 +534,7 @@ fn a_benchmarking_build_times_every_candidate_on_scratch_and_keeps_the_fastest()
     let dev = Arc::new(TimingDevice {
         inner: fake.clone(),
         allocs: std::sync::Mutex::new(Vec::new()),
+        max_shared: u32::MAX,
     });
     let e = IngestorEngine::new(
         "hipkernel.ingestor.gpu",
@@ -854,6 +863,7 @@ fn the_direct_conv_is_a_fallback_that_never_joins_a_benchmark_the_triton_entries
     let dev = Arc::new(TimingDevice {
         inner: fake.clone(),
         allocs: std::sync::Mutex::new(Vec::new()),
+        max_shared: u32::MAX,
     });
     let e = IngestorEngine::new(
         "hipkernel.ingestor.gpu",
@@ -886,4 +896,58 @@ fn the_direct_conv_is_a_fallback_that_never_joins_a_benchmark_the_triton_entries
     );
     let p = decode_payload(&plan_bytes(&packed_only, &g)).unwrap();
     assert_eq!(p.dispatch_symbol, "hipkernel.conv_fwd.dispatch.v2");
+}
+
+#[test]
+fn a_benchmark_drops_candidates_whose_launch_fails_and_fails_only_when_all_do() {
+    use hipdnn_engines::ingestor::engine::{
+        BENCH_LAUNCHES, BENCH_ROUNDS, BENCH_WARMUP, KNOB_BENCHMARK,
+    };
+    let run = |max_shared: u32| {
+        let fake = FakeDevice::new("sm_90", 0);
+        let dev = Arc::new(TimingDevice {
+            inner: fake.clone(),
+            allocs: std::sync::Mutex::new(Vec::new()),
+            max_shared,
+        });
+        let e = IngestorEngine::new(
+            "hipkernel.ingestor.gpu",
+            sm90(),
+            Arc::new(FixedDevice(dev)),
+            Arc::new(pack_registry()),
+            Arc::new(KpackCodeObjectReader),
+        );
+        let r = e
+            .create_execution_context(
+                &EngineConfig {
+                    engine_id: e.id(),
+                    knob_choices: vec![(KNOB_BENCHMARK, 1)],
+                },
+                &matmul_graph(DT::HALF, 4096, 4096, 4096),
+            )
+            .map(|ctx| {
+                let bytes = e
+                    .serialization()
+                    .unwrap()
+                    .serialize_execution_context(e.id(), ctx.as_ref())
+                    .unwrap();
+                int(&decode_payload(&bytes).unwrap(), "block_n")
+            });
+        (r, fake.launches.lock().unwrap().len())
+    };
+    // A device with 100 KiB per block: the 144 KiB and 128 KiB entries fail their warm-up
+    // launch and are dropped; the two others are timed; the generic entry (8 KiB) wins.
+    let per = BENCH_WARMUP + BENCH_ROUNDS * BENCH_LAUNCHES;
+    let (r, launches) = run(100 * 1024);
+    assert_eq!(r.unwrap(), 64);
+    assert_eq!(launches, 2 * per);
+    // Every candidate fails: the build fails with the first launch error.
+    let (r, launches) = run(1024);
+    let err = r.unwrap_err();
+    assert!(
+        err.message.contains("hipErrorOutOfResources"),
+        "{}",
+        err.message
+    );
+    assert_eq!(launches, 0);
 }

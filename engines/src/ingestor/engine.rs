@@ -221,13 +221,14 @@ impl IngestorEngine {
     /// each tensor the candidates bind (its byte span from the graph's dims, strides and data
     /// type; contents unspecified) and for the largest workspace, [`BENCH_WARMUP`] launches,
     /// then [`BENCH_ROUNDS`] rounds of [`BENCH_LAUNCHES`] launches between device events; the
-    /// median round decides, ties to the earlier candidate (the static rule's order). `None`
+    /// median round decides, ties to the earlier candidate (the static rule's order). A
+    /// candidate whose warm-up launch fails is dropped (its timing is `f64::INFINITY`). `None`
     /// when the device cannot allocate scratch memory (the plan then benchmarks on its first
     /// execute). Scratch memory is freed before returning.
     ///
     /// # Errors
-    /// `INTERNAL_ERROR` without a device, a launch failure, or a timing failure; the graph's
-    /// tensor lookup errors.
+    /// `INTERNAL_ERROR` without a device or on a timing failure; the first candidate's launch
+    /// error when every candidate's warm-up launch fails; the graph's tensor lookup errors.
     pub fn benchmark(
         &self,
         graph: &OperationGraph,
@@ -290,6 +291,7 @@ impl IngestorEngine {
         };
         let mut timings = Vec::with_capacity(plans.len());
         let mut best: Option<(usize, f64)> = None;
+        let mut first_failure: Option<PluginError> = None;
         for (i, plan) in plans.iter().enumerate() {
             let launchable = plan.launchable()?;
             let mut run = |n: usize| -> PluginResult<()> {
@@ -305,7 +307,21 @@ impl IngestorEngine {
                 }
                 Ok(())
             };
-            run(BENCH_WARMUP)?;
+            // A candidate whose warm-up launch fails (say, more shared memory than this device
+            // gives a block) is dropped, not fatal: the others still compete.
+            if let Err(e) = run(BENCH_WARMUP) {
+                log::info!(
+                    "hipdnn benchmark: kernel {}: dropped, its launch failed: {}",
+                    plan.kernel.describe(),
+                    e.message
+                );
+                timings.push(BenchmarkTiming {
+                    kernel: plan.kernel.describe(),
+                    median_ms: f64::INFINITY,
+                });
+                first_failure.get_or_insert(e);
+                continue;
+            }
             let mut rounds = Vec::with_capacity(BENCH_ROUNDS);
             for _ in 0..BENCH_ROUNDS {
                 let ms = device.time_ms(0, &mut || run(BENCH_LAUNCHES))?;
@@ -326,7 +342,11 @@ impl IngestorEngine {
             }
         }
         drop(scratch);
-        Ok(best.map(|(i, _)| (i, timings)))
+        match (best, first_failure) {
+            (Some((i, _)), _) => Ok(Some((i, timings))),
+            (None, Some(e)) => Err(e),
+            (None, None) => Ok(None),
+        }
     }
 
     /// The plans of the kernels that serve `graph`, in engine order (with `tf32`, the TF32
