@@ -761,11 +761,11 @@ fn a_split_wgrad_plan_zeroes_its_counters_before_each_launch_and_passes_the_work
 fn an_unsplit_wgrad_plan_needs_no_workspace_and_passes_a_null_one() {
     let dev = FakeDevice::new("sm_90", 0);
     let e = engine(dev.clone(), sm90());
-    // 512 × 9216 outputs in 128×128 tiles: 288 tiles ≥ 264 programs, so no split (the
-    // 32·7·7 = 1568 terms would allow 3).
+    // 512 × 9216 outputs in 64×64 tiles (one tap's 64 channels each): 8·9·16 = 1152 tiles ≥
+    // 264 programs, so no split (the 32·7·7 = 1568 terms would allow 3).
     let g = wgrad_graph(DT::HALF, 32, 1024, 7, 512);
     let p = decode_payload(&plan_bytes(&e, &g)).unwrap();
-    assert_eq!((int(&p, "block_m"), int(&p, "split")), (128, 1));
+    assert_eq!((int(&p, "block_m"), int(&p, "split")), (64, 1));
     let ctx = e
         .create_execution_context(
             &EngineConfig {
@@ -785,7 +785,7 @@ fn an_unsplit_wgrad_plan_needs_no_workspace_and_passes_a_null_one() {
     .unwrap();
     assert!(dev.memsets.lock().unwrap().is_empty());
     let (geom, args) = dev.launches.lock().unwrap()[0].clone();
-    assert_eq!(geom.grid, [4 * 72, 1, 1]);
+    assert_eq!(geom.grid, [8 * 9 * 16, 1, 1]);
     assert_eq!(args[3], KernelArgValue::Pointer(0), "no workspace");
 }
 
@@ -950,4 +950,27 @@ fn a_benchmark_drops_candidates_whose_launch_fails_and_fails_only_when_all_do() 
         err.message
     );
     assert_eq!(launches, 0);
+}
+
+#[test]
+fn wgrad_takes_the_deep_reduction_step_only_for_narrow_channel_counts() {
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    // (c, h, k) → block_k of the static rule's entry.
+    for ((c, h, k), bk) in [
+        ((64, 56, 64), 128),
+        ((128, 28, 128), 64),
+        ((512, 7, 512), 64),
+    ] {
+        let p = decode_payload(&plan_bytes(&e, &wgrad_graph(DT::HALF, 32, c, h, k))).unwrap();
+        assert_eq!(
+            (
+                int(&p, "spec"),
+                int(&p, "block_m"),
+                int(&p, "block_n"),
+                int(&p, "block_k")
+            ),
+            (1, 64, 64, bk),
+            "c {c}"
+        );
+    }
 }

@@ -177,10 +177,15 @@ pub(super) fn check_case<T: Num>(
     )
 }
 
-/// Median ms per execute (f16): 5 rounds of 20 executes between events.
-fn time(h: &Handle, c: ConvCase) -> R<(f64, usize)> {
+/// Median ms per execute (f16): 5 rounds of 20 executes between events; built by the static
+/// rule or, with `benchmarked`, by `Graph::build_benchmarked`.
+fn time(h: &Handle, c: ConvCase, benchmarked: bool) -> R<(f64, usize)> {
     let mut g = graph(c, DataType::Half);
-    g.build(h).map_err(e)?;
+    if benchmarked {
+        g.build_benchmarked(h).map_err(e)?;
+    } else {
+        g.build(h).map_err(e)?;
+    }
     let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
     let ins = inputs::<f16>(c);
     let bufs: Vec<(i64, Buffer<f16>)> = ins
@@ -301,12 +306,15 @@ pub fn section(
     let mut rows = Vec::new();
     for (i, l) in layers.iter().enumerate() {
         let c = case(32, l[0], l[1], l[2], l[3], l[4], l[5], 1, 1, true);
-        let (ms, workspace) = time(gpu, c)?;
+        let (ms, workspace) = time(gpu, c, false)?;
+        println!("benchmarking build for wgrad {l:?}:");
+        let (bench_ms, _) = time(gpu, c, true)?;
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
         let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms,
             "tflops": flops / (ms * 1e-3) / 1e12, "workspace_bytes": workspace,
-            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms)});
+            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms),
+            "bench_ms": bench_ms, "ratio_bench_vs_torch": torch_ms.map(|t| t / bench_ms)});
         println!("wgrad: {row}");
         rows.push(row);
     }
@@ -316,12 +324,12 @@ pub fn section(
 /// The markdown table of [`section`]'s rows.
 pub fn table(checks: usize, rows: &[serde_json::Value], torch: &serde_json::Value) -> String {
     let mut t = format!(
-        "\nConv wgrad f16 NHWC, batch 32 ({checks} wgrad correctness cases passed, each executed twice with identical bits) vs PyTorch `aten.convolution_backward` (weight gradient only, cuDNN), torch {} cuDNN {}:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs | TFLOP/s | workspace | PyTorch | ours/torch speed |\n|---|---|---|---|---|---|\n",
+        "\nConv wgrad f16 NHWC, batch 32 ({checks} wgrad correctness cases passed, each executed twice with identical bits) vs PyTorch `aten.convolution_backward` (weight gradient only, cuDNN), torch {} cuDNN {}:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs (static rule) | TFLOP/s | workspace | PyTorch | ours/torch speed | benchmarked plan | its speed vs torch |\n|---|---|---|---|---|---|---|---|\n",
         torch["torch"], torch["cudnn"]
     );
     for r in rows {
         t += &format!(
-            "| {} | {:.3} ms | {:.0} | {} KiB | {} | {} |\n",
+            "| {} | {:.3} ms | {:.0} | {} KiB | {} | {} | {:.3} ms | {} |\n",
             r["layer"],
             r["ms"].as_f64().unwrap_or(0.0),
             r["tflops"].as_f64().unwrap_or(0.0),
@@ -331,6 +339,11 @@ pub fn table(checks: usize, rows: &[serde_json::Value], torch: &serde_json::Valu
                 .map(|v| format!("{v:.3} ms"))
                 .unwrap_or_else(|| "n/a".into()),
             r["ratio_vs_torch"]
+                .as_f64()
+                .map(|v| format!("{v:.2}×"))
+                .unwrap_or_else(|| "n/a".into()),
+            r["bench_ms"].as_f64().unwrap_or(0.0),
+            r["ratio_bench_vs_torch"]
                 .as_f64()
                 .map(|v| format!("{v:.2}×"))
                 .unwrap_or_else(|| "n/a".into()),

@@ -18,7 +18,8 @@
 //! first); a spec entry serves a graph that satisfies its hints, except that a spec tile
 //! larger than 64×64 is refused when it gives fewer than [`MIN_TILES`] tiles (several
 //! programs per tile then share the reduction anyway, and the last one's sum of the partial
-//! tiles grows with the tile). Then the split: with `t` tiles (all groups),
+//! tiles grows with the tile), and a spec entry whose reduction step (`block_k`) is deeper
+//! than 64 serves only C/groups ≤ 64 (measured: it wins there and loses above). Then the split: with `t` tiles (all groups),
 //! `split = 1` when `t ≥` [`TARGET_PROGRAMS`], else
 //! `min(cdiv(TARGET_PROGRAMS, t), max(1, N·P·Q / `[`MIN_SPLIT_LEN`]`), `[`MAX_SPLIT`]`)`
 //! (about two programs per SM of a 132-SM H200, each summing at least 512 (n, p, q) terms).
@@ -522,7 +523,8 @@ impl ConvWgradV1Handler {
     /// # Errors
     /// `NOT_APPLICABLE`: the graph texts; `kernel <k> is not a packed conv_wgrad entry`;
     /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> is the spec
-    /// variant; …`; `kernel <k>: static rule: …`.
+    /// variant; …`; `kernel <k>: static rule: …` (under-filling tile, or a reduction step
+    /// deeper than 64 for C/groups > 64).
     pub fn inputs_for(
         &self,
         kernel: &KernelDescriptor,
@@ -543,6 +545,14 @@ impl ConvWgradV1Handler {
             return Err(na(format!(
                 "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
                 kernel.describe()
+            )));
+        }
+        let cg = inputs.shape[1] / inputs.shape[GROUPS];
+        if c.spec && c.block[2] > 64 && cg > 64 {
+            return Err(na(format!(
+                "kernel {}: static rule: a {}-deep reduction step is for C/groups ≤ 64 (here {cg}); a 64-deep entry serves this graph",
+                kernel.describe(),
+                c.block[2]
             )));
         }
         inputs.shape[SPLIT] = inputs.static_split();
