@@ -41,9 +41,7 @@
 //! variant drops `sxw`, `syq`, `srq`), then the two
 //! scratch pointers.
 
-use super::epilogue::{
-    MAX_V2, RESIDUAL_AFTER, RESIDUAL_BEFORE, SCALE, invalid_reason, match_epilogue,
-};
+use super::epilogue::{SavedEpilogue, match_epilogue, read_saved};
 use super::matmul::{MIN_TILES, TritonConfig, triton_kernel_args};
 use super::pointwise_v2::dims_strides;
 use super::tensor;
@@ -306,36 +304,12 @@ impl ConvFpropInputs {
         let r = ContractReader::new(dispatch, contract, &names, values)?;
         let max = i64::from(i32::MAX);
         let d = quote(dispatch);
-        let epilogue = if version >= 2 {
-            let e = r.int("epilogue", 0, MAX_V2)?;
-            if let Some(why) = invalid_reason(e) {
-                return Err(incompatible(format!(
-                    "launch values of dispatch '{d}' hold epilogue {e}: {why}"
-                )));
-            }
-            e
-        } else {
-            r.int("epilogue", 0, 3)?
-        };
-        let optional = |name: &str, present: bool, bits: &str| -> PluginResult<Option<i64>> {
-            if present {
-                Ok(Some(r.int(name, i64::MIN, i64::MAX)?))
-            } else if values.contains_key(name) {
-                Err(incompatible(format!(
-                    "launch value '{name}' of dispatch '{d}' must be present exactly when 'epilogue' {bits} is set; epilogue is {epilogue}"
-                )))
-            } else {
-                Ok(None)
-            }
-        };
-        let bias_text = if version >= 2 { "bit 0" } else { "bit 1" };
-        let bias_uid = optional("bias.uid", epilogue & 1 != 0, bias_text)?;
-        let residual_uid = optional(
-            "res.uid",
-            epilogue & (RESIDUAL_BEFORE | RESIDUAL_AFTER) != 0,
-            "bit 4 or 5",
-        )?;
-        let scale_uid = optional("scale.uid", epilogue & SCALE != 0, "bit 6")?;
+        let SavedEpilogue {
+            code: epilogue,
+            bias: bias_uid,
+            residual: residual_uid,
+            scale: scale_uid,
+        } = read_saved(&r, values, dispatch, version)?;
         let mut shape = [0i64; 16];
         for (i, n) in SHAPE.iter().enumerate() {
             let lo = if n.starts_with("pad") { 0 } else { 1 };

@@ -23,6 +23,8 @@
 
 use super::pointwise_v2::dims_strides;
 use super::tensor;
+use crate::ingestor::launch_values::{ContractReader, LaunchValues};
+use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::{DataType, Node, PointwiseMode};
@@ -219,4 +221,68 @@ pub fn match_epilogue(
         fused.out = pw.out_0_tensor_uid();
     }
     Ok(fused)
+}
+
+/// The epilogue part of saved launch values: the code and the tensors it names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SavedEpilogue {
+    /// The `epilogue` value.
+    pub code: i64,
+    /// `bias.uid`, present exactly when bit 0 is set.
+    pub bias: Option<i64>,
+    /// `res.uid`, present exactly when bit 4 or 5 is set (v2).
+    pub residual: Option<i64>,
+    /// `scale.uid`, present exactly when bit 6 is set (v2).
+    pub scale: Option<i64>,
+}
+
+/// Reads `epilogue`, `bias.uid`, `res.uid` and `scale.uid` saved under `dispatch` for
+/// contract `version` of the matmul or conv fprop pack (`values` are the reader's values).
+/// Version 1 takes epilogue [0, 3] (bit 0 bias, bit 1 ReLU) and no residual or scale.
+///
+/// # Errors
+/// `NOT_APPLICABLE` (load prefix): the reader texts; `launch values of dispatch '<d>' hold
+/// epilogue <e>: <why>` (v2, [`invalid_reason`]); `launch value '<name>' of dispatch '<d>'
+/// must be present exactly when 'epilogue' <bits> is set; epilogue is <e>` (bias: `bit 1` in
+/// v1's wording, `bit 0` in v2's; `res.uid`: `bit 4 or 5`; `scale.uid`: `bit 6`).
+pub(crate) fn read_saved(
+    r: &ContractReader<'_>,
+    values: &LaunchValues,
+    dispatch: &str,
+    version: u8,
+) -> PluginResult<SavedEpilogue> {
+    let d = quote(dispatch);
+    let code = if version >= 2 {
+        let e = r.int("epilogue", 0, MAX_V2)?;
+        if let Some(why) = invalid_reason(e) {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' hold epilogue {e}: {why}"
+            )));
+        }
+        e
+    } else {
+        r.int("epilogue", 0, 3)?
+    };
+    let optional = |name: &str, present: bool, bits: &str| -> PluginResult<Option<i64>> {
+        if present {
+            Ok(Some(r.int(name, i64::MIN, i64::MAX)?))
+        } else if values.contains_key(name) {
+            Err(incompatible(format!(
+                "launch value '{name}' of dispatch '{d}' must be present exactly when 'epilogue' {bits} is set; epilogue is {code}"
+            )))
+        } else {
+            Ok(None)
+        }
+    };
+    let bias_bits = if version >= 2 { "bit 0" } else { "bit 1" };
+    Ok(SavedEpilogue {
+        code,
+        bias: optional("bias.uid", code & BIAS != 0, bias_bits)?,
+        residual: optional(
+            "res.uid",
+            code & (RESIDUAL_BEFORE | RESIDUAL_AFTER) != 0,
+            "bit 4 or 5",
+        )?,
+        scale: optional("scale.uid", code & SCALE != 0, "bit 6")?,
+    })
 }

@@ -440,36 +440,12 @@ impl MatmulInputs {
         let r = ContractReader::new(dispatch, contract, &names, values)?;
         let max = i64::from(i32::MAX);
         let d = quote(dispatch);
-        let epilogue = if version >= 2 {
-            let e = r.int("epilogue", 0, super::epilogue::MAX_V2)?;
-            if let Some(why) = super::epilogue::invalid_reason(e) {
-                return Err(incompatible(format!(
-                    "launch values of dispatch '{d}' hold epilogue {e}: {why}"
-                )));
-            }
-            e
-        } else {
-            r.int("epilogue", 0, 3)?
-        };
-        let bit_text = if version >= 2 { "bit 0" } else { "bit 1" };
-        let optional = |name: &str, present: bool, bits: &str| -> PluginResult<Option<i64>> {
-            if present {
-                Ok(Some(r.int(name, i64::MIN, i64::MAX)?))
-            } else if values.contains_key(name) {
-                Err(incompatible(format!(
-                    "launch value '{name}' of dispatch '{d}' must be present exactly when 'epilogue' {bits} is set; epilogue is {epilogue}"
-                )))
-            } else {
-                Ok(None)
-            }
-        };
-        let bias_uid = optional("bias.uid", epilogue & EPILOGUE_BIAS != 0, bit_text)?;
-        let residual_uid = optional(
-            "res.uid",
-            epilogue & (super::epilogue::RESIDUAL_BEFORE | super::epilogue::RESIDUAL_AFTER) != 0,
-            "bit 4 or 5",
-        )?;
-        let scale_uid = optional("scale.uid", epilogue & super::epilogue::SCALE != 0, "bit 6")?;
+        let super::epilogue::SavedEpilogue {
+            code: epilogue,
+            bias: bias_uid,
+            residual: residual_uid,
+            scale: scale_uid,
+        } = super::epilogue::read_saved(&r, values, dispatch, version)?;
         let mut strides = [0i64; 9];
         for (i, n) in STRIDE_NAMES.iter().enumerate() {
             strides[i] = r.int(n, 0, max)?;
