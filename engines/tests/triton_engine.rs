@@ -71,12 +71,8 @@ fn matmul_graph(dt: DT, m: i64, n: i64, k: i64) -> OperationGraph {
     OperationGraph::from_bytes(&g.build()).unwrap()
 }
 
-fn conv_graph(dt: DT, nhwc: bool, n: i64, c: i64, h: i64, k: i64) -> OperationGraph {
-    let lay = |t: TensorSpec| if nhwc { t.channels_last() } else { t };
-    let mut g = GraphBuilder::new("conv");
-    g.tensor(lay(TensorSpec::new(1, "x", dt, &[n, c, h, h])))
-        .tensor(lay(TensorSpec::new(2, "w", dt, &[k, c, 3, 3])))
-        .tensor(lay(TensorSpec::new(3, "y", dt, &[n, k, h, h])));
+/// The 3×3 cross-correlation node x (UID 1) * w (UID 2) → y (UID 3), padding 1, stride 1.
+fn conv_node(g: &mut GraphBuilder) {
     g.node(
         "conv",
         Box::new(|fbb| {
@@ -97,6 +93,15 @@ fn conv_graph(dt: DT, nhwc: bool, n: i64, c: i64, h: i64, k: i64) -> OperationGr
             )
         }),
     );
+}
+
+fn conv_graph(dt: DT, nhwc: bool, n: i64, c: i64, h: i64, k: i64) -> OperationGraph {
+    let lay = |t: TensorSpec| if nhwc { t.channels_last() } else { t };
+    let mut g = GraphBuilder::new("conv");
+    g.tensor(lay(TensorSpec::new(1, "x", dt, &[n, c, h, h])))
+        .tensor(lay(TensorSpec::new(2, "w", dt, &[k, c, 3, 3])))
+        .tensor(lay(TensorSpec::new(3, "y", dt, &[n, k, h, h])));
+    conv_node(&mut g);
     OperationGraph::from_bytes(&g.build()).unwrap()
 }
 
@@ -262,26 +267,7 @@ fn fused_conv_graph(dt: DT, nhwc: bool, ops: &[(PM, Option<i64>)]) -> OperationG
         .tensor(TensorSpec::new(10, "bias", dt, &[1, k, 1, 1]))
         .tensor(lay(TensorSpec::new(11, "res", dt, &[n, k, h, h])))
         .tensor(TensorSpec::new(12, "scale", dt, &[1, 1, 1, 1]));
-    g.node(
-        "conv",
-        Box::new(|fbb| {
-            let one = fbb.create_vector(&[1i64, 1]);
-            let args = ConvolutionFwdAttributesArgs {
-                x_tensor_uid: 1,
-                w_tensor_uid: 2,
-                y_tensor_uid: 3,
-                pre_padding: Some(one),
-                post_padding: Some(one),
-                stride: Some(one),
-                dilation: Some(one),
-                conv_mode: ConvMode::CROSS_CORRELATION,
-            };
-            (
-                NodeAttributes::ConvolutionFwdAttributes,
-                ConvolutionFwdAttributes::create(fbb, &args).as_union_value(),
-            )
-        }),
-    );
+    conv_node(&mut g);
     let mut cur = 3;
     for (i, (mode, other)) in ops.iter().enumerate() {
         let out = 31 + i as i64;
