@@ -17,7 +17,7 @@ use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::{FixedDevice, KernelArgValue};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
-use hipdnn_engines::ingestor::packs::conv_fprop::ConvFpropHandler;
+use hipdnn_engines::ingestor::packs::conv_fprop::{self, ConvFpropHandler};
 use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
@@ -153,10 +153,13 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
         (matmul_graph(DT::FLOAT, 2048, 2048, 2048), 1, 128, 128),
         (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
         (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 128, 64),
-        // NCHW: the channels-first entry (its 128-channel tile refused for K = 64).
-        (conv_graph(DT::HALF, false, 32, 64, 56, 64), 2, 128, 64),
-        (conv_graph(DT::HALF, false, 32, 128, 28, 128), 2, 128, 128),
-        (conv_graph(DT::FLOAT, false, 8, 64, 56, 64), 2, 128, 64),
+        // NCHW with C and K multiples of 16: the transposing channels-first entry (its one
+        // tile per dtype); C = 24 NCHW: the in-place channels-first entry (its 128-channel tile
+        // refused for K = 64).
+        (conv_graph(DT::HALF, false, 32, 64, 56, 64), 3, 64, 64),
+        (conv_graph(DT::HALF, false, 32, 128, 28, 128), 3, 64, 64),
+        (conv_graph(DT::FLOAT, false, 8, 64, 56, 64), 3, 128, 64),
+        (conv_graph(DT::HALF, false, 32, 24, 56, 64), 2, 128, 64),
         (conv_graph(DT::FLOAT, true, 1, 24, 9, 32), 0, 64, 64),
     ];
     for (i, (g, spec, bm, bn)) in cases.iter().enumerate() {
@@ -257,6 +260,26 @@ fn a_saved_triton_plan_restores_without_kernels_and_launches_identically() {
 /// `conv_graph` with its output made virtual and `ops` appended: each (mode, other input UID)
 /// consumes the previous output; tensors 10 (bias [1, K, 1, 1]), 11 (residual, y's dims, NHWC
 /// when `nhwc`) and 12 (scale [1, 1, 1, 1]) exist; the last output is UID 30 + ops.len().
+/// The device address the fake bindings of [`fused_bindings`] give tensor `uid`.
+fn fused_addr(uid: i64) -> u64 {
+    0x1000_0000 * uid as u64
+}
+
+/// Fake device bindings of x, w, the output (UID 33), bias and residual of a
+/// [`fused_conv_graph`] with three epilogue nodes: 1 MiB each at [`fused_addr`].
+fn fused_bindings() -> Vec<TensorBinding<'static>> {
+    [1i64, 2, 33, 10, 11]
+        .iter()
+        .map(|u| TensorBinding {
+            uid: *u,
+            data: BufferRef::Device {
+                addr: fused_addr(*u),
+                len: 1 << 20,
+            },
+        })
+        .collect()
+}
+
 fn fused_conv_graph(dt: DT, nhwc: bool, ops: &[(PM, Option<i64>)]) -> OperationGraph {
     let (n, c, h, k) = (2, 32, 8, 48);
     let lay = |t: TensorSpec| if nhwc { t.channels_last() } else { t };
@@ -354,17 +377,8 @@ fn conv_epilogues_fuse_into_one_launch_with_the_documented_code() {
             &g,
         )
         .unwrap();
-    let addr = |u: i64| 0x1000_0000 * u as u64;
-    let mut t: Vec<TensorBinding<'static>> = [1i64, 2, 33, 10, 11]
-        .iter()
-        .map(|u| TensorBinding {
-            uid: *u,
-            data: BufferRef::Device {
-                addr: addr(*u),
-                len: 1 << 20,
-            },
-        })
-        .collect();
+    let addr = fused_addr;
+    let mut t = fused_bindings();
     ctx.execute(ExecuteArgs {
         stream: 0,
         workspace: None,
@@ -401,10 +415,10 @@ fn conv_epilogues_fuse_into_one_launch_with_the_documented_code() {
         err.message,
         "tensor UID 11 is at 0xb0000002; this plan runs the specialized conv kernel, which needs 16-byte aligned x, w, y and the residual"
     );
-    // The same graph in NCHW takes the generic entry.
+    // The same graph in NCHW takes the transposing channels-first entry.
     let mut gb_ops = vec![add(10), add(11), (PM::RELU_FWD, None)];
     let p = decode_payload(&plan_bytes(&e, &fused_conv_graph(DT::HALF, false, &gb_ops))).unwrap();
-    assert_eq!((int(&p, "spec"), int(&p, "epilogue")), (0, 19));
+    assert_eq!((int(&p, "spec"), int(&p, "epilogue")), (3, 19));
     // Refusals (the pack's texts): order, a second activation, a mode it does not fuse, an
     // ADD operand that is neither bias nor residual. The reference engine runs such graphs.
     gb_ops = vec![(PM::RELU_FWD, None), add(10)];
@@ -858,7 +872,8 @@ fn the_direct_conv_is_a_fallback_that_never_joins_a_benchmark_the_triton_entries
         Arc::new(pack_registry()),
         Arc::new(KpackCodeObjectReader),
     );
-    // NCHW f32 3×3: the Triton nchw and generic entries serve it, and so would the direct conv.
+    // NCHW f32 3×3: the Triton nchwt, nchw and generic entries serve it, and so would the
+    // direct conv.
     let g = conv_graph(DT::FLOAT, false, 32, 64, 56, 64);
     e.create_execution_context(
         &EngineConfig {
@@ -871,8 +886,11 @@ fn the_direct_conv_is_a_fallback_that_never_joins_a_benchmark_the_triton_entries
     let per = BENCH_WARMUP + BENCH_ROUNDS * BENCH_LAUNCHES;
     let launches = fake.launches.lock().unwrap().clone();
     assert_eq!(launches.len() % per, 0);
-    let candidates = launches.len() / per;
-    assert_eq!(candidates, 2, "the f32 nchw entry and the generic entry");
+    assert_eq!(
+        launches.len() / per,
+        2 + 1 + 1,
+        "the f32 nchwt entry (a layout pass and the GEMM per run), the nchw and the generic entry"
+    );
     // The direct conv's launch has 20 arguments; no benchmark launch is one.
     assert!(launches.iter().all(|(_, a)| a.len() != 20));
     // Without Triton entries, the direct conv serves the graph (static rule).
@@ -959,4 +977,95 @@ fn wgrad_takes_the_deep_reduction_step_only_for_narrow_channel_counts() {
             "c {c}"
         );
     }
+}
+
+#[test]
+fn an_nchwt_plan_runs_a_layout_pass_then_the_gemm_on_its_workspace() {
+    // NCHW conv → bias → add(residual) → ReLU, x [2, 32, 8, 8], w [48, 32, 3, 3], f16.
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    let add = |u| (PM::ADD, Some(u));
+    let g = fused_conv_graph(DT::HALF, false, &[add(10), add(11), (PM::RELU_FWD, None)]);
+    let ctx = e
+        .create_execution_context(
+            &EngineConfig {
+                engine_id: e.id(),
+                knob_choices: vec![],
+            },
+            &g,
+        )
+        .unwrap();
+    // x: 2·8·8·32 = 4096 elements (a multiple of 128), w: 48·3·3·32 = 13824; 2 bytes each.
+    let ws_bytes = 2 * (4096 + 13824);
+    assert_eq!(ctx.workspace_size(), ws_bytes);
+    let addr = fused_addr;
+    let mut t = fused_bindings();
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap_err();
+    assert_eq!(err.status, PluginStatus::InvalidValue);
+    assert!(
+        err.message.ends_with(&format!(
+            "requires {ws_bytes} workspace bytes but none was provided"
+        )),
+        "{}",
+        err.message
+    );
+    let ws = |a: u64| {
+        Some(BufferRef::Device {
+            addr: a,
+            len: ws_bytes,
+        })
+    };
+    let err = ctx
+        .execute(ExecuteArgs {
+            stream: 0,
+            workspace: ws(0x7000_0008),
+            tensors: &mut t,
+        })
+        .unwrap_err();
+    assert_eq!(err.status, PluginStatus::BadParam);
+    assert_eq!(
+        err.message,
+        "the workspace is at 0x70000008; this plan runs the transposing channels-first conv kernel, which needs a 16-byte aligned workspace"
+    );
+    assert!(dev.launches.lock().unwrap().is_empty());
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: ws(0x7000_0000),
+        tensors: &mut t,
+    })
+    .unwrap();
+    let launches = dev.launches.lock().unwrap().clone();
+    assert_eq!(launches.len(), 2, "the layout pass, then the GEMM");
+    let (pre, main) = (&launches[0], &launches[1]);
+    // Layout pass: 2 images · cdiv(32, 64) · cdiv(64, 64) + 48 filters · 1 · cdiv(9, 64).
+    assert_eq!(pre.0.grid, [2 + 48, 1, 1]);
+    // GEMM: cdiv(2·8·8, 64) · cdiv(48, 64) tiles of the 64×64 f16 entry.
+    assert_eq!(main.0.grid, [2, 1, 1]);
+    assert_eq!(pre.0.block, main.0.block);
+    let ptr = |u: i64| KernelArgValue::Pointer(addr(u));
+    assert_eq!(
+        &main.1[..7],
+        &[
+            ptr(1),
+            ptr(2),
+            ptr(33),
+            ptr(10),
+            ptr(11),
+            KernelArgValue::Pointer(0),
+            KernelArgValue::Pointer(0x7000_0000)
+        ]
+    );
+    let n = main.1.len();
+    assert_eq!(n, conv_fprop::param_names(3, 2).len());
+    // Both launches pass the same arguments but the phase (third from the end).
+    assert_eq!(main.1[n - 3], KernelArgValue::I32(1));
+    assert_eq!(pre.1[n - 3], KernelArgValue::I32(0));
+    assert_eq!(pre.1[..n - 3], main.1[..n - 3]);
+    assert_eq!(pre.1[n - 2..], main.1[n - 2..]);
 }

@@ -5,6 +5,7 @@
 
 use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
+use hipdnn_engines::ingestor::device::KernelArgValue;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
 use hipdnn_engines::ingestor::packs::conv_dgrad::{self, CONV_DGRAD_V1};
@@ -17,7 +18,7 @@ use hipdnn_engines::ingestor::packs::matmul::{
 };
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
-/// nchw).
+/// nchw, 3 nchwt).
 fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
     let spec = variant == 1;
     match family {
@@ -75,15 +76,23 @@ fn every_triton_entry_records_its_launch_facts() {
             );
             let family = k["family"].as_str().unwrap();
             let nchw = k["variant"] == "nchw";
+            let nchwt = k["variant"] == "nchwt";
+            let suffix = match (nchw, nchwt) {
+                (true, _) => "_cf",
+                (_, true) => "_nt",
+                _ => "",
+            };
             assert_eq!(
                 k["kernel_source"]["symbol"].as_str().unwrap(),
-                format!("hipdnn_{family}{}", if nchw { "_cf" } else { "" })
+                format!("hipdnn_{family}{suffix}")
             );
             let spec = k["variant"] == "spec";
             let variant = if spec {
                 1
             } else if nchw {
                 2
+            } else if nchwt {
+                3
             } else {
                 0
             };
@@ -130,6 +139,15 @@ fn every_triton_entry_records_its_launch_facts() {
                 assert_eq!(
                     k["divisibility_16"],
                     serde_json::json!(["res_ptr", "w_ptr", "x_ptr", "y_ptr"])
+                );
+            } else if nchwt {
+                assert_eq!(family, "conv_fprop");
+                for n in ["syq", "srq"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!(["C", "K", "res_ptr", "w_ptr", "ws_ptr", "x_ptr", "y_ptr"])
                 );
             } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
@@ -274,6 +292,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
                 "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
+                _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
             };
             assert_eq!(d.dispatch, dispatch);
@@ -584,16 +603,10 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
     assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v1': 'groups' must divide 'c' and 'k'"), "{e}");
 }
 
-#[test]
-fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
-    // NCHW x [2, 32, 9, 9], KCRS w [48, 32, 3, 3] packed, pad 1, stride 2 → NCHW y [2, 48, 5, 5].
-    let config =
-        TritonConfig::parse("conv_fprop_f16_nchw_128x64x64_g8_w4_s3_sh32768_ws32").unwrap();
-    assert_eq!(
-        (config.spec, config.channels_first, config.variant_code()),
-        (false, true, 2)
-    );
-    let i = ConvFpropInputs {
+/// NCHW x [2, 32, 9, 9], packed KCRS w [48, 32, 3, 3], pad 1, stride 2 → NCHW y [2, 48, 5, 5],
+/// conv → add(residual) → ReLU, on the entry `config`.
+fn nchw_inputs(config: TritonConfig) -> ConvFpropInputs {
+    ConvFpropInputs {
         version: 2,
         uids: [1, 2, 4],
         bias_uid: None,
@@ -605,7 +618,46 @@ fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
         res_strides: [1200, 25, 5, 1],
         epilogue: 16 | 2,
         config,
-    };
+    }
+}
+
+/// Layout changes of [`nchw_inputs`] that no channels-first variant takes, by name.
+type Breaker = (&'static str, Box<dyn Fn(&mut ConvFpropInputs)>);
+fn nchw_breakers() -> Vec<Breaker> {
+    vec![
+        (
+            "NHWC x",
+            Box::new(|i: &mut ConvFpropInputs| i.strides[3] = 32),
+        ),
+        (
+            "KRSC w",
+            Box::new(|i: &mut ConvFpropInputs| {
+                i.strides[5] = 1;
+                i.strides[6] = 96;
+                i.strides[7] = 32;
+            }),
+        ),
+        (
+            "padded KCRS w",
+            Box::new(|i: &mut ConvFpropInputs| i.strides[5] = 10),
+        ),
+        (
+            "NHWC residual",
+            Box::new(|i: &mut ConvFpropInputs| i.res_strides = [1200, 1, 240, 48]),
+        ),
+    ]
+}
+
+#[test]
+fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
+    // NCHW x [2, 32, 9, 9], KCRS w [48, 32, 3, 3] packed, pad 1, stride 2 → NCHW y [2, 48, 5, 5].
+    let config =
+        TritonConfig::parse("conv_fprop_f16_nchw_128x64x64_g8_w4_s3_sh32768_ws32").unwrap();
+    assert_eq!(
+        (config.spec, config.channels_first, config.variant_code()),
+        (false, true, 2)
+    );
+    let i = nchw_inputs(config);
     assert!(i.fits_nchw());
     assert!(!i.fits_spec());
     let l = i.to_launch().unwrap();
@@ -626,29 +678,7 @@ fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
         conv_fprop::signature(2, 2)
     );
     // Layouts the variant does not take.
-    for (what, f) in [
-        (
-            "NHWC x",
-            Box::new(|i: &mut ConvFpropInputs| i.strides[3] = 32)
-                as Box<dyn Fn(&mut ConvFpropInputs)>,
-        ),
-        (
-            "KRSC w",
-            Box::new(|i: &mut ConvFpropInputs| {
-                i.strides[5] = 1;
-                i.strides[6] = 96;
-                i.strides[7] = 32;
-            }),
-        ),
-        (
-            "padded KCRS w",
-            Box::new(|i: &mut ConvFpropInputs| i.strides[5] = 10),
-        ),
-        (
-            "NHWC residual",
-            Box::new(|i: &mut ConvFpropInputs| i.res_strides = [1200, 1, 240, 48]),
-        ),
-    ] {
+    for (what, f) in nchw_breakers() {
         let mut j = i.clone();
         f(&mut j);
         assert!(!j.fits_nchw(), "{what}");
@@ -668,6 +698,133 @@ fn conv_fprop_nchw_variant_follows_the_layout_and_round_trips() {
         .unwrap_err()
         .message;
     assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.conv_fprop.dispatch.v1' must be int in [0, 1], and the plan holds 2"), "{e}");
+}
+
+#[test]
+fn conv_fprop_nchwt_variant_follows_the_layout_sizes_its_workspace_and_round_trips() {
+    // NCHW x [2, 32, 9, 9], KCRS w [48, 32, 3, 3] packed, pad 1, stride 2 → NCHW y [2, 48, 5, 5],
+    // conv → add(residual) → ReLU.
+    let config =
+        TritonConfig::parse("conv_fprop_f16_nchwt_64x64x64_g8_w4_s3_sh49152_ws32").unwrap();
+    assert_eq!(
+        (
+            config.spec,
+            config.channels_first,
+            config.transposing,
+            config.variant_code()
+        ),
+        (false, false, true, 3)
+    );
+    let i = nchw_inputs(config);
+    assert!(i.fits_nchwt() && i.fits_nchw() && !i.fits_spec());
+    // x: 2·9·9·32 = 5184 elements, rounded up to 5248 (a multiple of 128); w: 48·3·3·32 = 13824.
+    assert_eq!(i.workspace_elements(), Some(5248 + 13824));
+    assert_eq!(i.workspace_bytes(), 2 * (5248 + 13824));
+    // Layout pass: 2 images · 1 channel block · cdiv(81, 64) = 4, plus 48 filters · 1 · 1.
+    assert_eq!(i.layout_pass_programs(), 4 + 48);
+    let l = i.to_launch().unwrap();
+    assert_eq!(
+        ConvFpropHandler::V2
+            .restore_launch(CONV_FPROP_V2, &l.launch_values)
+            .unwrap(),
+        l
+    );
+    assert_eq!(l.launch_values["spec"], LaunchValue::Int(3));
+    assert_eq!(l.workspace_bytes, 38144);
+    // 50 output pixels · 48 channels: one 64×64 tile.
+    assert_eq!(l.geometry.grid, [1, 1, 1]);
+    let want_ints: Vec<i64> = vec![
+        2, 32, 9, 9, 48, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, // shape without groups
+        2592, 81, 288, 1200, 25, 5, 1200, 25, 5, // sxn sxc swk syn syk syp srn srk srp
+        18, 1, // epilogue, phase 1
+    ];
+    let got: Vec<i64> = l
+        .scalar_args
+        .iter()
+        .map(|a| match a {
+            KernelArgValue::I32(v) => i64::from(*v),
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(got, want_ints);
+    let names = conv_fprop::param_names(3, 2);
+    assert_eq!(names.len(), 7 + want_ints.len() + 2);
+    assert_eq!(names[6], "ws_ptr");
+    assert_eq!(names[names.len() - 3], "phase");
+    assert_eq!(
+        ConvFpropHandler::V2.launch_signature_for(&l.launch_values),
+        conv_fprop::signature(3, 2)
+    );
+    // The layout pass: the same arguments with phase 0, on its own grid.
+    let args: Vec<KernelArgValue> = (0..7)
+        .map(|p| KernelArgValue::Pointer(0x1000 * (p + 1)))
+        .chain(l.scalar_args.iter().cloned())
+        .chain([KernelArgValue::Pointer(0), KernelArgValue::Pointer(0)])
+        .collect();
+    let pro = ConvFpropHandler::V2.prologue_launches(&l, &args);
+    assert_eq!(pro.len(), 1);
+    assert_eq!(pro[0].0.grid, [52, 1, 1]);
+    assert_eq!(pro[0].0.block, l.geometry.block);
+    assert_eq!(pro[0].0.shared_mem_bytes, l.geometry.shared_mem_bytes);
+    let mut want = args.clone();
+    let at = want.len() - 3;
+    want[at] = KernelArgValue::I32(0);
+    assert_eq!(pro[0].1, want);
+    // Other variants queue no layout pass.
+    let mut nchw = i.clone();
+    nchw.config =
+        TritonConfig::parse("conv_fprop_f16_nchw_128x64x64_g8_w4_s3_sh32768_ws32").unwrap();
+    let ln = nchw.to_launch().unwrap();
+    assert_eq!(ln.workspace_bytes, 0);
+    assert!(
+        ConvFpropHandler::V2
+            .prologue_launches(&ln, &args)
+            .is_empty()
+    );
+    // Layouts the variant does not take: the nchw variant's, and more.
+    let mut breakers = nchw_breakers();
+    breakers.extend([
+        (
+            "padded planes",
+            Box::new(|i: &mut ConvFpropInputs| i.strides[2] = 10)
+                as Box<dyn Fn(&mut ConvFpropInputs)>,
+        ),
+        (
+            "groups 2",
+            Box::new(|i: &mut ConvFpropInputs| i.shape[15] = 2),
+        ),
+        (
+            "C not a multiple of 16",
+            Box::new(|i: &mut ConvFpropInputs| i.shape[1] = 24),
+        ),
+        (
+            "K not a multiple of 16",
+            Box::new(|i: &mut ConvFpropInputs| i.shape[4] = 40),
+        ),
+        (
+            "a workspace over 2^31 - 1 elements",
+            Box::new(|i: &mut ConvFpropInputs| i.shape[0] = 1 << 22),
+        ),
+    ]);
+    for (what, f) in breakers {
+        let mut j = i.clone();
+        f(&mut j);
+        assert!(!j.fits_nchwt(), "{what}");
+    }
+    let mut v = l.launch_values.clone();
+    v.insert("sxh".into(), LaunchValue::Int(10));
+    let e = ConvFpropHandler::V2
+        .restore_launch(CONV_FPROP_V2, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v2' name the nchwt variant, whose 'groups', 'sxw', 'sws', 'syq' and 'srq' must be 1, 'sxh' = 'width', 'swr' = 's', 'swc' = 'r'·'s', 'c' and 'k' multiples of 16 and the workspace at most 2147483647 elements"), "{e}");
+    let mut v = l.launch_values.clone();
+    v.insert("spec".into(), LaunchValue::Int(4));
+    let e = ConvFpropHandler::V2
+        .restore_launch(CONV_FPROP_V2, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.conv_fprop.dispatch.v2' must be int in [0, 3], and the plan holds 4"), "{e}");
 }
 
 fn wgrad_inputs(spec: bool) -> conv_wgrad::ConvWgradV1Inputs {

@@ -207,7 +207,8 @@ pub fn build(root: &Path, scratch: &Path, out: &Path) -> Res<usize> {
 }
 
 /// Static-rule order of entries within an arch: family, dtype, spec (channels-last), then
-/// other specialized variants (conv fprop's `nchw`), then generic; larger tiles first (the contract takes the first applicable entry; see the matmul pack docs).
+/// conv fprop's transposing channels-first `nchwt`, then its in-place `nchw`, then generic; larger
+/// tiles first (the contract takes the first applicable entry; see the matmul pack docs).
 fn order_key(r: &Value) -> (String, String, u8, std::cmp::Reverse<u64>, String) {
     let b = &r["block"];
     let tile = b["m"].as_u64().unwrap_or(0) * b["n"].as_u64().unwrap_or(0);
@@ -216,8 +217,9 @@ fn order_key(r: &Value) -> (String, String, u8, std::cmp::Reverse<u64>, String) 
         r["dtype"].as_str().unwrap_or_default().to_string(),
         match r["variant"].as_str() {
             Some("spec") => 0,
-            Some("generic") => 2,
-            _ => 1,
+            Some("nchwt") => 1,
+            Some("generic") => 3,
+            _ => 2,
         },
         std::cmp::Reverse(tile),
         r["name"].as_str().unwrap_or_default().to_string(),

@@ -10,6 +10,9 @@ Grid: (cdiv(N*P*Q, BLOCK_M) * cdiv(K/groups, BLOCK_N), groups, 1); block: num_wa
 Epilogue (`epilogue`, run-time; epilogue.py): scale, + bias[k], + residual[n, k, p, q] (its own
 strides), activation, + residual after it.
 Index math is int32: the contract refuses tensors whose element offsets exceed 2^31 - 1.
+Variants: `spec` (channels-last, hipdnn_conv_fprop), `nchwt` (NCHW through a layout pass into
+the workspace: two launches of hipdnn_conv_fprop_nt, `phase` 0 then 1), `nchw` (channels-first
+in place, hipdnn_conv_fprop_cf: no workspace, any groups), `generic` (any strides).
 
 Read by build.py at pack time only.
 """
@@ -19,15 +22,23 @@ from epilogue import apply_epilogue
 
 
 @triton.jit
-def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
-                      N, C, H, W, K, P, Q, R, S,
-                      pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
-                      sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
-                      srn, srk, srp, srq, epilogue,
-                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                      GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
-    pid = tl.program_id(0)
-    g = tl.program_id(1)
+def _conv_tile(pid, g, x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
+               N, C, H, W, K, P, Q, R, S,
+               pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
+               sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
+               srn, srk, srp, srq, epilogue,
+               BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr,
+               PIXEL_RUNS: tl.constexpr):
+    """One output tile (program `pid` of group `g`) of the implicit GEMM + epilogue, for any
+    strides of x, w, y and the residual (channels-last strides vectorize the loads).
+    PIXEL_RUNS: y is channels-first (unit q stride): its pixel offsets are declared runs of
+    BLOCK_M (tl.max_contiguous) so that a warp's threads walk pixels and the stores coalesce
+    (without it the store layout walks channels: 4x slower on the batch-32 ResNet-50 layers).
+    The alignment stays unknown, so every store remains a scalar one and a broken run (image
+    and row ends) stays correct. Not applied to the residual load: with the declaration, the
+    conv + bias + add + ReLU check of an NCHW 2x48x5x5 output failed on the H200 (Triton 3.9
+    build), so that load keeps the channel-walking layout."""
     cg = C // groups
     kg = K // groups
     m_total = N * P * Q
@@ -99,8 +110,82 @@ def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
             res = tl.load(r_ptrs, mask=out_mask, other=0.0).to(tl.float32)
         acc = apply_epilogue(acc, epilogue, bias_ptr, kch, n_mask, scale_ptr, res)
     y_rows = n_idx * syn + p * syp + q * syq
+    if PIXEL_RUNS:
+        y_rows = tl.max_contiguous(y_rows, BLOCK_M)
     y_ptrs = y_ptr + (y_rows[:, None] + kch[None, :] * syk)
     tl.store(y_ptrs, acc.to(y_ptr.dtype.element_ty), mask=out_mask)
+
+
+
+
+@triton.jit
+def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
+                      N, C, H, W, K, P, Q, R, S,
+                      pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
+                      sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
+                      srn, srk, srp, srq, epilogue,
+                      BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                      GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    _conv_tile(tl.program_id(0), tl.program_id(1), x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr,
+               scale_ptr, N, C, H, W, K, P, Q, R, S, pad_h, pad_w, stride_h, stride_w, dil_h,
+               dil_w, groups, sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq, srn,
+               srk, srp, srq, epilogue, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, INPUT_PRECISION,
+               False)
+
+
+@triton.jit
+def _transpose_tile(src, dst, rb, cb, rows, cols, s_row, d_row, TB: tl.constexpr):
+    """dst[c * d_row + r] = src[r * s_row + c] over the TB x TB tile (rb, cb) of a rows x cols
+    matrix whose columns are contiguous in src; loads walk src's columns, stores dst's rows."""
+    offs_r = rb * TB + tl.arange(0, TB)
+    offs_c = cb * TB + tl.arange(0, TB)
+    m = (offs_r < rows)[:, None] & (offs_c < cols)[None, :]
+    t = tl.load(src + (offs_r[:, None] * s_row + offs_c[None, :]), mask=m)
+    mt = (offs_c < cols)[:, None] & (offs_r < rows)[None, :]
+    tl.store(dst + (offs_c[:, None] * d_row + offs_r[None, :]), tl.trans(t), mask=mt)
+
+
+@triton.jit
+def hipdnn_conv_fprop_nt(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr, ws_ptr,
+                         N, C, H, W, K, P, Q, R, S,
+                         pad_h, pad_w, stride_h, stride_w, dil_h, dil_w,
+                         sxn, sxc, swk, syn, syk, syp, syq, srn, srk, srp, srq, epilogue, phase,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """Transposing channels-first form ("nchwt" variant), two launches of this one kernel.
+    x: NCHW with packed planes (x[n, c, h, w] at n*sxn + c*sxc + h*W + w); w: packed KCRS
+    (w[k, c, r, s] at k*swk + (c*R + r)*S + s); groups 1; y and the residual: any batch and
+    channel strides, unit q stride.
+    phase 0 (layout pass; grid N*cdiv(C,T)*cdiv(H*W,T) + K*cdiv(C,T)*cdiv(R*S,T), T = 64): x into the workspace as packed NHWC at ws[0..), w as packed KRSC at
+    ws[xw..) (xw = N*H*W*C rounded up to a multiple of 128 elements).
+    phase 1 (grid cdiv(N*P*Q, BLOCK_M)*cdiv(K, BLOCK_N)): the channels-last implicit GEMM over
+    the workspace copies (16-byte channel-vector loads), y stored through its own strides."""
+    hw = H * W
+    rs_n = R * S
+    xw = tl.cdiv(N * hw * C, 128) * 128
+    if phase == 0:
+        pid = tl.program_id(0)
+        ncb = tl.cdiv(C, 64)
+        nlb = tl.cdiv(hw, 64)
+        x_tiles = N * ncb * nlb
+        if pid < x_tiles:
+            b = pid // (ncb * nlb)
+            t = pid - b * (ncb * nlb)
+            _transpose_tile(x_ptr + b * sxn, ws_ptr + b * (hw * C), t // nlb, t % nlb, C, hw,
+                            sxc, C, 64)
+        else:
+            u = pid - x_tiles
+            nsb = tl.cdiv(rs_n, 64)
+            b = u // (ncb * nsb)
+            t = u - b * (ncb * nsb)
+            _transpose_tile(w_ptr + b * swk, ws_ptr + xw + b * (rs_n * C), t // nsb, t % nsb,
+                            C, rs_n, rs_n, C, 64)
+    else:
+        _conv_tile(tl.program_id(0), 0, ws_ptr, ws_ptr + xw, y_ptr, bias_ptr, res_ptr,
+                   scale_ptr, N, C, H, W, K, P, Q, R, S, pad_h, pad_w, stride_h, stride_w,
+                   dil_h, dil_w, 1, hw * C, 1, W * C, C, rs_n * C, 1, S * C, C, syn, syk, syp,
+                   syq, srn, srk, srp, srq, epilogue, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
+                   INPUT_PRECISION, True)
 
 
 @triton.jit
@@ -177,10 +262,10 @@ def hipdnn_conv_fprop_cf(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
 
 KERNEL = hipdnn_conv_fprop
 FAMILY = "conv_fprop"
-POINTERS = ["x_ptr", "w_ptr", "y_ptr", "bias_ptr", "res_ptr", "scale_ptr"]
+POINTERS = ["x_ptr", "w_ptr", "y_ptr", "bias_ptr", "res_ptr", "scale_ptr", "ws_ptr"]
 INTS = ["N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w",
         "dil_h", "dil_w", "groups", "sxn", "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws",
-        "syn", "syk", "syp", "syq", "srn", "srk", "srp", "srq", "epilogue"]
+        "syn", "syk", "syp", "syq", "srn", "srk", "srp", "srq", "epilogue", "phase"]
 # Specialized variant ("spec", channels-last): x, w, y (and the residual) 16-byte aligned; C, K
 # and the non-channel strides multiples of 16; channel strides and groups constant 1 (NHWC x,
 # KRSC w, NHWC y and residual, groups = 1; a launch without a residual passes y's strides).
@@ -193,12 +278,18 @@ SPEC_ONE = ["sxc", "swc", "syk", "srk", "groups"]
 # contract checks swc = R*S*sws... with sws = 1; the kernel reads w at k*swk + (c*R + r)*S + s).
 CF_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "res_ptr"]
 CF_ONE = ["sxw", "syq", "srq"]
-HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "nchw": (CF_DIV16, CF_ONE)}
+# Transposing channels-first variant ("nchwt", kernel hipdnn_conv_fprop_nt): x, w, y, the
+# residual and the workspace 16-byte aligned; C and K multiples of 16; unit q strides of y and
+# the residual constant 1 (the kernel takes no other x/w strides: packed planes, packed KCRS).
+NT_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "res_ptr", "ws_ptr", "C", "K"]
+NT_ONE = ["syq", "srq"]
+HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "nchw": (CF_DIV16, CF_ONE), "nchwt": (NT_DIV16, NT_ONE)}
 
 
 def kernel_for(variant):
     """The jit function of a variant."""
-    return hipdnn_conv_fprop_cf if variant == "nchw" else hipdnn_conv_fprop
+    return {"nchw": hipdnn_conv_fprop_cf, "nchwt": hipdnn_conv_fprop_nt}.get(variant,
+                                                                            hipdnn_conv_fprop)
 
 
 # `tf32`: f32 tensors with TF32 tensor-core products (INPUT_PRECISION "tf32"), CUDA targets
@@ -216,15 +307,20 @@ def configs(vendor, dtype):
         # Measured on an H200 with the benchmarking build (docs/PERFORMANCE.md): 256x64 and
         # 128x128 spec tiles never won a batch-32 ResNet-50 layer (128x64 did, or 64x64 where
         # 128-row tiles under-fill); 4-warp nchw tiles spill.
+        # nchwt: one tile each, the fastest on the batch-8/32 ResNet-50 layers (H200, Triton
+        # JIT sweep of 5 tiles; 128x64 was within 10 %).
         if dtype == "f32":
             spec = [(128, 64, 32, 8, 4, 3), (64, 64, 32, 8, 4, 3)]
             nchw = [(128, 64, 32, 8, 8, 3)]
+            nchwt = [(128, 64, 32, 8, 4, 3)]
         else:
             spec = [(128, 64, 64, 8, 4, 3), (64, 64, 64, 8, 4, 3)]
             nchw = [(128, 128, 64, 8, 8, 3), (128, 64, 64, 8, 8, 3)]
+            nchwt = [(64, 64, 64, 8, 4, 3)]
         gen = [(64, 64, 32, 8, 4, 2)]
     else:
         spec = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(128, 128, 64, 8, 8, 2), (64, 64, 64, 8, 4, 2)]
         gen = [(64, 64, 32, 8, 4, 2)]
         nchw = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(128, 128, 64, 8, 8, 2)]
-    return {"spec": spec, "nchw": nchw, "generic": gen}
+        nchwt = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(64, 64, 64, 8, 4, 2)]
+    return {"spec": spec, "nchwt": nchwt, "nchw": nchw, "generic": gen}

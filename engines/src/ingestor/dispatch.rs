@@ -178,6 +178,19 @@ pub trait DispatchHandler: Send + Sync {
         self.kernel_args(launch, tensors)
     }
 
+    /// Launches of the same kernel queued on the launch stream before the main one (after the
+    /// workspace fill), each as (geometry, kernel arguments), built from the main launch's
+    /// arguments `args` (as [`Self::kernel_args_with_workspace`] gives them); e.g. a layout
+    /// pass that writes transposed copies of the inputs into the workspace. Default none.
+    fn prologue_launches(
+        &self,
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        let _ = (launch, args);
+        Vec::new()
+    }
+
     /// How many leading bytes of the workspace must read as zero when the kernel starts
     /// (e.g. counters the kernel's programs count on); the plan queues a fill of that prefix
     /// on the launch stream right before every launch. At most `launch.workspace_bytes`;

@@ -260,6 +260,22 @@ impl Launchable<'_> {
                     ))
                 })?;
         }
+        for (geometry, pargs) in self.handler.prologue_launches(self.launch, &kargs) {
+            device
+                .launch(
+                    kernel.function.as_ref(),
+                    geometry,
+                    &pargs,
+                    self.signature,
+                    args.stream,
+                )
+                .map_err(|e| {
+                    PluginError::internal(format!(
+                        "launching the prologue of {} failed: {e}",
+                        self.label
+                    ))
+                })?;
+        }
         device
             .launch(
                 kernel.function.as_ref(),

@@ -211,6 +211,7 @@ impl ConvDgradV1Inputs {
             dtype: String::new(),
             spec: r.int("spec", 0, 1)? == 1,
             channels_first: false,
+            transposing: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,

@@ -18,10 +18,15 @@
 //! other strides multiples of 16, pointers 16-byte aligned); `nchw` = channels-first (v2:
 //! unit pixel strides of x, y and the residual, packed KCRS w, any groups, pointers 16-byte
 //! aligned; kernel `hipdnn_conv_fprop_cf`, which reduces over the flattened (c, r, s) and
-//! walks pixels with a warp's threads); `generic` = anything else.
+//! walks pixels with a warp's threads); `nchwt` = transposing channels-first (v2: x NCHW with
+//! packed planes (`sxw` 1, `sxh` = W), packed KCRS w, unit q strides of y and the residual,
+//! groups 1, C and K multiples of 16, pointers and workspace 16-byte aligned; kernel
+//! `hipdnn_conv_fprop_nt`, launched twice per execute: `phase` 0 writes x as packed NHWC and
+//! w as packed KRSC into the workspace, `phase` 1 runs the channels-last implicit GEMM on
+//! those copies and stores y through its own strides); `generic` = anything else.
 //!
-//! **Static rule**: entries in pack order (spec, then nchw, then generic; larger tiles first);
-//! a spec or nchw entry whose
+//! **Static rule**: entries in pack order (spec, then nchwt, then nchw, then generic; larger
+//! tiles first); a spec, nchwt or nchw entry whose
 //! tile is wider than 64 output channels is refused when K/groups is narrower than the tile,
 //! and one larger than 64×64 when it gives fewer than [`super::matmul::MIN_TILES`] tiles; the
 //! generic entry serves every graph. A spec or nchw plan refuses (BAD_PARAM) tensors that are
@@ -32,14 +37,17 @@
 //! r s` [1, 2³¹−1], `pad_h pad_w` [0, 2³¹−1], `stride_h stride_w dil_h dil_w groups` [1,
 //! 2³¹−1], the 12 element strides `sxn sxc sxh sxw swk swc swr sws syn syk syp syq` and (v2)
 //! the residual's `srn srk srp srq` (y's without one) [0, 2³¹−1], `epilogue` [0, 127] (v1 [0,
-//! 3]), `spec` [0, 2] (0 generic, 1 spec, 2 nchw; v1 [0, 1]), `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
+//! 3]), `spec` [0, 3] (0 generic, 1 spec, 2 nchw, 3 nchwt; v1 [0, 1]), `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
 //! 16], `warp_size` 32/64, `shared_bytes` [0, 262144]. Launch: grid (cdiv(n·p·q,
 //! block_m)·cdiv(k/groups, block_n), groups, 1), block (num_warps·warp_size), dynamic shared
-//! memory `shared_bytes`, workspace 0, both scratch pointers null. Kernel arguments: x, w, y,
-//! bias, res, scale (null when absent; v1: x, w, y, bias), the integers in the order of
-//! `conv_fprop.py` (the spec variant drops `groups`, `sxc`, `swc`, `syk`, `srk`; the nchw
-//! variant drops `sxw`, `syq`, `srq`), then the two
-//! scratch pointers.
+//! memory `shared_bytes`, workspace 0 (nchwt: [`ConvFpropInputs::workspace_bytes`], after a
+//! prologue launch of grid ([`ConvFpropInputs::layout_pass_programs`], 1, 1)), both scratch
+//! pointers null. Kernel arguments: x, w, y,
+//! bias, res, scale (null when absent; v1: x, w, y, bias), (nchwt: the workspace), the
+//! integers in the order of `conv_fprop.py` (the spec variant drops `groups`, `sxc`, `swc`,
+//! `syk`, `srk`; the nchw variant drops `sxw`, `syq`, `srq`; the nchwt variant takes `n c h
+//! width k p q r s pad_h pad_w stride_h stride_w dil_h dil_w sxn sxc swk syn syk syp srn srk
+//! srp epilogue phase`), then the two scratch pointers.
 
 use super::epilogue::{SavedEpilogue, match_epilogue, read_saved};
 use super::matmul::{MIN_TILES, TritonConfig, triton_kernel_args};
@@ -100,9 +108,28 @@ pub fn value_names(version: u8) -> Vec<&'static str> {
     v
 }
 
-/// The kernel parameter names of variant `variant` (0 generic, 1 spec, 2 nchw: the `spec`
-/// launch value) of contract `version`, in order (with the two scratch pointers).
+/// The kernel parameter names of variant `variant` (0 generic, 1 spec, 2 nchw, 3 nchwt (v2
+/// only): the `spec` launch value) of contract `version`, in order (with the two scratch
+/// pointers).
 pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
+    if variant == 3 {
+        let mut v = vec![
+            "x_ptr",
+            "w_ptr",
+            "y_ptr",
+            "bias_ptr",
+            "res_ptr",
+            "scale_ptr",
+            "ws_ptr",
+        ];
+        v.extend([
+            "N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w",
+            "dil_h", "dil_w", "sxn", "sxc", "swk", "syn", "syk", "syp", "srn", "srk", "srp",
+            "epilogue", "phase",
+        ]);
+        v.extend(["global_scratch", "profile_scratch"]);
+        return v;
+    }
     let spec = variant == 1;
     let cf = variant == 2;
     let kernel_shape = [
@@ -219,6 +246,75 @@ impl ConvFpropInputs {
             && s[5] == r * sz
     }
 
+    /// Whether the launch satisfies the transposing channels-first (`nchwt`) variant's hints
+    /// (v2 only; alignment at execute): x NCHW with packed planes (`sxw` 1, `sxh` = W), a
+    /// packed KCRS filter (`sws` 1, `swr` = S, `swc` = R·S), unit q strides of y and the
+    /// residual, groups 1, C and K multiples of 16, and a workspace of at most 2³¹−1 elements.
+    pub fn fits_nchwt(&self) -> bool {
+        let s = self.strides;
+        let [c, w, r, sz, groups] = [
+            self.shape[1],
+            self.shape[3],
+            self.shape[7],
+            self.shape[8],
+            self.shape[15],
+        ];
+        self.version >= 2
+            && groups == 1
+            && c % 16 == 0
+            && self.shape[4] % 16 == 0
+            && s[3] == 1
+            && s[2] == w
+            && s[7] == 1
+            && s[6] == sz
+            && s[5] == r * sz
+            && s[11] == 1
+            && self.res_strides[3] == 1
+            && self
+                .workspace_elements()
+                .is_some_and(|e| e <= i64::from(i32::MAX))
+    }
+
+    /// Elements of the nchwt workspace: x as packed NHWC (N·H·W·C, rounded up to a multiple
+    /// of 128) then w as packed KRSC (K·R·S·C); `None` on overflow.
+    pub fn workspace_elements(&self) -> Option<i64> {
+        let [n, c, h, w, k, r, s] = [
+            self.shape[0],
+            self.shape[1],
+            self.shape[2],
+            self.shape[3],
+            self.shape[4],
+            self.shape[7],
+            self.shape[8],
+        ];
+        let x = n.checked_mul(h)?.checked_mul(w)?.checked_mul(c)?;
+        let x = x.checked_add(127)? / 128 * 128;
+        x.checked_add(k.checked_mul(r)?.checked_mul(s)?.checked_mul(c)?)
+    }
+
+    /// Workspace bytes of the launch: the nchwt variant's [`Self::workspace_elements`] times
+    /// the element size (4 for f32, 2 for f16/bf16); 0 for the other variants.
+    pub fn workspace_bytes(&self) -> u64 {
+        if !self.config.transposing {
+            return 0;
+        }
+        let elem = if self.dtype == DataType::FLOAT.0 {
+            4
+        } else {
+            2
+        };
+        self.workspace_elements()
+            .map_or(u64::MAX, |e| e as u64 * elem)
+    }
+
+    /// Programs of the nchwt layout pass (`phase` 0): one per 64×64 tile of each image's
+    /// [C, H·W] plane and of each output channel's [C, R·S] filter,
+    /// N·cdiv(C, 64)·cdiv(H·W, 64) + K·cdiv(C, 64)·cdiv(R·S, 64).
+    pub fn layout_pass_programs(&self) -> i64 {
+        let sh = self.shape;
+        layout_pass_programs([sh[0], sh[1], sh[2], sh[3], sh[4], sh[7], sh[8]])
+    }
+
     /// Tiles per group.
     pub fn tiles(&self) -> i64 {
         let [n, _c, _h, _w, k, p, q] = [
@@ -291,7 +387,8 @@ impl ConvFpropInputs {
     /// (v2); `res.uid`: bit 4 or 5; `scale.uid`: bit 6); `launch values of dispatch '<d>' name
     /// the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1`;
     /// `launch values of dispatch '<d>' name the nchw variant, whose 'sxw', 'syq', 'srq' and
-    /// 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'`;
+    /// 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'`; `launch values of dispatch '<d>'
+    /// name the nchwt variant, whose 'groups', 'sxw', 'sws', 'syq' and 'srq' must be 1, …`;
     /// `launch values of dispatch '<d>': 'groups' must divide 'c' and 'k'`; the geometry
     /// texts.
     pub fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
@@ -325,6 +422,7 @@ impl ConvFpropInputs {
             dtype: String::new(),
             spec: false,
             channels_first: false,
+            transposing: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,
@@ -336,10 +434,11 @@ impl ConvFpropInputs {
             shared_bytes: r.int("shared_bytes", 0, 262_144)?,
             warp_size: r.int("warp_size", 32, 64)?,
         };
-        let variant = r.int("spec", 0, if version >= 2 { 2 } else { 1 })?;
+        let variant = r.int("spec", 0, if version >= 2 { 3 } else { 1 })?;
         let mut config = config;
         config.spec = variant == 1;
         config.channels_first = variant == 2;
+        config.transposing = variant == 3;
         let res_strides = if version >= 2 {
             let mut v = [0i64; 4];
             for (i, n) in RES_STRIDES.iter().enumerate() {
@@ -380,6 +479,11 @@ impl ConvFpropInputs {
         if inputs.config.channels_first && !inputs.fits_nchw() {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the nchw variant, whose 'sxw', 'syq', 'srq' and 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'"
+            )));
+        }
+        if inputs.config.transposing && !inputs.fits_nchwt() {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' name the nchwt variant, whose 'groups', 'sxw', 'sws', 'syq' and 'srq' must be 1, 'sxh' = 'width', 'swr' = 's', 'swc' = 'r'·'s', 'c' and 'k' multiples of 16 and the workspace at most 2147483647 elements"
             )));
         }
         if shape[1] % shape[15] != 0 || shape[4] % shape[15] != 0 {
@@ -426,7 +530,8 @@ impl ConvFpropInputs {
     }
 
     /// The prepared launch: `pointer_uids` x, w, y[, bias][, residual][, scale];
-    /// `scalar_args` the variant's integers in kernel order.
+    /// `scalar_args` the variant's integers in kernel order (nchwt: ending with `phase` 1, the
+    /// main launch); `workspace_bytes` as [`Self::workspace_bytes`].
     ///
     /// # Errors
     /// As [`Self::geometry_for`].
@@ -437,6 +542,24 @@ impl ConvFpropInputs {
         pointer_uids.extend(self.scale_uid);
         let spec = self.config.spec;
         let cf = self.config.channels_first;
+        if self.config.transposing {
+            let s = self.strides;
+            let r = self.res_strides;
+            let mut ints: Vec<i64> = self.shape[..15].to_vec();
+            ints.extend([s[0], s[1], s[4], s[8], s[9], s[10], r[0], r[1], r[2]]);
+            ints.extend([self.epilogue, 1]);
+            return Ok(PreparedLaunch {
+                dispatch: self.contract().to_string(),
+                launch_values: self.to_values(),
+                geometry: self.geometry_for(self.contract())?,
+                workspace_bytes: self.workspace_bytes(),
+                pointer_uids,
+                scalar_args: ints
+                    .into_iter()
+                    .map(|v| KernelArgValue::I32(v as i32))
+                    .collect(),
+            });
+        }
         let mut ints: Vec<i64> = self
             .shape
             .iter()
@@ -650,7 +773,7 @@ impl ConvFpropHandler {
     /// only` (v1 handler); `kernel <k> is not a packed conv_fprop entry`;
     /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> is the spec
     /// variant; …`; `kernel <k> is the nchw variant; the graph's layout does not satisfy its
-    /// hints (…)`; `kernel <k>: static rule: …`.
+    /// hints (…)`; `kernel <k> is the nchwt variant; …`; `kernel <k>: static rule: …`.
     pub fn inputs_for(
         &self,
         kernel: &KernelDescriptor,
@@ -675,10 +798,20 @@ impl ConvFpropHandler {
                 kernel.describe()
             )));
         }
+        if config.transposing {
+            let mut t = inputs.clone();
+            t.config = config.clone();
+            if !t.fits_nchwt() {
+                return Err(na(format!(
+                    "kernel {} is the nchwt variant; the graph's layout does not satisfy its hints (NCHW x with packed planes, packed KCRS w, unit q strides of y and the residual, groups 1, C and K multiples of 16)",
+                    kernel.describe()
+                )));
+            }
+        }
         inputs.config = config;
         let tiles = inputs.tiles() * inputs.shape[15];
         let c = &inputs.config;
-        let hinted = c.spec || c.channels_first;
+        let hinted = c.spec || c.channels_first || c.transposing;
         let kg = inputs.shape[4] / inputs.shape[15];
         if hinted && c.block[1] > 64 && c.block[1] > kg {
             return Err(na(format!(
@@ -771,4 +904,64 @@ impl DispatchHandler for ConvFpropHandler {
             optional,
         )
     }
+
+    /// As [`Self::kernel_args`]; an nchwt launch (`spec` 3) takes the workspace address after
+    /// the six tensor pointers and refuses (BAD_PARAM) `the workspace is at <addr>; this plan
+    /// runs the transposing channels-first conv kernel, which needs a 16-byte aligned
+    /// workspace`.
+    fn kernel_args_with_workspace(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let mut args = self.kernel_args(launch, tensors)?;
+        if is_transposing(launch) {
+            if workspace % 16 != 0 {
+                return Err(PluginError::bad_param(format!(
+                    "the workspace is at {workspace:#x}; this plan runs the transposing channels-first conv kernel, which needs a 16-byte aligned workspace"
+                )));
+            }
+            args.insert(6, KernelArgValue::Pointer(workspace));
+        }
+        Ok(args)
+    }
+
+    /// nchwt (`spec` 3): the layout pass, the same arguments with `phase` 0 (the last integer)
+    /// on grid ([`ConvFpropInputs::layout_pass_programs`], 1, 1) and the main launch's block
+    /// and shared memory. Other variants: none.
+    fn prologue_launches(
+        &self,
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        if !is_transposing(launch) || args.len() < 3 {
+            return Vec::new();
+        }
+        // The launch values were checked when the launch was prepared or restored.
+        let int = |n: &str| match launch.launch_values.get(n) {
+            Some(LaunchValue::Int(v)) => *v,
+            _ => 0,
+        };
+        let programs = layout_pass_programs(["n", "c", "h", "width", "k", "r", "s"].map(int));
+        let mut pargs = args.to_vec();
+        let phase = pargs.len() - 3;
+        pargs[phase] = KernelArgValue::I32(0);
+        let geometry = LaunchGeometry {
+            grid: [u32::try_from(programs).unwrap_or(u32::MAX), 1, 1],
+            ..launch.geometry
+        };
+        vec![(geometry, pargs)]
+    }
+}
+
+/// N·cdiv(C, 64)·cdiv(H·W, 64) + K·cdiv(C, 64)·cdiv(R·S, 64) for `[n, c, h, w, k, r, s]`.
+fn layout_pass_programs([n, c, h, w, k, r, s]: [i64; 7]) -> i64 {
+    let cb = (c + 63) / 64;
+    n * cb * ((h * w + 63) / 64) + k * cb * ((r * s + 63) / 64)
+}
+
+/// Whether `launch` runs the nchwt variant (`spec` launch value 3).
+fn is_transposing(launch: &PreparedLaunch) -> bool {
+    matches!(launch.launch_values.get("spec"), Some(LaunchValue::Int(3)))
 }

@@ -151,6 +151,9 @@ pub struct TritonConfig {
     pub spec: bool,
     /// The channels-first specialized variant (`nchw`, conv fprop only; `spec` is false).
     pub channels_first: bool,
+    /// The transposing channels-first variant (`nchwt`, conv fprop only: a layout pass into
+    /// the workspace, then the channels-last GEMM; `spec` and `channels_first` are false).
+    pub transposing: bool,
     /// Tile M, N, K.
     pub block: [i64; 3],
     /// Grouped ordering of M tiles.
@@ -171,7 +174,7 @@ pub(crate) fn is_spec(values: &LaunchValues) -> bool {
 }
 
 /// The kernel arguments of a Triton launch, shared by every Triton contract: on a specialized
-/// entry (`spec` 1, or conv fprop's channels-first 2), first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
+/// entry (`spec` 1, or conv fprop's channels-first 2 and 3), first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
 /// (`res.uid`; the operands the kernel's alignment hints cover, named `operands` for the
 /// `kernel` in the message) bound to a device address that is not 16-byte aligned; then the
 /// three operand pointers, one pointer per name of `optional` (launch-value names such as
@@ -196,7 +199,7 @@ pub(crate) fn triton_kernel_args(
     };
     if matches!(
         launch.launch_values.get("spec"),
-        Some(LaunchValue::Int(1 | 2))
+        Some(LaunchValue::Int(1..=3))
     ) {
         let mut hinted = launch.pointer_uids[..launch.pointer_uids.len().min(3)].to_vec();
         hinted.extend(uid_of("res.uid"));
@@ -233,12 +236,14 @@ pub(crate) fn triton_kernel_args(
 }
 
 impl TritonConfig {
-    /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw.
+    /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw, 3 nchwt.
     pub fn variant_code(&self) -> i64 {
         if self.spec {
             1
         } else if self.channels_first {
             2
+        } else if self.transposing {
+            3
         } else {
             0
         }
@@ -290,10 +295,11 @@ impl TritonConfig {
             .split('x')
             .map(|v| v.parse().ok())
             .collect::<Option<_>>()?;
-        let (spec, channels_first) = match p[2] {
-            "spec" => (true, false),
-            "nchw" => (false, true),
-            "generic" => (false, false),
+        let (spec, channels_first, transposing) = match p[2] {
+            "spec" => (true, false, false),
+            "nchw" => (false, true, false),
+            "nchwt" => (false, false, true),
+            "generic" => (false, false, false),
             _ => return None,
         };
         Some(TritonConfig {
@@ -301,6 +307,7 @@ impl TritonConfig {
             dtype: p[1].to_string(),
             spec,
             channels_first,
+            transposing,
             block: <[i64; 3]>::try_from(tile).ok()?,
             group_m: num(p[4], "g")?,
             num_warps: num(p[5], "w")?,
@@ -461,6 +468,7 @@ impl MatmulInputs {
             .into(),
             spec: r.int("spec", 0, 1)? == 1,
             channels_first: false,
+            transposing: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,
@@ -829,6 +837,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             dtype: String::new(),
             spec: false,
             channels_first: false,
+            transposing: false,
             block: [16, 16, 16],
             group_m: 1,
             num_warps: 1,
