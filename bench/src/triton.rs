@@ -322,8 +322,24 @@ pub fn reload_child(case: usize, dt: &str) -> R<()> {
     Ok(())
 }
 
-/// Conv cases of the save/reload step: 0 = NHWC spec shape, 1 = NCHW with odd sizes.
+/// Conv cases of the save/reload step: 0 = NHWC spec shape, 1 = NCHW with odd sizes, 2 = NCHW
+/// on the transposing nchwt entry (a workspace and two launches per execute).
 fn reload_conv_case(i: usize) -> ConvCase {
+    if i == 2 {
+        return ConvCase {
+            n: 2,
+            c: 32,
+            h: 15,
+            k: 48,
+            r: 3,
+            pad: 1,
+            stride: 2,
+            dil: 1,
+            groups: 1,
+            nhwc: false,
+            epilogue: true,
+        };
+    }
     if i == 0 {
         ConvCase {
             n: 2,
@@ -593,11 +609,14 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
         (4, "bf16"),
         (100, "f16"),
         (101, "f32"),
+        (102, "f16"),
+        (102, "f32"),
         (200, "f16"),
         (201, "f32"),
         (202, "bf16"),
         (300, "f16"),
         (301, "bf16"),
+        (302, "f16"),
     ] {
         let r = save_reload(c, dt)?;
         println!("save/reload: {r}");
@@ -1015,6 +1034,12 @@ pub fn conv_section(
         cc(2, 16, 8, 32, 3, 1, 1, 1, 2, false, false),
         cc(1, 64, 14, 64, 1, 0, 1, 1, 1, true, false),
         cc(3, 17, 7, 9, 5, 2, 3, 1, 1, false, true),
+        // NCHW with C and K multiples of 16: the transposing nchwt entry (odd planes, batch 1,
+        // stride 2, 1x1, a dilated 5x5).
+        cc(1, 16, 7, 32, 3, 1, 1, 1, 1, false, true),
+        cc(2, 32, 15, 48, 3, 1, 2, 1, 1, false, true),
+        cc(3, 64, 14, 64, 1, 0, 1, 1, 1, false, false),
+        cc(2, 48, 9, 16, 5, 2, 1, 2, 1, false, true),
     ];
     let mut checks = Vec::new();
     for c in cases {

@@ -212,7 +212,8 @@ fn conv_case(i: usize) -> ConvCase {
     match i {
         0 => cc(2, 32, 9, 48, 3, 1, 2, true),
         1 => cc(1, 20, 11, 24, 3, 1, 1, true),
-        _ => cc(1, 3, 13, 5, 3, 2, 1, false),
+        2 => cc(1, 3, 13, 5, 3, 2, 1, false),
+        _ => cc(2, 32, 9, 48, 3, 1, 2, false),
     }
 }
 
@@ -264,8 +265,8 @@ fn check_mm<T: Num>(
     )
 }
 
-/// Every epilogue on two matmul shapes (spec and generic entry) and three conv shapes (NHWC
-/// spec, NHWC generic, NCHW), f32/f16/bf16 rotating over the epilogues.
+/// Every epilogue on two matmul shapes (spec and generic entry) and four conv shapes (NHWC
+/// spec, NHWC generic, NCHW generic, NCHW nchwt), f32/f16/bf16 rotating over the epilogues.
 pub(super) fn fused_section(gpu: &Handle, cpu: &Handle) -> R<Vec<serde_json::Value>> {
     let dts = [DataType::Half, DataType::Float, DataType::BFloat16];
     let mut out = Vec::new();
@@ -280,7 +281,7 @@ pub(super) fn fused_section(gpu: &Handle, cpu: &Handle) -> R<Vec<serde_json::Val
             println!("fused check: {r}");
             out.push(r);
         }
-        for j in 0..3 {
+        for j in 0..4 {
             let c = conv_case(j);
             let dt = dts[(i + j) % 3];
             let r = match dt {
@@ -296,9 +297,9 @@ pub(super) fn fused_section(gpu: &Handle, cpu: &Handle) -> R<Vec<serde_json::Val
 }
 
 /// The child side of the fused round trips: 0 = conv + bias + add + ReLU on the NHWC spec
-/// entry, 1 = the same on the NCHW generic entry.
+/// entry, 1 = the same on the NCHW generic entry, 2 = on the NCHW nchwt entry.
 pub(super) fn reload_fused(i: usize, dt: DataType) -> R<serde_json::Value> {
-    let c = conv_case(if i == 0 { 0 } else { 2 });
+    let c = conv_case([0, 2, 3][i.min(2)]);
     let epi = Epi::BiasResRelu;
     let mk = || fused_conv_graph(c, dt, epi);
     let label = format!("conv+bias+add+ReLU {c:?}");
