@@ -324,3 +324,35 @@ fn missing_or_altered_files_are_named() {
     );
     assert!(e.to_string().contains(&want), "{e}");
 }
+
+/// Padding is masked out: the golden sentences padded to 32 tokens (up to 24 pads each) give
+/// the reference embeddings within [`TOL`] too.
+#[test]
+fn padding_to_32_tokens_keeps_the_reference_embeddings() {
+    let Some((handle, m)) = model() else { return };
+    let g = golden();
+    let sentences: Vec<&str> = g.sentences.iter().map(String::as_str).collect();
+    let tokens = m.tokenize(&sentences, Some(32)).expect("tokenize");
+    assert_eq!(tokens.seq, 32);
+    let plans = Plans::build(&handle, tokens.batch, 32).expect("build");
+    let emb = m
+        .embed(&handle, &plans, &tokens, &mut Timings::new())
+        .expect("embed");
+    let max_diff = g
+        .embeddings
+        .iter()
+        .enumerate()
+        .flat_map(|(b, want)| {
+            row(&emb, b)
+                .iter()
+                .zip(want)
+                .map(|(x, w)| (f64::from(*x) - w).abs())
+                .collect::<Vec<_>>()
+        })
+        .fold(0f64, f64::max);
+    eprintln!("minilm: padded to 32 tokens, max |ours − numpy| = {max_diff:.2e}");
+    assert!(
+        max_diff <= TOL,
+        "embedding max |diff| {max_diff:e} > {TOL:e}"
+    );
+}
