@@ -1,0 +1,203 @@
+//! all-MiniLM-L6-v2 sentence embeddings through the hipdnn graph API (see `model.rs` for the
+//! graphs), printing the cosine similarity of the first sentence with each other one and the
+//! time of every stage.
+//!
+//! ```text
+//! python3 hipdnn-rs/examples/minilm/fetch.py          # once: the weights and tokenizer
+//! cargo run --release --example minilm -- "sentence one" "sentence two" [...]
+//!     [--device cpu|gpu|auto] [--save DIR | --load DIR]
+//! ```
+//!
+//! `--save DIR` writes the three plans (`to_binary`: embeddings.hdgp, layer.hdgp,
+//! pooling.hdgp), the embeddings (`embeddings.f32`, f32 little-endian, `(B, 384)`) and the
+//! sentences (`sentences.txt`, one a line). `--load DIR` (meant for a fresh process) loads the
+//! plans instead of building them (the sentences are padded to the saved length; the count
+//! must match), checks that each re-saves byte-identically, and when the sentences are the
+//! saved ones, that the embeddings are bit-identical to the saved ones. Exit status 1 on any
+//! mismatch or error; 2 when the model files are missing (the message says how to fetch
+//! them). Model directory: `$HIPDNN_MINILM_DIR`, else `target/minilm/`.
+//!
+//! `--device` defaults to `cpu` (the CPU reference engine). `gpu`/`auto` put the buffers on
+//! the GPU handle; the graphs then run only where a GPU engine serves every node of them (the
+//! norm, SDPA and reduction kernels of issue 15 are not there yet, and the CPU engine refuses
+//! device buffers).
+
+#[path = "model.rs"]
+mod model;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use clap::{Parser, ValueEnum};
+use hipdnn::Handle;
+use model::{MiniLm, MiniLmError, Plans, Timings};
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum Device {
+    /// The CPU reference engine.
+    Cpu,
+    /// The GPU (fails when none is usable).
+    Gpu,
+    /// The GPU when one is usable, else the CPU.
+    Auto,
+}
+
+/// all-MiniLM-L6-v2 sentence embeddings on the hipdnn graph API.
+#[derive(Parser, Debug)]
+#[command(name = "minilm")]
+struct Args {
+    /// Sentences (at least two); the cosine similarity of the first with each other one is
+    /// printed.
+    #[arg(required = true, num_args = 2..)]
+    sentences: Vec<String>,
+    /// Where to run.
+    #[arg(long, value_enum, default_value = "cpu")]
+    device: Device,
+    /// Save the plans, embeddings and sentences into this directory.
+    #[arg(long, conflicts_with = "load")]
+    save: Option<PathBuf>,
+    /// Load the plans from this directory (written by --save) instead of building them.
+    #[arg(long)]
+    load: Option<PathBuf>,
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    match run(&args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e @ MiniLmError::Missing(_)) => {
+            eprintln!("minilm: {e}");
+            ExitCode::from(2)
+        }
+        Err(e) => {
+            eprintln!("minilm: error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> MiniLmError + '_ {
+    move |source| MiniLmError::Io {
+        path: path.to_path_buf(),
+        source,
+    }
+}
+
+fn run(args: &Args) -> model::Result<()> {
+    let dir = model::model_dir();
+    model::check_present(&dir)?;
+    let handle = match args.device {
+        Device::Cpu => Handle::cpu(),
+        Device::Gpu => Handle::gpu(),
+        Device::Auto => Handle::new(),
+    }?;
+    println!("handle: {handle:?}");
+    let mut t = Timings::new();
+    let model = MiniLm::load(&handle, &dir, &mut t)?;
+    let sentences: Vec<&str> = args.sentences.iter().map(String::as_str).collect();
+
+    // Plans: loaded (fresh process, no engine selection) or built for this batch.
+    let (plans, saved, pad_to) = match &args.load {
+        Some(d) => {
+            let start = Instant::now();
+            let (plans, bins) = Plans::load(&handle, d)?;
+            t.push(("load 3 plans (from_binary)".into(), start.elapsed()));
+            let (b, s) = plans.shape();
+            if b != sentences.len() {
+                return Err(MiniLmError::Input(format!(
+                    "the plans in {} take {b} sentences, {} given",
+                    d.display(),
+                    sentences.len()
+                )));
+            }
+            (Some(plans), Some(bins), Some(s))
+        }
+        None => (None, None, None),
+    };
+    let start = Instant::now();
+    let tokens = model.tokenize(&sentences, pad_to)?;
+    t.push(("tokenize".into(), start.elapsed()));
+    let plans = match plans {
+        Some(p) => p,
+        None => {
+            let start = Instant::now();
+            let p = Plans::build(&handle, tokens.batch, tokens.seq)?;
+            t.push(("build 3 plans".into(), start.elapsed()));
+            p
+        }
+    };
+    println!(
+        "batch {} × {} tokens; engines: {:?}",
+        tokens.batch,
+        tokens.seq,
+        plans
+            .graphs()
+            .map(|g| g.engine_name().map(str::to_owned).unwrap_or_default())
+    );
+    let emb = model.embed(&handle, &plans, &tokens, &mut t)?;
+
+    let mut failures = Vec::new();
+    if let Some(bins) = &saved {
+        let start = Instant::now();
+        let again = plans.to_binaries()?;
+        t.push(("re-save 3 plans (to_binary)".into(), start.elapsed()));
+        let same = again == *bins;
+        println!(
+            "loaded plans re-save byte-identically: {}",
+            if same { "yes" } else { "NO" }
+        );
+        if !same {
+            failures.push("re-saved plan bytes differ from the loaded files");
+        }
+    }
+    let bytes: Vec<u8> = emb.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let text = sentences.join("\n") + "\n";
+    if let Some(d) = &args.load {
+        let (ep, sp) = (d.join("embeddings.f32"), d.join("sentences.txt"));
+        if std::fs::read_to_string(&sp).ok().as_deref() == Some(text.as_str()) {
+            let same = std::fs::read(&ep).map_err(io(&ep))? == bytes;
+            println!(
+                "embeddings bit-identical to the saving run's: {}",
+                if same { "yes" } else { "NO" }
+            );
+            if !same {
+                failures.push("embeddings differ from the saving run's");
+            }
+        } else {
+            println!("(other sentences than the saving run's: embeddings not compared)");
+        }
+    }
+    if let Some(d) = &args.save {
+        let start = Instant::now();
+        let bins = plans.save(d)?;
+        t.push(("save 3 plans (to_binary, write)".into(), start.elapsed()));
+        for (p, b) in [
+            (d.join("embeddings.f32"), &bytes),
+            (d.join("sentences.txt"), &text.clone().into_bytes()),
+        ] {
+            hipdnn::write_atomically(&p, b).map_err(io(&p))?;
+        }
+        for (name, b) in model::PLAN_FILES.iter().zip(&bins) {
+            println!("saved {} ({} bytes)", d.join(name).display(), b.len());
+        }
+    }
+
+    println!("\nembedding[0][..6] = {:?}", &emb[..6]);
+    for (i, s) in sentences.iter().enumerate().skip(1) {
+        let c = model::cosine(
+            &emb[..model::HIDDEN],
+            &emb[i * model::HIDDEN..(i + 1) * model::HIDDEN],
+        );
+        println!("cosine({:?}, {s:?}) = {c:.4}", sentences[0]);
+    }
+    println!("\nstage timings:");
+    for (name, d) in &t {
+        println!("  {name:<44} {:>9.2} ms", d.as_secs_f64() * 1e3);
+    }
+    if failures.is_empty() {
+        Ok(())
+    } else {
+        Err(MiniLmError::Input(failures.join("; ")))
+    }
+}
