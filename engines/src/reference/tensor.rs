@@ -86,6 +86,19 @@ impl TensorDesc {
         )))
     }
 
+    /// True when the strides are the packed row-major ones of `dims` (dims of extent 1 may
+    /// carry any stride): the buffer's first `volume` elements are the dense array in order.
+    pub fn is_dense_row_major(&self) -> bool {
+        let mut expected = 1usize;
+        for (d, s) in self.dims.iter().zip(&self.strides).rev() {
+            if *d != 1 && *s != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(*d);
+        }
+        true
+    }
+
     /// Byte offsets of every logical element, row-major over `dims`.
     fn offsets(&self) -> Vec<usize> {
         let n = self.volume();
@@ -119,11 +132,18 @@ impl TensorDesc {
     pub fn load(&self, bytes: &[u8]) -> PluginResult<ArrayD<f32>> {
         self.check_len(bytes.len())?;
         let es = self.elem.size();
-        let data: Vec<f32> = self
-            .offsets()
-            .into_iter()
-            .map(|o| self.elem.read(&bytes[o..o + es]))
-            .collect();
+        let data: Vec<f32> = if self.is_dense_row_major() {
+            // One pass over the buffer in order: no per-element offset table.
+            bytes[..self.volume() * es]
+                .chunks_exact(es)
+                .map(|c| self.elem.read(c))
+                .collect()
+        } else {
+            self.offsets()
+                .into_iter()
+                .map(|o| self.elem.read(&bytes[o..o + es]))
+                .collect()
+        };
         Ok(ArrayD::from_shape_vec(IxDyn(&self.dims), data).expect("volume matches dims"))
     }
 
@@ -135,6 +155,13 @@ impl TensorDesc {
     pub fn store(&self, values: &ArrayD<f32>, bytes: &mut [u8]) -> PluginResult<()> {
         self.check_len(bytes.len())?;
         let es = self.elem.size();
+        if self.is_dense_row_major() {
+            let n = self.volume();
+            for (c, v) in bytes[..n * es].chunks_exact_mut(es).zip(values.iter()) {
+                self.elem.write(*v, c);
+            }
+            return Ok(());
+        }
         for (o, v) in self.offsets().into_iter().zip(values.iter()) {
             self.elem.write(*v, &mut bytes[o..o + es]);
         }
@@ -179,5 +206,53 @@ pub fn tensor_value_f32(v: TensorValue) -> f32 {
                 0.0
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn desc(dims: &[usize], strides: &[usize], elem: Elem) -> TensorDesc {
+        TensorDesc {
+            uid: 1,
+            name: "t".into(),
+            elem,
+            dims: dims.to_vec(),
+            strides: strides.to_vec(),
+            is_virtual: false,
+            runtime_pass_by_value: false,
+            value: None,
+        }
+    }
+
+    #[test]
+    fn dense_and_strided_layouts_load_and_store_the_same_logical_values() {
+        assert!(desc(&[2, 3], &[3, 1], Elem::F32).is_dense_row_major());
+        assert!(desc(&[2, 1, 3], &[3, 99, 1], Elem::F32).is_dense_row_major());
+        assert!(!desc(&[2, 3], &[1, 2], Elem::F32).is_dense_row_major());
+        assert!(!desc(&[2, 3], &[4, 1], Elem::F32).is_dense_row_major());
+        // Logical [[1, 2, 3], [4, 5, 6]] as a dense f16 buffer and as a column-major one.
+        let vals = [1f32, 2., 3., 4., 5., 6.];
+        let bytes = |order: &[usize]| -> Vec<u8> {
+            order
+                .iter()
+                .flat_map(|i| half::f16::from_f32(vals[*i]).to_le_bytes())
+                .collect()
+        };
+        let dense = desc(&[2, 3], &[3, 1], Elem::F16);
+        let cols = desc(&[2, 3], &[1, 2], Elem::F16);
+        let a = dense.load(&bytes(&[0, 1, 2, 3, 4, 5])).unwrap();
+        let b = cols.load(&bytes(&[0, 3, 1, 4, 2, 5])).unwrap();
+        assert_eq!(a.as_slice().unwrap(), &vals);
+        assert_eq!(a, b);
+        // A store leaves the bytes past the tensor untouched.
+        let mut out = vec![0xAAu8; 14];
+        dense.store(&a, &mut out).unwrap();
+        assert_eq!(&out[..12], &bytes(&[0, 1, 2, 3, 4, 5])[..]);
+        assert_eq!(&out[12..], &[0xAA, 0xAA]);
+        let mut out = vec![0u8; 12];
+        cols.store(&b, &mut out).unwrap();
+        assert_eq!(out, bytes(&[0, 3, 1, 4, 2, 5]));
     }
 }
