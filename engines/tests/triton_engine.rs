@@ -152,7 +152,10 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
         (matmul_graph(DT::HALF, 100, 37, 53), 0, 64, 64),
         (matmul_graph(DT::FLOAT, 2048, 2048, 2048), 1, 128, 128),
         (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
-        (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 128, 64),
+        // C = 128 over 3×3 taps: two 64-deep blocks per tap, so 64-row tiles (static rule).
+        (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 64, 64),
+        // f32 keeps its 128-row tile there.
+        (conv_graph(DT::FLOAT, true, 32, 128, 28, 128), 1, 128, 64),
         // NCHW with C and K multiples of 16: the transposing channels-first entry (its one
         // tile per dtype); C = 24 NCHW: the in-place channels-first entry (its 128-channel tile
         // refused for K = 64).
