@@ -458,6 +458,18 @@ fn graphs_the_pack_does_not_serve_are_refused_with_the_reason() {
         refusal(&c),
         "the norm_fwd pack needs x's row axes [2, 3] and normalized axes [8] each to collapse to one stride in [0, 2147483647]; strides [40, 8, 1]"
     );
+    // More rows than the kernel's int rows argument holds, and dims whose volume overflows.
+    for (dims, shown) in [
+        (vec![1i64 << 31, 2], "[2147483648, 2]"),
+        (vec![1i64 << 40, 1 << 40], "[1099511627776, 1099511627776]"),
+    ] {
+        assert_eq!(
+            refusal(&NormCase::layernorm(DT::FLOAT, &dims)),
+            format!(
+                "the norm_fwd pack needs at most 2147483647 rows and columns; x {shown} normalized from axis 1"
+            )
+        );
+    }
     // normalized_dim_count past the rank.
     let c = NormCase {
         ndc: 3,

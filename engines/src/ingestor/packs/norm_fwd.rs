@@ -536,9 +536,16 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     } else {
         r - n.ndc as usize
     };
-    let rows: i64 = xd[..first].iter().product();
-    let cols: i64 = xd[first..].iter().product();
     let max = i64::from(i32::MAX);
+    let volume = |d: &[i64]| d.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
+    let (rows, cols) = match (volume(&xd[..first]), volume(&xd[first..])) {
+        (Some(r), Some(c)) if r <= max && c <= max => (r, c),
+        _ => {
+            return Err(na(format!(
+                "the norm_fwd pack needs at most 2147483647 rows and columns; x {xd:?} normalized from axis {first}"
+            )));
+        }
+    };
     let fits = |v: i64| (0..=max).contains(&v);
     let row_col = |what: &str, t: &TensorAttributes<'_>| -> PluginResult<(i64, i64)> {
         let (d, s) = dims_strides(t);
@@ -562,11 +569,6 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let yt = tensor(graph, n.y)?;
     let (sxr, sxc) = row_col("x", &xt)?;
     let (syr, syc) = row_col("y", &yt)?;
-    if rows > max || cols > max {
-        return Err(na(format!(
-            "the norm_fwd pack needs at most 2147483647 rows and columns; x {xd:?} gives {rows} x {cols}"
-        )));
-    }
     let mut flags = if n.rms { FLAG_RMS } else { 0 };
     let typed = |what: &str, t: &TensorAttributes<'_>, bit: i64| -> PluginResult<i64> {
         match t.data_type() {
@@ -619,8 +621,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
         let t = tensor(graph, u)?;
         let bit = typed(what, &t, FLAG_STATS_F32)?;
         let (d, s) = dims_strides(&t);
-        let vol = d.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-        match (vol, collapse(&d, &s)) {
+        match (volume(&d), collapse(&d, &s)) {
             (Some(v), Some(c)) if v == rows && fits(c) => Ok((c, bit)),
             _ => Err(na(format!(
                 "the norm_fwd pack needs {what} with {rows} values whose dims collapse to one stride; dims {d:?} strides {s:?}"
