@@ -33,7 +33,7 @@ use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::reference::testing::{random_values, run_graph, tolerance};
 use hipdnn_hip::{DeviceBuffer, Stream};
 use hipdnn_schema::graph::DataType as DT;
-use norm_support::{NormCase, SCALE, X};
+use norm_support::{NormCase, SCALE, X, gpu_cases};
 
 /// Prints `skipped: <why>` on the test process's stderr directly (the harness captures
 /// `println!` of a passing test; a direct write shows in plain `cargo test` output).
@@ -186,59 +186,13 @@ fn check(c: &NormCase, got: &[Vec<f32>], want: &[Vec<f32>]) -> f32 {
     worst
 }
 
-fn cases() -> Vec<NormCase> {
-    let mut v = Vec::new();
-    let mut k = 0;
-    for dt in [DT::FLOAT, DT::HALF, DT::BFLOAT16] {
-        for cols in [1, 7, 384, 1000, 4097] {
-            for rows in [1, 3, 17] {
-                k += 1;
-                // Batch 1: a 3-D x (1, rows, cols) every other case.
-                let dims: Vec<i64> = if k % 2 == 0 {
-                    vec![1, rows, cols]
-                } else {
-                    vec![rows, cols]
-                };
-                for (rms, training) in [(false, false), (false, true), (true, false), (true, true)]
-                {
-                    let mut c = if rms {
-                        NormCase::rmsnorm(dt, &dims)
-                    } else {
-                        NormCase::layernorm(dt, &dims)
-                    };
-                    c.training = training;
-                    c.bias = !rms || k % 3 == 0;
-                    if dt != DT::FLOAT && k % 4 == 1 {
-                        c.affine_f32 = true;
-                        c.out_f32 = training;
-                    }
-                    v.push(c);
-                }
-            }
-        }
-    }
-    // A transposed x and y (rows contiguous down the columns).
-    for dt in [DT::FLOAT, DT::HALF] {
-        v.push(NormCase {
-            x_strides: Some(vec![1, 5]),
-            ..NormCase::layernorm(dt, &[5, 384]).training()
-        });
-    }
-    // MiniLM's layernorm (embeddings and every encoder layer): (B, 1, S, 384), eps 1e-12.
-    v.push(NormCase {
-        eps: 1e-12,
-        ..NormCase::layernorm(DT::FLOAT, &[2, 1, 128, 384])
-    });
-    v
-}
-
 #[test]
 fn gpu_layernorm_and_rmsnorm_match_the_cpu_reference() {
     let Some(g) = open() else { return };
     let e = g.engines[0].clone();
     println!("device 0: {} ({})", g.device.info().name, g.arch);
     let mut worst = [0f32; 3];
-    for (i, c) in cases().iter().enumerate() {
+    for (i, c) in gpu_cases().iter().enumerate() {
         let ins = inputs(c, i as u64);
         let (ctx, _, entry) = build(&e, c);
         let got = execute(&g, ctx.as_ref(), c, &ins);

@@ -508,3 +508,54 @@ fn graphs_the_pack_does_not_serve_are_refused_with_the_reason() {
         "{m}"
     );
 }
+
+/// Every case of the GPU test's shape matrix builds on the fake sm_90 engine as a norm_fwd
+/// plan (spec exactly for the unit-stride rows of 384 elements, the static rule's chunk by row
+/// length) and runs on the CPU reference engine with outputs of the expected sizes, so the
+/// one GPU run meets no graph error.
+#[test]
+fn every_gpu_norms_case_builds_on_the_fake_device_and_runs_on_the_reference() {
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    let cases = norm_support::gpu_cases();
+    assert_eq!(cases.len(), 183);
+    for (i, c) in cases.iter().enumerate() {
+        let (spec, bm, bn, flags) = chosen(&e, c);
+        let (rows, cols) = c.rows_cols();
+        let want_bn = if cols > 1024 {
+            2048
+        } else if cols > 256 {
+            512
+        } else {
+            64
+        };
+        let unit = c.x_strides.is_none() && cols % 16 == 0;
+        assert_eq!((spec, bn), (i64::from(unit), want_bn), "case {i}: {c:?}");
+        assert_eq!(
+            bm,
+            [1, 2, 8][[2048, 512, 64].iter().position(|b| *b == bn).unwrap()]
+        );
+        assert_eq!(flags & 1 != 0, c.rms, "case {i}");
+        assert_eq!(flags & 4 != 0, c.training && !c.rms, "case {i}");
+        assert_eq!(flags & 8 != 0, c.training, "case {i}");
+        let ins: Vec<(i64, Vec<f32>)> = c
+            .inputs()
+            .into_iter()
+            .map(|u| {
+                let n = c.count(u);
+                (u, (0..n).map(|k| (k % 7) as f32 - 2.5).collect())
+            })
+            .collect();
+        let out = hipdnn_engines::reference::testing::run_graph(c.graph(), &ins, &c.outputs())
+            .unwrap_or_else(|err| panic!("case {i}: {c:?}: {}", err.message));
+        let mut want = vec![rows * cols];
+        if c.training {
+            want.extend(std::iter::repeat_n(rows, c.outputs().len() - 1));
+        }
+        assert_eq!(
+            out.iter().map(Vec::len).collect::<Vec<_>>(),
+            want,
+            "case {i}"
+        );
+        assert!(out.iter().flatten().all(|v| v.is_finite()), "case {i}");
+    }
+}

@@ -215,3 +215,54 @@ impl NormCase {
         g
     }
 }
+
+/// The shape matrix of `gpu_norms.rs` (also built on a fake device and run on the CPU
+/// reference by `triton_norm.rs`): rows of 1, 7, 384, 1000, 4097 elements × 1, 3, 17 rows
+/// (every other case a 3-D `(1, rows, cols)`) × f32/f16/bf16 × layernorm/rmsnorm × inference/
+/// training, f32 scale/bias (and y/statistics in training) for some 16-bit cases, a transposed
+/// x/y, and MiniLM's `(2, 1, 128, 384)` layernorm with eps 1e-12.
+pub fn gpu_cases() -> Vec<NormCase> {
+    let mut v = Vec::new();
+    let mut k = 0;
+    for dt in [DT::FLOAT, DT::HALF, DT::BFLOAT16] {
+        for cols in [1, 7, 384, 1000, 4097] {
+            for rows in [1, 3, 17] {
+                k += 1;
+                // Batch 1: a 3-D x (1, rows, cols) every other case.
+                let dims: Vec<i64> = if k % 2 == 0 {
+                    vec![1, rows, cols]
+                } else {
+                    vec![rows, cols]
+                };
+                for (rms, training) in [(false, false), (false, true), (true, false), (true, true)]
+                {
+                    let mut c = if rms {
+                        NormCase::rmsnorm(dt, &dims)
+                    } else {
+                        NormCase::layernorm(dt, &dims)
+                    };
+                    c.training = training;
+                    c.bias = !rms || k % 3 == 0;
+                    if dt != DT::FLOAT && k % 4 == 1 {
+                        c.affine_f32 = true;
+                        c.out_f32 = training;
+                    }
+                    v.push(c);
+                }
+            }
+        }
+    }
+    // A transposed x and y (rows contiguous down the columns).
+    for dt in [DT::FLOAT, DT::HALF] {
+        v.push(NormCase {
+            x_strides: Some(vec![1, 5]),
+            ..NormCase::layernorm(dt, &[5, 384]).training()
+        });
+    }
+    // MiniLM's layernorm (embeddings and every encoder layer): (B, 1, S, 384), eps 1e-12.
+    v.push(NormCase {
+        eps: 1e-12,
+        ..NormCase::layernorm(DT::FLOAT, &[2, 1, 128, 384])
+    });
+    v
+}
