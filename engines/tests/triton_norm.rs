@@ -47,6 +47,13 @@ fn sm90() -> Vec<KernelDescriptor> {
         .unwrap()
 }
 
+fn cfg(e: &IngestorEngine) -> EngineConfig {
+    EngineConfig {
+        engine_id: e.id(),
+        knob_choices: vec![],
+    }
+}
+
 fn og(c: &NormCase) -> OperationGraph {
     OperationGraph::from_bytes(&c.graph().build()).unwrap()
 }
@@ -558,4 +565,101 @@ fn every_gpu_norms_case_builds_on_the_fake_device_and_runs_on_the_reference() {
         );
         assert!(out.iter().flatten().all(|v| v.is_finite()), "case {i}");
     }
+}
+
+/// Not a check by itself: writes the launches of every GPU-test case, as the fake sm_90 device
+/// records them (the Rust pack's kernel arguments by parameter name, grid, entry), the input
+/// bytes in each tensor's layout, and the CPU reference engine's outputs, to the JSON file
+/// named by `HIPDNN_NORM_LAUNCHES`. `engines/tests/norm_support/interpret_launches.py` runs
+/// those exact launches through `norm_fwd.py` under Triton's interpreter and compares with the
+/// reference (the CPU-side check of what `gpu_norms.rs` checks on a device):
+/// `HIPDNN_NORM_LAUNCHES=/tmp/l.json cargo test -p hipdnn-engines --test triton_norm -- --ignored`,
+/// then `python3 engines/tests/norm_support/interpret_launches.py /tmp/l.json`.
+#[test]
+#[ignore = "writes a file for the interpreter check; run by hand"]
+fn dump_gpu_norms_launches_for_the_interpreter() {
+    use hipdnn_engines::reference::testing::{random_values, run_graph};
+    let path = std::env::var("HIPDNN_NORM_LAUNCHES")
+        .expect("HIPDNN_NORM_LAUNCHES names the JSON file to write");
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    let dtn = |d: DT| match d {
+        DT::FLOAT => "f32",
+        DT::HALF => "f16",
+        _ => "bf16",
+    };
+    let mut out = Vec::new();
+    for (i, c) in norm_support::gpu_cases().iter().enumerate() {
+        let b = c.graph();
+        let (spec, bm, bn, _) = chosen(&e, c);
+        let ctx = e.create_execution_context(&cfg(&e), &og(c)).unwrap();
+        let ins: Vec<(i64, Vec<f32>)> = c
+            .inputs()
+            .into_iter()
+            .map(|u| {
+                let (lo, hi) = match u {
+                    X => (-2.0, 3.0),
+                    SCALE => (0.5, 1.5),
+                    _ => (-1.0, 1.0),
+                };
+                (
+                    u,
+                    random_values(c.count(u), i as u64 * 31 + u as u64, lo, hi),
+                )
+            })
+            .collect();
+        let mut uids = c.inputs();
+        uids.extend(c.outputs());
+        let mut t: Vec<TensorBinding<'_>> = uids
+            .iter()
+            .map(|u| TensorBinding {
+                uid: *u,
+                data: BufferRef::Device {
+                    addr: 0x1000_0000 * *u as u64,
+                    len: 1 << 30,
+                },
+            })
+            .collect();
+        ctx.execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap();
+        let (geom, args) = dev.launches.lock().unwrap().last().unwrap().clone();
+        let mut named = serde_json::Map::new();
+        for (a, v) in signature(spec == 1).iter().zip(&args) {
+            let v = match v {
+                KernelArgValue::Pointer(p) => serde_json::json!({ "ptr": p / 0x1000_0000 }),
+                KernelArgValue::I32(v) => serde_json::json!({ "i32": v }),
+                KernelArgValue::F32(v) => serde_json::json!({ "f32": f64::from(*v) }),
+                o => panic!("{o:?}"),
+            };
+            named.insert(a.name.clone(), v);
+        }
+        let want = run_graph(c.graph(), &ins, &c.outputs()).unwrap();
+        let mut tensors = serde_json::Map::new();
+        for u in &uids {
+            let s = b.spec(*u);
+            let mut o = serde_json::json!({"dt": dtn(s.data_type), "dims": s.dims,
+                "strides": s.strides, "bytes_len": s.bytes_len()});
+            if let Some((_, v)) = ins.iter().find(|(x, _)| x == u) {
+                o["input_hex"] = serde_json::json!(hex::encode(s.encode(v)));
+            }
+            tensors.insert(u.to_string(), o);
+        }
+        let reference: serde_json::Map<String, serde_json::Value> = c
+            .outputs()
+            .iter()
+            .zip(&want)
+            .map(|(u, v)| (u.to_string(), serde_json::json!(v)))
+            .collect();
+        out.push(
+            serde_json::json!({"case": format!("{c:?}"), "grid": geom.grid,
+            "block_m": bm, "block_n": bn, "spec": spec == 1, "dtype": dtn(c.dt),
+            "args": named, "tensors": tensors, "outputs": c.outputs(),
+            "reference": reference}),
+        );
+    }
+    std::fs::write(&path, serde_json::to_string(&out).unwrap()).unwrap();
 }
