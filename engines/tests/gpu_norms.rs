@@ -5,7 +5,7 @@
 //! of 1, 7, 384, 1000 and 4097 elements (odd sizes take the generic entries, 384 the spec
 //! entry), 1, 3 and 17 rows (batch 1 included), f32/f16/bf16 x, inference and training phase
 //! (mean / inv_variance, inv_rms outputs), rmsnorm with and without bias, f32 scale/bias/y/
-//! statistics with 16-bit x, a transposed x, and MiniLM's layernorm graph ((2, 1, 128, 384),
+//! statistics with 16-bit x, a transposed x, a HALF epsilon scalar, and MiniLM's layernorm graph ((2, 1, 128, 384),
 //! eps 1e-12). Then save → a second engine on a fresh device handle restores the plan (no
 //! kernel selection) → executes → bit-identical outputs, and that engine's own build of the
 //! graph saves byte-identical plan bytes.

@@ -444,7 +444,7 @@ fn graphs_the_pack_does_not_serve_are_refused_with_the_reason() {
     };
     assert_eq!(
         refusal(&c),
-        "the norm_fwd pack needs epsilon (tensor uid 4) as an f32 scalar whose value the graph holds (pass-by-value, not runtime), not FLOAT bound at execute"
+        "the norm_fwd pack needs epsilon (tensor uid 4) as a FLOAT, HALF or BFLOAT16 scalar with a float value the graph holds (pass-by-value, not runtime), not FLOAT bound at execute"
     );
     // Scale varying over the rows (normalized_dim_count 1 with a [2, 8] scale).
     let c = NormCase {
@@ -524,7 +524,7 @@ fn graphs_the_pack_does_not_serve_are_refused_with_the_reason() {
 fn every_gpu_norms_case_builds_on_the_fake_device_and_runs_on_the_reference() {
     let e = engine(FakeDevice::new("sm_90", 0), sm90());
     let cases = norm_support::gpu_cases();
-    assert_eq!(cases.len(), 183);
+    assert_eq!(cases.len(), 184);
     for (i, c) in cases.iter().enumerate() {
         let (spec, bm, bn, flags) = chosen(&e, c);
         let (rows, cols) = c.rows_cols();
@@ -662,4 +662,29 @@ fn dump_gpu_norms_launches_for_the_interpreter() {
         );
     }
     std::fs::write(&path, serde_json::to_string(&out).unwrap()).unwrap();
+}
+
+#[test]
+fn a_half_epsilon_reaches_the_kernel_rounded_to_f16_as_the_reference_reads_it() {
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    for (half, want) in [(true, 0.001_000_404_4_f32), (false, 1e-3)] {
+        let c = NormCase {
+            eps: 1e-3,
+            eps_half: half,
+            ..NormCase::rmsnorm(DT::HALF, &[3, 100])
+        };
+        let ctx = e.create_execution_context(&cfg(&e), &og(&c)).unwrap();
+        let bytes = e
+            .serialization()
+            .unwrap()
+            .serialize_execution_context(e.id(), ctx.as_ref())
+            .unwrap();
+        let p = decode_payload(&bytes).unwrap();
+        assert_eq!(
+            p.launch_values.get("epsilon"),
+            Some(&LaunchValue::Float(f64::from(want))),
+            "half {half}"
+        );
+    }
+    assert_eq!(half::f16::from_f32(1e-3).to_f32(), 0.001_000_404_4_f32);
 }

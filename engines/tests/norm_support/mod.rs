@@ -42,6 +42,8 @@ pub struct NormCase {
     pub eps: f32,
     /// Epsilon a runtime pass-by-value scalar (bound at execute).
     pub eps_runtime: bool,
+    /// Epsilon a HALF scalar (else FLOAT).
+    pub eps_half: bool,
     /// scale and bias f32 (else x's type).
     pub affine_f32: bool,
     /// y and the statistics f32 (else x's type).
@@ -64,6 +66,7 @@ impl NormCase {
             training: false,
             eps: 1e-5,
             eps_runtime: false,
+            eps_half: false,
             affine_f32: false,
             out_f32: false,
         }
@@ -157,7 +160,12 @@ impl NormCase {
             .tensor(with(TensorSpec::new(Y, "y", out_dt, &self.dims)))
             .tensor(TensorSpec::new(SCALE, "scale", aff_dt, &self.scale_dims))
             .tensor({
-                let e = TensorSpec::scalar(EPS, "eps", TensorValue::Float32(self.eps));
+                let v = if self.eps_half {
+                    TensorValue::Float16(self.eps)
+                } else {
+                    TensorValue::Float32(self.eps)
+                };
+                let e = TensorSpec::scalar(EPS, "eps", v);
                 if self.eps_runtime { e.runtime() } else { e }
             });
         if self.bias {
@@ -220,7 +228,7 @@ impl NormCase {
 /// reference by `triton_norm.rs`): rows of 1, 7, 384, 1000, 4097 elements × 1, 3, 17 rows
 /// (every other case a 3-D `(1, rows, cols)`) × f32/f16/bf16 × layernorm/rmsnorm × inference/
 /// training, f32 scale/bias (and y/statistics in training) for some 16-bit cases, a transposed
-/// x/y, and MiniLM's `(2, 1, 128, 384)` layernorm with eps 1e-12.
+/// x/y, a HALF epsilon scalar, and MiniLM's `(2, 1, 128, 384)` layernorm with eps 1e-12.
 pub fn gpu_cases() -> Vec<NormCase> {
     let mut v = Vec::new();
     let mut k = 0;
@@ -259,6 +267,14 @@ pub fn gpu_cases() -> Vec<NormCase> {
             ..NormCase::layernorm(dt, &[5, 384]).training()
         });
     }
+    // A HALF epsilon scalar (the kernel gets its value rounded to f16, as the reference reads
+    // it), rmsnorm training with bias.
+    v.push(NormCase {
+        eps: 1e-3,
+        eps_half: true,
+        bias: true,
+        ..NormCase::rmsnorm(DT::HALF, &[3, 100]).training()
+    });
     // MiniLM's layernorm (embeddings and every encoder layer): (B, 1, S, 384), eps 1e-12.
     v.push(NormCase {
         eps: 1e-12,

@@ -15,7 +15,8 @@
 //! every row axis and either x's dims on every normalized axis (collapsing to one stride) or
 //! dim 1 on all of them (one value, stride 0); the statistics tensors hold `rows` values whose
 //! dims collapse to one stride; epsilon is a scalar whose value the graph holds (a
-//! pass-by-value tensor, not a runtime one) of type FLOAT; x is f32, f16 or bf16; y, scale,
+//! pass-by-value tensor, not a runtime one) of type FLOAT, HALF or BFLOAT16 (its value rounded
+//! to that type, as the reference engine reads it); x is f32, f16 or bf16; y, scale,
 //! bias and the statistics are each of x's type or f32. Element offsets are int64 in the
 //! kernel; every extent and stride must be at most 2147483647.
 //!
@@ -467,26 +468,35 @@ fn read_node(node: &Node<'_>) -> PluginResult<NormNode> {
     ))
 }
 
-/// The epsilon value of the graph's scalar `t`.
+/// The epsilon value of the graph's scalar `t`, rounded to the tensor's data type as the
+/// reference engine reads it (FLOAT, HALF or BFLOAT16 tensors with a float value).
 fn epsilon_of(t: &TensorAttributes<'_>) -> PluginResult<f32> {
     let uid = t.uid();
     let value = read_tensor_value(t)
         .map_err(|e| PluginError::invalid_value(format!("tensor uid {uid}: {e}")))?;
-    match value {
-        Some(TensorValue::Float32(v))
-            if !t.is_runtime_pass_by_value() && t.data_type() == DataType::FLOAT =>
-        {
-            Ok(v)
+    let v = match value {
+        Some(TensorValue::Float32(v) | TensorValue::Float16(v) | TensorValue::BFloat16(v)) => {
+            Some(v)
+        }
+        _ => None,
+    };
+    let dt = t.data_type();
+    match v {
+        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::FLOAT => Ok(v),
+        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::HALF => {
+            Ok(half::f16::from_f32(v).to_f32())
+        }
+        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::BFLOAT16 => {
+            Ok(half::bf16::from_f32(v).to_f32())
         }
         _ => Err(na(format!(
-            "the norm_fwd pack needs epsilon (tensor uid {uid}) as an f32 scalar whose value the graph holds (pass-by-value, not runtime), not {:?} {}",
-            t.data_type(),
+            "the norm_fwd pack needs epsilon (tensor uid {uid}) as a FLOAT, HALF or BFLOAT16 scalar with a float value the graph holds (pass-by-value, not runtime), not {dt:?} {}",
             if t.is_runtime_pass_by_value() {
                 "bound at execute"
             } else if value.is_none() {
                 "without a value"
             } else {
-                "with a value of another type"
+                "with a value of another kind"
             }
         ))),
     }
