@@ -16,6 +16,7 @@ use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
 };
+use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
 /// nchw, 3 nchwt).
@@ -26,6 +27,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "conv_fprop" => conv_fprop::signature(variant, 2),
         "conv_dgrad" => conv_dgrad::signature(spec),
         "conv_wgrad" => conv_wgrad::signature(spec),
+        "norm_fwd" => norm_fwd::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -149,6 +151,23 @@ fn every_triton_entry_records_its_launch_facts() {
                     k["divisibility_16"],
                     serde_json::json!(["C", "K", "res_ptr", "w_ptr", "ws_ptr", "x_ptr", "y_ptr"])
                 );
+            } else if spec && family == "norm_fwd" {
+                for n in ["sxc", "syc", "ssc", "sbc"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!([
+                        "bias_ptr",
+                        "cols",
+                        "scale_ptr",
+                        "sxr",
+                        "syr",
+                        "x_ptr",
+                        "y_ptr"
+                    ])
+                );
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
                 assert_eq!(ce["stride_bn"], 1);
@@ -291,6 +310,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "matmul" => (MATMUL_V2, "hipdnn_matmul"),
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
                 "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
+                "norm_fwd" => (NORM_FWD_V1, "hipdnn_norm_fwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -340,7 +360,13 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
         }
         assert_eq!(
             families.into_iter().collect::<Vec<_>>(),
-            ["conv_dgrad", "conv_fprop", "conv_wgrad", "matmul"]
+            [
+                "conv_dgrad",
+                "conv_fprop",
+                "conv_wgrad",
+                "matmul",
+                "norm_fwd"
+            ]
         );
     }
 }

@@ -19,7 +19,7 @@ sys.path.insert(0, HERE)
 
 TARGETS = [("gfx90a", "hip", "gfx90a", 64), ("gfx942", "hip", "gfx942", 64),
            ("gfx950", "hip", "gfx950", 64), ("sm_80", "cuda", 80, 32), ("sm_90", "cuda", 90, 32)]
-FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad"]
+FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd"]
 
 
 def entries(arches, families):
@@ -58,9 +58,13 @@ def compile_one(job):
             constexprs[a] = 1
         elif a in mod.INTS:
             signature[a] = "i32"
+        elif a in getattr(mod, "FLOATS", []):
+            signature[a] = "fp32"
         else:
             signature[a] = "constexpr"
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g}
+    # A family without a K tile or grouped ordering (norm_fwd) names only what it takes.
+    meta = {k: v for k, v in meta.items() if k in kernel.arg_names}
     meta.update(mod.extra_constexprs(dtype) if hasattr(mod, "extra_constexprs") else {})
     if "INPUT_PRECISION" in kernel.arg_names:
         # f32: IEEE products; tf32: TF32 tensor-core products (entries only where the family

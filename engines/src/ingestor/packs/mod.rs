@@ -12,6 +12,7 @@ pub mod conv_fwd_v2;
 pub mod conv_wgrad;
 pub mod epilogue;
 pub mod matmul;
+pub mod norm_fwd;
 pub mod pointwise;
 pub mod pointwise_v2;
 
