@@ -21,6 +21,7 @@ use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
+use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
 use std::sync::Arc;
 
 /// A kernel family of the packed kernels: which launch contract serves its entries.
@@ -41,17 +42,20 @@ pub enum PackFamily {
     /// Triton implicit-GEMM conv backward filter with a deterministic split of the reduction
     /// (`family: "conv_wgrad"`).
     ConvWgrad,
+    /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
+    SdpaFwd,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 6] = [
+    pub const ALL: [PackFamily; 7] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
         PackFamily::ConvFprop,
         PackFamily::ConvDgrad,
         PackFamily::ConvWgrad,
+        PackFamily::SdpaFwd,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -63,6 +67,7 @@ impl PackFamily {
             PackFamily::ConvFprop => "conv_fprop",
             PackFamily::ConvDgrad => "conv_dgrad",
             PackFamily::ConvWgrad => "conv_wgrad",
+            PackFamily::SdpaFwd => "sdpa_fwd",
         }
     }
 
@@ -74,8 +79,8 @@ impl PackFamily {
     /// The contract that serves the family's current packed entries (entries without a
     /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
     /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
-    /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1` (Triton entries
-    /// of `triton.json`).
+    /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
+    /// `hipkernel.sdpa_fwd.dispatch.v1` (Triton entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -84,6 +89,7 @@ impl PackFamily {
             PackFamily::ConvFprop => CONV_FPROP_V2,
             PackFamily::ConvDgrad => CONV_DGRAD_V1,
             PackFamily::ConvWgrad => CONV_WGRAD_V1,
+            PackFamily::SdpaFwd => SDPA_FWD_V1,
         }
     }
 }
@@ -102,7 +108,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
 /// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
-/// `hipkernel.conv_wgrad.dispatch.v1`) under their versioned names only, so the unversioned
+/// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`) under their versioned names only, so the unversioned
 /// aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -114,6 +120,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V2)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvWgradV1Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(SdpaFwdHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

@@ -14,6 +14,7 @@ pub mod epilogue;
 pub mod matmul;
 pub mod pointwise;
 pub mod pointwise_v2;
+pub mod sdpa_fwd;
 
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
