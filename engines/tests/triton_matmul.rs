@@ -16,6 +16,7 @@ use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
 };
+use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
 /// nchw, 3 nchwt).
@@ -26,6 +27,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "conv_fprop" => conv_fprop::signature(variant, 2),
         "conv_dgrad" => conv_dgrad::signature(spec),
         "conv_wgrad" => conv_wgrad::signature(spec),
+        "sdpa_fwd" => sdpa_fwd::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -149,6 +151,10 @@ fn every_triton_entry_records_its_launch_facts() {
                     k["divisibility_16"],
                     serde_json::json!(["C", "K", "res_ptr", "w_ptr", "ws_ptr", "x_ptr", "y_ptr"])
                 );
+            } else if spec && family == "sdpa_fwd" {
+                for n in ["sqd", "skd", "svd", "sod"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
             } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
                 assert_eq!(ce["stride_bn"], 1);
@@ -291,6 +297,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "matmul" => (MATMUL_V2, "hipdnn_matmul"),
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
                 "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
+                "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -340,7 +347,13 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
         }
         assert_eq!(
             families.into_iter().collect::<Vec<_>>(),
-            ["conv_dgrad", "conv_fprop", "conv_wgrad", "matmul"]
+            [
+                "conv_dgrad",
+                "conv_fprop",
+                "conv_wgrad",
+                "matmul",
+                "sdpa_fwd"
+            ]
         );
     }
 }
