@@ -204,6 +204,9 @@ def main():
         ("scale in memory", 1, 1, 1, 17, 17, 32, f32, 32, small, "top_left", None, None, True),
         ("no stats", 1, 1, 1, 17, 5, 32, f32, 32, small, None, None, None, False, (0, 1, 2, 3), False),
         ("big tile", 1, 1, 1, 129, 129, 64, f16, 64, (64, 32, 0, 1, 4, 1), "top_left"),
+        ("window 3 phases", 1, 1, 1, 100, 100, 32, f32, 32, small, "top_left", 40),
+        ("window br", 1, 1, 1, 70, 130, 32, f16, 32, small, "bottom_right", 33),
+        ("br long keys", 1, 2, 2, 40, 200, 64, f32, 64, (16, 32, 0, 1, 4, 1), "bottom_right"),
     ]
     results = [run_case(*c) for c in cases]
     worst = {}
