@@ -22,6 +22,7 @@ use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
+use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
 use std::sync::Arc;
 
 /// A kernel family of the packed kernels: which launch contract serves its entries.
@@ -45,11 +46,13 @@ pub enum PackFamily {
     /// Triton layernorm and rmsnorm forward, with the training statistics
     /// (`family: "norm_fwd"`).
     NormFwd,
+    /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
+    SdpaFwd,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 7] = [
+    pub const ALL: [PackFamily; 8] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
@@ -57,6 +60,7 @@ impl PackFamily {
         PackFamily::ConvDgrad,
         PackFamily::ConvWgrad,
         PackFamily::NormFwd,
+        PackFamily::SdpaFwd,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -69,6 +73,7 @@ impl PackFamily {
             PackFamily::ConvDgrad => "conv_dgrad",
             PackFamily::ConvWgrad => "conv_wgrad",
             PackFamily::NormFwd => "norm_fwd",
+            PackFamily::SdpaFwd => "sdpa_fwd",
         }
     }
 
@@ -82,6 +87,7 @@ impl PackFamily {
     /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
     /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
     /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
+    /// `hipkernel.sdpa_fwd.dispatch.v1` (Triton entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -91,6 +97,7 @@ impl PackFamily {
             PackFamily::ConvDgrad => CONV_DGRAD_V1,
             PackFamily::ConvWgrad => CONV_WGRAD_V1,
             PackFamily::NormFwd => NORM_FWD_V1,
+            PackFamily::SdpaFwd => SDPA_FWD_V1,
         }
     }
 }
@@ -109,7 +116,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
 /// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
-/// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`) under their versioned names only, so the unversioned
+/// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`) under their versioned names only, so the unversioned
 /// aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -122,6 +129,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ConvWgradV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(NormFwdHandler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(SdpaFwdHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

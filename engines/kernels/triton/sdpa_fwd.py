@@ -1,0 +1,224 @@
+"""SDPA forward family: scaled dot-product attention as flash attention (online softmax over
+key blocks, f32 accumulation), f16/bf16 (and f32, IEEE products) with one head dim bucket per
+entry (BLOCK_K = 32, 64 or 128; any D <= BLOCK_K is masked).
+
+Semantics (the CPU reference engine's, engines/src/reference/ops/sdpa.rs): per (b, h, i)
+    s[j]  = scale * (q[b, h, i, :] . k[b, h / REP, j, :]) (+ additive mask) ,
+            -inf where the band, a boolean mask (0 = masked) or j >= SKV drops it,
+    o     = sum_j softmax(s)[j] * v[b, h / REP, j, :],
+    stats = logsumexp(s), max = max(s), sum_exp = sum_j exp(s[j] - max)  (natural log / exp),
+    a row with every score masked gives o = 0, stats = max = -inf, sum_exp = 0.
+Band (launch value `flags`): keep j <= i + shift + right (bit 3) and j > i + shift - left
+(bit 4), shift = 0 (top-left) or SKV - SQ (bottom-right); causal = right 0. Key blocks wholly
+outside the band are skipped. Scores are kept in the log2 domain (scale * log2(e) folded in,
+exp2), converted back for the stats.
+
+Arguments: q/k/v/o `[B, H(kv), S, D]` with element strides; `scale_ptr` (f32, read when flags
+bit 0, else `scale_bits` holds the f32 bits of the scale); `mask_ptr` (`mask_kind` 1: bool
+bytes, 2: f32, 3: f16, 4: bf16 additive; strides over (b, h, i, j), 0 = broadcast);
+`stats_ptr`, `max_ptr`, `sum_ptr` (f32, written when flags bits 5, 6, 7; one set of strides
+over (b, h, i)). Grid: (cdiv(SQ, BLOCK_M), B * H, 1).
+Launch contract: `hipkernel.sdpa_fwd.dispatch.v1` (engines/src/ingestor/packs/sdpa_fwd.rs).
+
+Read by build.py at pack time (and by interpret_sdpa_fwd.py under the interpreter) only.
+"""
+import triton
+import triton.language as tl
+
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+
+
+@triton.jit
+def _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, lo, hi, offs_n, offs_d, m_ok,
+            d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale, mask_kind, flags, right, left,
+            BLOCK_N: tl.constexpr, INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
+    """Online softmax over the key blocks [lo, hi) into (acc, m_i, l_i). MASKED = False: every
+    key of every block exists, lies inside the band for every row of the tile and no mask
+    tensor is set (no per-score masking at all)."""
+    for start_n in range(lo, hi, BLOCK_N):
+        cols = start_n + offs_n
+        n_ok = cols < SKV
+        if MASKED:
+            kt = tl.load(k_base + cols[None, :] * sks + offs_d[:, None] * skd,
+                         mask=n_ok[None, :] & d_ok[:, None], other=0.0)
+        else:
+            kt = tl.load(k_base + cols[None, :] * sks + offs_d[:, None] * skd,
+                         mask=d_ok[:, None], other=0.0)
+        s = tl.dot(q, kt, input_precision=INPUT_PRECISION) * qk_scale
+        if MASKED:
+            keep = m_ok[:, None] & n_ok[None, :]
+            if (flags & 8) != 0:
+                keep = keep & (cols[None, :] <= diag[:, None] + right)
+            if (flags & 16) != 0:
+                keep = keep & (cols[None, :] > diag[:, None] - left)
+            if mask_kind != 0:
+                mp = m_row[:, None] + cols[None, :] * smk
+                mk = m_ok[:, None] & n_ok[None, :]
+                if mask_kind == 1:
+                    mb = tl.load(mask_ptr + mp, mask=mk, other=0).to(tl.float32)
+                    s = s + tl.where(mb != 0.0, 0.0, float("-inf"))
+                elif mask_kind == 2:
+                    s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float32), bitcast=True) + mp,
+                                    mask=mk, other=0.0) * 1.4426950408889634
+                elif mask_kind == 3:
+                    s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float16), bitcast=True) + mp,
+                                    mask=mk, other=0.0).to(tl.float32) * 1.4426950408889634
+                else:
+                    s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.bfloat16), bitcast=True) + mp,
+                                    mask=mk, other=0.0).to(tl.float32) * 1.4426950408889634
+            s = tl.where(keep, s, float("-inf"))
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
+        else:
+            m_new = tl.maximum(m_i, tl.max(s, 1))
+            m_use = m_new
+        p = tl.math.exp2(s - m_use[:, None])
+        alpha = tl.math.exp2(m_i - m_use)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        if MASKED:
+            v = tl.load(v_base + cols[:, None] * svs + offs_d[None, :] * svd,
+                        mask=n_ok[:, None] & d_ok[None, :], other=0.0)
+        else:
+            v = tl.load(v_base + cols[:, None] * svs + offs_d[None, :] * svd,
+                        mask=d_ok[None, :], other=0.0)
+        acc = acc * alpha[:, None]
+        acc = tl.dot(p.to(v.dtype), v, acc, input_precision=INPUT_PRECISION)
+        m_i = m_new
+    return acc, m_i, l_i
+
+
+@triton.jit
+def hipdnn_sdpa_fwd(q_ptr, k_ptr, v_ptr, o_ptr, scale_ptr, mask_ptr, stats_ptr, max_ptr, sum_ptr,
+                    H, REP, SQ, SKV, D,
+                    sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd,
+                    sob, soh, sos, sod, smb, smh, sms, smk, stb, sth, sts,
+                    scale_bits, mask_kind, flags, shift, right, left,
+                    BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    pid_m = tl.program_id(0)
+    bh = tl.program_id(1)
+    b = bh // H
+    h = bh - b * H
+    hk = h // REP
+    start_m = pid_m * BLOCK_M
+    offs_m = start_m + tl.arange(0, BLOCK_M)
+    offs_n = tl.arange(0, BLOCK_N)
+    offs_d = tl.arange(0, BLOCK_K)
+    m_ok = offs_m < SQ
+    d_ok = offs_d < D
+
+    if (flags & 1) != 0:
+        scale = tl.load(scale_ptr)
+    else:
+        scale = scale_bits.to(tl.float32, bitcast=True)
+    qk_scale = scale * 1.4426950408889634
+
+    q_base = q_ptr + b.to(tl.int64) * sqb + h.to(tl.int64) * sqh
+    k_base = k_ptr + b.to(tl.int64) * skb + hk.to(tl.int64) * skh
+    v_base = v_ptr + b.to(tl.int64) * svb + hk.to(tl.int64) * svh
+    q = tl.load(q_base + offs_m[:, None] * sqs + offs_d[None, :] * sqd,
+                mask=m_ok[:, None] & d_ok[None, :], other=0.0)
+
+    # Key range of the band for this tile of rows (whole blocks outside it are skipped).
+    lo = 0
+    hi = SKV
+    if (flags & 8) != 0:
+        hi = tl.minimum(hi, start_m + BLOCK_M + shift + right)
+    if (flags & 16) != 0:
+        lo = tl.maximum(lo, start_m + shift - left + 1)
+        lo = (lo // BLOCK_N) * BLOCK_N
+    hi = tl.maximum(hi, lo)
+    # Full blocks [f_lo, f_hi): inside the sequence and the band for every row of the tile,
+    # no mask tensor; they run without per-score masking. The others run masked.
+    f_lo = lo
+    f_hi = (SKV // BLOCK_N) * BLOCK_N
+    if (flags & 8) != 0:
+        f_hi = tl.minimum(f_hi, (tl.maximum(start_m + shift + right + 1, 0) // BLOCK_N) * BLOCK_N)
+    if (flags & 16) != 0:
+        f_lo = tl.maximum(f_lo, tl.cdiv(tl.maximum(start_m + BLOCK_M + shift - left, 0), BLOCK_N)
+                          * BLOCK_N)
+    if mask_kind != 0:
+        f_lo = hi
+    f_lo = tl.minimum(f_lo, hi)
+    f_hi = tl.maximum(tl.minimum(f_hi, hi), f_lo)
+    diag = offs_m + shift
+
+    m_i = tl.full([BLOCK_M], float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros([BLOCK_M], dtype=tl.float32)
+    acc = tl.zeros([BLOCK_M, BLOCK_K], dtype=tl.float32)
+    m_row = b.to(tl.int64) * smb + h.to(tl.int64) * smh + offs_m * sms
+    acc, m_i, l_i = _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, lo, f_lo, offs_n,
+                            offs_d, m_ok, d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale,
+                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, True)
+    acc, m_i, l_i = _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, f_lo, f_hi, offs_n,
+                            offs_d, m_ok, d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale,
+                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, False)
+    acc, m_i, l_i = _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, f_hi, hi, offs_n,
+                            offs_d, m_ok, d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale,
+                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, True)
+
+    empty = l_i == 0.0
+    inv = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))
+    out = acc * inv[:, None]
+    o_base = o_ptr + b.to(tl.int64) * sob + h.to(tl.int64) * soh
+    tl.store(o_base + offs_m[:, None] * sos + offs_d[None, :] * sod,
+             out.to(o_ptr.dtype.element_ty), mask=m_ok[:, None] & d_ok[None, :])
+    if (flags & 224) != 0:
+        st = b.to(tl.int64) * stb + h.to(tl.int64) * sth + offs_m * sts
+        mx = tl.where(empty, float("-inf"), m_i * 0.6931471805599453)
+        if (flags & 32) != 0:
+            lse = tl.where(empty, float("-inf"),
+                           (m_i + tl.math.log2(tl.where(empty, 1.0, l_i))) * 0.6931471805599453)
+            tl.store(stats_ptr + st, lse, mask=m_ok)
+        if (flags & 64) != 0:
+            tl.store(max_ptr + st, mx, mask=m_ok)
+        if (flags & 128) != 0:
+            tl.store(sum_ptr + st, l_i, mask=m_ok)
+
+
+KERNEL = hipdnn_sdpa_fwd
+FAMILY = "sdpa_fwd"
+POINTERS = ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "scale_ptr", "mask_ptr", "stats_ptr",
+            "max_ptr", "sum_ptr"]
+INTS = ["H", "REP", "SQ", "SKV", "D",
+        "sqb", "sqh", "sqs", "sqd", "skb", "skh", "sks", "skd", "svb", "svh", "svs", "svd",
+        "sob", "soh", "sos", "sod", "smb", "smh", "sms", "smk", "stb", "sth", "sts",
+        "scale_bits", "mask_kind", "flags", "shift", "right", "left"]
+# Specialized variant ("spec"): q, k, v, o 16-byte aligned, D and their batch, head and row
+# strides multiples of 16, unit head-dim strides constant 1. Everything else: "generic".
+SPEC_DIV16 = ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "D", "sqb", "sqh", "sqs", "skb", "skh", "sks",
+              "svb", "svh", "svs", "sob", "soh", "sos"]
+SPEC_ONE = ["sqd", "skd", "svd", "sod"]
+HINTS = {"spec": (SPEC_DIV16, SPEC_ONE)}
+DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
+
+
+def pointer_type(name, ty):
+    """Element type of a pointer parameter: q/k/v/o the data type, the mask bytes (i8; other
+    mask types are read through a cast), the scale and the statistics f32."""
+    if name == "mask_ptr":
+        return "i8"
+    if name in ("scale_ptr", "stats_ptr", "max_ptr", "sum_ptr"):
+        return "fp32"
+    return ty
+
+
+def configs(vendor, dtype):
+    """(BLOCK_M, BLOCK_N, BLOCK_K = head dim bucket, GROUP_M (unused), num_warps, num_stages)
+    per variant. AMD tiles keep K and V blocks within gfx90a/gfx942's 64 KiB of LDS."""
+    out = {"spec": [], "generic": []}
+    for d in (32, 64, 128):
+        if dtype == "f32":
+            out["generic"].append((64, 32, d, 1, 4, 1))
+            continue
+        if vendor == "cuda":
+            # Measured on an H200 (b8 h16 s4096 f16): d64 128x64 w4 s3 387 TFLOP/s (causal
+            # 279); d128 128x64 w8 s3 374 (248). d128 128x128 w8 s2 reaches 400 (310) but
+            # needs 192 KiB of shared memory, more than sm_80's 163 KiB.
+            spec = (128, 64, d, 1, 8 if d == 128 else 4, 3)
+        else:
+            spec = (128, 64 if d < 128 else 32, d, 1, 4, 1)
+        out["spec"].append(spec)
+        out["generic"].append((64, 64 if d < 128 else 32, d, 1, 4, 1 if vendor == "hip" else 2))
+    return out

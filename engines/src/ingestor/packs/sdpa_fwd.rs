@@ -1,0 +1,867 @@
+//! SDPA forward pack, contract `hipkernel.sdpa_fwd.dispatch.v1`: scaled dot-product attention
+//! as flash attention on the Triton kernels of `engines/kernels/triton/sdpa_fwd.py`, ONE launch.
+//!
+//! Graphs served: one `sdpa` (forward) node with the CPU reference engine's semantics
+//! (`crate::reference::ops::sdpa`): Q `[B, H, S_q, D]`, K `[B, H_kv, S_kv, D]`, V `[B, H_kv,
+//! S_kv, D]`, O `[B, H, S_q, D]` (H a multiple of H_kv: grouped-query heads; the value head
+//! dim must equal D), any non-negative element strides; f16, bf16 (f32 accumulate) or f32
+//! (IEEE products), one data type for Q, K, V and O; D in [1, 128] (the entry whose head-dim
+//! bucket `block_k` is max(32, D rounded up to a power of two) serves it). Scale: the
+//! `attn_scale_value` attribute, a scale tensor holding a constant value, or an f32 device
+//! tensor read at execute (its first element), default 1. Masks: causal (top-left or
+//! bottom-right), `left_bound`/`right_bound` bands with either diagonal alignment, and an
+//! attention mask tensor that broadcasts to `[B, H, S_q, S_kv]` (rank ≤ 4; BOOLEAN: 0 masks
+//! the score; FLOAT, HALF or BFLOAT16: added to the scaled score). Statistics: `stats`
+//! (logsumexp), `max` and `sum_exp` outputs, each f32 `[B, H, S_q, 1]`, all present ones with
+//! the same strides. A row whose scores are all masked gives O = 0, stats = max = −∞,
+//! sum_exp = 0. Refused (NOT_APPLICABLE, texts below): dropout, ALiBi, the padding-mask
+//! attribute with sequence-length tensors, paged K/V, block masks, sink tokens, FP8
+//! scaling tensors, D_v ≠ D, D > 128, B·H > 65535, sequences longer than 2^28, element offsets beyond 2^31 − 1.
+//!
+//! Entries: `sdpa_fwd_<dtype>_<spec|generic>_<bm>x<bn>x<d>_g1_w<w>_s<s>_sh<shared>_ws<warp>`
+//! (`block_k` = the head-dim bucket 32, 64 or 128). `spec`: D a multiple of 16, Q/K/V/O
+//! batch, head and row strides multiples of 16, unit head-dim strides, 16-byte aligned
+//! Q/K/V/O (checked at execute, BAD_PARAM); `generic`: anything else.
+//! **Static rule**: first applicable entry in pack order (spec before generic); an entry is
+//! applicable when its data type and head-dim bucket match and, for spec, the hints hold.
+//!
+//! | launch value | type | range |
+//! |---|---|---|
+//! | `q.uid`, `k.uid`, `v.uid`, `o.uid` | int | any |
+//! | `scale.uid` | int | present iff `flags` bit 0 |
+//! | `mask.uid` | int | present iff `mask_kind` ≠ 0 |
+//! | `stats.uid`, `max.uid`, `sum_exp.uid` | int | present iff `flags` bit 5, 6, 7 |
+//! | `dtype` | int | `DataType` FLOAT 1, HALF 2, BFLOAT16 3 |
+//! | `b`, `h`, `rep`, `d` | int | [1, 2147483647]; `sq`, `skv` [1, 2^28]; `rep` divides `h`; `d` ≤ `block_k`; `b`·`h` ≤ 65535 |
+//! | `sqb sqh sqs sqd skb skh sks skd svb svh svs svd sob soh sos sod smb smh sms smk stb sth sts` | int | [0, 2147483647] (elements; mask strides 0 on broadcast dims) |
+//! | `scale_bits` | int | [−2147483648, 2147483647]: the f32 bits of the scale (0 when read from `scale.uid`) |
+//! | `mask_kind` | int | 0 none, 1 BOOLEAN, 2 FLOAT, 3 HALF, 4 BFLOAT16 additive |
+//! | `flags` | int | [0, 255] without bits 1 and 2: bit 0 scale tensor, bit 3 right bound, bit 4 left bound, bits 5–7 stats/max/sum_exp |
+//! | `shift` | int | [−2^28, 2^28]: diagonal shift (0 or S_kv − S_q) |
+//! | `right`, `left` | int | [−2^29, 2^29]: band bounds (0 when absent; graph bounds beyond are clamped, which keeps their meaning) |
+//! | `spec`, `block_m`, `block_n`, `block_k`, `group_m`, `num_warps`, `warp_size`, `shared_bytes` | int | as the matmul contract |
+//!
+//! Launch: grid (cdiv(sq, block_m), b·h, 1), block num_warps·warp_size, dynamic shared memory
+//! `shared_bytes`, workspace 0. Kernel arguments: q, k, v, o, scale, mask, stats, max, sum_exp
+//! pointers (null when absent), H, REP, SQ, SKV, D, the strides (spec drops sqd, skd, svd,
+//! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
+
+use super::matmul::{TritonConfig, is_spec};
+use super::pointwise_v2::dims_strides;
+use super::tensor;
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::payload::refusal::{incompatible, quote};
+use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_schema::graph::{DataType, DiagonalAlignment, Node};
+use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
+
+/// The versioned contract name.
+pub const SDPA_FWD_V1: &str = "hipkernel.sdpa_fwd.dispatch.v1";
+
+/// Longest query or key sequence the contract takes (2^28).
+pub const SEQ_MAX: i64 = 1 << 28;
+/// Band bounds are clamped to ±2^29 (beyond it a bound keeps or drops every key).
+pub const BOUND_MAX: i64 = 1 << 29;
+
+/// `flags` bit: the scale is read from `scale.uid`.
+pub const FLAG_SCALE_TENSOR: i64 = 1;
+/// `flags` bit: keep `j ≤ i + shift + right`.
+pub const FLAG_RIGHT: i64 = 8;
+/// `flags` bit: keep `j > i + shift − left`.
+pub const FLAG_LEFT: i64 = 16;
+/// `flags` bit: write logsumexp to `stats.uid`.
+pub const FLAG_STATS: i64 = 32;
+/// `flags` bit: write the row max to `max.uid`.
+pub const FLAG_MAX: i64 = 64;
+/// `flags` bit: write Σexp(s − max) to `sum_exp.uid`.
+pub const FLAG_SUM_EXP: i64 = 128;
+
+/// Shape value names, in kernel order (`b` is not a kernel argument).
+const SHAPE: [&str; 6] = ["b", "h", "rep", "sq", "skv", "d"];
+/// Stride value names, in kernel order.
+const STRIDES: [&str; 23] = [
+    "sqb", "sqh", "sqs", "sqd", "skb", "skh", "sks", "skd", "svb", "svh", "svs", "svd", "sob",
+    "soh", "sos", "sod", "smb", "smh", "sms", "smk", "stb", "sth", "sts",
+];
+/// Indices in [`STRIDES`] of the unit strides the spec variant takes as constant 1.
+const SPEC_UNIT: [usize; 4] = [3, 7, 11, 15];
+/// Indices in [`STRIDES`] of the strides the spec variant needs multiples of 16.
+const SPEC_DIV16: [usize; 12] = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14];
+/// Band and scale value names, in kernel order.
+const MISC: [&str; 6] = ["scale_bits", "mask_kind", "flags", "shift", "right", "left"];
+/// Config value names.
+const CONFIG: [&str; 8] = [
+    "spec",
+    "block_m",
+    "block_n",
+    "block_k",
+    "group_m",
+    "num_warps",
+    "warp_size",
+    "shared_bytes",
+];
+/// Optional tensor value names, in kernel pointer order after q, k, v, o.
+const OPTIONAL: [&str; 5] = [
+    "scale.uid",
+    "mask.uid",
+    "stats.uid",
+    "max.uid",
+    "sum_exp.uid",
+];
+
+/// Every value name of the contract, sorted.
+pub fn value_names() -> Vec<&'static str> {
+    let mut v = vec!["q.uid", "k.uid", "v.uid", "o.uid", "dtype"];
+    v.extend(OPTIONAL);
+    v.extend(SHAPE);
+    v.extend(STRIDES);
+    v.extend(MISC);
+    v.extend(CONFIG);
+    v.sort_unstable();
+    v
+}
+
+/// The kernel parameter names of a variant, in order (with the two scratch pointers).
+pub fn param_names(spec: bool) -> Vec<&'static str> {
+    let mut v = vec![
+        "q_ptr",
+        "k_ptr",
+        "v_ptr",
+        "o_ptr",
+        "scale_ptr",
+        "mask_ptr",
+        "stats_ptr",
+        "max_ptr",
+        "sum_ptr",
+        "H",
+        "REP",
+        "SQ",
+        "SKV",
+        "D",
+    ];
+    v.extend(
+        STRIDES
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| !(spec && SPEC_UNIT.contains(i)))
+            .map(|(_, n)| *n),
+    );
+    v.extend(MISC);
+    v.extend(["global_scratch", "profile_scratch"]);
+    v
+}
+
+/// The kernel signature of a variant (natural layout, named).
+pub fn signature(spec: bool) -> Vec<KernelArgument> {
+    let mut off = 0u32;
+    param_names(spec)
+        .into_iter()
+        .map(|n| {
+            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
+                ("global_buffer", 8)
+            } else {
+                ("by_value", 4)
+            };
+            off = off.div_ceil(size) * size;
+            let a = KernelArgument::named(kind, size, off, n);
+            off += size;
+            a
+        })
+        .collect()
+}
+
+/// The launch inputs of contract v1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SdpaFwdInputs {
+    /// UIDs of q, k, v and o.
+    pub uids: [i64; 4],
+    /// UIDs of scale, mask, stats, max and sum_exp, each present as the module table says.
+    pub optional: [Option<i64>; 5],
+    /// `DataType` value of q, k, v, o.
+    pub dtype: i8,
+    /// b, h, rep (= H / H_kv), sq, skv, d.
+    pub shape: [i64; 6],
+    /// The 23 element strides in [`STRIDES`] order.
+    pub strides: [i64; 23],
+    /// scale_bits, mask_kind, flags, shift, right, left.
+    pub misc: [i64; 6],
+    /// Kernel configuration.
+    pub config: TritonConfig,
+}
+
+fn na(msg: impl Into<String>) -> PluginError {
+    PluginError::not_applicable(msg.into())
+}
+
+impl SdpaFwdInputs {
+    /// Whether the launch satisfies the spec hints (alignment is checked at execute).
+    pub fn fits_spec(&self) -> bool {
+        self.shape[5] % 16 == 0
+            && SPEC_UNIT.iter().all(|&i| self.strides[i] == 1)
+            && SPEC_DIV16.iter().all(|&i| self.strides[i] % 16 == 0)
+    }
+
+    /// The head-dim bucket (`block_k`) that serves head dim `d`: max(32, next power of two).
+    pub fn bucket(d: i64) -> i64 {
+        (d.max(1) as u64).next_power_of_two().max(32) as i64
+    }
+
+    /// The launch values.
+    pub fn to_values(&self) -> LaunchValues {
+        let mut v = LaunchValues::new();
+        let mut put = |n: &str, x: i64| {
+            v.insert(n.to_string(), LaunchValue::Int(x));
+        };
+        for (n, x) in ["q.uid", "k.uid", "v.uid", "o.uid"].iter().zip(self.uids) {
+            put(n, x);
+        }
+        for (n, x) in OPTIONAL.iter().zip(self.optional) {
+            if let Some(x) = x {
+                put(n, x);
+            }
+        }
+        put("dtype", i64::from(self.dtype));
+        for (n, x) in SHAPE.iter().zip(self.shape) {
+            put(n, x);
+        }
+        for (n, x) in STRIDES.iter().zip(self.strides) {
+            put(n, x);
+        }
+        for (n, x) in MISC.iter().zip(self.misc) {
+            put(n, x);
+        }
+        let c = &self.config;
+        for (n, x) in CONFIG.iter().zip([
+            i64::from(c.spec),
+            c.block[0],
+            c.block[1],
+            c.block[2],
+            c.group_m,
+            c.num_warps,
+            c.warp_size,
+            c.shared_bytes,
+        ]) {
+            put(n, x);
+        }
+        v
+    }
+
+    /// Reads values saved under `dispatch` and checks them.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix): the reader texts; `launch values of dispatch '<d>':
+    /// 'flags' has bits 1 or 2 set (<f>)`; `launch values of dispatch '<d>': '<name>' is
+    /// present iff <condition>` for an optional UID that disagrees with `flags`/`mask_kind`;
+    /// `launch values of dispatch '<d>': 'rep' must divide 'h' and 'd' must not exceed
+    /// 'block_k'`; `launch values of dispatch '<d>' name the spec variant, whose 'sqd', 'skd',
+    /// 'svd' and 'sod' must be 1`; the geometry texts.
+    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        let names = value_names();
+        let r = ContractReader::new(dispatch, SDPA_FWD_V1, &names, values)?;
+        let max = i64::from(i32::MAX);
+        let min = i64::from(i32::MIN);
+        let uid = |n: &str| r.int(n, i64::MIN, i64::MAX);
+        let uids = [uid("q.uid")?, uid("k.uid")?, uid("v.uid")?, uid("o.uid")?];
+        let dtype = r.int("dtype", 1, 3)? as i8;
+        let mut shape = [0i64; 6];
+        for (i, n) in SHAPE.iter().enumerate() {
+            let hi = if *n == "sq" || *n == "skv" {
+                SEQ_MAX
+            } else {
+                max
+            };
+            shape[i] = r.int(n, 1, hi)?;
+        }
+        let mut strides = [0i64; 23];
+        for (i, n) in STRIDES.iter().enumerate() {
+            strides[i] = r.int(n, 0, max)?;
+        }
+        let misc = [
+            r.int("scale_bits", min, max)?,
+            r.int("mask_kind", 0, 4)?,
+            r.int("flags", 0, 255)?,
+            r.int("shift", -SEQ_MAX, SEQ_MAX)?,
+            r.int("right", -BOUND_MAX, BOUND_MAX)?,
+            r.int("left", -BOUND_MAX, BOUND_MAX)?,
+        ];
+        let d = quote(dispatch);
+        let flags = misc[2];
+        if flags & 6 != 0 {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}': 'flags' has bits 1 or 2 set ({flags})"
+            )));
+        }
+        let wanted = [
+            (flags & FLAG_SCALE_TENSOR != 0, "'flags' bit 0"),
+            (misc[1] != 0, "'mask_kind' is not 0"),
+            (flags & FLAG_STATS != 0, "'flags' bit 5"),
+            (flags & FLAG_MAX != 0, "'flags' bit 6"),
+            (flags & FLAG_SUM_EXP != 0, "'flags' bit 7"),
+        ];
+        let mut optional = [None; 5];
+        for (i, (n, (want, cond))) in OPTIONAL.iter().zip(wanted).enumerate() {
+            let has = values.contains_key(*n);
+            if has != want {
+                return Err(incompatible(format!(
+                    "launch values of dispatch '{d}': '{n}' is present iff {cond}"
+                )));
+            }
+            if has {
+                optional[i] = Some(uid(n)?);
+            }
+        }
+        let config = TritonConfig {
+            family: "sdpa_fwd".into(),
+            dtype: match dtype {
+                1 => "f32",
+                2 => "f16",
+                _ => "bf16",
+            }
+            .into(),
+            spec: r.int("spec", 0, 1)? == 1,
+            channels_first: false,
+            transposing: false,
+            block: [
+                r.int("block_m", 16, 256)?,
+                r.int("block_n", 16, 256)?,
+                r.int("block_k", 16, 256)?,
+            ],
+            group_m: r.int("group_m", 1, 64)?,
+            num_warps: r.int("num_warps", 1, 16)?,
+            num_stages: 0,
+            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
+            warp_size: r.int("warp_size", 32, 64)?,
+        };
+        if shape[1] % shape[2] != 0 || shape[5] > config.block[2] {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}': 'rep' must divide 'h' and 'd' must not exceed 'block_k'"
+            )));
+        }
+        if config.spec && SPEC_UNIT.iter().any(|&i| strides[i] != 1) {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' name the spec variant, whose 'sqd', 'skd', 'svd' and 'sod' must be 1"
+            )));
+        }
+        let inputs = SdpaFwdInputs {
+            uids,
+            optional,
+            dtype,
+            shape,
+            strides,
+            misc,
+            config,
+        };
+        inputs.geometry_for(dispatch)?;
+        Ok(inputs)
+    }
+
+    /// Grid, block and shared memory (shared by build and restore).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
+    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`;
+    /// `launch values 'b' and 'h' of dispatch '<d>' give <n> batch-heads; the grid takes at
+    /// most 65535`.
+    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let d = quote(dispatch);
+        let c = &self.config;
+        let threads = c.num_warps * c.warp_size;
+        if !(c.warp_size == 32 || c.warp_size == 64) || threads > 1024 {
+            return Err(incompatible(format!(
+                "launch values 'warp_size' and 'num_warps' of dispatch '{d}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"
+            )));
+        }
+        let bh = self.shape[0].saturating_mul(self.shape[1]);
+        if bh > 65_535 {
+            return Err(incompatible(format!(
+                "launch values 'b' and 'h' of dispatch '{d}' give {bh} batch-heads; the grid takes at most 65535"
+            )));
+        }
+        let rows = (self.shape[3] + c.block[0] - 1) / c.block[0];
+        Ok(LaunchGeometry {
+            grid: [rows as u32, bh as u32, 1],
+            block: [threads as u32, 1, 1],
+            shared_mem_bytes: c.shared_bytes as u32,
+        })
+    }
+
+    /// The prepared launch: `pointer_uids` q, k, v, o then the present optional tensors in
+    /// kernel order; `scalar_args` the variant's integers in kernel order.
+    ///
+    /// # Errors
+    /// As [`Self::geometry_for`].
+    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        let mut pointer_uids = self.uids.to_vec();
+        pointer_uids.extend(self.optional.iter().flatten());
+        let spec = self.config.spec;
+        let mut ints: Vec<i64> = self.shape[1..].to_vec();
+        ints.extend(
+            self.strides
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| !(spec && SPEC_UNIT.contains(i)))
+                .map(|(_, v)| *v),
+        );
+        ints.extend(self.misc);
+        Ok(PreparedLaunch {
+            dispatch: SDPA_FWD_V1.to_string(),
+            launch_values: self.to_values(),
+            geometry: self.geometry_for(SDPA_FWD_V1)?,
+            workspace_bytes: 0,
+            pointer_uids,
+            scalar_args: ints
+                .into_iter()
+                .map(|v| KernelArgValue::I32(v as i32))
+                .collect(),
+        })
+    }
+}
+
+/// Largest element offset of a tensor, `None` on overflow.
+fn span(d: &[i64], s: &[i64]) -> Option<i64> {
+    d.iter().zip(s).try_fold(0i64, |acc, (d, s)| {
+        acc.checked_add((d - 1).checked_mul(*s)?)
+    })
+}
+
+/// The f32 value of a constant scale tensor.
+fn constant_scale(v: TensorValue) -> Option<f32> {
+    match v {
+        TensorValue::Float32(x) | TensorValue::Float16(x) | TensorValue::BFloat16(x) => Some(x),
+        TensorValue::Float64(x) => Some(x as f32),
+        _ => None,
+    }
+}
+
+/// Reads the graph (one sdpa node) into launch inputs with a placeholder config.
+///
+/// # Errors
+/// `NOT_APPLICABLE` with the texts of the module docs' refusals, each naming the attribute,
+/// tensor or value.
+fn match_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
+    let g = graph.graph();
+    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
+    if nodes.len() != 1 {
+        return Err(na(format!(
+            "the sdpa_fwd pack serves graphs of one sdpa node; this graph has {} nodes",
+            nodes.len()
+        )));
+    }
+    let a = nodes[0]
+        .attributes_as_sdpa_attributes()
+        .ok_or_else(|| na("the sdpa_fwd pack serves an sdpa (forward) node"))?;
+    if a.dropout_probability().is_some_and(|p| p != 0.0) {
+        return Err(na(
+            "the sdpa_fwd pack does not run dropout (dropout_probability ≠ 0)",
+        ));
+    }
+    for (attr, u) in [
+        ("seq_len_q_tensor_uid", a.seq_len_q_tensor_uid()),
+        ("seq_len_kv_tensor_uid", a.seq_len_kv_tensor_uid()),
+        ("seed_tensor_uid", a.seed_tensor_uid()),
+        ("offset_tensor_uid", a.offset_tensor_uid()),
+        ("dropout_mask_tensor_uid", a.dropout_mask_tensor_uid()),
+        ("dropout_scale_tensor_uid", a.dropout_scale_tensor_uid()),
+        ("page_table_k_tensor_uid", a.page_table_k_tensor_uid()),
+        ("page_table_v_tensor_uid", a.page_table_v_tensor_uid()),
+        ("block_mask_tensor_uid", a.block_mask_tensor_uid()),
+        ("sink_token_tensor_uid", a.sink_token_tensor_uid()),
+        ("descale_q_tensor_uid", a.descale_q_tensor_uid()),
+        ("descale_k_tensor_uid", a.descale_k_tensor_uid()),
+        ("descale_v_tensor_uid", a.descale_v_tensor_uid()),
+        ("descale_s_tensor_uid", a.descale_s_tensor_uid()),
+        ("scale_s_tensor_uid", a.scale_s_tensor_uid()),
+        ("scale_o_tensor_uid", a.scale_o_tensor_uid()),
+        ("rng_dump_tensor_uid", a.rng_dump_tensor_uid()),
+        ("amax_s_tensor_uid", a.amax_s_tensor_uid()),
+        ("amax_o_tensor_uid", a.amax_o_tensor_uid()),
+    ] {
+        if let Some(u) = u {
+            return Err(na(format!(
+                "the sdpa_fwd pack does not serve {attr} (tensor {u})"
+            )));
+        }
+    }
+    if a.alibi_mask() {
+        return Err(na("the sdpa_fwd pack does not serve alibi_mask"));
+    }
+    if a.padding_mask() {
+        return Err(na(
+            "the sdpa_fwd pack does not serve padding_mask (sequence-length tensors); a BOOLEAN attn_mask [B, 1, 1, S_kv] masks padded keys",
+        ));
+    }
+    if a.causal_mask() && a.causal_mask_bottom_right() {
+        return Err(na(
+            "the sdpa_fwd pack: causal_mask and causal_mask_bottom_right are both set",
+        ));
+    }
+    let ts = [
+        tensor(graph, a.q_tensor_uid())?,
+        tensor(graph, a.k_tensor_uid())?,
+        tensor(graph, a.v_tensor_uid())?,
+        tensor(graph, a.o_tensor_uid())?,
+    ];
+    let dtype = ts[0].data_type();
+    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype)
+        || ts.iter().any(|t| t.data_type() != dtype)
+    {
+        return Err(na(format!(
+            "the sdpa_fwd pack serves f32, f16 and bf16 with q, k, v and o of one type; q is {dtype:?}, k {:?}, v {:?}, o {:?}",
+            ts[1].data_type(),
+            ts[2].data_type(),
+            ts[3].data_type()
+        )));
+    }
+    let ds: Vec<(Vec<i64>, Vec<i64>)> = ts.iter().map(dims_strides).collect();
+    let (q, k, v, o) = (&ds[0].0, &ds[1].0, &ds[2].0, &ds[3].0);
+    if ds.iter().any(|(d, _)| d.len() != 4) {
+        return Err(na(format!(
+            "the sdpa_fwd pack needs q, k, v and o of 4 dims [B, H, S, D]; q {q:?}, k {k:?}, v {v:?}, o {o:?}"
+        )));
+    }
+    let (b, h, sq, dd) = (q[0], q[1], q[2], q[3]);
+    let (hk, skv) = (k[1], k[2]);
+    if hk < 1
+        || k[0] != b
+        || v[0] != b
+        || k[3] != dd
+        || v[1] != hk
+        || v[2] != skv
+        || h % hk != 0
+        || o.as_slice() != [b, h, sq, v[3]]
+    {
+        return Err(na(format!(
+            "the sdpa_fwd pack: dims do not agree: q {q:?}, k {k:?}, v {v:?}, o {o:?}"
+        )));
+    }
+    if v[3] != dd {
+        return Err(na(format!(
+            "the sdpa_fwd pack needs the value head dim equal to the query head dim; q {q:?}, v {v:?}"
+        )));
+    }
+    if sq > SEQ_MAX || skv > SEQ_MAX {
+        return Err(na(format!(
+            "the sdpa_fwd pack serves sequences of at most {SEQ_MAX}; q {q:?}, k {k:?}"
+        )));
+    }
+    if !(1..=128).contains(&dd) {
+        return Err(na(format!(
+            "the sdpa_fwd pack serves head dims 1 to 128; q {q:?}"
+        )));
+    }
+    let max = i64::from(i32::MAX);
+    for ((d, s), what) in ds.iter().zip(["q", "k", "v", "o"]) {
+        if d.iter().any(|x| *x < 1 || *x > max)
+            || s.iter().any(|x| *x < 0)
+            || span(d, s).is_none_or(|x| x > max)
+        {
+            return Err(na(format!(
+                "the sdpa_fwd pack needs extents in [1, 2147483647], non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
+            )));
+        }
+    }
+    // Scale.
+    let mut flags = 0i64;
+    let mut optional = [None; 5];
+    let scale = match (a.attn_scale_value(), a.scale_tensor_uid()) {
+        (Some(s), _) => s,
+        (None, Some(u)) => {
+            let t = tensor(graph, u)?;
+            let value = read_tensor_value(&t).ok().flatten();
+            match value {
+                Some(v) => constant_scale(v).ok_or_else(|| {
+                    na(format!(
+                        "the sdpa_fwd pack takes a floating-point scale value; tensor {u} holds {v:?}"
+                    ))
+                })?,
+                None if t.is_runtime_pass_by_value() || t.data_type() != DataType::FLOAT => {
+                    return Err(na(format!(
+                        "the sdpa_fwd pack reads a scale tensor of data type FLOAT from device memory; tensor {u} is {:?}{}",
+                        t.data_type(),
+                        if t.is_runtime_pass_by_value() {
+                            ", passed by value at run time"
+                        } else {
+                            ""
+                        }
+                    )));
+                }
+                None => {
+                    flags |= FLAG_SCALE_TENSOR;
+                    optional[0] = Some(u);
+                    0.0
+                }
+            }
+        }
+        (None, None) => 1.0,
+    };
+    let scale_bits = if flags & FLAG_SCALE_TENSOR != 0 {
+        0
+    } else {
+        i64::from(scale.to_bits() as i32)
+    };
+    // Band.
+    let bottom_right = if a.causal_mask() || a.causal_mask_bottom_right() {
+        a.causal_mask_bottom_right()
+    } else {
+        a.diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT
+    };
+    let mut right = a.right_bound();
+    if a.causal_mask() || a.causal_mask_bottom_right() {
+        right = Some(right.map_or(0, |r| r.min(0)));
+    }
+    let left = a.left_bound();
+    let shift = if bottom_right { skv - sq } else { 0 };
+    // Bounds beyond ±2^29 keep or drop every key of a sequence of at most 2^28: clamping
+    // them keeps the kernel's i32 band arithmetic from overflowing.
+    let right = right.map(|x| x.clamp(-BOUND_MAX, BOUND_MAX));
+    let left = left.map(|x| x.clamp(-BOUND_MAX, BOUND_MAX));
+    if right.is_some() {
+        flags |= FLAG_RIGHT;
+    }
+    if left.is_some() {
+        flags |= FLAG_LEFT;
+    }
+    // Mask.
+    let mut mask_kind = 0;
+    let mut mask_strides = [0i64; 4];
+    if let Some(u) = a.attn_mask_tensor_uid() {
+        let t = tensor(graph, u)?;
+        mask_kind = match t.data_type() {
+            DataType::BOOLEAN => 1,
+            DataType::FLOAT => 2,
+            DataType::HALF => 3,
+            DataType::BFLOAT16 => 4,
+            other => {
+                return Err(na(format!(
+                    "the sdpa_fwd pack takes a BOOLEAN, FLOAT, HALF or BFLOAT16 attn_mask; tensor {u} is {other:?}"
+                )));
+            }
+        };
+        let (md, ms) = dims_strides(&t);
+        let full = [b, h, sq, skv];
+        let fits = md.len() <= 4
+            && md
+                .iter()
+                .rev()
+                .zip(full.iter().rev())
+                .all(|(m, f)| *m == 1 || m == f)
+            && ms.iter().all(|s| *s >= 0)
+            && span(&md, &ms).is_some_and(|x| x <= max);
+        if !fits {
+            return Err(na(format!(
+                "the sdpa_fwd pack needs an attn_mask that broadcasts to [B, H, S_q, S_kv] = {full:?} with non-negative strides and offsets within 2147483647; tensor {u} has dims {md:?}, strides {ms:?}"
+            )));
+        }
+        let off = 4 - md.len();
+        for (i, (m, s)) in md.iter().zip(&ms).enumerate() {
+            mask_strides[off + i] = if *m == 1 { 0 } else { *s };
+        }
+        optional[1] = Some(u);
+    }
+    // Statistics.
+    let mut stat_strides: Option<Vec<i64>> = None;
+    for (i, (u, bit)) in [
+        (a.stats_tensor_uid(), FLAG_STATS),
+        (a.max_tensor_uid(), FLAG_MAX),
+        (a.sum_exp_tensor_uid(), FLAG_SUM_EXP),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let Some(u) = u else { continue };
+        let t = tensor(graph, u)?;
+        let (sd, ss) = dims_strides(&t);
+        if t.data_type() != DataType::FLOAT || sd.as_slice() != [b, h, sq, 1] {
+            return Err(na(format!(
+                "the sdpa_fwd pack writes statistics as FLOAT [B, H, S_q, 1] = [{b}, {h}, {sq}, 1]; tensor {u} is {:?} {sd:?}",
+                t.data_type()
+            )));
+        }
+        let st = ss[..3].to_vec();
+        if st.iter().any(|s| *s < 0) || span(&sd, &ss).is_none_or(|x| x > max) {
+            return Err(na(format!(
+                "the sdpa_fwd pack needs non-negative statistics strides with offsets within 2147483647; tensor {u} has strides {ss:?}"
+            )));
+        }
+        if stat_strides.as_ref().is_some_and(|p| *p != st) {
+            return Err(na(format!(
+                "the sdpa_fwd pack writes stats, max and sum_exp with one set of strides; tensor {u} has strides {ss:?}"
+            )));
+        }
+        stat_strides = Some(st);
+        flags |= bit;
+        optional[2 + i] = Some(u);
+    }
+    if a.generate_stats() == Some(true) && a.stats_tensor_uid().is_none() {
+        return Err(na(
+            "the sdpa_fwd pack: generate_stats is set but stats_tensor_uid is absent",
+        ));
+    }
+    let st = stat_strides.unwrap_or_else(|| vec![0, 0, 0]);
+    let s = |i: usize| &ds[i].1;
+    let mut strides = [0i64; 23];
+    for (i, x) in s(0)
+        .iter()
+        .chain(s(1))
+        .chain(s(2))
+        .chain(s(3))
+        .chain(&mask_strides)
+        .chain(&st)
+        .enumerate()
+    {
+        strides[i] = *x;
+    }
+    Ok(SdpaFwdInputs {
+        uids: [
+            a.q_tensor_uid(),
+            a.k_tensor_uid(),
+            a.v_tensor_uid(),
+            a.o_tensor_uid(),
+        ],
+        optional,
+        dtype: dtype.0,
+        shape: [b, h, h / hk, sq, skv, dd],
+        strides,
+        misc: [
+            scale_bits,
+            mask_kind,
+            flags,
+            shift,
+            right.unwrap_or(0),
+            left.unwrap_or(0),
+        ],
+        config: TritonConfig::parse("sdpa_fwd_f32_generic_64x32x32_g1_w4_s1_sh0_ws32")
+            .unwrap_or_else(|| unreachable!("a valid config name")),
+    })
+}
+
+/// The v1 handler (saves and restores).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SdpaFwdHandler;
+
+impl SdpaFwdHandler {
+    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE`: the graph texts; `kernel <k> is not a packed sdpa_fwd entry`;
+    /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> serves head dims
+    /// in the bucket <b>; the graph's head dim <d> takes bucket <b'>`; `kernel <k> is the spec
+    /// variant; the graph's layout does not satisfy its hints (…)`.
+    pub fn inputs_for(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<SdpaFwdInputs> {
+        let mut inputs = match_graph(graph)?;
+        let config = TritonConfig::for_kernel(kernel, "sdpa_fwd", inputs.dtype)?;
+        let d = inputs.shape[5];
+        let want = SdpaFwdInputs::bucket(d);
+        if config.block[2] != want {
+            return Err(na(format!(
+                "kernel {} serves head dims in the bucket {}; the graph's head dim {d} takes bucket {want}",
+                kernel.describe(),
+                config.block[2]
+            )));
+        }
+        if config.spec && !inputs.fits_spec() {
+            return Err(na(format!(
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (head dim a multiple of 16, unit head-dim strides, q/k/v/o batch, head and row strides multiples of 16)",
+                kernel.describe()
+            )));
+        }
+        inputs.config = config;
+        Ok(inputs)
+    }
+}
+
+impl DispatchHandler for SdpaFwdHandler {
+    fn contract(&self) -> &str {
+        SDPA_FWD_V1
+    }
+
+    fn launch_signature(&self) -> Vec<KernelArgument> {
+        signature(false)
+    }
+
+    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+        signature(is_spec(values))
+    }
+
+    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+        Err(match_graph(graph).err().unwrap_or_else(|| {
+            na("the sdpa_fwd pack launches packed entries only; prepare a kernel")
+        }))
+    }
+
+    fn prepare_kernel(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<PreparedLaunch> {
+        self.inputs_for(kernel, graph)?
+            .to_launch()
+            .map_err(|e| na(e.message))
+    }
+
+    fn supports_saving(&self) -> bool {
+        true
+    }
+
+    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+        Some(launch.launch_values.clone())
+    }
+
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
+        SdpaFwdInputs::from_values(dispatch, values)?.to_launch()
+    }
+
+    /// q, k, v, o, the five optional pointers (null when absent), the integers, two null
+    /// scratch pointers. A spec launch refuses (BAD_PARAM) q, k, v or o bound to an address
+    /// that is not 16-byte aligned: `tensor UID <u> is at <addr>; this plan runs the
+    /// specialized sdpa_fwd kernel, which needs 16-byte aligned q, k, v and o`.
+    fn kernel_args(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        if is_spec(&launch.launch_values) {
+            for uid in &launch.pointer_uids[..launch.pointer_uids.len().min(4)] {
+                if let Some(BufferRef::Device { addr, .. }) =
+                    tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
+                    && addr % 16 != 0
+                {
+                    return Err(PluginError::bad_param(format!(
+                        "tensor UID {uid} is at {addr:#x}; this plan runs the specialized sdpa_fwd kernel, which needs 16-byte aligned q, k, v and o"
+                    )));
+                }
+            }
+        }
+        let args = default_kernel_args(launch, tensors)?;
+        let n_ptr = launch.pointer_uids.len();
+        let (ptrs, ints) = args.split_at(n_ptr);
+        let mut out = ptrs[..n_ptr.min(4)].to_vec();
+        let mut next = out.len();
+        for name in OPTIONAL {
+            if launch.launch_values.contains_key(name) && next < n_ptr {
+                out.push(ptrs[next]);
+                next += 1;
+            } else {
+                out.push(KernelArgValue::Pointer(0));
+            }
+        }
+        out.extend_from_slice(ints);
+        out.push(KernelArgValue::Pointer(0));
+        out.push(KernelArgValue::Pointer(0));
+        Ok(out)
+    }
+}
