@@ -95,6 +95,10 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
             want.push(("f32".to_string(), false, d));
         }
         want.sort();
+        if arch == "gfx950" {
+            // sdpa_fwd.py's SKIP_ARCHES: not packed there (nondeterministic Triton builds).
+            want.clear();
+        }
         assert_eq!(seen, want, "{arch}");
     }
 }
