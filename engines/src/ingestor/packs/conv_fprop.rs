@@ -801,15 +801,11 @@ impl ConvFpropHandler {
                 kernel.describe()
             )));
         }
-        if config.transposing {
-            let mut t = inputs.clone();
-            t.config = config.clone();
-            if !t.fits_nchwt() {
-                return Err(na(format!(
-                    "kernel {} is the nchwt variant; the graph's layout does not satisfy its hints (NCHW x with packed planes, packed KCRS w, unit q strides of y and the residual, groups 1, C and K multiples of 16)",
-                    kernel.describe()
-                )));
-            }
+        if config.transposing && !inputs.fits_nchwt() {
+            return Err(na(format!(
+                "kernel {} is the nchwt variant; the graph's layout does not satisfy its hints (NCHW x with packed planes, packed KCRS w, unit q strides of y and the residual, groups 1, C and K multiples of 16)",
+                kernel.describe()
+            )));
         }
         inputs.config = config;
         let tiles = inputs.tiles() * inputs.shape[15];
