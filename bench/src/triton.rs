@@ -777,15 +777,17 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
                     .unwrap_or(0.0),
             );
         }
-        t += "\nPlan load vs build, same graph, same run (wall clock): `build` = static rule, `build_benchmarked` = every applicable kernel timed on the device (2 warm-up launches, median of 5 rounds of 3 launches between events), `from_compiled_plan_binary` = the benchmarked plan's saved bytes on a new handle (median of 5):\n\n| graph | build | build_benchmarked | plan load | benchmarked build / load |\n|---|---|---|---|---|\n";
+        t += "\nPlan load vs build, same graph, same run (wall clock): `build` = static rule, `build_benchmarked` = every applicable kernel timed on the device (2 warm-up launches, median of 5 rounds of 3 launches between events), `from_compiled_plan_binary` = the benchmarked plan's saved bytes on a new handle (median of 5). *Resident*: loaded while the benchmarked plan is alive, so the load reuses its resident module (no module load); *cold*: loaded after that plan is dropped, so each load calls `cuModuleLoadData`:\n\n| graph | build | build_benchmarked | plan load, resident | benchmarked build / load | plan load, cold | benchmarked build / cold load |\n|---|---|---|---|---|---|---|\n";
         for r in &plan_rows {
             t += &format!(
-                "| {} | {:.2} ms | {:.2} ms | {:.3} ms | {:.0}× |\n",
+                "| {} | {:.2} ms | {:.2} ms | {:.3} ms | {:.0}× | {:.3} ms | {:.0}× |\n",
                 r["graph"].as_str().unwrap_or_default(),
                 r["build_ms"].as_f64().unwrap_or(0.0),
                 r["bench_build_ms"].as_f64().unwrap_or(0.0),
                 r["load_ms"].as_f64().unwrap_or(0.0),
                 r["bench_build_over_load"].as_f64().unwrap_or(0.0),
+                r["cold_load_ms"].as_f64().unwrap_or(0.0),
+                r["bench_build_over_cold_load"].as_f64().unwrap_or(0.0),
             );
         }
         t += &wgrad::table(wgrad_checks.len(), &wgrad_rows, &torch_wgrad);

@@ -183,6 +183,16 @@ impl Device {
         &self.info
     }
 
+    /// Identity of the context this device's modules live in: `(platform, ordinal, context
+    /// handle)`. Two `Device`s of this process (opened through any [`GpuRuntime`]) with equal
+    /// identities can launch one another's [`Module`]s: on NVIDIA the handle is the
+    /// ordinal's primary context, which every open of that ordinal retains; on AMD modules
+    /// belong to the process-wide per-device state and the handle is whatever the runtime
+    /// returned when the device was opened.
+    pub fn context_identity(&self) -> (Platform, usize, usize) {
+        (self.rt.platform, self.info.ordinal, self.ctx.0 as usize)
+    }
+
     /// Architecture name (see [`DeviceInfo::arch`]).
     pub fn arch(&self) -> &str {
         &self.info.arch

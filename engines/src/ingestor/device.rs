@@ -15,7 +15,7 @@ use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::collections::HashMap;
 use std::fmt;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, Weak};
 
 /// A failed device call, with the runtime call that failed and its text.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -128,6 +128,17 @@ pub trait IngestorDevice: Send + Sync {
     /// # Errors
     /// Device binding failure or the driver's refusal of the bytes.
     fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError>;
+
+    /// The module-sharing domain of this device: devices that return the same `Some(key)` (three words naming, e.g., platform, ordinal
+    /// and context)
+    /// can use one another's loaded modules (on HIP/CUDA: the same runtime, ordinal and
+    /// context), so [`KernelCode::load_on`] reuses a module already resident in that domain
+    /// for byte-identical code objects instead of loading them again (see
+    /// [`resident_module_count`]). `None` (the default) shares nothing: every
+    /// [`KernelCode`] loads its own module.
+    fn module_share_key(&self) -> Option<[u64; 3]> {
+        None
+    }
 
     /// Launches `function` with `args` on `stream` (0 = default stream); asynchronous.
     ///
@@ -327,7 +338,10 @@ impl KernelCode {
         let map = self.per_device.lock().unwrap_or_else(|p| p.into_inner());
         map.values().filter(|c| c.get().is_some()).count()
     }
-    /// The kernel on `device`, loading its module first when this device has none yet.
+    /// The kernel on `device`, loading its module first when this device has none yet. A
+    /// device with a [`IngestorDevice::module_share_key`] first reuses a resident module of
+    /// byte-identical code loaded by any [`KernelCode`] in its sharing domain (a plan loaded
+    /// while another plan of the same kernel is alive calls no `hipModuleLoadData`).
     ///
     /// # Errors
     /// [`LoadStage::Empty`] for empty bytes (the driver is not called), else the stage and
@@ -344,7 +358,7 @@ impl KernelCode {
             map.entry(device.ordinal()).or_default().clone()
         };
         cell.get_or_try_init(|| {
-            let module = device.load_module(&self.bytes).map_err(|e| LoadFailure {
+            let module = load_shared(device, &self.bytes).map_err(|e| LoadFailure {
                 stage: LoadStage::ModuleLoad,
                 error: Some(e),
             })?;
@@ -356,4 +370,57 @@ impl KernelCode {
         })
         .cloned()
     }
+}
+
+/// One module resident in a sharing domain: a copy of its code object's bytes (compared in
+/// full before reuse) and a weak reference (the entry dies with the last plan using it).
+struct Resident {
+    key: [u64; 3],
+    bytes: Box<[u8]>,
+    module: Weak<dyn IngestorModule>,
+}
+
+/// Process-wide table of modules loaded through devices that share modules
+/// ([`IngestorDevice::module_share_key`]). Holds no module alive.
+static RESIDENT: Mutex<Vec<Resident>> = Mutex::new(Vec::new());
+
+/// Number of live modules in the process-wide sharing table (modules of devices without a
+/// share key are not counted). Dead entries are dropped first.
+pub fn resident_module_count() -> usize {
+    let mut table = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
+    table.retain(|r| r.module.strong_count() > 0);
+    table.len()
+}
+
+/// `device.load_module(bytes)`, or the resident module of byte-identical code in the device's
+/// sharing domain. The table's lock is not held during the driver call, so two threads may
+/// both load the same new code; the second module is used by its caller and also recorded.
+fn load_shared(
+    device: &dyn IngestorDevice,
+    bytes: &[u8],
+) -> Result<Arc<dyn IngestorModule>, DeviceError> {
+    let Some(key) = device.module_share_key() else {
+        return device.load_module(bytes);
+    };
+    {
+        let mut table = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
+        table.retain(|r| r.module.strong_count() > 0);
+        let hit = table
+            .iter()
+            .filter(|r| r.key == key && *r.bytes == *bytes)
+            .find_map(|r| r.module.upgrade());
+        if let Some(m) = hit {
+            return Ok(m);
+        }
+    }
+    let module = device.load_module(bytes)?;
+    RESIDENT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .push(Resident {
+            key,
+            bytes: bytes.into(),
+            module: Arc::downgrade(&module),
+        });
+    Ok(module)
 }

@@ -125,6 +125,14 @@ impl IngestorDevice for HipIngestorDevice {
         self.dev.info().ordinal as i32
     }
 
+    /// [`Device::context_identity`] as three words: handles opened on the same GPU share
+    /// the modules their plans load (a plan loaded while another plan of the same kernel is
+    /// alive reuses its module).
+    fn module_share_key(&self) -> Option<[u64; 3]> {
+        let (platform, ordinal, ctx) = self.dev.context_identity();
+        Some([platform as u64, ordinal as u64, ctx as u64])
+    }
+
     fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
         let m = self.dev.load_module(code_object).map_err(device_error)?;
         Ok(Arc::new(HipModule(m)))
