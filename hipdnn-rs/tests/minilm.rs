@@ -2,7 +2,7 @@
 //! embeddings against the independent numpy reference (`examples/minilm/reference.py`,
 //! float64, committed as `tests/vectors/minilm_reference.json`), the similarities
 //! sentence-transformers publishes for this model, paraphrases against unrelated sentences,
-//! and the three saved plans reloaded in a fresh process.
+//! and the nine saved plans reloaded in a fresh process.
 //!
 //! Needs the model files (`python3 hipdnn-rs/examples/minilm/fetch.py`, or
 //! `$HIPDNN_MINILM_DIR`); without them every test that needs them prints `skipped: …` and
@@ -26,7 +26,31 @@ const TOL: f64 = 1e-6;
 
 const CHILD_ENV: &str = "HIPDNN_MINILM_CHILD_DIR";
 
+/// Largest |GPU − reference| allowed on an embedding component and on a pairwise cosine: the
+/// GPU kernels sum in other orders than the CPU engine (tiled f32 matmuls, flash attention's
+/// online softmax); same bound as [`TOL`].
+const GPU_TOL: f64 = 1e-6;
+
+/// Which handle the fresh-process child opens (`cpu` or `gpu`).
+const CHILD_DEVICE_ENV: &str = "HIPDNN_MINILM_CHILD_DEVICE";
+
 fn model() -> Option<(Handle, MiniLm)> {
+    model_on(Handle::cpu().expect("CPU handle"))
+}
+
+/// A GPU handle, or `None` after printing why the GPU tests are skipped.
+fn gpu_handle() -> Option<Handle> {
+    match Handle::gpu() {
+        Ok(h) => Some(h),
+        Err(e) => {
+            use std::io::Write;
+            let _ = writeln!(std::io::stderr(), "skipped: no usable GPU: {e}");
+            None
+        }
+    }
+}
+
+fn model_on(handle: Handle) -> Option<(Handle, MiniLm)> {
     let dir = model::model_dir();
     if let Err(e) = model::check_present(&dir) {
         // CI fetches the files first and sets this, so there a skip would hide a failure.
@@ -39,7 +63,6 @@ fn model() -> Option<(Handle, MiniLm)> {
         let _ = writeln!(std::io::stderr(), "skipped: {e}");
         return None;
     }
-    let handle = Handle::cpu().expect("CPU handle");
     let m = MiniLm::load(&handle, &dir, &mut Timings::new()).expect("model files load");
     Some((handle, m))
 }
@@ -192,7 +215,7 @@ fn published_similarities_and_paraphrases() {
     assert!(min_para - max_unrel > 0.4, "gap {min_para} - {max_unrel}");
 }
 
-/// Saves the three plans, loads them in a fresh process (this test binary run again on
+/// Saves the nine plans, loads them in a fresh process (this test binary run again on
 /// `fresh_process_child`), which executes them, re-saves them byte-identically and writes its
 /// embeddings; they must equal this process's bit for bit.
 #[test]
@@ -234,7 +257,11 @@ fn fresh_process_child() {
         return;
     };
     let dir = Path::new(&dir);
-    let Some((handle, m)) = model() else {
+    let handle = match std::env::var(CHILD_DEVICE_ENV).as_deref() {
+        Ok("gpu") => Handle::gpu().expect("GPU handle in the child"),
+        _ => Handle::cpu().expect("CPU handle"),
+    };
+    let Some((handle, m)) = model_on(handle) else {
         panic!("model files vanished")
     };
     let g = golden();
@@ -246,6 +273,15 @@ fn fresh_process_child() {
     let emb = m
         .embed(&handle, &plans, &tokens, &mut Timings::new())
         .expect("embed");
+    let again = m
+        .embed(&handle, &plans, &tokens, &mut Timings::new())
+        .expect("embed");
+    assert!(
+        emb.iter()
+            .map(|v| v.to_bits())
+            .eq(again.iter().map(|v| v.to_bits())),
+        "two runs of the loaded plans differ"
+    );
     assert!(
         plans.to_binaries().expect("re-save") == files,
         "re-saved plans differ from the files"
@@ -263,22 +299,24 @@ fn damaged_or_foreign_plan_files_are_refused() {
     let plans = Plans::build(&handle, tokens.batch, tokens.seq).expect("build");
     let mut bins = plans.to_binaries().expect("save");
     let good = bins.clone();
-    let last = bins[1].len() - 1;
-    bins[1][last] ^= 0x40;
+    let layernorm = model::Plan::Layernorm as usize;
+    let last = bins[layernorm].len() - 1;
+    bins[layernorm][last] ^= 0x40;
     let e = Plans::from_binaries(&handle, &bins)
         .err()
-        .expect("damaged layer plan refused");
+        .expect("damaged layernorm plan refused");
     assert!(matches!(e, model::MiniLmError::Graph(_)), "{e}");
     // The pooling plan of another batch size in place of this one's.
     let other = Plans::build(&handle, 3, tokens.seq).expect("build");
     let mut mixed = good.clone();
-    mixed[2] = other.to_binaries().expect("save").remove(2);
+    let pool = model::Plan::Pool as usize;
+    mixed[pool] = other.to_binaries().expect("save").remove(pool);
     let e = Plans::from_binaries(&handle, &mixed)
         .err()
         .expect("foreign pooling plan refused");
     assert!(
         e.to_string()
-            .starts_with("input: saved graph 'minilm_pooling' is not the MiniLM"),
+            .starts_with("input: saved graph 'minilm_pool' is not the MiniLM minilm_pool graph of batch 2, length 5"),
         "{e}"
     );
     // Tokens of another shape than the plans'.
@@ -354,5 +392,94 @@ fn padding_to_32_tokens_keeps_the_reference_embeddings() {
     assert!(
         max_diff <= TOL,
         "embedding max |diff| {max_diff:e} > {TOL:e}"
+    );
+}
+
+/// The same model on the GPU (every plan on the generated-kernel engine): embeddings within
+/// [`GPU_TOL`] of the numpy reference; the nine plans saved, loaded in a fresh process whose
+/// kernel directory holds the descriptors but no kpack archive, executed twice with
+/// bit-identical embeddings equal to this process's, and re-saved byte-identically. Skips
+/// (printing why) without a GPU or the model files.
+#[test]
+fn gpu_embeddings_match_the_reference_and_reload_without_archives() {
+    let Some(handle) = gpu_handle() else { return };
+    let Some((handle, m)) = model_on(handle) else {
+        return;
+    };
+    let g = golden();
+    let (_, plans, emb) = run_golden(&handle, &m, &g);
+    for (name, p) in model::PLAN_FILES.iter().zip(plans.graphs()) {
+        assert_eq!(
+            p.engine_name().ok(),
+            Some("hipkernel.ingestor.gpu"),
+            "plan {name} is not on the GPU engine"
+        );
+    }
+    let mut max_diff = 0f64;
+    for (b, want) in g.embeddings.iter().enumerate() {
+        for (x, w) in row(&emb, b).iter().zip(want) {
+            max_diff = max_diff.max((f64::from(*x) - w).abs());
+        }
+    }
+    let mut max_cos = 0f64;
+    for (i, want) in g.cosine.iter().enumerate() {
+        for (j, w) in want.iter().enumerate() {
+            max_cos = max_cos.max((model::cosine(row(&emb, i), row(&emb, j)) - w).abs());
+        }
+    }
+    eprintln!(
+        "minilm gpu: max |ours − numpy| = {max_diff:.2e} (embedding), {max_cos:.2e} (cosine)"
+    );
+    assert!(
+        max_diff <= GPU_TOL,
+        "GPU embedding max |diff| {max_diff:e} > {GPU_TOL:e}"
+    );
+    assert!(
+        max_cos <= GPU_TOL,
+        "GPU cosine max |diff| {max_cos:e} > {GPU_TOL:e}"
+    );
+
+    // The fresh process sees the descriptors only: no kpack archive is reachable.
+    let kernels = tempfile::tempdir().expect("temp dir");
+    let from = hipdnn_engines::gpu::kernel_dir();
+    for arch in std::fs::read_dir(&from).expect("kernel dir").flatten() {
+        let to = kernels.path().join(arch.file_name());
+        std::fs::create_dir_all(&to).expect("mkdir");
+        for f in std::fs::read_dir(arch.path())
+            .into_iter()
+            .flatten()
+            .flatten()
+        {
+            if f.path().extension().is_some_and(|x| x == "json") {
+                std::fs::copy(f.path(), to.join(f.file_name())).expect("copy descriptors");
+            }
+        }
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    plans.save(dir.path()).expect("save");
+    let out = Command::new(std::env::current_exe().expect("test binary"))
+        .args([
+            "--exact",
+            "fresh_process_child",
+            "--ignored",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .env(CHILD_ENV, dir.path())
+        .env(CHILD_DEVICE_ENV, "gpu")
+        .env("HIPDNN_KERNEL_DIR", kernels.path())
+        .output()
+        .expect("spawn the test binary");
+    assert!(
+        out.status.success(),
+        "child failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let child = std::fs::read(dir.path().join("child.f32")).expect("child embeddings");
+    let ours: Vec<u8> = emb.iter().flat_map(|v| v.to_le_bytes()).collect();
+    assert!(
+        child == ours,
+        "embeddings from the reloaded GPU plans differ"
     );
 }

@@ -8,21 +8,22 @@
 //! come from `fetch.py` (`python3 hipdnn-rs/examples/minilm/fetch.py`) and are checked
 //! against their full SHA-256 before use.
 //!
-//! Three graphs (all FLOAT, built for one batch size `B` and padded length `S`; every
-//! activation is `(B, 1, S, 384)` row-major so heads can be a broadcast batch dim):
-//! - **embeddings**: `word + position + token_type(0)` then layernorm. The word-embedding row
-//!   lookup is done on the host (the graph API has no gather op); the position rows `0..S` and
-//!   the token-type row 0 are bound in place as `(1, 1, S, 384)` and `(1, 1, 1, 384)` views
-//!   of their tables.
-//! - **layer** (one plan executed 6 times, each time with that layer's weight buffers):
-//!   Q/K/V as matmuls of x `(B, 1, S, 384)` with the weight seen as `(1, 12, 384, 32)` through
-//!   strides (no copy) + bias → `(B, 12, S, 32)`; SDPA with scale 1/√32 and a BOOLEAN key mask
-//!   `(B, 1, 1, S)` (false = padding); the output projection as per-head matmuls
-//!   `(B, 12, S, 32) · (1, 12, 32, 384)` summed over heads by an ADD reduction (the graph API
-//!   cannot reshape `(B, 12, S, 32)` to `(B, S, 384)`), + bias + residual, layernorm; MLP
-//!   384 → 1536 (GELU, erf) → 384 + residual, layernorm.
-//! - **pooling**: `Σ_s h·m / max(Σ_s m, 1e-9)` with the float mask m `(B, 1, S, 1)`, then
-//!   `e / max(‖e‖₂, 1e-12)` → embeddings `(B, 1, 1, 384)`.
+//! Nine graphs (all FLOAT, built for one batch size `B` and padded length `S`), each one
+//! GPU kernel's worth of work so that the GPU engine runs every one as a single launch (the
+//! CPU reference engine runs the same graphs); activations are row-major `(B·S, 384)`:
+//! - **embeddings**: `word + (position + token_type[0])` (one ADD; the word-embedding row
+//!   lookup is done on the host, since the graph API has no gather op, and the position and
+//!   token-type tables are folded into one at load), then layernorm.
+//! - **each layer** (the same plans for all 6, executed with that layer's weight buffers):
+//!   Q, K and V as three executions of one `Linear` plan (matmul with the bias epilogue) into
+//!   `(B, S, 384)` buffers; SDPA reads them as `(B, 12, S, 32)` head views through strides,
+//!   with scale 1/√32 and a BOOLEAN key mask `(B, 1, 1, S)` (false = padding), and writes O as
+//!   a head view of a `(B, S, 384)` buffer; the output projection + bias + residual;
+//!   layernorm; 384 → 1536 + bias with erf GELU; 1536 → 384 + bias + residual; layernorm.
+//! - **pooling**: the masked mean as a product `(B, 1, 1, S) · (B, 1, S, 384)` with the
+//!   pooling weights `mask / max(Σ mask, 1e-9)` (computed on the host with the token mask),
+//!   then `e / max(‖e‖₂, 1e-12)` as an RMS norm with scale `1/√384` (see [`L2_EPS`]) →
+//!   embeddings `(B, 1, 1, 384)`.
 
 #![allow(dead_code)] // the test and the example use different parts
 
@@ -31,8 +32,8 @@ use std::time::{Duration, Instant};
 
 use hipdnn::{
     Buffer, DataType, Graph, Handle, LayernormAttributes, MatmulAttributes, NormFwdPhase,
-    PointwiseAttributes, PointwiseMode, ReductionAttributes, ReductionMode, SdpaAttributes,
-    TensorAttributes as T, TensorId, TensorValue, VariantPack,
+    PointwiseAttributes, PointwiseMode, RmsNormAttributes, SdpaAttributes, TensorAttributes as T,
+    TensorId, TensorValue, VariantPack,
 };
 use sha2::{Digest, Sha256};
 
@@ -60,8 +61,6 @@ pub const TOKENIZER_SHA256: &str =
     "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037";
 /// The command that fetches both files (from the repository root).
 pub const FETCH_COMMAND: &str = "python3 hipdnn-rs/examples/minilm/fetch.py";
-/// File names of the saved plans, in [`Plans::graphs`] order.
-pub const PLAN_FILES: [&str; 3] = ["embeddings.hdgp", "layer.hdgp", "pooling.hdgp"];
 
 /// Why the model could not be loaded or run.
 #[derive(Debug, thiserror::Error)]
@@ -174,118 +173,54 @@ impl Tokens {
     }
 }
 
-/// One parameter of the layer graph: UID, safetensors name suffix after
-/// `encoder.layer.<i>.` and shape there, graph dims and strides (a view of the row-major
-/// safetensors data).
-struct Param {
-    uid: i64,
-    name: &'static str,
-    shape: &'static [usize],
-    dims: [i64; 4],
-    strides: [i64; 4],
-}
+/// Safetensors name suffix (after `encoder.layer.<i>.`) and shape of each layer weight, in
+/// the order [`MiniLm`] keeps them (PyTorch `Linear` weights are `(out, in)` row-major).
+const LAYER_WEIGHTS: [(&str, &[usize]); 16] = [
+    ("attention.self.query.weight", &[HIDDEN, HIDDEN]),
+    ("attention.self.query.bias", &[HIDDEN]),
+    ("attention.self.key.weight", &[HIDDEN, HIDDEN]),
+    ("attention.self.key.bias", &[HIDDEN]),
+    ("attention.self.value.weight", &[HIDDEN, HIDDEN]),
+    ("attention.self.value.bias", &[HIDDEN]),
+    ("attention.output.dense.weight", &[HIDDEN, HIDDEN]),
+    ("attention.output.dense.bias", &[HIDDEN]),
+    ("attention.output.LayerNorm.weight", &[HIDDEN]),
+    ("attention.output.LayerNorm.bias", &[HIDDEN]),
+    ("intermediate.dense.weight", &[FFN, HIDDEN]),
+    ("intermediate.dense.bias", &[FFN]),
+    ("output.dense.weight", &[HIDDEN, FFN]),
+    ("output.dense.bias", &[HIDDEN]),
+    ("output.LayerNorm.weight", &[HIDDEN]),
+    ("output.LayerNorm.bias", &[HIDDEN]),
+];
+// Indices into LAYER_WEIGHTS.
+const WQ: usize = 0;
+const WK: usize = 2;
+const WV: usize = 4;
+const WO: usize = 6;
+const LN1: usize = 8;
+const W_UP: usize = 10;
+const W_DOWN: usize = 12;
+const LN2: usize = 14;
 
 const H: i64 = HIDDEN as i64;
 const F: i64 = FFN as i64;
 const NH: i64 = HEADS as i64;
 const HD: i64 = HEAD_DIM as i64;
 
-/// `W (out = 384, in = 384)` seen as `(1, 12, 384 in, 32 out-in-head)`: element
-/// `[0, h, k, d] = W[h·32 + d, k]`.
-const fn head_in(uid: i64, name: &'static str) -> Param {
-    Param {
-        uid,
-        name,
-        shape: &[HIDDEN, HIDDEN],
-        dims: [1, NH, H, HD],
-        strides: [H * H, HD * H, 1, H],
-    }
-}
-/// Bias `(384)` seen as `(1, 12, 1, 32)`.
-const fn head_bias(uid: i64, name: &'static str) -> Param {
-    Param {
-        uid,
-        name,
-        shape: &[HIDDEN],
-        dims: [1, NH, 1, HD],
-        strides: [H, HD, HD, 1],
-    }
-}
-/// A `(384)` vector seen as `(1, 1, 1, 384)`.
-const fn row(uid: i64, name: &'static str) -> Param {
-    let n = H;
-    Param {
-        uid,
-        name,
-        shape: &[HIDDEN],
-        dims: [1, 1, 1, n],
-        strides: [n, n, n, 1],
-    }
-}
+/// `rmsnorm` epsilon that makes it the L2 normalization `e / max(‖e‖₂, 1e-12)` of
+/// sentence-transformers: with scale `1/√384`, `rmsnorm(e) = e / √(Σe² + 384·ε)`, and
+/// `384·ε = 1e-24 = (1e-12)²`, so the two differ only for norms within a factor √2 of 1e-12.
+const L2_EPS: f32 = 1e-24 / HIDDEN as f32;
 
-// Layer graph UIDs: activations 1..=3, parameters 10.., output 40.
-const L_X: i64 = 1;
-const L_MASK: i64 = 2;
-const L_Y: i64 = 40;
-const L_EPS: i64 = 30;
-const LAYER_PARAMS: [Param; 16] = [
-    head_in(10, "attention.self.query.weight"),
-    head_bias(11, "attention.self.query.bias"),
-    head_in(12, "attention.self.key.weight"),
-    head_bias(13, "attention.self.key.bias"),
-    head_in(14, "attention.self.value.weight"),
-    head_bias(15, "attention.self.value.bias"),
-    // Wo (384 out, 384 in) as (1, 12, 32, 384): [0, h, d, n] = Wo[n, h·32 + d].
-    Param {
-        uid: 16,
-        name: "attention.output.dense.weight",
-        shape: &[HIDDEN, HIDDEN],
-        dims: [1, NH, HD, H],
-        strides: [H * H, HD, 1, H],
-    },
-    row(17, "attention.output.dense.bias"),
-    row(18, "attention.output.LayerNorm.weight"),
-    row(19, "attention.output.LayerNorm.bias"),
-    // W1 (1536 out, 384 in) as (1, 1, 384, 1536): [0, 0, k, n] = W1[n, k].
-    Param {
-        uid: 20,
-        name: "intermediate.dense.weight",
-        shape: &[FFN, HIDDEN],
-        dims: [1, 1, H, F],
-        strides: [F * H, F * H, 1, H],
-    },
-    Param {
-        uid: 21,
-        name: "intermediate.dense.bias",
-        shape: &[FFN],
-        dims: [1, 1, 1, F],
-        strides: [F, F, F, 1],
-    },
-    // W2 (384 out, 1536 in) as (1, 1, 1536, 384): [0, 0, k, n] = W2[n, k].
-    Param {
-        uid: 22,
-        name: "output.dense.weight",
-        shape: &[HIDDEN, FFN],
-        dims: [1, 1, F, H],
-        strides: [F * H, F * H, 1, F],
-    },
-    row(23, "output.dense.bias"),
-    row(24, "output.LayerNorm.weight"),
-    row(25, "output.LayerNorm.bias"),
-];
-
-// Embeddings graph UIDs.
-const E_WORD: i64 = 1;
-const E_POS: i64 = 2;
-const E_TYPE: i64 = 3;
-const E_GAMMA: i64 = 4;
-const E_BETA: i64 = 5;
-const E_EPS: i64 = 6;
-const E_Y: i64 = 10;
-// Pooling graph UIDs.
-const P_H: i64 = 1;
-const P_MASK: i64 = 2;
-const P_Y: i64 = 10;
+// UIDs shared by the graphs: the main input 1, the weight / second input 2, the bias / third
+// input 3, the residual / fourth input 4, the output 10.
+const U_X: i64 = 1;
+const U_W: i64 = 2;
+const U_B: i64 = 3;
+const U_R: i64 = 4;
+const U_EPS: i64 = 5;
+const U_Y: i64 = 10;
 
 fn f32_graph(name: &str) -> Graph {
     let mut g = Graph::new();
@@ -306,12 +241,17 @@ fn tensor(g: &mut Graph, name: &str, uid: i64, dims: [i64; 4], strides: [i64; 4]
     )
 }
 
-/// Row-major `(B, 1, S, n)` activation.
+/// Row-major `(b, 1, s, n)`.
 fn act(g: &mut Graph, name: &str, uid: i64, b: i64, s: i64, n: i64) -> TensorId {
     tensor(g, name, uid, [b, 1, s, n], [s * n, s * n, n, 1])
 }
 
-fn eps(g: &mut Graph, uid: i64, v: f32) -> TensorId {
+/// A `(n)` vector seen as `(1, 1, 1, n)`.
+fn vector(g: &mut Graph, name: &str, uid: i64, n: i64) -> TensorId {
+    tensor(g, name, uid, [1, 1, 1, n], [n, n, n, 1])
+}
+
+fn scalar(g: &mut Graph, uid: i64, v: f32) -> TensorId {
     g.tensor(
         T::scalar(TensorValue::Float32(v))
             .name(format!("eps_{uid}"))
@@ -323,132 +263,183 @@ fn pw(mode: PointwiseMode) -> PointwiseAttributes {
     PointwiseAttributes::with_mode(mode)
 }
 
-fn layernorm_inference(
-    g: &mut Graph,
-    x: TensorId,
-    gamma: TensorId,
-    beta: TensorId,
-    e: TensorId,
-) -> TensorId {
-    let attrs = LayernormAttributes::new()
-        .epsilon(e)
-        .forward_phase(NormFwdPhase::Inference);
-    g.layernorm(x, gamma, beta, attrs).0
-}
-
-/// The embeddings graph: `layernorm(word + position + type)`; inputs word `(B, 1, S, 384)`,
-/// position `(1, 1, S, 384)` (rows of the 512-row table), type `(1, 1, 1, 384)`.
-fn embeddings_graph(b: i64, s: i64) -> Graph {
-    let mut g = f32_graph("minilm_embeddings");
-    let word = act(&mut g, "word", E_WORD, b, s, H);
-    let pos = tensor(
-        &mut g,
-        "position",
-        E_POS,
-        [1, 1, s, H],
-        [s * H, s * H, H, 1],
-    );
-    let typ = tensor(&mut g, "token_type", E_TYPE, [1, 1, 1, H], [H, H, H, 1]);
-    let gamma = tensor(&mut g, "ln_gamma", E_GAMMA, [1, 1, 1, H], [H, H, H, 1]);
-    let beta = tensor(&mut g, "ln_beta", E_BETA, [1, 1, 1, H], [H, H, H, 1]);
-    let e = eps(&mut g, E_EPS, LN_EPS);
-    let sum = g.pointwise(word, pos, pw(PointwiseMode::Add));
-    let sum = g.pointwise(sum, typ, pw(PointwiseMode::Add));
-    let y = layernorm_inference(&mut g, sum, gamma, beta, e);
+fn output(mut g: Graph, y: TensorId, name: &str) -> Graph {
     g.set_output(y, true)
-        .set_uid(y, E_Y)
-        .set_tensor_name(y, "y");
+        .set_uid(y, U_Y)
+        .set_tensor_name(y, name);
     g
 }
 
-/// One encoder layer: `(B, 1, S, 384)` → `(B, 1, S, 384)` (see the module docs).
-fn layer_graph(b: i64, s: i64) -> Graph {
-    let mut g = f32_graph("minilm_layer");
-    let x = act(&mut g, "x", L_X, b, s, H);
+/// `word + position_and_type`: word rows `(B, 1, S, 384)` (looked up on the host), the
+/// folded `position + token_type[0]` table's first `S` rows `(1, 1, S, 384)` → `(B, 1, S,
+/// 384)`.
+fn embed_add_graph(b: i64, s: i64) -> Graph {
+    let mut g = f32_graph("minilm_embed_add");
+    let word = act(&mut g, "word", U_X, b, s, H);
+    let pos = act(&mut g, "position_and_type", U_W, 1, s, H);
+    let y = g.pointwise(word, pos, pw(PointwiseMode::Add));
+    output(g, y, "y")
+}
+
+/// Layernorm (inference, eps 1e-12) of `rows` rows of 384: x `(1, 1, rows, 384)`, gamma and
+/// beta `(1, 1, 1, 384)`.
+fn layernorm_graph(rows: i64) -> Graph {
+    let mut g = f32_graph("minilm_layernorm");
+    let x = act(&mut g, "x", U_X, 1, rows, H);
+    let gamma = vector(&mut g, "gamma", U_W, H);
+    let beta = vector(&mut g, "beta", U_B, H);
+    let e = scalar(&mut g, U_EPS, LN_EPS);
+    let attrs = LayernormAttributes::new()
+        .epsilon(e)
+        .forward_phase(NormFwdPhase::Inference);
+    let y = g.layernorm(x, gamma, beta, attrs).0;
+    output(g, y, "y")
+}
+
+/// A `Linear` layer on `rows` rows: `x (1, 1, rows, n_in) · Wᵀ + bias` (W `(n_out, n_in)`
+/// row-major, seen as `(1, 1, n_in, n_out)` through strides), then `+ residual (1, 1, rows,
+/// n_out)` when `residual`, then erf GELU when `gelu`.
+fn linear_graph(name: &str, rows: i64, n_in: i64, n_out: i64, residual: bool, gelu: bool) -> Graph {
+    let mut g = f32_graph(name);
+    let x = act(&mut g, "x", U_X, 1, rows, n_in);
+    let w = tensor(
+        &mut g,
+        "weight",
+        U_W,
+        [1, 1, n_in, n_out],
+        [n_in * n_out, n_in * n_out, 1, n_in],
+    );
+    let bias = vector(&mut g, "bias", U_B, n_out);
+    let y = g.matmul(x, w, MatmulAttributes::new());
+    let mut y = g.pointwise(y, bias, pw(PointwiseMode::Add));
+    if residual {
+        let r = act(&mut g, "residual", U_R, 1, rows, n_out);
+        y = g.pointwise(y, r, pw(PointwiseMode::Add));
+    }
+    if gelu {
+        y = g.pointwise_unary(y, pw(PointwiseMode::GeluFwd));
+    }
+    output(g, y, "y")
+}
+
+/// Strides of a `(B, 12, S, 32)` head view of a row-major `(B, S, 384)` activation.
+fn head_strides(s: i64) -> [i64; 4] {
+    [s * H, HD, H, 1]
+}
+
+/// Self-attention: Q, K, V `(B, 12, S, 32)` as head views of the three projections' `(B, S,
+/// 384)` outputs, the BOOLEAN key mask `(B, 1, 1, S)` (false = padding), scale 1/√32 → O
+/// `(B, 12, S, 32)` written as a head view of a `(B, S, 384)` buffer (so the output
+/// projection reads it as rows).
+fn attention_graph(b: i64, s: i64) -> Graph {
+    let mut g = f32_graph("minilm_attention");
+    let dims = [b, NH, s, HD];
+    let q = tensor(&mut g, "q", U_X, dims, head_strides(s));
+    let k = tensor(&mut g, "k", U_W, dims, head_strides(s));
+    let v = tensor(&mut g, "v", U_B, dims, head_strides(s));
     let mask = g.tensor(
         T::new("key_mask")
-            .uid(L_MASK)
+            .uid(U_R)
             .data_type(DataType::Boolean)
             .dims([b, 1, 1, s])
             .strides([s, s, s, 1]),
     );
-    let p: Vec<TensorId> = LAYER_PARAMS
-        .iter()
-        .map(|p| tensor(&mut g, p.name, p.uid, p.dims, p.strides))
-        .collect();
-    let e = eps(&mut g, L_EPS, LN_EPS);
-    let mm = MatmulAttributes::new;
-    let add = || pw(PointwiseMode::Add);
-    let proj = |g: &mut Graph, w: TensorId, bias: TensorId| {
-        let y = g.matmul(x, w, mm());
-        g.pointwise(y, bias, add())
-    };
-    let q = proj(&mut g, p[0], p[1]);
-    let k = proj(&mut g, p[2], p[3]);
-    let v = proj(&mut g, p[4], p[5]);
     let attrs = SdpaAttributes::new()
         .attn_mask(mask)
         .attn_scale_value(1.0 / (HEAD_DIM as f32).sqrt());
-    let (ctx, _) = g.sdpa(q, k, v, attrs);
-    let per_head = g.matmul(ctx, p[6], mm());
-    let attn = g.reduction(
-        per_head,
-        [b, 1, s, H],
-        ReductionAttributes::new().mode(ReductionMode::Add),
-    );
-    let attn = g.pointwise(attn, p[7], add());
-    let attn = g.pointwise(attn, x, add());
-    let h1 = layernorm_inference(&mut g, attn, p[8], p[9], e);
-    let up = g.matmul(h1, p[10], mm());
-    let up = g.pointwise(up, p[11], add());
-    let up = g.pointwise_unary(up, pw(PointwiseMode::GeluFwd));
-    let down = g.matmul(up, p[12], mm());
-    let down = g.pointwise(down, p[13], add());
-    let down = g.pointwise(down, h1, add());
-    let y = layernorm_inference(&mut g, down, p[14], p[15], e);
-    g.set_output(y, true)
-        .set_uid(y, L_Y)
-        .set_tensor_name(y, "y");
-    g
+    let (o, _) = g.sdpa(q, k, v, attrs);
+    g.set_strides(o, head_strides(s));
+    output(g, o, "o")
 }
 
-/// Mean pooling over the mask and L2 normalization: h `(B, 1, S, 384)`, mask `(B, 1, S, 1)`
-/// (1.0 / 0.0) → `(B, 1, 1, 384)`.
-fn pooling_graph(b: i64, s: i64) -> Graph {
-    let mut g = f32_graph("minilm_pooling");
-    let h = act(&mut g, "h", P_H, b, s, H);
-    let m = act(&mut g, "mask", P_MASK, b, s, 1);
-    let min_count = eps(&mut g, 3, 1e-9);
-    let min_norm = eps(&mut g, 4, 1e-12);
-    let sum = |g: &mut Graph, x, dims: [i64; 4], mode| {
-        g.reduction(x, dims, ReductionAttributes::new().mode(mode))
-    };
-    let hm = g.pointwise(h, m, pw(PointwiseMode::Mul));
-    let total = sum(&mut g, hm, [b, 1, 1, H], ReductionMode::Add);
-    let count = sum(&mut g, m, [b, 1, 1, 1], ReductionMode::Add);
-    let count = g.pointwise(count, min_count, pw(PointwiseMode::MaxOp));
-    let mean = g.pointwise(total, count, pw(PointwiseMode::Div));
-    let norm = sum(&mut g, mean, [b, 1, 1, 1], ReductionMode::Norm2);
-    let norm = g.pointwise(norm, min_norm, pw(PointwiseMode::MaxOp));
-    let y = g.pointwise(mean, norm, pw(PointwiseMode::Div));
-    g.set_output(y, true)
-        .set_uid(y, P_Y)
-        .set_tensor_name(y, "embedding");
-    g
+/// Mean pooling as a product: the pooling weights `(B, 1, 1, S)` (`mask / max(Σ mask,
+/// 1e-9)`, computed on the host with the token mask) times the last hidden state `(B, 1, S,
+/// 384)` → `(B, 1, 1, 384)`.
+fn pool_graph(b: i64, s: i64) -> Graph {
+    let mut g = f32_graph("minilm_pool");
+    let p = act(&mut g, "pool_weights", U_X, b, 1, s);
+    let h = act(&mut g, "h", U_W, b, s, H);
+    let y = g.matmul(p, h, MatmulAttributes::new());
+    output(g, y, "pooled")
 }
 
-/// The three plans of the model for one `(B, S)`: built, or loaded from saved files.
+/// L2 normalization of the `(B, 1, 1, 384)` pooled vectors as an RMS norm (scale `1/√384`
+/// bound as a `(1, 1, 1, 384)` vector, epsilon [`L2_EPS`]).
+fn l2_graph(b: i64) -> Graph {
+    let mut g = f32_graph("minilm_l2_normalize");
+    let x = act(&mut g, "pooled", U_X, b, 1, H);
+    let scale = vector(&mut g, "inv_sqrt_hidden", U_W, H);
+    let e = scalar(&mut g, U_EPS, L2_EPS);
+    let attrs = RmsNormAttributes::new()
+        .epsilon(e)
+        .forward_phase(NormFwdPhase::Inference);
+    let y = g.rmsnorm(x, scale, attrs).0;
+    output(g, y, "embedding")
+}
+
+/// Index of each plan in [`Plans::graphs`] and [`PLAN_FILES`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Plan {
+    /// [`embed_add_graph`].
+    EmbedAdd,
+    /// [`layernorm_graph`] over B·S rows (13 uses: embeddings and 2 per layer).
+    Layernorm,
+    /// 384 → 384 + bias (Q, K and V of each layer).
+    Projection,
+    /// [`attention_graph`].
+    Attention,
+    /// 384 → 384 + bias + residual (the attention output of each layer).
+    ProjectionResidual,
+    /// 384 → 1536 + bias, GELU.
+    FfnUp,
+    /// 1536 → 384 + bias + residual.
+    FfnDown,
+    /// [`pool_graph`].
+    Pool,
+    /// [`l2_graph`].
+    L2Normalize,
+}
+
+/// File names of the saved plans, in [`Plan`] order.
+pub const PLAN_FILES: [&str; 9] = [
+    "embed_add.hdgp",
+    "layernorm.hdgp",
+    "projection.hdgp",
+    "attention.hdgp",
+    "projection_residual.hdgp",
+    "ffn_up.hdgp",
+    "ffn_down.hdgp",
+    "pool.hdgp",
+    "l2_normalize.hdgp",
+];
+
+/// The graphs of the model for `(b, s)`, in [`Plan`] order (not built).
+fn model_graphs(b: i64, s: i64) -> Vec<Graph> {
+    let rows = b * s;
+    vec![
+        embed_add_graph(b, s),
+        layernorm_graph(rows),
+        linear_graph("minilm_projection", rows, H, H, false, false),
+        attention_graph(b, s),
+        linear_graph("minilm_projection_residual", rows, H, H, true, false),
+        linear_graph("minilm_ffn_up", rows, H, F, false, true),
+        linear_graph("minilm_ffn_down", rows, F, H, true, false),
+        pool_graph(b, s),
+        l2_graph(b),
+    ]
+}
+
+/// The plans of the model for one `(B, S)`: built, or loaded from saved files. Each is one
+/// GPU kernel's worth of work (a matmul with its epilogue, one norm, the attention, one
+/// pointwise add), so every plan runs on the GPU engine as one launch; on the CPU the
+/// reference engine runs the same graphs.
 pub struct Plans {
-    /// Embeddings + layernorm.
-    pub embeddings: Graph,
-    /// One encoder layer (run [`LAYERS`] times).
-    pub layer: Graph,
-    /// Mean pooling + L2 normalization.
-    pub pooling: Graph,
+    graphs: Vec<Graph>,
 }
 
 impl Plans {
-    /// Builds the three graphs for `batch` sentences of `seq` tokens on `handle`.
+    /// Builds the graphs for `batch` sentences of `seq` tokens on `handle`.
     ///
     /// # Errors
     /// [`MiniLmError::Input`] when `batch` is 0 or `seq` is 0 or above 512;
@@ -459,33 +450,29 @@ impl Plans {
                 "batch {batch} and length {seq} must be positive, length at most {MAX_POSITIONS}"
             )));
         }
-        let (b, s) = (batch as i64, seq as i64);
-        let mut p = Plans {
-            embeddings: embeddings_graph(b, s),
-            layer: layer_graph(b, s),
-            pooling: pooling_graph(b, s),
-        };
-        for g in p.graphs_mut() {
+        let mut graphs = model_graphs(batch as i64, seq as i64);
+        for g in &mut graphs {
             g.build(handle)?;
         }
-        Ok(p)
+        Ok(Plans { graphs })
     }
 
-    /// The graphs in [`PLAN_FILES`] order.
-    pub fn graphs(&self) -> [&Graph; 3] {
-        [&self.embeddings, &self.layer, &self.pooling]
+    /// The graphs in [`Plan`] / [`PLAN_FILES`] order.
+    pub fn graphs(&self) -> &[Graph] {
+        &self.graphs
     }
 
-    fn graphs_mut(&mut self) -> [&mut Graph; 3] {
-        [&mut self.embeddings, &mut self.layer, &mut self.pooling]
+    /// One plan.
+    pub fn get(&self, p: Plan) -> &Graph {
+        &self.graphs[p as usize]
     }
 
-    /// `(B, S)` the plans were built for (from the embeddings graph's word tensor dims).
+    /// `(B, S)` the plans were built for (from the embed-add graph's word tensor dims).
     pub fn shape(&self) -> (usize, usize) {
-        let t = self
-            .embeddings
-            .tensor_by_uid(E_WORD)
-            .map(|t| self.embeddings.tensor_attributes(t).dims.clone())
+        let g = &self.graphs[Plan::EmbedAdd as usize];
+        let t = g
+            .tensor_by_uid(U_X)
+            .map(|t| g.tensor_attributes(t).dims.clone())
             .unwrap_or_default();
         (
             t.first().copied().unwrap_or(0) as usize,
@@ -499,38 +486,36 @@ impl Plans {
     /// [`MiniLmError::Graph`] when a plan cannot be saved.
     pub fn to_binaries(&self) -> Result<Vec<Vec<u8>>> {
         Ok(self
-            .graphs()
+            .graphs
             .iter()
             .map(|g| g.to_binary())
             .collect::<hipdnn::Result<_>>()?)
     }
 
-    /// Loads the three plans from `to_binary` bytes (no kernel selection or compilation).
+    /// Loads the plans from `to_binary` bytes in [`PLAN_FILES`] order (no kernel selection
+    /// or compilation).
     ///
     /// # Errors
     /// [`MiniLmError::Graph`] when a file is damaged or cannot be loaded on `handle`;
-    /// [`MiniLmError::Input`] when the files are not the three MiniLM graphs of one shape.
+    /// [`MiniLmError::Input`] when the files are not the MiniLM graphs of one shape.
     pub fn from_binaries(handle: &Handle, bins: &[Vec<u8>]) -> Result<Plans> {
-        let [e, l, p] = bins else {
+        if bins.len() != PLAN_FILES.len() {
             return Err(MiniLmError::Input(format!(
-                "{} plan files, expected 3",
-                bins.len()
+                "{} plan files, expected {}",
+                bins.len(),
+                PLAN_FILES.len()
             )));
-        };
-        let plans = Plans {
-            embeddings: Graph::from_binary(handle, e)?,
-            layer: Graph::from_binary(handle, l)?,
-            pooling: Graph::from_binary(handle, p)?,
-        };
+        }
+        let graphs = bins
+            .iter()
+            .map(|b| Graph::from_binary(handle, b))
+            .collect::<hipdnn::Result<Vec<_>>>()?;
+        let plans = Plans { graphs };
         let (b, s) = plans.shape();
-        let want = [
-            embeddings_graph(b as i64, s as i64),
-            layer_graph(b as i64, s as i64),
-            pooling_graph(b as i64, s as i64),
-        ];
+        let want = model_graphs(b as i64, s as i64);
         // Every tensor the example binds (non-virtual, by UID) must be in the loaded graph
         // with the dims, strides and type this code binds it with.
-        for (g, w) in plans.graphs().iter().zip(&want) {
+        for (g, w) in plans.graphs.iter().zip(&want) {
             let fits = b > 0
                 && g.name() == w.name()
                 && w.tensors().filter(|(_, t)| !t.is_virtual).all(|(_, t)| {
@@ -598,13 +583,16 @@ fn timed<R>(t: &mut Timings, name: impl Into<String>, f: impl FnOnce() -> R) -> 
     r
 }
 
-/// The loaded model: host tables for the row lookup, every weight as a buffer on the handle,
-/// and the tokenizer.
+/// The loaded model: the host word table for the row lookup, every other weight as a buffer
+/// on the handle, and the tokenizer.
 pub struct MiniLm {
     word_table: Vec<f32>,
-    position: Buffer<f32>,
-    token_type: Buffer<f32>,
+    /// `position[r] + token_type[0]` for the 512 positions, `(512, 384)` (folded at load: the
+    /// model only ever adds token type 0).
+    position_and_type: Buffer<f32>,
     ln: [Buffer<f32>; 2],
+    /// 384 copies of `1/√384`: the scale that makes the RMS norm an L2 normalization.
+    inv_sqrt_hidden: Buffer<f32>,
     layers: Vec<Vec<Buffer<f32>>>,
     tokenizer: tokenizers::Tokenizer,
 }
@@ -624,6 +612,27 @@ fn tensor_f32(st: &safetensors::SafeTensors<'_>, name: &str, shape: &[usize]) ->
         .chunks_exact(4)
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect())
+}
+
+/// Waits for the handle's device (GPU: the default stream) so a stage's time includes its
+/// kernels; nothing to wait for on the CPU.
+fn sync(handle: &Handle) -> Result<()> {
+    if let Some(dev) = handle.gpu_device() {
+        hipdnn_hip::safe::Stream::default_stream(dev)
+            .synchronize()
+            .map_err(|e| MiniLmError::Input(format!("device synchronize: {e}")))?;
+    }
+    Ok(())
+}
+
+fn exec(
+    handle: &Handle,
+    plans: &Plans,
+    p: Plan,
+    pack: VariantPack<'_>,
+    ws: &mut Buffer<u8>,
+) -> Result<()> {
+    Ok(plans.get(p).execute(handle, pack, Some(ws))?)
 }
 
 impl MiniLm {
@@ -665,16 +674,20 @@ impl MiniLm {
                 &format!("{emb}word_embeddings.weight"),
                 &[30522, HIDDEN],
             )?;
-            let position = on(tensor_f32(
+            let position = tensor_f32(
                 &st,
                 &format!("{emb}position_embeddings.weight"),
                 &[MAX_POSITIONS, HIDDEN],
-            )?)?;
-            let token_type = on(tensor_f32(
+            )?;
+            let token_type = tensor_f32(
                 &st,
                 &format!("{emb}token_type_embeddings.weight"),
                 &[2, HIDDEN],
-            )?)?;
+            )?;
+            let position_and_type = position
+                .chunks_exact(HIDDEN)
+                .flat_map(|row| row.iter().zip(&token_type[..HIDDEN]).map(|(p, t)| p + t))
+                .collect();
             let ln = [
                 on(tensor_f32(
                     &st,
@@ -685,20 +698,23 @@ impl MiniLm {
             ];
             let layers = (0..LAYERS)
                 .map(|i| {
-                    LAYER_PARAMS
+                    LAYER_WEIGHTS
                         .iter()
-                        .map(|p| {
-                            let name = format!("encoder.layer.{i}.{}", p.name);
-                            on(tensor_f32(&st, &name, p.shape)?)
+                        .map(|(name, shape)| {
+                            on(tensor_f32(
+                                &st,
+                                &format!("encoder.layer.{i}.{name}"),
+                                shape,
+                            )?)
                         })
                         .collect::<Result<Vec<_>>>()
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(MiniLm {
                 word_table,
-                position,
-                token_type,
+                position_and_type: on(position_and_type)?,
                 ln,
+                inv_sqrt_hidden: on(vec![1.0 / (HIDDEN as f32).sqrt(); HIDDEN])?,
                 layers,
                 tokenizer,
             })
@@ -743,9 +759,9 @@ impl MiniLm {
         })
     }
 
-    /// Runs the three plans on `tokens` and returns the L2-normalized embeddings, `(B, 384)`
+    /// Runs the plans on `tokens` and returns the L2-normalized embeddings, `(B, 384)`
     /// row-major. `timings` gets one entry per stage (row lookup, embeddings, each layer,
-    /// pooling).
+    /// pooling), each including its device work.
     ///
     /// # Errors
     /// [`MiniLmError::Input`] when `tokens` is not of the plans' `(B, S)` or holds an id
@@ -780,49 +796,111 @@ impl MiniLm {
         })?;
         let key_mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
         let key_mask = Buffer::from_slice_on(handle, &key_mask)?;
-        let pool_mask: Vec<f32> = tokens.mask.iter().map(|m| *m as f32).collect();
-        let pool_mask = Buffer::from_slice_on(handle, &pool_mask)?;
-        let ws =
-            |g: &Graph| -> Result<Buffer<u8>> { Ok(Buffer::alloc(handle, g.workspace_size()?)?) };
-
-        let mut h = Buffer::<f32>::alloc(handle, b * s * HIDDEN)?;
-        let mut next = Buffer::<f32>::alloc(handle, b * s * HIDDEN)?;
+        // Pooling weights: mask / max(Σ mask, 1e-9) per sentence.
+        let pool_weights: Vec<f32> = tokens
+            .mask
+            .chunks_exact(s)
+            .flat_map(|m| {
+                let count = (m.iter().sum::<u32>() as f32).max(1e-9);
+                m.iter().map(move |x| *x as f32 / count)
+            })
+            .collect();
+        let pool_weights = Buffer::from_slice_on(handle, &pool_weights)?;
+        let ws_bytes = plans
+            .graphs()
+            .iter()
+            .map(Graph::workspace_size)
+            .collect::<hipdnn::Result<Vec<_>>>()?
+            .into_iter()
+            .max()
+            .unwrap_or(0);
+        let mut ws = Buffer::<u8>::alloc(handle, ws_bytes)?;
+        let n = b * s * HIDDEN;
+        let alloc = |len: usize| Buffer::<f32>::alloc(handle, len);
+        let (mut h, mut t, mut h1) = (alloc(n)?, alloc(n)?, alloc(n)?);
+        let (mut q, mut k, mut v, mut o) = (alloc(n)?, alloc(n)?, alloc(n)?, alloc(n)?);
+        let mut up = alloc(b * s * FFN)?;
+        let ws = &mut ws;
         timed(timings, "embeddings + layernorm", || {
             let pack = VariantPack::new()
-                .with(E_WORD, &word)
-                .with(E_POS, &self.position)
-                .with(E_TYPE, &self.token_type)
-                .with(E_GAMMA, &self.ln[0])
-                .with(E_BETA, &self.ln[1])
-                .with(E_Y, &mut h);
-            plans
-                .embeddings
-                .execute(handle, pack, Some(&mut ws(&plans.embeddings)?))?;
-            Ok::<_, MiniLmError>(())
+                .with(U_X, &word)
+                .with(U_W, &self.position_and_type)
+                .with(U_Y, &mut t);
+            exec(handle, plans, Plan::EmbedAdd, pack, ws)?;
+            let pack = VariantPack::new()
+                .with(U_X, &t)
+                .with(U_W, &self.ln[0])
+                .with(U_B, &self.ln[1])
+                .with(U_Y, &mut h);
+            exec(handle, plans, Plan::Layernorm, pack, ws)?;
+            sync(handle)
         })?;
-        let mut layer_ws = ws(&plans.layer)?;
-        for (i, weights) in self.layers.iter().enumerate() {
+        for (i, w) in self.layers.iter().enumerate() {
             timed(timings, format!("layer {i}"), || {
-                let mut pack = VariantPack::new().with(L_X, &h).with(L_MASK, &key_mask);
-                for (p, buf) in LAYER_PARAMS.iter().zip(weights) {
-                    pack = pack.with(p.uid, buf);
+                for (wi, out) in [(WQ, &mut q), (WK, &mut k), (WV, &mut v)] {
+                    let pack = VariantPack::new()
+                        .with(U_X, &h)
+                        .with(U_W, &w[wi])
+                        .with(U_B, &w[wi + 1])
+                        .with(U_Y, out);
+                    exec(handle, plans, Plan::Projection, pack, ws)?;
                 }
-                plans
-                    .layer
-                    .execute(handle, pack.with(L_Y, &mut next), Some(&mut layer_ws))
+                let pack = VariantPack::new()
+                    .with(U_X, &q)
+                    .with(U_W, &k)
+                    .with(U_B, &v)
+                    .with(U_R, &key_mask)
+                    .with(U_Y, &mut o);
+                exec(handle, plans, Plan::Attention, pack, ws)?;
+                let pack = VariantPack::new()
+                    .with(U_X, &o)
+                    .with(U_W, &w[WO])
+                    .with(U_B, &w[WO + 1])
+                    .with(U_R, &h)
+                    .with(U_Y, &mut t);
+                exec(handle, plans, Plan::ProjectionResidual, pack, ws)?;
+                let pack = VariantPack::new()
+                    .with(U_X, &t)
+                    .with(U_W, &w[LN1])
+                    .with(U_B, &w[LN1 + 1])
+                    .with(U_Y, &mut h1);
+                exec(handle, plans, Plan::Layernorm, pack, ws)?;
+                let pack = VariantPack::new()
+                    .with(U_X, &h1)
+                    .with(U_W, &w[W_UP])
+                    .with(U_B, &w[W_UP + 1])
+                    .with(U_Y, &mut up);
+                exec(handle, plans, Plan::FfnUp, pack, ws)?;
+                let pack = VariantPack::new()
+                    .with(U_X, &up)
+                    .with(U_W, &w[W_DOWN])
+                    .with(U_B, &w[W_DOWN + 1])
+                    .with(U_R, &h1)
+                    .with(U_Y, &mut t);
+                exec(handle, plans, Plan::FfnDown, pack, ws)?;
+                let pack = VariantPack::new()
+                    .with(U_X, &t)
+                    .with(U_W, &w[LN2])
+                    .with(U_B, &w[LN2 + 1])
+                    .with(U_Y, &mut h);
+                exec(handle, plans, Plan::Layernorm, pack, ws)?;
+                sync(handle)
             })?;
-            std::mem::swap(&mut h, &mut next);
         }
-        let mut out = Buffer::<f32>::alloc(handle, b * HIDDEN)?;
+        let mut pooled = alloc(b * HIDDEN)?;
+        let mut out = alloc(b * HIDDEN)?;
         timed(timings, "mean pooling + L2 normalize", || {
             let pack = VariantPack::new()
-                .with(P_H, &h)
-                .with(P_MASK, &pool_mask)
-                .with(P_Y, &mut out);
-            plans
-                .pooling
-                .execute(handle, pack, Some(&mut ws(&plans.pooling)?))?;
-            Ok::<_, MiniLmError>(())
+                .with(U_X, &pool_weights)
+                .with(U_W, &h)
+                .with(U_Y, &mut pooled);
+            exec(handle, plans, Plan::Pool, pack, ws)?;
+            let pack = VariantPack::new()
+                .with(U_X, &pooled)
+                .with(U_W, &self.inv_sqrt_hidden)
+                .with(U_Y, &mut out);
+            exec(handle, plans, Plan::L2Normalize, pack, ws)?;
+            sync(handle)
         })?;
         Ok(out.to_vec()?)
     }
