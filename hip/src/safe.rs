@@ -239,6 +239,25 @@ impl Device {
         })
     }
 
+    /// Allocates `len` zero-filled elements of `T` (`hipMalloc` + `hipMemsetAsync` on the null
+    /// stream + `hipStreamSynchronize`; CUDA: `cuMemAlloc`, `cuMemsetD8Async`,
+    /// `cuStreamSynchronize`): no host staging buffer and no host-to-device copy.
+    pub fn alloc_zeroed<T: DeviceCopy>(
+        self: &Arc<Self>,
+        len: usize,
+    ) -> Result<DeviceBuffer<T>, DriverError> {
+        let b = self.alloc::<T>(len)?;
+        let bytes = (len * size_of::<T>()).max(1);
+        // SAFETY: `b` is a live allocation of at least `bytes` bytes on this device (bound by
+        // `alloc`), owned here until the synchronize below has waited for the fill; the null
+        // stream is always valid.
+        unsafe {
+            result::memset_d8_async(self.api(), b.ptr, 0, bytes, std::ptr::null_mut())?;
+            result::stream_synchronize(self.api(), std::ptr::null_mut())?;
+        }
+        Ok(b)
+    }
+
     /// Allocates a buffer and copies `data` into it.
     pub fn htod<T: DeviceCopy>(
         self: &Arc<Self>,

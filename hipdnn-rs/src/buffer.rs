@@ -263,7 +263,19 @@ impl<T: Element> Buffer<T> {
     /// `HIPDNN_BACKEND_ERROR` when the device allocation or copy fails (the driver's error name
     /// and text are in the message).
     pub fn alloc(handle: &Handle, len: usize) -> Result<Self, Error> {
-        Self::zeros(len).to_handle(handle)
+        match handle.gpu_device() {
+            None => Ok(Self::zeros(len)),
+            // Zeroed on the device: no host staging buffer or copy.
+            Some(dev) => {
+                let bytes = (len * T::SIZE).max(1);
+                let d = dev.alloc_zeroed::<u8>(bytes).map_err(device_error)?;
+                Ok(Buffer {
+                    storage: Storage::Device(d),
+                    len,
+                    _t: PhantomData,
+                })
+            }
+        }
     }
 
     /// A copy of `data` on `handle`'s device (host memory for a CPU handle).
@@ -271,7 +283,20 @@ impl<T: Element> Buffer<T> {
     /// # Errors
     /// As [`Buffer::alloc`].
     pub fn from_slice_on(handle: &Handle, data: &[T]) -> Result<Self, Error> {
-        Self::from_slice(data).to_handle(handle)
+        let Some(dev) = handle.gpu_device() else {
+            return Ok(Self::from_slice(data));
+        };
+        // One staging pass of little-endian bytes, then one host-to-device copy.
+        let mut bytes = vec![0u8; (data.len() * T::SIZE).max(1)];
+        for (c, v) in bytes.chunks_exact_mut(T::SIZE).zip(data) {
+            v.write_le(c);
+        }
+        let d = dev.htod(&bytes).map_err(device_error)?;
+        Ok(Buffer {
+            storage: Storage::Device(d),
+            len: data.len(),
+            _t: PhantomData,
+        })
     }
 
     /// A copy of this buffer on `handle`'s device (host memory for a CPU handle).
