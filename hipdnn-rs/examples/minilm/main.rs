@@ -6,7 +6,12 @@
 //! python3 hipdnn-rs/examples/minilm/fetch.py          # once: the weights and tokenizer
 //! cargo run --release --example minilm -- "sentence one" "sentence two" [...]
 //!     [--device cpu|gpu|auto] [--save DIR | --load DIR]
+//!     [--batch B] [--pad-to S] [--repeat N] [--report FILE]
 //! ```
+//!
+//! `--batch`/`--pad-to`/`--repeat` time the whole forward pass at a given shape (e.g. 32 ×
+//! 128 tokens); `--report` writes the tokens and embeddings for `torch_peer.py`, which runs
+//! the same model in PyTorch on the same tokens (timing and agreement).
 //!
 //! `--save DIR` writes the nine plans (`to_binary`: `model::PLAN_FILES`), the embeddings (`embeddings.f32`, f32 little-endian, `(B, 384)`) and the
 //! sentences (`sentences.txt`, one a line). `--load DIR` (meant for a fresh process) loads the
@@ -58,6 +63,21 @@ struct Args {
     /// Load the plans from this directory (written by --save) instead of building them.
     #[arg(long)]
     load: Option<PathBuf>,
+    /// Batch size: the sentences are repeated in order until there are this many (default:
+    /// as given).
+    #[arg(long)]
+    batch: Option<usize>,
+    /// Pad every sentence to this many tokens (default: the longest sentence).
+    #[arg(long)]
+    pad_to: Option<usize>,
+    /// After the first run, run the whole forward pass (row lookup, every plan, the download
+    /// of the embeddings) this many more times and print the median and fastest wall time.
+    #[arg(long, default_value_t = 0)]
+    repeat: usize,
+    /// Write the token ids, the mask, the embeddings and the timed runs as JSON here (for
+    /// `torch_peer.py`).
+    #[arg(long)]
+    report: Option<PathBuf>,
 }
 
 fn main() -> ExitCode {
@@ -93,7 +113,14 @@ fn run(args: &Args) -> model::Result<()> {
     println!("handle: {handle:?}");
     let mut t = Timings::new();
     let model = MiniLm::load(&handle, &dir, &mut t)?;
-    let sentences: Vec<&str> = args.sentences.iter().map(String::as_str).collect();
+    let want = args.batch.unwrap_or(args.sentences.len()).max(1);
+    let sentences: Vec<&str> = args
+        .sentences
+        .iter()
+        .cycle()
+        .take(want)
+        .map(String::as_str)
+        .collect();
 
     // Plans: loaded (fresh process, no engine selection) or built for this batch.
     let (plans, saved, pad_to) = match &args.load {
@@ -117,7 +144,7 @@ fn run(args: &Args) -> model::Result<()> {
         None => (None, None, None),
     };
     let start = Instant::now();
-    let tokens = model.tokenize(&sentences, pad_to)?;
+    let tokens = model.tokenize(&sentences, pad_to.or(args.pad_to))?;
     t.push(("tokenize".into(), start.elapsed()));
     let plans = match plans {
         Some(p) => p,
@@ -142,6 +169,37 @@ fn run(args: &Args) -> model::Result<()> {
             .collect::<std::collections::BTreeSet<_>>()
     );
     let emb = model.embed(&handle, &plans, &tokens, &mut t)?;
+    let mut runs_ms = Vec::new();
+    for _ in 0..args.repeat {
+        let start = Instant::now();
+        let again = model.embed(&handle, &plans, &tokens, &mut Timings::new())?;
+        runs_ms.push(start.elapsed().as_secs_f64() * 1e3);
+        if again != emb {
+            return Err(MiniLmError::Input(
+                "a repeated run gave other embeddings".into(),
+            ));
+        }
+    }
+    if !runs_ms.is_empty() {
+        let mut sorted = runs_ms.clone();
+        sorted.sort_by(f64::total_cmp);
+        println!(
+            "forward pass, {} × {} tokens, {} runs: median {:.3} ms, fastest {:.3} ms (bit-identical embeddings every run)",
+            tokens.batch,
+            tokens.seq,
+            sorted.len(),
+            sorted[sorted.len() / 2],
+            sorted[0]
+        );
+    }
+    if let Some(path) = &args.report {
+        let report = serde_json::json!({
+            "batch": tokens.batch, "seq": tokens.seq, "ids": tokens.ids, "mask": tokens.mask,
+            "embeddings": emb, "runs_ms": runs_ms, "device": format!("{:?}", handle.device()),
+        });
+        let text = serde_json::to_vec(&report).map_err(|e| MiniLmError::Input(e.to_string()))?;
+        hipdnn::write_atomically(path, &text).map_err(io(path))?;
+    }
 
     let mut failures = Vec::new();
     if let Some(bins) = &saved {

@@ -595,6 +595,46 @@ pub struct MiniLm {
     inv_sqrt_hidden: Buffer<f32>,
     layers: Vec<Vec<Buffer<f32>>>,
     tokenizer: tokenizers::Tokenizer,
+    /// The activation buffers and workspace of the last [`MiniLm::embed`], reused by the next
+    /// one of the same shape (allocations are not part of a forward pass).
+    scratch: std::sync::Mutex<Option<Activations>>,
+}
+
+/// Device buffers of one forward pass at `(b, s)` with a workspace of `ws_bytes`.
+struct Activations {
+    key: (usize, usize, usize),
+    ws: Buffer<u8>,
+    h: Buffer<f32>,
+    t: Buffer<f32>,
+    h1: Buffer<f32>,
+    q: Buffer<f32>,
+    k: Buffer<f32>,
+    v: Buffer<f32>,
+    o: Buffer<f32>,
+    up: Buffer<f32>,
+    pooled: Buffer<f32>,
+    out: Buffer<f32>,
+}
+
+impl Activations {
+    fn new(handle: &Handle, b: usize, s: usize, ws_bytes: usize) -> Result<Activations> {
+        let n = b * s * HIDDEN;
+        let alloc = |len: usize| Buffer::<f32>::alloc(handle, len);
+        Ok(Activations {
+            key: (b, s, ws_bytes),
+            ws: Buffer::<u8>::alloc(handle, ws_bytes)?,
+            h: alloc(n)?,
+            t: alloc(n)?,
+            h1: alloc(n)?,
+            q: alloc(n)?,
+            k: alloc(n)?,
+            v: alloc(n)?,
+            o: alloc(n)?,
+            up: alloc(b * s * FFN)?,
+            pooled: alloc(b * HIDDEN)?,
+            out: alloc(b * HIDDEN)?,
+        })
+    }
 }
 
 fn tensor_f32(st: &safetensors::SafeTensors<'_>, name: &str, shape: &[usize]) -> Result<Vec<f32>> {
@@ -717,6 +757,7 @@ impl MiniLm {
                 inv_sqrt_hidden: on(vec![1.0 / (HIDDEN as f32).sqrt(); HIDDEN])?,
                 layers,
                 tokenizer,
+                scratch: std::sync::Mutex::new(None),
             })
         })
     }
@@ -814,91 +855,104 @@ impl MiniLm {
             .into_iter()
             .max()
             .unwrap_or(0);
-        let mut ws = Buffer::<u8>::alloc(handle, ws_bytes)?;
-        let n = b * s * HIDDEN;
-        let alloc = |len: usize| Buffer::<f32>::alloc(handle, len);
-        let (mut h, mut t, mut h1) = (alloc(n)?, alloc(n)?, alloc(n)?);
-        let (mut q, mut k, mut v, mut o) = (alloc(n)?, alloc(n)?, alloc(n)?, alloc(n)?);
-        let mut up = alloc(b * s * FFN)?;
-        let ws = &mut ws;
+        let mut scratch = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        if scratch.as_ref().map(|a| a.key) != Some((b, s, ws_bytes)) {
+            *scratch = None;
+            *scratch = Some(Activations::new(handle, b, s, ws_bytes)?);
+        }
+        let Some(Activations {
+            ws,
+            h,
+            t,
+            h1,
+            q,
+            k,
+            v,
+            o,
+            up,
+            pooled,
+            out,
+            ..
+        }) = scratch.as_mut()
+        else {
+            unreachable!("allocated above")
+        };
         timed(timings, "embeddings + layernorm", || {
             let pack = VariantPack::new()
                 .with(U_X, &word)
                 .with(U_W, &self.position_and_type)
-                .with(U_Y, &mut t);
+                .with(U_Y, &mut *t);
             exec(handle, plans, Plan::EmbedAdd, pack, ws)?;
             let pack = VariantPack::new()
-                .with(U_X, &t)
+                .with(U_X, &*t)
                 .with(U_W, &self.ln[0])
                 .with(U_B, &self.ln[1])
-                .with(U_Y, &mut h);
+                .with(U_Y, &mut *h);
             exec(handle, plans, Plan::Layernorm, pack, ws)?;
             sync(handle)
         })?;
         for (i, w) in self.layers.iter().enumerate() {
             timed(timings, format!("layer {i}"), || {
-                for (wi, out) in [(WQ, &mut q), (WK, &mut k), (WV, &mut v)] {
+                for (wi, dst) in [(WQ, &mut *q), (WK, &mut *k), (WV, &mut *v)] {
                     let pack = VariantPack::new()
-                        .with(U_X, &h)
+                        .with(U_X, &*h)
                         .with(U_W, &w[wi])
                         .with(U_B, &w[wi + 1])
-                        .with(U_Y, out);
+                        .with(U_Y, dst);
                     exec(handle, plans, Plan::Projection, pack, ws)?;
                 }
                 let pack = VariantPack::new()
-                    .with(U_X, &q)
-                    .with(U_W, &k)
-                    .with(U_B, &v)
+                    .with(U_X, &*q)
+                    .with(U_W, &*k)
+                    .with(U_B, &*v)
                     .with(U_R, &key_mask)
-                    .with(U_Y, &mut o);
+                    .with(U_Y, &mut *o);
                 exec(handle, plans, Plan::Attention, pack, ws)?;
                 let pack = VariantPack::new()
-                    .with(U_X, &o)
+                    .with(U_X, &*o)
                     .with(U_W, &w[WO])
                     .with(U_B, &w[WO + 1])
-                    .with(U_R, &h)
-                    .with(U_Y, &mut t);
+                    .with(U_R, &*h)
+                    .with(U_Y, &mut *t);
                 exec(handle, plans, Plan::ProjectionResidual, pack, ws)?;
                 let pack = VariantPack::new()
-                    .with(U_X, &t)
+                    .with(U_X, &*t)
                     .with(U_W, &w[LN1])
                     .with(U_B, &w[LN1 + 1])
-                    .with(U_Y, &mut h1);
+                    .with(U_Y, &mut *h1);
                 exec(handle, plans, Plan::Layernorm, pack, ws)?;
                 let pack = VariantPack::new()
-                    .with(U_X, &h1)
+                    .with(U_X, &*h1)
                     .with(U_W, &w[W_UP])
                     .with(U_B, &w[W_UP + 1])
-                    .with(U_Y, &mut up);
+                    .with(U_Y, &mut *up);
                 exec(handle, plans, Plan::FfnUp, pack, ws)?;
                 let pack = VariantPack::new()
-                    .with(U_X, &up)
+                    .with(U_X, &*up)
                     .with(U_W, &w[W_DOWN])
                     .with(U_B, &w[W_DOWN + 1])
-                    .with(U_R, &h1)
-                    .with(U_Y, &mut t);
+                    .with(U_R, &*h1)
+                    .with(U_Y, &mut *t);
                 exec(handle, plans, Plan::FfnDown, pack, ws)?;
                 let pack = VariantPack::new()
-                    .with(U_X, &t)
+                    .with(U_X, &*t)
                     .with(U_W, &w[LN2])
                     .with(U_B, &w[LN2 + 1])
-                    .with(U_Y, &mut h);
+                    .with(U_Y, &mut *h);
                 exec(handle, plans, Plan::Layernorm, pack, ws)?;
                 sync(handle)
             })?;
         }
-        let mut pooled = alloc(b * HIDDEN)?;
-        let mut out = alloc(b * HIDDEN)?;
         timed(timings, "mean pooling + L2 normalize", || {
             let pack = VariantPack::new()
                 .with(U_X, &pool_weights)
-                .with(U_W, &h)
-                .with(U_Y, &mut pooled);
+                .with(U_W, &*h)
+                .with(U_Y, &mut *pooled);
             exec(handle, plans, Plan::Pool, pack, ws)?;
             let pack = VariantPack::new()
-                .with(U_X, &pooled)
+                .with(U_X, &*pooled)
                 .with(U_W, &self.inv_sqrt_hidden)
-                .with(U_Y, &mut out);
+                .with(U_Y, &mut *out);
             exec(handle, plans, Plan::L2Normalize, pack, ws)?;
             sync(handle)
         })?;
