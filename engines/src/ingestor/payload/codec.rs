@@ -352,14 +352,7 @@ pub fn decode_payload_in_place(
             limits.max
         )));
     }
-    // The body digest and the rest of the decode (which ends with the kernel digest, a second
-    // SHA-256 pass over the code object) run side by side; the body digest's verdict is
-    // reported first, so the error order is that of a sequential decode.
-    let header_size = header.header_size;
-    let (got, rest) = rayon::join(
-        || -> [u8; 32] { Sha256::digest(body).into() },
-        || decode_verified_body(header_size, body),
-    );
+    let got: [u8; 32] = Sha256::digest(body).into();
     if got != header.body_sha256 {
         return Err(damaged(format!(
             "body digest mismatch: the header records {}, and the body hashes to {}",
@@ -367,14 +360,6 @@ pub fn decode_payload_in_place(
             hex::encode(got)
         )));
     }
-    rest
-}
-
-/// The decode after the body digest: FlatBuffers verification, the structural checks and the
-/// kernel digest, in the reference's order. Its result counts only once the body digest
-/// matched (a damaged body may fail here in any way, never by panicking: the FlatBuffers
-/// verifier runs first).
-fn decode_verified_body(header_size: usize, body: &[u8]) -> PluginResult<DecodedPayload> {
     // A body not 16-byte aligned in memory is first copied to 16-byte aligned storage.
     let mut storage = Vec::new();
     let body: &[u8] = if body.as_ptr() as usize % BODY_ALIGNMENT == 0 {
@@ -458,7 +443,7 @@ fn decode_verified_body(header_size: usize, body: &[u8]) -> PluginResult<Decoded
     }
     let code_object = image.code_object().bytes();
     // The body may have been read from aligned storage: the offset within it is the same.
-    let code_start = header_size + (code_object.as_ptr() as usize - body.as_ptr() as usize);
+    let code_start = header.header_size + (code_object.as_ptr() as usize - body.as_ptr() as usize);
     let code_range = code_start..code_start + code_object.len();
     let code_hash = sha256_hex(code_object);
     if code_hash != sha256 {
