@@ -14,6 +14,7 @@ use bytemuck::{Pod, Zeroable};
 use half::{bf16, f16};
 use hipdnn_backend::BufferRef;
 use hipdnn_hip::safe::DeviceBuffer;
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 /// Alignment in bytes of every buffer's first element.
@@ -33,6 +34,19 @@ pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     fn write_le(self, out: &mut [u8]);
     /// Reads one element from `bytes[..Self::SIZE]` (little-endian).
     fn read_le(bytes: &[u8]) -> Self;
+    /// `data` as little-endian bytes (`data.len() * SIZE` of them): borrowed where the
+    /// in-memory form already is that (the numeric types on a little-endian host), else
+    /// converted element by element.
+    fn le_bytes(data: &[Self]) -> Cow<'_, [u8]>
+    where
+        Self: Sized,
+    {
+        let mut out = vec![0u8; data.len() * Self::SIZE];
+        for (c, v) in out.chunks_exact_mut(Self::SIZE).zip(data) {
+            v.write_le(c);
+        }
+        Cow::Owned(out)
+    }
 }
 
 macro_rules! element {
@@ -47,6 +61,13 @@ macro_rules! element {
                 let mut a = [0u8; $n];
                 a.copy_from_slice(&bytes[..$n]);
                 <$t>::from_le_bytes(a)
+            }
+            fn le_bytes(data: &[Self]) -> Cow<'_, [u8]> {
+                if cfg!(target_endian = "little") {
+                    Cow::Borrowed(bytemuck::cast_slice(data))
+                } else {
+                    Cow::Owned(data.iter().flat_map(|v| v.to_le_bytes()).collect())
+                }
             }
         }
     };
@@ -286,17 +307,44 @@ impl<T: Element> Buffer<T> {
         let Some(dev) = handle.gpu_device() else {
             return Ok(Self::from_slice(data));
         };
-        // One staging pass of little-endian bytes, then one host-to-device copy.
-        let mut bytes = vec![0u8; (data.len() * T::SIZE).max(1)];
-        for (c, v) in bytes.chunks_exact_mut(T::SIZE).zip(data) {
-            v.write_le(c);
+        // The elements' bytes as they are in memory where possible, one host-to-device copy.
+        let bytes = T::le_bytes(data);
+        let d = if bytes.is_empty() {
+            dev.alloc_zeroed::<u8>(1)
+        } else {
+            dev.htod(&bytes)
         }
-        let d = dev.htod(&bytes).map_err(device_error)?;
+        .map_err(device_error)?;
         Ok(Buffer {
             storage: Storage::Device(d),
             len: data.len(),
             _t: PhantomData,
         })
+    }
+
+    /// Overwrites every element with `data` (host memory, or one host-to-device copy for a
+    /// device buffer): refilling an input between executions without a new allocation.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` when `data.len()` differs from [`Self::len`] (nothing is written);
+    /// `HIPDNN_BACKEND_ERROR` when the device copy fails.
+    pub fn copy_from_slice(&mut self, data: &[T]) -> Result<(), Error> {
+        if data.len() != self.len {
+            return Err(Error::invalid_value(format!(
+                "copy_from_slice: {} elements given for a buffer of {}",
+                data.len(),
+                self.len
+            )));
+        }
+        let bytes = T::le_bytes(data);
+        match &mut self.storage {
+            Storage::Host(_) => {
+                self.host_bytes_mut().copy_from_slice(&bytes);
+                Ok(())
+            }
+            Storage::Device(_) if bytes.is_empty() => Ok(()),
+            Storage::Device(d) => d.copy_from_host(&bytes).map_err(device_error),
+        }
     }
 
     /// A copy of this buffer on `handle`'s device (host memory for a CPU handle).

@@ -536,4 +536,20 @@ fn gpu_buffers_are_zeroed_and_round_trip() {
     let flags = [true, false, false, true, true];
     let b = Buffer::from_slice_on(&h, &flags).expect("upload");
     assert_eq!(b.to_vec().expect("download"), flags);
+    // Refilling a device buffer in place.
+    let mut b = Buffer::<f32>::alloc(&h, 1000).expect("alloc");
+    let data = lcg(1000, 5);
+    b.copy_from_slice(&data).expect("refill");
+    assert!(b.is_device());
+    assert!(
+        b.to_vec()
+            .expect("download")
+            .iter()
+            .map(|v| v.to_bits())
+            .eq(data.iter().map(|v| v.to_bits()))
+    );
+    assert!(
+        b.copy_from_slice(&data[..999]).is_err(),
+        "another length is refused"
+    );
 }

@@ -167,3 +167,47 @@ fn a_second_binding_of_a_uid_replaces_the_first() {
         "replaced output untouched"
     );
 }
+
+/// `Element::le_bytes` is the element-by-element little-endian encoding for every element
+/// type, and `Buffer::copy_from_slice` overwrites a host buffer in place or refuses another
+/// length without writing.
+#[test]
+fn le_bytes_and_copy_from_slice() {
+    fn check<T: Element>(values: &[T]) {
+        let mut want = vec![0u8; values.len() * T::SIZE];
+        for (c, v) in want.chunks_exact_mut(T::SIZE).zip(values) {
+            v.write_le(c);
+        }
+        assert_eq!(&*T::le_bytes(values), want.as_slice(), "{:?}", T::DATA_TYPE);
+    }
+    check(&[1.5f32, -0.0, f32::MAX, 3e-39]);
+    check(&[2.25f64, -1e300]);
+    check(&[f16::from_f32(0.5), f16::from_f32(-65504.0)]);
+    check(&[bf16::from_f32(0.5), bf16::from_f32(-3.0e38)]);
+    check(&[i32::MIN, 7]);
+    check(&[i64::MAX, -2]);
+    check(&[-128i8, 5]);
+    check(&[255u8, 0]);
+    check(&[true, false, true]);
+    check::<f32>(&[]);
+
+    let mut b = Buffer::<f32>::zeros(3);
+    b.copy_from_slice(&[1.0, -2.0, 0.5]).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [1.0, -2.0, 0.5]);
+    let e = b.copy_from_slice(&[9.0; 4]).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert!(
+        e.message
+            .starts_with("copy_from_slice: 4 elements given for a buffer of 3"),
+        "{}",
+        e.message
+    );
+    assert_eq!(
+        b.to_vec().unwrap(),
+        [1.0, -2.0, 0.5],
+        "nothing written on a refusal"
+    );
+    let mut flags = Buffer::<bool>::zeros(2);
+    flags.copy_from_slice(&[true, false]).unwrap();
+    assert_eq!(flags.to_vec().unwrap(), [true, false]);
+}
