@@ -6,7 +6,7 @@
 //! python3 hipdnn-rs/examples/minilm/fetch.py          # once: the weights and tokenizer
 //! cargo run --release --example minilm -- "sentence one" "sentence two" [...]
 //!     [--device cpu|gpu|auto] [--save DIR | --load DIR]
-//!     [--batch B] [--pad-to S] [--repeat N] [--report FILE]
+//!     [--batch B] [--pad-to S] [--repeat N] [--report FILE] [--benchmark] [--profile]
 //! ```
 //!
 //! `--batch`/`--pad-to`/`--repeat` time the whole forward pass at a given shape (e.g. 32 ×
@@ -78,6 +78,14 @@ struct Args {
     /// `torch_peer.py`).
     #[arg(long)]
     report: Option<PathBuf>,
+    /// Build the plans with benchmarking (every applicable kernel timed on the device, the
+    /// fastest kept) instead of the static rule.
+    #[arg(long, conflicts_with = "load")]
+    benchmark: bool,
+    /// After the timed runs, run once more with a device synchronization around every plan
+    /// execution and print each plan's total time.
+    #[arg(long)]
+    profile: bool,
 }
 
 fn main() -> ExitCode {
@@ -150,7 +158,7 @@ fn run(args: &Args) -> model::Result<()> {
         Some(p) => p,
         None => {
             let start = Instant::now();
-            let p = Plans::build(&handle, tokens.batch, tokens.seq)?;
+            let p = Plans::build_with(&handle, tokens.batch, tokens.seq, args.benchmark)?;
             t.push((
                 format!("build {} plans", model::PLAN_FILES.len()),
                 start.elapsed(),
@@ -191,6 +199,15 @@ fn run(args: &Args) -> model::Result<()> {
             sorted[sorted.len() / 2],
             sorted[0]
         );
+    }
+    if args.profile {
+        *model::PROFILE.lock().expect("profile lock") = Some(Default::default());
+        model.embed(&handle, &plans, &tokens, &mut Timings::new())?;
+        let totals = model::PROFILE.lock().expect("profile lock").take();
+        println!("per-plan time of one pass (device synchronized around each execution):");
+        for (name, (n, d)) in model::PLAN_FILES.iter().zip(totals.unwrap_or_default()) {
+            println!("  {name:<26} {n:>3} × = {:>8.3} ms", d.as_secs_f64() * 1e3);
+        }
     }
     if let Some(path) = &args.report {
         let report = serde_json::json!({

@@ -445,6 +445,16 @@ impl Plans {
     /// [`MiniLmError::Input`] when `batch` is 0 or `seq` is 0 or above 512;
     /// [`MiniLmError::Graph`] when validation or engine selection fails.
     pub fn build(handle: &Handle, batch: usize, seq: usize) -> Result<Plans> {
+        Plans::build_with(handle, batch, seq, false)
+    }
+
+    /// [`Plans::build`], with `benchmark`: every plan built with
+    /// [`Graph::build_benchmarked`] (each applicable kernel timed on the device, the fastest
+    /// kept).
+    ///
+    /// # Errors
+    /// As [`Plans::build`].
+    pub fn build_with(handle: &Handle, batch: usize, seq: usize, benchmark: bool) -> Result<Plans> {
         if batch == 0 || seq == 0 || seq > MAX_POSITIONS {
             return Err(MiniLmError::Input(format!(
                 "batch {batch} and length {seq} must be positive, length at most {MAX_POSITIONS}"
@@ -452,7 +462,11 @@ impl Plans {
         }
         let mut graphs = model_graphs(batch as i64, seq as i64);
         for g in &mut graphs {
-            g.build(handle)?;
+            if benchmark {
+                g.build_benchmarked(handle)?;
+            } else {
+                g.build(handle)?;
+            }
         }
         Ok(Plans { graphs })
     }
@@ -614,6 +628,12 @@ struct Activations {
     up: Buffer<f32>,
     pooled: Buffer<f32>,
     out: Buffer<f32>,
+    /// Inputs refilled by every pass: the looked-up word rows, the key mask, the pooling
+    /// weights, and the host staging of the word rows.
+    word: Buffer<f32>,
+    key_mask: Buffer<bool>,
+    pool_weights: Buffer<f32>,
+    staging: Vec<f32>,
 }
 
 impl Activations {
@@ -633,6 +653,10 @@ impl Activations {
             up: alloc(b * s * FFN)?,
             pooled: alloc(b * HIDDEN)?,
             out: alloc(b * HIDDEN)?,
+            word: alloc(n)?,
+            key_mask: Buffer::<bool>::alloc(handle, b * s)?,
+            pool_weights: alloc(b * s)?,
+            staging: vec![0.0; n],
         })
     }
 }
@@ -665,6 +689,10 @@ fn sync(handle: &Handle) -> Result<()> {
     Ok(())
 }
 
+/// Per-plan device time: when on, every execution is bracketed by device synchronizations
+/// and its wall time is added to its plan's total (in [`Plan`] order).
+pub static PROFILE: std::sync::Mutex<Option<[(u32, Duration); 9]>> = std::sync::Mutex::new(None);
+
 fn exec(
     handle: &Handle,
     plans: &Plans,
@@ -672,7 +700,22 @@ fn exec(
     pack: VariantPack<'_>,
     ws: &mut Buffer<u8>,
 ) -> Result<()> {
-    Ok(plans.get(p).execute(handle, pack, Some(ws))?)
+    let profiling = PROFILE.lock().map(|g| g.is_some()).unwrap_or(false);
+    if !profiling {
+        return Ok(plans.get(p).execute(handle, pack, Some(ws))?);
+    }
+    sync(handle)?;
+    let start = Instant::now();
+    plans.get(p).execute(handle, pack, Some(ws))?;
+    sync(handle)?;
+    let took = start.elapsed();
+    if let Ok(mut g) = PROFILE.lock()
+        && let Some(t) = g.as_mut()
+    {
+        t[p as usize].0 += 1;
+        t[p as usize].1 += took;
+    }
+    Ok(())
 }
 
 impl MiniLm {
@@ -821,32 +864,6 @@ impl MiniLm {
                 plans.shape()
             )));
         }
-        let vocab = self.word_table.len() / HIDDEN;
-        let word = timed(timings, "word-embedding row lookup (host)", || {
-            let mut w = Vec::with_capacity(b * s * HIDDEN);
-            for &id in &tokens.ids {
-                let id = id as usize;
-                if id >= vocab {
-                    return Err(MiniLmError::Input(format!(
-                        "token id {id} outside the vocabulary of {vocab}"
-                    )));
-                }
-                w.extend_from_slice(&self.word_table[id * HIDDEN..(id + 1) * HIDDEN]);
-            }
-            Ok(Buffer::from_slice_on(handle, &w)?)
-        })?;
-        let key_mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
-        let key_mask = Buffer::from_slice_on(handle, &key_mask)?;
-        // Pooling weights: mask / max(Σ mask, 1e-9) per sentence.
-        let pool_weights: Vec<f32> = tokens
-            .mask
-            .chunks_exact(s)
-            .flat_map(|m| {
-                let count = (m.iter().sum::<u32>() as f32).max(1e-9);
-                m.iter().map(move |x| *x as f32 / count)
-            })
-            .collect();
-        let pool_weights = Buffer::from_slice_on(handle, &pool_weights)?;
         let ws_bytes = plans
             .graphs()
             .iter()
@@ -872,14 +889,49 @@ impl MiniLm {
             up,
             pooled,
             out,
+            word,
+            key_mask,
+            pool_weights,
+            staging,
             ..
         }) = scratch.as_mut()
         else {
             unreachable!("allocated above")
         };
+        let vocab = self.word_table.len() / HIDDEN;
+        timed(
+            timings,
+            "word-embedding row lookup (host) + inputs upload",
+            || {
+                for (dst, &id) in staging.chunks_exact_mut(HIDDEN).zip(&tokens.ids) {
+                    let id = id as usize;
+                    if id >= vocab {
+                        return Err(MiniLmError::Input(format!(
+                            "token id {id} outside the vocabulary of {vocab}"
+                        )));
+                    }
+                    dst.copy_from_slice(&self.word_table[id * HIDDEN..(id + 1) * HIDDEN]);
+                }
+                word.copy_from_slice(staging)?;
+                let mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
+                key_mask.copy_from_slice(&mask)?;
+                // Pooling weights: mask / max(Σ mask, 1e-9) per sentence.
+                let weights: Vec<f32> = tokens
+                    .mask
+                    .chunks_exact(s)
+                    .flat_map(|m| {
+                        let count = (m.iter().sum::<u32>() as f32).max(1e-9);
+                        m.iter().map(move |x| *x as f32 / count)
+                    })
+                    .collect();
+                pool_weights.copy_from_slice(&weights)?;
+                Ok(())
+            },
+        )?;
+        let (word, key_mask, pool_weights) = (&*word, &*key_mask, &*pool_weights);
         timed(timings, "embeddings + layernorm", || {
             let pack = VariantPack::new()
-                .with(U_X, &word)
+                .with(U_X, word)
                 .with(U_W, &self.position_and_type)
                 .with(U_Y, &mut *t);
             exec(handle, plans, Plan::EmbedAdd, pack, ws)?;
@@ -905,7 +957,7 @@ impl MiniLm {
                     .with(U_X, &*q)
                     .with(U_W, &*k)
                     .with(U_B, &*v)
-                    .with(U_R, &key_mask)
+                    .with(U_R, key_mask)
                     .with(U_Y, &mut *o);
                 exec(handle, plans, Plan::Attention, pack, ws)?;
                 let pack = VariantPack::new()
@@ -945,7 +997,7 @@ impl MiniLm {
         }
         timed(timings, "mean pooling + L2 normalize", || {
             let pack = VariantPack::new()
-                .with(U_X, &pool_weights)
+                .with(U_X, pool_weights)
                 .with(U_W, &*h)
                 .with(U_Y, &mut *pooled);
             exec(handle, plans, Plan::Pool, pack, ws)?;
