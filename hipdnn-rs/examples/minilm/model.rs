@@ -296,8 +296,10 @@ fn layernorm_graph(rows: i64) -> Graph {
     output(g, y, "y")
 }
 
-/// A `Linear` layer on `rows` rows: `x (1, 1, rows, n_in) · Wᵀ + bias` (W `(n_out, n_in)`
-/// row-major, seen as `(1, 1, n_in, n_out)` through strides), then `+ residual (1, 1, rows,
+/// A `Linear` layer on `rows` rows: `x (1, 1, rows, n_in) · Wᵀ + bias` (Wᵀ bound as the
+/// `(n_in, n_out)` row-major copy [`MiniLm::load`] makes of PyTorch's `(n_out, n_in)`
+/// weight, so the GEMM's B operand is unit-stride along N: the matmul kernels' specialized
+/// entries need that), then `+ residual (1, 1, rows,
 /// n_out)` when `residual`, then erf GELU when `gelu`.
 fn linear_graph(name: &str, rows: i64, n_in: i64, n_out: i64, residual: bool, gelu: bool) -> Graph {
     let mut g = f32_graph(name);
@@ -307,7 +309,7 @@ fn linear_graph(name: &str, rows: i64, n_in: i64, n_out: i64, residual: bool, ge
         "weight",
         U_W,
         [1, 1, n_in, n_out],
-        [n_in * n_out, n_in * n_out, 1, n_in],
+        [n_in * n_out, n_in * n_out, n_out, 1],
     );
     let bias = vector(&mut g, "bias", U_B, n_out);
     let y = g.matmul(x, w, MatmulAttributes::new());
@@ -678,6 +680,17 @@ fn tensor_f32(st: &safetensors::SafeTensors<'_>, name: &str, shape: &[usize]) ->
         .collect())
 }
 
+/// `w (rows, cols)` row-major → its transpose `(cols, rows)` row-major.
+fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
+    let mut t = vec![0.0; w.len()];
+    for (r, row) in w.chunks_exact(cols).enumerate() {
+        for (c, v) in row.iter().enumerate() {
+            t[c * rows + r] = *v;
+        }
+    }
+    t
+}
+
 /// Waits for the handle's device (GPU: the default stream) so a stage's time includes its
 /// kernels; nothing to wait for on the CPU.
 fn sync(handle: &Handle) -> Result<()> {
@@ -784,11 +797,13 @@ impl MiniLm {
                     LAYER_WEIGHTS
                         .iter()
                         .map(|(name, shape)| {
-                            on(tensor_f32(
-                                &st,
-                                &format!("encoder.layer.{i}.{name}"),
-                                shape,
-                            )?)
+                            let w = tensor_f32(&st, &format!("encoder.layer.{i}.{name}"), shape)?;
+                            // `Linear` weights (out, in) are stored transposed, (in, out)
+                            // row-major, so the matmul's B operand has unit stride along N.
+                            on(match shape {
+                                [out, inp] => transpose(&w, *out, *inp),
+                                _ => w,
+                            })
                         })
                         .collect::<Result<Vec<_>>>()
                 })
