@@ -872,6 +872,33 @@ impl MiniLm {
         tokens: &Tokens,
         timings: &mut Timings,
     ) -> Result<Vec<f32>> {
+        self.embed_with(handle, plans, tokens, timings, true)
+    }
+
+    /// [`MiniLm::embed`] without per-stage timing: no device synchronization between stages
+    /// (the host queues the next plan while the device runs the previous one; the final
+    /// download waits for all of them). Same embeddings, bit for bit.
+    ///
+    /// # Errors
+    /// As [`MiniLm::embed`].
+    pub fn embed_untimed(
+        &self,
+        handle: &Handle,
+        plans: &Plans,
+        tokens: &Tokens,
+    ) -> Result<Vec<f32>> {
+        self.embed_with(handle, plans, tokens, &mut Timings::new(), false)
+    }
+
+    fn embed_with(
+        &self,
+        handle: &Handle,
+        plans: &Plans,
+        tokens: &Tokens,
+        timings: &mut Timings,
+        stage_sync: bool,
+    ) -> Result<Vec<f32>> {
+        let stage_end = || if stage_sync { sync(handle) } else { Ok(()) };
         let (b, s) = (tokens.batch, tokens.seq);
         if plans.shape() != (b, s) {
             return Err(MiniLmError::Input(format!(
@@ -918,15 +945,19 @@ impl MiniLm {
             timings,
             "word-embedding row lookup (host) + inputs upload",
             || {
-                for (dst, &id) in staging.chunks_exact_mut(HIDDEN).zip(&tokens.ids) {
-                    let id = id as usize;
-                    if id >= vocab {
-                        return Err(MiniLmError::Input(format!(
-                            "token id {id} outside the vocabulary of {vocab}"
-                        )));
-                    }
-                    dst.copy_from_slice(&self.word_table[id * HIDDEN..(id + 1) * HIDDEN]);
+                if let Some(&id) = tokens.ids.iter().find(|&&id| id as usize >= vocab) {
+                    return Err(MiniLmError::Input(format!(
+                        "token id {id} outside the vocabulary of {vocab}"
+                    )));
                 }
+                use rayon::prelude::*;
+                staging
+                    .par_chunks_exact_mut(HIDDEN)
+                    .zip(tokens.ids.par_iter())
+                    .for_each(|(dst, &id)| {
+                        let id = id as usize;
+                        dst.copy_from_slice(&self.word_table[id * HIDDEN..(id + 1) * HIDDEN]);
+                    });
                 word.copy_from_slice(staging)?;
                 let mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
                 key_mask.copy_from_slice(&mask)?;
@@ -956,7 +987,7 @@ impl MiniLm {
                 .with(U_B, &self.ln[1])
                 .with(U_Y, &mut *h);
             exec(handle, plans, Plan::Layernorm, pack, ws)?;
-            sync(handle)
+            stage_end()
         })?;
         for (i, w) in self.layers.iter().enumerate() {
             timed(timings, format!("layer {i}"), || {
@@ -1007,7 +1038,7 @@ impl MiniLm {
                     .with(U_B, &w[LN2 + 1])
                     .with(U_Y, &mut *h);
                 exec(handle, plans, Plan::Layernorm, pack, ws)?;
-                sync(handle)
+                stage_end()
             })?;
         }
         timed(timings, "mean pooling + L2 normalize", || {
@@ -1021,7 +1052,7 @@ impl MiniLm {
                 .with(U_W, &self.inv_sqrt_hidden)
                 .with(U_Y, &mut *out);
             exec(handle, plans, Plan::L2Normalize, pack, ws)?;
-            sync(handle)
+            stage_end()
         })?;
         Ok(out.to_vec()?)
     }
