@@ -215,14 +215,9 @@ fn published_similarities_and_paraphrases() {
     assert!(min_para - max_unrel > 0.4, "gap {min_para} - {max_unrel}");
 }
 
-/// Saves the nine plans, loads them in a fresh process (this test binary run again on
-/// `fresh_process_child`), which executes them, re-saves them byte-identically and writes its
-/// embeddings; they must equal this process's bit for bit.
-#[test]
-fn saved_plans_reload_in_a_fresh_process() {
-    let Some((handle, m)) = model() else { return };
-    let g = golden();
-    let (_, plans, emb) = run_golden(&handle, &m, &g);
+/// Saves `plans` into a temporary directory and runs `fresh_process_child` on them in a new
+/// process of this test binary (with `env` added); returns the embeddings it wrote.
+fn reload_in_child(plans: &Plans, env: &[(&str, &std::ffi::OsStr)]) -> Vec<u8> {
     let dir = tempfile::tempdir().expect("temp dir");
     plans.save(dir.path()).expect("save");
     let out = Command::new(std::env::current_exe().expect("test binary"))
@@ -234,6 +229,7 @@ fn saved_plans_reload_in_a_fresh_process() {
             "--test-threads=1",
         ])
         .env(CHILD_ENV, dir.path())
+        .envs(env.iter().copied())
         .output()
         .expect("spawn the test binary");
     assert!(
@@ -242,7 +238,18 @@ fn saved_plans_reload_in_a_fresh_process() {
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
-    let child = std::fs::read(dir.path().join("child.f32")).expect("child embeddings");
+    std::fs::read(dir.path().join("child.f32")).expect("child embeddings")
+}
+
+/// Saves the nine plans, loads them in a fresh process (this test binary run again on
+/// `fresh_process_child`), which executes them, re-saves them byte-identically and writes its
+/// embeddings; they must equal this process's bit for bit.
+#[test]
+fn saved_plans_reload_in_a_fresh_process() {
+    let Some((handle, m)) = model() else { return };
+    let g = golden();
+    let (_, plans, emb) = run_golden(&handle, &m, &g);
+    let child = reload_in_child(&plans, &[]);
     let ours: Vec<u8> = emb.iter().flat_map(|v| v.to_le_bytes()).collect();
     assert_eq!(child.len(), ours.len());
     assert!(child == ours, "embeddings from the reloaded plans differ");
@@ -455,28 +462,13 @@ fn gpu_embeddings_match_the_reference_and_reload_without_archives() {
             }
         }
     }
-    let dir = tempfile::tempdir().expect("temp dir");
-    plans.save(dir.path()).expect("save");
-    let out = Command::new(std::env::current_exe().expect("test binary"))
-        .args([
-            "--exact",
-            "fresh_process_child",
-            "--ignored",
-            "--nocapture",
-            "--test-threads=1",
-        ])
-        .env(CHILD_ENV, dir.path())
-        .env(CHILD_DEVICE_ENV, "gpu")
-        .env("HIPDNN_KERNEL_DIR", kernels.path())
-        .output()
-        .expect("spawn the test binary");
-    assert!(
-        out.status.success(),
-        "child failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
+    let child = reload_in_child(
+        &plans,
+        &[
+            (CHILD_DEVICE_ENV, "gpu".as_ref()),
+            ("HIPDNN_KERNEL_DIR", kernels.path().as_os_str()),
+        ],
     );
-    let child = std::fs::read(dir.path().join("child.f32")).expect("child embeddings");
     let ours: Vec<u8> = emb.iter().flat_map(|v| v.to_le_bytes()).collect();
     assert!(
         child == ours,
