@@ -14,17 +14,17 @@ use hipdnn_engines::ingestor::packs::conv_fprop::{
 };
 use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
-    MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
+    MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, param_names, signature,
 };
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
-/// nchw, 3 nchwt).
+/// nchw, 3 nchwt, 4 bcol).
 fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
     let spec = variant == 1;
     match family {
-        "matmul" => signature(spec, 2),
+        "matmul" => signature(variant, 2),
         "conv_fprop" => conv_fprop::signature(variant, 2),
         "conv_dgrad" => conv_dgrad::signature(spec),
         "conv_wgrad" => conv_wgrad::signature(spec),
@@ -431,9 +431,12 @@ fn matmul_launch_values_round_trip_and_give_the_geometry() {
         assert_eq!(l.scalar_args.len(), if spec { 10 } else { 13 });
         assert_eq!(
             MatmulHandler::V1.launch_signature_for(&l.launch_values),
-            signature(spec, 1)
+            signature(i64::from(spec), 1)
         );
-        assert_eq!(signature(spec, 1).len(), if spec { 16 } else { 19 });
+        assert_eq!(
+            signature(i64::from(spec), 1).len(),
+            if spec { 16 } else { 19 }
+        );
         // v2: residual and scale pointers, residual strides.
         let i = inputs_v2(spec);
         let l = i.to_launch().unwrap();
@@ -448,10 +451,13 @@ fn matmul_launch_values_round_trip_and_give_the_geometry() {
             l.scalar_args.last(),
             Some(&hipdnn_engines::ingestor::device::KernelArgValue::I32(85))
         );
-        assert_eq!(signature(spec, 2).len(), if spec { 20 } else { 24 });
+        assert_eq!(
+            signature(i64::from(spec), 2).len(),
+            if spec { 20 } else { 24 }
+        );
         assert_eq!(
             MatmulHandler::V2.launch_signature_for(&l.launch_values),
-            signature(spec, 2)
+            signature(i64::from(spec), 2)
         );
         // A v1 plan's values are not a v2 contract (and the other way round).
         let e = MatmulHandler::V2
@@ -984,4 +990,78 @@ fn conv_wgrad_restore_refusals_are_exact() {
     v.remove("split");
     let e = refuse(v);
     assert!(e.contains("'split'"), "{e}");
+}
+
+/// v2 inputs with B column-major (`(N, K)` row-major weight used as B = Wᵀ) on the bcol
+/// variant of the same tile.
+fn inputs_bcol() -> MatmulInputs {
+    let mut i = inputs_v2(false);
+    i.strides[4] = 1; // stride_bk
+    i.strides[5] = 128; // stride_bn = K
+    i.config.b_col = true;
+    i
+}
+
+#[test]
+fn matmul_bcol_variant_takes_a_column_major_b() {
+    let c = TritonConfig::parse("matmul_f32_bcol_64x64x32_g8_w4_s3_sh32768_ws32").unwrap();
+    assert!(c.b_col && !c.spec && !c.channels_first && !c.transposing);
+    assert_eq!(c.variant_code(), 4);
+    // Hints: B's unit stride along K, N's stride a multiple of 16.
+    let i = inputs_bcol();
+    assert!(i.fits_bcol() && !i.fits_spec());
+    assert!(inputs_v2(true).fits_spec() && !inputs_v2(true).fits_bcol());
+    let mut j = inputs_bcol();
+    j.strides[5] = 130;
+    assert!(!j.fits_bcol(), "B's N stride not a multiple of 16");
+    let mut j = inputs_bcol();
+    j.version = 1;
+    assert!(!j.fits_bcol(), "v1 has no bcol entries");
+    // Parameters: stride_bk (not stride_bn) is the constexpr one.
+    let names = param_names(4, 2);
+    assert!(names.contains(&"stride_bn") && !names.contains(&"stride_bk"));
+    assert!(!names.contains(&"stride_ak") && !names.contains(&"stride_cn"));
+    assert_eq!(names.len(), param_names(1, 2).len());
+    // The launch: spec value 4, integers in parameter order, round trip, signature.
+    let l = i.to_launch().unwrap();
+    assert_eq!(l.launch_values.get("spec"), Some(&LaunchValue::Int(4)));
+    let ints: Vec<i32> = l
+        .scalar_args
+        .iter()
+        .map(|a| match a {
+            hipdnn_engines::ingestor::device::KernelArgValue::I32(v) => *v,
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    // M, N, K, stride_ab, stride_am, stride_bb, stride_bn, stride_cb, stride_cm, stride_rb,
+    // stride_rm, epilogue.
+    assert_eq!(
+        ints,
+        [
+            512, 256, 128, 65536, 128, 32768, 128, 131072, 256, 0, 512, 85
+        ]
+    );
+    let back = MatmulHandler::V2
+        .restore_launch(MATMUL_V2, &l.launch_values)
+        .unwrap();
+    assert_eq!(back, l);
+    assert_eq!(
+        MatmulHandler::V2.launch_signature_for(&l.launch_values),
+        signature(4, 2)
+    );
+    // Refusals on restore: a bcol plan whose B is not unit-stride along K, an unknown variant.
+    let mut v = l.launch_values.clone();
+    v.insert("stride_bk".into(), LaunchValue::Int(256));
+    let e = MatmulHandler::V2
+        .restore_launch(MATMUL_V2, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.matmul.dispatch.v2' name the bcol variant, whose unit strides 'stride_ak', 'stride_bk' and 'stride_cn' (and 'stride_rn') must be 1"), "{e}");
+    let mut v = l.launch_values.clone();
+    v.insert("spec".into(), LaunchValue::Int(2));
+    let e = MatmulHandler::V2
+        .restore_launch(MATMUL_V2, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.matmul.dispatch.v2' is 2; the matmul contract takes 0 (generic), 1 (spec) or 4 (bcol)"), "{e}");
 }

@@ -206,7 +206,8 @@ pub fn build(root: &Path, scratch: &Path, out: &Path) -> Res<usize> {
     Ok(total)
 }
 
-/// Static-rule order of entries within an arch: family, dtype, spec (channels-last), then
+/// Static-rule order of entries within an arch: family, dtype, spec (channels-last) and matmul's
+/// column-major-B `bcol` (never both applicable to one graph), then
 /// conv fprop's transposing channels-first `nchwt`, then its in-place `nchw`, then generic; larger
 /// tiles first (the contract takes the first applicable entry; see the matmul pack docs).
 fn order_key(r: &Value) -> (String, String, u8, std::cmp::Reverse<u64>, String) {
@@ -216,7 +217,7 @@ fn order_key(r: &Value) -> (String, String, u8, std::cmp::Reverse<u64>, String) 
         r["family"].as_str().unwrap_or_default().to_string(),
         r["dtype"].as_str().unwrap_or_default().to_string(),
         match r["variant"].as_str() {
-            Some("spec") => 0,
+            Some("spec" | "bcol") => 0,
             Some("nchwt") => 1,
             Some("generic") => 3,
             _ => 2,

@@ -77,6 +77,12 @@ INTS = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stri
 SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "M", "N", "K", "stride_ab", "stride_am",
               "stride_bb", "stride_bk", "stride_cb", "stride_cm", "stride_rb", "stride_rm"]
 SPEC_ONE = ["stride_ak", "stride_bn", "stride_cn", "stride_rn"]
+# "bcol": the spec hints with B column-major (stride_bk = 1, stride_bn a multiple of 16): a
+# weight stored (N, K) row-major, as PyTorch's `Linear` keeps it, used as B = Wᵀ.
+BCOL_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "M", "N", "K", "stride_ab", "stride_am",
+              "stride_bb", "stride_bn", "stride_cb", "stride_cm", "stride_rb", "stride_rm"]
+BCOL_ONE = ["stride_ak", "stride_bk", "stride_cn", "stride_rn"]
+HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "bcol": (BCOL_DIV16, BCOL_ONE)}
 # `tf32`: f32 tensors with TF32 tensor-core products (INPUT_PRECISION "tf32"), CUDA targets
 # only; the engine chooses these entries only behind its TF32 knob.
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "tf32": "fp32"}
@@ -88,7 +94,8 @@ def configs(vendor, dtype):
         return {}
     if vendor == "cuda":
         if dtype == "tf32":
-            return {"spec": [(128, 128, 32, 8, 8, 3), (128, 64, 32, 8, 4, 3)]}
+            tf32 = [(128, 128, 32, 8, 8, 3), (128, 64, 32, 8, 4, 3)]
+            return {"spec": tf32, "bcol": tf32}
         if dtype == "f32":
             spec = [(128, 128, 32, 8, 8, 3), (64, 64, 32, 8, 4, 3)]
         else:
@@ -100,4 +107,5 @@ def configs(vendor, dtype):
         else:
             spec = [(256, 256, 64, 8, 8, 2), (128, 128, 64, 8, 4, 2)]
         gen = [(64, 64, 32, 8, 4, 2)]
-    return {"spec": spec, "generic": gen}
+    # bcol: the spec tiles (same loop; only B's unit stride moves from N to K).
+    return {"spec": spec, "bcol": spec, "generic": gen}

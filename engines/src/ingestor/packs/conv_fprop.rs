@@ -426,6 +426,7 @@ impl ConvFpropInputs {
             spec: false,
             channels_first: false,
             transposing: false,
+            b_col: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,

@@ -280,6 +280,7 @@ impl ConvWgradV1Inputs {
             spec: r.int("spec", 0, 1)? == 1,
             channels_first: false,
             transposing: false,
+            b_col: false,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,

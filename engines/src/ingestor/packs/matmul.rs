@@ -17,15 +17,18 @@
 //! Kernel entries (descriptor `name`, written by `xtask pack-kernels`):
 //! `matmul_<dtype>_<variant>_<bm>x<bn>x<bk>_g<group>_w<warps>_s<stages>_sh<shared>_ws<warp>`.
 //! `variant` is `spec` (pointers 16-byte aligned; M, N, K, the leading and batch strides
-//! multiples of 16; unit strides of A's K, B's N, C's N and the residual's N constant 1) or
+//! multiples of 16; unit strides of A's K, B's N, C's N and the residual's N constant 1),
+//! `bcol` (the same with B column-major: B's K stride constant 1 and its N stride a multiple of
+//! 16 — a `(N, K)` row-major weight used as B = Wᵀ, PyTorch's `Linear` layout; v2 only) or
 //! `generic` (no hints).
 //!
-//! **Static rule** (no benchmarking): entries are tried in pack order (spec before generic,
-//! larger tiles first); a spec entry serves a graph whose shape satisfies its hints, except
-//! that a spec tile larger than 64×128 is refused when it would give fewer than
-//! [`MIN_TILES`] tiles (the device would be under-filled); the generic entry serves every
-//! graph. Pointer alignment is only known at execute: a plan on a spec entry refuses
-//! (BAD_PARAM) tensors that are not 16-byte aligned.
+//! **Static rule** (no benchmarking): entries are tried in pack order (spec and bcol before
+//! generic, larger tiles first); a spec or bcol entry serves a graph whose shape satisfies its
+//! hints (never both: their unit strides exclude each other), except that a tile larger than
+//! 64×128 is refused when it would give fewer than [`MIN_TILES`] tiles (the device would be
+//! under-filled); the generic entry serves every graph. Pointer alignment is only known at
+//! execute: a plan on a spec or bcol entry refuses (BAD_PARAM) tensors that are not 16-byte
+//! aligned.
 //!
 //! | launch value | type | range |
 //! |---|---|---|
@@ -35,7 +38,7 @@
 //! | `m`, `n`, `k` | int | [1, 2147483647] |
 //! | `stride_ab`, `stride_am`, `stride_ak`, `stride_bb`, `stride_bk`, `stride_bn`, `stride_cb`, `stride_cm`, `stride_cn`, `stride_rb`, `stride_rm`, `stride_rn` | int | [0, 2147483647] (elements; the residual's are C's without one) |
 //! | `epilogue` | int | [0, 127], [`super::epilogue`]'s code (v1: [0, 3], bit 0 bias, bit 1 ReLU) |
-//! | `spec` | int | 0 generic, 1 spec (then the unit strides must be 1) |
+//! | `spec` | int | 0 generic, 1 spec, 4 bcol (v2 only); spec and bcol need their unit strides to be 1 |
 //! | `block_m`, `block_n`, `block_k` | int | [16, 256] |
 //! | `group_m` | int | [1, 64] |
 //! | `num_warps` | int | [1, 16]; `warp_size` 32 or 64; num_warps·warp_size ≤ 1024 |
@@ -48,8 +51,8 @@
 //! list: a_ptr, b_ptr, c_ptr, bias_ptr, res_ptr, scale_ptr (null when absent), M, N, K,
 //! stride_ab, stride_am, [stride_ak,] stride_bb, stride_bk, [stride_bn,] stride_cb, stride_cm,
 //! [stride_cn,] stride_rb, stride_rm, [stride_rn,] epilogue, global_scratch, profile_scratch
-//! (bracketed ones only in the generic variant; v1 has no res/scale pointers or residual
-//! strides).
+//! (bracketed ones only in the generic variant — the bcol variant drops stride_bk instead of
+//! stride_bn; v1 has no res/scale pointers or residual strides).
 
 use super::epilogue::match_epilogue;
 use super::pointwise_v2::dims_strides;
@@ -154,6 +157,9 @@ pub struct TritonConfig {
     /// The transposing channels-first variant (`nchwt`, conv fprop only: a layout pass into
     /// the workspace, then the channels-last GEMM; `spec` and `channels_first` are false).
     pub transposing: bool,
+    /// The column-major-B specialized variant (`bcol`, matmul only: the spec hints with
+    /// B's unit stride along K instead of N; `spec` is false).
+    pub b_col: bool,
     /// Tile M, N, K.
     pub block: [i64; 3],
     /// Grouped ordering of M tiles.
@@ -174,7 +180,7 @@ pub(crate) fn is_spec(values: &LaunchValues) -> bool {
 }
 
 /// The kernel arguments of a Triton launch, shared by every Triton contract: on a specialized
-/// entry (`spec` 1, or conv fprop's channels-first 2 and 3), first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
+/// entry (`spec` 1, conv fprop's channels-first 2 and 3, matmul's `bcol` 4), first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
 /// (`res.uid`; the operands the kernel's alignment hints cover, named `operands` for the
 /// `kernel` in the message) bound to a device address that is not 16-byte aligned; then the
 /// three operand pointers, one pointer per name of `optional` (launch-value names such as
@@ -199,7 +205,7 @@ pub(crate) fn triton_kernel_args(
     };
     if matches!(
         launch.launch_values.get("spec"),
-        Some(LaunchValue::Int(1..=3))
+        Some(LaunchValue::Int(1..=4))
     ) {
         let mut hinted = launch.pointer_uids[..launch.pointer_uids.len().min(3)].to_vec();
         hinted.extend(uid_of("res.uid"));
@@ -236,7 +242,8 @@ pub(crate) fn triton_kernel_args(
 }
 
 impl TritonConfig {
-    /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw, 3 nchwt.
+    /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw, 3 nchwt,
+    /// 4 bcol.
     pub fn variant_code(&self) -> i64 {
         if self.spec {
             1
@@ -244,6 +251,8 @@ impl TritonConfig {
             2
         } else if self.transposing {
             3
+        } else if self.b_col {
+            4
         } else {
             0
         }
@@ -295,11 +304,12 @@ impl TritonConfig {
             .split('x')
             .map(|v| v.parse().ok())
             .collect::<Option<_>>()?;
-        let (spec, channels_first, transposing) = match p[2] {
-            "spec" => (true, false, false),
-            "nchw" => (false, true, false),
-            "nchwt" => (false, false, true),
-            "generic" => (false, false, false),
+        let (spec, channels_first, transposing, b_col) = match p[2] {
+            "spec" => (true, false, false, false),
+            "nchw" => (false, true, false, false),
+            "nchwt" => (false, false, true, false),
+            "bcol" => (false, false, false, true),
+            "generic" => (false, false, false, false),
             _ => return None,
         };
         Some(TritonConfig {
@@ -308,6 +318,7 @@ impl TritonConfig {
             spec,
             channels_first,
             transposing,
+            b_col,
             block: <[i64; 3]>::try_from(tile).ok()?,
             group_m: num(p[4], "g")?,
             num_warps: num(p[5], "w")?,
@@ -384,6 +395,23 @@ impl MatmulInputs {
             && (self.version < 2 || r[2] == 1)
     }
 
+    /// Whether the shape satisfies the bcol variant's hints (pointer alignment is checked at
+    /// execute): those of [`Self::fits_spec`] with B column-major: stride_bn (not stride_bk)
+    /// a multiple of 16 and stride_bk (not stride_bn) = 1.
+    pub fn fits_bcol(&self) -> bool {
+        let s = self.strides;
+        let r = self.res_strides;
+        self.version >= 2
+            && self.mnk.iter().all(|v| v % 16 == 0)
+            && [s[0], s[1], s[3], s[5], s[6], s[7], r[0], r[1]]
+                .iter()
+                .all(|v| v % 16 == 0)
+            && s[2] == 1
+            && s[4] == 1
+            && s[8] == 1
+            && r[2] == 1
+    }
+
     /// The launch values.
     pub fn to_values(&self) -> LaunchValues {
         let mut v = LaunchValues::new();
@@ -420,7 +448,7 @@ impl MatmulInputs {
         }
         put("epilogue", self.epilogue);
         let c = &self.config;
-        put("spec", i64::from(c.spec));
+        put("spec", c.variant_code());
         put("block_m", c.block[0]);
         put("block_n", c.block[1]);
         put("block_k", c.block[2]);
@@ -458,6 +486,12 @@ impl MatmulInputs {
             strides[i] = r.int(n, 0, max)?;
         }
         let dtype = r.int("dtype", 1, 3)? as i8;
+        let spec = r.int("spec", 0, if version >= 2 { 4 } else { 1 })?;
+        if !matches!(spec, 0 | 1 | 4) {
+            return Err(incompatible(format!(
+                "launch value 'spec' of dispatch '{d}' is {spec}; the matmul contract takes 0 (generic), 1 (spec) or 4 (bcol)"
+            )));
+        }
         let config = TritonConfig {
             family: "matmul".into(),
             dtype: match dtype {
@@ -466,9 +500,10 @@ impl MatmulInputs {
                 _ => "bf16",
             }
             .into(),
-            spec: r.int("spec", 0, 1)? == 1,
+            spec: spec == 1,
             channels_first: false,
             transposing: false,
+            b_col: spec == 4,
             block: [
                 r.int("block_m", 16, 256)?,
                 r.int("block_n", 16, 256)?,
@@ -516,6 +551,13 @@ impl MatmulInputs {
         {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1"
+            )));
+        }
+        if inputs.config.b_col
+            && ([strides[2], strides[4], strides[8]] != [1, 1, 1] || res_strides[2] != 1)
+        {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' name the bcol variant, whose unit strides 'stride_ak', 'stride_bk' and 'stride_cn' (and 'stride_rn') must be 1"
             )));
         }
         inputs.geometry_for(dispatch)?;
@@ -572,26 +614,20 @@ impl MatmulInputs {
         pointer_uids.extend(self.residual_uid);
         pointer_uids.extend(self.scale_uid);
         let s = self.strides;
-        let mut ints = vec![self.mnk[0], self.mnk[1], self.mnk[2], s[0], s[1]];
-        if !self.config.spec {
-            ints.push(s[2]);
-        }
-        ints.extend([s[3], s[4]]);
-        if !self.config.spec {
-            ints.push(s[5]);
-        }
-        ints.extend([s[6], s[7]]);
-        if !self.config.spec {
-            ints.push(s[8]);
-        }
-        if self.version >= 2 {
-            let r = self.res_strides;
-            ints.extend([r[0], r[1]]);
-            if !self.config.spec {
-                ints.push(r[2]);
-            }
-        }
-        ints.push(self.epilogue);
+        let r = self.res_strides;
+        let names = param_names(self.config.variant_code(), self.version);
+        // The integer parameters the variant keeps, in its parameter order.
+        let value = |n: &str| match n {
+            "M" => Some(self.mnk[0]),
+            "N" => Some(self.mnk[1]),
+            "K" => Some(self.mnk[2]),
+            "epilogue" => Some(self.epilogue),
+            "stride_rb" => Some(r[0]),
+            "stride_rm" => Some(r[1]),
+            "stride_rn" => Some(r[2]),
+            _ => STRIDE_NAMES.iter().position(|x| *x == n).map(|i| s[i]),
+        };
+        let ints: Vec<i64> = names.iter().filter_map(|n| value(n)).collect();
         Ok(PreparedLaunch {
             dispatch: self.contract().to_string(),
             launch_values: self.to_values(),
@@ -606,39 +642,36 @@ impl MatmulInputs {
     }
 }
 
-/// The parameter list (names in order) of a variant of contract `version`: what `xtask
-/// pack-kernels` records (v2) or recorded (v1).
-pub fn param_names(spec: bool, version: u8) -> Vec<&'static str> {
+/// The parameter list (names in order) of variant `variant` (the `spec` launch value: 0
+/// generic, 1 spec, 4 bcol) of contract `version`: what `xtask pack-kernels` records (v2) or
+/// recorded (v1). spec drops the unit strides stride_ak, stride_bn, stride_cn, stride_rn
+/// (constexpr 1 in its kernel); bcol drops stride_ak, stride_bk, stride_cn, stride_rn.
+pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
+    let unit: &[&str] = match variant {
+        1 => &["stride_ak", "stride_bn", "stride_cn", "stride_rn"],
+        4 => &["stride_ak", "stride_bk", "stride_cn", "stride_rn"],
+        _ => &[],
+    };
     let mut v = vec!["a_ptr", "b_ptr", "c_ptr", "bias_ptr"];
     if version >= 2 {
         v.extend(["res_ptr", "scale_ptr"]);
     }
-    v.extend(["M", "N", "K", "stride_ab", "stride_am"]);
-    if !spec {
-        v.push("stride_ak");
-    }
-    v.extend(["stride_bb", "stride_bk"]);
-    if !spec {
-        v.push("stride_bn");
-    }
-    v.extend(["stride_cb", "stride_cm"]);
-    if !spec {
-        v.push("stride_cn");
-    }
+    v.extend(["M", "N", "K", "stride_ab", "stride_am", "stride_ak"]);
+    v.extend(["stride_bb", "stride_bk", "stride_bn"]);
+    v.extend(["stride_cb", "stride_cm", "stride_cn"]);
     if version >= 2 {
-        v.extend(["stride_rb", "stride_rm"]);
-        if !spec {
-            v.push("stride_rn");
-        }
+        v.extend(["stride_rb", "stride_rm", "stride_rn"]);
     }
+    v.retain(|n| !unit.contains(n));
     v.extend(["epilogue", "global_scratch", "profile_scratch"]);
     v
 }
 
-/// The kernel signature of a variant of contract `version` (natural layout, named).
-pub fn signature(spec: bool, version: u8) -> Vec<KernelArgument> {
+/// The kernel signature of variant `variant` (as [`param_names`]) of contract `version`
+/// (natural layout, named).
+pub fn signature(variant: i64, version: u8) -> Vec<KernelArgument> {
     let mut off = 0u32;
-    param_names(spec, version)
+    param_names(variant, version)
         .into_iter()
         .map(|n| {
             let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
@@ -838,6 +871,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             spec: false,
             channels_first: false,
             transposing: false,
+            b_col: false,
             block: [16, 16, 16],
             group_m: 1,
             num_warps: 1,
@@ -886,10 +920,16 @@ impl MatmulHandler {
                 kernel.describe()
             )));
         }
+        if config.b_col && !inputs.fits_bcol() {
+            return Err(na(format!(
+                "kernel {} is the bcol variant; the graph's shape does not satisfy its hints (M, N, K, leading and batch strides multiples of 16, B column-major: unit strides of A's K, B's K, C's N and the residual's N)",
+                kernel.describe()
+            )));
+        }
         inputs.config = config;
         let tiles = inputs.tiles() * inputs.batch;
         let c = &inputs.config;
-        if c.spec && c.block[0] * c.block[1] > 64 * 128 && tiles < MIN_TILES {
+        if (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128 && tiles < MIN_TILES {
             return Err(na(format!(
                 "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
                 kernel.describe()
@@ -909,11 +949,15 @@ impl DispatchHandler for MatmulHandler {
     }
 
     fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false, self.version)
+        signature(0, self.version)
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values), self.version)
+        let variant = match values.get("spec") {
+            Some(LaunchValue::Int(v)) => *v,
+            _ => 0,
+        };
+        signature(variant, self.version)
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {

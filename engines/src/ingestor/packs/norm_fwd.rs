@@ -309,6 +309,7 @@ impl NormFwdInputs {
             spec: r.int("spec", 0, 1)? == 1,
             channels_first: false,
             transposing: false,
+            b_col: false,
             block: [r.int("block_m", 1, 64)?, r.int("block_n", 16, 8192)?, 1],
             group_m: 1,
             num_warps: r.int("num_warps", 1, 16)?,
