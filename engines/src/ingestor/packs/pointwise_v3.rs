@@ -490,7 +490,7 @@ impl PointwiseV3Inputs {
             config,
         };
         let n = dims.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-        if !n.is_some_and(|n| n < MAX_ELEMENTS) {
+        if n.is_none_or(|n| n >= MAX_ELEMENTS) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' give {} elements; the contract takes fewer than {MAX_ELEMENTS}",
                 n.map_or_else(|| "more than 2^63".to_string(), |n| n.to_string())
@@ -955,7 +955,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<PointwiseV3Inputs> {
         )));
     }
     let n: Option<i64> = dims.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-    if !n.is_some_and(|n| n < MAX_ELEMENTS)
+    if n.is_none_or(|n| n >= MAX_ELEMENTS)
         || dims.iter().any(|d| *d > I32_MAX)
         || sts.iter().flatten().any(|s| *s > I32_MAX)
     {
