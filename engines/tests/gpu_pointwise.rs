@@ -32,7 +32,7 @@ use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::reference::testing::{random_values, run_graph};
 use hipdnn_hip::{DeviceBuffer, Stream};
 use hipdnn_schema::graph::DataType as DT;
-use pointwise_support::{PwCase, Y, bias_relu_scale, dag4, gpu_cases};
+use pointwise_support::{PwCase, Y, bias_relu_scale, compare, dag4, gpu_cases};
 
 /// Prints `skipped: <why>` on the test process's stderr directly.
 fn skipped(why: &str) {
@@ -153,39 +153,10 @@ fn build(
     (ctx, saved, entry)
 }
 
-/// Compares with the CPU reference; returns the largest |d|/(1+|r|).
+/// Compares with the CPU reference (`pointwise_support::compare`, the tolerances of the module
+/// docs); returns the largest |d|/(1+|r|).
 fn check(c: &PwCase, got: &[f32], want: &[f32]) -> f32 {
-    assert_eq!(got.len(), want.len(), "{}", c.name);
-    let dt = c.tensor(Y).dt;
-    if c.exact() {
-        for (i, (a, b)) in got.iter().zip(want).enumerate() {
-            assert!(
-                a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()),
-                "{}: element {i}: gpu {a}, cpu {b} (exact mode)",
-                c.name
-            );
-        }
-        return 0.0;
-    }
-    let tol = match dt {
-        DT::FLOAT => 2e-5,
-        DT::HALF => 1e-2,
-        _ => 2e-2,
-    };
-    let mut worst = 0f32;
-    for (i, (a, b)) in got.iter().zip(want).enumerate() {
-        if a.is_nan() && b.is_nan() || a == b {
-            continue;
-        }
-        let d = (a - b).abs() / (1.0 + b.abs());
-        assert!(
-            d <= tol,
-            "{}: element {i}: gpu {a}, cpu {b} (tol {tol})",
-            c.name
-        );
-        worst = worst.max(d);
-    }
-    worst
+    compare(c, got, want).unwrap_or_else(|m| panic!("{m}"))
 }
 
 #[test]

@@ -675,3 +675,41 @@ fn the_kernels_match_the_reference_under_the_triton_interpreter() {
         "{out}"
     );
 }
+
+/// The GPU test's comparison (`pointwise_support::compare`) can fail: a one-ulp change of an
+/// exact mode's output, an f32 error above 2e-5·(1 + |r|), an unwritten (NaN) element and a
+/// short output are refused with the element named; an error inside the tolerance passes.
+#[test]
+fn the_gpu_comparison_refuses_outputs_off_the_reference() {
+    use pointwise_support::compare;
+    let add = PwCase::single(M::ADD, DT::FLOAT, &[4], &[&[4], &[4]]);
+    let want = [1.0f32, -2.5, 3.25, 0.0];
+    assert_eq!(compare(&add, &want, &want), Ok(0.0));
+    let mut got = want;
+    got[2] = f32::from_bits(got[2].to_bits() + 1);
+    assert_eq!(
+        compare(&add, &got, &want),
+        Err(format!(
+            "{}: element 2: gpu 3.2500002, cpu 3.25 (exact mode)",
+            add.name
+        ))
+    );
+    let exp = PwCase::single(M::EXP, DT::FLOAT, &[4], &[&[4]]);
+    let mut got = want;
+    got[1] = -2.5 + 3.5 * 1e-5;
+    assert!(compare(&exp, &got, &want).is_ok_and(|d| d > 0.9e-5 && d <= 2e-5));
+    got[1] = -2.5 + 3.5 * 3e-5;
+    assert!(
+        compare(&exp, &got, &want)
+            .unwrap_err()
+            .ends_with("(tol 0.00002)")
+    );
+    let mut got = want;
+    got[3] = f32::NAN;
+    assert!(
+        compare(&exp, &got, &want)
+            .unwrap_err()
+            .contains("element 3: gpu NaN, cpu 0")
+    );
+    assert!(compare(&exp, &want[..3], &want).is_err());
+}

@@ -204,6 +204,54 @@ impl PwCase {
     }
 }
 
+/// Compares a GPU output with the CPU reference's (dense row-major f32 per element): graphs of
+/// [`EXACT`] modes must match bit for bit (NaN equals NaN); the others within
+/// |d| ≤ tol·(1 + |r|), tol f32 2e-5, f16 1e-2, bf16 2e-2 (y's type). Returns the largest
+/// |d|/(1+|r|), or the first element out of tolerance as `<case>: element <i>: gpu <g>, cpu
+/// <r> (exact mode|tol <t>)`.
+pub fn compare(c: &PwCase, got: &[f32], want: &[f32]) -> Result<f32, String> {
+    if got.len() != want.len() {
+        return Err(format!(
+            "{}: {} outputs, the reference has {}",
+            c.name,
+            got.len(),
+            want.len()
+        ));
+    }
+    if c.exact() {
+        for (i, (a, b)) in got.iter().zip(want).enumerate() {
+            if !(a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan())) {
+                return Err(format!(
+                    "{}: element {i}: gpu {a}, cpu {b} (exact mode)",
+                    c.name
+                ));
+            }
+        }
+        return Ok(0.0);
+    }
+    let tol = match c.tensor(Y).dt {
+        DT::FLOAT => 2e-5,
+        DT::HALF => 1e-2,
+        _ => 2e-2,
+    };
+    let mut worst = 0f32;
+    for (i, (a, b)) in got.iter().zip(want).enumerate() {
+        if a.is_nan() && b.is_nan() || a == b {
+            continue;
+        }
+        let d = (a - b).abs() / (1.0 + b.abs());
+        // NaN d (one side NaN) fails too.
+        if d.is_nan() || d > tol {
+            return Err(format!(
+                "{}: element {i}: gpu {a}, cpu {b} (tol {tol})",
+                c.name
+            ));
+        }
+        worst = worst.max(d);
+    }
+    Ok(worst)
+}
+
 /// Modes whose result is bit-exact on the GPU (IEEE operations only).
 pub const EXACT: [M; 28] = [
     M::ABS,
