@@ -17,6 +17,7 @@ use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, param_names, signature,
 };
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
+use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
 use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
@@ -30,6 +31,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "conv_wgrad" => conv_wgrad::signature(spec),
         "norm_fwd" => norm_fwd::signature(spec),
         "sdpa_fwd" => sdpa_fwd::signature(spec),
+        "pointwise_fused" => pointwise_v3::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -86,10 +88,12 @@ fn every_triton_entry_records_its_launch_facts() {
                 (_, true) => "_nt",
                 _ => "",
             };
-            assert_eq!(
-                k["kernel_source"]["symbol"].as_str().unwrap(),
-                format!("hipdnn_{family}{suffix}")
-            );
+            let symbol = match (family, k["variant"].as_str()) {
+                ("pointwise_fused", Some("spec")) => "hipdnn_pointwise_flat".to_string(),
+                ("pointwise_fused", _) => "hipdnn_pointwise".to_string(),
+                _ => format!("hipdnn_{family}{suffix}"),
+            };
+            assert_eq!(k["kernel_source"]["symbol"].as_str().unwrap(), symbol);
             let spec = k["variant"] == "spec";
             let variant = if spec {
                 1
@@ -170,6 +174,12 @@ fn every_triton_entry_records_its_launch_facts() {
                     ])
                 );
                 assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
+            } else if spec && family == "pointwise_fused" {
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!(["n", "x0_ptr", "x1_ptr", "x2_ptr", "x3_ptr", "y_ptr"])
+                );
+                assert_eq!(ce["GROUP_M"], k["block"]["group_m"]);
             } else if spec && family == "sdpa_fwd" {
                 for n in ["sqd", "skd", "svd", "sod"] {
                     assert_eq!(ce[n], 1, "{n}");
@@ -318,6 +328,8 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
                 "norm_fwd" => (NORM_FWD_V1, "hipdnn_norm_fwd"),
                 "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
+                "pointwise_fused" if cfg.spec => (POINTWISE_V3, "hipdnn_pointwise_flat"),
+                "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -371,6 +383,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "conv_wgrad",
             "matmul",
             "norm_fwd",
+            "pointwise_fused",
             "sdpa_fwd",
         ];
         if arch == "gfx950" {

@@ -19,7 +19,8 @@ sys.path.insert(0, HERE)
 
 TARGETS = [("gfx90a", "hip", "gfx90a", 64), ("gfx942", "hip", "gfx942", 64),
            ("gfx950", "hip", "gfx950", 64), ("sm_80", "cuda", 80, 32), ("sm_90", "cuda", 90, 32)]
-FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdpa_fwd"]
+FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdpa_fwd",
+            "pointwise_fused"]
 
 
 def entries(arches, families):
@@ -78,7 +79,9 @@ def compile_one(job):
     src = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constexprs,
                                     attrs=attrs)
     target = GPUTarget(tgt[1], tgt[2], tgt[3])
-    ccinfo = triton.compile(src, target=target, options={"num_warps": w, "num_stages": s})
+    # OPTIONS: a family's extra compile options (pointwise_fused: no FP contraction).
+    options = {"num_warps": w, "num_stages": s, **getattr(mod, "OPTIONS", {})}
+    ccinfo = triton.compile(src, target=target, options=options)
     md = ccinfo.metadata
     payload = "cubin" if tgt[1] == "cuda" else "hsaco"
     blob = ccinfo.asm[payload]
