@@ -471,6 +471,7 @@ impl PointwiseV3Inputs {
             spec: r.int("spec", 0, 1)? == 1,
             channels_first: false,
             transposing: false,
+            b_col: false,
             block: [r.int("block", 64, 8192)?, 1, 1],
             group_m: r.int("group", 1, 2)?,
             num_warps: r.int("num_warps", 1, 16)?,
