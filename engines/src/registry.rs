@@ -22,6 +22,7 @@ use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
+use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
 use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
 use std::sync::Arc;
 
@@ -48,11 +49,14 @@ pub enum PackFamily {
     NormFwd,
     /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
     SdpaFwd,
+    /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
+    /// patterns (`family: "reduce_fwd"`).
+    ReduceFwd,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 8] = [
+    pub const ALL: [PackFamily; 9] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
@@ -61,6 +65,7 @@ impl PackFamily {
         PackFamily::ConvWgrad,
         PackFamily::NormFwd,
         PackFamily::SdpaFwd,
+        PackFamily::ReduceFwd,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -74,6 +79,7 @@ impl PackFamily {
             PackFamily::ConvWgrad => "conv_wgrad",
             PackFamily::NormFwd => "norm_fwd",
             PackFamily::SdpaFwd => "sdpa_fwd",
+            PackFamily::ReduceFwd => "reduce_fwd",
         }
     }
 
@@ -87,7 +93,8 @@ impl PackFamily {
     /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
     /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
     /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
-    /// `hipkernel.sdpa_fwd.dispatch.v1` (Triton entries of `triton.json`).
+    /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.reduce_fwd.dispatch.v1` (Triton entries of
+    /// `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -98,6 +105,7 @@ impl PackFamily {
             PackFamily::ConvWgrad => CONV_WGRAD_V1,
             PackFamily::NormFwd => NORM_FWD_V1,
             PackFamily::SdpaFwd => SDPA_FWD_V1,
+            PackFamily::ReduceFwd => REDUCE_FWD_V1,
         }
     }
 }
@@ -116,7 +124,8 @@ pub fn native_packs() -> DispatchRegistry {
 /// (`hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`) and the Triton
 /// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
-/// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`) under their versioned names only, so the unversioned
+/// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
+/// `hipkernel.reduce_fwd.dispatch.v1`) under their versioned names only, so the unversioned
 /// aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -130,6 +139,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ConvWgradV1Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(NormFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(SdpaFwdHandler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

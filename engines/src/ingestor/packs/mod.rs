@@ -15,6 +15,7 @@ pub mod matmul;
 pub mod norm_fwd;
 pub mod pointwise;
 pub mod pointwise_v2;
+pub mod reduce_fwd;
 pub mod sdpa_fwd;
 
 use hipdnn_backend::graph::OperationGraph;
