@@ -15,9 +15,11 @@
 //!    5 such rounds, vs `torch.matmul` (cuBLAS, TF32 off) timed the same way in the same run.
 //!
 //! 4. Conv fprop, conv dgrad and conv wgrad ([`wgrad`]) sections: correctness cases and
-//!    batch-32 ResNet-50 rows vs PyTorch. `--only dgrad,wgrad` runs just the named conv
-//!    backward sections (JSON to `--out`, their markdown tables alone to `--md`, which is
-//!    then overwritten, not spliced); `HIPDNN_BENCH_ONLY_DGRAD=1` is `--only dgrad`.
+//!    batch-32 ResNet-50 rows vs PyTorch. `--only dgrad,wgrad,reduce` runs just the named
+//!    sections (JSON to `--out`, their markdown tables alone to `--md`, which is then
+//!    overwritten, not spliced); `HIPDNN_BENCH_ONLY_DGRAD=1` is `--only dgrad`.
+//! 5. Softmax, log-softmax, sum, layernorm and rmsnorm ([`reduce`]): correctness checks and
+//!    rows of 4096×1024 and 32768×4096 (f16, f32) vs PyTorch.
 //!
 //! Writes JSON, and with `--md` replaces the block between `<!-- triton-bench:begin -->` and
 //! `<!-- triton-bench:end -->`. Without a GPU it prints `skipped: no GPU` and exits 0.
@@ -30,6 +32,7 @@ use hipdnn::{
 use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
+mod reduce;
 mod wgrad;
 
 type R<T> = Result<T, String>;
@@ -680,8 +683,14 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
     } else {
         wgrad::section(&gpu, &cpu)?
     };
+    let (reduce_checks, reduce_rows, torch_reduce) = if sizes.is_empty() {
+        (Vec::new(), Vec::new(), json!(null))
+    } else {
+        reduce::section(&gpu, &cpu)?
+    };
     let device = format!("{:?}", gpu.device());
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
+        "reduce_checks": reduce_checks, "reduce": reduce_rows, "torch_reduce": torch_reduce,
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "wgrad_checks": wgrad_checks, "wgrad": wgrad_rows, "torch_wgrad": torch_wgrad,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
@@ -789,6 +798,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
             );
         }
         t += &wgrad::table(wgrad_checks.len(), &wgrad_rows, &torch_wgrad);
+        t += &reduce::table(reduce_checks.len(), &reduce_rows, &torch_reduce);
         let text = std::fs::read_to_string(md).map_err(e)?;
         let (b, en) = ("<!-- triton-bench:begin -->", "<!-- triton-bench:end -->");
         let new = match (text.find(b), text.find(en)) {
@@ -1245,8 +1255,11 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
 /// save/reload round trips; JSON to `out`, their tables alone to `md` (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
     let names: Vec<&str> = only.split(',').map(str::trim).collect();
-    if let Some(bad) = names.iter().find(|n| !["dgrad", "wgrad"].contains(n)) {
-        return Err(format!("--only takes dgrad and wgrad, not {bad:?}"));
+    if let Some(bad) = names
+        .iter()
+        .find(|n| !["dgrad", "wgrad", "reduce"].contains(n))
+    {
+        return Err(format!("--only takes dgrad, wgrad and reduce, not {bad:?}"));
     }
     let mut report = serde_json::Map::new();
     let mut t = String::new();
@@ -1291,6 +1304,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("wgrad_checks".into(), json!(checks));
         report.insert("wgrad".into(), json!(rows));
         report.insert("torch_wgrad".into(), torch);
+    }
+    if names.contains(&"reduce") {
+        let (checks, rows, torch) = reduce::section(gpu, cpu)?;
+        t += &reduce::table(checks.len(), &rows, &torch);
+        report.insert("reduce_checks".into(), json!(checks));
+        report.insert("reduce".into(), json!(rows));
+        report.insert("torch_reduce".into(), torch);
     }
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;

@@ -17,6 +17,7 @@ use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, signature,
 };
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
+use hipdnn_engines::ingestor::packs::reduce_fwd::{self, REDUCE_FWD_V1};
 use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
@@ -30,6 +31,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "conv_wgrad" => conv_wgrad::signature(spec),
         "norm_fwd" => norm_fwd::signature(spec),
         "sdpa_fwd" => sdpa_fwd::signature(spec),
+        "reduce_fwd" => reduce_fwd::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -174,6 +176,15 @@ fn every_triton_entry_records_its_launch_facts() {
                 for n in ["sqd", "skd", "svd", "sod"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
+            } else if spec && family == "reduce_fwd" {
+                for n in ["sxri", "syri"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!(["rin", "sxi", "sxo", "sxro", "x_ptr", "y_ptr"])
+                );
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
                 assert_eq!(ce["stride_bn"], 1);
@@ -318,6 +329,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
                 "norm_fwd" => (NORM_FWD_V1, "hipdnn_norm_fwd"),
                 "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
+                "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -371,6 +383,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "conv_wgrad",
             "matmul",
             "norm_fwd",
+            "reduce_fwd",
             "sdpa_fwd",
         ];
         if arch == "gfx950" {

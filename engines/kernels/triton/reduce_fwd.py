@@ -215,10 +215,12 @@ FAMILY = "reduce_fwd"
 POINTERS = ["x_ptr", "y_ptr"]
 INTS = ["rows", "kin", "rout", "rin", "sxo", "sxi", "sxro", "sxri", "syo", "syi", "syro",
         "syri", "op"]
-# Specialized variant ("spec"): x and y 16-byte aligned, the inner reduced extent and every
-# other stride multiples of 16, the inner reduced strides constant 1 (the reduced axes are
-# contiguous, each chunk a run of whole 16-byte vectors). Everything else: "generic".
-SPEC_DIV16 = ["x_ptr", "y_ptr", "rin", "sxo", "sxi", "sxro", "syo", "syi", "syro"]
+# Specialized variant ("spec"): x and y 16-byte aligned, the inner reduced extent and x's
+# other strides multiples of 16, the inner reduced strides constant 1 (x's reduced axes are
+# contiguous, each chunk a run of whole 16-byte vectors; softmax's y rows contiguous). y's
+# other strides carry no hint: a reduction's y (one value per kept row) is rarely a multiple
+# of 16 apart. Everything else: "generic".
+SPEC_DIV16 = ["x_ptr", "y_ptr", "rin", "sxo", "sxi", "sxro"]
 SPEC_ONE = ["sxri", "syri"]
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
 

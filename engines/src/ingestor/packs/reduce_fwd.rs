@@ -30,20 +30,25 @@
 //! Entries: `reduce_fwd_<dtype>_<spec|generic>_<bm>x<bn>x1_g1_w<w>_s1_sh<shared>_ws<warp>`: `bm`
 //! kept rows per program, the reduced axes walked in `bn`-element chunks (softmax: one chunk
 //! held in registers when the reduced extent fits it, else an online pass and a write pass).
-//! `spec` = the inner reduced strides `sxri` (and `syri` for softmax) are 1, `rin` and every
-//! other x/y stride multiples of 16, x and y 16-byte aligned (checked at execute,
-//! `BAD_PARAM`); `generic` = anything else.
+//! `spec` = the inner reduced strides `sxri` (and `syri` for softmax) are 1, `rin` and x's
+//! other strides (`sxo sxi sxro`) multiples of 16, x and y 16-byte aligned (checked at
+//! execute, `BAD_PARAM`); y's other strides are free; `generic` = anything else.
 //!
-//! Static rule (`build` without benchmarking; every applicable entry is a benchmarking
-//! candidate with `KNOB_BENCHMARK`): the first applicable entry in pack order (spec before
-//! generic, larger chunks first), where an entry other than the family's smallest whose chunk
-//! `bn` is at least twice the inner reduced extent `rin` is refused. So rows of more than 4096
-//! elements take the 8192 chunk (one row per program, 16 warps), 2049..=4096 the 4096 chunk,
-//! 513..=2048 four rows of 1024 per program, shorter rows eight rows of 128. Measured on an
-//! H200 (Triton JIT of the same kernel vs PyTorch 2.x, f16 and f32): softmax, log-softmax and
-//! the sum over rows of 1024, 4096 and 16384 elements ran at 0.89–2.7× PyTorch's time, rows
-//! of 384 at 0.9–1.0×. A reduction to few outputs of very long groups (one program walks one
-//! group) is not split across programs: correct, not fast.
+//! Static rule (`build` without benchmarking): the first applicable entry in pack order (spec
+//! before generic, larger chunks first), where an entry other than the family's smallest whose
+//! chunk `bn` is at least twice the inner reduced extent `rin` is refused, and a reduction
+//! (not softmax) takes chunks of at most 1024 elements. With
+//! `KNOB_BENCHMARK` every entry the rule does not refuse (each admitted chunk, spec and
+//! generic where the layout allows) is a candidate and the fastest is kept. So softmax rows
+//! of more than 4096 elements take the 8192 chunk (one row per program, 16 warps; above 8192 the
+//! online two-pass path), 2049..=4096 the 4096 chunk, 513..=2048 four rows of 1024 per
+//! program, shorter rows eight rows of 128; reductions take four rows of 1024 above 512
+//! elements, else eight rows of 128. Measured through the engine on an H200 against PyTorch
+//! 2.11 (`hipdnn-bench triton --only reduce`, warm L2, events around 20 executes): softmax and
+//! log-softmax over 32768 rows of 4096 at 1.33–1.84× PyTorch's speed, over 4096 rows of 1024
+//! at 0.73 (f32) to 0.84 (f16); the sum over 4096 rows of 1024 at 1.30–1.44×. A reduction to
+//! few outputs of very long groups (one program walks one group) is not split across
+//! programs: correct, not fast.
 //!
 //! Launch values (int): `x.uid`, `y.uid`, `dtype` (x's `DataType` value: 1 f32, 2 f16, 3
 //! bf16), `op` (the kernel's: bits 0–4 the `ReductionMode` value 1–9, 16 softmax or 17
@@ -88,8 +93,8 @@ const SHAPE: [&str; 4] = ["rows", "kin", "rout", "rin"];
 const STRIDES: [&str; 8] = ["sxo", "sxi", "sxro", "sxri", "syo", "syi", "syro", "syri"];
 /// Strides the spec variant holds constant 1 (indices into [`STRIDES`]).
 const SPEC_ONE: [usize; 2] = [3, 7];
-/// Strides the spec variant needs to be multiples of 16 (indices into [`STRIDES`]).
-const SPEC_DIV16: [usize; 6] = [0, 1, 2, 4, 5, 6];
+/// Strides the spec variant needs to be multiples of 16 (indices into [`STRIDES`]): x's.
+const SPEC_DIV16: [usize; 3] = [0, 1, 2];
 /// Config value names.
 const CONFIG: [&str; 6] = [
     "spec",
@@ -455,15 +460,15 @@ fn match_pattern(graph: &OperationGraph) -> PluginResult<Pattern> {
     };
     let d = pw(PointwiseMode::SUB, x, Some(m))
         .ok_or_else(|| not("has no SUB of the MAX reduction's output from its input"))?;
-    let e = pw(PointwiseMode::EXP, d, None)
-        .ok_or_else(|| not("has no EXP of x minus its maximum"))?;
+    let e =
+        pw(PointwiseMode::EXP, d, None).ok_or_else(|| not("has no EXP of x minus its maximum"))?;
     if sum.1 != e {
         return Err(not("does not sum the EXP output with the ADD reduction"));
     }
     let s = sum.2;
     let (y, op, virt) = if nodes.len() == 5 {
-        let y =
-            pw(PointwiseMode::DIV, e, Some(s)).ok_or_else(|| not("has no DIV of EXP by its sum"))?;
+        let y = pw(PointwiseMode::DIV, e, Some(s))
+            .ok_or_else(|| not("has no DIV of EXP by its sum"))?;
         (y, OP_SOFTMAX, vec![m, d, e, s])
     } else {
         let l = pw(PointwiseMode::LOG, s, None).ok_or_else(|| not("has no LOG of the sum"))?;
@@ -491,9 +496,7 @@ fn match_pattern(graph: &OperationGraph) -> PluginResult<Pattern> {
         *uses.entry(r.1).or_default() += 1;
     }
     let want_uses = |u: i64| -> usize {
-        if u == d && op == OP_LOG_SOFTMAX {
-            2
-        } else if u == e && op == OP_SOFTMAX {
+        if (u == d && op == OP_LOG_SOFTMAX) || (u == e && op == OP_SOFTMAX) {
             2
         } else {
             1
@@ -667,6 +670,10 @@ pub struct ReduceFwdHandler;
 
 /// The chunk of the family's smallest entry (never refused by the static rule).
 const SMALLEST_CHUNK: i64 = 128;
+/// The largest chunk the static rule gives a reduction (softmax takes any): on an H200 the
+/// f16 sum over rows of 4096 ran at 0.118 ms with the 4096 chunk and 0.073 ms with 4 rows of
+/// 1024 per program (32768 rows; Triton JIT of the same kernel, 0.071 ms with 2048).
+const REDUCTION_MAX_CHUNK: i64 = 1024;
 
 impl ReduceFwdHandler {
     /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
@@ -684,7 +691,7 @@ impl ReduceFwdHandler {
         let config = TritonConfig::for_kernel(kernel, "reduce_fwd", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
             return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and the other strides of x and y multiples of 16)",
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16)",
                 kernel.describe()
             )));
         }
@@ -693,6 +700,12 @@ impl ReduceFwdHandler {
         if bn > SMALLEST_CHUNK && rin * 2 <= bn {
             return Err(na(format!(
                 "kernel {}: static rule: a {bn}-element chunk is at least twice the inner reduced extent of {rin} elements; a narrower chunk serves this graph",
+                kernel.describe()
+            )));
+        }
+        if !inputs.is_softmax() && bn > REDUCTION_MAX_CHUNK {
+            return Err(na(format!(
+                "kernel {}: static rule: a reduction walks its rows in chunks of at most {REDUCTION_MAX_CHUNK} elements, not {bn}",
                 kernel.describe()
             )));
         }
