@@ -535,7 +535,7 @@ fn graphs_the_pack_does_not_serve_are_refused_with_the_reason() {
 fn every_gpu_reduce_case_builds_on_the_fake_device_and_runs_on_the_reference() {
     let e = engine(FakeDevice::new("sm_90", 0), sm90());
     let cases = reduce_support::gpu_cases();
-    assert_eq!(cases.len(), 264);
+    assert_eq!(cases.len(), 266);
     for (i, c) in cases.iter().enumerate() {
         let v = chosen(&e, c);
         let op = ints(&v, &["op"])[0];

@@ -316,8 +316,9 @@ impl ReduceCase {
 /// reference by `triton_reduce.rs`): every reduction mode × f32/f16/bf16 over odd and even
 /// shapes and axis sets (last axis, first axis, middle axis, leading + trailing, all axes,
 /// two of four axes), an f32 y behind 16-bit x, a transposed x; softmax and log-softmax over
-/// rows of 1, 7, 384, 1000, 4097 and 20000 elements (one chunk and the online two-pass
-/// path), over a middle axis and a transposed x, with f32 and 16-bit intermediates.
+/// rows of 1, 7, 384, 1000, 2500, 4096, 4097 and 20000 elements (every chunk; one chunk and
+/// the online two-pass path), over a middle axis and a transposed x, with f32 and 16-bit
+/// intermediates.
 pub fn gpu_cases() -> Vec<ReduceCase> {
     let mut v = Vec::new();
     let shapes: [(&[i64], &[usize]); 8] = [
@@ -372,5 +373,8 @@ pub fn gpu_cases() -> Vec<ReduceCase> {
             ..ReduceCase::softmax(log, DT::FLOAT, &[9, 100], &[1])
         });
     }
+    // Rows that take the 4096 chunk: spec (4096) and generic (2500).
+    v.push(ReduceCase::softmax(false, DT::HALF, &[5, 4096], &[1]));
+    v.push(ReduceCase::softmax(true, DT::BFLOAT16, &[3, 2500], &[1]));
     v
 }

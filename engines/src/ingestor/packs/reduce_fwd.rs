@@ -45,8 +45,9 @@
 //! program, shorter rows eight rows of 128; reductions take four rows of 1024 above 512
 //! elements, else eight rows of 128. Measured through the engine on an H200 against PyTorch
 //! 2.11 (`hipdnn-bench triton --only reduce`, warm L2, events around 20 executes): softmax and
-//! log-softmax over 32768 rows of 4096 at 1.33–1.84× PyTorch's speed, over 4096 rows of 1024
-//! at 0.73 (f32) to 0.84 (f16); the sum over 4096 rows of 1024 at 1.30–1.44×. A reduction to
+//! log-softmax over 32768 rows of 4096 at 1.32–1.88× PyTorch's speed, over 4096 rows of 1024
+//! at 0.58–0.84× (two runs); the sum over 4096 rows of 1024 at 0.93–1.44×, over 32768 rows of
+//! 4096 at 0.59× (f16) and 0.85–0.95× (f32) (`docs/PERFORMANCE.md`). A reduction to
 //! few outputs of very long groups (one program walks one group) is not split across
 //! programs: correct, not fast.
 //!
