@@ -177,7 +177,7 @@ fn every_triton_entry_records_its_launch_facts() {
                     assert_eq!(ce[n], 1, "{n}");
                 }
             } else if spec && family == "reduce_fwd" {
-                for n in ["sxri", "syri"] {
+                for n in ["sxri", "syri", "yal"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
                 assert_eq!(

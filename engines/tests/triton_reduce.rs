@@ -97,7 +97,7 @@ fn reduce_launch_values_round_trip_and_give_the_geometry() {
         let ints: &[i32] = if spec {
             &[6, 6, 1, 4096, 0, 4096, 0, 0, 4096, 0, 48]
         } else {
-            &[6, 6, 1, 4096, 0, 4096, 0, 1, 0, 4096, 0, 1, 48]
+            &[6, 6, 1, 4096, 0, 4096, 0, 1, 0, 4096, 0, 1, 0, 48]
         };
         let want: Vec<KernelArgValue> = ints.iter().map(|v| KernelArgValue::I32(*v)).collect();
         assert_eq!(l.scalar_args, want);
@@ -107,13 +107,14 @@ fn reduce_launch_values_round_trip_and_give_the_geometry() {
             .iter()
             .map(|a| (a.name.clone(), a.size, a.offset))
             .collect();
-        // 2 pointers (16 bytes), then 11 (spec) or 13 ints, op the last at 16 + 4·10 or
-        // 16 + 4·12, the scratch pointers 8-aligned after it.
+        // 2 pointers (16 bytes), then 11 (spec) or 14 ints (yal), op the last at 16 + 4·10
+        // or 16 + 4·13, the scratch pointers 8-aligned after it.
         let base = if spec { 64 } else { 72 };
+        let op_at = if spec { 56 } else { 68 };
         assert_eq!(
             last,
             [
-                ("op".to_string(), 4, base - 8),
+                ("op".to_string(), 4, op_at),
                 ("global_scratch".to_string(), 8, base),
                 ("profile_scratch".to_string(), 8, base + 8)
             ]
@@ -186,9 +187,22 @@ fn reduce_launch_value_refusals_are_exact() {
     assert_eq!(
         err(restore(v)),
         format!(
-            "{LOAD}launch values of dispatch '{d}' name the spec variant, whose 'sxri' (and for softmax 'syri') must be 1"
+            "{LOAD}launch values of dispatch '{d}' name the spec variant, whose 'sxri' (and for softmax 'syri') must be 1, 'rin', 'sxo', 'sxi', 'sxro' (and for softmax 'syo', 'syi', 'syro') multiples of 16"
         )
     );
+    // A spec softmax whose y rows are not 16 elements apart (a reduction's y may be).
+    let mut v = values(true);
+    v.insert("syi".into(), LaunchValue::Int(4100));
+    assert_eq!(
+        err(restore(v.clone())),
+        format!(
+            "{LOAD}launch values of dispatch '{d}' name the spec variant, whose 'sxri' (and for softmax 'syri') must be 1, 'rin', 'sxo', 'sxi', 'sxro' (and for softmax 'syo', 'syi', 'syro') multiples of 16"
+        )
+    );
+    v.insert("op".into(), LaunchValue::Int(1));
+    v.insert("syi".into(), LaunchValue::Int(1));
+    v.insert("syri".into(), LaunchValue::Int(0));
+    assert!(restore(v).is_ok(), "a spec reduction with y stride 1");
     let mut v = values(false);
     v.insert("sxo".into(), LaunchValue::Int(-1));
     assert_eq!(
@@ -495,7 +509,7 @@ fn graphs_the_pack_does_not_serve_are_refused_with_the_reason() {
         &og(&ReduceCase::reduce(RM::ADD, DT::FLOAT, &[32, 16], &[0])),
     ));
     assert!(
-        m.ends_with("is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16)"),
+        m.ends_with("is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16; for softmax y's too)"),
         "{m}"
     );
     // The 4096 chunk for a reduction.

@@ -132,7 +132,7 @@ def run_case(shape, perm, op, dt, y_f32, cfg, seed):
     grid = (triton.cdiv(rows, bm),)
     xarr = ptr(stored.view(np.uint8).reshape(-1), dt)
     rf.KERNEL[grid](xarr, ptr(y_bytes, dt), rows, ki, ro, ri, sxo, sxi, sxro, sxri,
-                    syo, syi, syro, syri, code, BLOCK_M=bm, BLOCK_N=bn)
+                    syo, syi, syro, syri, 0, code, BLOCK_M=bm, BLOCK_N=bn)
     x2 = x64.reshape(rows, ro * ri)
     want = reference(op, x2)
     if soft:

@@ -16,6 +16,8 @@ computed in int64). The Rust pack (engines/src/ingestor/packs/reduce_fwd.rs) mak
   16    softmax over the reduced axes:  y = exp(x - max) / sum(exp(x - max));
   17    log-softmax:                    y = (x - max) - log(sum(exp(x - max)));
         y[m, ro, ri] at (m // kin) * syo + (m % kin) * syi + ro * syro + ri * syri.
+`yal` (1 only in spec launches of softmax with syo, syi, syro multiples of 16): y's row
+offsets may be taken as multiples of 16 elements (vector stores).
 Sums and products are kept per lane of a [BLOCK_M, BLOCK_N] tile and folded by a tree at the
 end (the CPU reference engine sums in 16 lanes in order: the results differ in rounding only).
 Softmax: when the reduced axes fit one chunk (rout == 1, rin <= BLOCK_N) the row is read
@@ -86,27 +88,27 @@ def _fold(x_ptr, x_row, m_mask, rout, rin, sxro, sxri, absolute, square, negate,
         acc = tl.full([BLOCK_M, BLOCK_N], 1.0, tl.float32)
     else:
         acc = tl.full([BLOCK_M, BLOCK_N], float("-inf"), tl.float32)
-    for ro in range(0, rout):
+    # One loop over (reduced outer index, chunk) pairs.
+    nch = tl.cdiv(rin, BLOCK_N)
+    for t in range(0, rout * nch):
+        ro = t // nch
+        c0 = (t - ro * nch) * BLOCK_N
         base = x_row + tl.cast(ro, tl.int64) * sxro
-        for c0 in range(0, rin, BLOCK_N):
-            cc = c0 + offs_n
-            mask = m_mask[:, None] & (cc < rin)[None, :]
-            v = tl.load(x_ptr + (base[:, None] + cc.to(tl.int64)[None, :] * sxri), mask=mask,
-                        other=0.0).to(tl.float32)
-            if absolute:
-                v = tl.abs(v)
-            if square:
-                v = v * v
-            if negate:
-                v = -v
-            if nonzero:
-                v = tl.where(v == 0.0, 1.0, v)
-            if KIND == 0:
-                acc += v
-            elif KIND == 1:
-                acc = acc * tl.where(mask, v, 1.0)
-            else:
-                acc = tl.maximum(acc, tl.where(mask, v, float("-inf")))
+        cc = c0 + offs_n
+        mask = m_mask[:, None] & (cc < rin)[None, :]
+        v = tl.load(x_ptr + (base[:, None] + cc.to(tl.int64)[None, :] * sxri), mask=mask,
+                    other=0.0).to(tl.float32)
+        # The transforms as selects (no branch in the loop).
+        v = tl.where(absolute, tl.abs(v), v)
+        v = v * tl.where(square, v, 1.0)
+        v = tl.where(negate, -v, v)
+        v = tl.where(nonzero & (v == 0.0), 1.0, v)
+        if KIND == 0:
+            acc += v
+        elif KIND == 1:
+            acc = acc * tl.where(mask, v, 1.0)
+        else:
+            acc = tl.maximum(acc, tl.where(mask, v, float("-inf")))
     if KIND == 0:
         r = tl.sum(acc, axis=1)
     elif KIND == 1:
@@ -117,9 +119,12 @@ def _fold(x_ptr, x_row, m_mask, rout, rin, sxro, sxri, absolute, square, negate,
 
 
 @triton.jit
-def _softmax(x_ptr, y_ptr, x_row, y_row, m_mask, rout, rin, sxro, sxri, syro, syri, log,
+def _softmax(x_ptr, y_ptr, x_row, y_row, m_mask, rout, rin, sxro, sxri, syro, syri, yal, log,
              y_f32, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     offs_n = tl.arange(0, BLOCK_N)
+    if yal == 1:
+        # spec: y's row offsets are multiples of 16 elements (the pack checks syo, syi, syro).
+        y_row = tl.multiple_of(y_row, 16)
     if (rout == 1) & (rin <= BLOCK_N):
         # The whole reduced extent in one chunk: read once, keep it in registers.
         cc = offs_n.to(tl.int64)
@@ -140,44 +145,49 @@ def _softmax(x_ptr, y_ptr, x_row, y_row, m_mask, rout, rin, sxro, sxri, syro, sy
         # Pass 1: per row running max and sum of exp(x - max), rescaled when the max grows.
         mx = tl.full([BLOCK_M], float("-inf"), tl.float32)
         s = tl.zeros([BLOCK_M], dtype=tl.float32)
-        for ro in range(0, rout):
+        nch = tl.cdiv(rin, BLOCK_N)
+        for t in range(0, rout * nch):
+            ro = t // nch
+            c0 = (t - ro * nch) * BLOCK_N
             base = x_row + tl.cast(ro, tl.int64) * sxro
-            for c0 in range(0, rin, BLOCK_N):
-                cc = c0 + offs_n
-                mask = m_mask[:, None] & (cc < rin)[None, :]
-                x = tl.load(x_ptr + (base[:, None] + cc.to(tl.int64)[None, :] * sxri),
-                            mask=mask, other=float("-inf")).to(tl.float32)
-                m_new = tl.maximum(mx, tl.max(x, axis=1))
-                # A row with no value yet keeps max -inf: its scale and terms are 0, not NaN.
-                seen = m_new != float("-inf")
-                m_use = tl.where(seen, m_new, 0.0)
-                alpha = tl.where(seen, tl.exp(mx - m_use), 0.0)
-                p = tl.where(mask, tl.exp(x - m_use[:, None]), 0.0)
-                s = s * alpha + tl.sum(p, axis=1)
-                mx = m_new
+            cc = c0 + offs_n
+            mask = m_mask[:, None] & (cc < rin)[None, :]
+            x = tl.load(x_ptr + (base[:, None] + cc.to(tl.int64)[None, :] * sxri),
+                        mask=mask, other=float("-inf")).to(tl.float32)
+            m_new = tl.maximum(mx, tl.max(x, axis=1))
+            # A row with no value yet keeps max -inf: its scale and terms are 0, not NaN.
+            seen = m_new != float("-inf")
+            m_use = tl.where(seen, m_new, 0.0)
+            alpha = tl.where(seen, tl.exp(mx - m_use), 0.0)
+            p = tl.where(mask, tl.exp(x - m_use[:, None]), 0.0)
+            s = s * alpha + tl.sum(p, axis=1)
+            mx = m_new
         inv = tl.div_rn(tl.full([BLOCK_M], 1.0, tl.float32), s)
         ls = tl.log(s)
         # Pass 2: y.
-        for ro in range(0, rout):
+        for t in range(0, rout * nch):
+            ro = t // nch
+            c0 = (t - ro * nch) * BLOCK_N
             base = x_row + tl.cast(ro, tl.int64) * sxro
             ybase = y_row + tl.cast(ro, tl.int64) * syro
-            for c0 in range(0, rin, BLOCK_N):
-                cc = c0 + offs_n
-                c64 = cc.to(tl.int64)
-                mask = m_mask[:, None] & (cc < rin)[None, :]
-                x = tl.load(x_ptr + (base[:, None] + c64[None, :] * sxri), mask=mask,
-                            other=0.0).to(tl.float32)
-                d = x - mx[:, None]
-                if log:
-                    y = d - ls[:, None]
-                else:
-                    y = tl.exp(d) * inv[:, None]
-                _store_f32(y_ptr, ybase[:, None] + c64[None, :] * syri, y, mask, y_f32)
+            if yal == 1:
+                ybase = tl.multiple_of(ybase, 16)
+            cc = c0 + offs_n
+            c64 = cc.to(tl.int64)
+            mask = m_mask[:, None] & (cc < rin)[None, :]
+            x = tl.load(x_ptr + (base[:, None] + c64[None, :] * sxri), mask=mask,
+                        other=0.0).to(tl.float32)
+            d = x - mx[:, None]
+            if log:
+                y = d - ls[:, None]
+            else:
+                y = tl.exp(d) * inv[:, None]
+            _store_f32(y_ptr, ybase[:, None] + c64[None, :] * syri, y, mask, y_f32)
 
 
 @triton.jit
 def hipdnn_reduce_fwd(x_ptr, y_ptr, rows, kin, rout, rin, sxo, sxi, sxro, sxri, syo, syi,
-                      syro, syri, op, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
+                      syro, syri, yal, op, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr):
     pid = tl.program_id(0)
     offs_m = pid * BLOCK_M + tl.arange(0, BLOCK_M)
     m_mask = offs_m < rows
@@ -189,7 +199,7 @@ def hipdnn_reduce_fwd(x_ptr, y_ptr, rows, kin, rout, rin, sxo, sxi, sxro, sxri, 
     y_f32 = (op & _OP_Y_F32) != 0
     code = op & 31
     if code >= _OP_SOFTMAX:
-        _softmax(x_ptr, y_ptr, x_row, y_row, m_mask, rout, rin, sxro, sxri, syro, syri,
+        _softmax(x_ptr, y_ptr, x_row, y_row, m_mask, rout, rin, sxro, sxri, syro, syri, yal,
                  code == _OP_LOG_SOFTMAX, y_f32, BLOCK_M, BLOCK_N)
     else:
         if (code == _OP_MUL) | (code == _OP_MUL_NO_ZEROS):
@@ -214,14 +224,16 @@ KERNEL = hipdnn_reduce_fwd
 FAMILY = "reduce_fwd"
 POINTERS = ["x_ptr", "y_ptr"]
 INTS = ["rows", "kin", "rout", "rin", "sxo", "sxi", "sxro", "sxri", "syo", "syi", "syro",
-        "syri", "op"]
+        "syri", "yal", "op"]
 # Specialized variant ("spec"): x and y 16-byte aligned, the inner reduced extent and x's
 # other strides multiples of 16, the inner reduced strides constant 1 (x's reduced axes are
 # contiguous, each chunk a run of whole 16-byte vectors; softmax's y rows contiguous). y's
 # other strides carry no hint: a reduction's y (one value per kept row) is rarely a multiple
-# of 16 apart. Everything else: "generic".
+# of 16 apart; `yal` (constant 1 in spec, 0 in generic launches) tells the softmax path that
+# y's row offsets are multiples of 16 elements (the pack checks syo, syi, syro for softmax).
+# Everything else: "generic".
 SPEC_DIV16 = ["x_ptr", "y_ptr", "rin", "sxo", "sxi", "sxro"]
-SPEC_ONE = ["sxri", "syri"]
+SPEC_ONE = ["sxri", "syri", "yal"]
 DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32"}
 
 

@@ -31,8 +31,9 @@
 //! kept rows per program, the reduced axes walked in `bn`-element chunks (softmax: one chunk
 //! held in registers when the reduced extent fits it, else an online pass and a write pass).
 //! `spec` = the inner reduced strides `sxri` (and `syri` for softmax) are 1, `rin` and x's
-//! other strides (`sxo sxi sxro`) multiples of 16, x and y 16-byte aligned (checked at
-//! execute, `BAD_PARAM`); y's other strides are free; `generic` = anything else.
+//! other strides (`sxo sxi sxro`) multiples of 16, for softmax y's too (`syo syi syro`; a
+//! reduction's y strides are free), x and y 16-byte aligned (checked at execute,
+//! `BAD_PARAM`); `generic` = anything else.
 //!
 //! Static rule (`build` without benchmarking): the first applicable entry in pack order (spec
 //! before generic, larger chunks first), where an entry other than the family's smallest whose
@@ -45,9 +46,9 @@
 //! program, shorter rows eight rows of 128; reductions take four rows of 1024 above 512
 //! elements, else eight rows of 128. Measured through the engine on an H200 against PyTorch
 //! 2.11 (`hipdnn-bench triton --only reduce`, warm L2, events around 20 executes): softmax and
-//! log-softmax over 32768 rows of 4096 at 1.32–1.88× PyTorch's speed, over 4096 rows of 1024
-//! at 0.58–0.84× (two runs); the sum over 4096 rows of 1024 at 0.93–1.44×, over 32768 rows of
-//! 4096 at 0.59× (f16) and 0.85–0.95× (f32) (`docs/PERFORMANCE.md`). A reduction to
+//! log-softmax over 32768 rows of 4096 at 1.45–2.20× PyTorch's speed, over 4096 rows of 1024
+//! at 0.56–0.84× (three runs); the sum over 4096 rows of 1024 at 0.92–1.44×, over 32768 rows of
+//! 4096 at 0.55–0.59× (f16) and 0.83–0.95× (f32) (`docs/PERFORMANCE.md`). A reduction to
 //! few outputs of very long groups (one program walks one group) is not split across
 //! programs: correct, not fast.
 //!
@@ -60,7 +61,9 @@
 //! `warp_size` (32 or 64), `shared_bytes` in [0, 262144]. Launch: grid (cdiv(rows, block_m),
 //! 1, 1), block num_warps·warp_size, dynamic shared memory `shared_bytes`, workspace 0,
 //! scratch pointers null. Kernel arguments: x, y, rows, kin, rout, rin, sxo, sxi, sxro, sxri,
-//! syo, syi, syro, syri, op (`by_value` 4; spec drops sxri and syri), the two scratch pointers.
+//! syo, syi, syro, syri, yal (0; the spec kernel holds it constant 1: y's row offsets are
+//! multiples of 16), op (`by_value` 4; spec drops sxri, syri and yal), the two scratch
+//! pointers.
 
 use super::matmul::{TritonConfig, is_spec};
 use super::pointwise_v2::dims_strides;
@@ -96,6 +99,8 @@ const STRIDES: [&str; 8] = ["sxo", "sxi", "sxro", "sxri", "syo", "syi", "syro", 
 const SPEC_ONE: [usize; 2] = [3, 7];
 /// Strides the spec variant needs to be multiples of 16 (indices into [`STRIDES`]): x's.
 const SPEC_DIV16: [usize; 3] = [0, 1, 2];
+/// y strides a spec softmax launch needs to be multiples of 16 (indices into [`STRIDES`]).
+const SPEC_Y_DIV16: [usize; 3] = [4, 5, 6];
 /// Config value names.
 const CONFIG: [&str; 6] = [
     "spec",
@@ -127,6 +132,9 @@ pub fn param_names(spec: bool) -> Vec<&'static str> {
             .filter(|(i, _)| !(spec && SPEC_ONE.contains(i)))
             .map(|(_, n)| *n),
     );
+    if !spec {
+        v.push("yal");
+    }
     v.extend(["op", "global_scratch", "profile_scratch"]);
     v
 }
@@ -175,13 +183,15 @@ impl ReduceFwdInputs {
         self.op & 31 >= OP_SOFTMAX
     }
 
-    /// Whether the launch satisfies the spec hints (alignment is checked at execute).
+    /// Whether the launch satisfies the spec hints (alignment is checked at execute): for
+    /// softmax also y's unit inner reduced stride and `syo syi syro` multiples of 16 (the spec
+    /// kernel's `yal` = 1 takes y's row offsets as multiples of 16).
     pub fn fits_spec(&self) -> bool {
         let s = self.strides;
         s[3] == 1
-            && (!self.is_softmax() || s[7] == 1)
             && self.shape[3] % 16 == 0
             && SPEC_DIV16.iter().all(|&i| s[i] % 16 == 0)
+            && (!self.is_softmax() || (s[7] == 1 && SPEC_Y_DIV16.iter().all(|&i| s[i] % 16 == 0)))
     }
 
     /// The launch values.
@@ -223,7 +233,8 @@ impl ReduceFwdInputs {
     /// `launch value 'kin' of dispatch '<d>' must divide 'rows' (<rows>); the plan holds
     /// <kin>`; `launch values of dispatch '<d>' name a reduction, whose 'syro' and 'syri' must
     /// be 0`; `launch values of dispatch '<d>' name the spec variant, whose 'sxri' (and for
-    /// softmax 'syri') must be 1`; the geometry texts.
+    /// softmax 'syri') must be 1, 'rin', 'sxo', 'sxi', 'sxro' (and for softmax 'syo', 'syi',
+    /// 'syro') multiples of 16`; the geometry texts.
     pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
         let names = value_names();
         let r = ContractReader::new(dispatch, REDUCE_FWD_V1, &names, values)?;
@@ -277,9 +288,9 @@ impl ReduceFwdInputs {
                 "launch values of dispatch '{d}' name a reduction, whose 'syro' and 'syri' must be 0"
             )));
         }
-        if inputs.config.spec && (strides[3] != 1 || (inputs.is_softmax() && strides[7] != 1)) {
+        if inputs.config.spec && !inputs.fits_spec() {
             return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the spec variant, whose 'sxri' (and for softmax 'syri') must be 1"
+                "launch values of dispatch '{d}' name the spec variant, whose 'sxri' (and for softmax 'syri') must be 1, 'rin', 'sxo', 'sxi', 'sxro' (and for softmax 'syo', 'syi', 'syro') multiples of 16"
             )));
         }
         inputs.geometry_for(dispatch)?;
@@ -322,6 +333,10 @@ impl ReduceFwdInputs {
                 .filter(|(i, _)| !(spec && SPEC_ONE.contains(i)))
                 .map(|(_, v)| *v),
         );
+        if !spec {
+            // yal: 0 (the generic kernel takes no alignment of y's rows).
+            ints.push(0);
+        }
         ints.push(self.op);
         Ok(PreparedLaunch {
             dispatch: REDUCE_FWD_V1.to_string(),
@@ -692,7 +707,7 @@ impl ReduceFwdHandler {
         let config = TritonConfig::for_kernel(kernel, "reduce_fwd", inputs.dtype)?;
         if config.spec && !inputs.fits_spec() {
             return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16)",
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16; for softmax y's too)",
                 kernel.describe()
             )));
         }
