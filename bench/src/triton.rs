@@ -17,8 +17,11 @@
 //! 4. Conv fprop, conv dgrad and conv wgrad ([`wgrad`]) sections: correctness cases and
 //!    batch-32 ResNet-50 rows vs PyTorch; pointwise ADD f32/f16 GB/s at 16.7 M and 268 M
 //!    elements vs `torch.add` and a device-to-device copy ([`pointwise`]). `--only
-//!    dgrad,wgrad,pointwise` runs just the named sections (JSON to `--out`, their markdown tables alone to `--md`, which is
-//!    then overwritten, not spliced); `HIPDNN_BENCH_ONLY_DGRAD=1` is `--only dgrad`.
+//!    dgrad,wgrad,pointwise,reduce` runs just the named sections (JSON to `--out`, their
+//!    markdown tables alone to `--md`, which is then overwritten, not spliced);
+//!    `HIPDNN_BENCH_ONLY_DGRAD=1` is `--only dgrad`.
+//! 5. Softmax, log-softmax, sum, layernorm and rmsnorm ([`reduce`]): correctness checks and
+//!    rows of 4096×1024 and 32768×4096 (f16, f32) vs PyTorch.
 //!
 //! Writes JSON, and with `--md` replaces the block between `<!-- triton-bench:begin -->` and
 //! `<!-- triton-bench:end -->`. Without a GPU it prints `skipped: no GPU` and exits 0.
@@ -32,6 +35,7 @@ use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
 mod pointwise;
+mod reduce;
 mod wgrad;
 
 type R<T> = Result<T, String>;
@@ -687,9 +691,15 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
     } else {
         pointwise::section(&gpu)?
     };
+    let (reduce_checks, reduce_rows, torch_reduce) = if sizes.is_empty() {
+        (Vec::new(), Vec::new(), json!(null))
+    } else {
+        reduce::section(&gpu, &cpu)?
+    };
     let device = format!("{:?}", gpu.device());
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
         "pointwise": pw_rows, "torch_pointwise": torch_pw,
+        "reduce_checks": reduce_checks, "reduce": reduce_rows, "torch_reduce": torch_reduce,
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "wgrad_checks": wgrad_checks, "wgrad": wgrad_rows, "torch_wgrad": torch_wgrad,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
@@ -801,6 +811,9 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
         t += &wgrad::table(wgrad_checks.len(), &wgrad_rows, &torch_wgrad);
         if !pw_rows.is_empty() {
             t += &pointwise::table(&pw_rows, &torch_pw);
+        }
+        if !reduce_rows.is_empty() {
+            t += &reduce::table(reduce_checks.len(), &reduce_rows, &torch_reduce);
         }
         let text = std::fs::read_to_string(md).map_err(e)?;
         let (b, en) = ("<!-- triton-bench:begin -->", "<!-- triton-bench:end -->");
@@ -1260,10 +1273,10 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
     let names: Vec<&str> = only.split(',').map(str::trim).collect();
     if let Some(bad) = names
         .iter()
-        .find(|n| !["dgrad", "wgrad", "pointwise"].contains(n))
+        .find(|n| !["dgrad", "wgrad", "pointwise", "reduce"].contains(n))
     {
         return Err(format!(
-            "--only takes dgrad, wgrad and pointwise, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise and reduce, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1315,6 +1328,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         t += &pointwise::table(&rows, &torch);
         report.insert("pointwise".into(), json!(rows));
         report.insert("torch_pointwise".into(), torch);
+    }
+    if names.contains(&"reduce") {
+        let (checks, rows, torch) = reduce::section(gpu, cpu)?;
+        t += &reduce::table(checks.len(), &rows, &torch);
+        report.insert("reduce_checks".into(), json!(checks));
+        report.insert("reduce".into(), json!(rows));
+        report.insert("torch_reduce".into(), torch);
     }
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;

@@ -23,6 +23,7 @@ use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
 use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
+use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
 use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
 use std::sync::Arc;
 
@@ -52,11 +53,14 @@ pub enum PackFamily {
     /// Triton fused pointwise chains: 1–4 pointwise nodes of any mode in one launch
     /// (`family: "pointwise_fused"`).
     PointwiseFused,
+    /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
+    /// patterns (`family: "reduce_fwd"`).
+    ReduceFwd,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 9] = [
+    pub const ALL: [PackFamily; 10] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
@@ -66,6 +70,7 @@ impl PackFamily {
         PackFamily::NormFwd,
         PackFamily::SdpaFwd,
         PackFamily::PointwiseFused,
+        PackFamily::ReduceFwd,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -80,6 +85,7 @@ impl PackFamily {
             PackFamily::NormFwd => "norm_fwd",
             PackFamily::SdpaFwd => "sdpa_fwd",
             PackFamily::PointwiseFused => "pointwise_fused",
+            PackFamily::ReduceFwd => "reduce_fwd",
         }
     }
 
@@ -93,7 +99,8 @@ impl PackFamily {
     /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
     /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
     /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
-    /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.pointwise.dispatch.v3` (Triton entries of
+    /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.pointwise.dispatch.v3`,
+    /// `hipkernel.reduce_fwd.dispatch.v1` (Triton entries of
     /// `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
@@ -106,6 +113,7 @@ impl PackFamily {
             PackFamily::NormFwd => NORM_FWD_V1,
             PackFamily::SdpaFwd => SDPA_FWD_V1,
             PackFamily::PointwiseFused => POINTWISE_V3,
+            PackFamily::ReduceFwd => REDUCE_FWD_V1,
         }
     }
 }
@@ -125,7 +133,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
-/// `hipkernel.pointwise.dispatch.v3`) under their versioned names only, so the unversioned
+/// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`) under their versioned names only, so the unversioned
 /// aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -140,6 +148,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(NormFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(SdpaFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(PointwiseV3Handler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

@@ -18,6 +18,7 @@ use hipdnn_engines::ingestor::packs::matmul::{
 };
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
+use hipdnn_engines::ingestor::packs::reduce_fwd::{self, REDUCE_FWD_V1};
 use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
@@ -32,6 +33,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "norm_fwd" => norm_fwd::signature(spec),
         "sdpa_fwd" => sdpa_fwd::signature(spec),
         "pointwise_fused" => pointwise_v3::signature(spec),
+        "reduce_fwd" => reduce_fwd::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -184,6 +186,15 @@ fn every_triton_entry_records_its_launch_facts() {
                 for n in ["sqd", "skd", "svd", "sod"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
+            } else if spec && family == "reduce_fwd" {
+                for n in ["sxri", "syri", "yal"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!(["rin", "sxi", "sxo", "sxro", "x_ptr", "y_ptr"])
+                );
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if spec {
                 assert_eq!(ce["stride_ak"], 1);
                 assert_eq!(ce["stride_bn"], 1);
@@ -330,6 +341,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
                 "pointwise_fused" if cfg.spec => (POINTWISE_V3, "hipdnn_pointwise_flat"),
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
+                "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -384,6 +396,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "matmul",
             "norm_fwd",
             "pointwise_fused",
+            "reduce_fwd",
             "sdpa_fwd",
         ];
         if arch == "gfx950" {

@@ -16,6 +16,7 @@ pub mod norm_fwd;
 pub mod pointwise;
 pub mod pointwise_v2;
 pub mod pointwise_v3;
+pub mod reduce_fwd;
 pub mod sdpa_fwd;
 
 use hipdnn_backend::graph::OperationGraph;
