@@ -47,9 +47,18 @@ fn sm90() -> Vec<KernelDescriptor> {
 }
 
 fn matmul_graph(dt: DT, m: i64, n: i64, k: i64) -> OperationGraph {
+    matmul_graph_b(dt, m, n, k, false)
+}
+
+/// [`matmul_graph`]; `b_col`: B column-major (strides K·N, 1, K: an (N, K) row-major weight).
+fn matmul_graph_b(dt: DT, m: i64, n: i64, k: i64, b_col: bool) -> OperationGraph {
+    let mut b = TensorSpec::new(2, "b", dt, &[1, k, n]);
+    if b_col {
+        b = b.strides(&[k * n, 1, k]);
+    }
     let mut g = GraphBuilder::new("mm");
     g.tensor(TensorSpec::new(1, "a", dt, &[1, m, k]))
-        .tensor(TensorSpec::new(2, "b", dt, &[1, k, n]))
+        .tensor(b)
         .tensor(TensorSpec::new(3, "c", dt, &[1, m, n]));
     g.node(
         "mm",
@@ -151,6 +160,22 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
         (matmul_graph(DT::BFLOAT16, 512, 512, 512), 1, 64, 128),
         (matmul_graph(DT::HALF, 100, 37, 53), 0, 64, 64),
         (matmul_graph(DT::FLOAT, 2048, 2048, 2048), 1, 128, 128),
+        // B column-major (PyTorch's Linear weight as B = Wᵀ): the bcol entries, same tiles;
+        // MiniLM's 4096×384×384 takes the 64×64 tile (128×128 gives too few tiles).
+        (
+            matmul_graph_b(DT::FLOAT, 2048, 2048, 2048, true),
+            4,
+            128,
+            128,
+        ),
+        (matmul_graph_b(DT::FLOAT, 4096, 384, 384, true), 4, 64, 64),
+        (
+            matmul_graph_b(DT::HALF, 4096, 4096, 4096, true),
+            4,
+            128,
+            256,
+        ),
+        (matmul_graph_b(DT::HALF, 100, 48, 48, true), 0, 64, 64),
         (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
         // C = 128 over 3×3 taps: two 64-deep blocks per tap, so 64-row tiles (static rule).
         (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 64, 64),

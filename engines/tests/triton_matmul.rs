@@ -97,8 +97,11 @@ fn every_triton_entry_records_its_launch_facts() {
             };
             assert_eq!(k["kernel_source"]["symbol"].as_str().unwrap(), symbol);
             let spec = k["variant"] == "spec";
+            let bcol = k["variant"] == "bcol";
             let variant = if spec {
                 1
+            } else if bcol {
+                4
             } else if nchw {
                 2
             } else if nchwt {
@@ -215,11 +218,38 @@ fn every_triton_entry_records_its_launch_facts() {
                 for n in hinted {
                     assert!(d.contains(n), "{n}");
                 }
+            } else if bcol {
+                // Matmul with B column-major: B's K stride is the constexpr 1, its N stride
+                // carries the divisibility hint.
+                assert_eq!(family, "matmul");
+                for n in ["stride_ak", "stride_bk", "stride_cn", "stride_rn"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                let d: Vec<&str> = k["divisibility_16"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|x| x.as_str().unwrap())
+                    .collect();
+                for n in [
+                    "a_ptr",
+                    "b_ptr",
+                    "c_ptr",
+                    "M",
+                    "N",
+                    "K",
+                    "stride_am",
+                    "stride_bn",
+                ] {
+                    assert!(d.contains(&n), "{n}");
+                }
+                assert!(!d.contains(&"stride_bk"));
             } else {
                 assert_eq!(k["divisibility_16"].as_array().unwrap().len(), 0);
             }
             let cfg = TritonConfig::parse(k["name"].as_str().unwrap()).unwrap();
             assert_eq!(cfg.spec, spec);
+            assert_eq!(cfg.b_col, bcol);
             assert_eq!(cfg.shared_bytes, k["shared_bytes"].as_i64().unwrap());
             assert_eq!(cfg.num_warps, k["num_warps"].as_i64().unwrap());
             assert_eq!(cfg.warp_size, warp);
