@@ -563,49 +563,7 @@ impl ConvWgradV1Handler {
 }
 
 impl DispatchHandler for ConvWgradV1Handler {
-    fn contract(&self) -> &str {
-        CONV_WGRAD_V1
-    }
-
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false)
-    }
-
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values))
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(match_graph(graph).err().unwrap_or_else(|| {
-            na("the conv_wgrad pack launches packed entries only; prepare a kernel")
-        }))
-    }
-
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        self.inputs_for(kernel, graph)?
-            .to_launch()
-            .map_err(|e| na(e.message))
-    }
-
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        ConvWgradV1Inputs::from_values(dispatch, values)?.to_launch()
-    }
+    packed_triton_handler_methods!(CONV_WGRAD_V1, "conv_wgrad", ConvWgradV1Inputs);
 
     /// dy, x, dw, a null workspace pointer (right for split 1 only; the plan calls
     /// [`Self::kernel_args_with_workspace`]), the integers, two null scratch pointers. A spec

@@ -5,6 +5,68 @@
 //! kernel needs a new version (`.v2`) in a new handler registered beside v1 with
 //! [`crate::ingestor::dispatch::DispatchRegistry::register_versioned_only`]; v1 never changes.
 
+/// The [`crate::ingestor::dispatch::DispatchHandler`] methods every packed-entry-only Triton
+/// pack shares, inside its `impl DispatchHandler for <Handler>` (before its own
+/// `kernel_args`): `contract` = `$contract`; `launch_signature` / `launch_signature_for` from
+/// the module's `signature(spec)` (the spec variant read from the saved `spec` value);
+/// `prepare` refuses (NOT_APPLICABLE) with the graph matcher's reason, else `the <family> pack
+/// launches packed entries only; prepare a kernel`; `prepare_kernel` =
+/// `self.inputs_for(kernel, graph)?.to_launch()` (launch errors as NOT_APPLICABLE);
+/// plans are saveable, their launch values saved as they are and restored through
+/// `$inputs::from_values(dispatch, values)?.to_launch()`. The module must have `match_graph`,
+/// `na`, `signature` and `is_spec` in scope.
+macro_rules! packed_triton_handler_methods {
+    ($contract:expr, $family:literal, $inputs:ty) => {
+        fn contract(&self) -> &str {
+            $contract
+        }
+
+        fn launch_signature(&self) -> Vec<KernelArgument> {
+            signature(false)
+        }
+
+        fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+            signature(is_spec(values))
+        }
+
+        fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+            Err(match_graph(graph).err().unwrap_or_else(|| {
+                na(concat!(
+                    "the ",
+                    $family,
+                    " pack launches packed entries only; prepare a kernel"
+                ))
+            }))
+        }
+
+        fn prepare_kernel(
+            &self,
+            kernel: &KernelDescriptor,
+            graph: &OperationGraph,
+        ) -> PluginResult<PreparedLaunch> {
+            self.inputs_for(kernel, graph)?
+                .to_launch()
+                .map_err(|e| na(e.message))
+        }
+
+        fn supports_saving(&self) -> bool {
+            true
+        }
+
+        fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+            Some(launch.launch_values.clone())
+        }
+
+        fn restore_launch(
+            &self,
+            dispatch: &str,
+            values: &LaunchValues,
+        ) -> PluginResult<PreparedLaunch> {
+            <$inputs>::from_values(dispatch, values)?.to_launch()
+        }
+    };
+}
+
 pub mod conv_dgrad;
 pub mod conv_fprop;
 pub mod conv_fwd;

@@ -706,49 +706,7 @@ impl NormFwdHandler {
 }
 
 impl DispatchHandler for NormFwdHandler {
-    fn contract(&self) -> &str {
-        NORM_FWD_V1
-    }
-
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false)
-    }
-
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values))
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(match_graph(graph).err().unwrap_or_else(|| {
-            na("the norm_fwd pack launches packed entries only; prepare a kernel")
-        }))
-    }
-
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        self.inputs_for(kernel, graph)?
-            .to_launch()
-            .map_err(|e| na(e.message))
-    }
-
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        NormFwdInputs::from_values(dispatch, values)?.to_launch()
-    }
+    packed_triton_handler_methods!(NORM_FWD_V1, "norm_fwd", NormFwdInputs);
 
     /// x, scale, bias (null when absent), y, mean, inv (null when absent), the integers,
     /// epsilon, two null scratch pointers. A spec launch refuses (BAD_PARAM) x, scale, bias

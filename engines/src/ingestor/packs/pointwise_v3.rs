@@ -1037,49 +1037,7 @@ impl PointwiseV3Handler {
 }
 
 impl DispatchHandler for PointwiseV3Handler {
-    fn contract(&self) -> &str {
-        POINTWISE_V3
-    }
-
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(false)
-    }
-
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        signature(is_spec(values))
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(match_graph(graph).err().unwrap_or_else(|| {
-            na("the pointwise_fused pack launches packed entries only; prepare a kernel")
-        }))
-    }
-
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        self.inputs_for(kernel, graph)?
-            .to_launch()
-            .map_err(|e| na(e.message))
-    }
-
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        PointwiseV3Inputs::from_values(dispatch, values)?.to_launch()
-    }
+    packed_triton_handler_methods!(POINTWISE_V3, "pointwise_fused", PointwiseV3Inputs);
 
     /// x0..x3 (null when absent), y, the integers, the f32 parameters, two null scratch
     /// pointers. A spec launch refuses (BAD_PARAM) any tensor address that is not 16-byte
