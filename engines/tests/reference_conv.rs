@@ -380,6 +380,36 @@ fn cases() -> Vec<Case> {
             dil: vec![1, 1],
             ..base.clone()
         },
+        // Unpadded strided 1×1 filters (the packed-subsample path): 2-D with unequal
+        // strides, NHWC, and 3-D.
+        Case {
+            x: vec![2, 5, 9, 7],
+            w: vec![6, 5, 1, 1],
+            pre: vec![0, 0],
+            post: vec![0, 0],
+            stride: vec![2, 3],
+            dil: vec![1, 1],
+            ..base.clone()
+        },
+        Case {
+            x: vec![1, 8, 10, 6],
+            w: vec![4, 4, 1, 1],
+            pre: vec![0, 0],
+            post: vec![0, 0],
+            stride: vec![2, 2],
+            dil: vec![1, 1],
+            nhwc: true,
+            ..base.clone()
+        },
+        Case {
+            x: vec![1, 3, 5, 6, 7],
+            w: vec![2, 3, 1, 1, 1],
+            pre: vec![0, 0, 0],
+            post: vec![0, 0, 0],
+            stride: vec![2, 1, 3],
+            dil: vec![1, 1, 1],
+            ..base.clone()
+        },
     ]
 }
 
@@ -401,6 +431,67 @@ fn conv_dgrad_matches_nested_loops() {
 fn conv_wgrad_matches_nested_loops() {
     for c in cases() {
         check(&c, Kind::Wgrad);
+    }
+}
+
+/// 3×3, stride 1, dilation 1, one group, ≥ 16 channels: the Winograd F(2×2, 3×3) path
+/// (`reference::ops::winograd`), with odd and even output sizes, asymmetric and zero padding,
+/// a 1×1 input, several blocks per image, several images per block (two blocks of 16 and 4
+/// images), NHWC, both conv modes and f16.
+fn winograd_cases() -> Vec<Case> {
+    let base = Case {
+        x: vec![2, 16, 9, 7],
+        w: vec![17, 16, 3, 3],
+        pre: vec![1, 1],
+        post: vec![1, 1],
+        stride: vec![1, 1],
+        dil: vec![1, 1],
+        flip: false,
+        nhwc: false,
+        dt: DT::FLOAT,
+    };
+    vec![
+        base.clone(),
+        Case {
+            x: vec![1, 19, 5, 13],
+            w: vec![16, 19, 3, 3],
+            pre: vec![0, 2],
+            post: vec![2, 0],
+            flip: true,
+            ..base.clone()
+        },
+        Case {
+            x: vec![3, 16, 1, 1],
+            w: vec![16, 16, 3, 3],
+            nhwc: true,
+            ..base.clone()
+        },
+        Case {
+            x: vec![1, 20, 41, 37],
+            w: vec![24, 20, 3, 3],
+            pre: vec![0, 0],
+            post: vec![0, 0],
+            ..base.clone()
+        },
+        Case {
+            x: vec![20, 16, 8, 8],
+            w: vec![16, 16, 3, 3],
+            ..base.clone()
+        },
+        Case {
+            x: vec![1, 16, 6, 4],
+            w: vec![16, 16, 3, 3],
+            dt: DT::HALF,
+            nhwc: true,
+            ..base.clone()
+        },
+    ]
+}
+
+#[test]
+fn conv_fprop_winograd_shapes_match_nested_loops() {
+    for c in winograd_cases() {
+        check(&c, Kind::Fprop);
     }
 }
 

@@ -80,6 +80,21 @@ fn conv_cases() -> Vec<ConvCase> {
             vec![3, 48, 20, 20],
             g2([0, 0], [0, 0], [1, 1], [1, 1], false),
         ),
+        // Winograd with whole images per block: 16 tiles an image, two blocks (16 + 4).
+        (
+            vec![20, 16, 8, 8],
+            vec![17, 16, 3, 3],
+            vec![20, 17, 8, 8],
+            g2([1, 1], [1, 1], [1, 1], [1, 1], false),
+        ),
+        // 3×3, stride 1, ≥ 16 channels: Winograd F(2×2, 3×3), two blocks per image, odd
+        // output sizes, asymmetric padding, CONVOLUTION mode.
+        (
+            vec![2, 24, 37, 35],
+            vec![20, 24, 3, 3],
+            vec![2, 20, 37, 36],
+            g2([1, 2], [1, 1], [1, 1], [1, 1], true),
+        ),
         (
             vec![2, 5, 40],
             vec![7, 5, 4],

@@ -19,6 +19,7 @@
 //! Owns only arithmetic; shapes were checked by the caller.
 
 use super::gemm::{self, Epilogue, Job};
+use super::winograd;
 use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, Axis, IxDyn};
 use rayon::prelude::*;
 use std::borrow::Cow;
@@ -112,6 +113,56 @@ impl Geo3 {
     /// A 1×1 filter, stride 1, no padding: the im2col matrix is the input itself.
     fn is_pointwise(&self) -> bool {
         self.taps() == 1 && self.stride == [1; 3] && self.i == self.o && self.pre == [0; 3]
+    }
+    /// For a 1×1 filter without padding whose output is not the input itself (a stride, or
+    /// an output smaller than the input): the inputs it reads, `(N, C, out…)` packed, one
+    /// pass over the output volume (planes in parallel). None otherwise.
+    fn subsample(&self, x: &[f32]) -> Option<Vec<f32>> {
+        if self.taps() != 1 || self.pre != [0; 3] || self.is_pointwise() {
+            return None;
+        }
+        let (ivol, ovol) = (self.ivol(), self.ovol());
+        let mut sub = vec![0f32; self.n * self.c * ovol];
+        if ovol == 0 {
+            return Some(sub);
+        }
+        let [sd, sh, sw] = self.stride;
+        sub.par_chunks_mut(ovol)
+            .zip(x.par_chunks(ivol.max(1)))
+            .for_each(|(dst, src)| {
+                for (q, line) in dst.chunks_mut(self.o[2]).enumerate() {
+                    let (od, oh) = (q / self.o[1], q % self.o[1]);
+                    let row = &src[(od * sd * self.i[1] + oh * sh) * self.i[2]..];
+                    for (v, x) in line.iter_mut().zip(row.iter().step_by(sw)) {
+                        *v = *x;
+                    }
+                }
+            });
+        Some(sub)
+    }
+    /// The F(2×2, 3×3) shape when [`winograd`] serves this problem: 2-D, 3×3 filter, stride
+    /// and dilation 1, one group, at least [`winograd::MIN_CHANNELS`] input and output
+    /// channels.
+    fn winograd(&self) -> Option<winograd::Shape> {
+        let planar = self.i[0] == 1 && self.o[0] == 1 && self.f[0] == 1;
+        let fits = planar
+            && self.f[1..] == [3, 3]
+            && self.stride == [1; 3]
+            && self.dil == [1; 3]
+            && self.groups == 1
+            && self.c >= winograd::MIN_CHANNELS
+            && self.k >= winograd::MIN_CHANNELS;
+        fits.then_some(winograd::Shape {
+            n: self.n,
+            c: self.c,
+            k: self.k,
+            h: self.i[1],
+            w: self.i[2],
+            oh: self.o[1],
+            ow: self.o[2],
+            ph: self.pre[1],
+            pw: self.pre[2],
+        })
     }
     /// Tap index `t` → filter coordinates.
     fn tap(&self, t: usize) -> [usize; 3] {
@@ -265,19 +316,31 @@ impl Geo3 {
             d[done..].fill(0.0);
         }
     }
-    /// im2col of one image (read through `x`, see [`Planes`]) into `col` `(C·taps, P)`, rows
-    /// in parallel.
-    fn im2col(&self, x: &Planes<'_>, col: &mut [f32]) {
+    /// im2col of the images `x` (each read through its [`Planes`]) into `col`
+    /// `(C·taps, images·P)`, image i in columns `i·P..(i + 1)·P`; rows in parallel.
+    fn im2col(&self, x: &[Planes<'_>], col: &mut [f32]) {
         let (taps, ovol) = (self.taps(), self.ovol());
         let sw = self.stride[2];
-        col.par_chunks_mut(ovol).enumerate().for_each(|(row, dst)| {
-            let (c, t) = (row / taps, row % taps);
-            dst.fill(0.0);
-            self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
-                let col = (lo * sw) as isize + first;
-                dst[o0 + lo..o0 + hi].copy_from_slice(x.run(c, i0, col as usize, hi - lo));
+        if ovol == 0 {
+            return;
+        }
+        col.par_chunks_mut(ovol * x.len())
+            .enumerate()
+            .for_each(|(row, line)| {
+                let (c, t) = (row / taps, row % taps);
+                for (img, dst) in x.iter().zip(line.chunks_mut(ovol)) {
+                    dst.fill(0.0);
+                    self.rows(t, self.all_rows(), |o0, i0, (lo, hi), first| {
+                        let col = (lo * sw) as isize + first;
+                        dst[o0 + lo..o0 + hi].copy_from_slice(img.run(
+                            c,
+                            i0,
+                            col as usize,
+                            hi - lo,
+                        ));
+                    });
+                }
             });
-        });
     }
     /// col2im: adds `dcol` `(C·taps, P)` into one image `dx` `(C, in…)`. One task per
     /// (channel, block of input rows); each element receives its adds in increasing tap order
@@ -455,6 +518,10 @@ fn mat_mut(rows: usize, cols: usize, v: &mut [f32]) -> ArrayViewMut2<'_, f32> {
     ArrayViewMut2::from_shape((rows, cols), &mut v[..rows * cols]).expect("matrix")
 }
 
+/// Output positions per image below which fprop puts every image's columns into one GEMM
+/// (a GEMM over 49 or 196 columns per image runs far below one over 8× as many).
+const BATCH_BELOW: usize = 256;
+
 /// Forward convolution: y `(N, K, out…)` = x `(N, C, in…)` ⋆ w `(K, C/g, f…)`.
 pub fn conv_fprop(
     x: &ArrayD<f32>,
@@ -479,13 +546,58 @@ pub fn conv_fprop_with(
     } else {
         Cow::Borrowed(w)
     };
-    let geo = Geo3::new(x.shape(), w.shape(), y_dims, g);
-    let (xs, ws) = (dense(x), dense(&w));
+    let mut geo = Geo3::new(x.shape(), w.shape(), y_dims, g);
+    let (mut xs, ws) = (dense(x), dense(&w));
+    if let Some(sub) = geo.subsample(&xs) {
+        // A strided unpadded 1×1 filter reads one input per output: those inputs, packed,
+        // are the GEMM's right operand as is (the 1×1 stride-1 case below).
+        (xs, geo.i, geo.stride) = (Cow::Owned(sub), geo.o, [1; 3]);
+    }
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
     let kg = geo.k / geo.groups;
     let crs = geo.cg * geo.taps();
     let mut y = vec![0f32; geo.n * geo.k * ovol];
+    if let Some(s) = geo.winograd() {
+        winograd::fprop(&s, &xs, &ws, epi, &mut y);
+        return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
+    }
     let direct = geo.is_pointwise();
+    if geo.n > 1 && ovol > 0 && ovol < BATCH_BELOW {
+        // Few output positions per image: all images' columns in one GEMM per group,
+        // `Y' (K, N·P) = w · col (C·taps, N·P)`, then Y' is unpacked into y (N, K, P).
+        let np = geo.n * ovol;
+        let mut col = vec![0f32; geo.c * geo.taps() * np];
+        if direct {
+            col.par_chunks_mut(np).enumerate().for_each(|(c, line)| {
+                for (n, dst) in line.chunks_mut(ovol).enumerate() {
+                    dst.copy_from_slice(&xs[(n * geo.c + c) * ivol..][..ovol]);
+                }
+            });
+        } else {
+            let planes: Vec<Planes<'_>> = (0..geo.n)
+                .map(|n| Planes::new(&geo, &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol]))
+                .collect();
+            geo.im2col(&planes, &mut col);
+        }
+        let mut yt = vec![0f32; geo.k * np];
+        let jobs = yt
+            .chunks_mut(kg * np)
+            .enumerate()
+            .take(geo.groups)
+            .map(|(grp, yg)| Job {
+                a: mat(kg, crs, &ws[grp * kg * crs..]),
+                b: mat(crs, np, &col[grp * crs * np..]),
+                c: mat_mut(kg, np, yg),
+                row_base: grp * kg,
+            })
+            .collect();
+        gemm::run(jobs, false, epi);
+        y.par_chunks_mut(ovol).enumerate().for_each(|(nk, dst)| {
+            let (n, k) = (nk / geo.k, nk % geo.k);
+            dst.copy_from_slice(&yt[k * np + n * ovol..][..ovol]);
+        });
+        return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
+    }
     // One row tile per group (the usual case): each tile builds the im2col of its own columns
     // in a per-thread scratch buffer right before its GEMM (no whole-image col pass). The tile
     // shape is the one `gemm::run` would pick, so the bits are the same either way.
@@ -521,7 +633,7 @@ pub fn conv_fprop_with(
         let cols: &[f32] = if direct {
             xn
         } else {
-            geo.im2col(&Planes::new(&geo, xn), &mut col);
+            geo.im2col(&[Planes::new(&geo, xn)], &mut col);
             &col
         };
         let jobs = yn
@@ -603,7 +715,7 @@ pub fn conv_wgrad(
         let cols: &[f32] = if direct {
             xn
         } else {
-            geo.im2col(&Planes::new(&geo, xn), &mut col);
+            geo.im2col(&[Planes::new(&geo, xn)], &mut col);
             &col
         };
         let jobs = dw

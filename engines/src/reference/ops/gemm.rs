@@ -76,19 +76,39 @@ impl Epilogue<'_> {
         }
         for (i, mut line) in c.outer_iter_mut().enumerate() {
             let r = row_base + rows.start + i;
-            for (j, v) in line.iter_mut().enumerate() {
-                let mut x = *v;
-                match self.bias {
-                    Bias::None => {}
-                    Bias::PerRow(b) => x += b[r],
-                    Bias::PerCol(b) => x += b[cols.start + j],
-                }
-                if let Some(p) = &self.act {
-                    x = unary(p, x);
-                }
-                *v = x;
+            match line.as_slice_mut() {
+                Some(vals) => self.apply_row(r, cols.start, vals),
+                None => line.iter_mut().enumerate().for_each(|(j, v)| {
+                    *v = self.one(r, cols.start + j, *v);
+                }),
             }
         }
+    }
+
+    /// Applies the epilogue to `vals`, the columns `col0..col0 + vals.len()` of row `row` of
+    /// C (row and column index a [`Bias::PerRow`] / [`Bias::PerCol`] bias). The same f32
+    /// operations as [`Epilogue::apply`].
+    pub(crate) fn apply_row(&self, row: usize, col0: usize, vals: &mut [f32]) {
+        if self.is_none() {
+            return;
+        }
+        for (j, v) in vals.iter_mut().enumerate() {
+            *v = self.one(row, col0 + j, *v);
+        }
+    }
+
+    /// The epilogue of one element of C at (row, col).
+    #[inline]
+    fn one(&self, row: usize, col: usize, mut x: f32) -> f32 {
+        match self.bias {
+            Bias::None => {}
+            Bias::PerRow(b) => x += b[row],
+            Bias::PerCol(b) => x += b[col],
+        }
+        if let Some(p) = &self.act {
+            x = unary(p, x);
+        }
+        x
     }
 }
 

@@ -12,3 +12,4 @@ pub mod pointwise;
 pub mod reduce;
 pub mod resample;
 pub mod sdpa;
+pub mod winograd;
