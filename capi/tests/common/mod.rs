@@ -13,14 +13,18 @@ pub fn profile_dir() -> PathBuf {
 }
 
 /// Path of libhipdnn_backend.so, built (or found up to date) by `cargo build -p hipdnn-capi
-/// --lib` once per test process: cargo does not rebuild a cdylib-only library before its
-/// integration tests, so the tests build it themselves.
+/// --lib` (with `--release` when this test binary is a release build) once per test process:
+/// cargo does not rebuild a cdylib-only library before its integration tests, so the tests
+/// build it themselves.
 pub fn library_path() -> PathBuf {
     static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     BUILT
         .get_or_init(|| {
+            // Same profile as this test binary: `cargo test --release` looks in target/release.
+            let release = profile_dir().ends_with("release");
             let out = Command::new(env!("CARGO"))
                 .args(["build", "-p", "hipdnn-capi", "--lib"])
+                .args(release.then_some("--release"))
                 .current_dir(env!("CARGO_MANIFEST_DIR"))
                 .output()
                 .expect("cargo runs");
