@@ -61,7 +61,9 @@
 //! application on another ndarray version can use this one without a type mismatch.
 //!
 //! # Minimum Rust version
-//! Rust 1.88 (edition 2024, let-chains), checked by CI with that toolchain.
+//! Rust 1.89 (edition 2024, let-chains; the CPU engine's GEMM, `gemm` 0.19 with its `x86-v4`
+//! AVX-512 kernels, needs the AVX-512 intrinsics stabilised in 1.89), checked by CI with that
+//! toolchain.
 
 #[cfg(doctest)]
 #[doc = include_str!("../../README.md")]
