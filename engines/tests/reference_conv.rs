@@ -401,6 +401,17 @@ fn cases() -> Vec<Case> {
             nhwc: true,
             ..base.clone()
         },
+        // 1×1 with trailing padding: outputs that read only padding are 0 (not the
+        // packed-subsample path).
+        Case {
+            x: vec![2, 3, 5, 7],
+            w: vec![4, 3, 1, 1],
+            pre: vec![0, 0],
+            post: vec![1, 2],
+            stride: vec![1, 2],
+            dil: vec![1, 1],
+            ..base.clone()
+        },
         Case {
             x: vec![1, 3, 5, 6, 7],
             w: vec![2, 3, 1, 1, 1],

@@ -114,11 +114,39 @@ impl Geo3 {
     fn is_pointwise(&self) -> bool {
         self.taps() == 1 && self.stride == [1; 3] && self.i == self.o && self.pre == [0; 3]
     }
+    /// A 1×1 filter without leading padding, every output inside the input (trailing padding
+    /// never read), and an output that is not the input itself (a stride, or an output
+    /// smaller than the input): each output reads exactly one input.
+    fn is_subsample(&self) -> bool {
+        let inside = (0..3).all(|d| self.o[d] == 0 || (self.o[d] - 1) * self.stride[d] < self.i[d]);
+        self.taps() == 1 && self.pre == [0; 3] && inside && !self.is_pointwise()
+    }
+    /// The adjoint of [`Geo3::subsample`] for one image: `dcol` `(C, out…)` packed, written
+    /// into the inputs it came from in the zeroed `dx` `(C, in…)` (each input receives at
+    /// most one value, so no sums: the order cannot matter). Planes in parallel.
+    fn scatter_subsample(&self, dcol: &[f32], dx: &mut [f32]) {
+        let (ivol, ovol) = (self.ivol(), self.ovol());
+        if ivol == 0 || ovol == 0 {
+            return;
+        }
+        let [sd, sh, sw] = self.stride;
+        dx.par_chunks_mut(ivol)
+            .zip(dcol.par_chunks(ovol))
+            .for_each(|(dst, src)| {
+                for (q, line) in src.chunks(self.o[2]).enumerate() {
+                    let (od, oh) = (q / self.o[1], q % self.o[1]);
+                    let row = &mut dst[(od * sd * self.i[1] + oh * sh) * self.i[2]..];
+                    for (d, v) in row.iter_mut().step_by(sw).zip(line) {
+                        *d = *v;
+                    }
+                }
+            });
+    }
     /// For a 1×1 filter without padding whose output is not the input itself (a stride, or
     /// an output smaller than the input): the inputs it reads, `(N, C, out…)` packed, one
     /// pass over the output volume (planes in parallel). None otherwise.
     fn subsample(&self, x: &[f32]) -> Option<Vec<f32>> {
-        if self.taps() != 1 || self.pre != [0; 3] || self.is_pointwise() {
+        if !self.is_subsample() {
             return None;
         }
         let (ivol, ovol) = (self.ivol(), self.ovol());
@@ -687,7 +715,9 @@ pub fn conv_dgrad(
             })
             .collect();
         gemm::run(jobs, false, &Epilogue::NONE);
-        if !direct {
+        if geo.is_subsample() {
+            geo.scatter_subsample(&dcol, dxn);
+        } else if !direct {
             geo.col2im(&dcol, dxn);
         }
     }
@@ -714,6 +744,10 @@ pub fn conv_wgrad(
         let dyn_ = &dys[n * geo.k * ovol..(n + 1) * geo.k * ovol];
         let cols: &[f32] = if direct {
             xn
+        } else if let Some(sub) = geo.subsample(xn) {
+            // Strided unpadded 1×1: the im2col is the packed subsample.
+            col = sub;
+            &col
         } else {
             geo.im2col(&[Planes::new(&geo, xn)], &mut col);
             &col
