@@ -17,11 +17,13 @@
 //! 4. Conv fprop, conv dgrad and conv wgrad ([`wgrad`]) sections: correctness cases and
 //!    batch-32 ResNet-50 rows vs PyTorch; pointwise ADD f32/f16 GB/s at 16.7 M and 268 M
 //!    elements vs `torch.add` and a device-to-device copy ([`pointwise`]). `--only
-//!    dgrad,wgrad,pointwise,reduce` runs just the named sections (JSON to `--out`, their
+//!    dgrad,wgrad,pointwise,reduce,sdpa` runs just the named sections (JSON to `--out`, their
 //!    markdown tables alone to `--md`, which is then overwritten, not spliced);
 //!    `HIPDNN_BENCH_ONLY_DGRAD=1` is `--only dgrad`.
 //! 5. Softmax, log-softmax, sum, layernorm and rmsnorm ([`reduce`]): correctness checks and
 //!    rows of 4096×1024 and 32768×4096 (f16, f32) vs PyTorch.
+//! 6. SDPA forward ([`sdpa`]): correctness checks and batch 8 × 16 heads rows (seq 1024 and
+//!    4096, head dim 64 and 128, causal and not, f16 and bf16) vs PyTorch's flash backend.
 //!
 //! Writes JSON, and with `--md` replaces the block between `<!-- triton-bench:begin -->` and
 //! `<!-- triton-bench:end -->`. Without a GPU it prints `skipped: no GPU` and exits 0.
@@ -36,6 +38,7 @@ use serde_json::json;
 
 mod pointwise;
 mod reduce;
+mod sdpa;
 mod wgrad;
 
 type R<T> = Result<T, String>;
@@ -696,10 +699,16 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
     } else {
         reduce::section(&gpu, &cpu)?
     };
+    let (sdpa_checks, sdpa_rows, torch_sdpa) = if sizes.is_empty() {
+        (Vec::new(), Vec::new(), json!(null))
+    } else {
+        sdpa::section(&gpu, &cpu)?
+    };
     let device = format!("{:?}", gpu.device());
     let report = json!({"device": device, "checks": checks, "save_reload": reloads,
         "pointwise": pw_rows, "torch_pointwise": torch_pw,
         "reduce_checks": reduce_checks, "reduce": reduce_rows, "torch_reduce": torch_reduce,
+        "sdpa_checks": sdpa_checks, "sdpa": sdpa_rows, "torch_sdpa": torch_sdpa,
         "dgrad_checks": dgrad_checks, "dgrad": dgrad_rows,
         "wgrad_checks": wgrad_checks, "wgrad": wgrad_rows, "torch_wgrad": torch_wgrad,
         "matmul": rows, "torch": torch, "conv_checks": conv_checks, "conv": conv_rows,
@@ -814,6 +823,9 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
         }
         if !reduce_rows.is_empty() {
             t += &reduce::table(reduce_checks.len(), &reduce_rows, &torch_reduce);
+        }
+        if !sdpa_rows.is_empty() {
+            t += &sdpa::table(sdpa_checks.len(), &sdpa_rows, &torch_sdpa);
         }
         let text = std::fs::read_to_string(md).map_err(e)?;
         let (b, en) = ("<!-- triton-bench:begin -->", "<!-- triton-bench:end -->");
@@ -1267,16 +1279,17 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
     [64, 56, 256, 1, 0, 1],
 ];
 
-/// `--only a,b`: the named conv backward sections (`dgrad`, `wgrad`) and, for wgrad, its three
-/// save/reload round trips; JSON to `out`, their tables alone to `md` (overwritten).
+/// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`) and, for
+/// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
+/// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
     let names: Vec<&str> = only.split(',').map(str::trim).collect();
     if let Some(bad) = names
         .iter()
-        .find(|n| !["dgrad", "wgrad", "pointwise", "reduce"].contains(n))
+        .find(|n| !["dgrad", "wgrad", "pointwise", "reduce", "sdpa"].contains(n))
     {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise and reduce, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce and sdpa, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1335,6 +1348,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("reduce_checks".into(), json!(checks));
         report.insert("reduce".into(), json!(rows));
         report.insert("torch_reduce".into(), torch);
+    }
+    if names.contains(&"sdpa") {
+        let (checks, rows, torch) = sdpa::section(gpu, cpu)?;
+        t += &sdpa::table(checks.len(), &rows, &torch);
+        report.insert("sdpa_checks".into(), json!(checks));
+        report.insert("sdpa".into(), json!(rows));
+        report.insert("torch_sdpa".into(), torch);
     }
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;

@@ -1,0 +1,274 @@
+//! SDPA forward (`hipkernel.sdpa_fwd.dispatch.v1`, the Triton flash-attention entries of
+//! `engines/kernels/triton/sdpa_fwd.py`) on the GPU engine against PyTorch's flash backend
+//! (`torch.nn.functional.scaled_dot_product_attention` under
+//! `sdpa_kernel(SDPBackend.FLASH_ATTENTION)`), side by side in one run: batch 8, 16 heads,
+//! sequence 1024 and 4096 (s_q = s_kv), head dim 64 and 128, no mask and causal (top-left,
+//! which is PyTorch's `is_causal`), f16 and bf16, scale 1/√d, no statistics output (inference),
+//! q/k/v/o `(B, H, S, D)` packed.
+//!
+//! Before timing, small graphs of the same kind (b 1, h 2, s 200 and 256, d 64 and 128, both
+//! masks, both types) run on the GPU and on the CPU reference engine from the same inputs
+//! (uniform in [−1, 1), so |o| ≤ 1): |d| ≤ 4e-3 (f16) or 2e-2 (bf16) per element, as in
+//! `engines/tests/gpu_sdpa.rs`; a miss fails the run.
+//!
+//! Timing: CUDA/HIP events around 20 executes, median of 5 rounds, PyTorch timed the same way.
+//! TFLOP/s count 4·B·H·S²·D FLOPs (QKᵀ and PV, two each per multiply-add), halved when
+//! causal (the FlashAttention convention). Never run without a GPU; the parent module
+//! skips everything then.
+
+use super::{Num, R, e, vals};
+use half::{bf16, f16};
+use hipdnn::{Buffer, DataType, Graph, Handle, SdpaAttributes, TensorAttributes, VariantPack};
+use hipdnn_hip::{Event, Stream};
+use serde_json::json;
+
+/// (batch, heads) of the timed rows.
+const BH: (i64, i64) = (8, 16);
+/// Sequence lengths of the timed rows.
+const SEQS: [i64; 2] = [1024, 4096];
+/// Head dims of the timed rows.
+const DIMS: [i64; 2] = [64, 128];
+
+/// `o = softmax(q·kᵀ·scale [+ causal mask])·v`: q UID 1, k 2, v 3, o 4, all `(b, h, s, d)`
+/// packed, type `dt`, f32 compute.
+fn graph(b: i64, h: i64, s: i64, d: i64, causal: bool, dt: DataType) -> Graph {
+    let mut g = Graph::new();
+    g.set_name("sdpa_fwd")
+        .set_io_data_type(dt)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let t = |g: &mut Graph, name: &str, uid: i64| {
+        g.tensor(
+            TensorAttributes::new(name)
+                .uid(uid)
+                .data_type(dt)
+                .dims([b, h, s, d])
+                .strides([h * s * d, s * d, d, 1]),
+        )
+    };
+    let (q, k, v) = (t(&mut g, "q", 1), t(&mut g, "k", 2), t(&mut g, "v", 3));
+    let attrs = SdpaAttributes::new()
+        .causal_mask(causal)
+        .attn_scale_value(1.0 / (d as f32).sqrt());
+    let (o, _) = g.sdpa(q, k, v, attrs);
+    g.set_output(o, true).set_uid(o, 4).set_data_type(o, dt);
+    g
+}
+
+/// q, k, v by UID, uniform in [−1, 1) (deterministic seeds 61, 62, 63).
+fn inputs<T: Num>(n: usize) -> Vec<(i64, Vec<T>)> {
+    (1..=3)
+        .map(|u| (u, vals(n, 60 + u as u64).into_iter().map(T::of).collect()))
+        .collect()
+}
+
+/// GPU vs CPU reference on one small graph; returns the check record.
+fn check<T: Num>(
+    gpu: &Handle,
+    cpu: &Handle,
+    s: i64,
+    d: i64,
+    causal: bool,
+    dt: DataType,
+) -> R<serde_json::Value> {
+    let (b, h) = (1, 2);
+    let n = (b * h * s * d) as usize;
+    let ins = inputs::<T>(n);
+    let mut gg = graph(b, h, s, d, causal, dt);
+    gg.build(gpu).map_err(e)?;
+    let engine = gg.engine_name().map_err(e)?.to_string();
+    let got = super::run(gpu, &gg, &ins, n)?;
+    let mut gc = graph(b, h, s, d, causal, dt);
+    gc.build(cpu).map_err(e)?;
+    let want = super::run(cpu, &gc, &ins, n)?;
+    let tol = if dt == DataType::Half { 4e-3 } else { 2e-2 };
+    let mut worst = 0f32;
+    for (i, (a, r)) in got.iter().zip(&want).enumerate() {
+        let d = (a.f() - r.f()).abs();
+        if d.is_nan() || d > tol {
+            return Err(format!(
+                "sdpa {dt:?} s{s} d{d} causal {causal}: element {i}: gpu {}, cpu {} (tol {tol})",
+                a.f(),
+                r.f()
+            ));
+        }
+        worst = worst.max(d / tol);
+    }
+    Ok(
+        json!({"seq": s, "head_dim": d, "causal": causal, "dtype": format!("{dt:?}"),
+        "plan": engine, "worst_fraction_of_tolerance": worst}),
+    )
+}
+
+/// Median ms per execute on `gpu`: 5 rounds of 20 executes between events.
+fn time<T: Num>(gpu: &Handle, s: i64, d: i64, causal: bool, dt: DataType) -> R<(f64, String)> {
+    let (b, h) = BH;
+    let mut g = graph(b, h, s, d, causal, dt);
+    g.build(gpu).map_err(e)?;
+    let engine = g.engine_name().map_err(e)?.to_string();
+    let dev = gpu.gpu_device().ok_or("this handle executes on the CPU")?;
+    let n = (b * h * s * d) as usize;
+    let bufs: Vec<(i64, Buffer<T>)> = inputs::<T>(n)
+        .iter()
+        .map(|(u, v)| Buffer::from_slice_on(gpu, v).map(|b| (*u, b)))
+        .collect::<Result<_, _>>()
+        .map_err(e)?;
+    let mut o = Buffer::<T>::alloc(gpu, n).map_err(e)?;
+    let mut ws = Buffer::<u8>::alloc(gpu, g.workspace_size().map_err(e)?).map_err(e)?;
+    let stream = Stream::default_stream(dev);
+    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
+    let mut exec = || {
+        let mut pack = VariantPack::new();
+        for (u, b) in &bufs {
+            pack = pack.with(*u, b);
+        }
+        pack = pack.with(4, &mut o);
+        g.execute(gpu, pack, Some(&mut ws)).map_err(e)
+    };
+    for _ in 0..5 {
+        exec()?;
+    }
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        ev0.record(&stream).map_err(e)?;
+        for _ in 0..20 {
+            exec()?;
+        }
+        ev1.record(&stream).map_err(e)?;
+        ev1.synchronize().map_err(e)?;
+        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok((rounds[2], engine))
+}
+
+const TORCH: &str = r#"
+import json, sys
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import sdpa_kernel, SDPBackend
+    assert torch.cuda.is_available()
+except Exception as ex:
+    print(json.dumps({"error": str(ex)})); sys.exit(0)
+b, h, seqs, dims = json.loads(sys.argv[1])
+out = {"torch": torch.__version__, "ms": {}}
+for s in seqs:
+    for d in dims:
+        for name, dt in [("f16", torch.float16), ("bf16", torch.bfloat16)]:
+            q, k, v = (torch.rand((b, h, s, d), device="cuda", dtype=dt) * 2 - 1 for _ in range(3))
+            for causal in [False, True]:
+                def f():
+                    with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
+                        return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=d ** -0.5)
+                for _ in range(5): f()
+                st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                rs = []
+                for _ in range(5):
+                    st.record()
+                    for _ in range(20): f()
+                    en.record(); en.synchronize(); rs.append(st.elapsed_time(en) / 20)
+                rs.sort(); out["ms"][f"s{s}_d{d}_{name}_{'causal' if causal else 'full'}"] = rs[2]
+print(json.dumps(out))
+"#;
+
+/// The section: correctness checks, then the timed rows; returns (checks, rows, torch).
+pub(super) fn section(
+    gpu: &Handle,
+    cpu: &Handle,
+) -> R<(
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+    serde_json::Value,
+)> {
+    let mut checks = Vec::new();
+    for s in [200, 256] {
+        for d in DIMS {
+            for causal in [false, true] {
+                for dt in [DataType::Half, DataType::BFloat16] {
+                    let r = if dt == DataType::Half {
+                        check::<f16>(gpu, cpu, s, d, causal, dt)
+                    } else {
+                        check::<bf16>(gpu, cpu, s, d, causal, dt)
+                    }?;
+                    println!("sdpa check: {r}");
+                    checks.push(r);
+                }
+            }
+        }
+    }
+    let torch = {
+        let arg = serde_json::to_string(&(BH.0, BH.1, SEQS, DIMS)).unwrap_or_default();
+        match std::process::Command::new("python3")
+            .args(["-c", TORCH, &arg])
+            .output()
+        {
+            Ok(o) => serde_json::from_slice(&o.stdout).unwrap_or_else(
+                |_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()}),
+            ),
+            Err(x) => json!({"error": x.to_string()}),
+        }
+    };
+    let mut rows = Vec::new();
+    for s in SEQS {
+        for d in DIMS {
+            for (name, dt) in [("f16", DataType::Half), ("bf16", DataType::BFloat16)] {
+                for causal in [false, true] {
+                    let (ms, plan) = if dt == DataType::Half {
+                        time::<f16>(gpu, s, d, causal, dt)
+                    } else {
+                        time::<bf16>(gpu, s, d, causal, dt)
+                    }?;
+                    let (b, h) = BH;
+                    let flops =
+                        4.0 * (b * h * d) as f64 * (s * s) as f64 / if causal { 2.0 } else { 1.0 };
+                    let mask = if causal { "causal" } else { "full" };
+                    let torch_ms = torch["ms"][format!("s{s}_d{d}_{name}_{mask}")].as_f64();
+                    let row = json!({"batch": b, "heads": h, "seq": s, "head_dim": d,
+                        "dtype": name, "causal": causal, "ms": ms,
+                        "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
+                        "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan});
+                    println!("sdpa: {row}");
+                    rows.push(row);
+                }
+            }
+        }
+    }
+    Ok((checks, rows, torch))
+}
+
+/// The markdown table of the section.
+pub(super) fn table(
+    n_checks: usize,
+    rows: &[serde_json::Value],
+    torch: &serde_json::Value,
+) -> String {
+    let mut t = format!(
+        "\nSDPA forward (sdpa_fwd, flash attention), batch 8, 16 heads, s_q = s_kv, scale 1/√d, no stats ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} `F.scaled_dot_product_attention` with the flash backend; CUDA events around 20 executes, median of 5 rounds; TFLOP/s count 4·B·H·S²·D, halved when causal:\n\n| seq | head dim | dtype | mask | hipdnn-rs | TFLOP/s | PyTorch flash | ours/torch speed |\n|---|---|---|---|---|---|---|---|\n",
+        torch["torch"]
+    );
+    for r in rows {
+        t += &format!(
+            "| {} | {} | {} | {} | {:.4} ms | {:.0} | {} | {} |\n",
+            r["seq"],
+            r["head_dim"],
+            r["dtype"].as_str().unwrap_or_default(),
+            if r["causal"].as_bool().unwrap_or(false) {
+                "causal"
+            } else {
+                "none"
+            },
+            r["ms"].as_f64().unwrap_or(0.0),
+            r["tflops"].as_f64().unwrap_or(0.0),
+            r["torch_ms"]
+                .as_f64()
+                .map(|v| format!("{v:.4} ms"))
+                .unwrap_or_else(|| "n/a".into()),
+            r["ratio_vs_torch"]
+                .as_f64()
+                .map(|v| format!("{v:.2}×"))
+                .unwrap_or_else(|| "n/a".into()),
+        );
+    }
+    t
+}
