@@ -221,9 +221,12 @@ def configs(vendor, dtype):
             continue
         if vendor == "cuda":
             # Measured on an H200 (b8 h16 s4096 f16): d64 128x64 w4 s3 387 TFLOP/s (causal
-            # 279); d128 128x64 w8 s3 374 (248). d128 128x128 w8 s2 reaches 400 (310) but
-            # needs 192 KiB of shared memory, more than sm_80's 163 KiB.
-            spec = (128, 64, d, 1, 8 if d == 128 else 4, 3)
+            # 279). d128: 128x64 w8 s3 ran 374 (248) but only 0.93x / 0.64x PyTorch flash at
+            # s1024 (full / causal); 64x32 w4 s4 ran 1.01x / 0.98x there and 1.06x at s4096
+            # causal (2026-12-02, the same source JIT-compiled by the device's Triton 3.6,
+            # b8 h16 f16, side by side with torch 2.11 flash). d128 128x128 w8 s2 needs
+            # 192 KiB of shared memory, more than sm_80's 163 KiB.
+            spec = (64, 32, d, 1, 4, 4) if d == 128 else (128, 64, d, 1, 4, 3)
         else:
             spec = (128, 64 if d < 128 else 32, d, 1, 4, 1)
         out["spec"].append(spec)
