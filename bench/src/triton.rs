@@ -47,6 +47,34 @@ fn e<E: std::fmt::Display>(x: E) -> String {
     x.to_string()
 }
 
+/// Median milliseconds per call of `exec` on `dev`'s default stream: `warmup` untimed calls,
+/// then 5 rounds of 20 calls between two CUDA/HIP events; the middle round (every GPU table
+/// of this bench is timed this way, PyTorch's side the same way with `torch.cuda.Event`).
+/// Errors: the first failing call, event or stream error, as text.
+fn median_ms<T>(
+    dev: &std::sync::Arc<hipdnn_hip::safe::Device>,
+    warmup: usize,
+    mut exec: impl FnMut() -> R<T>,
+) -> R<f64> {
+    let stream = Stream::default_stream(dev);
+    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
+    for _ in 0..warmup {
+        exec()?;
+    }
+    let mut rounds = Vec::new();
+    for _ in 0..5 {
+        ev0.record(&stream).map_err(e)?;
+        for _ in 0..20 {
+            exec()?;
+        }
+        ev1.record(&stream).map_err(e)?;
+        ev1.synchronize().map_err(e)?;
+        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
+    }
+    rounds.sort_by(f64::total_cmp);
+    Ok(rounds[2])
+}
+
 /// One matmul case: batch dims of A/B/C, M, N, K, B column-major, epilogue (bias+relu).
 #[derive(Clone, Copy, Debug)]
 struct Case {
@@ -460,27 +488,12 @@ fn time_mm_knobs<T: Num>(
     let b = Buffer::from_slice_on(h, &vec![T::of(0.02); (n * n) as usize]).map_err(e)?;
     let mut y = Buffer::<T>::alloc(h, (n * n) as usize).map_err(e)?;
     let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().map_err(e)?).map_err(e)?;
-    let stream = Stream::default_stream(dev);
-    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
-    let mut exec = || {
+    let exec = || {
         let pack = VariantPack::new().with(1, &a).with(2, &b).with(4, &mut y);
         g.execute(h, pack, Some(&mut ws)).map_err(e)
     };
-    for _ in 0..5 {
-        exec()?;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..5 {
-        ev0.record(&stream).map_err(e)?;
-        for _ in 0..20 {
-            exec()?;
-        }
-        ev1.record(&stream).map_err(e)?;
-        ev1.synchronize().map_err(e)?;
-        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
-    }
-    rounds.sort_by(f64::total_cmp);
-    Ok((rounds[2], build_ms, engine))
+    let ms = median_ms(dev, 5, exec)?;
+    Ok((ms, build_ms, engine))
 }
 
 const TORCH_MM: &str = r#"
@@ -986,9 +999,7 @@ fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -
         .map_err(e)?;
     let mut y = Buffer::<T>::alloc(h, c.y_len()).map_err(e)?;
     let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().map_err(e)?).map_err(e)?;
-    let stream = Stream::default_stream(dev);
-    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
-    let mut exec = || {
+    let exec = || {
         let mut pack = VariantPack::new();
         for (u, b) in &bufs {
             pack = pack.with(*u, b);
@@ -996,21 +1007,8 @@ fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -
         pack = pack.with(4, &mut y);
         g.execute(h, pack, Some(&mut ws)).map_err(e)
     };
-    for _ in 0..3 {
-        exec()?;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..5 {
-        ev0.record(&stream).map_err(e)?;
-        for _ in 0..20 {
-            exec()?;
-        }
-        ev1.record(&stream).map_err(e)?;
-        ev1.synchronize().map_err(e)?;
-        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
-    }
-    rounds.sort_by(f64::total_cmp);
-    Ok(rounds[2])
+    let ms = median_ms(dev, 3, exec)?;
+    Ok(ms)
 }
 
 const TORCH_CONV: &str = r#"
@@ -1243,30 +1241,15 @@ fn time_dgrad(h: &Handle, c: ConvCase) -> R<f64> {
         .map_err(e)?;
     let mut y = Buffer::<f16>::alloc(h, (c.n * c.c * c.h * c.h) as usize).map_err(e)?;
     let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().map_err(e)?).map_err(e)?;
-    let stream = Stream::default_stream(dev);
-    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
-    let mut exec = || {
+    let exec = || {
         let pack = VariantPack::new()
             .with(1, &bufs[0].1)
             .with(2, &bufs[1].1)
             .with(4, &mut y);
         g.execute(h, pack, Some(&mut ws)).map_err(e)
     };
-    for _ in 0..3 {
-        exec()?;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..5 {
-        ev0.record(&stream).map_err(e)?;
-        for _ in 0..20 {
-            exec()?;
-        }
-        ev1.record(&stream).map_err(e)?;
-        ev1.synchronize().map_err(e)?;
-        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
-    }
-    rounds.sort_by(f64::total_cmp);
-    Ok(rounds[2])
+    let ms = median_ms(dev, 3, exec)?;
+    Ok(ms)
 }
 
 /// The batch-32 ResNet-50 layers of the dgrad and wgrad tables: c, h (=w), k, r (=s), pad,

@@ -12,7 +12,7 @@ use hipdnn::{
     Buffer, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode, TensorAttributes,
     VariantPack,
 };
-use hipdnn_hip::{Event, Stream};
+use hipdnn_hip::Stream;
 use serde_json::json;
 
 /// Element counts of the table.
@@ -55,7 +55,6 @@ fn time_add<T: Num>(h: &Handle, n: i64, dt: DataType, benchmarked: bool) -> R<f6
     let b = Buffer::from_slice_on(h, &bv).map_err(e)?;
     let mut y = Buffer::<T>::alloc(h, len).map_err(e)?;
     let stream = Stream::default_stream(dev);
-    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
     let exec = |y: &mut Buffer<T>| {
         let pack = VariantPack::new().with(1, &a).with(2, &b).with(3, y);
         g.execute(h, pack, None).map_err(e)
@@ -70,21 +69,8 @@ fn time_add<T: Num>(h: &Handle, n: i64, dt: DataType, benchmarked: bool) -> R<f6
             T::of(av[i].f() + bv[i].f()).f()
         ));
     }
-    for _ in 0..4 {
-        exec(&mut y)?;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..5 {
-        ev0.record(&stream).map_err(e)?;
-        for _ in 0..20 {
-            exec(&mut y)?;
-        }
-        ev1.record(&stream).map_err(e)?;
-        ev1.synchronize().map_err(e)?;
-        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
-    }
-    rounds.sort_by(f64::total_cmp);
-    Ok(rounds[2])
+    let ms = super::median_ms(dev, 4, || exec(&mut y))?;
+    Ok(ms)
 }
 
 const TORCH_ADD: &str = r#"

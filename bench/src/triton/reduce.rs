@@ -19,7 +19,6 @@ use hipdnn::{
     PointwiseMode, ReductionAttributes, ReductionMode, RmsNormAttributes, TensorAttributes,
     TensorValue, VariantPack,
 };
-use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
 /// The ops of the section.
@@ -185,9 +184,7 @@ fn time<T: Num>(gpu: &Handle, op: &str, rows: i64, cols: i64, dt: DataType) -> R
         .map_err(e)?;
     let mut y = Buffer::<T>::alloc(gpu, y_len(op, rows, cols)).map_err(e)?;
     let mut ws = Buffer::<u8>::alloc(gpu, g.workspace_size().map_err(e)?).map_err(e)?;
-    let stream = Stream::default_stream(dev);
-    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
-    let mut exec = || {
+    let exec = || {
         let mut pack = VariantPack::new();
         for (u, b) in &bufs {
             pack = pack.with(*u, b);
@@ -195,21 +192,8 @@ fn time<T: Num>(gpu: &Handle, op: &str, rows: i64, cols: i64, dt: DataType) -> R
         pack = pack.with(4, &mut y);
         g.execute(gpu, pack, Some(&mut ws)).map_err(e)
     };
-    for _ in 0..5 {
-        exec()?;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..5 {
-        ev0.record(&stream).map_err(e)?;
-        for _ in 0..20 {
-            exec()?;
-        }
-        ev1.record(&stream).map_err(e)?;
-        ev1.synchronize().map_err(e)?;
-        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
-    }
-    rounds.sort_by(f64::total_cmp);
-    Ok((rounds[2], engine))
+    let ms = super::median_ms(dev, 5, exec)?;
+    Ok((ms, engine))
 }
 
 const TORCH: &str = r#"

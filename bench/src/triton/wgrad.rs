@@ -6,7 +6,6 @@
 use super::{ConvCase, Num, R, e, run, vals};
 use half::{bf16, f16};
 use hipdnn::{Buffer, DataType, Graph, Handle, TensorAttributes, VariantPack};
-use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
 /// A wgrad case: n, c, h (=w), k, r (=s), pad, stride, dilation, groups, NHWC.
@@ -196,30 +195,15 @@ fn time(h: &Handle, c: ConvCase, benchmarked: bool) -> R<(f64, usize)> {
     let mut y = Buffer::<f16>::alloc(h, dw_len(c)).map_err(e)?;
     let wsb = g.workspace_size().map_err(e)?;
     let mut ws = Buffer::<u8>::alloc(h, wsb).map_err(e)?;
-    let stream = Stream::default_stream(dev);
-    let (ev0, ev1) = (Event::new(dev).map_err(e)?, Event::new(dev).map_err(e)?);
-    let mut exec = || {
+    let exec = || {
         let pack = VariantPack::new()
             .with(1, &bufs[0].1)
             .with(2, &bufs[1].1)
             .with(4, &mut y);
         g.execute(h, pack, Some(&mut ws)).map_err(e)
     };
-    for _ in 0..3 {
-        exec()?;
-    }
-    let mut rounds = Vec::new();
-    for _ in 0..5 {
-        ev0.record(&stream).map_err(e)?;
-        for _ in 0..20 {
-            exec()?;
-        }
-        ev1.record(&stream).map_err(e)?;
-        ev1.synchronize().map_err(e)?;
-        rounds.push(f64::from(ev0.elapsed_ms(&ev1).map_err(e)?) / 20.0);
-    }
-    rounds.sort_by(f64::total_cmp);
-    Ok((rounds[2], wsb))
+    let ms = super::median_ms(dev, 3, exec)?;
+    Ok((ms, wsb))
 }
 
 const TORCH_WGRAD: &str = r#"
