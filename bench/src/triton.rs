@@ -47,6 +47,20 @@ fn e<E: std::fmt::Display>(x: E) -> String {
     x.to_string()
 }
 
+/// Runs a PyTorch peer script (`python3 -c script arg`) and parses the JSON it prints on
+/// stdout; when python3 cannot start or prints no JSON, `{"error": <why or its stderr>}`
+/// (the tables then show `n/a` for the peer).
+fn torch_json(script: &str, arg: &str) -> serde_json::Value {
+    match std::process::Command::new("python3")
+        .args(["-c", script, arg])
+        .output()
+    {
+        Ok(o) => serde_json::from_slice(&o.stdout)
+            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
+        Err(x) => json!({"error": x.to_string()}),
+    }
+}
+
 /// Median milliseconds per call of `exec` on `dev`'s default stream: `warmup` untimed calls,
 /// then 5 rounds of 20 calls between two CUDA/HIP events; the middle round (every GPU table
 /// of this bench is timed this way, PyTorch's side the same way with `torch.cuda.Event`).
@@ -646,15 +660,7 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
     }
     let torch = {
         let arg = serde_json::to_string(sizes).unwrap_or_default();
-        match std::process::Command::new("python3")
-            .args(["-c", TORCH_MM, &arg])
-            .output()
-        {
-            Ok(o) => serde_json::from_slice(&o.stdout).unwrap_or_else(
-                |_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()}),
-            ),
-            Err(x) => json!({"error": x.to_string()}),
-        }
+        torch_json(TORCH_MM, &arg)
     };
     let mut rows = Vec::new();
     for &n in sizes {
@@ -1110,18 +1116,7 @@ pub fn conv_section(
         .iter()
         .map(|(n, l, dt, nhwc)| json!([n, l[0], l[1], l[2], l[3], l[4], l[5], nhwc, dt]))
         .collect();
-    let torch = match std::process::Command::new("python3")
-        .args([
-            "-c",
-            TORCH_CONV,
-            &serde_json::to_string(&arg).unwrap_or_default(),
-        ])
-        .output()
-    {
-        Ok(o) => serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
-        Err(x) => json!({"error": x.to_string()}),
-    };
+    let torch = torch_json(TORCH_CONV, &serde_json::to_string(&arg).unwrap_or_default());
     let mut rows = Vec::new();
     for (i, (n, l, dt, nhwc)) in specs.iter().enumerate() {
         let c = cc(*n, l[0], l[1], l[2], l[3], l[4], l[5], 1, 1, *nhwc, true);
@@ -1422,18 +1417,10 @@ pub fn dgrad_section(
         .iter()
         .map(|l| json!([32, l[0], l[1], l[2], l[3], l[4], l[5]]))
         .collect();
-    let torch = match std::process::Command::new("python3")
-        .args([
-            "-c",
-            TORCH_DGRAD,
-            &serde_json::to_string(&arg).unwrap_or_default(),
-        ])
-        .output()
-    {
-        Ok(o) => serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
-        Err(x) => json!({"error": x.to_string()}),
-    };
+    let torch = torch_json(
+        TORCH_DGRAD,
+        &serde_json::to_string(&arg).unwrap_or_default(),
+    );
     let mut rows = Vec::new();
     for (i, l) in layers.iter().enumerate() {
         let c = cc(32, l[0], l[1], l[2], l[3], l[4], l[5], true);

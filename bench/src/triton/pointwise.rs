@@ -104,15 +104,7 @@ print(json.dumps(out))
 pub(super) fn section(gpu: &Handle) -> R<(Vec<serde_json::Value>, serde_json::Value)> {
     let torch = {
         let arg = serde_json::to_string(&SIZES).unwrap_or_default();
-        match std::process::Command::new("python3")
-            .args(["-c", TORCH_ADD, &arg])
-            .output()
-        {
-            Ok(o) => serde_json::from_slice(&o.stdout).unwrap_or_else(
-                |_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()}),
-            ),
-            Err(x) => json!({"error": x.to_string()}),
-        }
+        super::torch_json(TORCH_ADD, &arg)
     };
     let mut rows = Vec::new();
     for &n in &SIZES {

@@ -253,15 +253,7 @@ pub(super) fn section(
     }
     let torch = {
         let arg = serde_json::to_string(&SIZES).unwrap_or_default();
-        match std::process::Command::new("python3")
-            .args(["-c", TORCH, &arg])
-            .output()
-        {
-            Ok(o) => serde_json::from_slice(&o.stdout).unwrap_or_else(
-                |_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()}),
-            ),
-            Err(x) => json!({"error": x.to_string()}),
-        }
+        super::torch_json(TORCH, &arg)
     };
     let mut rows_out = Vec::new();
     for (rows, cols) in SIZES {

@@ -275,18 +275,10 @@ pub fn section(
         .iter()
         .map(|l| json!([32, l[0], l[1], l[2], l[3], l[4], l[5]]))
         .collect();
-    let torch = match std::process::Command::new("python3")
-        .args([
-            "-c",
-            TORCH_WGRAD,
-            &serde_json::to_string(&arg).unwrap_or_default(),
-        ])
-        .output()
-    {
-        Ok(o) => serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
-        Err(x) => json!({"error": x.to_string()}),
-    };
+    let torch = super::torch_json(
+        TORCH_WGRAD,
+        &serde_json::to_string(&arg).unwrap_or_default(),
+    );
     let mut rows = Vec::new();
     for (i, l) in layers.iter().enumerate() {
         let c = case(32, l[0], l[1], l[2], l[3], l[4], l[5], 1, 1, true);
