@@ -142,15 +142,15 @@ impl Geo3 {
                 }
             });
     }
-    /// For a 1×1 filter without padding whose output is not the input itself (a stride, or
-    /// an output smaller than the input): the inputs it reads, `(N, C, out…)` packed, one
-    /// pass over the output volume (planes in parallel). None otherwise.
+    /// When [`Geo3::is_subsample`]: the inputs the filter reads from the planes of `x` (all
+    /// images `(N, C, in…)`, or one image `(C, in…)`), packed as `(planes, out…)`, one pass
+    /// over the output volume (planes in parallel). None otherwise.
     fn subsample(&self, x: &[f32]) -> Option<Vec<f32>> {
         if !self.is_subsample() {
             return None;
         }
         let (ivol, ovol) = (self.ivol(), self.ovol());
-        let mut sub = vec![0f32; self.n * self.c * ovol];
+        let mut sub = vec![0f32; x.len() / ivol.max(1) * ovol];
         if ovol == 0 {
             return Some(sub);
         }
@@ -738,7 +738,8 @@ pub fn conv_wgrad(
     let crs = geo.cg * geo.taps();
     let mut dw = vec![0f32; geo.k * crs];
     let direct = geo.is_pointwise();
-    let mut col = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
+    let packed = direct || geo.is_subsample();
+    let mut col = vec![0f32; if packed { 0 } else { geo.c * geo.taps() * ovol }];
     for n in 0..geo.n {
         let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];
         let dyn_ = &dys[n * geo.k * ovol..(n + 1) * geo.k * ovol];
