@@ -10,9 +10,9 @@ are sorted. Runs on a machine without a GPU; nothing at run time needs Python.
 """
 import importlib
 import json
+import multiprocessing
 import os
 import sys
-from concurrent.futures import ProcessPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -114,8 +114,23 @@ def main():
     jobs = int(next((args[i + 1] for i, a in enumerate(args) if a == "--jobs"), "2"))
     fams = [f for f in fams if os.path.exists(os.path.join(HERE, f + ".py"))]
     todo = [e for e in entries(arches, fams) if not only or f"{e[1]}/{e[5]}" in only]
-    with ProcessPoolExecutor(max_workers=jobs) as ex:
-        results = list(ex.map(compile_one, todo))
+    # One forked process per entry (maxtasksperchild=1), forked from this process, which
+    # imports Triton but compiles nothing: Triton 3.9's AMD code generator keeps state from
+    # one compile to the next in a process (gfx942 sdpa_fwd_f16_spec_128x32x128 builds other
+    # bytes when sdpa_fwd_f16_spec_128x64x32 was compiled before it in the same worker), and
+    # a shared worker's sequence of entries depends on timing, so reused workers made the
+    # archives depend on scheduling. A fresh process per entry makes every code object a
+    # function of its own entry only.
+    # Work that holds no compile state is done once here and inherited by every fork: the
+    # family modules and Triton's code generator imported, and Triton's own cache key (a
+    # SHA-256 over its installed files, lru-cached; ~0.6 s a process otherwise).
+    import triton.compiler.code_generator  # noqa: F401
+    from triton.runtime.cache import triton_key
+    triton_key()
+    for fam in fams:
+        importlib.import_module(fam)
+    with multiprocessing.get_context("fork").Pool(jobs, maxtasksperchild=1) as pool:
+        results = pool.map(compile_one, todo, chunksize=1)
     manifest = []
     for rec, blob in results:
         d = os.path.join(out, rec["arch"])
