@@ -25,6 +25,11 @@
 //! 6. SDPA forward ([`sdpa`]): correctness checks and batch 8 × 16 heads rows (seq 1024 and
 //!    4096, head dim 64 and 128, causal and not, f16 and bf16) vs PyTorch's flash backend.
 //!
+//! `HIPDNN_BENCH_SWEEP=1`: the reduce and sdpa rows are also built with
+//! `Graph::build_benchmarked` and timed (`benchmarked_ms` in the JSON); the engine's
+//! `hipdnn benchmark:` lines print every candidate's time, so an archive packed with extra
+//! configs sweeps them against PyTorch in one run.
+//!
 //! Writes JSON, and with `--md` replaces the block between `<!-- triton-bench:begin -->` and
 //! `<!-- triton-bench:end -->`. Without a GPU it prints `skipped: no GPU` and exits 0.
 
@@ -45,6 +50,11 @@ type R<T> = Result<T, String>;
 
 fn e<E: std::fmt::Display>(x: E) -> String {
     x.to_string()
+}
+
+/// `HIPDNN_BENCH_SWEEP` is set: also time benchmarked builds (module docs).
+fn sweep() -> bool {
+    std::env::var_os("HIPDNN_BENCH_SWEEP").is_some()
 }
 
 /// Runs a PyTorch peer script (`python3 -c script arg`) and parses the JSON it prints on

@@ -691,7 +691,9 @@ fn compare_dirs(a: &Path, b: &Path) -> Res<Vec<String>> {
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) != Some("pack-kernels") {
-        eprintln!("usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton]");
+        eprintln!(
+            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--arch A]... [--family F]... [--out DIR]"
+        );
         std::process::exit(2);
     }
     let check = args.iter().any(|a| a == "--check");
@@ -700,16 +702,57 @@ fn main() {
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
         .map(String::as_str);
-    let result = match only {
-        None => pack(check).and_then(|()| pack_triton(check)),
-        Some("clang") => pack(check),
-        Some("triton") => pack_triton(check),
-        Some(o) => Err(format!("--only takes clang or triton, not {o}")),
+    let values = |flag: &str| -> Vec<String> {
+        args.windows(2)
+            .filter(|w| w[0] == flag)
+            .map(|w| w[1].clone())
+            .collect()
+    };
+    let sel = triton::Selection {
+        arches: values("--arch"),
+        families: values("--family"),
+    };
+    let out = values("--out").pop().map(PathBuf::from);
+    let result = if check && (!sel.is_all() || out.is_some()) {
+        Err("--check compares the whole Triton set with the committed tree; drop --arch/--family/--out".to_string())
+    } else if !sel.is_all() && out.is_none() {
+        Err("--arch/--family build a subset of the Triton set: give --out DIR (the committed archives hold the whole set)".to_string())
+    } else {
+        match (only, &out) {
+            (Some("triton"), Some(dir)) => pack_triton_into(dir, &sel),
+            (None | Some("clang"), Some(_)) => {
+                Err("--out/--arch/--family apply to the Triton set: add --only triton".to_string())
+            }
+            (None, None) => pack(check).and_then(|()| pack_triton(check)),
+            (Some("clang"), None) => pack(check),
+            (Some("triton"), None) => pack_triton(check),
+            (Some(o), _) => Err(format!("--only takes clang or triton, not {o}")),
+        }
     };
     if let Err(e) = result {
         eprintln!("error: {e}");
         std::process::exit(1);
     }
+}
+
+/// A subset of the Triton set (or all of it) built into `dir` (e.g. archives with extra
+/// configs for a device sweep), the committed tree untouched.
+fn pack_triton_into(dir: &Path, sel: &triton::Selection) -> Res<()> {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .ok_or("no workspace root")?
+        .to_path_buf();
+    let scratch = std::env::temp_dir().join(format!("hipdnn-pack-triton-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&scratch);
+    std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
+    let result = triton::build(&root, &scratch, dir, sel);
+    let _ = std::fs::remove_dir_all(&scratch);
+    eprintln!(
+        "wrote {} Triton entries into {}",
+        result.clone()?,
+        dir.display()
+    );
+    Ok(())
 }
 
 /// The Triton set (see [`triton`]): build into the committed tree, or with `check` into a
@@ -729,7 +772,7 @@ fn pack_triton(check: bool) -> Res<()> {
         } else {
             committed.clone()
         };
-        let n = triton::build(&root, &scratch, &out)?;
+        let n = triton::build(&root, &scratch, &out, &triton::Selection::default())?;
         if check {
             let diffs = triton::compare(&out, &committed);
             if !diffs.is_empty() {

@@ -107,8 +107,39 @@ fn sha256_hex(b: &[u8]) -> String {
     hex::encode(Sha256::digest(b))
 }
 
-/// Builds the Triton set into `out/<arch>/` (archive + `triton.json`).
-pub fn build(root: &Path, scratch: &Path, out: &Path) -> Res<usize> {
+/// A subset of the Triton set: architectures and families (`engines/kernels/triton/<f>.py`);
+/// an empty list selects every one.
+#[derive(Debug, Default, Clone)]
+pub struct Selection {
+    /// Architectures (of [`TRITON_ARCHES`]).
+    pub arches: Vec<String>,
+    /// Family module names (`matmul`, `sdpa_fwd`, ...).
+    pub families: Vec<String>,
+}
+
+impl Selection {
+    /// True when nothing is left out.
+    pub fn is_all(&self) -> bool {
+        self.arches.is_empty() && self.families.is_empty()
+    }
+    fn has_arch(&self, arch: &str) -> bool {
+        self.arches.is_empty() || self.arches.iter().any(|a| a == arch)
+    }
+}
+
+/// Builds the Triton set (or the `sel` subset of it) into `out/<arch>/` (archive +
+/// `triton.json`).
+pub fn build(root: &Path, scratch: &Path, out: &Path, sel: &Selection) -> Res<usize> {
+    if let Some(a) = sel
+        .arches
+        .iter()
+        .find(|a| !TRITON_ARCHES.contains(&a.as_str()))
+    {
+        return Err(format!(
+            "--arch {a}: not a Triton target (one of {})",
+            TRITON_ARCHES.join(", ")
+        ));
+    }
     let py = ensure_venv(root)?;
     let src_dir = root.join("engines/kernels/triton");
     let build_dir = scratch.join("triton-build");
@@ -124,6 +155,8 @@ pub fn build(root: &Path, scratch: &Path, out: &Path) -> Res<usize> {
     cmd.arg(src_dir.join("build.py"))
         .arg(&build_dir)
         .args(["--jobs", &jobs])
+        .args(sel.arches.iter().flat_map(|a| ["--arch", a.as_str()]))
+        .args(sel.families.iter().flat_map(|f| ["--family", f.as_str()]))
         .env("TRITON_CACHE_DIR", &cache)
         .env("TRITON_DEFAULT_FP_FUSION", "1")
         // Line info would embed the checkout's absolute source path in every code object, so
@@ -152,7 +185,7 @@ pub fn build(root: &Path, scratch: &Path, out: &Path) -> Res<usize> {
         sources.insert(n, json!(sha256_hex(&b)));
     }
     let mut total = 0;
-    for &arch in TRITON_ARCHES {
+    for &arch in TRITON_ARCHES.iter().filter(|a| sel.has_arch(a)) {
         let mut recs: Vec<&Value> = entries
             .iter()
             .filter(|r| r["arch"].as_str() == Some(arch))

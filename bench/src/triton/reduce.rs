@@ -172,9 +172,20 @@ fn check<T: Num>(
 }
 
 /// Median ms per execute of `op` on `gpu`: 5 rounds of 20 executes between events.
-fn time<T: Num>(gpu: &Handle, op: &str, rows: i64, cols: i64, dt: DataType) -> R<(f64, String)> {
+fn time<T: Num>(
+    gpu: &Handle,
+    op: &str,
+    rows: i64,
+    cols: i64,
+    dt: DataType,
+    benchmarked: bool,
+) -> R<(f64, String)> {
     let mut g = graph(op, rows, cols, dt);
-    g.build(gpu).map_err(e)?;
+    if benchmarked {
+        g.build_benchmarked(gpu).map_err(e)?;
+    } else {
+        g.build(gpu).map_err(e)?;
+    }
     let engine = g.engine_name().map_err(e)?.to_string();
     let dev = gpu.gpu_device().ok_or("this handle executes on the CPU")?;
     let bufs: Vec<(i64, Buffer<T>)> = inputs::<T>(op, rows, cols)
@@ -259,17 +270,27 @@ pub(super) fn section(
     for (rows, cols) in SIZES {
         for op in OPS {
             for (name, dt) in [("f16", DataType::Half), ("f32", DataType::Float)] {
-                let (ms, plan) = if dt == DataType::Float {
-                    time::<f32>(gpu, op, rows, cols, dt)
+                let timed = |benchmarked| {
+                    if dt == DataType::Float {
+                        time::<f32>(gpu, op, rows, cols, dt, benchmarked)
+                    } else {
+                        time::<f16>(gpu, op, rows, cols, dt, benchmarked)
+                    }
+                };
+                let (ms, plan) = timed(false)?;
+                let bench_ms = if super::sweep() {
+                    println!("reduce benchmarked build: {op} {name} {rows}x{cols}");
+                    Some(timed(true)?.0)
                 } else {
-                    time::<f16>(gpu, op, rows, cols, dt)
-                }?;
+                    None
+                };
                 let elem = if name == "f16" { 2.0 } else { 4.0 };
                 let bytes = (rows * cols) as f64 * elem * if op == "sum" { 1.0 } else { 2.0 };
                 let torch_ms = torch["ms"][format!("{op}_{name}_{rows}x{cols}")].as_f64();
                 let row = json!({"op": op, "dtype": name, "rows": rows, "cols": cols, "ms": ms,
                     "gb_per_s": bytes / (ms * 1e-3) / 1e9, "torch_ms": torch_ms,
-                    "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan});
+                    "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan,
+                    "benchmarked_ms": bench_ms});
                 println!("reduce: {row}");
                 rows_out.push(row);
             }

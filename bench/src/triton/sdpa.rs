@@ -100,10 +100,21 @@ fn check<T: Num>(
 }
 
 /// Median ms per execute on `gpu`: 5 rounds of 20 executes between events.
-fn time<T: Num>(gpu: &Handle, s: i64, d: i64, causal: bool, dt: DataType) -> R<(f64, String)> {
+fn time<T: Num>(
+    gpu: &Handle,
+    s: i64,
+    d: i64,
+    causal: bool,
+    dt: DataType,
+    benchmarked: bool,
+) -> R<(f64, String)> {
     let (b, h) = BH;
     let mut g = graph(b, h, s, d, causal, dt);
-    g.build(gpu).map_err(e)?;
+    if benchmarked {
+        g.build_benchmarked(gpu).map_err(e)?;
+    } else {
+        g.build(gpu).map_err(e)?;
+    }
     let engine = g.engine_name().map_err(e)?.to_string();
     let dev = gpu.gpu_device().ok_or("this handle executes on the CPU")?;
     let n = (b * h * s * d) as usize;
@@ -190,11 +201,20 @@ pub(super) fn section(
         for d in DIMS {
             for (name, dt) in [("f16", DataType::Half), ("bf16", DataType::BFloat16)] {
                 for causal in [false, true] {
-                    let (ms, plan) = if dt == DataType::Half {
-                        time::<f16>(gpu, s, d, causal, dt)
+                    let timed = |benchmarked| {
+                        if dt == DataType::Half {
+                            time::<f16>(gpu, s, d, causal, dt, benchmarked)
+                        } else {
+                            time::<bf16>(gpu, s, d, causal, dt, benchmarked)
+                        }
+                    };
+                    let (ms, plan) = timed(false)?;
+                    let bench_ms = if super::sweep() {
+                        println!("sdpa benchmarked build: s{s} d{d} {name} causal {causal}");
+                        Some(timed(true)?.0)
                     } else {
-                        time::<bf16>(gpu, s, d, causal, dt)
-                    }?;
+                        None
+                    };
                     let (b, h) = BH;
                     let flops =
                         4.0 * (b * h * d) as f64 * (s * s) as f64 / if causal { 2.0 } else { 1.0 };
@@ -203,7 +223,8 @@ pub(super) fn section(
                     let row = json!({"batch": b, "heads": h, "seq": s, "head_dim": d,
                         "dtype": name, "causal": causal, "ms": ms,
                         "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
-                        "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan});
+                        "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan,
+                        "benchmarked_ms": bench_ms});
                     println!("sdpa: {row}");
                     rows.push(row);
                 }
