@@ -343,19 +343,19 @@ fn the_static_rule_picks_the_chunk_by_reduced_extent_and_spec_by_layout() {
     let sm = |dt, dims: &[i64]| ReduceCase::softmax(false, dt, dims, &[1]);
     let sum = |dt, dims: &[i64]| ReduceCase::reduce(RM::ADD, dt, dims, &[1]);
     let cases: Vec<(ReduceCase, [i64; 3])> = vec![
-        (sm(DT::HALF, &[4096, 1024]), [1, 4, 1024]),
+        (sm(DT::HALF, &[4096, 1024]), [1, 1, 1024]),
         (sm(DT::FLOAT, &[64, 4096]), [1, 1, 4096]),
         (sm(DT::HALF, &[8, 16384]), [1, 1, 8192]),
         (sm(DT::FLOAT, &[8, 4097]), [0, 1, 8192]),
-        (sm(DT::BFLOAT16, &[8, 2048]), [1, 4, 1024]),
+        (sm(DT::BFLOAT16, &[8, 2048]), [1, 1, 1024]),
         (sm(DT::FLOAT, &[8, 384]), [1, 8, 128]),
         (sm(DT::FLOAT, &[8, 7]), [0, 8, 128]),
-        (sum(DT::FLOAT, &[4096, 1024]), [1, 4, 1024]),
+        (sum(DT::FLOAT, &[4096, 1024]), [1, 1, 1024]),
         (sum(DT::HALF, &[3, 1000]), [0, 4, 1024]),
         (sum(DT::HALF, &[3, 500]), [0, 8, 128]),
         // Reductions take chunks of at most 1024 (softmax above takes 4096 and 8192).
-        (sum(DT::HALF, &[8, 4096]), [1, 4, 1024]),
-        (sum(DT::FLOAT, &[2, 20000]), [1, 4, 1024]),
+        (sum(DT::HALF, &[8, 4096]), [1, 1, 1024]),
+        (sum(DT::FLOAT, &[2, 20000]), [1, 1, 1024]),
         // The first axis of a (33, 5): strided reduced axis, generic.
         (
             ReduceCase::reduce(RM::ADD, DT::FLOAT, &[32, 16], &[0]),
@@ -401,8 +401,8 @@ fn a_softmax_graph_launches_once_as_recorded_and_restores_without_kernels() {
         .unwrap();
         assert_eq!(dev.launches.lock().unwrap().len(), n0 + 1, "one launch");
         let (geom, args) = dev.launches.lock().unwrap()[n0].clone();
-        assert_eq!(geom.grid, [1024, 1, 1], "4096 rows, 4 per program");
-        assert_eq!(geom.block, [256, 1, 1]);
+        assert_eq!(geom.grid, [4096, 1, 1], "4096 rows, 1 per program");
+        assert_eq!(geom.block, [128, 1, 1], "4 warps of 32");
         let p = |u: i64| KernelArgValue::Pointer(0x1000_0000 * u as u64);
         assert_eq!(&args[..2], &[p(X), p(Y)]);
         let op = if log { 17 } else { 16 };

@@ -45,6 +45,7 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
         )
         .unwrap();
         let mut seen = Vec::new();
+        let mut rows64 = Vec::new();
         for k in v["kernels"].as_array().unwrap() {
             if k["family"] != "sdpa_fwd" {
                 continue;
@@ -81,8 +82,24 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
                 assert!(div.is_empty(), "{name}");
             }
             seen.push((cfg.dtype.clone(), cfg.spec, cfg.block[2]));
+            if cfg.spec && cfg.warp_size == 32 && cfg.block[0] <= 64 {
+                rows64.push((cfg.dtype.clone(), cfg.block[2]));
+            }
         }
         seen.sort();
+        seen.dedup();
+        // The static rule refuses the 128-row spec tile of buckets 64 and 128 to banded graphs
+        // on warp-32 targets: a 64-row spec tile must be packed beside it.
+        rows64.sort();
+        let want64: Vec<(String, i64)> = if arch.starts_with("sm_") {
+            ["bf16", "f16"]
+                .iter()
+                .flat_map(|dt| [(dt.to_string(), 64), (dt.to_string(), 128)])
+                .collect()
+        } else {
+            Vec::new()
+        };
+        assert_eq!(rows64, want64, "{arch}: 64-row spec tiles");
         let mut want = Vec::new();
         for dt in ["bf16", "f16"] {
             for spec in [false, true] {
@@ -95,10 +112,6 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
             want.push(("f32".to_string(), false, d));
         }
         want.sort();
-        if arch == "gfx950" {
-            // sdpa_fwd.py's SKIP_ARCHES: not packed there (nondeterministic Triton builds).
-            want.clear();
-        }
         assert_eq!(seen, want, "{arch}");
     }
 }
@@ -549,33 +562,85 @@ fn the_static_rule_picks_the_head_dim_bucket_and_spec_only_when_the_hints_hold()
     let mut c = cfg();
     c.engine_id = e.id();
     let o = Opts::default;
-    // (graph, spec, block_k, dtype)
+    let causal = || Opts {
+        causal: true,
+        ..Default::default()
+    };
+    let band = || Opts {
+        left: Some(40),
+        ..Default::default()
+    };
+    // (graph, spec, block_k, block_m): banded graphs of buckets 64 and 128 take the 64-row
+    // spec tile, others the 128-row one; bucket 32 has one spec tile.
     let cases = [
         (
             graph(DT::HALF, 2, 4, 4, 100, 100, 64, 64, false, o()),
             1,
+            64,
+            128,
+        ),
+        (
+            graph(DT::HALF, 2, 4, 4, 100, 100, 64, 64, false, causal()),
+            1,
+            64,
+            64,
+        ),
+        (
+            graph(DT::BFLOAT16, 2, 4, 4, 100, 100, 64, 64, false, band()),
+            1,
+            64,
             64,
         ),
         (
             graph(DT::BFLOAT16, 2, 4, 2, 17, 129, 32, 32, true, o()),
             1,
             32,
+            128,
         ),
-        (graph(DT::HALF, 1, 2, 2, 33, 33, 40, 40, false, o()), 0, 64),
-        (graph(DT::HALF, 1, 2, 2, 33, 33, 16, 16, false, o()), 1, 32),
+        (
+            graph(DT::BFLOAT16, 2, 4, 2, 17, 129, 32, 32, false, causal()),
+            1,
+            32,
+            128,
+        ),
+        (
+            graph(DT::HALF, 1, 2, 2, 33, 33, 40, 40, false, o()),
+            0,
+            64,
+            64,
+        ),
+        (
+            graph(DT::HALF, 1, 2, 2, 33, 33, 16, 16, false, o()),
+            1,
+            32,
+            128,
+        ),
         (
             graph(DT::HALF, 1, 2, 2, 33, 33, 128, 128, false, o()),
             1,
             128,
+            128,
         ),
-        (graph(DT::FLOAT, 1, 12, 12, 7, 7, 32, 32, false, o()), 0, 32),
+        (
+            graph(DT::BFLOAT16, 1, 2, 2, 33, 33, 128, 128, false, causal()),
+            1,
+            128,
+            64,
+        ),
+        (
+            graph(DT::FLOAT, 1, 12, 12, 7, 7, 32, 32, false, o()),
+            0,
+            32,
+            64,
+        ),
         (
             graph(DT::FLOAT, 1, 1, 1, 7, 7, 100, 100, false, o()),
             0,
             128,
+            64,
         ),
     ];
-    for (i, (g, spec, bk)) in cases.iter().enumerate() {
+    for (i, (g, spec, bk, bm)) in cases.iter().enumerate() {
         let ctx = e.create_execution_context(&c, g).unwrap();
         let bytes = e
             .serialization()
@@ -586,11 +651,22 @@ fn the_static_rule_picks_the_head_dim_bucket_and_spec_only_when_the_hints_hold()
         assert_eq!(p.dispatch_symbol, SDPA_FWD_V1, "case {i}");
         assert_eq!(p.symbol, "hipdnn_sdpa_fwd", "case {i}");
         assert_eq!(
-            (int(&p, "spec"), int(&p, "block_k")),
-            (*spec, *bk),
+            (int(&p, "spec"), int(&p, "block_k"), int(&p, "block_m")),
+            (*spec, *bk, *bm),
             "case {i}"
         );
     }
+    // The refusal text of the 128-row tile for a causal graph.
+    let k = sm90()
+        .into_iter()
+        .find(|k| k.name.starts_with("sdpa_fwd_f16_spec_128x64x64"))
+        .unwrap();
+    let g = graph(DT::HALF, 2, 4, 4, 100, 100, 64, 64, false, causal());
+    let m = SdpaFwdHandler.prepare_kernel(&k, &g).err().unwrap().message;
+    assert!(
+        m.ends_with(": static rule: a banded (causal) graph skips most key blocks of a 128-row tile's later rows; a 64-row tile serves this graph"),
+        "{m}"
+    );
 }
 
 #[test]

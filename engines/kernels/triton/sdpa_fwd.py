@@ -22,6 +22,8 @@ Launch contract: `hipkernel.sdpa_fwd.dispatch.v1` (engines/src/ingestor/packs/sd
 
 Read by build.py at pack time (and by interpret_sdpa_fwd.py under the interpreter) only.
 """
+import os
+
 import triton
 import triton.language as tl
 
@@ -204,11 +206,11 @@ def pointer_type(name, ty):
     return ty
 
 
-# Not packed for gfx950: Triton 3.9's gfx950 backend compiled some of these entries to
-# different bytes on repeated builds of the same source (2026-12-01: 3 of 15 differed from the
-# committed pack, 1 of 15 between two builds in a row), and the pack must rebuild byte for byte.
-# gfx950 SDPA graphs run on the CPU reference engine until that is resolved.
-SKIP_ARCHES = ("gfx950",)
+# Packed for every target. Until 2026-12-03 gfx950 was skipped: its entries came out different
+# on repeated builds, which was build.py reusing worker processes (Triton 3.9's AMD code
+# generator keeps state from one compile to the next); with one process per entry two builds
+# of the gfx950 entries in a row, with 2 workers and with 1, gave the same bytes.
+SKIP_ARCHES = ()
 
 
 def configs(vendor, dtype):
@@ -220,15 +222,33 @@ def configs(vendor, dtype):
             out["generic"].append((64, 32, d, 1, 4, 1))
             continue
         if vendor == "cuda":
-            # Measured on an H200 (b8 h16 s4096 f16): d64 128x64 w4 s3 387 TFLOP/s (causal
-            # 279). d128: 128x64 w8 s3 ran 374 (248) but only 0.93x / 0.64x PyTorch flash at
-            # s1024 (full / causal); 64x32 w4 s4 ran 1.01x / 0.98x there and 1.06x at s4096
-            # causal (2026-12-02, the same source JIT-compiled by the device's Triton 3.6,
-            # b8 h16 f16, side by side with torch 2.11 flash). d128 128x128 w8 s2 needs
-            # 192 KiB of shared memory, more than sm_80's 163 KiB.
-            spec = (64, 32, d, 1, 4, 4) if d == 128 else (128, 64, d, 1, 4, 3)
+            # From a benchmarking build of the SWEEP tiles below on an H200 against PyTorch 2.11
+            # flash, b8 h16, s 1024 / 4096, f16 and bf16, same run (2026-12-03, this pinned
+            # Triton 3.9; docs/PERFORMANCE.md). d64: 128x64 w4 s3 without a band (1.17-1.28x),
+            # 64x64 w4 s3 causal (0.82-0.90x; the 128-row tile 0.66x at s1024). d128: 128x32
+            # w8 s3 without a band (0.94-1.11x), 64x64 w4 s2 causal (0.64-0.99x; no tile
+            # reaches 0.8x at causal s1024). The static rule (sdpa_fwd.rs) refuses the
+            # 128-row spec tile of buckets 64 and 128 for banded graphs. d32 (MiniLM's, no
+            # band): 128x64 w4 s3 alone. d128 128x128 w8 s2 needs 192 KiB of shared memory,
+            # more than sm_80's 163 KiB.
+            tiles = {32: [(128, 64, 4, 3)], 64: [(128, 64, 4, 3), (64, 64, 4, 3)],
+                     128: [(128, 32, 8, 3), (64, 64, 4, 2)]}[d]
+            out["spec"] += [(bm, bn, d, 1, w, st) for bm, bn, w, st in tiles]
         else:
-            spec = (128, 64 if d < 128 else 32, d, 1, 4, 1)
-        out["spec"].append(spec)
+            out["spec"].append((128, 64 if d < 128 else 32, d, 1, 4, 1))
+        if vendor == "cuda" and d > 32 and os.environ.get("HIPDNN_TRITON_SWEEP"):
+            out["spec"] += [t for t in SWEEP[d] if t not in out["spec"]]
         out["generic"].append((64, 64 if d < 128 else 32, d, 1, 4, 1 if vendor == "hip" else 2))
     return out
+
+
+# Extra CUDA spec tiles packed only when HIPDNN_TRITON_SWEEP is set (never in the committed
+# archives): `cargo run -p xtask -- pack-kernels --only triton --arch sm_90 --family sdpa_fwd
+# ... --out DIR`, then `HIPDNN_BENCH_SWEEP=1 hipdnn-bench triton --only sdpa` with
+# HIPDNN_KERNEL_DIR=DIR times each in a benchmarking build, PyTorch flash in the same run.
+SWEEP = {
+    d: [(bm, bn, d, 1, w, st) for bm, bn, w, st in
+        [(128, 64, 4, 3), (64, 64, 4, 3), (64, 64, 4, 4), (128, 32, 4, 3), (64, 32, 4, 3),
+         (64, 32, 4, 4), (128, 64, 8, 3), (128, 32, 8, 3), (64, 64, 4, 2), (128, 64, 8, 2)]]
+    for d in (64, 128)
+}

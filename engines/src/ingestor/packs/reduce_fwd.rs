@@ -42,13 +42,15 @@
 //! `KNOB_BENCHMARK` every entry the rule does not refuse (each admitted chunk, spec and
 //! generic where the layout allows) is a candidate and the fastest is kept. So softmax rows
 //! of more than 4096 elements take the 8192 chunk (one row per program, 16 warps; above 8192 the
-//! online two-pass path), 2049..=4096 the 4096 chunk, 513..=2048 four rows of 1024 per
-//! program, shorter rows eight rows of 128; reductions take four rows of 1024 above 512
-//! elements, else eight rows of 128. Measured through the engine on an H200 against PyTorch
-//! 2.11 (`hipdnn-bench triton --only reduce`, warm L2, events around 20 executes): softmax and
-//! log-softmax over 32768 rows of 4096 at 1.45–2.20× PyTorch's speed, over 4096 rows of 1024
-//! at 0.56–0.84× (three runs); the sum over 4096 rows of 1024 at 0.92–1.44×, over 32768 rows of
-//! 4096 at 0.55–0.59× (f16) and 0.83–0.95× (f32) (`docs/PERFORMANCE.md`). A reduction to
+//! online two-pass path), 2049..=4096 the 4096 chunk (one row, 4 warps), 513..=2048 the 1024
+//! chunk (one row, 4 warps), shorter rows eight rows of 128; reductions take one row of 1024
+//! per program above 512 elements, else eight rows of 128. The configs come from a
+//! benchmarking build of 16 more (`SWEEP` in `reduce_fwd.py`) on an H200 against PyTorch 2.11
+//! in the same run (`hipdnn-bench triton --only reduce` with `HIPDNN_BENCH_SWEEP`, warm L2):
+//! softmax / log-softmax over 4096 rows of 1024 at 1.05–1.07× / 0.81–0.85× PyTorch's speed
+//! (the four-row 8-warp tile before: 0.38–0.56×), over 32768 rows of 4096 at 1.42–2.53×; the
+//! sum over 4096 rows of 1024 at 1.02–1.10×, over 32768 rows of 4096 at 0.98× (f16) and 1.04×
+//! (f32) (`docs/PERFORMANCE.md`). A reduction to
 //! few outputs of very long groups (one program walks one group) is not split across
 //! programs: correct, not fast.
 //!

@@ -22,8 +22,17 @@
 //! (`block_k` = the head-dim bucket 32, 64 or 128). `spec`: D a multiple of 16, Q/K/V/O
 //! batch, head and row strides multiples of 16, unit head-dim strides, 16-byte aligned
 //! Q/K/V/O (checked at execute, BAD_PARAM); `generic`: anything else.
-//! **Static rule**: first applicable entry in pack order (spec before generic); an entry is
-//! applicable when its data type and head-dim bucket match and, for spec, the hints hold.
+//! **Static rule**: first applicable entry in pack order (spec before generic, larger tiles
+//! first); an entry is applicable when its data type and head-dim bucket match and, for spec,
+//! the hints hold; on warp-32 (CUDA) targets a spec entry of more than 64 query rows is
+//! refused for a banded graph (causal, or a left/right bound) in the head-dim buckets 64 and
+//! 128, which pack a 64-row spec tile beside it (`static rule: a banded (causal) graph …; a
+//! 64-row tile serves this graph`). The CUDA spec tiles, from a benchmarking build of every
+//! candidate against PyTorch flash on an H200 (b8 h16, s 1024 / 4096, f16 and bf16, same run,
+//! `docs/PERFORMANCE.md`): d64 128×64 w4 s3 without a band (1.17–1.28×) and 64×64 w4 s3 with
+//! one (0.82–0.90×); d128 128×32 w8 s3 without a band (0.94–1.11×) and 64×64 w4 s2 with one
+//! (0.64–0.99×); d32 (MiniLM's) one 128×64 w4 s3 tile. With `KNOB_BENCHMARK` every entry the
+//! rule admits is a candidate.
 //!
 //! | launch value | type | range |
 //! |---|---|---|
@@ -776,10 +785,27 @@ impl SdpaFwdHandler {
                 kernel.describe()
             )));
         }
+        let banded = inputs.misc[2] & (FLAG_RIGHT | FLAG_LEFT) != 0;
+        if config.spec
+            && banded
+            && config.warp_size == 32
+            && config.block[0] > BANDED_MAX_ROWS
+            && config.block[2] >= 64
+        {
+            return Err(na(format!(
+                "kernel {}: static rule: a banded (causal) graph skips most key blocks of a {}-row tile's later rows; a {BANDED_MAX_ROWS}-row tile serves this graph",
+                kernel.describe(),
+                config.block[0]
+            )));
+        }
         inputs.config = config;
         Ok(inputs)
     }
 }
+
+/// The largest query tile the static rule gives a banded graph on a warp-32 (CUDA) target
+/// with head dim bucket 64 or 128 (module docs).
+const BANDED_MAX_ROWS: i64 = 64;
 
 impl DispatchHandler for SdpaFwdHandler {
     packed_triton_handler_methods!(SDPA_FWD_V1, "sdpa_fwd", SdpaFwdInputs);
