@@ -382,7 +382,7 @@ fn main() -> std::process::ExitCode {
     }
     if args.first().map(String::as_str) != Some("gpu") {
         eprintln!(
-            "usage: hipdnn-bench gpu|triton [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad,pointwise,reduce,sdpa]"
+            "usage: hipdnn-bench gpu|triton [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad,pointwise,reduce,sdpa,pool]"
         );
         return std::process::ExitCode::from(2);
     }

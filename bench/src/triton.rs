@@ -24,6 +24,8 @@
 //!    rows of 4096×1024 and 32768×4096 (f16, f32) vs PyTorch.
 //! 6. SDPA forward ([`sdpa`]): correctness checks and batch 8 × 16 heads rows (seq 1024 and
 //!    4096, head dim 64 and 128, causal and not, f16 and bf16) vs PyTorch's flash backend.
+//! 7. Max / average pooling ([`pool`], `--only pool` only): bit-exact checks and ResNet-50
+//!    pooling rows (NCHW and NHWC, f16 and f32) vs `F.max_pool2d` / `F.avg_pool2d`.
 //!
 //! `HIPDNN_BENCH_SWEEP=1`: the reduce and sdpa rows are also built with
 //! `Graph::build_benchmarked` and timed (`benchmarked_ms` in the JSON); the engine's
@@ -42,6 +44,7 @@ use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
 mod pointwise;
+mod pool;
 mod reduce;
 mod sdpa;
 mod wgrad;
@@ -1267,17 +1270,17 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
     [64, 56, 256, 1, 0, 1],
 ];
 
-/// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`) and, for
+/// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`) and, for
 /// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
 /// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
     let names: Vec<&str> = only.split(',').map(str::trim).collect();
     if let Some(bad) = names
         .iter()
-        .find(|n| !["dgrad", "wgrad", "pointwise", "reduce", "sdpa"].contains(n))
+        .find(|n| !["dgrad", "wgrad", "pointwise", "reduce", "sdpa", "pool"].contains(n))
     {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce and sdpa, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa and pool, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1336,6 +1339,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("reduce_checks".into(), json!(checks));
         report.insert("reduce".into(), json!(rows));
         report.insert("torch_reduce".into(), torch);
+    }
+    if names.contains(&"pool") {
+        let (checks, rows, torch) = pool::section(gpu, cpu)?;
+        t += &pool::table(checks.len(), &rows, &torch);
+        report.insert("pool_checks".into(), json!(checks));
+        report.insert("pool".into(), json!(rows));
+        report.insert("torch_pool".into(), torch);
     }
     if names.contains(&"sdpa") {
         let (checks, rows, torch) = sdpa::section(gpu, cpu)?;

@@ -18,6 +18,7 @@ use hipdnn_engines::ingestor::packs::matmul::{
 };
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
+use hipdnn_engines::ingestor::packs::pool_fwd::{self, RESAMPLE_FWD_V1};
 use hipdnn_engines::ingestor::packs::reduce_fwd::{self, REDUCE_FWD_V1};
 use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
@@ -34,6 +35,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "sdpa_fwd" => sdpa_fwd::signature(spec),
         "pointwise_fused" => pointwise_v3::signature(spec),
         "reduce_fwd" => reduce_fwd::signature(spec),
+        "pool_fwd" => pool_fwd::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -196,6 +198,18 @@ fn every_triton_entry_records_its_launch_facts() {
                 assert_eq!(
                     k["divisibility_16"],
                     serde_json::json!(["rin", "sxi", "sxo", "sxro", "x_ptr", "y_ptr"])
+                );
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
+            } else if spec && family == "pool_fwd" {
+                for n in ["sxc", "syc", "sic", "cl"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!([
+                        "channels", "i_ptr", "sid", "sih", "sin", "siw", "sxd", "sxh", "sxn",
+                        "sxw", "syd", "syh", "syn", "syw", "x_ptr", "y_ptr"
+                    ])
                 );
                 assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if spec {
@@ -372,6 +386,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "pointwise_fused" if cfg.spec => (POINTWISE_V3, "hipdnn_pointwise_flat"),
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
                 "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
+                "pool_fwd" => (RESAMPLE_FWD_V1, "hipdnn_pool_fwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -426,6 +441,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "matmul",
             "norm_fwd",
             "pointwise_fused",
+            "pool_fwd",
             "reduce_fwd",
             "sdpa_fwd",
         ];

@@ -78,6 +78,7 @@ pub mod norm_fwd;
 pub mod pointwise;
 pub mod pointwise_v2;
 pub mod pointwise_v3;
+pub mod pool_fwd;
 pub mod reduce_fwd;
 pub mod sdpa_fwd;
 

@@ -1,0 +1,290 @@
+//! Max and average pooling (`hipkernel.resample_fwd.dispatch.v1`, the Triton `pool_fwd`
+//! family) on the GPU engine against PyTorch, side by side in one run: ResNet-50's stem max
+//! pool (3×3, stride 2, padding 1 over 32 × 64 × 112²), a 2×2 / 2 average pool over
+//! 32 × 256 × 56² and ResNet's global 7×7 average pool over 32 × 2048 × 7², each f16 and f32,
+//! NCHW and NHWC (PyTorch: the same tensor in `torch.channels_last` memory format). Each graph
+//! is one `resample_fwd` node built with the SDK and runs as ONE launch. Before timing, each
+//! (mode, layout, type) is run on GPU and CPU engines on the same inputs at a smaller shape
+//! and must agree bit for bit (the family's contract), failing the run on a miss. Timing:
+//! CUDA/HIP events around 20 executes, median of 5 rounds (PyTorch: `F.max_pool2d`,
+//! `F.avg_pool2d`, timed the same way). `--only pool`.
+
+use super::{Num, R, e, vals};
+use half::f16;
+use hipdnn::{
+    Buffer, DataType, Graph, Handle, PaddingMode, ResampleFwdAttributes, ResampleMode,
+    TensorAttributes, VariantPack,
+};
+use serde_json::json;
+
+/// A timed row: (name, mode, [n, c, h, w], window, stride, padding).
+type Row = (&'static str, ResampleMode, [i64; 4], i64, i64, i64);
+
+const ROWS: [Row; 3] = [
+    (
+        "maxpool 3x3/2 p1",
+        ResampleMode::MaxPool,
+        [32, 64, 112, 112],
+        3,
+        2,
+        1,
+    ),
+    (
+        "avgpool 2x2/2",
+        ResampleMode::AvgPoolIncludePadding,
+        [32, 256, 56, 56],
+        2,
+        2,
+        0,
+    ),
+    (
+        "global avgpool 7x7",
+        ResampleMode::AvgPoolIncludePadding,
+        [32, 2048, 7, 7],
+        7,
+        7,
+        0,
+    ),
+];
+
+fn out_extent(i: i64, k: i64, s: i64, p: i64) -> i64 {
+    (i + 2 * p - k) / s + 1
+}
+
+/// Strides of `d` (n, c, h, w) in NCHW or NHWC.
+fn strides(d: [i64; 4], nhwc: bool) -> [i64; 4] {
+    let [_, c, h, w] = d;
+    if nhwc {
+        [h * w * c, 1, w * c, c]
+    } else {
+        [c * h * w, h * w, w, 1]
+    }
+}
+
+/// One pooling node x (UID 1) → y (UID 4).
+fn graph(
+    mode: ResampleMode,
+    d: [i64; 4],
+    k: i64,
+    s: i64,
+    p: i64,
+    dt: DataType,
+    nhwc: bool,
+) -> Graph {
+    let mut g = Graph::new();
+    g.set_name("pool")
+        .set_io_data_type(dt)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .data_type(dt)
+            .dims(d)
+            .strides(strides(d, nhwc)),
+    );
+    let a = ResampleFwdAttributes::new()
+        .window([k, k])
+        .stride([s, s])
+        .pre_padding([p, p])
+        .post_padding([p, p])
+        .resample_mode(mode)
+        .padding_mode(PaddingMode::NegInfPad);
+    let y = g.resample_fwd(x, a);
+    g.set_output(y, true).set_uid(y, 4).set_data_type(y, dt);
+    g
+}
+
+fn y_len(d: [i64; 4], k: i64, s: i64, p: i64) -> usize {
+    (d[0] * d[1] * out_extent(d[2], k, s, p) * out_extent(d[3], k, s, p)) as usize
+}
+
+/// x in [−1, 1) (deterministic), as the buffer's memory order (any order: pooling checks
+/// compare the GPU and CPU engines on the same bytes).
+fn input<T: Num>(d: [i64; 4]) -> Vec<(i64, Vec<T>)> {
+    let n = d.iter().product::<i64>() as usize;
+    vec![(1, vals(n, 51).into_iter().map(T::of).collect())]
+}
+
+/// GPU vs CPU on one (mode, layout, type) at a small odd shape: every y value equal.
+fn check<T: Num>(
+    gpu: &Handle,
+    cpu: &Handle,
+    row: &Row,
+    dt: DataType,
+    nhwc: bool,
+) -> R<serde_json::Value> {
+    let (name, mode, _, k, s, p) = *row;
+    let d = [2, 64, 29, 31];
+    let ins = input::<T>(d);
+    let n = y_len(d, k, s, p);
+    let mut gg = graph(mode, d, k, s, p, dt, nhwc);
+    gg.build(gpu).map_err(e)?;
+    let engine = gg.engine_name().map_err(e)?.to_string();
+    if engine != "hipkernel.ingestor.gpu" {
+        return Err(format!(
+            "{name} {dt:?} nhwc={nhwc}: built on {engine}, not the GPU engine"
+        ));
+    }
+    let got = super::run(gpu, &gg, &ins, n)?;
+    let mut gc = graph(mode, d, k, s, p, dt, nhwc);
+    gc.build(cpu).map_err(e)?;
+    let want = super::run(cpu, &gc, &ins, n)?;
+    if let Some(i) = (0..n).find(|&i| got[i].f().to_bits() != want[i].f().to_bits()) {
+        return Err(format!(
+            "{name} {dt:?} nhwc={nhwc} {d:?}: element {i}: gpu {}, cpu {}",
+            got[i].f(),
+            want[i].f()
+        ));
+    }
+    Ok(
+        json!({"op": name, "dtype": format!("{dt:?}"), "nhwc": nhwc, "dims": d, "plan": engine,
+        "bit_identical": n}),
+    )
+}
+
+/// Median ms per execute on `gpu`: 5 rounds of 20 executes between events.
+fn time<T: Num>(gpu: &Handle, row: &Row, dt: DataType, nhwc: bool) -> R<(f64, String)> {
+    let (_, mode, d, k, s, p) = *row;
+    let mut g = graph(mode, d, k, s, p, dt, nhwc);
+    g.build(gpu).map_err(e)?;
+    let engine = g.engine_name().map_err(e)?.to_string();
+    let dev = gpu.gpu_device().ok_or("this handle executes on the CPU")?;
+    let x = Buffer::from_slice_on(gpu, &input::<T>(d)[0].1).map_err(e)?;
+    let mut y = Buffer::<T>::alloc(gpu, y_len(d, k, s, p)).map_err(e)?;
+    let mut ws = Buffer::<u8>::alloc(gpu, g.workspace_size().map_err(e)?).map_err(e)?;
+    let exec = || {
+        let pack = VariantPack::new().with(1, &x).with(4, &mut y);
+        g.execute(gpu, pack, Some(&mut ws)).map_err(e)
+    };
+    let ms = super::median_ms(dev, 5, exec)?;
+    Ok((ms, engine))
+}
+
+const TORCH: &str = r#"
+import json, sys
+try:
+    import torch
+    import torch.nn.functional as F
+    assert torch.cuda.is_available()
+except Exception as ex:
+    print(json.dumps({"error": str(ex)})); sys.exit(0)
+out = {"torch": torch.__version__, "ms": {}}
+for name, kind, d, k, s, p in json.loads(sys.argv[1]):
+    for dn, dt in [("f16", torch.float16), ("f32", torch.float32)]:
+        for nhwc in (False, True):
+            x = torch.rand(d, device="cuda", dtype=dt) * 2 - 1
+            if nhwc:
+                x = x.to(memory_format=torch.channels_last)
+            if kind == "max":
+                f = lambda: F.max_pool2d(x, k, s, p)
+            else:
+                f = lambda: F.avg_pool2d(x, k, s, p)
+            for _ in range(5): f()
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            rs = []
+            for _ in range(5):
+                a.record()
+                for _ in range(20): f()
+                b.record(); b.synchronize(); rs.append(a.elapsed_time(b) / 20)
+            rs.sort(); out["ms"][f"{name}_{dn}_{'nhwc' if nhwc else 'nchw'}"] = rs[2]
+print(json.dumps(out))
+"#;
+
+/// The section: the bit-exact checks, then the timed rows; returns (checks, rows, torch).
+pub(super) fn section(
+    gpu: &Handle,
+    cpu: &Handle,
+) -> R<(
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+    serde_json::Value,
+)> {
+    let mut checks = Vec::new();
+    for row in &ROWS[..2] {
+        for nhwc in [false, true] {
+            for dt in [DataType::Float, DataType::Half] {
+                let r = if dt == DataType::Float {
+                    check::<f32>(gpu, cpu, row, dt, nhwc)
+                } else {
+                    check::<f16>(gpu, cpu, row, dt, nhwc)
+                }?;
+                println!("pool check: {r}");
+                checks.push(r);
+            }
+        }
+    }
+    let torch = {
+        let arg: Vec<serde_json::Value> = ROWS
+            .iter()
+            .map(|(n, m, d, k, s, p)| {
+                let kind = if *m == ResampleMode::MaxPool {
+                    "max"
+                } else {
+                    "avg"
+                };
+                json!([n, kind, d, k, s, p])
+            })
+            .collect();
+        super::torch_json(TORCH, &serde_json::to_string(&arg).unwrap_or_default())
+    };
+    let mut rows_out = Vec::new();
+    for row in &ROWS {
+        let (name, _, d, k, s, p) = *row;
+        for (dn, dt) in [("f16", DataType::Half), ("f32", DataType::Float)] {
+            for nhwc in [false, true] {
+                let (ms, plan) = if dt == DataType::Float {
+                    time::<f32>(gpu, row, dt, nhwc)
+                } else {
+                    time::<f16>(gpu, row, dt, nhwc)
+                }?;
+                let elem = if dn == "f16" { 2.0 } else { 4.0 };
+                let bytes = (d.iter().product::<i64>() as f64 + y_len(d, k, s, p) as f64) * elem;
+                let layout = if nhwc { "nhwc" } else { "nchw" };
+                let torch_ms = torch["ms"][format!("{name}_{dn}_{layout}")].as_f64();
+                let r = json!({"op": name, "dtype": dn, "layout": layout, "dims": d, "ms": ms,
+                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "torch_ms": torch_ms,
+                    "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan});
+                println!("pool: {r}");
+                rows_out.push(r);
+            }
+        }
+    }
+    Ok((checks, rows_out, torch))
+}
+
+/// The markdown table of the section.
+pub(super) fn table(
+    n_checks: usize,
+    rows: &[serde_json::Value],
+    torch: &serde_json::Value,
+) -> String {
+    let mut t = format!(
+        "\nPooling (pool_fwd, one launch per graph; {n_checks} bit-exact checks vs the CPU reference passed) vs PyTorch {} (`F.max_pool2d`, `F.avg_pool2d`, NHWC = `channels_last`); CUDA events around 20 executes, median of 5 rounds; GB/s counts x read and y written once:\n\n| op | n × c × h × w | dtype | layout | hipdnn-rs | GB/s | PyTorch | ours/torch speed |\n|---|---|---|---|---|---|---|---|\n",
+        torch["torch"]
+    );
+    for r in rows {
+        let d = &r["dims"];
+        t += &format!(
+            "| {} | {}×{}×{}×{} | {} | {} | {:.4} ms | {:.0} | {} | {} |\n",
+            r["op"].as_str().unwrap_or_default(),
+            d[0],
+            d[1],
+            d[2],
+            d[3],
+            r["dtype"].as_str().unwrap_or_default(),
+            r["layout"].as_str().unwrap_or_default(),
+            r["ms"].as_f64().unwrap_or(0.0),
+            r["gb_per_s"].as_f64().unwrap_or(0.0),
+            r["torch_ms"]
+                .as_f64()
+                .map(|v| format!("{v:.4} ms"))
+                .unwrap_or_else(|| "n/a".into()),
+            r["ratio_vs_torch"]
+                .as_f64()
+                .map(|v| format!("{v:.2}×"))
+                .unwrap_or_else(|| "n/a".into()),
+        );
+    }
+    t
+}
