@@ -21,7 +21,8 @@ TARGETS = [("gfx90a", "hip", "gfx90a", 64), ("gfx942", "hip", "gfx942", 64),
            ("gfx950", "hip", "gfx950", 64), ("sm_80", "cuda", 80, 32), ("sm_90", "cuda", 90, 32)]
 FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdpa_fwd",
             "pointwise_fused",
-            "reduce_fwd"]
+            "reduce_fwd",
+            "batchnorm_fwd"]
 
 
 def entries(arches, families):
