@@ -13,6 +13,7 @@
 //! test checks that every committed `kernels.json` names only known families.
 
 use crate::ingestor::DispatchRegistry;
+use crate::ingestor::packs::batchnorm_fwd::{BATCHNORM_FWD_V1, BatchnormFwdHandler};
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
@@ -56,11 +57,14 @@ pub enum PackFamily {
     /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
     /// patterns (`family: "reduce_fwd"`).
     ReduceFwd,
+    /// Triton batchnorm inference (both forms) and training forward with the saved and
+    /// running statistics (`family: "batchnorm_fwd"`).
+    BatchnormFwd,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 10] = [
+    pub const ALL: [PackFamily; 11] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
@@ -71,6 +75,7 @@ impl PackFamily {
         PackFamily::SdpaFwd,
         PackFamily::PointwiseFused,
         PackFamily::ReduceFwd,
+        PackFamily::BatchnormFwd,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -86,6 +91,7 @@ impl PackFamily {
             PackFamily::SdpaFwd => "sdpa_fwd",
             PackFamily::PointwiseFused => "pointwise_fused",
             PackFamily::ReduceFwd => "reduce_fwd",
+            PackFamily::BatchnormFwd => "batchnorm_fwd",
         }
     }
 
@@ -100,8 +106,8 @@ impl PackFamily {
     /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
     /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
     /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.pointwise.dispatch.v3`,
-    /// `hipkernel.reduce_fwd.dispatch.v1` (Triton entries of
-    /// `triton.json`).
+    /// `hipkernel.reduce_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1` (Triton
+    /// entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -114,6 +120,7 @@ impl PackFamily {
             PackFamily::SdpaFwd => SDPA_FWD_V1,
             PackFamily::PointwiseFused => POINTWISE_V3,
             PackFamily::ReduceFwd => REDUCE_FWD_V1,
+            PackFamily::BatchnormFwd => BATCHNORM_FWD_V1,
         }
     }
 }
@@ -133,7 +140,8 @@ pub fn native_packs() -> DispatchRegistry {
 /// contracts (`hipkernel.matmul.dispatch.v2` and `hipkernel.conv_fprop.dispatch.v2`, plus their
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
-/// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`) under their versioned names only, so the unversioned
+/// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
+/// `hipkernel.batchnorm_fwd.dispatch.v1`) under their versioned names only, so the unversioned
 /// aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -149,6 +157,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(SdpaFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(PointwiseV3Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(BatchnormFwdHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }
