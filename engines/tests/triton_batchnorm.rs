@@ -474,7 +474,7 @@ fn the_matcher_merges_the_batch_and_the_static_rule_picks_entry_tile_and_splits(
     // The tile rule and the split rule on their own.
     assert_eq!(
         [49, 196, 784, 1000, 1025, 3136, 7, 16, 17, 48].map(|s| rule_block_m(true, s)),
-        [64, 256, 1024, 1024, 256, 1024, 16, 16, 16, 16]
+        [64, 256, 1024, 1024, 256, 1024, 16, 16, 16, 64]
     );
     assert_eq!(rule_block_m(false, 3136), 16);
     assert_eq!(rule_splits(49, 4, 128, true), 17);

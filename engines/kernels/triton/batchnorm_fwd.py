@@ -25,8 +25,8 @@ Training is two launches of the same kernel (`phase`):
     (image 0, positions 0..TP; the same bits in every program; program sp = 0 stores it at
     ws[2*splits*C + c]), accumulates per lane of its tile x - shift and (x - shift)^2 over its
     pairs, sums the lanes (a fixed tree) and stores the two f32 sums at ws[(2*sp + k)*C + c];
-  phase 2 (normalize): every program sums the `splits` partials of its channels (a fixed tree
-    over blocks of TP splits, the blocks in split order, so every program holds the same
+  phase 2 (normalize): every program sums the `splits` partials of its channels (per lane over
+    blocks of TP splits in split order, then a fixed tree, so every program holds the same
     bits): mean = shift + S1/cnt, var = max(S2 - S1*(S1/cnt), 0)/cnt (cnt = N*S, population
     variance); program sp = 0 writes the saved mean / inv and the running statistics; each
     program normalizes its own pairs.
@@ -159,16 +159,22 @@ def _bn(x_ptr, scale_ptr, bias_ptr, y_ptr, m_ptr, v_ptr, sm_ptr, si_ptr, nm_ptr,
         tl.store(ws_ptr + w0 + C, _psum(acc2, CF), mask=cmask)
     else:
         if (flags & 1) != 0:
-            # Sum every split's partials of these channels: a fixed tree over blocks of TP
-            # splits, the blocks in split order (the same bits in every program).
-            a1 = tl.zeros([TC], tl.float32)
-            a2 = tl.zeros([TC], tl.float32)
+            # Sum every split's partials of these channels: per lane over blocks of TP splits
+            # in split order, then a fixed tree (the same bits in every program). The loop
+            # carries tiles, not reduced vectors: Triton 3.9 orders the loop's reduced-layout
+            # carried values differently from one compile to the next (same arithmetic, other
+            # code object bytes), which the byte-compared pack cannot take.
+            zero = tl.zeros([TC], tl.float32)
+            t1 = _tile(zero, tl.zeros([TP], tl.float32), CF)
+            t2 = _tile(zero, tl.zeros([TP], tl.float32), CF)
             for k0 in range(0, splits, TP):
                 kk = k0 + pos
                 kmask = _tmask(cmask, kk < splits, CF)
                 off = _tile(c64, kk.to(tl.int64) * 2 * C, CF)
-                a1 += _psum(tl.load(ws_ptr + off, mask=kmask, other=0.0), CF)
-                a2 += _psum(tl.load(ws_ptr + off + C, mask=kmask, other=0.0), CF)
+                t1 += tl.load(ws_ptr + off, mask=kmask, other=0.0)
+                t2 += tl.load(ws_ptr + off + C, mask=kmask, other=0.0)
+            a1 = _psum(t1, CF)
+            a2 = _psum(t2, CF)
             shift = tl.load(ws_ptr + (2 * splits).to(tl.int64) * C + c64, mask=cmask, other=0.0)
             cnt_all = tl.full([TC], 1.0, tl.float32) * (N * S).to(tl.float32)
             a = tl.div_rn(a1, cnt_all)
