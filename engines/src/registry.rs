@@ -13,6 +13,7 @@
 //! test checks that every committed `kernels.json` names only known families.
 
 use crate::ingestor::DispatchRegistry;
+use crate::ingestor::packs::batchnorm_fwd::{BATCHNORM_FWD_V1, BatchnormFwdHandler};
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
@@ -60,6 +61,9 @@ pub enum PackFamily {
     /// Triton resample forward: max pooling (with the index) and average pooling, 1-D to 3-D
     /// windows (`family: "pool_fwd"`).
     PoolFwd,
+    /// Triton batchnorm inference (both forms) and training forward with the saved and
+    /// running statistics (`family: "batchnorm_fwd"`).
+    BatchnormFwd,
 }
 
 impl PackFamily {
@@ -76,6 +80,7 @@ impl PackFamily {
         PackFamily::PointwiseFused,
         PackFamily::ReduceFwd,
         PackFamily::PoolFwd,
+        PackFamily::BatchnormFwd,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -92,6 +97,7 @@ impl PackFamily {
             PackFamily::PointwiseFused => "pointwise_fused",
             PackFamily::ReduceFwd => "reduce_fwd",
             PackFamily::PoolFwd => "pool_fwd",
+            PackFamily::BatchnormFwd => "batchnorm_fwd",
         }
     }
 
@@ -106,8 +112,8 @@ impl PackFamily {
     /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
     /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
     /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.pointwise.dispatch.v3`,
-    /// `hipkernel.reduce_fwd.dispatch.v1`, `hipkernel.resample_fwd.dispatch.v1` (Triton entries
-    /// of `triton.json`).
+    /// `hipkernel.reduce_fwd.dispatch.v1`, `hipkernel.resample_fwd.dispatch.v1`,
+    /// `hipkernel.batchnorm_fwd.dispatch.v1` (Triton entries of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -121,6 +127,7 @@ impl PackFamily {
             PackFamily::PointwiseFused => POINTWISE_V3,
             PackFamily::ReduceFwd => REDUCE_FWD_V1,
             PackFamily::PoolFwd => RESAMPLE_FWD_V1,
+            PackFamily::BatchnormFwd => BATCHNORM_FWD_V1,
         }
     }
 }
@@ -141,8 +148,8 @@ pub fn native_packs() -> DispatchRegistry {
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
-/// `hipkernel.resample_fwd.dispatch.v1`) under their versioned names only, so the unversioned
-/// aliases keep naming the native v1 packs.
+/// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`) under their
+/// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
     r.register_versioned_only(Arc::new(PointwiseV2Handler))
@@ -158,6 +165,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(PointwiseV3Handler)))
         .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(PoolFwdHandler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(BatchnormFwdHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

@@ -8,6 +8,7 @@ use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::KernelArgValue;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
+use hipdnn_engines::ingestor::packs::batchnorm_fwd::{self, BATCHNORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::conv_dgrad::{self, CONV_DGRAD_V1};
 use hipdnn_engines::ingestor::packs::conv_fprop::{
     self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
@@ -36,6 +37,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "pointwise_fused" => pointwise_v3::signature(spec),
         "reduce_fwd" => reduce_fwd::signature(spec),
         "pool_fwd" => pool_fwd::signature(spec),
+        "batchnorm_fwd" => batchnorm_fwd::signature(variant),
         f => panic!("unknown family {f}"),
     }
 }
@@ -95,6 +97,7 @@ fn every_triton_entry_records_its_launch_facts() {
             let symbol = match (family, k["variant"].as_str()) {
                 ("pointwise_fused", Some("spec")) => "hipdnn_pointwise_flat".to_string(),
                 ("pointwise_fused", _) => "hipdnn_pointwise".to_string(),
+                ("batchnorm_fwd", Some("spec")) => "hipdnn_batchnorm_fwd_cl".to_string(),
                 _ => format!("hipdnn_{family}{suffix}"),
             };
             assert_eq!(k["kernel_source"]["symbol"].as_str().unwrap(), symbol);
@@ -146,6 +149,25 @@ fn every_triton_entry_records_its_launch_facts() {
                 for n in ["sxc", "swc", "syk", "srk", "groups"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
+            } else if family == "batchnorm_fwd" && (spec || nchw) {
+                // spec: channels-last (unit channel strides); nchw: channels-first (unit
+                // spatial strides); x and y aligned, the other strides hinted.
+                let (ones, hinted) = if spec {
+                    (
+                        ["sxc", "syc"],
+                        ["C", "sxn", "sxs", "syn", "sys", "x_ptr", "y_ptr"],
+                    )
+                } else {
+                    (
+                        ["sxs", "sys"],
+                        ["S", "sxc", "sxn", "syc", "syn", "x_ptr", "y_ptr"],
+                    )
+                };
+                for n in ones {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(k["divisibility_16"], serde_json::json!(hinted));
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if nchw {
                 assert_eq!(family, "conv_fprop");
                 for n in ["sxw", "syq", "srq"] {
@@ -387,6 +409,11 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
                 "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
                 "pool_fwd" => (RESAMPLE_FWD_V1, "hipdnn_pool_fwd"),
+                "batchnorm_fwd" if cfg.spec => (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd_cl"),
+                "batchnorm_fwd" if cfg.channels_first => {
+                    (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd_cf")
+                }
+                "batchnorm_fwd" => (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -435,6 +462,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             );
         }
         let want = vec![
+            "batchnorm_fwd",
             "conv_dgrad",
             "conv_fprop",
             "conv_wgrad",

@@ -22,7 +22,8 @@ TARGETS = [("gfx90a", "hip", "gfx90a", 64), ("gfx942", "hip", "gfx942", 64),
 FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdpa_fwd",
             "pointwise_fused",
             "reduce_fwd",
-            "pool_fwd"]
+            "pool_fwd",
+            "batchnorm_fwd"]
 
 
 def entries(arches, families):

@@ -152,7 +152,8 @@ pub struct TritonConfig {
     pub dtype: String,
     /// Specialized (divisibility hints, unit strides constant).
     pub spec: bool,
-    /// The channels-first specialized variant (`nchw`, conv fprop only; `spec` is false).
+    /// The channels-first specialized variant (`nchw`: conv fprop, batchnorm_fwd; `spec` is
+    /// false).
     pub channels_first: bool,
     /// The transposing channels-first variant (`nchwt`, conv fprop only: a layout pass into
     /// the workspace, then the channels-last GEMM; `spec` and `channels_first` are false).

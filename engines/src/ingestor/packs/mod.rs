@@ -67,6 +67,7 @@ macro_rules! packed_triton_handler_methods {
     };
 }
 
+pub mod batchnorm_fwd;
 pub mod conv_dgrad;
 pub mod conv_fprop;
 pub mod conv_fwd;

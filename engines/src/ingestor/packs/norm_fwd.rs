@@ -408,7 +408,7 @@ fn na(msg: impl Into<String>) -> PluginError {
 
 /// The one element stride that walks `dims` in row-major order (dims of 1 skipped; 0 when
 /// every dim is 1), `None` when the strides do not collapse.
-fn collapse(dims: &[i64], strides: &[i64]) -> Option<i64> {
+pub(super) fn collapse(dims: &[i64], strides: &[i64]) -> Option<i64> {
     let mut run: Option<(i64, i64)> = None; // (stride, extent so far)
     for (&d, &s) in dims.iter().zip(strides).rev() {
         if d == 1 {
