@@ -68,7 +68,7 @@ pub enum PackFamily {
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 11] = [
+    pub const ALL: [PackFamily; 12] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
