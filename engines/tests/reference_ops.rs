@@ -475,19 +475,16 @@ fn batchnorm_inference_both_forms_match_formula() {
     }
 }
 
-#[test]
-fn batchnorm_training_stats_and_running_averages_match_formula() {
-    let (n, c, hw) = (3usize, 2usize, 6usize);
-    let x = random_values(n * c * hw, 41, -2.0, 2.0);
-    let scale = vec![1.5f32, 0.5];
-    let bias = vec![0.1f32, -0.2];
-    let (pm, pv) = (vec![0.2f32, -0.1], vec![1.0f32, 2.0]);
+/// Batchnorm training forward over x (3, 2, 2, 3) with saved and running statistics: x 1,
+/// scale 2, bias 3, epsilon 4, prev running mean 5 (dims `pm_dims`) and variance 6, momentum
+/// 7, y 8, mean 9, inv_variance 10, next running mean 11 and variance 12.
+fn bn_training_graph(pm_dims: &[i64]) -> GraphBuilder {
     let mut g = GraphBuilder::new("bnt");
     g.tensor(TensorSpec::new(1, "x", DT::FLOAT, &[3, 2, 2, 3]))
         .tensor(TensorSpec::new(2, "scale", DT::FLOAT, &[1, 2, 1, 1]))
         .tensor(TensorSpec::new(3, "bias", DT::FLOAT, &[1, 2, 1, 1]))
         .tensor(eps(4, 1e-5))
-        .tensor(TensorSpec::new(5, "pm", DT::FLOAT, &[1, 2, 1, 1]))
+        .tensor(TensorSpec::new(5, "pm", DT::FLOAT, pm_dims))
         .tensor(TensorSpec::new(6, "pv", DT::FLOAT, &[1, 2, 1, 1]))
         .tensor(TensorSpec::scalar(7, "momentum", TensorValue::Float32(0.1)))
         .tensor(TensorSpec::new(8, "y", DT::FLOAT, &[3, 2, 2, 3]))
@@ -522,6 +519,43 @@ fn batchnorm_training_stats_and_running_averages_match_formula() {
             )
         }),
     );
+    g
+}
+
+#[test]
+fn batchnorm_running_statistics_of_another_volume_are_refused_at_plan_time() {
+    // prev running mean of 3 values for C = 2: refused when planned (it used to panic in
+    // execute's reshape).
+    let e = run_graph(
+        bn_training_graph(&[1, 3, 1, 1]),
+        &[
+            (1, vec![0.5; 36]),
+            (2, vec![1.0; 2]),
+            (3, vec![0.0; 2]),
+            (5, vec![0.0; 3]),
+            (6, vec![1.0; 2]),
+        ],
+        &[8, 9, 10, 11, 12],
+    )
+    .unwrap_err();
+    assert_eq!(e.status, hipdnn_backend::PluginStatus::NotApplicable);
+    assert!(
+        e.message.ends_with(
+            ": running statistics tensor uid 5 dims [1, 3, 1, 1] must hold C = 2 values"
+        ),
+        "{}",
+        e.message
+    );
+}
+
+#[test]
+fn batchnorm_training_stats_and_running_averages_match_formula() {
+    let (n, c, hw) = (3usize, 2usize, 6usize);
+    let x = random_values(n * c * hw, 41, -2.0, 2.0);
+    let scale = vec![1.5f32, 0.5];
+    let bias = vec![0.1f32, -0.2];
+    let (pm, pv) = (vec![0.2f32, -0.1], vec![1.0f32, 2.0]);
+    let g = bn_training_graph(&[1, 2, 1, 1]);
     let out = run_graph(
         g,
         &[

@@ -288,6 +288,16 @@ pub(in crate::reference) fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> Plu
             for u in [pm, pv, m, nm, nv] {
                 cx.t("running statistics", u)?;
             }
+            // The running statistics are read and written as C values each (the execute
+            // step reshapes them to the channel dims, which needs this volume).
+            for u in [pm, pv, nm, nv] {
+                if cx.tensors[&u].volume() != x.dims[1] {
+                    return Err(cx.bad(format!(
+                        "running statistics tensor uid {u} dims {:?} must hold C = {} values",
+                        cx.tensors[&u].dims, x.dims[1]
+                    )));
+                }
+            }
             Some((pm, pv, m, nm, nv))
         }
         _ => return Err(cx.bad("running statistics need all of prev_running_mean, prev_running_variance, momentum, next_running_mean and next_running_variance")),
