@@ -1,10 +1,14 @@
 """Ahead-of-time Triton build for `cargo run -p xtask -- pack-kernels` (gpu-toolchain.md §12).
 
-Usage: python build.py OUT_DIR [--arch A]... [--family F]... [--only NAME]... [--jobs N]
+Usage: python build.py OUT_DIR [--arch A]... [--family F]... [--only ARCH/NAME]...
+                      [--only-file PATH] [--jobs N] [--list]
 
 Compiles every family module of this folder (matmul.py, conv_fwd.py, ...) for every target x
 dtype x variant x config and writes OUT_DIR/<arch>/<name>.<cubin|hsaco> plus
 OUT_DIR/manifest.json (one record per entry: the kernel descriptor fields xtask packs).
+`--only-file PATH` reads more ARCH/NAME lines from PATH (xtask's sampled check passes its
+sample this way); `--list` compiles nothing and prints the selected entries as a JSON array of
+{"family", "arch", "name"} on stdout.
 Deterministic: the caller gives a fresh TRITON_CACHE_DIR and TRITON_DEFAULT_FP_FUSION; entries
 are sorted. Runs on a machine without a GPU; nothing at run time needs Python.
 """
@@ -113,9 +117,19 @@ def main():
     arches = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--arch"] or [t[0] for t in TARGETS]
     fams = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--family"] or FAMILIES
     only = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--only"]
+    for path in [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--only-file"]:
+        with open(path) as f:
+            only += [line.strip() for line in f if line.strip()]
     jobs = int(next((args[i + 1] for i, a in enumerate(args) if a == "--jobs"), "2"))
     fams = [f for f in fams if os.path.exists(os.path.join(HERE, f + ".py"))]
-    todo = [e for e in entries(arches, fams) if not only or f"{e[1]}/{e[5]}" in only]
+    listed = entries(arches, fams)
+    if "--list" in args:
+        json.dump([{"family": e[0], "arch": e[1], "name": e[5]} for e in listed], sys.stdout)
+        return
+    # An --only or --only-file selection, even an empty one, compiles just what it names.
+    selected = "--only" in args or "--only-file" in args
+    wanted = set(only)
+    todo = [e for e in listed if not selected or f"{e[1]}/{e[5]}" in wanted]
     # One forked process per entry (maxtasksperchild=1), forked from this process, which
     # imports Triton but compiles nothing: Triton 3.9's AMD code generator keeps state from
     # one compile to the next in a process (gfx942 sdpa_fwd_f16_spec_128x32x128 builds other
