@@ -1,4 +1,4 @@
-//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton]`
+//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N]`
 //!
 //! Two kernel sets: the clang-built CUDA/HIP sources below, and the Triton ahead-of-time
 //! kernels of `engines/kernels/triton/` ([`triton`]; `--only triton` builds just those, which
@@ -29,6 +29,15 @@
 //! symbol and `<symbol>.kd`, metadata target, explicit arguments equal to the descriptor
 //! signature); PTX `.version 7.8`, `.target` and `.visible .entry`; cubin ELF machine EM_CUDA;
 //! SHA-256 of every entry equal to its descriptor.
+//!
+//! `--sample N` (Triton set): compile one entry in N of each (family, arch) group, every entry
+//! of a family whose source changed since the committed pack, and every entry the committed
+//! archives lack; take the others' code objects and records from the committed archives
+//! ([`triton::Sample`]). The rotation is `HIPDNN_TRITON_SAMPLE_ROTATION`, else the commit
+//! count of `HEAD` (`git rev-list --count HEAD`), so N consecutive commits compile the whole
+//! set. With `--check` this is CI's check (the whole set is packed and compared byte for byte,
+//! a sampled entry that compiles to other bytes is named); without it, a quick repack after
+//! editing one family.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -692,7 +701,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) != Some("pack-kernels") {
         eprintln!(
-            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--arch A]... [--family F]... [--out DIR]"
+            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]"
         );
         std::process::exit(2);
     }
@@ -713,7 +722,21 @@ fn main() {
         families: values("--family"),
     };
     let out = values("--out").pop().map(PathBuf::from);
-    let result = if check && (!sel.is_all() || out.is_some()) {
+    let sample = match values("--sample").pop().map(|n| n.parse::<usize>()) {
+        None => Ok(None),
+        Some(Ok(every)) if every >= 1 => Ok(Some(triton::Sample {
+            every,
+            rotation: sample_rotation(),
+        })),
+        Some(_) => Err("--sample takes a count of 1 or more".to_string()),
+    };
+    let result = if let Err(e) = &sample {
+        Err(e.clone())
+    } else if sample.as_ref().is_ok_and(|s| s.is_some())
+        && (only != Some("triton") || !sel.is_all() || out.is_some())
+    {
+        Err("--sample applies to the whole Triton set: use it with --only triton, without --arch/--family/--out".to_string())
+    } else if check && (!sel.is_all() || out.is_some()) {
         Err("--check compares the whole Triton set with the committed tree; drop --arch/--family/--out".to_string())
     } else if !sel.is_all() && out.is_none() {
         Err("--arch/--family build a subset of the Triton set: give --out DIR (the committed archives hold the whole set)".to_string())
@@ -723,9 +746,9 @@ fn main() {
             (None | Some("clang"), Some(_)) => {
                 Err("--out/--arch/--family apply to the Triton set: add --only triton".to_string())
             }
-            (None, None) => pack(check).and_then(|()| pack_triton(check)),
+            (None, None) => pack(check).and_then(|()| pack_triton(check, None)),
             (Some("clang"), None) => pack(check),
-            (Some("triton"), None) => pack_triton(check),
+            (Some("triton"), None) => pack_triton(check, sample.clone().ok().flatten()),
             (Some(o), _) => Err(format!("--only takes clang or triton, not {o}")),
         }
     };
@@ -745,19 +768,39 @@ fn pack_triton_into(dir: &Path, sel: &triton::Selection) -> Res<()> {
     let scratch = std::env::temp_dir().join(format!("hipdnn-pack-triton-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&scratch);
     std::fs::create_dir_all(&scratch).map_err(|e| e.to_string())?;
-    let result = triton::build(&root, &scratch, dir, sel);
+    let result = triton::build(&root, &scratch, dir, sel, None);
     let _ = std::fs::remove_dir_all(&scratch);
     eprintln!(
         "wrote {} Triton entries into {}",
-        result.clone()?,
+        result?.packed,
         dir.display()
     );
     Ok(())
 }
 
+/// The rotation of a sampled Triton build: `HIPDNN_TRITON_SAMPLE_ROTATION`, else the commit
+/// count of `HEAD`, else 0 (no git).
+fn sample_rotation() -> u64 {
+    if let Some(r) = std::env::var("HIPDNN_TRITON_SAMPLE_ROTATION")
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+    {
+        return r;
+    }
+    Command::new("git")
+        .args(["rev-list", "--count", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .and_then(|o| String::from_utf8_lossy(&o.stdout).trim().parse().ok())
+        .unwrap_or(0)
+}
+
 /// The Triton set (see [`triton`]): build into the committed tree, or with `check` into a
-/// scratch tree compared byte for byte with the committed one.
-fn pack_triton(check: bool) -> Res<()> {
+/// scratch tree compared byte for byte with the committed one; with `sample`, compiling only
+/// the sample (see [`triton::Sample`]).
+fn pack_triton(check: bool, sample: Option<triton::Sample>) -> Res<()> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .ok_or("no workspace root")?
@@ -772,18 +815,39 @@ fn pack_triton(check: bool) -> Res<()> {
         } else {
             committed.clone()
         };
-        let n = triton::build(&root, &scratch, &out, &triton::Selection::default())?;
+        let b = triton::build(&root, &scratch, &out, &triton::Selection::default(), sample)?;
+        let n = b.packed;
         if check {
             let diffs = triton::compare(&out, &committed);
             if !diffs.is_empty() {
+                let entries = if b.changed.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "; compiled entries whose code object differs from the committed one ({}): {}",
+                        b.changed.len(),
+                        b.changed.join(", ")
+                    )
+                };
                 return Err(format!(
-                    "rebuilt Triton kernel archives differ from the committed ones: {}",
+                    "rebuilt Triton kernel archives differ from the committed ones: {}{entries}",
                     diffs.join(", ")
                 ));
             }
-            eprintln!("Triton kernel archives reproduce byte for byte ({n} entries)");
+            if sample.is_some() {
+                eprintln!(
+                    "Triton kernel archives reproduce byte for byte ({n} entries, {} compiled, the others as committed)",
+                    b.compiled
+                );
+            } else {
+                eprintln!("Triton kernel archives reproduce byte for byte ({n} entries)");
+            }
         } else {
-            eprintln!("wrote {n} Triton entries into {}", out.display());
+            eprintln!(
+                "wrote {n} Triton entries ({} compiled) into {}",
+                b.compiled,
+                out.display()
+            );
         }
         Ok(())
     })();
