@@ -445,6 +445,95 @@ fn conv_wgrad_matches_nested_loops() {
     }
 }
 
+/// Filter gradients of both wgrad paths (`reference::ops::conv`): the split into partial
+/// products over runs of output positions (dw ≤ 16 Ki elements), with more runs than the 32
+/// parts and two groups, a stem-like 7×7/2 filter over 3 channels with two runs an image, and
+/// the per-image GEMMs of a larger dw (40 · 48 · 9 = 17280 elements).
+#[test]
+fn conv_wgrad_split_and_per_image_paths_match_nested_loops() {
+    let base = Case {
+        x: vec![9, 64, 30, 30],
+        w: vec![16, 32, 3, 3],
+        pre: vec![1, 1],
+        post: vec![1, 1],
+        stride: vec![1, 1],
+        dil: vec![1, 1],
+        flip: false,
+        nhwc: false,
+        dt: DT::FLOAT,
+    };
+    let cases = [
+        base.clone(),
+        Case {
+            x: vec![2, 3, 70, 70],
+            w: vec![8, 3, 7, 7],
+            pre: vec![3, 3],
+            post: vec![3, 3],
+            stride: vec![2, 2],
+            ..base.clone()
+        },
+        Case {
+            x: vec![3, 48, 6, 6],
+            w: vec![40, 48, 3, 3],
+            stride: vec![2, 2],
+            ..base.clone()
+        },
+    ];
+    for c in &cases {
+        check(c, Kind::Wgrad);
+    }
+}
+
+/// The blocked planar dgrad (`reference::ops::conv`, ≤ 1024 im2col rows): many blocks of 4
+/// output rows (16 · 9 rows × 200 columns), blocks at the smallest disjoint height (900 rows
+/// × 400 columns give 2 rows), a strided dilated filter with asymmetric padding and groups
+/// over 3 blocks (the shortest block height whose even blocks read disjoint rows is 4), the
+/// stem's 7×7/2 over 3 channels in 2 blocks, NHWC and CONVOLUTION mode.
+#[test]
+fn conv_dgrad_blocked_paths_match_nested_loops() {
+    let base = Case {
+        x: vec![1, 16, 200, 200],
+        w: vec![8, 16, 3, 3],
+        pre: vec![1, 1],
+        post: vec![1, 1],
+        stride: vec![1, 1],
+        dil: vec![1, 1],
+        flip: false,
+        nhwc: false,
+        dt: DT::FLOAT,
+    };
+    let cases = [
+        base.clone(),
+        Case {
+            x: vec![1, 100, 10, 400],
+            w: vec![2, 100, 3, 3],
+            ..base.clone()
+        },
+        Case {
+            x: vec![2, 8, 120, 150],
+            w: vec![4, 4, 5, 3],
+            pre: vec![2, 0],
+            post: vec![1, 2],
+            stride: vec![2, 3],
+            dil: vec![2, 1],
+            flip: true,
+            ..base.clone()
+        },
+        Case {
+            x: vec![2, 3, 70, 70],
+            w: vec![8, 3, 7, 7],
+            pre: vec![3, 3],
+            post: vec![3, 3],
+            stride: vec![2, 2],
+            nhwc: true,
+            ..base.clone()
+        },
+    ];
+    for c in &cases {
+        check(c, Kind::Dgrad);
+    }
+}
+
 /// 3×3, stride 1, dilation 1, one group, ≥ 16 channels: the Winograd F(2×2, 3×3) path
 /// (`reference::ops::winograd`), with odd and even output sizes, asymmetric and zero padding,
 /// a 1×1 input, several blocks per image, several images per block (two blocks of 16 and 4

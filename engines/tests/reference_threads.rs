@@ -119,6 +119,30 @@ fn conv_cases() -> Vec<ConvCase> {
                 flip: false,
             },
         ),
+        // wgrad split into partial products: 64 · 9 = 576 im2col rows give runs of 227
+        // positions, 4 runs an image, 36 runs dealt into 32 parts (four parts hold two);
+        // two groups.
+        (
+            vec![9, 64, 30, 30],
+            vec![16, 32, 3, 3],
+            vec![9, 16, 30, 30],
+            g2([1, 1], [1, 1], [1, 1], [1, 1], false),
+        ),
+        // Blocked planar dgrad: 144 im2col rows × 200 columns, blocks of 4 output rows, 25
+        // blocks an image (both parities, two images).
+        (
+            vec![2, 16, 100, 200],
+            vec![8, 16, 3, 3],
+            vec![2, 8, 100, 200],
+            g2([1, 1], [1, 1], [1, 1], [1, 1], false),
+        ),
+        // A dw of 40 · 48 · 9 = 17280 > 16 Ki elements: the per-image wgrad GEMMs.
+        (
+            vec![3, 48, 6, 6],
+            vec![40, 48, 3, 3],
+            vec![3, 40, 3, 3],
+            g2([1, 1], [1, 1], [2, 2], [1, 1], false),
+        ),
     ]
 }
 

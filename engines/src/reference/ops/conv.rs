@@ -10,9 +10,12 @@
 //! - fprop: `y[n,g] (K/g, P) = w[g] (K/g, crs) · col (crs, P)`, where col is the im2col of
 //!   x[n] (skipped for a 1×1, stride 1, unpadded filter: col is x[n] itself);
 //! - dgrad: `dcol (crs, P) = w[g]ᵀ · dy[n,g]`, then col2im adds dcol into dx[n] (one rayon task
-//!   per input channel, taps in order, so the adds are in a fixed order);
+//!   per input channel, taps in order, so the adds are in a fixed order); a planar layer with
+//!   at most 1024 im2col rows computes dcol block by block of output rows and adds each block
+//!   while it is in cache (`dgrad_fused`);
 //! - wgrad: `dw[g] (K/g, crs) += dy[n,g] · colᵀ`, images in increasing n (one GEMM per image,
-//!   accumulating into dw).
+//!   accumulating into dw); a small dw (≤ 16 Ki elements) over a long reduction is summed as
+//!   partial products over runs of output positions instead (`wgrad_split`).
 //!
 //! Determinism: the GEMM's rule (tiling from the shape only, one fixed summation order per
 //! element) and fixed-order im2col/col2im make results bit-identical for any thread count.
@@ -680,6 +683,125 @@ pub fn conv_fprop_with(
     ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume")
 }
 
+/// Largest im2col height (C · taps) of the fused planar dgrad ([`dgrad_fused`]).
+const DGRAD_FUSE_ROWS: usize = 1024;
+/// dcol floats per block of [`dgrad_fused`] (512 KiB: the block stays in L2 for its col2im).
+const DGRAD_BLOCK_FLOATS: usize = 128 * 1024;
+
+/// Data gradient of a planar (2-D or 1-D) layer with at most [`DGRAD_FUSE_ROWS`] im2col rows
+/// (the 7×7 stem: 147), blocked so dcol never leaves the cache: the output rows are cut into
+/// blocks of `R` rows (`R·W_out·C·taps ≤ DGRAD_BLOCK_FLOATS`, and at least the smallest `R`
+/// for which blocks two apart read disjoint input rows); each block (a rayon task) computes
+/// its dcol `(C·taps, R·W_out)` into its scratch with one single-threaded GEMM per group and
+/// adds it at once into the input rows it reads. Even blocks of every image run in one
+/// parallel pass, then odd blocks: each dx element receives its adds block by block (even
+/// before odd), channel plane by plane, taps in order, so the sums do not depend on the
+/// thread count. Returns false (dx untouched) when the layer is not of that kind.
+fn dgrad_fused(geo: &Geo3, dys: &[f32], ws: &[f32], dx: &mut [f32]) -> bool {
+    let taps = geo.taps();
+    let ctaps = geo.c * taps;
+    let (ivol, ovol) = (geo.ivol(), geo.ovol());
+    let planar = geo.i[0] == 1 && geo.o[0] == 1 && geo.f[0] == 1;
+    if !planar || ctaps > DGRAD_FUSE_ROWS || ovol == 0 || ivol == 0 || ctaps == 0 {
+        return false;
+    }
+    let (oh_n, ow, ih_n, iw_n) = (geo.o[1], geo.o[2], geo.i[1], geo.i[2]);
+    let (sh, sw, dh, dw, ph, pw) = (
+        geo.stride[1],
+        geo.stride[2],
+        geo.dil[1],
+        geo.dil[2],
+        geo.pre[1],
+        geo.pre[2],
+    );
+    let (fh, fw) = (geo.f[1], geo.f[2]);
+    let mut rmin = 1;
+    while rmin * sh + sh <= (fh - 1) * dh {
+        rmin += 1;
+    }
+    let r = (DGRAD_BLOCK_FLOATS / (ctaps * ow)).max(rmin).min(oh_n);
+    let blocks = oh_n.div_ceil(r);
+    // Input rows [lo, hi) that block b reads.
+    let rows_of = |b: usize| {
+        let (r0, r1) = (b * r, ((b + 1) * r).min(oh_n));
+        let hi = ((r1 - 1) * sh + (fh - 1) * dh + 1)
+            .saturating_sub(ph)
+            .min(ih_n);
+        let lo = (r0 * sh).saturating_sub(ph).min(hi);
+        (lo, hi)
+    };
+    let kg = geo.k / geo.groups;
+    let crs = geo.cg * taps;
+    for parity in 0..2 {
+        let mine: Vec<usize> = (parity..blocks).step_by(2).collect();
+        let mut tasks = Vec::new();
+        for (n, dxn) in dx.chunks_mut(geo.c * ivol).enumerate().take(geo.n) {
+            let mut per_block: Vec<Vec<&mut [f32]>> = mine.iter().map(|_| Vec::new()).collect();
+            for plane in dxn.chunks_mut(ivol) {
+                let (mut rest, mut done) = (plane, 0);
+                for (j, &b) in mine.iter().enumerate() {
+                    let (lo, hi) = rows_of(b);
+                    if lo >= hi {
+                        per_block[j].push(&mut []);
+                        continue;
+                    }
+                    let tail = std::mem::take(&mut rest);
+                    let (_, tail) = tail.split_at_mut((lo - done) * iw_n);
+                    let (block, tail) = tail.split_at_mut((hi - lo) * iw_n);
+                    per_block[j].push(block);
+                    (rest, done) = (tail, hi);
+                }
+            }
+            for (j, planes) in per_block.into_iter().enumerate() {
+                tasks.push((n, mine[j], planes));
+            }
+        }
+        tasks.into_par_iter().for_each(|(n, b, mut planes)| {
+            let (r0, r1) = (b * r, ((b + 1) * r).min(oh_n));
+            let lo = rows_of(b).0;
+            let pb = (r1 - r0) * ow;
+            with_scratch(ctaps * pb, |buf| {
+                for grp in 0..geo.groups {
+                    let a = mat(kg, crs, &ws[grp * kg * crs..]).reversed_axes();
+                    let dyg = mat(kg, ovol, &dys[(n * geo.k + grp * kg) * ovol..]);
+                    let bm = dyg.slice(ndarray::s![.., r0 * ow..r1 * ow]);
+                    let mut c = mat_mut(crs, pb, &mut buf[grp * crs * pb..]);
+                    gemm::sgemm(&a, &bm, false, &mut c);
+                }
+                for (c, dst) in planes.iter_mut().enumerate() {
+                    for t in 0..taps {
+                        let (th, tw) = (t / fw, t % fw);
+                        let (wlo, whi) = valid(ow, iw_n, sw, tw, dw, pw);
+                        if wlo >= whi {
+                            continue;
+                        }
+                        let iw0 = wlo * sw + tw * dw - pw;
+                        let src = &buf[(c * taps + t) * pb..][..pb];
+                        for oh in r0..r1 {
+                            let ih = oh * sh + th * dh;
+                            if ih < ph || ih - ph >= ih_n {
+                                continue;
+                            }
+                            let row = &mut dst[(ih - ph - lo) * iw_n..][..iw_n];
+                            let s = &src[(oh - r0) * ow + wlo..(oh - r0) * ow + whi];
+                            if sw == 1 {
+                                for (d, v) in row[iw0..iw0 + s.len()].iter_mut().zip(s) {
+                                    *d += v;
+                                }
+                            } else {
+                                for (d, v) in row[iw0..].iter_mut().step_by(sw).zip(s) {
+                                    *d += v;
+                                }
+                            }
+                        }
+                    }
+                }
+            });
+        });
+    }
+    true
+}
+
 /// Data gradient: dx `(N, C, in…)` from dy `(N, K, out…)` and w `(K, C/g, f…)`.
 pub fn conv_dgrad(
     dy: &ArrayD<f32>,
@@ -699,6 +821,9 @@ pub fn conv_dgrad(
     let crs = geo.cg * geo.taps();
     let mut dx = vec![0f32; geo.n * geo.c * ivol];
     let direct = geo.is_pointwise();
+    if !direct && !geo.is_subsample() && dgrad_fused(&geo, &dys, &ws, &mut dx) {
+        return ArrayD::from_shape_vec(IxDyn(dx_dims), dx).expect("dx volume");
+    }
     let mut dcol = vec![0f32; if direct { 0 } else { geo.c * geo.taps() * ovol }];
     for (n, dxn) in dx.chunks_mut(geo.c * ivol.max(1)).enumerate().take(geo.n) {
         let dyn_ = &dys[n * geo.k * ovol..(n + 1) * geo.k * ovol];
@@ -724,6 +849,69 @@ pub fn conv_dgrad(
     ArrayD::from_shape_vec(IxDyn(dx_dims), dx).expect("dx volume")
 }
 
+/// Filter gradients of at most this many elements (K · C/g · taps) whose im2col is not the
+/// input itself are summed as partial products over runs of output positions
+/// ([`wgrad_split`]): a small dw over a long reduction (the 7×7 stem: 64 × 147 over 12544
+/// positions an image) otherwise splits into tiles that each repack the whole reduction.
+const WGRAD_SPLIT_MAX: usize = 16 * 1024;
+/// Most partial products of [`wgrad_split`].
+const WGRAD_PARTS: usize = 32;
+/// im2col floats per run of [`wgrad_split`] (512 KiB: the run's columns stay in L2).
+const WGRAD_RUN_FLOATS: usize = 128 * 1024;
+
+/// Filter gradient of a small dw over a long reduction: the output positions of every image
+/// are cut into runs of `r = WGRAD_RUN_FLOATS / (C·taps)` positions (at least 64; a function
+/// of the shape only); the runs, image by image in position order, are dealt into
+/// `min(runs, WGRAD_PARTS)` consecutive parts; each part (a rayon task) builds each run's
+/// im2col in its scratch and accumulates `dy[n, g, run] · colᵀ` into its own partial dw
+/// with one single-threaded GEMM per group; dw is then the sum of the partials in part order.
+/// Every element's summation order is fixed by the shape, so the result is bit-identical
+/// for any thread count.
+fn wgrad_split(geo: &Geo3, xs: &[f32], dys: &[f32], dw: &mut [f32]) {
+    let (ivol, ovol) = (geo.ivol(), geo.ovol());
+    let kg = geo.k / geo.groups;
+    let crs = geo.cg * geo.taps();
+    let ctaps = geo.c * geo.taps();
+    let run = (WGRAD_RUN_FLOATS / ctaps).max(64).min(ovol);
+    let runs: Vec<(usize, usize, usize)> = (0..geo.n)
+        .flat_map(|n| {
+            (0..ovol)
+                .step_by(run)
+                .map(move |p0| (n, p0, run.min(ovol - p0)))
+        })
+        .collect();
+    let parts = runs.len().min(WGRAD_PARTS);
+    let planes: Vec<Planes<'_>> = (0..geo.n)
+        .map(|n| Planes::new(geo, &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol]))
+        .collect();
+    let len = dw.len();
+    let mut partial = vec![0f32; parts * len];
+    partial
+        .par_chunks_mut(len)
+        .enumerate()
+        .for_each(|(i, acc)| {
+            let (lo, hi) = (i * runs.len() / parts, (i + 1) * runs.len() / parts);
+            for (j, &(n, p0, w)) in runs[lo..hi].iter().enumerate() {
+                with_scratch(ctaps * w, |buf| {
+                    geo.im2col_range(&planes[n], 0, geo.c, p0, w, buf);
+                    for grp in 0..geo.groups {
+                        let dyg = mat(kg, ovol, &dys[(n * geo.k + grp * kg) * ovol..]);
+                        let a = dyg.slice(ndarray::s![.., p0..p0 + w]);
+                        let b = mat(crs, w, &buf[grp * crs * w..]).reversed_axes();
+                        let mut c = mat_mut(kg, crs, &mut acc[grp * kg * crs..]);
+                        gemm::sgemm(&a, &b, j > 0, &mut c);
+                    }
+                });
+            }
+        });
+    dw.par_chunks_mut(4096).enumerate().for_each(|(b, d)| {
+        for (e, v) in d.iter_mut().enumerate() {
+            let at = b * 4096 + e;
+            *v = (1..parts).fold(partial[at], |s, p| s + partial[p * len + at]);
+        }
+    });
+}
+
 /// Filter gradient: dw `(K, C/g, f…)` from x `(N, C, in…)` and dy `(N, K, out…)`.
 pub fn conv_wgrad(
     x: &ArrayD<f32>,
@@ -739,6 +927,11 @@ pub fn conv_wgrad(
     let mut dw = vec![0f32; geo.k * crs];
     let direct = geo.is_pointwise();
     let packed = direct || geo.is_subsample();
+    if !packed && geo.k * crs <= WGRAD_SPLIT_MAX && geo.n * ovol > 0 && crs > 0 {
+        wgrad_split(&geo, &xs, &dys, &mut dw);
+        let dw = ArrayD::from_shape_vec(IxDyn(dw_dims), dw).expect("dw volume");
+        return if g.flip { flip_filter(&dw) } else { dw };
+    }
     let mut col = vec![0f32; if packed { 0 } else { geo.c * geo.taps() * ovol }];
     for n in 0..geo.n {
         let xn = &xs[n * geo.c * ivol..(n + 1) * geo.c * ivol];
