@@ -595,6 +595,15 @@ fn conv_fprop_winograd_shapes_match_nested_loops() {
     }
 }
 
+/// The data gradient of the same layers runs as a Winograd fprop of dy with the transposed,
+/// rotated filter (padding 2 − pre / 2 − post: 2, 1 and 0 on some side here).
+#[test]
+fn conv_dgrad_winograd_shapes_match_nested_loops() {
+    for c in winograd_cases() {
+        check(&c, Kind::Dgrad);
+    }
+}
+
 #[test]
 fn conv_half_and_bfloat16_match_nested_loops() {
     for dt in [DT::HALF, DT::BFLOAT16] {

@@ -12,7 +12,8 @@
 //! - dgrad: `dcol (crs, P) = w[g]ᵀ · dy[n,g]`, then col2im adds dcol into dx[n] (one rayon task
 //!   per input channel, taps in order, so the adds are in a fixed order); a planar layer with
 //!   at most 1024 im2col rows computes dcol block by block of output rows and adds each block
-//!   while it is in cache (`dgrad_fused`);
+//!   while it is in cache (`dgrad_fused`); a 3×3 stride-1 layer Winograd serves runs as the
+//!   forward convolution of dy with the transposed, rotated filter (`dgrad_winograd`);
 //! - wgrad: `dw[g] (K/g, crs) += dy[n,g] · colᵀ`, images in increasing n (one GEMM per image,
 //!   accumulating into dw); a small dw (≤ 16 Ki elements) over a long reduction is summed as
 //!   partial products over runs of output positions instead (`wgrad_split`).
@@ -802,6 +803,47 @@ fn dgrad_fused(geo: &Geo3, dys: &[f32], ws: &[f32], dx: &mut [f32]) -> bool {
     true
 }
 
+/// The data gradient of a 2-D 3×3 stride-1 undilated single-group layer with ≥
+/// [`winograd::MIN_CHANNELS`] channels in and out and padding ≤ 2 on each side, as the
+/// forward convolution it equals: `dx = fprop(dy, w')` with `w'[c, k, r, s] = w[k, c, 2 − r,
+/// 2 − s]` and padding `2 − pre` / `2 − post`, which runs Winograd F(2×2, 3×3) like the
+/// layer's own fprop. None (nothing computed) for any other layer. `w` is in
+/// cross-correlation form (already flipped for the CONVOLUTION mode).
+fn dgrad_winograd(
+    geo: &Geo3,
+    g: &ConvGeometry,
+    dy: &ArrayD<f32>,
+    w: &ArrayD<f32>,
+    dx_dims: &[usize],
+) -> Option<ArrayD<f32>> {
+    let fits = dx_dims.len() == 4
+        && geo.f == [1, 3, 3]
+        && geo.stride == [1; 3]
+        && geo.dil == [1; 3]
+        && geo.groups == 1
+        && geo.c >= winograd::MIN_CHANNELS
+        && geo.k >= winograd::MIN_CHANNELS
+        && g.pre.iter().chain(&g.post).all(|&p| p <= 2);
+    if !fits {
+        return None;
+    }
+    let wt = w
+        .view()
+        .permuted_axes(IxDyn(&[1, 0, 2, 3]))
+        .slice_move(ndarray::s![.., .., ..;-1, ..;-1])
+        .as_standard_layout()
+        .into_owned()
+        .into_dyn();
+    let gt = ConvGeometry {
+        pre: g.pre.iter().map(|p| 2 - p).collect(),
+        post: g.post.iter().map(|p| 2 - p).collect(),
+        stride: vec![1; 2],
+        dilation: vec![1; 2],
+        flip: false,
+    };
+    Some(conv_fprop(dy, &wt, dx_dims, &gt))
+}
+
 /// Data gradient: dx `(N, C, in…)` from dy `(N, K, out…)` and w `(K, C/g, f…)`.
 pub fn conv_dgrad(
     dy: &ArrayD<f32>,
@@ -815,6 +857,9 @@ pub fn conv_dgrad(
         Cow::Borrowed(w)
     };
     let geo = Geo3::new(dx_dims, w.shape(), dy.shape(), g);
+    if let Some(dx) = dgrad_winograd(&geo, g, dy, &w, dx_dims) {
+        return dx;
+    }
     let (dys, ws) = (dense(dy), dense(&w));
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
     let kg = geo.k / geo.groups;
