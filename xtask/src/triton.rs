@@ -312,7 +312,19 @@ pub fn build(
     let mut built = Built::default();
     // With a sample: the committed entries taken as they are, (name, arch).
     let mut reused: Vec<(String, &'static str)> = Vec::new();
-    let (committed, committed_sources) = committed_entries(&root.join("engines/kernels/packed"))?;
+    // A sample needs the committed tree; any other build only compares its entries with it,
+    // so a damaged committed `triton.json` does not stop the build that repairs it.
+    let (committed, committed_sources) =
+        match committed_entries(&root.join("engines/kernels/packed")) {
+            Ok(c) => c,
+            Err(e) if sample.is_none() => {
+                eprintln!(
+                    "note: committed Triton descriptors unreadable ({e}); entries not compared"
+                );
+                (BTreeMap::new(), None)
+            }
+            Err(e) => return Err(format!("--sample reads the committed archives: {e}")),
+        };
     let t0 = std::time::Instant::now();
     if let Some(smp) = sample {
         if smp.every == 0 {
