@@ -445,15 +445,11 @@ fn conv_wgrad_matches_nested_loops() {
     }
 }
 
-/// Filter gradients of both wgrad paths (`reference::ops::conv`): the split into partial
-/// products over runs of output positions (dw ≤ 16 Ki elements), with more runs than the 32
-/// parts and two groups, a stem-like 7×7/2 filter over 3 channels with two runs an image, and
-/// the per-image GEMMs of a larger dw (40 · 48 · 9 = 17280 elements).
-#[test]
-fn conv_wgrad_split_and_per_image_paths_match_nested_loops() {
-    let base = Case {
-        x: vec![9, 64, 30, 30],
-        w: vec![16, 32, 3, 3],
+/// An f32 NCHW cross-correlation case with stride 1, dilation 1 and padding 1 on every side.
+fn padded_3x3(x: Vec<i64>, w: Vec<i64>) -> Case {
+    Case {
+        x,
+        w,
         pre: vec![1, 1],
         post: vec![1, 1],
         stride: vec![1, 1],
@@ -461,7 +457,16 @@ fn conv_wgrad_split_and_per_image_paths_match_nested_loops() {
         flip: false,
         nhwc: false,
         dt: DT::FLOAT,
-    };
+    }
+}
+
+/// Filter gradients of both wgrad paths (`reference::ops::conv`): the split into partial
+/// products over runs of output positions (dw ≤ 16 Ki elements), with more runs than the 32
+/// parts and two groups, a stem-like 7×7/2 filter over 3 channels with two runs an image, and
+/// the per-image GEMMs of a larger dw (40 · 48 · 9 = 17280 elements).
+#[test]
+fn conv_wgrad_split_and_per_image_paths_match_nested_loops() {
+    let base = padded_3x3(vec![9, 64, 30, 30], vec![16, 32, 3, 3]);
     let cases = [
         base.clone(),
         Case {
@@ -491,17 +496,7 @@ fn conv_wgrad_split_and_per_image_paths_match_nested_loops() {
 /// stem's 7×7/2 over 3 channels in 2 blocks, NHWC and CONVOLUTION mode.
 #[test]
 fn conv_dgrad_blocked_paths_match_nested_loops() {
-    let base = Case {
-        x: vec![1, 16, 200, 200],
-        w: vec![8, 16, 3, 3],
-        pre: vec![1, 1],
-        post: vec![1, 1],
-        stride: vec![1, 1],
-        dil: vec![1, 1],
-        flip: false,
-        nhwc: false,
-        dt: DT::FLOAT,
-    };
+    let base = padded_3x3(vec![1, 16, 200, 200], vec![8, 16, 3, 3]);
     let cases = [
         base.clone(),
         Case {

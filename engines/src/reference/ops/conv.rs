@@ -827,19 +827,18 @@ fn dgrad_winograd(
     if !fits {
         return None;
     }
+    // The transposed filter in CONVOLUTION mode: conv_fprop rotates it (flip_filter).
     let wt = w
         .view()
         .permuted_axes(IxDyn(&[1, 0, 2, 3]))
-        .slice_move(ndarray::s![.., .., ..;-1, ..;-1])
         .as_standard_layout()
-        .into_owned()
-        .into_dyn();
+        .into_owned();
     let gt = ConvGeometry {
         pre: g.pre.iter().map(|p| 2 - p).collect(),
         post: g.post.iter().map(|p| 2 - p).collect(),
         stride: vec![1; 2],
         dilation: vec![1; 2],
-        flip: false,
+        flip: true,
     };
     Some(conv_fprop(dy, &wt, dx_dims, &gt))
 }
