@@ -161,6 +161,23 @@ pub unsafe fn free(d: &dyn Driver, p: DevicePtr) -> Result<(), DriverError> {
     check(d, unsafe { d.free(p) })
 }
 
+/// `hipHostMalloc` / `cuMemAllocHost`: `bytes` bytes of page-locked host memory (contents
+/// unspecified), for the current device's copies.
+pub fn host_malloc(d: &dyn Driver, bytes: usize) -> Result<*mut std::ffi::c_void, DriverError> {
+    let mut p: *mut std::ffi::c_void = std::ptr::null_mut();
+    check(d, d.host_malloc(&mut p, bytes))?;
+    Ok(p)
+}
+
+/// `hipHostFree` / `cuMemFreeHost`.
+///
+/// # Safety
+/// `p` came from [`host_malloc`], is freed once, and no pending copy reads or writes it.
+pub unsafe fn host_free(d: &dyn Driver, p: *mut std::ffi::c_void) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.host_free(p) })
+}
+
 /// Synchronous host → device copy of `src` to `dst`.
 ///
 /// # Safety

@@ -1,8 +1,8 @@
 //! Safe RAII types over [`super::result`] (cudarc's `safe` layer).
 //!
 //! Ownership: [`GpuRuntime`] (the loaded driver, shared in an `Arc`) → [`Device`] (one GPU,
-//! `Arc`, holds its primary context on NVIDIA) → [`DeviceBuffer`], [`Module`], [`Stream`],
-//! [`Event`], each holding an `Arc<Device>` so the device outlives them; a [`Function`] holds its
+//! `Arc`, holds its primary context on NVIDIA) → [`DeviceBuffer`], [`PinnedHostBuffer`],
+//! [`Module`], [`Stream`], [`Event`], each holding an `Arc<Device>` so the device outlives them; a [`Function`] holds its
 //! module. Everything frees itself in `Drop` (errors on free are logged, never panicked on).
 //!
 //! Every operation first makes its device current on the calling thread
@@ -258,6 +258,51 @@ impl Device {
         Ok(b)
     }
 
+    /// Allocates `len` zero-filled elements of `T` in page-locked host memory
+    /// (`hipHostMalloc` / `cuMemAllocHost`; at least 1 byte): host memory the device's copy
+    /// engine reads and writes directly, so a [`DeviceBuffer::copy_from_host`] or
+    /// [`DeviceBuffer::copy_to_host`] with it as the host side needs no staging copy (on an
+    /// H200 a 6.3 MB upload takes ~0.13 ms from page-locked memory against ~0.36 ms from
+    /// pageable memory). Page-locked memory is a scarce system resource: keep such buffers
+    /// for data copied often, and reuse them.
+    ///
+    /// # Errors
+    /// `hipErrorOutOfMemory`-class [`DriverError`] when `len` elements overflow `usize` or
+    /// the driver cannot lock that much memory.
+    pub fn alloc_pinned<T: DeviceCopy>(
+        self: &Arc<Self>,
+        len: usize,
+    ) -> Result<PinnedHostBuffer<T>, DriverError> {
+        self.bind()?;
+        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
+            result::local_error(
+                self.api(),
+                "hipHostMalloc",
+                "cuMemAllocHost",
+                "hipErrorOutOfMemory",
+                format!("{len} elements of {} bytes overflow usize", size_of::<T>()),
+            )
+        })?;
+        let ptr = result::host_malloc(self.api(), bytes.max(1))?;
+        if ptr.is_null() {
+            return Err(result::local_error(
+                self.api(),
+                "hipHostMalloc",
+                "cuMemAllocHost",
+                "hipErrorOutOfMemory",
+                format!("the driver returned a null pointer for {bytes} bytes"),
+            ));
+        }
+        // SAFETY: `ptr` is a fresh allocation of at least `bytes` bytes, owned here; zeroing
+        // it makes every element a valid `T` (`DeviceCopy`: all bit patterns are values).
+        unsafe { std::ptr::write_bytes(ptr.cast::<u8>(), 0, bytes) };
+        Ok(PinnedHostBuffer {
+            dev: Arc::clone(self),
+            ptr: ptr.cast::<T>(),
+            len,
+        })
+    }
+
     /// Allocates a buffer and copies `data` into it.
     pub fn htod<T: DeviceCopy>(
         self: &Arc<Self>,
@@ -395,6 +440,41 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         unsafe { result::memcpy_htod(self.dev.api(), self.ptr, as_bytes(src)) }
     }
 
+    /// Copies `src` into elements `offset..offset + src.len()` (else `hipErrorInvalidValue`,
+    /// nothing copied): refilling part of a buffer, e.g. one chunk of a pipelined upload.
+    pub fn copy_from_host_at(&mut self, offset: usize, src: &[T]) -> Result<(), DriverError> {
+        if offset
+            .checked_add(src.len())
+            .is_none_or(|end| end > self.len)
+        {
+            return Err(result::local_error(
+                self.dev.api(),
+                "hipMemcpy",
+                "cuMemcpyHtoD",
+                "hipErrorInvalidValue",
+                format!(
+                    "{} elements at offset {offset} overrun a device buffer of {}",
+                    src.len(),
+                    self.len
+                ),
+            ));
+        }
+        if src.is_empty() {
+            return Ok(());
+        }
+        self.dev.bind()?;
+        // SAFETY: `ptr + offset * size_of::<T>()` lies in this buffer's live allocation with
+        // at least `src.len() * size_of::<T>()` bytes after it (checked above), on the (now
+        // current) device.
+        unsafe {
+            result::memcpy_htod(
+                self.dev.api(),
+                self.ptr + (offset * size_of::<T>()) as u64,
+                as_bytes(src),
+            )
+        }
+    }
+
     /// Copies the buffer into `dst` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`).
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<(), DriverError> {
         if dst.len() != self.len {
@@ -432,6 +512,70 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
         });
         if let Err(e) = r {
             log::warn!("freeing a device buffer: {e}");
+        }
+    }
+}
+
+/// `len` elements of `T` in page-locked host memory ([`Device::alloc_pinned`]); dereferences
+/// to `[T]` and is freed (`hipHostFree` / `cuMemFreeHost`) on drop. Copies between it and a
+/// [`DeviceBuffer`] go through the usual synchronous copy calls, which return only after the
+/// copy engine is done with it, so the host may reuse it right after.
+pub struct PinnedHostBuffer<T: DeviceCopy> {
+    dev: Arc<Device>,
+    ptr: *mut T,
+    len: usize,
+}
+
+// SAFETY: the buffer owns its allocation exclusively (like a `Vec<T>`), and `T: DeviceCopy` is
+// `Send + Sync`; the driver calls that free it may be made from any thread (the device is
+// bound first).
+unsafe impl<T: DeviceCopy> Send for PinnedHostBuffer<T> {}
+// SAFETY: shared access only reads through `&[T]`.
+unsafe impl<T: DeviceCopy> Sync for PinnedHostBuffer<T> {}
+
+impl<T: DeviceCopy> std::fmt::Debug for PinnedHostBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "PinnedHostBuffer({} × {} bytes)",
+            self.len,
+            size_of::<T>()
+        )
+    }
+}
+
+impl<T: DeviceCopy> PinnedHostBuffer<T> {
+    /// The device whose driver locked the memory.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.dev
+    }
+}
+
+impl<T: DeviceCopy> std::ops::Deref for PinnedHostBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // SAFETY: `ptr` points to `len` initialized (zeroed at allocation) elements owned by
+        // this buffer for its whole life.
+        unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> std::ops::DerefMut for PinnedHostBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
+    }
+}
+
+impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: `ptr` came from `host_malloc` and is freed once, here; copies that used
+            // it were synchronous, so none is pending.
+            unsafe { result::host_free(self.dev.api(), self.ptr.cast()) }
+        });
+        if let Err(e) = r {
+            log::warn!("freeing a page-locked host buffer: {e}");
         }
     }
 }

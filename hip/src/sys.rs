@@ -149,6 +149,14 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `p` came from [`Driver::malloc`] on the current device, is freed once and not used after.
     unsafe fn free(&self, p: DevicePtr) -> Call;
+    /// `hipHostMalloc(flags 0)` / `cuMemAllocHost_v2`: `bytes` bytes of page-locked host
+    /// memory, usable by copies of the current device without a staging buffer.
+    fn host_malloc(&self, out: &mut *mut c_void, bytes: usize) -> Call;
+    /// `hipHostFree` / `cuMemFreeHost`.
+    ///
+    /// # Safety
+    /// `p` came from [`Driver::host_malloc`], is freed once and not used after.
+    unsafe fn host_free(&self, p: *mut c_void) -> Call;
     /// Synchronous host → device copy (`hipMemcpy` / `cuMemcpyHtoD_v2`).
     ///
     /// # Safety
@@ -289,6 +297,10 @@ pub struct HipFns {
     pub malloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> Status,
     /// `hipFree(void*)`.
     pub free: unsafe extern "C" fn(DevicePtr) -> Status,
+    /// `hipHostMalloc(void**, size_t, unsigned flags)`.
+    pub host_malloc: unsafe extern "C" fn(*mut *mut c_void, usize, c_uint) -> Status,
+    /// `hipHostFree(void*)`.
+    pub host_free: unsafe extern "C" fn(*mut c_void) -> Status,
     /// `hipMemcpy(dst, src, size, kind)`; pointers passed as raw addresses.
     pub memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> Status,
     /// `hipMemsetAsync(void* dst, int value, size_t, hipStream_t)`.
@@ -349,6 +361,10 @@ pub struct CudaFns {
     pub mem_alloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> Status,
     /// `cuMemFree_v2(CUdeviceptr)`.
     pub mem_free: unsafe extern "C" fn(DevicePtr) -> Status,
+    /// `cuMemAllocHost_v2(void**, size_t)`.
+    pub mem_alloc_host: unsafe extern "C" fn(*mut *mut c_void, usize) -> Status,
+    /// `cuMemFreeHost(void*)`.
+    pub mem_free_host: unsafe extern "C" fn(*mut c_void) -> Status,
     /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t)`.
     pub memcpy_htod: unsafe extern "C" fn(DevicePtr, *const c_void, usize) -> Status,
     /// `cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t)`.
@@ -437,6 +453,8 @@ fn load_hip(lib: &Library) -> Result<HipFns, String> {
         set_device: sym(lib, "hipSetDevice")?,
         malloc: sym(lib, "hipMalloc")?,
         free: sym(lib, "hipFree")?,
+        host_malloc: sym(lib, "hipHostMalloc")?,
+        host_free: sym(lib, "hipHostFree")?,
         memcpy: sym(lib, "hipMemcpy")?,
         memset_async: sym(lib, "hipMemsetAsync")?,
         module_load_data: sym(lib, "hipModuleLoadData")?,
@@ -469,6 +487,8 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
         ctx_set_current: sym(lib, "cuCtxSetCurrent")?,
         mem_alloc: sym(lib, "cuMemAlloc_v2")?,
         mem_free: sym(lib, "cuMemFree_v2")?,
+        mem_alloc_host: sym(lib, "cuMemAllocHost_v2")?,
+        mem_free_host: sym(lib, "cuMemFreeHost")?,
         memcpy_htod: sym(lib, "cuMemcpyHtoD_v2")?,
         memcpy_dtoh: sym(lib, "cuMemcpyDtoH_v2")?,
         memset_d8_async: sym(lib, "cuMemsetD8Async")?,
@@ -580,6 +600,8 @@ pub fn linked() -> Box<dyn Driver> {
             set_device: at(hiprt::hipSetDevice as *const ()),
             malloc: at(hiprt::hipMalloc as *const ()),
             free: at(hiprt::hipFree as *const ()),
+            host_malloc: at(hiprt::hipHostMalloc as *const ()),
+            host_free: at(hiprt::hipHostFree as *const ()),
             memcpy: at(hiprt::hipMemcpy as *const ()),
             memset_async: at(hiprt::hipMemsetAsync as *const ()),
             module_load_data: at(hiprt::hipModuleLoadData as *const ()),
@@ -703,6 +725,16 @@ impl Driver for HipDriver {
     unsafe fn free(&self, p: DevicePtr) -> Call {
         // SAFETY: per the caller's contract.
         amd("hipFree", unsafe { (self.fns.free)(p) })
+    }
+    fn host_malloc(&self, out: &mut *mut c_void, bytes: usize) -> Call {
+        // SAFETY: valid out-pointer; flags 0 is hipHostMallocDefault.
+        amd("hipHostMalloc", unsafe {
+            (self.fns.host_malloc)(out, bytes, 0)
+        })
+    }
+    unsafe fn host_free(&self, p: *mut c_void) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipHostFree", unsafe { (self.fns.host_free)(p) })
     }
     unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Call {
         // SAFETY: `src` is a live slice; `dst` is large enough per the caller's contract.
@@ -964,6 +996,18 @@ impl Driver for CudaDriver {
     unsafe fn free(&self, p: DevicePtr) -> Call {
         // SAFETY: per the caller's contract.
         nv("hipFree", "cuMemFree", unsafe { (self.fns.mem_free)(p) })
+    }
+    fn host_malloc(&self, out: &mut *mut c_void, bytes: usize) -> Call {
+        // SAFETY: valid out-pointer.
+        nv("hipHostMalloc", "cuMemAllocHost", unsafe {
+            (self.fns.mem_alloc_host)(out, bytes)
+        })
+    }
+    unsafe fn host_free(&self, p: *mut c_void) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipHostFree", "cuMemFreeHost", unsafe {
+            (self.fns.mem_free_host)(p)
+        })
     }
     unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Call {
         // SAFETY: `src` is a live slice; `dst` is large enough per the caller's contract.

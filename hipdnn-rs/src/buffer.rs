@@ -347,6 +347,36 @@ impl<T: Element> Buffer<T> {
         }
     }
 
+    /// Overwrites elements `offset..offset + data.len()` with `data` (host memory, or one
+    /// host-to-device copy for a device buffer): refilling part of an input, e.g. chunk by
+    /// chunk while the next chunk is being prepared on other threads.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` when the range does not fit in the buffer (nothing is written);
+    /// `HIPDNN_BACKEND_ERROR` when the device copy fails.
+    pub fn copy_from_slice_at(&mut self, offset: usize, data: &[T]) -> Result<(), Error> {
+        if offset
+            .checked_add(data.len())
+            .is_none_or(|end| end > self.len)
+        {
+            return Err(Error::invalid_value(format!(
+                "copy_from_slice_at: {} elements at offset {offset} overrun a buffer of {}",
+                data.len(),
+                self.len
+            )));
+        }
+        let bytes = T::le_bytes(data);
+        let start = offset * T::SIZE;
+        match &mut self.storage {
+            Storage::Host(_) => {
+                self.host_bytes_mut()[start..start + bytes.len()].copy_from_slice(&bytes);
+                Ok(())
+            }
+            Storage::Device(_) if bytes.is_empty() => Ok(()),
+            Storage::Device(d) => d.copy_from_host_at(start, &bytes).map_err(device_error),
+        }
+    }
+
     /// A copy of this buffer on `handle`'s device (host memory for a CPU handle).
     ///
     /// # Errors
@@ -479,6 +509,103 @@ where
     } else {
         let order: Vec<usize> = (0..dims.len()).collect();
         crate::packed_strides(&dims, &order)
+    }
+}
+
+/// Host memory for data a handle's buffers are filled from or read into often: page-locked
+/// (`hipHostMalloc` / `cuMemAllocHost`) on a GPU handle, so [`Buffer::copy_from_slice`] with
+/// it as the source is one direct copy-engine transfer with no staging copy (on an H200 a
+/// 6.3 MB upload took ~0.13 ms against ~0.36 ms from ordinary memory); ordinary 64-byte
+/// aligned memory on a CPU handle. Dereferences to `[T]` (`len` elements, zero-filled at
+/// allocation), so it is filled like a slice. Page-locked memory is a limited system
+/// resource: allocate it once and reuse it.
+///
+/// Plain-data element types only (`f32`, `f64`, `f16`, `bf16`, the integers): every bit
+/// pattern must be a value, which `bool` is not.
+pub struct PinnedBuffer<T: Element + Pod> {
+    storage: PinnedStorage,
+    len: usize,
+    _t: PhantomData<T>,
+}
+
+enum PinnedStorage {
+    Host(Vec<Chunk>),
+    /// `len * T::SIZE` bytes (at least 1), page-aligned by the driver.
+    Locked(hipdnn_hip::safe::PinnedHostBuffer<u8>),
+}
+
+impl<T: Element + Pod> std::fmt::Debug for PinnedBuffer<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PinnedBuffer")
+            .field("elements", &self.len)
+            .field(
+                "page_locked",
+                &matches!(self.storage, PinnedStorage::Locked(_)),
+            )
+            .finish()
+    }
+}
+
+impl<T: Element + Pod> PinnedBuffer<T> {
+    /// `len` zero-filled elements of host memory for `handle`: page-locked for its GPU, or
+    /// ordinary memory for a CPU handle.
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` when the driver cannot lock `len` elements' worth of memory
+    /// (its error name and text are in the message).
+    pub fn alloc(handle: &Handle, len: usize) -> Result<Self, Error> {
+        let bytes = len.checked_mul(T::SIZE).ok_or_else(|| {
+            Error::invalid_value(format!(
+                "PinnedBuffer::alloc: {len} elements of {} bytes overflow usize",
+                T::SIZE
+            ))
+        })?;
+        let storage = match handle.gpu_device() {
+            None => PinnedStorage::Host(vec![
+                Chunk([0; BUFFER_ALIGNMENT]);
+                bytes.div_ceil(BUFFER_ALIGNMENT)
+            ]),
+            Some(dev) => {
+                PinnedStorage::Locked(dev.alloc_pinned::<u8>(bytes.max(1)).map_err(device_error)?)
+            }
+        };
+        Ok(PinnedBuffer {
+            storage,
+            len,
+            _t: PhantomData,
+        })
+    }
+
+    /// Whether the memory is page-locked (a GPU handle's).
+    pub fn is_page_locked(&self) -> bool {
+        matches!(self.storage, PinnedStorage::Locked(_))
+    }
+
+    fn bytes(&self) -> &[u8] {
+        let n = self.len * T::SIZE;
+        match &self.storage {
+            PinnedStorage::Host(c) => &bytemuck::cast_slice(c)[..n],
+            PinnedStorage::Locked(p) => &p[..n],
+        }
+    }
+}
+
+impl<T: Element + Pod> std::ops::Deref for PinnedBuffer<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        // Both storages are at least 64-byte aligned, so the cast cannot fail.
+        bytemuck::cast_slice(self.bytes())
+    }
+}
+
+impl<T: Element + Pod> std::ops::DerefMut for PinnedBuffer<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        let n = self.len * T::SIZE;
+        let bytes = match &mut self.storage {
+            PinnedStorage::Host(c) => &mut bytemuck::cast_slice_mut(c)[..n],
+            PinnedStorage::Locked(p) => &mut p[..n],
+        };
+        bytemuck::cast_slice_mut(bytes)
     }
 }
 

@@ -79,7 +79,7 @@ mod persist;
 /// The `ndarray` crate this SDK's array API uses (version 0.16).
 pub use ndarray;
 
-pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, VariantPack};
+pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, PinnedBuffer, VariantPack};
 pub use file::{Form, write_atomically};
 #[doc(inline)]
 pub use graph::*;

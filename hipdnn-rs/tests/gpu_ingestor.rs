@@ -277,10 +277,29 @@ fn gpu_pointwise_v2_matches_cpu() {
 #[test]
 fn gpu_refuses_what_kernels_cannot_do_so_cpu_serves_it() {
     let Some(h) = gpu() else { return };
-    // exact GELU (erf form): no GPU kernel → the CPU reference engine.
-    let mut g = pw_graph(PointwiseMode::GeluFwd, false, &[1, 2, 3, 4], &[]);
+    // A DOUBLE pointwise graph: the GPU packs serve f32/f16/bf16 only → the CPU reference
+    // engine. (Exact GELU, this test's case until the pointwise v3 pack, now runs on the GPU.)
+    let mut g = Graph::new();
+    g.set_name("pw_f64")
+        .set_io_data_type(DataType::Double)
+        .set_intermediate_data_type(DataType::Double)
+        .set_compute_data_type(DataType::Double);
+    let x = g.tensor(
+        TensorAttributes::new("a")
+            .uid(1)
+            .dims(vec![1, 2, 3, 4])
+            .packed_nchw(),
+    );
+    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::GeluFwd));
+    g.set_output(y, true).set_uid(y, 4);
     g.build(&h).expect("build");
     assert_eq!(g.engine_name().expect("engine"), "hipdnn.reference.cpu");
+    let mut gelu = pw_graph(PointwiseMode::GeluFwd, false, &[1, 2, 3, 4], &[]);
+    gelu.build(&h).expect("build");
+    assert_eq!(
+        gelu.engine_name().expect("engine"),
+        "hipkernel.ingestor.gpu"
+    );
 }
 
 fn plan_case() -> (Conv, Vec<(i64, Vec<f32>)>, usize) {
@@ -551,5 +570,33 @@ fn gpu_buffers_are_zeroed_and_round_trip() {
     assert!(
         b.copy_from_slice(&data[..999]).is_err(),
         "another length is refused"
+    );
+    // Refilling from page-locked host memory (and reading back into it through a slice).
+    let mut staging = hipdnn::PinnedBuffer::<f32>::alloc(&h, 1000).expect("pin");
+    assert!(staging.is_page_locked());
+    assert!(staging.iter().all(|v| v.to_bits() == 0), "zero-filled");
+    let data = lcg(1000, 9);
+    staging.copy_from_slice(&data);
+    b.copy_from_slice(&staging)
+        .expect("refill from pinned memory");
+    assert!(
+        b.to_vec()
+            .expect("download")
+            .iter()
+            .map(|v| v.to_bits())
+            .eq(data.iter().map(|v| v.to_bits()))
+    );
+    // Part of a device buffer, chunk by chunk; an overrun is refused and writes nothing.
+    let data = lcg(1000, 13);
+    for (i, c) in data.chunks(300).enumerate() {
+        b.copy_from_slice_at(i * 300, c).expect("chunk");
+    }
+    assert!(b.copy_from_slice_at(901, &data[..100]).is_err());
+    assert!(
+        b.to_vec()
+            .expect("download")
+            .iter()
+            .map(|v| v.to_bits())
+            .eq(data.iter().map(|v| v.to_bits()))
     );
 }

@@ -3,8 +3,8 @@
 
 use half::{bf16, f16};
 use hipdnn::{
-    BUFFER_ALIGNMENT, Buffer, DataType, Element, ErrorCode, Graph, Handle, PointwiseAttributes,
-    PointwiseMode, TensorAttributes, VariantPack,
+    BUFFER_ALIGNMENT, Buffer, DataType, Element, ErrorCode, Graph, Handle, PinnedBuffer,
+    PointwiseAttributes, PointwiseMode, TensorAttributes, VariantPack,
 };
 
 #[test]
@@ -210,4 +210,81 @@ fn le_bytes_and_copy_from_slice() {
     let mut flags = Buffer::<bool>::zeros(2);
     flags.copy_from_slice(&[true, false]).unwrap();
     assert_eq!(flags.to_vec().unwrap(), [true, false]);
+}
+
+/// A CPU handle's `PinnedBuffer` is ordinary aligned memory: zero-filled, written like a slice,
+/// and a buffer refilled from it holds its exact bytes.
+#[test]
+fn pinned_buffer_on_a_cpu_handle_fills_a_buffer() {
+    let h = Handle::cpu().unwrap();
+    for n in [0usize, 1, 17, 1000] {
+        let mut p = PinnedBuffer::<f32>::alloc(&h, n).unwrap();
+        assert!(!p.is_page_locked());
+        assert_eq!(p.len(), n);
+        assert!(p.iter().all(|v| v.to_bits() == 0), "zero-filled, n {n}");
+        assert_eq!(p.as_ptr() as usize % BUFFER_ALIGNMENT, 0);
+        for (i, v) in p.iter_mut().enumerate() {
+            *v = i as f32 * -0.5 + 1e-3;
+        }
+        let mut b = Buffer::<f32>::alloc(&h, n).unwrap();
+        b.copy_from_slice(&p).unwrap();
+        let want: Vec<u32> = (0..n).map(|i| (i as f32 * -0.5 + 1e-3).to_bits()).collect();
+        let got: Vec<u32> = b.to_vec().unwrap().iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "n {n}");
+    }
+    let mut halves = PinnedBuffer::<f16>::alloc(&h, 5).unwrap();
+    halves.copy_from_slice(&[
+        f16::ONE,
+        f16::NEG_ONE,
+        f16::MAX,
+        f16::MIN_POSITIVE,
+        f16::ZERO,
+    ]);
+    assert_eq!(
+        Buffer::from_slice_on(&h, &halves)
+            .unwrap()
+            .to_vec()
+            .unwrap(),
+        [
+            f16::ONE,
+            f16::NEG_ONE,
+            f16::MAX,
+            f16::MIN_POSITIVE,
+            f16::ZERO
+        ]
+    );
+    let e = PinnedBuffer::<f64>::alloc(&h, usize::MAX / 4).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert!(
+        e.message.starts_with("PinnedBuffer::alloc: "),
+        "{}",
+        e.message
+    );
+}
+
+/// `copy_from_slice_at` writes exactly its range and refuses one that overruns (nothing
+/// written).
+#[test]
+fn copy_from_slice_at_writes_its_range_only() {
+    let h = Handle::cpu().unwrap();
+    let mut b = Buffer::<f32>::alloc(&h, 10).unwrap();
+    b.copy_from_slice_at(3, &[1.0, 2.0, 3.0]).unwrap();
+    b.copy_from_slice_at(9, &[9.0]).unwrap();
+    b.copy_from_slice_at(10, &[]).unwrap();
+    assert_eq!(
+        b.to_vec().unwrap(),
+        [0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 0.0, 0.0, 9.0]
+    );
+    for (offset, n) in [(8usize, 3usize), (11, 0), (usize::MAX, 1)] {
+        let e = b.copy_from_slice_at(offset, &vec![7.0; n]).unwrap_err();
+        assert_eq!(e.code, ErrorCode::InvalidValue);
+        assert!(
+            e.message.starts_with(&format!(
+                "copy_from_slice_at: {n} elements at offset {offset} overrun a buffer of 10"
+            )),
+            "{}",
+            e.message
+        );
+    }
+    assert_eq!(b.to_vec().unwrap()[8..], [0.0, 9.0]);
 }
