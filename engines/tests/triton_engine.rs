@@ -169,6 +169,12 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
             128,
         ),
         (matmul_graph_b(DT::FLOAT, 4096, 384, 384, true), 4, 64, 64),
+        // f32 over K ≤ 512 (MiniLM's 384 → 1536): 64×64, though 128×128 gives 384 tiles;
+        // f16 and a longer f32 K keep the big tile.
+        (matmul_graph_b(DT::FLOAT, 4096, 1536, 384, true), 4, 64, 64),
+        (matmul_graph(DT::FLOAT, 4096, 1536, 384), 1, 64, 64),
+        (matmul_graph(DT::FLOAT, 4096, 1536, 528), 1, 128, 128),
+        (matmul_graph(DT::HALF, 4096, 1536, 384), 1, 128, 256),
         (
             matmul_graph_b(DT::HALF, 4096, 4096, 4096, true),
             4,

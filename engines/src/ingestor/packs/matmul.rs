@@ -26,7 +26,8 @@
 //! generic, larger tiles first); a spec or bcol entry serves a graph whose shape satisfies its
 //! hints (never both: their unit strides exclude each other), except that a tile larger than
 //! 64×128 is refused when it would give fewer than [`MIN_TILES`] tiles (the device would be
-//! under-filled); the generic entry serves every graph. Pointer alignment is only known at
+//! under-filled), and for f32 (IEEE products on CUDA cores, not `tf32`) when K is at most
+//! [`F32_SHORT_K`]; the generic entry serves every graph. Pointer alignment is only known at
 //! execute: a plan on a spec or bcol entry refuses (BAD_PARAM) tensors that are not 16-byte
 //! aligned.
 //!
@@ -76,6 +77,13 @@ pub const MATMUL_V1: &str = "hipkernel.matmul.dispatch.v1";
 pub const MATMUL_V2: &str = "hipkernel.matmul.dispatch.v2";
 /// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.
 pub const MIN_TILES: i64 = 128;
+/// Largest K at which the static rule refuses an f32 (IEEE; not `tf32`) spec or bcol tile
+/// larger than 64×128: over a short reduction the big tile's pipeline fill and 8-warp
+/// epilogue are not amortized. From a benchmarking build on an H200 (2026-12-04, Triton 3.9
+/// entries, MiniLM's Linear layers, `docs/PERFORMANCE.md`): at M 4096, N 1536, K 384 the
+/// 64×64×32 tile ran in 0.126 ms against 0.140 ms for 128×128; 2048³ and 4096³ keep the
+/// 128×128 tile (issue 10's f32 rows).
+pub const F32_SHORT_K: i64 = 512;
 /// Epilogue bit: add bias[n].
 pub const EPILOGUE_BIAS: i64 = 1;
 /// Epilogue code of ReLU after the bias (activation 1 in bits 1–3).
@@ -930,10 +938,18 @@ impl MatmulHandler {
         inputs.config = config;
         let tiles = inputs.tiles() * inputs.batch;
         let c = &inputs.config;
-        if (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128 && tiles < MIN_TILES {
+        let big = (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128;
+        if big && tiles < MIN_TILES {
             return Err(na(format!(
                 "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
                 kernel.describe()
+            )));
+        }
+        if big && c.dtype == "f32" && inputs.mnk[2] <= F32_SHORT_K {
+            return Err(na(format!(
+                "kernel {}: static rule: an f32 reduction of K = {} (at most {F32_SHORT_K}) runs faster on a 64×64 tile",
+                kernel.describe(),
+                inputs.mnk[2]
             )));
         }
         Ok(inputs)
