@@ -187,6 +187,24 @@ pub unsafe fn memcpy_htod(d: &dyn Driver, dst: DevicePtr, src: &[u8]) -> Result<
     check(d, unsafe { d.memcpy_htod(dst, src) })
 }
 
+/// Queues a host → device copy of `bytes` bytes from page-locked `src` to `dst` on `stream`
+/// (`hipMemcpyHtoDAsync` / `cuMemcpyHtoDAsync`); returns before the copy runs.
+///
+/// # Safety
+/// As [`Driver::memcpy_htod_async`]: `dst` a device allocation of the current device with at
+/// least `bytes` bytes; `src` page-locked memory of at least `bytes` bytes, not written or
+/// freed until the copy completes; `stream` null or a live stream of that device.
+pub unsafe fn memcpy_htod_async(
+    d: &dyn Driver,
+    dst: DevicePtr,
+    src: *const std::ffi::c_void,
+    bytes: usize,
+    stream: RawStream,
+) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.memcpy_htod_async(dst, src, bytes, stream) })
+}
+
 /// Synchronous device → host copy of `dst.len()` bytes from `src`.
 ///
 /// # Safety

@@ -300,6 +300,7 @@ impl Device {
             dev: Arc::clone(self),
             ptr: ptr.cast::<T>(),
             len,
+            pending: std::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -475,6 +476,87 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         }
     }
 
+    /// Queues a copy of `src[range]` into elements `offset..offset + range.len()` on
+    /// `stream` (`hipMemcpyHtoDAsync` / `cuMemcpyHtoDAsync`) and returns before it runs: the
+    /// copy engine reads the page-locked memory while the host goes on. Work queued on
+    /// `stream` after it (and, on the null stream, every later synchronous copy) sees the
+    /// data. An event recorded after the copy makes `src`'s next mutable access and its drop
+    /// wait for it.
+    ///
+    /// # Errors
+    /// `hipErrorInvalidValue` when `range` is not inside `src` or the destination range not
+    /// inside this buffer; `hipErrorInvalidHandle` when `src` or `stream` belongs to another
+    /// device; the driver's errors of the copy and of the event (nothing is queued when a
+    /// check fails).
+    pub fn copy_from_pinned_async(
+        &mut self,
+        offset: usize,
+        src: &PinnedHostBuffer<T>,
+        range: std::ops::Range<usize>,
+        stream: &Stream,
+    ) -> Result<(), DriverError> {
+        let invalid = |what: String| {
+            result::local_error(
+                self.dev.api(),
+                "hipMemcpyHtoDAsync",
+                "cuMemcpyHtoDAsync",
+                "hipErrorInvalidValue",
+                what,
+            )
+        };
+        if range.start > range.end || range.end > src.len {
+            return Err(invalid(format!(
+                "source range {range:?} is not inside a page-locked buffer of {}",
+                src.len
+            )));
+        }
+        let n = range.end - range.start;
+        if offset.checked_add(n).is_none_or(|end| end > self.len) {
+            return Err(invalid(format!(
+                "{n} elements at offset {offset} overrun a device buffer of {}",
+                self.len
+            )));
+        }
+        if !Arc::ptr_eq(&src.dev, &self.dev) || !Arc::ptr_eq(&stream.dev, &self.dev) {
+            return Err(result::local_error(
+                self.dev.api(),
+                "hipMemcpyHtoDAsync",
+                "cuMemcpyHtoDAsync",
+                "hipErrorInvalidHandle",
+                "the page-locked buffer, the stream and the device buffer must belong to one device".into(),
+            ));
+        }
+        if n == 0 {
+            return Ok(());
+        }
+        let event = Event::new(&self.dev)?;
+        self.dev.bind()?;
+        // SAFETY: the destination lies inside this buffer's live allocation (checked above);
+        // the source is `n` elements inside `src`'s page-locked allocation, which is not
+        // written (`DerefMut` waits for the event recorded below) nor freed (its drop waits
+        // too) until the copy has run; `stream` is a live stream of this device.
+        unsafe {
+            result::memcpy_htod_async(
+                self.dev.api(),
+                self.ptr + (offset * size_of::<T>()) as u64,
+                src.ptr.add(range.start).cast::<c_void>().cast_const(),
+                n * size_of::<T>(),
+                stream.raw.0,
+            )?;
+        }
+        // Recorded after the copy on the same stream: complete once the copy has read `src`.
+        // Should recording fail, wait for the stream instead, so no copy outlives its guard.
+        if let Err(e) = event.record(stream) {
+            stream.synchronize()?;
+            return Err(e);
+        }
+        src.pending
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .push(event);
+        Ok(())
+    }
+
     /// Copies the buffer into `dst` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`).
     pub fn copy_to_host(&self, dst: &mut [T]) -> Result<(), DriverError> {
         if dst.len() != self.len {
@@ -517,13 +599,18 @@ impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
 }
 
 /// `len` elements of `T` in page-locked host memory ([`Device::alloc_pinned`]); dereferences
-/// to `[T]` and is freed (`hipHostFree` / `cuMemFreeHost`) on drop. Copies between it and a
-/// [`DeviceBuffer`] go through the usual synchronous copy calls, which return only after the
-/// copy engine is done with it, so the host may reuse it right after.
+/// to `[T]` and is freed (`hipHostFree` / `cuMemFreeHost`) on drop. Synchronous copies
+/// ([`DeviceBuffer::copy_from_host`]) return after the copy engine is done with it; an
+/// asynchronous one ([`DeviceBuffer::copy_from_pinned_async`]) records an event, and every
+/// mutable access ([`DerefMut`](std::ops::DerefMut)), [`PinnedHostBuffer::synchronize`] and
+/// the drop wait for those events first, so the host never writes or frees memory a queued
+/// copy still reads.
 pub struct PinnedHostBuffer<T: DeviceCopy> {
     dev: Arc<Device>,
     ptr: *mut T,
     len: usize,
+    /// Events recorded after the asynchronous copies that read this buffer.
+    pending: std::sync::Mutex<Vec<Event>>,
 }
 
 // SAFETY: the buffer owns its allocation exclusively (like a `Vec<T>`), and `T: DeviceCopy` is
@@ -549,6 +636,20 @@ impl<T: DeviceCopy> PinnedHostBuffer<T> {
     pub fn device(&self) -> &Arc<Device> {
         &self.dev
     }
+
+    /// Waits until every asynchronous copy queued from this buffer has read it.
+    ///
+    /// # Errors
+    /// The driver's error of `hipEventSynchronize` / `cuEventSynchronize` (the events not
+    /// yet waited for are kept, so a later call waits again).
+    pub fn synchronize(&self) -> Result<(), DriverError> {
+        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
+        while let Some(e) = pending.last() {
+            e.synchronize()?;
+            pending.pop();
+        }
+        Ok(())
+    }
 }
 
 impl<T: DeviceCopy> std::ops::Deref for PinnedHostBuffer<T> {
@@ -562,13 +663,26 @@ impl<T: DeviceCopy> std::ops::Deref for PinnedHostBuffer<T> {
 
 impl<T: DeviceCopy> std::ops::DerefMut for PinnedHostBuffer<T> {
     fn deref_mut(&mut self) -> &mut [T] {
-        // SAFETY: as in `deref`, and `&mut self` makes the access exclusive.
+        if let Err(e) = self.synchronize() {
+            // The event could not be waited for (the context is broken); wait for the whole
+            // device instead, so no copy can still be reading what the caller writes.
+            log::warn!("waiting for copies from a page-locked host buffer: {e}");
+            let _ = self.dev.bind().and_then(|()| {
+                // SAFETY: the null stream is always valid.
+                unsafe { result::stream_synchronize(self.dev.api(), std::ptr::null_mut()) }
+            });
+        }
+        // SAFETY: as in `deref`; `&mut self` makes the host access exclusive, and no queued
+        // copy reads the memory any more (waited for above).
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 }
 
 impl<T: DeviceCopy> Drop for PinnedHostBuffer<T> {
     fn drop(&mut self) {
+        if let Err(e) = self.synchronize() {
+            log::warn!("waiting for copies from a page-locked host buffer: {e}");
+        }
         let r = self.dev.bind().and_then(|()| {
             // SAFETY: `ptr` came from `host_malloc` and is freed once, here; copies that used
             // it were synchronous, so none is pending.

@@ -162,6 +162,21 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `dst` is an allocation of the current device with at least `src.len()` bytes.
     unsafe fn memcpy_htod(&self, dst: DevicePtr, src: &[u8]) -> Call;
+    /// Asynchronous host → device copy of `bytes` bytes queued on `stream`
+    /// (`hipMemcpyHtoDAsync` / `cuMemcpyHtoDAsync_v2`); returns before the copy runs.
+    ///
+    /// # Safety
+    /// `dst` is an allocation of the current device with at least `bytes` bytes; `src` is
+    /// page-locked host memory ([`Driver::host_malloc`]) of at least `bytes` bytes that is
+    /// neither written nor freed until the copy completes; `stream` is null or a live stream
+    /// of the device.
+    unsafe fn memcpy_htod_async(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        bytes: usize,
+        stream: RawStream,
+    ) -> Call;
     /// Synchronous device → host copy (`hipMemcpy` / `cuMemcpyDtoH_v2`).
     ///
     /// # Safety
@@ -303,6 +318,9 @@ pub struct HipFns {
     pub host_free: unsafe extern "C" fn(*mut c_void) -> Status,
     /// `hipMemcpy(dst, src, size, kind)`; pointers passed as raw addresses.
     pub memcpy: unsafe extern "C" fn(*mut c_void, *const c_void, usize, c_int) -> Status,
+    /// `hipMemcpyHtoDAsync(hipDeviceptr_t dst, void* src, size_t, hipStream_t)`.
+    pub memcpy_htod_async:
+        unsafe extern "C" fn(DevicePtr, *const c_void, usize, RawStream) -> Status,
     /// `hipMemsetAsync(void* dst, int value, size_t, hipStream_t)`.
     pub memset_async: unsafe extern "C" fn(DevicePtr, c_int, usize, RawStream) -> Status,
     /// `hipModuleLoadData(hipModule_t*, const void*)`.
@@ -367,6 +385,9 @@ pub struct CudaFns {
     pub mem_free_host: unsafe extern "C" fn(*mut c_void) -> Status,
     /// `cuMemcpyHtoD_v2(CUdeviceptr dst, const void* src, size_t)`.
     pub memcpy_htod: unsafe extern "C" fn(DevicePtr, *const c_void, usize) -> Status,
+    /// `cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void* src, size_t, CUstream)`.
+    pub memcpy_htod_async:
+        unsafe extern "C" fn(DevicePtr, *const c_void, usize, RawStream) -> Status,
     /// `cuMemcpyDtoH_v2(void* dst, CUdeviceptr src, size_t)`.
     pub memcpy_dtoh: unsafe extern "C" fn(*mut c_void, DevicePtr, usize) -> Status,
     /// `cuMemsetD8Async(CUdeviceptr, unsigned char, size_t, CUstream)`.
@@ -456,6 +477,7 @@ fn load_hip(lib: &Library) -> Result<HipFns, String> {
         host_malloc: sym(lib, "hipHostMalloc")?,
         host_free: sym(lib, "hipHostFree")?,
         memcpy: sym(lib, "hipMemcpy")?,
+        memcpy_htod_async: sym(lib, "hipMemcpyHtoDAsync")?,
         memset_async: sym(lib, "hipMemsetAsync")?,
         module_load_data: sym(lib, "hipModuleLoadData")?,
         module_unload: sym(lib, "hipModuleUnload")?,
@@ -490,6 +512,7 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
         mem_alloc_host: sym(lib, "cuMemAllocHost_v2")?,
         mem_free_host: sym(lib, "cuMemFreeHost")?,
         memcpy_htod: sym(lib, "cuMemcpyHtoD_v2")?,
+        memcpy_htod_async: sym(lib, "cuMemcpyHtoDAsync_v2")?,
         memcpy_dtoh: sym(lib, "cuMemcpyDtoH_v2")?,
         memset_d8_async: sym(lib, "cuMemsetD8Async")?,
         module_load_data: sym(lib, "cuModuleLoadData")?,
@@ -603,6 +626,7 @@ pub fn linked() -> Box<dyn Driver> {
             host_malloc: at(hiprt::hipHostMalloc as *const ()),
             host_free: at(hiprt::hipHostFree as *const ()),
             memcpy: at(hiprt::hipMemcpy as *const ()),
+            memcpy_htod_async: at(hiprt::hipMemcpyHtoDAsync as *const ()),
             memset_async: at(hiprt::hipMemsetAsync as *const ()),
             module_load_data: at(hiprt::hipModuleLoadData as *const ()),
             module_unload: at(hiprt::hipModuleUnload as *const ()),
@@ -747,6 +771,18 @@ impl Driver for HipDriver {
             )
         };
         amd("hipMemcpy", status)
+    }
+    unsafe fn memcpy_htod_async(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        bytes: usize,
+        stream: RawStream,
+    ) -> Call {
+        // SAFETY: per the caller's contract.
+        amd("hipMemcpyHtoDAsync", unsafe {
+            (self.fns.memcpy_htod_async)(dst, src, bytes, stream)
+        })
     }
     unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Call {
         // SAFETY: `dst` is a live mutable slice; `src` is large enough per the caller's contract.
@@ -1013,6 +1049,18 @@ impl Driver for CudaDriver {
         // SAFETY: `src` is a live slice; `dst` is large enough per the caller's contract.
         nv("hipMemcpy", "cuMemcpyHtoD", unsafe {
             (self.fns.memcpy_htod)(dst, src.as_ptr().cast(), src.len())
+        })
+    }
+    unsafe fn memcpy_htod_async(
+        &self,
+        dst: DevicePtr,
+        src: *const c_void,
+        bytes: usize,
+        stream: RawStream,
+    ) -> Call {
+        // SAFETY: per the caller's contract.
+        nv("hipMemcpyHtoDAsync", "cuMemcpyHtoDAsync", unsafe {
+            (self.fns.memcpy_htod_async)(dst, src, bytes, stream)
         })
     }
     unsafe fn memcpy_dtoh(&self, dst: &mut [u8], src: DevicePtr) -> Call {

@@ -377,6 +377,54 @@ impl<T: Element> Buffer<T> {
         }
     }
 
+    /// Copies `src[range]` into elements `offset..offset + range.len()`. For a device buffer
+    /// and a page-locked `src` (both of one GPU handle) the copy is queued on the device's null
+    /// stream — the stream the GPU engine executes on — and this returns before it runs:
+    /// later executes and copies see the data, and the host can prepare the next part of
+    /// `src` meanwhile; `src`'s next mutable access (and its drop) waits for the copy. Any
+    /// other combination copies synchronously.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` when `range` is not inside `src` or the destination range does not fit
+    /// in the buffer (nothing is queued); `HIPDNN_BACKEND_ERROR` when the driver refuses the
+    /// copy (another device's buffers, a broken context).
+    pub fn copy_from_pinned(
+        &mut self,
+        offset: usize,
+        src: &PinnedBuffer<T>,
+        range: std::ops::Range<usize>,
+    ) -> Result<(), Error>
+    where
+        T: Pod,
+    {
+        if range.start > range.end || range.end > src.len {
+            return Err(Error::invalid_value(format!(
+                "copy_from_pinned: source range {range:?} is not inside a pinned buffer of {}",
+                src.len
+            )));
+        }
+        let n = range.end - range.start;
+        if offset.checked_add(n).is_none_or(|end| end > self.len) {
+            return Err(Error::invalid_value(format!(
+                "copy_from_pinned: {n} elements at offset {offset} overrun a buffer of {}",
+                self.len
+            )));
+        }
+        match (&mut self.storage, &src.storage) {
+            (Storage::Device(d), PinnedStorage::Locked(p)) => {
+                let stream = hipdnn_hip::safe::Stream::default_stream(d.device());
+                d.copy_from_pinned_async(
+                    offset * T::SIZE,
+                    p,
+                    range.start * T::SIZE..range.end * T::SIZE,
+                    &stream,
+                )
+                .map_err(device_error)
+            }
+            _ => self.copy_from_slice_at(offset, &src[range]),
+        }
+    }
+
     /// A copy of this buffer on `handle`'s device (host memory for a CPU handle).
     ///
     /// # Errors

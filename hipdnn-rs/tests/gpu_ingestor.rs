@@ -586,6 +586,38 @@ fn gpu_buffers_are_zeroed_and_round_trip() {
             .map(|v| v.to_bits())
             .eq(data.iter().map(|v| v.to_bits()))
     );
+    // Queued copies from page-locked memory: the host overwrites each part right after
+    // queuing it (the mutable access waits for that part's copy), so the device holds the
+    // first values, never the overwritten ones.
+    let data = lcg(1000, 17);
+    let mut parts: Vec<hipdnn::PinnedBuffer<f32>> = data
+        .chunks(256)
+        .map(|c| {
+            let mut p = hipdnn::PinnedBuffer::<f32>::alloc(&h, c.len()).expect("pin");
+            p.copy_from_slice(c);
+            p
+        })
+        .collect();
+    for (i, p) in parts.iter_mut().enumerate() {
+        b.copy_from_pinned(i * 256, p, 0..p.len())
+            .expect("queued copy");
+        p.fill(f32::NAN);
+    }
+    assert!(
+        b.to_vec()
+            .expect("download")
+            .iter()
+            .map(|v| v.to_bits())
+            .eq(data.iter().map(|v| v.to_bits()))
+    );
+    assert!(
+        b.copy_from_pinned(900, &parts[0], 0..200).is_err(),
+        "overrun"
+    );
+    assert!(
+        b.copy_from_pinned(0, &parts[3], 0..233).is_err(),
+        "source range"
+    );
     // Part of a device buffer, chunk by chunk; an overrun is refused and writes nothing.
     let data = lcg(1000, 13);
     for (i, c) in data.chunks(300).enumerate() {

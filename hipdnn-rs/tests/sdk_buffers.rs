@@ -288,3 +288,27 @@ fn copy_from_slice_at_writes_its_range_only() {
     }
     assert_eq!(b.to_vec().unwrap()[8..], [0.0, 9.0]);
 }
+
+/// On a CPU handle `copy_from_pinned` is a plain copy of the source range; bad ranges are
+/// refused with the documented messages and write nothing.
+#[test]
+fn copy_from_pinned_on_a_cpu_handle_copies_the_range() {
+    let h = Handle::cpu().unwrap();
+    let mut src = PinnedBuffer::<f32>::alloc(&h, 6).unwrap();
+    src.copy_from_slice(&[1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let mut b = Buffer::<f32>::alloc(&h, 5).unwrap();
+    b.copy_from_pinned(1, &src, 2..5).unwrap();
+    assert_eq!(b.to_vec().unwrap(), [0.0, 3.0, 4.0, 5.0, 0.0]);
+    let e = b.copy_from_pinned(3, &src, 0..3).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert_eq!(
+        e.message,
+        "copy_from_pinned: 3 elements at offset 3 overrun a buffer of 5"
+    );
+    let e = b.copy_from_pinned(0, &src, 4..7).unwrap_err();
+    assert_eq!(
+        e.message,
+        "copy_from_pinned: source range 4..7 is not inside a pinned buffer of 6"
+    );
+    assert_eq!(b.to_vec().unwrap(), [0.0, 3.0, 4.0, 5.0, 0.0]);
+}
