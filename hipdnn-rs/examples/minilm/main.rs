@@ -80,14 +80,35 @@ struct Args {
     #[arg(long)]
     report: Option<PathBuf>,
     /// Build the plans with benchmarking (every applicable kernel timed on the device, the
-    /// fastest kept) instead of the static rule.
+    /// fastest kept) instead of the static rule; each candidate's time is printed under its
+    /// plan's name.
     #[arg(long, conflicts_with = "load")]
     benchmark: bool,
     /// After the timed runs, run once more with a device synchronization around every plan
-    /// execution and print each plan's total time.
+    /// execution and print that pass's stage times and each plan's total time.
     #[arg(long)]
     profile: bool,
 }
+
+/// With `--benchmark`: prints the GPU engine's `hipdnn benchmark:` log lines (each candidate
+/// kernel's device time in a benchmarking build, in plan order) to stdout; everything else the
+/// crates log is dropped.
+struct BenchmarkLines;
+
+impl log::Log for BenchmarkLines {
+    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
+        m.level() <= log::Level::Info
+    }
+    fn log(&self, r: &log::Record<'_>) {
+        let text = r.args().to_string();
+        if text.starts_with("hipdnn benchmark") {
+            println!("  {text}");
+        }
+    }
+    fn flush(&self) {}
+}
+
+static LOGGER: BenchmarkLines = BenchmarkLines;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -114,6 +135,9 @@ fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> MiniLmError + '_
 fn run(args: &Args) -> model::Result<()> {
     let dir = model::model_dir();
     model::check_present(&dir)?;
+    if args.benchmark && log::set_logger(&LOGGER).is_ok() {
+        log::set_max_level(log::LevelFilter::Info);
+    }
     let handle = match args.device {
         Device::Cpu => Handle::cpu(),
         Device::Gpu => Handle::gpu(),
@@ -203,8 +227,13 @@ fn run(args: &Args) -> model::Result<()> {
     }
     if args.profile {
         *model::PROFILE.lock().expect("profile lock") = Some(Default::default());
-        model.embed(&handle, &plans, &tokens, &mut Timings::new())?;
+        let mut steady = Timings::new();
+        model.embed(&handle, &plans, &tokens, &mut steady)?;
         let totals = model::PROFILE.lock().expect("profile lock").take();
+        println!("stage timings of that pass (after the timed runs):");
+        for (name, d) in &steady {
+            println!("  {name:<44} {:>9.3} ms", d.as_secs_f64() * 1e3);
+        }
         println!("per-plan time of one pass (device synchronized around each execution):");
         for (name, (n, d)) in model::PLAN_FILES.iter().zip(totals.unwrap_or_default()) {
             println!("  {name:<26} {n:>3} × = {:>8.3} ms", d.as_secs_f64() * 1e3);
