@@ -214,6 +214,25 @@ impl Device {
         unsafe { result::set_device(self.api(), self.info.ordinal as i32, self.ctx.0) }
     }
 
+    /// `len` elements of `T` in bytes; `hipErrorOutOfMemory` (reported as `call` / `pcall`)
+    /// when that overflows `usize`.
+    fn byte_len<T>(
+        &self,
+        len: usize,
+        call: &'static str,
+        pcall: &'static str,
+    ) -> Result<usize, DriverError> {
+        len.checked_mul(size_of::<T>()).ok_or_else(|| {
+            result::local_error(
+                self.api(),
+                call,
+                pcall,
+                "hipErrorOutOfMemory",
+                format!("{len} elements of {} bytes overflow usize", size_of::<T>()),
+            )
+        })
+    }
+
     /// Allocates `len` elements of `T` (contents unspecified; at least 1 byte is allocated so a
     /// zero-length buffer still has a distinct address).
     pub fn alloc<T: DeviceCopy>(
@@ -221,15 +240,7 @@ impl Device {
         len: usize,
     ) -> Result<DeviceBuffer<T>, DriverError> {
         self.bind()?;
-        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
-            result::local_error(
-                self.api(),
-                "hipMalloc",
-                "cuMemAlloc",
-                "hipErrorOutOfMemory",
-                format!("{len} elements of {} bytes overflow usize", size_of::<T>()),
-            )
-        })?;
+        let bytes = self.byte_len::<T>(len, "hipMalloc", "cuMemAlloc")?;
         let ptr = result::malloc(self.api(), bytes.max(1))?;
         Ok(DeviceBuffer {
             dev: Arc::clone(self),
@@ -274,15 +285,7 @@ impl Device {
         len: usize,
     ) -> Result<PinnedHostBuffer<T>, DriverError> {
         self.bind()?;
-        let bytes = len.checked_mul(size_of::<T>()).ok_or_else(|| {
-            result::local_error(
-                self.api(),
-                "hipHostMalloc",
-                "cuMemAllocHost",
-                "hipErrorOutOfMemory",
-                format!("{len} elements of {} bytes overflow usize", size_of::<T>()),
-            )
-        })?;
+        let bytes = self.byte_len::<T>(len, "hipHostMalloc", "cuMemAllocHost")?;
         let ptr = result::host_malloc(self.api(), bytes.max(1))?;
         if ptr.is_null() {
             return Err(result::local_error(
@@ -435,10 +438,7 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
                 self.len,
             ));
         }
-        self.dev.bind()?;
-        // SAFETY: `ptr` is this buffer's live allocation of `len * size_of::<T>()` bytes on
-        // the (now current) device, and `src` has exactly that many bytes.
-        unsafe { result::memcpy_htod(self.dev.api(), self.ptr, as_bytes(src)) }
+        self.copy_from_host_at(0, src)
     }
 
     /// Copies `src` into elements `offset..offset + src.len()` (else `hipErrorInvalidValue`,

@@ -336,15 +336,7 @@ impl<T: Element> Buffer<T> {
                 self.len
             )));
         }
-        let bytes = T::le_bytes(data);
-        match &mut self.storage {
-            Storage::Host(_) => {
-                self.host_bytes_mut().copy_from_slice(&bytes);
-                Ok(())
-            }
-            Storage::Device(_) if bytes.is_empty() => Ok(()),
-            Storage::Device(d) => d.copy_from_host(&bytes).map_err(device_error),
-        }
+        self.copy_from_slice_at(0, data)
     }
 
     /// Overwrites elements `offset..offset + data.len()` with `data` (host memory, or one

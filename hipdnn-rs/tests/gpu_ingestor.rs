@@ -196,11 +196,15 @@ fn gpu_conv_fwd_v2_matches_cpu_as_one_fused_plan() {
 }
 
 fn pw_graph(mode: PointwiseMode, binary: bool, a: &[i64], b: &[i64]) -> Graph {
+    pw_graph_of(DataType::Float, mode, binary, a, b)
+}
+
+fn pw_graph_of(dt: DataType, mode: PointwiseMode, binary: bool, a: &[i64], b: &[i64]) -> Graph {
     let mut g = Graph::new();
     g.set_name("pw")
-        .set_io_data_type(DataType::Float)
-        .set_intermediate_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
+        .set_io_data_type(dt)
+        .set_intermediate_data_type(dt)
+        .set_compute_data_type(dt);
     let x = g.tensor(
         TensorAttributes::new("a")
             .uid(1)
@@ -279,19 +283,13 @@ fn gpu_refuses_what_kernels_cannot_do_so_cpu_serves_it() {
     let Some(h) = gpu() else { return };
     // A DOUBLE pointwise graph: the GPU packs serve f32/f16/bf16 only → the CPU reference
     // engine. (Exact GELU, this test's case until the pointwise v3 pack, now runs on the GPU.)
-    let mut g = Graph::new();
-    g.set_name("pw_f64")
-        .set_io_data_type(DataType::Double)
-        .set_intermediate_data_type(DataType::Double)
-        .set_compute_data_type(DataType::Double);
-    let x = g.tensor(
-        TensorAttributes::new("a")
-            .uid(1)
-            .dims(vec![1, 2, 3, 4])
-            .packed_nchw(),
+    let mut g = pw_graph_of(
+        DataType::Double,
+        PointwiseMode::GeluFwd,
+        false,
+        &[1, 2, 3, 4],
+        &[],
     );
-    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::GeluFwd));
-    g.set_output(y, true).set_uid(y, 4);
     g.build(&h).expect("build");
     assert_eq!(g.engine_name().expect("engine"), "hipdnn.reference.cpu");
     let mut gelu = pw_graph(PointwiseMode::GeluFwd, false, &[1, 2, 3, 4], &[]);

@@ -80,8 +80,7 @@ struct Args {
     #[arg(long)]
     report: Option<PathBuf>,
     /// Build the plans with benchmarking (every applicable kernel timed on the device, the
-    /// fastest kept) instead of the static rule; each candidate's time is printed under its
-    /// plan's name.
+    /// fastest kept) instead of the static rule.
     #[arg(long, conflicts_with = "load")]
     benchmark: bool,
     /// After the timed runs, run once more with a device synchronization around every plan
@@ -89,26 +88,6 @@ struct Args {
     #[arg(long)]
     profile: bool,
 }
-
-/// With `--benchmark`: prints the GPU engine's `hipdnn benchmark:` log lines (each candidate
-/// kernel's device time in a benchmarking build, in plan order) to stdout; everything else the
-/// crates log is dropped.
-struct BenchmarkLines;
-
-impl log::Log for BenchmarkLines {
-    fn enabled(&self, m: &log::Metadata<'_>) -> bool {
-        m.level() <= log::Level::Info
-    }
-    fn log(&self, r: &log::Record<'_>) {
-        let text = r.args().to_string();
-        if text.starts_with("hipdnn benchmark") {
-            println!("  {text}");
-        }
-    }
-    fn flush(&self) {}
-}
-
-static LOGGER: BenchmarkLines = BenchmarkLines;
 
 fn main() -> ExitCode {
     let args = Args::parse();
@@ -135,9 +114,6 @@ fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> MiniLmError + '_
 fn run(args: &Args) -> model::Result<()> {
     let dir = model::model_dir();
     model::check_present(&dir)?;
-    if args.benchmark && log::set_logger(&LOGGER).is_ok() {
-        log::set_max_level(log::LevelFilter::Info);
-    }
     let handle = match args.device {
         Device::Cpu => Handle::cpu(),
         Device::Gpu => Handle::gpu(),

@@ -463,9 +463,8 @@ impl Plans {
             )));
         }
         let mut graphs = model_graphs(batch as i64, seq as i64);
-        for (g, file) in graphs.iter_mut().zip(PLAN_FILES) {
+        for g in &mut graphs {
             if benchmark {
-                println!("benchmarking build of {file}:");
                 g.build_benchmarked(handle)?;
             } else {
                 g.build(handle)?;
