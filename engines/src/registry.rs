@@ -19,6 +19,7 @@ use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
+use crate::ingestor::packs::gather::{GATHER_V1, GatherHandler};
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
 use crate::ingestor::packs::pointwise::PointwiseV1Handler;
@@ -64,11 +65,13 @@ pub enum PackFamily {
     /// Triton batchnorm inference (both forms) and training forward with the saved and
     /// running statistics (`family: "batchnorm_fwd"`).
     BatchnormFwd,
+    /// Triton row gather, the `hipdnn_rs.gather` custom op (`family: "gather"`).
+    Gather,
 }
 
 impl PackFamily {
     /// Every family, in registration order.
-    pub const ALL: [PackFamily; 12] = [
+    pub const ALL: [PackFamily; 13] = [
         PackFamily::Pointwise,
         PackFamily::ConvFwd,
         PackFamily::Matmul,
@@ -81,6 +84,7 @@ impl PackFamily {
         PackFamily::ReduceFwd,
         PackFamily::PoolFwd,
         PackFamily::BatchnormFwd,
+        PackFamily::Gather,
     ];
 
     /// The `family` value of `kernels.json`.
@@ -98,6 +102,7 @@ impl PackFamily {
             PackFamily::ReduceFwd => "reduce_fwd",
             PackFamily::PoolFwd => "pool_fwd",
             PackFamily::BatchnormFwd => "batchnorm_fwd",
+            PackFamily::Gather => "gather",
         }
     }
 
@@ -113,7 +118,8 @@ impl PackFamily {
     /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
     /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.pointwise.dispatch.v3`,
     /// `hipkernel.reduce_fwd.dispatch.v1`, `hipkernel.resample_fwd.dispatch.v1`,
-    /// `hipkernel.batchnorm_fwd.dispatch.v1` (Triton entries of `triton.json`).
+    /// `hipkernel.batchnorm_fwd.dispatch.v1`, `hipkernel.gather.dispatch.v1` (Triton entries
+    /// of `triton.json`).
     pub fn packed_contract(self) -> &'static str {
         match self {
             PackFamily::Pointwise => POINTWISE_V2,
@@ -128,6 +134,7 @@ impl PackFamily {
             PackFamily::ReduceFwd => REDUCE_FWD_V1,
             PackFamily::PoolFwd => RESAMPLE_FWD_V1,
             PackFamily::BatchnormFwd => BATCHNORM_FWD_V1,
+            PackFamily::Gather => GATHER_V1,
         }
     }
 }
@@ -148,7 +155,8 @@ pub fn native_packs() -> DispatchRegistry {
 /// v1 forms, which restore plans saved before v2; `hipkernel.conv_dgrad.dispatch.v1`,
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
-/// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`) under their
+/// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`,
+/// `hipkernel.gather.dispatch.v1`) under their
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
@@ -166,6 +174,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(PoolFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(BatchnormFwdHandler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(GatherHandler)))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

@@ -230,3 +230,52 @@ pub fn valid_conv_payload() -> IngestorPlanPayload {
         provider_version: "0.1.0".into(),
     }
 }
+
+/// Runs the Triton-interpreter check `engines/kernels/triton/<script>` with the system
+/// `python3` and the pack venv's site-packages (`TRITON_VENV`, else `target/triton-venv`);
+/// asserts it ends with `all ok` after exactly `ok_cases` lines starting `ok `. Prints
+/// `skipped: …` and returns when that python cannot import numpy and triton.
+pub fn run_interpreter_check(script: &str, ok_cases: usize) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
+    let venv = std::env::var_os("TRITON_VENV")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/triton-venv"));
+    let site = std::fs::read_dir(venv.join("lib"))
+        .ok()
+        .and_then(|mut d| d.find_map(|e| e.ok()))
+        .map(|e| e.path().join("site-packages"));
+    let Some(site) = site.filter(|s| s.is_dir()) else {
+        eprintln!("skipped: no Triton venv at {}", venv.display());
+        return;
+    };
+    let py = |args: &[&str]| {
+        std::process::Command::new("python3")
+            .args(args)
+            .env("PYTHONPATH", &site)
+            .env("PYTHONDONTWRITEBYTECODE", "1")
+            .output()
+    };
+    match py(&["-c", "import numpy, triton"]) {
+        Ok(o) if o.status.success() => {}
+        _ => {
+            eprintln!(
+                "skipped: python3 cannot import numpy and triton from {}",
+                site.display()
+            );
+            return;
+        }
+    }
+    let path = root.join("engines/kernels/triton").join(script);
+    let o = py(&[path.to_str().unwrap()]).unwrap();
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        o.status.success() && out.trim_end().ends_with("all ok"),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    assert_eq!(
+        out.lines().filter(|l| l.starts_with("ok ")).count(),
+        ok_cases,
+        "{out}"
+    );
+}

@@ -14,6 +14,7 @@ use hipdnn_engines::ingestor::packs::conv_fprop::{
     self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
 };
 use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
+use hipdnn_engines::ingestor::packs::gather::{self, GATHER_V1};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, param_names, signature,
 };
@@ -38,6 +39,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "reduce_fwd" => reduce_fwd::signature(spec),
         "pool_fwd" => pool_fwd::signature(spec),
         "batchnorm_fwd" => batchnorm_fwd::signature(variant),
+        "gather" => gather::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }
@@ -220,6 +222,15 @@ fn every_triton_entry_records_its_launch_facts() {
                 assert_eq!(
                     k["divisibility_16"],
                     serde_json::json!(["rin", "sxi", "sxo", "sxro", "x_ptr", "y_ptr"])
+                );
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
+            } else if spec && family == "gather" {
+                for n in ["sth", "syc"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!(["H", "stv", "syr", "t_ptr", "y_ptr"])
                 );
                 assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if spec && family == "pool_fwd" {
@@ -409,6 +420,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
                 "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
                 "pool_fwd" => (RESAMPLE_FWD_V1, "hipdnn_pool_fwd"),
+                "gather" => (GATHER_V1, "hipdnn_gather"),
                 "batchnorm_fwd" if cfg.spec => (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd_cl"),
                 "batchnorm_fwd" if cfg.channels_first => {
                     (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd_cf")
@@ -466,6 +478,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "conv_dgrad",
             "conv_fprop",
             "conv_wgrad",
+            "gather",
             "matmul",
             "norm_fwd",
             "pointwise_fused",

@@ -13,6 +13,7 @@
 
 pub mod broadcast;
 pub mod conv;
+pub mod gather;
 pub mod matmul;
 pub mod norm;
 pub mod pointwise;

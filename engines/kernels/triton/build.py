@@ -27,7 +27,8 @@ FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdp
             "pointwise_fused",
             "reduce_fwd",
             "pool_fwd",
-            "batchnorm_fwd"]
+            "batchnorm_fwd",
+            "gather"]
 
 
 def entries(arches, families):

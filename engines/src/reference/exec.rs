@@ -6,7 +6,7 @@
 //! against its dims/strides before anything is written, virtual tensors are rounded to their
 //! declared data type (so a fused graph equals running its nodes one at a time).
 
-use super::nodes::{conv, matmul, norm, pointwise, reduction, resample, sdpa};
+use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
 use super::plan::{Op, Plan};
 use super::tensor::TensorDesc;
 use hipdnn_backend::{BufferRef, PluginError, PluginResult, TensorBinding};
@@ -58,6 +58,32 @@ impl Env<'_, '_, '_> {
         };
         self.values.insert(uid, v.clone());
         Ok(v)
+    }
+
+    /// The exact integer values of the INT32 / INT64 tensor `uid` in row-major order: read
+    /// from its bound buffer without going through f32; a computed (virtual) or constant
+    /// tensor, which the engine holds as f32, is converted back.
+    ///
+    /// # Errors
+    /// As [`Env::get`]; `BAD_PARAM` when `uid` is not an integer tensor.
+    pub(super) fn get_ints(&mut self, uid: i64) -> PluginResult<Vec<i64>> {
+        if !self.values.contains_key(&uid) {
+            if let Some(&i) = self.index.get(&uid) {
+                let d = self.desc(uid);
+                let ints = match &self.bindings[i].data {
+                    BufferRef::Host(s) => d.load_ints(s)?,
+                    BufferRef::HostMut(s) => d.load_ints(s)?,
+                    BufferRef::Device { .. } => unreachable!("refused before execution"),
+                };
+                return ints.ok_or_else(|| {
+                    PluginError::bad_param(format!(
+                        "tensor uid {uid} ('{}') is {:?}, not an integer tensor",
+                        d.name, d.elem
+                    ))
+                });
+            }
+        }
+        Ok(self.get(uid)?.iter().map(|&v| v as i64).collect())
     }
 
     /// The first element of `uid`.
@@ -166,5 +192,6 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::Reduction(s) => reduction::run(s, env, &e),
         Op::Resample(s) => resample::run(s, env, &e),
         Op::Sdpa(s) => sdpa::run(s, env, &e),
+        Op::Gather(s) => gather::run(s, env, &e),
     }
 }

@@ -9,13 +9,14 @@
 
 use super::dtype::Elem;
 use super::nodes::conv::{ConvDgradStep, ConvFpropStep, ConvWgradStep};
+use super::nodes::gather::GatherStep;
 use super::nodes::matmul::MatmulStep;
 use super::nodes::norm::{BnInferenceStep, BnTrainingStep, LayernormStep, RmsnormStep};
 use super::nodes::pointwise::PointwiseStep;
 use super::nodes::reduction::ReductionStep;
 use super::nodes::resample::ResampleStep;
 use super::nodes::sdpa::SdpaStep;
-use super::nodes::{conv, matmul, norm, pointwise, reduction, resample, sdpa};
+use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
 use super::tensor::{TensorDesc, tensor_value_f32};
 use hipdnn_backend::ops::broadcast::broadcasts_to;
 use hipdnn_backend::ops::conv::SpatialAttr;
@@ -52,6 +53,8 @@ pub enum Op {
     Resample(ResampleStep),
     /// SDPA forward.
     Sdpa(SdpaStep),
+    /// Row gather (the `hipdnn_rs.gather` custom op).
+    Gather(GatherStep),
 }
 
 macro_rules! each_step {
@@ -69,6 +72,7 @@ macro_rules! each_step {
             Op::Reduction($s) => $e,
             Op::Resample($s) => $e,
             Op::Sdpa($s) => $e,
+            Op::Gather($s) => $e,
         }
     };
 }
@@ -271,6 +275,7 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
         NA::ReductionAttributes => reduction::parse(node, &cx("reduction")),
         NA::ResampleFwdAttributes => resample::parse(node, &cx("resample_fwd")),
         NA::SdpaAttributes => sdpa::parse(node, &cx("sdpa")),
+        NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")),
         other => Err(na(format!(
             "node '{name}': operation {} is not supported by the CPU reference engine",
             other.variant_name().unwrap_or("NONE")

@@ -147,6 +147,37 @@ impl TensorDesc {
         Ok(ArrayD::from_shape_vec(IxDyn(&self.dims), data).expect("volume matches dims"))
     }
 
+    /// Reads an INT32 or INT64 tensor from `bytes` (laid out by `strides`) as its exact
+    /// integer values in row-major order of `dims` (not through f32, so every INT64 value is
+    /// kept); `None` for any other data type.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` naming the UID when `bytes` is shorter than [`Self::required_bytes`].
+    pub fn load_ints(&self, bytes: &[u8]) -> PluginResult<Option<Vec<i64>>> {
+        self.check_len(bytes.len())?;
+        let read = |b: &[u8]| -> i64 {
+            match self.elem {
+                Elem::I32 => i64::from(i32::from_le_bytes([b[0], b[1], b[2], b[3]])),
+                _ => i64::from_le_bytes([b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7]]),
+            }
+        };
+        if !matches!(self.elem, Elem::I32 | Elem::I64) {
+            return Ok(None);
+        }
+        let es = self.elem.size();
+        Ok(Some(if self.is_dense_row_major() {
+            bytes[..self.volume() * es]
+                .chunks_exact(es)
+                .map(read)
+                .collect()
+        } else {
+            self.offsets()
+                .into_iter()
+                .map(|o| read(&bytes[o..o + es]))
+                .collect()
+        }))
+    }
+
     /// Writes the dense row-major `values` (of `dims`) into `bytes` at the strided positions,
     /// leaving bytes between elements untouched.
     ///

@@ -13,6 +13,7 @@ use super::tensor::{TensorAttributes, TensorId, packed_strides, stride_order};
 use super::types::*;
 use super::{Graph, Operation};
 use hipdnn_backend::ops::conv::{self as conv_rule, ExtentError, Window};
+use hipdnn_backend::ops::gather as gather_rule;
 use hipdnn_backend::ops::{
     broadcast::broadcast_shape, matmul, norm, resample as resample_rule, sdpa,
 };
@@ -691,6 +692,60 @@ impl Graph {
         attrs.outputs = outs.clone();
         self.push(attrs);
         outs
+    }
+
+    /// Row gather (embedding lookup): `y[r, :] = table[index[r], :]`, the
+    /// [`hipdnn_backend::ops::gather::GATHER_OP_ID`] (`hipdnn_rs.gather`) custom op that the
+    /// CPU reference engine and the GPU engine serve (hipDNN has no gather operation).
+    ///
+    /// `table`: dims `(V, H)` (leading dims of 1 allowed), FLOAT, HALF or BFLOAT16; `index`:
+    /// INT32 or INT64 of any dims. Returns the virtual output `<name>::OUT_0` of the table's
+    /// data type, dims `index.dims ++ [H]`, packed row-major. An index value outside `[0, V)`
+    /// gives a row of zeros at execute (no error). Other tables and index types are refused at
+    /// build (`NOT_SUPPORTED` from every engine, naming the tensor).
+    ///
+    /// ```
+    /// use hipdnn::{DataType, Graph, TensorAttributes};
+    /// let mut g = Graph::new();
+    /// let table = g.tensor(
+    ///     TensorAttributes::new("word_embeddings")
+    ///         .data_type(DataType::Float)
+    ///         .dims([30522, 384])
+    ///         .strides([384, 1]),
+    /// );
+    /// let ids = g.tensor(
+    ///     TensorAttributes::new("input_ids")
+    ///         .data_type(DataType::Int32)
+    ///         .dims([32, 1, 128])
+    ///         .strides([128, 128, 1]),
+    /// );
+    /// let rows = g.gather(table, ids);
+    /// assert_eq!(g.tensor_attributes(rows).dims, vec![32, 1, 128, 384]);
+    /// ```
+    pub fn gather(&mut self, table: TensorId, index: TensorId) -> TensorId {
+        let mut attrs = CustomOpAttributes::new().custom_op_id(gather_rule::GATHER_OP_ID);
+        let name = self.node_name(&mut attrs.name, "Gather");
+        let td = self.dims_of(table);
+        let dims = gather_rule::output_dims(&self.dims_of(index), &td).unwrap_or_else(|| {
+            // Not a (V, H) table: keep its last extent so the build's refusal names the table.
+            let mut d = self.dims_of(index);
+            d.extend(td.last());
+            d
+        });
+        let dt = self.tensors[table.index()].data_type;
+        let strides = packed_strides(&dims, &(0..dims.len()).collect::<Vec<_>>());
+        let y = self.tensor(TensorAttributes {
+            name: format!("{name}::OUT_0"),
+            data_type: dt,
+            dims,
+            strides,
+            is_virtual: true,
+            ..Default::default()
+        });
+        attrs.inputs = vec![table, index];
+        attrs.outputs = vec![y];
+        self.push(attrs);
+        y
     }
 
     /// MoE grouped matmul: token (T, K), weight (E, K, N), first_token_offset (E), optional

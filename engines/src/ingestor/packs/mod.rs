@@ -74,6 +74,7 @@ pub mod conv_fwd;
 pub mod conv_fwd_v2;
 pub mod conv_wgrad;
 pub mod epilogue;
+pub mod gather;
 pub mod matmul;
 pub mod norm_fwd;
 pub mod pointwise;
@@ -86,6 +87,29 @@ pub mod sdpa_fwd;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::{Node, TensorAttributes};
+
+/// The kernel signature of a Triton parameter list in its natural layout, named: parameters
+/// ending in `_ptr` or `scratch` are pointers (`global_buffer`, 8 bytes, 8-byte aligned), every
+/// other one a 32-bit value (`by_value`, 4 bytes), each at the next offset its alignment allows.
+pub(crate) fn natural_signature(
+    names: Vec<&'static str>,
+) -> Vec<crate::ingestor::kernel::KernelArgument> {
+    let mut off = 0u32;
+    names
+        .into_iter()
+        .map(|n| {
+            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
+                ("global_buffer", 8)
+            } else {
+                ("by_value", 4)
+            };
+            off = off.div_ceil(size) * size;
+            let a = crate::ingestor::kernel::KernelArgument::named(kind, size, off, n);
+            off += size;
+            a
+        })
+        .collect()
+}
 
 /// The only node of `graph`.
 ///

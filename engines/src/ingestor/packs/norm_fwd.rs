@@ -147,21 +147,7 @@ pub fn param_names(spec: bool) -> Vec<&'static str> {
 /// The kernel signature of a variant (natural layout, named): pointers `global_buffer` 8,
 /// integers and epsilon `by_value` 4.
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    let mut off = 0u32;
-    param_names(spec)
-        .into_iter()
-        .map(|n| {
-            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
-                ("global_buffer", 8)
-            } else {
-                ("by_value", 4)
-            };
-            off = off.div_ceil(size) * size;
-            let a = KernelArgument::named(kind, size, off, n);
-            off += size;
-            a
-        })
-        .collect()
+    super::natural_signature(param_names(spec))
 }
 
 /// The launch inputs of contract v1.

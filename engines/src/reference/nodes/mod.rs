@@ -8,6 +8,7 @@
 //! or touches bindings directly.
 
 pub(super) mod conv;
+pub(super) mod gather;
 pub(super) mod matmul;
 pub(super) mod norm;
 pub(super) mod pointwise;

@@ -1,0 +1,136 @@
+//! Row gather nodes (the `hipdnn_rs.gather` custom op, [`hipdnn_backend::ops::gather`]) of
+//! the CPU reference engine: parse (the op's inputs, types and dims) and run (a copy of the
+//! indexed table rows, zero rows for indices outside the table).
+
+use crate::reference::dtype::Elem;
+use crate::reference::exec::Env;
+use crate::reference::plan::{Cx, Op};
+use hipdnn_backend::ops::gather::{GATHER_OP_ID, output_dims, table_rows_cols};
+use hipdnn_backend::{PluginError, PluginResult};
+use hipdnn_schema::graph::Node;
+use ndarray::{ArrayD, IxDyn};
+
+/// A gather step: `y[r, :] = table[index[r], :]`.
+#[derive(Debug, Clone)]
+pub struct GatherStep {
+    /// Table UID, dims `(V, H)` (leading dims of 1 allowed).
+    pub table: i64,
+    /// Index UID (INT32 / INT64).
+    pub index: i64,
+    /// Output UID, dims `index.dims ++ [H]`.
+    pub y: i64,
+    /// Table rows `V`.
+    pub rows: usize,
+    /// Row length `H` (elements).
+    pub cols: usize,
+}
+
+impl GatherStep {
+    /// UIDs read.
+    pub fn inputs(&self) -> Vec<i64> {
+        vec![self.table, self.index]
+    }
+    /// UIDs written.
+    pub fn outputs(&self) -> Vec<i64> {
+        vec![self.y]
+    }
+}
+
+/// Reads and checks one custom-op node: only `custom_op_id` [`GATHER_OP_ID`] is served.
+///
+/// # Errors
+/// `NOT_APPLICABLE`: `custom_op '<name>': custom_op_id '<id>' is not supported by the CPU
+/// reference engine`; `… inputs <n> …` / `outputs <n> …` (the gather takes two inputs and one
+/// output); `… data of <n> bytes …` (reserved, must be empty); the table not a float type or
+/// not of dims `(V, H)`; the index not INT32 / INT64; y not of the table's type or of dims
+/// `index.dims ++ [H]`.
+pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+    let a = node
+        .attributes_as_custom_op_attributes()
+        .expect("type checked");
+    let id = a.custom_op_id().unwrap_or("");
+    if id != GATHER_OP_ID {
+        return Err(cx.refuse("custom_op_id", format!("'{id}'")));
+    }
+    let ins: Vec<i64> = a
+        .input_tensor_uids()
+        .map(|v| v.iter().collect())
+        .unwrap_or_default();
+    let outs: Vec<i64> = a
+        .output_tensor_uids()
+        .map(|v| v.iter().collect())
+        .unwrap_or_default();
+    if ins.len() != 2 {
+        return Err(cx.bad(format!(
+            "{GATHER_OP_ID} takes two inputs (table, index), the node has {}",
+            ins.len()
+        )));
+    }
+    if outs.len() != 1 {
+        return Err(cx.bad(format!(
+            "{GATHER_OP_ID} writes one output, the node has {}",
+            outs.len()
+        )));
+    }
+    let data = a.data().map(|d| d.len()).unwrap_or(0);
+    if data != 0 {
+        return Err(cx.refuse(&format!("{GATHER_OP_ID} data of"), format!("{data} bytes")));
+    }
+    let table = cx.float("table (input 0)", ins[0])?;
+    let index = cx.t("index (input 1)", ins[1])?;
+    let y = cx.t("y (output 0)", outs[0])?;
+    if !matches!(index.elem, Elem::I32 | Elem::I64) {
+        return Err(cx.refuse(
+            &format!("index (uid {}) data_type", index.uid),
+            format!("{:?}", index.elem),
+        ));
+    }
+    let td: Vec<i64> = table.dims.iter().map(|&d| d as i64).collect();
+    let id_dims: Vec<i64> = index.dims.iter().map(|&d| d as i64).collect();
+    let (Some((rows, cols)), Some(want)) = (table_rows_cols(&td), output_dims(&id_dims, &td))
+    else {
+        return Err(cx.bad(format!(
+            "table (uid {}) dims {:?} are not (V, H) (every leading dim 1)",
+            table.uid, table.dims
+        )));
+    };
+    if y.elem != table.elem {
+        return Err(cx.bad(format!(
+            "y (uid {}) is {:?}, the table {:?}; the gather copies the table's elements",
+            y.uid, y.elem, table.elem
+        )));
+    }
+    let want: Vec<usize> = want.into_iter().map(|d| d as usize).collect();
+    cx.dims_eq("y (output 0)", y, &want)?;
+    Ok(Op::Gather(GatherStep {
+        table: table.uid,
+        index: index.uid,
+        y: y.uid,
+        rows: rows as usize,
+        cols: cols as usize,
+    }))
+}
+
+/// Runs one gather step on host arrays.
+pub(in crate::reference) fn run(
+    s: &GatherStep,
+    env: &mut Env<'_, '_, '_>,
+    _e: &impl Fn(String) -> PluginError,
+) -> PluginResult<()> {
+    let table = env.get(s.table)?;
+    let table = table
+        .as_slice()
+        .expect("the engine's arrays are dense row-major");
+    let index = env.get_ints(s.index)?;
+    let (v, h) = (s.rows, s.cols);
+    let mut out = vec![0.0f32; index.len() * h];
+    for (row, &i) in out.chunks_exact_mut(h.max(1)).zip(&index) {
+        if (0..v as i64).contains(&i) {
+            let i = i as usize;
+            row.copy_from_slice(&table[i * h..(i + 1) * h]);
+        }
+    }
+    let dims = env.desc(s.y).dims.clone();
+    let y = ArrayD::from_shape_vec(IxDyn(&dims), out).expect("volume checked at parse");
+    env.put(s.y, y)
+}
