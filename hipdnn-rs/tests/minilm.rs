@@ -2,7 +2,7 @@
 //! embeddings against the independent numpy reference (`examples/minilm/reference.py`,
 //! float64, committed as `tests/vectors/minilm_reference.json`), the similarities
 //! sentence-transformers publishes for this model, paraphrases against unrelated sentences,
-//! and the nine saved plans reloaded in a fresh process.
+//! and the ten saved plans reloaded in a fresh process.
 //!
 //! Needs the model files (`python3 hipdnn-rs/examples/minilm/fetch.py`, or
 //! `$HIPDNN_MINILM_DIR`); without them every test that needs them prints `skipped: …` and
@@ -241,7 +241,7 @@ fn reload_in_child(plans: &Plans, env: &[(&str, &std::ffi::OsStr)]) -> Vec<u8> {
     std::fs::read(dir.path().join("child.f32")).expect("child embeddings")
 }
 
-/// Saves the nine plans, loads them in a fresh process (this test binary run again on
+/// Saves the ten plans, loads them in a fresh process (this test binary run again on
 /// `fresh_process_child`), which executes them, re-saves them byte-identically and writes its
 /// embeddings; they must equal this process's bit for bit.
 #[test]
@@ -403,7 +403,7 @@ fn padding_to_32_tokens_keeps_the_reference_embeddings() {
 }
 
 /// The same model on the GPU (every plan on the generated-kernel engine): embeddings within
-/// [`GPU_TOL`] of the numpy reference; the nine plans saved, loaded in a fresh process whose
+/// [`GPU_TOL`] of the numpy reference; the ten plans saved, loaded in a fresh process whose
 /// kernel directory holds the descriptors but no kpack archive, executed twice with
 /// bit-identical embeddings equal to this process's, and re-saved byte-identically. Skips
 /// (printing why) without a GPU or the model files.

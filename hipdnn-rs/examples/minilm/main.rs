@@ -13,7 +13,7 @@
 //! 128 tokens); `--report` writes the tokens and embeddings for `torch_peer.py`, which runs
 //! the same model in PyTorch on the same tokens (timing and agreement).
 //!
-//! `--save DIR` writes the nine plans (`to_binary`: `model::PLAN_FILES`), the embeddings (`embeddings.f32`, f32 little-endian, `(B, 384)`) and the
+//! `--save DIR` writes the ten plans (`to_binary`: `model::PLAN_FILES`), the embeddings (`embeddings.f32`, f32 little-endian, `(B, 384)`) and the
 //! sentences (`sentences.txt`, one a line). `--load DIR` (meant for a fresh process) loads the
 //! plans instead of building them (the sentences are padded to the saved length; the count
 //! must match), checks that each re-saves byte-identically, and when the sentences are the
@@ -70,7 +70,7 @@ struct Args {
     /// Pad every sentence to this many tokens (default: the longest sentence).
     #[arg(long)]
     pad_to: Option<usize>,
-    /// After the first run, run the whole forward pass (row lookup, every plan, the download
+    /// After the first run, run the whole forward pass (token ids upload, every plan, the download
     /// of the embeddings; no synchronization between stages) this many more times and print
     /// the median and fastest wall time.
     #[arg(long, default_value_t = 0)]

@@ -8,12 +8,14 @@
 //! come from `fetch.py` (`python3 hipdnn-rs/examples/minilm/fetch.py`) and are checked
 //! against their full SHA-256 before use.
 //!
-//! Nine graphs (all FLOAT, built for one batch size `B` and padded length `S`), each one
-//! GPU kernel's worth of work so that the GPU engine runs every one as a single launch (the
+//! Ten graphs (FLOAT activations, built for one batch size `B` and padded length `S`), each
+//! one GPU kernel's worth of work so that the GPU engine runs every one as a single launch (the
 //! CPU reference engine runs the same graphs); activations are row-major `(B·S, 384)`:
-//! - **embeddings**: `word + (position + token_type[0])` (one ADD; the word-embedding row
-//!   lookup is done on the host, since the graph API has no gather op, and the position and
-//!   token-type tables are folded into one at load), then layernorm.
+//! - **embeddings**: the word-embedding rows of the token ids, gathered on the device from the
+//!   `(30522, 384)` table by `Graph::gather` (the `hipdnn_rs.gather` custom op; INT32 ids
+//!   `(B, 1, S)`, so only 4 bytes per token are uploaded), then `word + (position +
+//!   token_type[0])` (one ADD; the position and token-type tables are folded into one at load),
+//!   then layernorm.
 //! - **each layer** (the same plans for all 6, executed with that layer's weight buffers):
 //!   Q, K and V as three executions of one `Linear` plan (matmul with the bias epilogue) into
 //!   `(B, S, 384)` buffers; SDPA reads them as `(B, 12, S, 32)` head views through strides,
@@ -32,13 +34,15 @@ use std::time::{Duration, Instant};
 
 use hipdnn::{
     Buffer, DataType, Graph, Handle, LayernormAttributes, MatmulAttributes, NormFwdPhase,
-    PinnedBuffer, PointwiseAttributes, PointwiseMode, RmsNormAttributes, SdpaAttributes,
-    TensorAttributes as T, TensorId, TensorValue, VariantPack,
+    PointwiseAttributes, PointwiseMode, RmsNormAttributes, SdpaAttributes, TensorAttributes as T,
+    TensorId, TensorValue, VariantPack,
 };
 use sha2::{Digest, Sha256};
 
 /// Hidden size.
 pub const HIDDEN: usize = 384;
+/// Word-embedding table rows (the tokenizer's vocabulary).
+pub const VOCAB: usize = 30522;
 /// Attention heads.
 pub const HEADS: usize = 12;
 /// Head dim.
@@ -270,7 +274,7 @@ fn output(mut g: Graph, y: TensorId, name: &str) -> Graph {
     g
 }
 
-/// `word + position_and_type`: word rows `(B, 1, S, 384)` (looked up on the host), the
+/// `word + position_and_type`: word rows `(B, 1, S, 384)` ([`word_gather_graph`]'s), the
 /// folded `position + token_type[0]` table's first `S` rows `(1, 1, S, 384)` → `(B, 1, S,
 /// 384)`.
 fn embed_add_graph(b: i64, s: i64) -> Graph {
@@ -279,6 +283,28 @@ fn embed_add_graph(b: i64, s: i64) -> Graph {
     let pos = act(&mut g, "position_and_type", U_W, 1, s, H);
     let y = g.pointwise(word, pos, pw(PointwiseMode::Add));
     output(g, y, "y")
+}
+
+/// The word-embedding rows of the token ids: table `(30522, 384)` FLOAT, ids `(B, 1, S)` INT32
+/// → `(B, 1, S, 384)` (`Graph::gather`).
+fn word_gather_graph(b: i64, s: i64) -> Graph {
+    let mut g = f32_graph("minilm_word_gather");
+    let table = g.tensor(
+        T::new("word_embeddings")
+            .uid(U_W)
+            .data_type(DataType::Float)
+            .dims([VOCAB as i64, H])
+            .strides([H, 1]),
+    );
+    let ids = g.tensor(
+        T::new("input_ids")
+            .uid(U_X)
+            .data_type(DataType::Int32)
+            .dims([b, 1, s])
+            .strides([s, s, 1]),
+    );
+    let y = g.gather(table, ids);
+    output(g, y, "word")
 }
 
 /// Layernorm (inference, eps 1e-12) of `rows` rows of 384: x `(1, 1, rows, 384)`, gamma and
@@ -401,10 +427,12 @@ pub enum Plan {
     Pool,
     /// [`l2_graph`].
     L2Normalize,
+    /// [`word_gather_graph`].
+    WordGather,
 }
 
 /// File names of the saved plans, in [`Plan`] order.
-pub const PLAN_FILES: [&str; 9] = [
+pub const PLAN_FILES: [&str; 10] = [
     "embed_add.hdgp",
     "layernorm.hdgp",
     "projection.hdgp",
@@ -414,6 +442,7 @@ pub const PLAN_FILES: [&str; 9] = [
     "ffn_down.hdgp",
     "pool.hdgp",
     "l2_normalize.hdgp",
+    "word_gather.hdgp",
 ];
 
 /// The graphs of the model for `(b, s)`, in [`Plan`] order (not built).
@@ -429,6 +458,7 @@ fn model_graphs(b: i64, s: i64) -> Vec<Graph> {
         linear_graph("minilm_ffn_down", rows, F, H, true, false),
         pool_graph(b, s),
         l2_graph(b),
+        word_gather_graph(b, s),
     ]
 }
 
@@ -599,10 +629,10 @@ fn timed<R>(t: &mut Timings, name: impl Into<String>, f: impl FnOnce() -> R) -> 
     r
 }
 
-/// The loaded model: the host word table for the row lookup, every other weight as a buffer
-/// on the handle, and the tokenizer.
+/// The loaded model: every weight as a buffer on the handle, and the tokenizer.
 pub struct MiniLm {
-    word_table: Vec<f32>,
+    /// The word embeddings `(30522, 384)`.
+    word_table: Buffer<f32>,
     /// `position[r] + token_type[0]` for the 512 positions, `(512, 384)` (folded at load: the
     /// model only ever adds token type 0).
     position_and_type: Buffer<f32>,
@@ -630,14 +660,12 @@ struct Activations {
     up: Buffer<f32>,
     pooled: Buffer<f32>,
     out: Buffer<f32>,
-    /// Inputs refilled by every pass: the looked-up word rows, the key mask, the pooling
-    /// weights, and the host staging of the word rows (page-locked on a GPU handle, so the
-    /// 6.3 MB upload of a 32 × 128 batch is one direct copy: ~0.13 ms on an H200 against
-    /// ~0.36 ms from ordinary memory).
+    /// The gathered word rows.
     word: Buffer<f32>,
+    /// Inputs refilled by every pass: the token ids, the key mask, the pooling weights.
+    ids: Buffer<i32>,
     key_mask: Buffer<bool>,
     pool_weights: Buffer<f32>,
-    staging: PinnedBuffer<f32>,
 }
 
 impl Activations {
@@ -658,9 +686,9 @@ impl Activations {
             pooled: alloc(b * HIDDEN)?,
             out: alloc(b * HIDDEN)?,
             word: alloc(n)?,
+            ids: Buffer::<i32>::alloc(handle, b * s)?,
             key_mask: Buffer::<bool>::alloc(handle, b * s)?,
             pool_weights: alloc(b * s)?,
-            staging: PinnedBuffer::alloc(handle, n)?,
         })
     }
 }
@@ -706,7 +734,8 @@ fn sync(handle: &Handle) -> Result<()> {
 
 /// Per-plan device time: when on, every execution is bracketed by device synchronizations
 /// and its wall time is added to its plan's total (in [`Plan`] order).
-pub static PROFILE: std::sync::Mutex<Option<[(u32, Duration); 9]>> = std::sync::Mutex::new(None);
+pub static PROFILE: std::sync::Mutex<Option<[(u32, Duration); PLAN_FILES.len()]>> =
+    std::sync::Mutex::new(None);
 
 fn exec(
     handle: &Handle,
@@ -770,7 +799,7 @@ impl MiniLm {
             let word_table = tensor_f32(
                 &st,
                 &format!("{emb}word_embeddings.weight"),
-                &[30522, HIDDEN],
+                &[VOCAB, HIDDEN],
             )?;
             let position = tensor_f32(
                 &st,
@@ -811,7 +840,7 @@ impl MiniLm {
                 })
                 .collect::<Result<Vec<_>>>()?;
             Ok(MiniLm {
-                word_table,
+                word_table: on(word_table)?,
                 position_and_type: on(position_and_type)?,
                 ln,
                 inv_sqrt_hidden: on(vec![1.0 / (HIDDEN as f32).sqrt(); HIDDEN])?,
@@ -861,7 +890,7 @@ impl MiniLm {
     }
 
     /// Runs the plans on `tokens` and returns the L2-normalized embeddings, `(B, 384)`
-    /// row-major. `timings` gets one entry per stage (row lookup, embeddings, each layer,
+    /// row-major. `timings` gets one entry per stage (ids upload, word gather, embeddings, each layer,
     /// pooling), each including its device work.
     ///
     /// # Errors
@@ -934,33 +963,22 @@ impl MiniLm {
             pooled,
             out,
             word,
+            ids,
             key_mask,
             pool_weights,
-            staging,
             ..
         }) = scratch.as_mut()
         else {
             unreachable!("allocated above")
         };
-        let vocab = self.word_table.len() / HIDDEN;
-        if let Some(&id) = tokens.ids.iter().find(|&&id| id as usize >= vocab) {
+        if let Some(&id) = tokens.ids.iter().find(|&&id| id as usize >= VOCAB) {
             return Err(MiniLmError::Input(format!(
-                "token id {id} outside the vocabulary of {vocab}"
+                "token id {id} outside the vocabulary of {VOCAB}"
             )));
         }
-        let table = &self.word_table;
-        timed(timings, "word-embedding row lookup (host)", || {
-            use rayon::prelude::*;
-            staging
-                .par_chunks_exact_mut(HIDDEN)
-                .zip(tokens.ids.par_iter())
-                .for_each(|(row, &id)| {
-                    let id = id as usize;
-                    row.copy_from_slice(&table[id * HIDDEN..(id + 1) * HIDDEN]);
-                });
-        });
-        timed(timings, "word rows upload (page-locked memory)", || {
-            word.copy_from_slice(&staging[..])
+        timed(timings, "token ids upload", || {
+            let v: Vec<i32> = tokens.ids.iter().map(|&id| id as i32).collect();
+            ids.copy_from_slice(&v)
         })?;
         timed(timings, "key mask + pooling weights upload", || {
             let mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
@@ -976,6 +994,14 @@ impl MiniLm {
                 .collect();
             pool_weights.copy_from_slice(&weights)?;
             Ok::<(), MiniLmError>(())
+        })?;
+        timed(timings, "word-embedding gather (device)", || {
+            let pack = VariantPack::new()
+                .with(U_X, &*ids)
+                .with(U_W, &self.word_table)
+                .with(U_Y, &mut *word);
+            exec(handle, plans, Plan::WordGather, pack, ws)?;
+            stage_end()
         })?;
         let (word, key_mask, pool_weights) = (&*word, &*key_mask, &*pool_weights);
         timed(timings, "embeddings + layernorm", || {
