@@ -317,7 +317,8 @@ fn chosen(e: &IngestorEngine, c: &PwCase) -> (i64, i64, i64, i64, [i64; 4]) {
 fn the_static_rule_and_the_program_per_graph() {
     let e = engine(FakeDevice::new("sm_90", 0), sm90());
     let single = PwCase::single;
-    // A dense ADD: the light spec entry, 1024 block (2048 only from 2^20 elements).
+    // A dense ADD: the light spec entry, 1024 block (2048, or 4096 for 16-bit types, only from
+    // 2^20 elements).
     assert_eq!(
         chosen(
             &e,
@@ -331,7 +332,18 @@ fn the_static_rule_and_the_program_per_graph() {
         &[1024, 1024],
         &[&[1024, 1024], &[1024, 1024]],
     );
-    assert_eq!(chosen(&e, &big).1, 2048);
+    assert_eq!(
+        chosen(&e, &big).1,
+        4096,
+        "16-bit types: the 4096-element entry"
+    );
+    let big32 = single(
+        M::ADD,
+        DT::FLOAT,
+        &[1024, 1024],
+        &[&[1024, 1024], &[1024, 1024]],
+    );
+    assert_eq!(chosen(&e, &big32).1, 2048, "f32: the 2048-element entry");
     // A broadcast bias: the light generic entry.
     let (spec, block, group, ..) =
         chosen(&e, &single(M::ADD, DT::FLOAT, &[4, 64], &[&[4, 64], &[64]]));

@@ -36,7 +36,8 @@
 //! heavy mode. Static rule: the first applicable entry in pack order (spec before generic,
 //! larger blocks first — light entries have the larger blocks), where an entry whose block is
 //! above 1024 elements is refused for fewer than 2^20 elements (a smaller block keeps every
-//! multiprocessor busy). Benchmarking (engine knob `KNOB_BENCHMARK`) times every applicable
+//! multiprocessor busy); 16-bit types pack a 4096-element light spec entry ahead of the 2048
+//! one (two 128-bit accesses per thread and tensor). Benchmarking (engine knob `KNOB_BENCHMARK`) times every applicable
 //! entry and keeps the fastest.
 //!
 //! Launch values (int unless said): `x0.uid` … `x3.uid` (the first `n_in` present), `y.uid`,
