@@ -19,7 +19,7 @@ use hipdnn_engines::ingestor::launch_values::LaunchValue;
 use hipdnn_engines::ingestor::packs::gather::{GATHER_V1, GatherInputs};
 use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
-use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
+use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, run_graph};
 use hipdnn_engines::registry::pack_registry;
 use hipdnn_schema::graph::{
     CustomOpAttributes, CustomOpAttributesArgs, DataType as DT, NodeAttributes,
@@ -44,8 +44,15 @@ fn sm90() -> Vec<KernelDescriptor> {
 }
 
 /// table (UID 1, (v, h), row-major or column-major) gathered by index (UID 2, (n), INT32 or
-/// INT64) into y (UID 3, (n, h)).
-fn gather_graph(dt: DT, v: i64, h: i64, n: i64, idx: DT, column_major: bool) -> OperationGraph {
+/// INT64) into y (UID 3, (n, h) of `y_dt`), the node's data `data`.
+fn gather_builder(
+    dt: DT,
+    (v, h, n): (i64, i64, i64),
+    idx: DT,
+    column_major: bool,
+    y_dt: DT,
+    data: &'static [u8],
+) -> GraphBuilder {
     let mut t = TensorSpec::new(1, "table", dt, &[v, h]);
     if column_major {
         t = t.strides(&[1, v]);
@@ -53,18 +60,19 @@ fn gather_graph(dt: DT, v: i64, h: i64, n: i64, idx: DT, column_major: bool) -> 
     let mut g = GraphBuilder::new("gather");
     g.tensor(t)
         .tensor(TensorSpec::new(2, "ids", idx, &[n]))
-        .tensor(TensorSpec::new(3, "y", dt, &[n, h]));
+        .tensor(TensorSpec::new(3, "y", y_dt, &[n, h]));
     g.node(
         "gather",
-        Box::new(|fbb| {
+        Box::new(move |fbb| {
             let id = fbb.create_string(GATHER_OP_ID);
             let ins = fbb.create_vector(&[1i64, 2]);
             let outs = fbb.create_vector(&[3i64]);
+            let data = (!data.is_empty()).then(|| fbb.create_vector(data));
             let args = CustomOpAttributesArgs {
                 custom_op_id: Some(id),
                 input_tensor_uids: Some(ins),
                 output_tensor_uids: Some(outs),
-                data: None,
+                data,
             };
             (
                 NodeAttributes::CustomOpAttributes,
@@ -72,7 +80,49 @@ fn gather_graph(dt: DT, v: i64, h: i64, n: i64, idx: DT, column_major: bool) -> 
             )
         }),
     );
+    g
+}
+
+fn gather_graph(dt: DT, v: i64, h: i64, n: i64, idx: DT, column_major: bool) -> OperationGraph {
+    let g = gather_builder(dt, (v, h, n), idx, column_major, dt, &[]);
     OperationGraph::from_bytes(&g.build()).unwrap()
+}
+
+/// The CPU reference engine on graphs the SDK's validation never sees (a graph read from
+/// bytes): it copies the rows (zero rows outside the table) and refuses a malformed gather
+/// with NOT_APPLICABLE naming the node and the tensor.
+#[test]
+fn the_cpu_reference_engine_gathers_and_names_what_it_refuses() {
+    let table: Vec<f32> = (0..12).map(|v| v as f32 * 0.5).collect(); // (4, 3)
+    let ids = vec![2.0, 4.0, -1.0, 0.0];
+    let b = gather_builder(DT::FLOAT, (4, 3, 4), DT::INT64, false, DT::FLOAT, &[]);
+    let y = run_graph(b, &[(1, table.clone()), (2, ids.clone())], &[3]).unwrap();
+    assert_eq!(
+        y[0],
+        vec![3.0, 3.5, 4.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.5, 1.0]
+    );
+    let refused = |b: GraphBuilder| {
+        let e = run_graph(b, &[(1, table.clone()), (2, ids.clone())], &[3]).unwrap_err();
+        assert_eq!(e.status, PluginStatus::NotApplicable, "{}", e.message);
+        e.message
+    };
+    let cases: [(GraphBuilder, &str); 3] = [
+        (
+            gather_builder(DT::FLOAT, (4, 3, 4), DT::FLOAT, false, DT::FLOAT, &[]),
+            "custom_op 'gather': index (uid 2) data_type F32 is not supported by the CPU reference engine",
+        ),
+        (
+            gather_builder(DT::FLOAT, (4, 3, 4), DT::INT32, false, DT::HALF, &[]),
+            "custom_op 'gather': y (uid 3) is F16, the table F32; the gather copies the table's elements",
+        ),
+        (
+            gather_builder(DT::FLOAT, (4, 3, 4), DT::INT32, false, DT::FLOAT, &[7]),
+            "custom_op 'gather': hipdnn_rs.gather data of 1 bytes is not supported by the CPU reference engine",
+        ),
+    ];
+    for (b, want) in cases {
+        assert_eq!(refused(b), want);
+    }
 }
 
 fn plan_bytes(e: &IngestorEngine, graph: &OperationGraph) -> Vec<u8> {

@@ -701,8 +701,10 @@ impl Graph {
     /// `table`: dims `(V, H)` (leading dims of 1 allowed), FLOAT, HALF or BFLOAT16; `index`:
     /// INT32 or INT64 of any dims. Returns the virtual output `<name>::OUT_0` of the table's
     /// data type, dims `index.dims ++ [H]`, packed row-major. An index value outside `[0, V)`
-    /// gives a row of zeros at execute (no error). Other tables and index types are refused at
-    /// build (`NOT_SUPPORTED` from every engine, naming the tensor).
+    /// gives a row of zeros at execute (no error). [`Graph::validate`] (and so `build`) refuses
+    /// with `INVALID_VALUE`, naming the node and the tensor, a table that is not floating-point
+    /// or not `(V, H)`, an index that is not INT32 / INT64, and an output whose type or dims
+    /// were changed away from the rule.
     ///
     /// ```
     /// use hipdnn::{DataType, Graph, TensorAttributes};

@@ -11,7 +11,7 @@ use super::tensor::TensorId;
 use super::types::*;
 use super::{Graph, NodeId, Operation};
 use hipdnn_backend::ops::conv::SpatialAttr;
-use hipdnn_backend::ops::{matmul, reduction, sdpa};
+use hipdnn_backend::ops::{gather, matmul, reduction, sdpa};
 
 fn label(op: &Operation) -> String {
     format!("{} '{}'", op.method(), op.name())
@@ -201,7 +201,8 @@ impl Graph {
     ///    `fill_from_context`);
     /// 6. per-node attributes: required tensors and settings present (`AttributeNotSet`),
     ///    geometry lists match the spatial rank and are positive, modes fit the inputs
-    ///    (`InvalidValue`).
+    ///    (`InvalidValue`); a `hipdnn_rs.gather` custom op follows its rule
+    ///    ([`hipdnn_backend::ops::gather`]; `InvalidValue`).
     ///
     /// Does not modify the graph.
     ///
@@ -228,6 +229,59 @@ impl Graph {
         }
         for op in &self.nodes {
             self.validate_node(op)?;
+        }
+        Ok(())
+    }
+
+    /// The `hipdnn_rs.gather` custom op's rule ([`gather`]): inputs (table, index), one output,
+    /// no data; a float table of dims (V, H); an INT32 / INT64 index; y of the table's type
+    /// and dims `index.dims ++ [H]`.
+    fn validate_gather(&self, l: &str, a: &crate::CustomOpAttributes) -> Result<()> {
+        let id = gather::GATHER_OP_ID;
+        if a.inputs.len() != 2 || a.outputs.len() != 1 {
+            return Err(Error::invalid(format!(
+                "{l}: {id} takes two inputs (table, index) and one output, the node has {} and {}",
+                a.inputs.len(),
+                a.outputs.len()
+            )));
+        }
+        if !a.data.is_empty() {
+            return Err(Error::invalid(format!(
+                "{l}: {id} takes no data, the node has {} bytes",
+                a.data.len()
+            )));
+        }
+        let t = |id: TensorId| &self.tensors[id.index()];
+        let (table, index, y) = (t(a.inputs[0]), t(a.inputs[1]), t(a.outputs[0]));
+        let tt = self.context_data_type(table);
+        if !matches!(
+            tt,
+            DataType::Float | DataType::Half | DataType::BFloat16 | DataType::Double
+        ) {
+            return Err(Error::invalid(format!(
+                "{l}: {id} table '{}' is {tt:?}; the table holds floating-point rows",
+                table.name
+            )));
+        }
+        let it = self.context_data_type(index);
+        if !matches!(it, DataType::Int32 | DataType::Int64) {
+            return Err(Error::invalid(format!(
+                "{l}: {id} index '{}' is {it:?}, expected Int32 or Int64",
+                index.name
+            )));
+        }
+        let Some(want) = gather::output_dims(&index.dims, &table.dims) else {
+            return Err(Error::invalid(format!(
+                "{l}: {id} table '{}' has dims {:?}, expected (V, H) with every leading dim 1",
+                table.name, table.dims
+            )));
+        };
+        let yt = self.context_data_type(y);
+        if y.dims != want || yt != tt {
+            return Err(Error::invalid(format!(
+                "{l}: {id} output '{}' is {yt:?} {:?}, expected the table's type {tt:?} and dims {want:?} (index dims, then H)",
+                y.name, y.dims
+            )));
         }
         Ok(())
     }
@@ -361,6 +415,9 @@ impl Graph {
                         "{l}: attribute 'custom_op_id' is '{}', expected '<plugin>.<operation>'",
                         a.custom_op_id
                     )));
+                }
+                if a.custom_op_id == gather::GATHER_OP_ID {
+                    self.validate_gather(&l, a)?;
                 }
             }
             Operation::Sdpa(a) => {
