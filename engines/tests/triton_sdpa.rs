@@ -91,6 +91,7 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
         // The static rule refuses the 128-row spec tile of buckets 64 and 128 to banded graphs
         // on warp-32 targets: a 64-row spec tile must be packed beside it.
         rows64.sort();
+        rows64.dedup();
         let want64: Vec<(String, i64)> = if arch.starts_with("sm_") {
             ["bf16", "f16"]
                 .iter()
@@ -650,21 +651,70 @@ fn the_static_rule_picks_the_head_dim_bucket_and_spec_only_when_the_hints_hold()
         let p = decode_payload(&bytes).unwrap();
         assert_eq!(p.dispatch_symbol, SDPA_FWD_V1, "case {i}");
         assert_eq!(p.symbol, "hipdnn_sdpa_fwd", "case {i}");
+        // No case has a mask tensor: a spec plan takes the group-2 twin (no mask-tensor code).
         assert_eq!(
-            (int(&p, "spec"), int(&p, "block_k"), int(&p, "block_m")),
-            (*spec, *bk, *bm),
+            (
+                int(&p, "spec"),
+                int(&p, "block_k"),
+                int(&p, "block_m"),
+                int(&p, "group_m")
+            ),
+            (*spec, *bk, *bm, if *spec == 1 { 2 } else { 1 }),
             "case {i}"
         );
     }
     // The refusal text of the 128-row tile for a causal graph.
-    let k = sm90()
-        .into_iter()
-        .find(|k| k.name.starts_with("sdpa_fwd_f16_spec_128x64x64"))
-        .unwrap();
+    let entry = |prefix: &str| {
+        sm90()
+            .into_iter()
+            .find(|k| k.name.starts_with(prefix))
+            .unwrap()
+    };
+    let k = entry("sdpa_fwd_f16_spec_128x64x64_g2");
     let g = graph(DT::HALF, 2, 4, 4, 100, 100, 64, 64, false, causal());
     let m = SdpaFwdHandler.prepare_kernel(&k, &g).err().unwrap().message;
     assert!(
         m.ends_with(": static rule: a banded (causal) graph skips most key blocks of a 128-row tile's later rows; a 64-row tile serves this graph"),
+        "{m}"
+    );
+    // Groups: the mask-tensor entry is refused without a mask, its twin with one.
+    let k1 = entry("sdpa_fwd_f16_spec_64x64x64_g1");
+    let m = SdpaFwdHandler
+        .prepare_kernel(&k1, &g)
+        .err()
+        .unwrap()
+        .message;
+    assert!(
+        m.ends_with(": static rule: a graph without a mask tensor takes the group-2 twin of this tile (built without the mask-tensor code: fewer registers)"),
+        "{m}"
+    );
+    let masked = graph(
+        DT::HALF,
+        2,
+        4,
+        4,
+        100,
+        100,
+        64,
+        64,
+        false,
+        Opts {
+            causal: true,
+            mask: Some((DT::BOOLEAN, vec![2, 1, 1, 100])),
+            ..Default::default()
+        },
+    );
+    assert!(SdpaFwdHandler.prepare_kernel(&k1, &masked).is_ok());
+    let k2 = entry("sdpa_fwd_f16_spec_64x64x64_g2");
+    let m = SdpaFwdHandler
+        .prepare_kernel(&k2, &masked)
+        .err()
+        .unwrap()
+        .message;
+    assert!(
+        m.ends_with(
+            " is built without the mask-tensor code (group 2); this graph has a mask tensor"
+        ),
         "{m}"
     );
 }

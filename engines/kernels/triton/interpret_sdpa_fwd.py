@@ -7,7 +7,8 @@ PYTHONPATH=target/triton-venv/lib/python3.11/site-packages python3 interpret_sdp
 Runs the kernel on small random cases (odd sequence lengths, s_q != s_kv, head dims 32/64/128
 and a masked 80 in the 128 bucket, causal top-left and bottom-right, a sliding window,
 grouped-query heads, permuted strides, boolean and additive masks that broadcast, a runtime
-scale read from memory, fully masked rows) against a float64 numpy transcription of the CPU
+scale read from memory, fully masked rows; and the group-2 entries, built without the
+mask-tensor code, on graphs without a mask) against a float64 numpy transcription of the CPU
 reference engine's semantics (engines/src/reference/ops/sdpa.rs), and prints the largest
 error of O, stats (logsumexp), max and sum_exp per case. The interpreter computes the dots
 in the inputs' precision with numpy, so it checks indexing, masking, block skipping and the
@@ -207,6 +208,10 @@ def main():
         ("window 3 phases", 1, 1, 1, 100, 100, 32, f32, 32, small, "top_left", 40),
         ("window br", 1, 1, 1, 70, 130, 32, f16, 32, small, "bottom_right", 33),
         ("br long keys", 1, 2, 2, 40, 200, 64, f32, 64, (16, 32, 0, 1, 4, 1), "bottom_right"),
+        # Group 2: the entries built without the mask-tensor code (graphs without a mask).
+        ("g2 plain", 2, 2, 2, 37, 29, 64, f16, 64, (16, 16, 0, 2, 4, 1)),
+        ("g2 causal", 1, 2, 2, 45, 45, 128, f16, 128, (32, 16, 0, 2, 4, 1), "top_left"),
+        ("g2 window br", 1, 1, 1, 70, 130, 32, f32, 32, (16, 16, 0, 2, 4, 1), "bottom_right", 33),
     ]
     results = [run_case(*c) for c in cases]
     worst = {}

@@ -34,10 +34,12 @@ LN2 = 0.6931471805599453
 @triton.jit
 def _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, lo, hi, offs_n, offs_d, m_ok,
             d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale, mask_kind, flags, right, left,
-            BLOCK_N: tl.constexpr, INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
+            BLOCK_N: tl.constexpr, INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr,
+            MASK_TENSOR: tl.constexpr):
     """Online softmax over the key blocks [lo, hi) into (acc, m_i, l_i). MASKED = False: every
     key of every block exists, lies inside the band for every row of the tile and no mask
-    tensor is set (no per-score masking at all)."""
+    tensor is set (no per-score masking at all). MASK_TENSOR = False: the code reading a mask
+    tensor is left out (entries of GROUP_M 2, which serve graphs without one)."""
     for start_n in range(lo, hi, BLOCK_N):
         cols = start_n + offs_n
         n_ok = cols < SKV
@@ -54,21 +56,22 @@ def _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, lo, hi, offs_n, o
                 keep = keep & (cols[None, :] <= diag[:, None] + right)
             if (flags & 16) != 0:
                 keep = keep & (cols[None, :] > diag[:, None] - left)
-            if mask_kind != 0:
-                mp = m_row[:, None] + cols[None, :] * smk
-                mk = m_ok[:, None] & n_ok[None, :]
-                if mask_kind == 1:
-                    mb = tl.load(mask_ptr + mp, mask=mk, other=0).to(tl.float32)
-                    s = s + tl.where(mb != 0.0, 0.0, float("-inf"))
-                elif mask_kind == 2:
-                    s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float32), bitcast=True) + mp,
-                                    mask=mk, other=0.0) * 1.4426950408889634
-                elif mask_kind == 3:
-                    s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float16), bitcast=True) + mp,
-                                    mask=mk, other=0.0).to(tl.float32) * 1.4426950408889634
-                else:
-                    s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.bfloat16), bitcast=True) + mp,
-                                    mask=mk, other=0.0).to(tl.float32) * 1.4426950408889634
+            if MASK_TENSOR:
+                if mask_kind != 0:
+                    mp = m_row[:, None] + cols[None, :] * smk
+                    mk = m_ok[:, None] & n_ok[None, :]
+                    if mask_kind == 1:
+                        mb = tl.load(mask_ptr + mp, mask=mk, other=0).to(tl.float32)
+                        s = s + tl.where(mb != 0.0, 0.0, float("-inf"))
+                    elif mask_kind == 2:
+                        s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float32), bitcast=True) + mp,
+                                        mask=mk, other=0.0) * 1.4426950408889634
+                    elif mask_kind == 3:
+                        s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float16), bitcast=True) + mp,
+                                        mask=mk, other=0.0).to(tl.float32) * 1.4426950408889634
+                    else:
+                        s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.bfloat16), bitcast=True) + mp,
+                                        mask=mk, other=0.0).to(tl.float32) * 1.4426950408889634
             s = tl.where(keep, s, float("-inf"))
             m_new = tl.maximum(m_i, tl.max(s, 1))
             m_use = tl.where(m_new == float("-inf"), 0.0, m_new)
@@ -152,13 +155,16 @@ def hipdnn_sdpa_fwd(q_ptr, k_ptr, v_ptr, o_ptr, scale_ptr, mask_ptr, stats_ptr, 
     m_row = b.to(tl.int64) * smb + h.to(tl.int64) * smh + offs_m * sms
     acc, m_i, l_i = _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, lo, f_lo, offs_n,
                             offs_d, m_ok, d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale,
-                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, True)
+                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, True,
+                            GROUP_M != 2)
     acc, m_i, l_i = _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, f_lo, f_hi, offs_n,
                             offs_d, m_ok, d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale,
-                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, False)
+                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, False,
+                            GROUP_M != 2)
     acc, m_i, l_i = _attend(acc, m_i, l_i, q, k_base, v_base, mask_ptr, m_row, f_hi, hi, offs_n,
                             offs_d, m_ok, d_ok, diag, SKV, sks, skd, svs, svd, smk, qk_scale,
-                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, True)
+                            mask_kind, flags, right, left, BLOCK_N, INPUT_PRECISION, True,
+                            GROUP_M != 2)
 
     empty = l_i == 0.0
     inv = tl.where(empty, 0.0, 1.0 / tl.where(empty, 1.0, l_i))
@@ -214,31 +220,36 @@ SKIP_ARCHES = ()
 
 
 def configs(vendor, dtype):
-    """(BLOCK_M, BLOCK_N, BLOCK_K = head dim bucket, GROUP_M (unused), num_warps, num_stages)
-    per variant. AMD tiles keep K and V blocks within gfx90a/gfx942's 64 KiB of LDS."""
+    """(BLOCK_M, BLOCK_N, BLOCK_K = head dim bucket, GROUP_M, num_warps, num_stages) per
+    variant. GROUP_M 1: every graph (the mask-tensor code compiled in); GROUP_M 2: the same
+    tile without the mask-tensor code, for graphs without a mask tensor (the mask path's
+    registers took every spec tile to 255 registers with spills on sm_90; without it
+    128-178). Every spec tile is packed in both forms. AMD tiles keep K and V blocks within
+    gfx90a/gfx942's 64 KiB of LDS."""
     out = {"spec": [], "generic": []}
     for d in (32, 64, 128):
         if dtype == "f32":
             out["generic"].append((64, 32, d, 1, 4, 1))
             continue
         if vendor == "cuda":
-            # From a benchmarking build of the SWEEP tiles below on an H200 against PyTorch 2.11
-            # flash, b8 h16, s 1024 / 4096, f16 and bf16, same run (2026-12-03, this pinned
-            # Triton 3.9; docs/PERFORMANCE.md). d64: 128x64 w4 s3 without a band (1.17-1.28x),
-            # 64x64 w4 s3 causal (0.82-0.90x; the 128-row tile 0.66x at s1024). d128: 128x32
-            # w8 s3 without a band (0.94-1.11x), 64x64 w4 s2 causal (0.64-0.99x; no tile
-            # reaches 0.8x at causal s1024). The static rule (sdpa_fwd.rs) refuses the
-            # 128-row spec tile of buckets 64 and 128 for banded graphs. d32 (MiniLM's, no
-            # band): 128x64 w4 s3 alone. d128 128x128 w8 s2 needs 192 KiB of shared memory,
-            # more than sm_80's 163 KiB.
+            # From benchmarking builds of the SWEEP tiles below on an H200 against PyTorch 2.11
+            # flash, b8 h16, s 1024 / 4096, f16 and bf16, same run (docs/PERFORMANCE.md). Since
+            # 2026-12-04 with the group-2 twins (no mask-tensor code: 128-178 registers instead
+            # of 255 with spills): d64 128x64 w4 s3 without a band (1.28-1.31x), 64x64 w4 s3
+            # causal (1.18-1.25x); d128 128x64 w8 s3 without a band (1.17-1.40x), 64x64 w4 s3
+            # causal (1.13-1.31x; 128x64 w8 s3 is 2% faster at causal s4096 but the static rule
+            # gives banded graphs 64-row tiles). d32 (f16/bf16; MiniLM's f32 graph takes the
+            # generic entry): 128x64 w4 s3 alone. d128 128x64 w8 s3 needs 160 KiB of shared
+            # memory, within sm_80's 163 KiB.
             tiles = {32: [(128, 64, 4, 3)], 64: [(128, 64, 4, 3), (64, 64, 4, 3)],
-                     128: [(128, 32, 8, 3), (64, 64, 4, 2)]}[d]
+                     128: [(128, 64, 8, 3), (64, 64, 4, 3)]}[d]
             out["spec"] += [(bm, bn, d, 1, w, st) for bm, bn, w, st in tiles]
         else:
             out["spec"].append((128, 64 if d < 128 else 32, d, 1, 4, 1))
         if vendor == "cuda" and d > 32 and os.environ.get("HIPDNN_TRITON_SWEEP"):
             out["spec"] += [t for t in SWEEP[d] if t not in out["spec"]]
         out["generic"].append((64, 64 if d < 128 else 32, d, 1, 4, 1 if vendor == "hip" else 2))
+    out["spec"] = [t for c in out["spec"] for t in (c, c[:3] + (2,) + c[4:])]
     return out
 
 

@@ -18,21 +18,28 @@
 //! attribute with sequence-length tensors, paged K/V, block masks, sink tokens, FP8
 //! scaling tensors, D_v ≠ D, D > 128, B·H > 65535, sequences longer than 2^28, element offsets beyond 2^31 − 1.
 //!
-//! Entries: `sdpa_fwd_<dtype>_<spec|generic>_<bm>x<bn>x<d>_g1_w<w>_s<s>_sh<shared>_ws<warp>`
+//! Entries: `sdpa_fwd_<dtype>_<spec|generic>_<bm>x<bn>x<d>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`
 //! (`block_k` = the head-dim bucket 32, 64 or 128). `spec`: D a multiple of 16, Q/K/V/O
 //! batch, head and row strides multiples of 16, unit head-dim strides, 16-byte aligned
-//! Q/K/V/O (checked at execute, BAD_PARAM); `generic`: anything else.
+//! Q/K/V/O (checked at execute, BAD_PARAM); `generic`: anything else. Group `g` 1: the kernel
+//! with the mask-tensor code; group 2: the same tile built without it, for graphs without a
+//! mask tensor (every spec tile is packed in both groups; generic entries are group 1 only).
 //! **Static rule**: first applicable entry in pack order (spec before generic, larger tiles
 //! first); an entry is applicable when its data type and head-dim bucket match and, for spec,
-//! the hints hold; on warp-32 (CUDA) targets a spec entry of more than 64 query rows is
-//! refused for a banded graph (causal, or a left/right bound) in the head-dim buckets 64 and
-//! 128, which pack a 64-row spec tile beside it (`static rule: a banded (causal) graph …; a
-//! 64-row tile serves this graph`). The CUDA spec tiles, from a benchmarking build of every
-//! candidate against PyTorch flash on an H200 (b8 h16, s 1024 / 4096, f16 and bf16, same run,
-//! `docs/PERFORMANCE.md`): d64 128×64 w4 s3 without a band (1.17–1.28×) and 64×64 w4 s3 with
-//! one (0.82–0.90×); d128 128×32 w8 s3 without a band (0.94–1.11×) and 64×64 w4 s2 with one
-//! (0.64–0.99×); d32 (MiniLM's) one 128×64 w4 s3 tile. With `KNOB_BENCHMARK` every entry the
-//! rule admits is a candidate.
+//! the hints hold; a group-2 entry is refused for a graph with a mask tensor (`kernel <k> is
+//! built without the mask-tensor code (group 2); this graph has a mask tensor`) and a group-1
+//! spec entry for a graph without one (`static rule: a graph without a mask tensor takes the
+//! group-2 twin of this tile …`: the mask path's registers took the spec tiles to 255
+//! registers with spills on sm_90, its twin has 128–178); on warp-32 (CUDA) targets a spec
+//! entry of more than 64 query rows is refused for a banded graph (causal, or a left/right
+//! bound) in the head-dim buckets 64 and 128, which pack a 64-row spec tile beside it
+//! (`static rule: a banded (causal) graph …; a 64-row tile serves this graph`). The CUDA spec
+//! tiles, from a benchmarking build of every candidate against PyTorch flash on an H200 (b8
+//! h16, s 1024 / 4096, f16 and bf16, same run, `docs/PERFORMANCE.md`, group-2 timings): d64
+//! 128×64 w4 s3 without a band (1.28–1.31×) and 64×64 w4 s3 with one (1.18–1.25×); d128
+//! 128×64 w8 s3 without a band (1.17–1.40×) and 64×64 w4 s3 with one (1.13–1.31×); d32 one
+//! 128×64 w4 s3 tile (MiniLM's f32 attention takes the generic entry). With `KNOB_BENCHMARK`
+//! every entry the rule admits is a candidate.
 //!
 //! | launch value | type | range |
 //! |---|---|---|
@@ -782,6 +789,19 @@ impl SdpaFwdHandler {
         if config.spec && !inputs.fits_spec() {
             return Err(na(format!(
                 "kernel {} is the spec variant; the graph's layout does not satisfy its hints (head dim a multiple of 16, unit head-dim strides, q/k/v/o batch, head and row strides multiples of 16)",
+                kernel.describe()
+            )));
+        }
+        let has_mask = inputs.misc[1] != 0;
+        if config.group_m == 2 && has_mask {
+            return Err(na(format!(
+                "kernel {} is built without the mask-tensor code (group 2); this graph has a mask tensor",
+                kernel.describe()
+            )));
+        }
+        if config.spec && config.group_m != 2 && !has_mask {
+            return Err(na(format!(
+                "kernel {}: static rule: a graph without a mask tensor takes the group-2 twin of this tile (built without the mask-tensor code: fewer registers)",
                 kernel.describe()
             )));
         }
