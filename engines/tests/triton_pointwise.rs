@@ -644,48 +644,7 @@ fn every_gpu_pointwise_case_builds_on_the_fake_device_and_runs_on_the_reference(
 /// that python cannot import numpy and triton; fails when the script reports a failure.
 #[test]
 fn the_kernels_match_the_reference_under_the_triton_interpreter() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let venv = std::env::var_os("TRITON_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/triton-venv"));
-    let site = std::fs::read_dir(venv.join("lib"))
-        .ok()
-        .and_then(|mut d| d.find_map(|e| e.ok()))
-        .map(|e| e.path().join("site-packages"));
-    let Some(site) = site.filter(|s| s.is_dir()) else {
-        eprintln!("skipped: no Triton venv at {}", venv.display());
-        return;
-    };
-    let py = |args: &[&str]| {
-        std::process::Command::new("python3")
-            .args(args)
-            .env("PYTHONPATH", &site)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .output()
-    };
-    match py(&["-c", "import numpy, triton"]) {
-        Ok(o) if o.status.success() => {}
-        _ => {
-            eprintln!(
-                "skipped: python3 cannot import numpy and triton from {}",
-                site.display()
-            );
-            return;
-        }
-    }
-    let script = root.join("engines/kernels/triton/interpret_pointwise_fused.py");
-    let o = py(&[script.to_str().unwrap()]).unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success() && out.trim_end().ends_with("all ok"),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        out.lines().filter(|l| l.starts_with("ok ")).count(),
-        100,
-        "{out}"
-    );
+    support::run_interpreter_check("interpret_pointwise_fused.py", 100);
 }
 
 /// The GPU test's comparison (`pointwise_support::compare`) can fail: a one-ulp change of an

@@ -1035,46 +1035,5 @@ fn the_gpu_comparison_refuses_outputs_off_the_reference() {
 /// failure.
 #[test]
 fn the_kernel_matches_the_reference_under_the_triton_interpreter() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let venv = std::env::var_os("TRITON_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/triton-venv"));
-    let site = std::fs::read_dir(venv.join("lib"))
-        .ok()
-        .and_then(|mut d| d.find_map(|e| e.ok()))
-        .map(|e| e.path().join("site-packages"));
-    let Some(site) = site.filter(|s| s.is_dir()) else {
-        eprintln!("skipped: no Triton venv at {}", venv.display());
-        return;
-    };
-    let py = |args: &[&str]| {
-        std::process::Command::new("python3")
-            .args(args)
-            .env("PYTHONPATH", &site)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .output()
-    };
-    match py(&["-c", "import numpy, triton"]) {
-        Ok(o) if o.status.success() => {}
-        _ => {
-            eprintln!(
-                "skipped: python3 cannot import numpy and triton from {}",
-                site.display()
-            );
-            return;
-        }
-    }
-    let script = root.join("engines/kernels/triton/interpret_pool_fwd.py");
-    let o = py(&[script.to_str().unwrap()]).unwrap();
-    let out = String::from_utf8_lossy(&o.stdout);
-    assert!(
-        o.status.success() && out.trim_end().ends_with("all ok"),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    assert_eq!(
-        out.lines().filter(|l| l.starts_with("ok ")).count(),
-        54,
-        "{out}"
-    );
+    support::run_interpreter_check("interpret_pool_fwd.py", 54);
 }
