@@ -13,17 +13,17 @@
 //! test checks that every committed `kernels.json` names only known families.
 
 use crate::ingestor::DispatchRegistry;
+use crate::ingestor::native::conv_fwd::ConvFwdV1Handler;
+use crate::ingestor::native::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
+use crate::ingestor::native::pointwise::PointwiseV1Handler;
+use crate::ingestor::native::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::packs::batchnorm_fwd::{BATCHNORM_FWD_V1, BatchnormFwdHandler};
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
-use crate::ingestor::packs::conv_fwd::ConvFwdV1Handler;
-use crate::ingestor::packs::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::gather::{GATHER_V1, GatherHandler};
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
-use crate::ingestor::packs::pointwise::PointwiseV1Handler;
-use crate::ingestor::packs::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
 use crate::ingestor::packs::pool_fwd::{PoolFwdHandler, RESAMPLE_FWD_V1};
 use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
@@ -174,7 +174,7 @@ pub fn pack_registry() -> DispatchRegistry {
         .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(PoolFwdHandler)))
         .and_then(|()| r.register_versioned_only(Arc::new(BatchnormFwdHandler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(GatherHandler)))
+        .and_then(|()| r.register_versioned_only(Arc::new(GatherHandler::new())))
         .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
     r
 }

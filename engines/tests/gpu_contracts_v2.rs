@@ -4,10 +4,10 @@
 use hipdnn_engines::gpu::{gpu_registry, load_packed_descriptors};
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::launch_values::{LaunchValue, LaunchValues};
-use hipdnn_engines::ingestor::packs::conv_fwd_v2::{
+use hipdnn_engines::ingestor::native::conv_fwd_v2::{
     CONV_FWD_V2, ConvFwdV2Handler, ConvFwdV2Inputs,
 };
-use hipdnn_engines::ingestor::packs::pointwise_v2::{
+use hipdnn_engines::ingestor::native::pointwise_v2::{
     POINTWISE_V2, PointwiseV2Handler, PointwiseV2Inputs,
 };
 

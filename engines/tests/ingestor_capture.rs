@@ -16,8 +16,8 @@ use hipdnn_engines::ingestor::device::{FixedDevice, IngestorDevice, KernelCode};
 use hipdnn_engines::ingestor::dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
-use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
-use hipdnn_engines::ingestor::packs::pointwise::{PointwiseLaunchInputs, PointwiseV1Handler};
+use hipdnn_engines::ingestor::native::conv_fwd::ConvFwdLaunchInputs;
+use hipdnn_engines::ingestor::native::pointwise::{PointwiseLaunchInputs, PointwiseV1Handler};
 use hipdnn_engines::ingestor::payload::refusal::{SAVE_DAMAGED_PREFIX, SAVE_REFUSED_PREFIX};
 use hipdnn_engines::ingestor::payload::{decode_payload, sha256_hex};
 use hipdnn_engines::ingestor::plan::{
@@ -103,7 +103,7 @@ fn save(
 }
 
 fn native() -> DispatchRegistry {
-    DispatchRegistry::with_native_packs()
+    hipdnn_engines::registry::native_packs()
 }
 
 fn native_handler(r: &DispatchRegistry) -> Arc<dyn DispatchHandler> {

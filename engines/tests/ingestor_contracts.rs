@@ -8,13 +8,13 @@
 use hipdnn_backend::status::PluginStatus;
 use hipdnn_engines::ingestor::descriptor::KernelDescriptor;
 use hipdnn_engines::ingestor::dispatch::DispatchHandler;
-use hipdnn_engines::ingestor::dispatch::{DispatchRegistry, unversioned};
+use hipdnn_engines::ingestor::dispatch::unversioned;
 use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
 use hipdnn_engines::ingestor::launch_values::{LaunchValue, LaunchValues};
-use hipdnn_engines::ingestor::packs::conv_fwd::{
+use hipdnn_engines::ingestor::native::conv_fwd::{
     CONV_FWD_V1, ConvFwdLaunchInputs, ConvFwdV1Handler,
 };
-use hipdnn_engines::ingestor::packs::pointwise::{
+use hipdnn_engines::ingestor::native::pointwise::{
     POINTWISE_V1, PointwiseLaunchInputs, PointwiseV1Handler,
 };
 use hipdnn_engines::ingestor::payload::refusal::INCOMPATIBLE_PREFIX;
@@ -178,7 +178,7 @@ fn conv_fwd_refuses_a_grid_larger_than_u32_blocks_and_extents_out_of_range() {
 
 #[test]
 fn registry_serves_versioned_names_and_aliases_with_one_handler() {
-    let r = DispatchRegistry::with_native_packs();
+    let r = hipdnn_engines::registry::native_packs();
     for pack in ["pointwise", "conv_fwd"] {
         let a = r.resolve(&format!("hipkernel.{pack}.dispatch")).unwrap();
         let v = r.resolve(&format!("hipkernel.{pack}.dispatch.v1")).unwrap();

@@ -10,10 +10,10 @@ mod support;
 use hipdnn_backend::{
     BackendHandle, ExecutionPlanDescriptor, PlanEnvelope, Status, write_envelope,
 };
+use hipdnn_engines::ingestor::IngestorEngine;
 use hipdnn_engines::ingestor::descriptor::KernelDescriptor;
 use hipdnn_engines::ingestor::device::FixedDevice;
 use hipdnn_engines::ingestor::payload::decode_payload;
-use hipdnn_engines::ingestor::{DispatchRegistry, IngestorEngine};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use support::*;
@@ -36,7 +36,7 @@ fn handle_for(plan: &[u8]) -> (BackendHandle, Arc<FakeDevice>) {
         "hipkernel.ingestor.fake",
         vec![],
         Arc::new(FixedDevice(device.clone())),
-        Arc::new(DispatchRegistry::with_native_packs()),
+        Arc::new(hipdnn_engines::registry::native_packs()),
         Arc::new(FakeReader::default()),
     );
     let mut h = BackendHandle::new();

@@ -12,7 +12,6 @@ use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginStatus;
 use hipdnn_engines::ingestor::descriptor::KernelDescriptor;
 use hipdnn_engines::ingestor::device::{FixedDevice, KernelArgValue};
-use hipdnn_engines::ingestor::dispatch::DispatchRegistry;
 use hipdnn_engines::ingestor::engine::{IngestorEngine, KNOB_BENCHMARK};
 use hipdnn_engines::ingestor::payload::{decode_payload, sha256_hex};
 use hipdnn_engines::ingestor::plan::{IngestorExecutionContext, IngestorPlan};
@@ -92,7 +91,7 @@ fn engine_on(device: Arc<FakeDevice>, kernels: Vec<KernelDescriptor>) -> Ingesto
         "hipkernel:Pointwise",
         kernels,
         Arc::new(FixedDevice(device)),
-        Arc::new(DispatchRegistry::with_native_packs()),
+        Arc::new(hipdnn_engines::registry::native_packs()),
         Arc::new(r),
     )
 }

@@ -10,7 +10,6 @@ use hipdnn_backend::engine::{BufferRef, Engine, EngineConfig, ExecuteArgs, Tenso
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_engines::ingestor::descriptor::KernelDescriptor;
 use hipdnn_engines::ingestor::device::FixedDevice;
-use hipdnn_engines::ingestor::dispatch::DispatchRegistry;
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::payload::sha256_hex;
@@ -90,7 +89,7 @@ fn engine_on(device: Arc<FakeDevice>, kernels: Vec<KernelDescriptor>) -> Ingesto
         "hipkernel:Pointwise",
         kernels,
         Arc::new(FixedDevice(device)),
-        Arc::new(DispatchRegistry::with_native_packs()),
+        Arc::new(hipdnn_engines::registry::native_packs()),
         Arc::new(r),
     )
 }

@@ -13,7 +13,7 @@ use hipdnn_engines::ingestor::device::{DeviceResolver, FixedDevice, IngestorDevi
 use hipdnn_engines::ingestor::dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::{LaunchValue, LaunchValues};
-use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdV1Handler;
+use hipdnn_engines::ingestor::native::conv_fwd::ConvFwdV1Handler;
 use hipdnn_engines::ingestor::payload::refusal::{DAMAGED_PREFIX, INCOMPATIBLE_PREFIX};
 use hipdnn_engines::ingestor::payload::{
     HEADER_SIZE, IngestorPlanPayload, encode_payload, seal_body,
@@ -48,7 +48,7 @@ fn restore(p: &IngestorPlanPayload) -> PluginResult<hipdnn_engines::ingestor::pl
     restore_with(
         &encode_payload(p).unwrap(),
         Some(gfx90a()),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     )
 }
 
@@ -123,7 +123,7 @@ fn admits_a_plan_saved_on_the_same_base_arch() {
 fn a_shared_restore_keeps_a_view_of_the_code_object_and_not_the_payload() {
     let p = valid_conv_payload();
     let shared = SharedBytes::copy_from_slice(&encode_payload(&p).unwrap());
-    let registry = DispatchRegistry::with_native_packs();
+    let registry = hipdnn_engines::registry::native_packs();
     let resolver = FixedDevice(gfx90a());
     let env = RestoreEnvironment {
         resolver: Some(&resolver),
@@ -153,7 +153,7 @@ fn a_shared_restore_refuses_in_the_same_order_and_keeps_nothing() {
     missing_value(&mut p);
     let bytes = encode_payload(&p).unwrap();
     let shared = SharedBytes::copy_from_slice(&bytes);
-    let registry = DispatchRegistry::with_native_packs();
+    let registry = hipdnn_engines::registry::native_packs();
     let device = FakeDevice::new("gfx90a:sramecc+:xnack-", 0);
     let resolver = FixedDevice(device.clone());
     let env = RestoreEnvironment {
@@ -176,7 +176,7 @@ fn surfaces_an_unreadable_version() {
     let e = err(restore_with(
         &b,
         Some(gfx90a()),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_na(&e, "payload format version 2.0 is not readable");
 }
@@ -192,7 +192,7 @@ fn runs_the_decoder_before_any_load_check() {
     let e = err(restore_with(
         &b,
         None,
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_eq!(e.status, PluginStatus::InvalidValue);
     assert!(
@@ -209,13 +209,13 @@ fn refuses_when_the_handle_names_no_device() {
     let e = err(restore_with(
         &b,
         None,
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_eq!(e.status, PluginStatus::InternalError);
     let e = err(restore_with(
         &b,
         Some(FakeDevice::new("gfx90a", -1)),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_eq!(e.status, PluginStatus::InternalError);
     assert_eq!(
@@ -231,7 +231,7 @@ fn refuses_another_device_arch() {
         let e = err(restore_with(
             &b,
             Some(FakeDevice::new(arch, 0)),
-            &DispatchRegistry::with_native_packs(),
+            &hipdnn_engines::registry::native_packs(),
         ));
         assert_na(
             &e,
@@ -313,7 +313,7 @@ fn refuses_bytes_the_driver_rejects_at_restore() {
     let e = err(restore_with(
         &b,
         Some(d),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_eq!(e.status, PluginStatus::NotApplicable);
     assert!(e.message.contains("at stage MODULE_LOAD"), "{}", e.message);
@@ -328,7 +328,7 @@ fn refuses_a_symbol_the_code_object_lacks() {
     let e = err(restore_with(
         &b,
         Some(d),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert!(
         e.message.contains("at stage SYMBOL_LOOKUP"),
@@ -347,7 +347,7 @@ fn refuses_an_empty_code_object_without_calling_the_driver() {
     let e = err(restore_with(
         &encode_payload(&p).unwrap(),
         Some(d.clone()),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_na(
         &e,
@@ -365,7 +365,7 @@ fn order_kernel_digest_before_target() {
     let e = err(restore_with(
         &with_changed_code(&p),
         Some(gfx90a()),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_eq!(e.status, PluginStatus::InvalidValue);
     assert!(
@@ -382,7 +382,7 @@ fn order_device_resolver_before_target() {
     let e = err(restore_with(
         &encode_payload(&p).unwrap(),
         Some(FakeDevice::new("gfx90a", -1)),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_eq!(e.status, PluginStatus::InternalError);
 }
@@ -440,7 +440,7 @@ fn order_launch_values_before_module_load() {
     let e = err(restore_with(
         &encode_payload(&p).unwrap(),
         Some(d),
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     ));
     assert_na(
         &e,
@@ -459,7 +459,7 @@ fn restored_context(
     let plan = restore_with(
         &encode_payload(p).unwrap(),
         dev,
-        &DispatchRegistry::with_native_packs(),
+        &hipdnn_engines::registry::native_packs(),
     )
     .unwrap();
     IngestorExecutionContext {

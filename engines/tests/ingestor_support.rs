@@ -9,7 +9,7 @@ use hipdnn_engines::ingestor::device::{
     LaunchGeometry,
 };
 use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
-use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
+use hipdnn_engines::ingestor::native::conv_fwd::ConvFwdLaunchInputs;
 use hipdnn_engines::ingestor::payload::{IngestorPlanPayload, sha256_hex};
 use hipdnn_kpack::{KpackLoadStage, KpackReadError};
 use std::any::Any;

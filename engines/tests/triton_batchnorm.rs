@@ -26,12 +26,12 @@ use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::{FixedDevice, KernelArgValue};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
+use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::launch_values::{LaunchValue, LaunchValues};
 use hipdnn_engines::ingestor::packs::batchnorm_fwd::{
     BATCHNORM_FWD_V1, BatchnormFwdHandler, BatchnormFwdInputs, param_names, rule_block_m,
     rule_splits, signature,
 };
-use hipdnn_engines::ingestor::packs::matmul::TritonConfig;
 use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, run_graph};

@@ -6,6 +6,7 @@
 use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::KernelArgValue;
+use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
 use hipdnn_engines::ingestor::packs::batchnorm_fwd::{self, BATCHNORM_FWD_V1};
@@ -14,9 +15,10 @@ use hipdnn_engines::ingestor::packs::conv_fprop::{
     self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
 };
 use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
-use hipdnn_engines::ingestor::packs::gather::{self, GATHER_V1};
+use hipdnn_engines::ingestor::framework::family::TritonFamily;
+use hipdnn_engines::ingestor::packs::gather::{GATHER_V1, GatherInputs};
 use hipdnn_engines::ingestor::packs::matmul::{
-    MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, TritonConfig, param_names, signature,
+    MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, param_names, signature,
 };
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
@@ -39,7 +41,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "reduce_fwd" => reduce_fwd::signature(spec),
         "pool_fwd" => pool_fwd::signature(spec),
         "batchnorm_fwd" => batchnorm_fwd::signature(variant),
-        "gather" => gather::signature(spec),
+        "gather" => GatherInputs::signature(spec),
         f => panic!("unknown family {f}"),
     }
 }

@@ -18,8 +18,8 @@ use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::{FixedDevice, KernelArgValue};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
+use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
-use hipdnn_engines::ingestor::packs::matmul::TritonConfig;
 use hipdnn_engines::ingestor::packs::pointwise_v3::{
     POINTWISE_V3, PointwiseOpCode, PointwiseV3Handler, PointwiseV3Inputs, signature,
 };

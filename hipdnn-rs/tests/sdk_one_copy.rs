@@ -16,9 +16,9 @@ use hipdnn_engines::ingestor::device::{
     LaunchGeometry,
 };
 use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
-use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
+use hipdnn_engines::ingestor::native::conv_fwd::ConvFwdLaunchInputs;
 use hipdnn_engines::ingestor::payload::{IngestorPlanPayload, encode_payload, sha256_hex};
-use hipdnn_engines::ingestor::{DispatchRegistry, IngestorEngine, KpackCodeObjectReader};
+use hipdnn_engines::ingestor::{IngestorEngine, KpackCodeObjectReader};
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::any::Any;
 use std::sync::Arc;
@@ -196,7 +196,7 @@ fn handle(device: Arc<ForgetfulDevice>) -> Handle {
         ENGINE,
         vec![],
         Arc::new(FixedDevice(device)),
-        Arc::new(DispatchRegistry::with_native_packs()),
+        Arc::new(hipdnn_engines::registry::native_packs()),
         Arc::new(KpackCodeObjectReader),
     );
     h.backend_mut().register_engine(Arc::new(engine)).unwrap();

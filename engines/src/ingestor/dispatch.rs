@@ -223,12 +223,6 @@ impl DispatchRegistry {
         Self::default()
     }
 
-    /// The registry with upstream's native packs; see [`crate::registry::native_packs`] (the
-    /// one place packs are registered).
-    pub fn with_native_packs() -> Self {
-        crate::registry::native_packs()
-    }
-
     fn insert_versioned(&mut self, handler: &Arc<dyn DispatchHandler>) -> PluginResult<String> {
         let name = handler.contract().to_string();
         if unversioned(&name).is_none() {

@@ -46,7 +46,7 @@ pub const FALLBACK_DISPATCHES: [&str; 1] = ["hipkernel.conv_fwd.dispatch.v2"];
 
 /// True for a kernel whose products use TF32 inputs (a Triton entry of dtype `tf32`).
 fn is_tf32(kernel: &KernelDescriptor) -> bool {
-    super::packs::matmul::TritonConfig::parse(&kernel.name).is_some_and(|c| c.dtype == "tf32")
+    super::framework::triton::TritonConfig::parse(&kernel.name).is_some_and(|c| c.dtype == "tf32")
 }
 
 /// Launches per candidate of a build-time benchmark before timing (warm-up: module load,
@@ -92,7 +92,7 @@ impl IngestorEngine {
     /// An engine named `name` (e.g. `hipkernel:Pointwise`) over `kernels`.
     ///
     /// `resolver` names the device of each build, execute and restore; `registry` holds the
-    /// dispatch handlers ([`DispatchRegistry::with_native_packs`] for the native ones);
+    /// dispatch handlers ([`crate::registry::native_packs`] for the native ones);
     /// `reader` reads verified code objects from kpack archives
     /// ([`super::capture::KpackCodeObjectReader`] in production).
     pub fn new(
@@ -247,7 +247,7 @@ impl IngestorEngine {
         let mut scratch = Vec::with_capacity(uids.len() + 1);
         let mut tensors = Vec::with_capacity(uids.len());
         for uid in uids {
-            let t = super::packs::tensor(graph, uid)?;
+            let t = super::framework::graph::tensor(graph, uid)?;
             let elem = crate::reference::dtype::Elem::from_data_type(t.data_type())
                 .map_or(4, |e| e.size());
             let dims: Vec<i64> = t.dims().map(|d| d.iter().collect()).unwrap_or_default();

@@ -73,13 +73,13 @@
 //! `nchw` drops `sxs sys`), `flags splits phase` (`by_value` 4), `eps momentum unbias`
 //! (`by_value` 4, f32; 0 when unused), the two scratch pointers.
 
-use super::matmul::TritonConfig;
-use super::norm_fwd::collapse;
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::dims_strides;
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{collapse, na};
+use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -644,10 +644,6 @@ impl BatchnormFwdInputs {
             scalar_args,
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 /// The node's tensors as the pack reads them.

@@ -19,19 +19,20 @@
 //! dy, w, dx, the integers in the order of `conv_dgrad.py` (spec drops `groups`, `sdyk`,
 //! `swc`, `sxc`), the two scratch pointers.
 
-use super::matmul::{MIN_TILES, TritonConfig, is_spec, triton_kernel_args};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::triton::packed_triton_handler_methods;
+use crate::ingestor::framework::triton::{MIN_TILES, TritonConfig, is_spec, triton_kernel_args};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{Window, output_extent};
-use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{ConvMode, DataType, Node};
 
 /// The versioned contract name.
@@ -207,7 +208,7 @@ impl ConvDgradV1Inputs {
         }
         let dtype = r.int("dtype", 1, 3)? as i8;
         let config = TritonConfig {
-            family: "conv_fprop".into(),
+            family: "conv_dgrad".into(),
             dtype: String::new(),
             spec: r.int("spec", 0, 1)? == 1,
             channels_first: false,
@@ -320,10 +321,6 @@ impl ConvDgradV1Inputs {
                 .collect(),
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 fn pair(v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, default: i64) -> Vec<i64> {

@@ -31,7 +31,7 @@
 //! pipeline every tap; on the H200 the 64×64 entry ran the batch-32 ResNet-50 c128 and c256
 //! 3×3 layers 9–13 % faster); a spec, nchwt or nchw entry whose
 //! tile is wider than 64 output channels is refused when K/groups is narrower than the tile,
-//! and one larger than 64×64 when it gives fewer than [`super::matmul::MIN_TILES`] tiles; the
+//! and one larger than 64×64 when it gives fewer than [`crate::ingestor::framework::triton::MIN_TILES`] tiles; the
 //! generic entry serves every graph. A spec or nchw plan refuses (BAD_PARAM) tensors that are
 //! not 16-byte aligned at execute.
 //!
@@ -52,13 +52,13 @@
 //! width k p q r s pad_h pad_w stride_h stride_w dil_h dil_w sxn sxc swk syn syk syp srn srk
 //! srp epilogue phase`), then the two scratch pointers.
 
-use super::epilogue::{SavedEpilogue, match_epilogue, read_saved};
-use super::matmul::{MIN_TILES, TritonConfig, triton_kernel_args};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::epilogue::{SavedEpilogue, match_epilogue, read_saved};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::triton::{MIN_TILES, TritonConfig, triton_kernel_args};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -600,10 +600,6 @@ impl ConvFpropInputs {
                 .collect(),
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 fn pair(v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, default: i64) -> Vec<i64> {

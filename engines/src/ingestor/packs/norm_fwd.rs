@@ -44,12 +44,13 @@
 //! sir, flags (`by_value` 4; spec drops sxc, syc, ssc, sbc), epsilon (`by_value` 4, f32), the
 //! two scratch pointers.
 
-use super::matmul::{TritonConfig, is_spec};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{collapse, dims_strides, na};
+use crate::ingestor::framework::triton::packed_triton_handler_methods;
+use crate::ingestor::framework::triton::{TritonConfig, is_spec};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -147,7 +148,7 @@ pub fn param_names(spec: bool) -> Vec<&'static str> {
 /// The kernel signature of a variant (natural layout, named): pointers `global_buffer` 8,
 /// integers and epsilon `by_value` 4.
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    super::natural_signature(param_names(spec))
+    crate::ingestor::framework::triton::natural_signature(param_names(spec))
 }
 
 /// The launch inputs of contract v1.
@@ -386,27 +387,6 @@ impl NormFwdInputs {
             scalar_args,
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
-}
-
-/// The one element stride that walks `dims` in row-major order (dims of 1 skipped; 0 when
-/// every dim is 1), `None` when the strides do not collapse.
-pub(super) fn collapse(dims: &[i64], strides: &[i64]) -> Option<i64> {
-    let mut run: Option<(i64, i64)> = None; // (stride, extent so far)
-    for (&d, &s) in dims.iter().zip(strides).rev() {
-        if d == 1 {
-            continue;
-        }
-        run = match run {
-            None => Some((s, d)),
-            Some((st, ext)) if s == st.checked_mul(ext)? => Some((st, ext.checked_mul(d)?)),
-            Some(_) => return None,
-        };
-    }
-    Some(run.map_or(0, |r| r.0))
 }
 
 /// The node's tensors as the pack reads them.

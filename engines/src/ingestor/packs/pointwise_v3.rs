@@ -57,12 +57,13 @@
 //! arguments: x0..x3 (null when absent), y, n, [generic: d1..d4, the 20 input strides, sy0..sy4],
 //! flags, op0..op3 (`by_value` 4), p00..p32 (`by_value` 4, f32), the two scratch pointers.
 
-use super::matmul::{TritonConfig, is_spec};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::triton::packed_triton_handler_methods;
+use crate::ingestor::framework::triton::{TritonConfig, is_spec};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -633,10 +634,6 @@ fn decode_op(
         rnd,
         params,
     })
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 /// One pointwise node as the pack reads it.

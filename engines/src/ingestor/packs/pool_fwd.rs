@@ -64,12 +64,13 @@
 //! pad_h, pad_w, the 15 strides, cl, op (`by_value` 4; spec drops sxc, syc, sic and cl), the
 //! two scratch pointers.
 
-use super::matmul::{TritonConfig, is_spec};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::triton::packed_triton_handler_methods;
+use crate::ingestor::framework::triton::{TritonConfig, is_spec};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -162,7 +163,7 @@ pub fn param_names(spec: bool) -> Vec<&'static str> {
 /// The kernel signature of a variant (natural layout, named): pointers `global_buffer` 8,
 /// integers `by_value` 4.
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    super::natural_signature(param_names(spec))
+    crate::ingestor::framework::triton::natural_signature(param_names(spec))
 }
 
 /// The launch inputs of contract v1.
@@ -420,10 +421,6 @@ impl PoolFwdInputs {
                 .collect(),
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 /// A spatial list attribute as the reference engine reads it: `n` entries, each at least the

@@ -67,12 +67,13 @@
 //! multiples of 16), op (`by_value` 4; spec drops sxri, syri and yal), the two scratch
 //! pointers.
 
-use super::matmul::{TritonConfig, is_spec};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::triton::packed_triton_handler_methods;
+use crate::ingestor::framework::triton::{TritonConfig, is_spec};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -144,7 +145,7 @@ pub fn param_names(spec: bool) -> Vec<&'static str> {
 /// The kernel signature of a variant (natural layout, named): pointers `global_buffer` 8,
 /// integers `by_value` 4.
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    super::natural_signature(param_names(spec))
+    crate::ingestor::framework::triton::natural_signature(param_names(spec))
 }
 
 /// The launch inputs of contract v1.
@@ -339,10 +340,6 @@ impl ReduceFwdInputs {
                 .collect(),
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 /// Collapses axes `(extent, strides per tensor)` listed outer to inner into groups: extent-1

@@ -62,12 +62,13 @@
 //! pointers (null when absent), H, REP, SQ, SKV, D, the strides (spec drops sqd, skd, svd,
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
 
-use super::matmul::{TritonConfig, is_spec};
-use super::pointwise_v2::dims_strides;
-use super::tensor;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::triton::packed_triton_handler_methods;
+use crate::ingestor::framework::triton::{TritonConfig, is_spec};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -209,10 +210,6 @@ pub struct SdpaFwdInputs {
     pub misc: [i64; 6],
     /// Kernel configuration.
     pub config: TritonConfig,
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 impl SdpaFwdInputs {

@@ -15,9 +15,9 @@
 //! 1, rank 4–5) and the ADD operation; a kernel covering larger tensors needs a new contract
 //! version (e.g. `.v2` adding an element count and broadcast information).
 
-use super::{dims, single_node, tensor};
 use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::{dims, single_node, tensor};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use hipdnn_backend::graph::OperationGraph;

@@ -29,17 +29,18 @@
 //! one data type among f32/f16/bf16; rank ≤ 5; input dims equal to the output's or 1; a packed
 //! output; non-negative strides.
 
-use super::tensor;
+use super::kernel_symbol;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::{dims_strides, is_packed, na, tensor};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops;
-use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{DataType, PointwiseMode, TensorAttributes};
+use hipdnn_backend::status::PluginResult;
+use hipdnn_schema::graph::{DataType, PointwiseMode};
 
 /// The versioned contract name.
 pub const POINTWISE_V2: &str = "hipkernel.pointwise.dispatch.v2";
@@ -302,37 +303,6 @@ pub fn pointwise_v2_signature(inputs: u32) -> Vec<KernelArgument> {
     sig
 }
 
-fn na(msg: String) -> PluginError {
-    PluginError::not_applicable(msg)
-}
-
-/// Dims and strides of a tensor (strides packed row-major when absent).
-pub(crate) fn dims_strides(t: &TensorAttributes<'_>) -> (Vec<i64>, Vec<i64>) {
-    let dims: Vec<i64> = t.dims().map(|d| d.iter().collect()).unwrap_or_default();
-    let strides: Vec<i64> = match t.strides() {
-        Some(s) if s.len() == dims.len() => s.iter().collect(),
-        _ => packed_strides(&dims),
-    };
-    (dims, strides)
-}
-
-/// Row-major packed strides of `dims`.
-pub(crate) fn packed_strides(dims: &[i64]) -> Vec<i64> {
-    let mut s = vec![1i64; dims.len()];
-    for i in (0..dims.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1].saturating_mul(dims[i + 1].max(1));
-    }
-    s
-}
-
-/// Whether `strides` are the packed row-major strides of `dims` (size-1 dims ignored).
-pub(crate) fn is_packed(dims: &[i64], strides: &[i64]) -> bool {
-    let p = packed_strides(dims);
-    dims.iter()
-        .zip(strides.iter().zip(&p))
-        .all(|(d, (s, ps))| *d == 1 || s == ps)
-}
-
 fn to_i32(v: i64, what: &str) -> PluginResult<i32> {
     i32::try_from(v).map_err(|_| {
         na(format!(
@@ -347,10 +317,10 @@ pub struct PointwiseV2Handler;
 
 impl PointwiseV2Handler {
     fn inputs(&self, graph: &OperationGraph) -> PluginResult<PointwiseV2Inputs> {
-        let node = super::single_node(graph, "pointwise")?;
+        let node = crate::ingestor::framework::graph::single_node(graph, "pointwise")?;
         let a = node
             .attributes_as_pointwise_attributes()
-            .ok_or_else(|| na("the pointwise pack serves pointwise nodes only".into()))?;
+            .ok_or_else(|| na("the pointwise pack serves pointwise nodes only"))?;
         pointwise_inputs(graph, &a)
     }
 }
@@ -375,8 +345,7 @@ pub(crate) fn pointwise_inputs(
             || a.relu_lower_clip_slope().is_some_and(|v| v != 0.0))
     {
         return Err(na(
-            "the pointwise pack (dispatch v2) serves RELU_FWD without clip or slope attributes"
-                .into(),
+            "the pointwise pack (dispatch v2) serves RELU_FWD without clip or slope attributes",
         ));
     }
     let b_uid = match (arity, a.in_1_tensor_uid()) {
@@ -466,14 +435,6 @@ pub(crate) fn pointwise_inputs(
         .geometry_for(POINTWISE_V2)
         .map_err(|e| na(e.message))?;
     Ok(inputs)
-}
-
-/// The kernel symbol of a descriptor's single source (empty when multi-launch).
-pub(crate) fn kernel_symbol(kernel: &KernelDescriptor) -> &str {
-    kernel
-        .single_source()
-        .map(|s| s.symbol.as_str())
-        .unwrap_or("")
 }
 
 impl DispatchHandler for PointwiseV2Handler {

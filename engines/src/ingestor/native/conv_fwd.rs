@@ -17,9 +17,9 @@
 //! stride 1, dilation 1, padding 0, cross-correlation, NCHW/KCRS/NKPQ, workspace 0. Padding,
 //! stride, dilation or an epilogue need a new contract version (`.v2`).
 
-use super::{dims, single_node, tensor};
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::framework::graph::{dims, single_node, tensor};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};

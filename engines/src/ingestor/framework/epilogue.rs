@@ -21,8 +21,8 @@
 //! erf by Abramowitz & Stegun 7.1.26): absolute error ≤ 3e-7 before the output rounding,
 //! against the CPU reference engine's f32 `erf`/`tanh`.
 
-use super::pointwise_v2::dims_strides;
-use super::tensor;
+use crate::ingestor::framework::graph::dims_strides;
+use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::launch_values::{ContractReader, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;

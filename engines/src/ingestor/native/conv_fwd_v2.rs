@@ -31,18 +31,19 @@
 //! ≠ 1, non-2-D, non-packed NCHW/KCRS/NKPQ (e.g. NHWC strides), data types other than
 //! f32/f16 or mixed, output dims that disagree with the padding/stride/dilation, other epilogues.
 
-use super::pointwise_v2::{dims_strides, is_packed, kernel_symbol};
-use super::tensor;
+use super::kernel_symbol;
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::framework::graph::tensor;
+use crate::ingestor::framework::graph::{dims_strides, is_packed, na};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{SpatialAttr, Window, output_extent};
-use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{ConvMode, DataType, Node, PointwiseMode};
 
 /// The versioned contract name.
@@ -231,10 +232,6 @@ impl ConvFwdV2Inputs {
             scalar_args,
         })
     }
-}
-
-fn na(msg: impl Into<String>) -> PluginError {
-    PluginError::not_applicable(msg.into())
 }
 
 fn ext(v: i64, what: &str) -> PluginResult<i32> {

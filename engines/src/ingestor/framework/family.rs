@@ -1,0 +1,269 @@
+//! A Triton kernel family as a declaration: its contract's launch values as a table, a graph
+//! matcher, a static rule and its launch arithmetic; [`TritonHandler`] turns any
+//! [`TritonFamily`] into the dispatch handler of its contract.
+//!
+//! What a family declares ([`TritonFamily`]):
+//! - `FAMILY` (the `family` of `triton.json`) and `CONTRACT` (`hipkernel.<family>.dispatch.v<N>`);
+//! - `VALUES`: every integer launch value with the range a saved plan's value must lie in, in
+//!   the order a restore reads them (so the first broken value is the one a refusal names);
+//!   [`TritonFamily::ints`] / [`TritonFamily::from_ints`] map the launch to and from that order;
+//! - `POINTERS` (the launch values holding the UIDs of the kernel's pointer arguments, in
+//!   kernel order) and `ALIGNED` (those a specialized entry needs 16-byte aligned) with the
+//!   words that name them in the refusal;
+//! - [`TritonFamily::match_graph`] (the graph → launch, with a placeholder config),
+//!   [`TritonFamily::select`] (a packed entry's config on that launch: hints and static rule),
+//!   [`TritonFamily::check`] (the rules beyond the value ranges, shared by build and restore),
+//!   [`TritonFamily::param_names`] and [`TritonFamily::launch`] (geometry and integers).
+//!
+//! The handler supplies the rest, the same for every family: contract and signature (the
+//! natural layout of the parameter list), `prepare` refusing with the matcher's reason,
+//! `prepare_kernel` (the kernel's config checked against the graph's data type, then
+//! `select`), saving the values as they are, restoring through the table, and the kernel
+//! arguments (pointers by UID, the alignment check of a specialized entry, the integers, the
+//! two null scratch pointers every packed entry takes).
+
+use super::graph::na;
+use super::triton::{TritonConfig, is_spec, natural_signature};
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::KernelArgValue;
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use std::marker::PhantomData;
+
+/// The largest extent or stride a Triton kernel's `i32` arguments hold.
+pub const I32_MAX: i64 = i32::MAX as i64;
+
+/// One integer launch value of a contract: its name and the closed range `[lo, hi]` a saved
+/// value must lie in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct IntValue {
+    /// The value name (`rows`, `table.uid`).
+    pub name: &'static str,
+    /// Smallest accepted value.
+    pub lo: i64,
+    /// Largest accepted value.
+    pub hi: i64,
+}
+
+/// `IntValue { name, lo, hi }`.
+pub const fn int(name: &'static str, lo: i64, hi: i64) -> IntValue {
+    IntValue { name, lo, hi }
+}
+
+/// A tensor UID value (any `i64`).
+pub const fn uid(name: &'static str) -> IntValue {
+    int(name, i64::MIN, i64::MAX)
+}
+
+/// A Triton family's declaration; see the module docs.
+pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
+    /// The `family` name of `triton.json` entries.
+    const FAMILY: &'static str;
+    /// The versioned contract name.
+    const CONTRACT: &'static str;
+    /// Every launch value, in the order a restore reads them.
+    const VALUES: &'static [IntValue];
+    /// Launch values holding the UIDs of the pointer arguments, in kernel order.
+    const POINTERS: &'static [&'static str];
+    /// The pointer values a specialized entry needs 16-byte aligned.
+    const ALIGNED: &'static [&'static str];
+    /// How the alignment refusal names them (`a 16-byte aligned table and y`).
+    const ALIGNED_TEXT: &'static str;
+
+    /// The launch for `graph` with a placeholder config.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming what the family does not serve.
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self>;
+    /// The graph's data type (a `DataType` value) that a kernel must be built for.
+    fn dtype(&self) -> i8;
+    /// Applies packed `config` of `kernel` (hints and static rule).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k> …` naming the broken hint or rule.
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()>;
+    /// The values of [`Self::VALUES`], in that order.
+    fn ints(&self) -> Vec<i64>;
+    /// The launch from values in [`Self::VALUES`] order (each already in range).
+    fn from_ints(v: &[i64]) -> Self;
+    /// The contract's rules beyond the value ranges (build and restore).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
+    fn check(&self, dispatch: &str) -> PluginResult<()>;
+    /// The kernel parameter names of a variant, in order (with the two scratch pointers).
+    fn param_names(spec: bool) -> Vec<&'static str>;
+    /// The prepared launch (geometry, pointer UIDs, integers in kernel order).
+    ///
+    /// # Errors
+    /// As [`Self::check`].
+    fn launch(&self) -> PluginResult<PreparedLaunch>;
+
+    /// The kernel signature of a variant: the natural layout of [`Self::param_names`].
+    fn signature(spec: bool) -> Vec<KernelArgument> {
+        natural_signature(Self::param_names(spec))
+    }
+
+    /// The launch values (`VALUES` names → [`Self::ints`]).
+    fn to_values(&self) -> LaunchValues {
+        Self::VALUES
+            .iter()
+            .zip(self.ints())
+            .map(|(d, v)| (d.name.to_string(), LaunchValue::Int(v)))
+            .collect()
+    }
+
+    /// Reads values saved under `dispatch`: the shared reader rules, each value's range in
+    /// `VALUES` order, then [`Self::check`].
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix): the [`ContractReader`] texts, then [`Self::check`]'s.
+    fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        let names = value_names(Self::VALUES);
+        let r = ContractReader::new(dispatch, Self::CONTRACT, &names, values)?;
+        let ints = Self::VALUES
+            .iter()
+            .map(|d| r.int(d.name, d.lo, d.hi))
+            .collect::<PluginResult<Vec<_>>>()?;
+        let launch = Self::from_ints(&ints);
+        launch.check(dispatch)?;
+        Ok(launch)
+    }
+
+    /// The launch of `kernel` on `graph`: the matcher, the kernel's config for the graph's data
+    /// type, then [`Self::select`].
+    ///
+    /// # Errors
+    /// The matcher's texts; `kernel <k> is not a packed <family> entry`; `kernel <k> is built
+    /// for <dtype>, the graph is <dtype>`; [`Self::select`]'s texts.
+    fn for_kernel(kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<Self> {
+        let mut launch = Self::match_graph(graph)?;
+        let config = TritonConfig::for_kernel(kernel, Self::FAMILY, launch.dtype())?;
+        launch.select(kernel, config)?;
+        Ok(launch)
+    }
+}
+
+/// Every value name of `values`, sorted (the names a contract reader accepts).
+pub fn value_names(values: &[IntValue]) -> Vec<&'static str> {
+    let mut v: Vec<_> = values.iter().map(|d| d.name).collect();
+    v.sort_unstable();
+    v
+}
+
+/// The dispatch handler of any [`TritonFamily`] (saves and restores).
+#[derive(Debug, Clone, Copy)]
+pub struct TritonHandler<F>(PhantomData<F>);
+
+impl<F> TritonHandler<F> {
+    /// The handler.
+    pub const fn new() -> Self {
+        TritonHandler(PhantomData)
+    }
+}
+
+impl<F> Default for TritonHandler<F> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
+    fn contract(&self) -> &str {
+        F::CONTRACT
+    }
+
+    fn launch_signature(&self) -> Vec<KernelArgument> {
+        F::signature(false)
+    }
+
+    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+        F::signature(is_spec(values))
+    }
+
+    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+        Err(F::match_graph(graph).err().unwrap_or_else(|| {
+            na(format!(
+                "the {} pack launches packed entries only; prepare a kernel",
+                F::FAMILY
+            ))
+        }))
+    }
+
+    fn prepare_kernel(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<PreparedLaunch> {
+        F::for_kernel(kernel, graph)?
+            .launch()
+            .map_err(|e| na(e.message))
+    }
+
+    fn supports_saving(&self) -> bool {
+        true
+    }
+
+    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+        Some(launch.launch_values.clone())
+    }
+
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
+        F::from_values(dispatch, values)?.launch()
+    }
+
+    /// The `POINTERS` tensors' device addresses, the integers, two null scratch pointers. A
+    /// specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor that is not 16-byte aligned.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family>
+    /// kernel, which needs <ALIGNED_TEXT>`; `the plan's launch values hold no '<name>'`; `the
+    /// variant pack binds no memory to tensor UID <u>`; `tensor UID <u> is bound to host
+    /// memory; the ingestor launches on device memory`.
+    fn kernel_args(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let spec = is_spec(&launch.launch_values);
+        let mut out = Vec::with_capacity(launch.scalar_args.len() + F::POINTERS.len() + 2);
+        for name in F::POINTERS {
+            let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name) else {
+                return Err(PluginError::bad_param(format!(
+                    "the plan's launch values hold no '{name}'"
+                )));
+            };
+            let uid = *uid;
+            let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
+                PluginError::bad_param(format!(
+                    "the variant pack binds no memory to tensor UID {uid}"
+                ))
+            })?;
+            let BufferRef::Device { addr, .. } = t.data else {
+                return Err(PluginError::bad_param(format!(
+                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
+                )));
+            };
+            if spec && F::ALIGNED.contains(name) && addr % 16 != 0 {
+                return Err(PluginError::bad_param(format!(
+                    "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {} kernel, which needs {}",
+                    F::FAMILY,
+                    F::ALIGNED_TEXT
+                )));
+            }
+            out.push(KernelArgValue::Pointer(addr));
+        }
+        out.extend_from_slice(&launch.scalar_args);
+        out.push(KernelArgValue::Pointer(0));
+        out.push(KernelArgValue::Pointer(0));
+        Ok(out)
+    }
+}

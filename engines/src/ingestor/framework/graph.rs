@@ -1,0 +1,92 @@
+//! Reading a graph the way every pack does: its nodes and tensors, dims and strides, and the
+//! `NOT_APPLICABLE` refusal every matcher returns.
+
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_schema::graph::{Node, TensorAttributes};
+
+/// A `NOT_APPLICABLE` refusal with `msg` (what the pack does not serve).
+pub(crate) fn na(msg: impl Into<String>) -> PluginError {
+    PluginError::not_applicable(msg.into())
+}
+
+/// The only node of `graph`.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack serves graphs of one node; this graph has <n>`.
+pub(crate) fn single_node<'a>(graph: &'a OperationGraph, pack: &str) -> PluginResult<Node<'a>> {
+    let g = graph.graph();
+    let nodes = g.nodes().map(|n| n.len()).unwrap_or(0);
+    match g.nodes() {
+        Some(n) if n.len() == 1 => Ok(n.get(0)),
+        _ => Err(PluginError::not_applicable(format!(
+            "the {pack} pack serves graphs of one node; this graph has {nodes}"
+        ))),
+    }
+}
+
+/// The tensor with `uid` in `graph`.
+///
+/// # Errors
+/// `NOT_APPLICABLE` when the graph has no tensor with that UID.
+pub(crate) fn tensor<'a>(
+    graph: &'a OperationGraph,
+    uid: i64,
+) -> PluginResult<TensorAttributes<'a>> {
+    graph
+        .graph()
+        .tensors()
+        .and_then(|ts| ts.iter().find(|t| t.uid() == uid))
+        .ok_or_else(|| {
+            PluginError::not_applicable(format!("the graph has no tensor with UID {uid}"))
+        })
+}
+
+/// Dims of a tensor (empty when absent).
+pub(crate) fn dims(t: &TensorAttributes<'_>) -> Vec<i64> {
+    t.dims().map(|d| d.iter().collect()).unwrap_or_default()
+}
+
+/// Dims and strides of a tensor (strides packed row-major when absent).
+pub(crate) fn dims_strides(t: &TensorAttributes<'_>) -> (Vec<i64>, Vec<i64>) {
+    let dims: Vec<i64> = t.dims().map(|d| d.iter().collect()).unwrap_or_default();
+    let strides: Vec<i64> = match t.strides() {
+        Some(s) if s.len() == dims.len() => s.iter().collect(),
+        _ => packed_strides(&dims),
+    };
+    (dims, strides)
+}
+
+/// Row-major packed strides of `dims`.
+pub(crate) fn packed_strides(dims: &[i64]) -> Vec<i64> {
+    let mut s = vec![1i64; dims.len()];
+    for i in (0..dims.len().saturating_sub(1)).rev() {
+        s[i] = s[i + 1].saturating_mul(dims[i + 1].max(1));
+    }
+    s
+}
+
+/// Whether `strides` are the packed row-major strides of `dims` (size-1 dims ignored).
+pub(crate) fn is_packed(dims: &[i64], strides: &[i64]) -> bool {
+    let p = packed_strides(dims);
+    dims.iter()
+        .zip(strides.iter().zip(&p))
+        .all(|(d, (s, ps))| *d == 1 || s == ps)
+}
+
+/// The one element stride that walks `dims` in row-major order (dims of 1 skipped; 0 when
+/// every dim is 1), `None` when the strides do not collapse.
+pub(crate) fn collapse(dims: &[i64], strides: &[i64]) -> Option<i64> {
+    let mut run: Option<(i64, i64)> = None; // (stride, extent so far)
+    for (&d, &s) in dims.iter().zip(strides).rev() {
+        if d == 1 {
+            continue;
+        }
+        run = match run {
+            None => Some((s, d)),
+            Some((st, ext)) if s == st.checked_mul(ext)? => Some((st, ext.checked_mul(d)?)),
+            Some(_) => return None,
+        };
+    }
+    Some(run.map_or(0, |r| r.0))
+}

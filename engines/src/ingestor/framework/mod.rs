@@ -1,0 +1,9 @@
+//! The shared framework of the packs: what every family reads from a graph ([`graph`]), the
+//! Triton entry configuration and launch machinery ([`triton`]), and the fused epilogue that the
+//! matmul and conv fprop families share ([`epilogue`]). Families (`super::packs`) and the
+//! hand-written native packs (`super::native`) import from here; nothing here imports a pack.
+
+pub mod epilogue;
+pub mod family;
+pub mod graph;
+pub mod triton;

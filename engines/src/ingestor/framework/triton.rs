@@ -1,0 +1,324 @@
+//! The machinery every Triton family shares: the packed entry's configuration, the launch
+//! signature of a named parameter list, the kernel arguments of a Triton launch, and the
+//! dispatch-handler methods of a packed-entry-only family.
+
+use super::graph::na;
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::KernelArgValue;
+use crate::ingestor::dispatch::{PreparedLaunch, default_kernel_args};
+use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
+use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_schema::graph::DataType;
+
+/// The [`crate::ingestor::dispatch::DispatchHandler`] methods every packed-entry-only Triton
+/// pack shares, inside its `impl DispatchHandler for <Handler>` (before its own
+/// `kernel_args`): `contract` = `$contract`; `launch_signature` / `launch_signature_for` from
+/// the module's `signature(spec)` (the spec variant read from the saved `spec` value);
+/// `prepare` refuses (NOT_APPLICABLE) with the graph matcher's reason, else `the <family> pack
+/// launches packed entries only; prepare a kernel`; `prepare_kernel` =
+/// `self.inputs_for(kernel, graph)?.to_launch()` (launch errors as NOT_APPLICABLE);
+/// plans are saveable, their launch values saved as they are and restored through
+/// `$inputs::from_values(dispatch, values)?.to_launch()`. The module must have `match_graph`,
+/// `na`, `signature` and `is_spec` in scope.
+macro_rules! packed_triton_handler_methods {
+    ($contract:expr, $family:literal, $inputs:ty) => {
+        fn contract(&self) -> &str {
+            $contract
+        }
+
+        fn launch_signature(&self) -> Vec<KernelArgument> {
+            signature(false)
+        }
+
+        fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+            signature(is_spec(values))
+        }
+
+        fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+            Err(match_graph(graph).err().unwrap_or_else(|| {
+                na(concat!(
+                    "the ",
+                    $family,
+                    " pack launches packed entries only; prepare a kernel"
+                ))
+            }))
+        }
+
+        fn prepare_kernel(
+            &self,
+            kernel: &KernelDescriptor,
+            graph: &OperationGraph,
+        ) -> PluginResult<PreparedLaunch> {
+            self.inputs_for(kernel, graph)?
+                .to_launch()
+                .map_err(|e| na(e.message))
+        }
+
+        fn supports_saving(&self) -> bool {
+            true
+        }
+
+        fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+            Some(launch.launch_values.clone())
+        }
+
+        fn restore_launch(
+            &self,
+            dispatch: &str,
+            values: &LaunchValues,
+        ) -> PluginResult<PreparedLaunch> {
+            <$inputs>::from_values(dispatch, values)?.to_launch()
+        }
+    };
+}
+pub(crate) use packed_triton_handler_methods;
+
+/// The kernel signature of a Triton parameter list in its natural layout, named: parameters
+/// ending in `_ptr` or `scratch` are pointers (`global_buffer`, 8 bytes, 8-byte aligned), every
+/// other one a 32-bit value (`by_value`, 4 bytes), each at the next offset its alignment allows.
+pub(crate) fn natural_signature(names: Vec<&'static str>) -> Vec<KernelArgument> {
+    let mut off = 0u32;
+    names
+        .into_iter()
+        .map(|n| {
+            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
+                ("global_buffer", 8)
+            } else {
+                ("by_value", 4)
+            };
+            off = off.div_ceil(size) * size;
+            let a = KernelArgument::named(kind, size, off, n);
+            off += size;
+            a
+        })
+        .collect()
+}
+
+/// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.
+pub const MIN_TILES: i64 = 128;
+/// A packed Triton entry's configuration, parsed from its descriptor name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TritonConfig {
+    /// Kernel family (`matmul`).
+    pub family: String,
+    /// `f16`, `bf16` or `f32`.
+    pub dtype: String,
+    /// Specialized (divisibility hints, unit strides constant).
+    pub spec: bool,
+    /// The channels-first specialized variant (`nchw`: conv fprop, batchnorm_fwd; `spec` is
+    /// false).
+    pub channels_first: bool,
+    /// The transposing channels-first variant (`nchwt`, conv fprop only: a layout pass into
+    /// the workspace, then the channels-last GEMM; `spec` and `channels_first` are false).
+    pub transposing: bool,
+    /// The column-major-B specialized variant (`bcol`, matmul only: the spec hints with
+    /// B's unit stride along K instead of N; `spec` is false).
+    pub b_col: bool,
+    /// Tile M, N, K.
+    pub block: [i64; 3],
+    /// Grouped ordering of M tiles.
+    pub group_m: i64,
+    /// Warps per program.
+    pub num_warps: i64,
+    /// Software pipeline stages.
+    pub num_stages: i64,
+    /// Dynamic shared memory in bytes.
+    pub shared_bytes: i64,
+    /// 32 (NVIDIA) or 64 (AMD wave64).
+    pub warp_size: i64,
+}
+
+/// True when saved launch values select a Triton kernel's specialized entry (`spec` = 1).
+pub(crate) fn is_spec(values: &LaunchValues) -> bool {
+    matches!(values.get("spec"), Some(LaunchValue::Int(1)))
+}
+
+/// The kernel arguments of a Triton launch, shared by every Triton contract: on a specialized
+/// entry (`spec` 1, conv fprop's channels-first 2 and 3, matmul's `bcol` 4), first refuses (BAD_PARAM) any of the first three pointer tensors or the residual
+/// (`res.uid`; the operands the kernel's alignment hints cover, named `operands` for the
+/// `kernel` in the message) bound to a device address that is not 16-byte aligned; then the
+/// three operand pointers, one pointer per name of `optional` (launch-value names such as
+/// `bias.uid`, in kernel order: the tensor's address when the launch has the value, else
+/// null), the integers, and the two null scratch pointers every packed entry takes. The
+/// launch's `pointer_uids` hold the three operands, then the present optional tensors in
+/// `optional`'s order.
+///
+/// # Errors
+/// BAD_PARAM `tensor UID <u> is at <addr>; this plan runs the specialized <kernel> kernel,
+/// which needs 16-byte aligned <operands>`; the errors of `default_kernel_args`.
+pub(crate) fn triton_kernel_args(
+    launch: &PreparedLaunch,
+    tensors: &[TensorBinding<'_>],
+    kernel: &str,
+    operands: &str,
+    optional: &[&str],
+) -> PluginResult<Vec<KernelArgValue>> {
+    let uid_of = |name: &str| match launch.launch_values.get(name) {
+        Some(LaunchValue::Int(u)) => Some(*u),
+        _ => None,
+    };
+    if matches!(
+        launch.launch_values.get("spec"),
+        Some(LaunchValue::Int(1..=4))
+    ) {
+        let mut hinted = launch.pointer_uids[..launch.pointer_uids.len().min(3)].to_vec();
+        hinted.extend(uid_of("res.uid"));
+        for uid in &hinted {
+            if let Some(BufferRef::Device { addr, .. }) =
+                tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
+            {
+                if addr % 16 != 0 {
+                    return Err(PluginError::bad_param(format!(
+                        "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {kernel} kernel, which needs 16-byte aligned {operands}"
+                    )));
+                }
+            }
+        }
+    }
+    let args = default_kernel_args(launch, tensors)?;
+    let n_ptr = launch.pointer_uids.len();
+    let (ptrs, ints) = args.split_at(n_ptr);
+    let mut out = ptrs[..n_ptr.min(3)].to_vec();
+    let mut next = out.len();
+    for name in optional {
+        if uid_of(name).is_some() && next < n_ptr {
+            out.push(ptrs[next]);
+            next += 1;
+        } else {
+            out.push(KernelArgValue::Pointer(0));
+        }
+    }
+    out.extend_from_slice(&ptrs[next..]);
+    out.extend_from_slice(ints);
+    out.push(KernelArgValue::Pointer(0));
+    out.push(KernelArgValue::Pointer(0));
+    Ok(out)
+}
+
+impl TritonConfig {
+    /// The config a restore reads from launch values (`spec` as the `spec` value holds it:
+    /// 0 generic, 1 spec, 2 nchw, 3 nchwt, 4 bcol; the data type and stage count are not
+    /// saved, so they are empty and 0).
+    pub fn from_launch_values(
+        family: &str,
+        variant: i64,
+        block: [i64; 3],
+        group_m: i64,
+        num_warps: i64,
+        shared_bytes: i64,
+        warp_size: i64,
+    ) -> TritonConfig {
+        TritonConfig {
+            family: family.to_string(),
+            dtype: String::new(),
+            spec: variant == 1,
+            channels_first: variant == 2,
+            transposing: variant == 3,
+            b_col: variant == 4,
+            block,
+            group_m,
+            num_warps,
+            num_stages: 0,
+            shared_bytes,
+            warp_size,
+        }
+    }
+
+    /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw, 3 nchwt,
+    /// 4 bcol.
+    pub fn variant_code(&self) -> i64 {
+        if self.spec {
+            1
+        } else if self.channels_first {
+            2
+        } else if self.transposing {
+            3
+        } else if self.b_col {
+            4
+        } else {
+            0
+        }
+    }
+
+    /// The config of packed `kernel` when it is an entry of `family` built for the graph's data
+    /// type `graph_dtype` (a `DataType` value), shared by every Triton contract.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k> is not a packed <family> entry` or
+    /// `kernel <k> is built for <dtype>, the graph is <dtype>`.
+    pub fn for_kernel(
+        kernel: &KernelDescriptor,
+        family: &str,
+        graph_dtype: i8,
+    ) -> PluginResult<TritonConfig> {
+        let config = TritonConfig::parse(&kernel.name)
+            .filter(|c| c.family == family)
+            .ok_or_else(|| {
+                na(format!(
+                    "kernel {} is not a packed {family} entry",
+                    kernel.describe()
+                ))
+            })?;
+        if dtype_value(&config.dtype) != Some(graph_dtype) {
+            return Err(na(format!(
+                "kernel {} is built for {}, the graph is {:?}",
+                kernel.describe(),
+                config.dtype,
+                DataType(graph_dtype)
+            )));
+        }
+        Ok(config)
+    }
+
+    /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`
+    /// (the family may contain `_`);
+    /// `None` for any other name.
+    pub fn parse(name: &str) -> Option<TritonConfig> {
+        let all: Vec<&str> = name.split('_').collect();
+        if all.len() < 9 {
+            return None;
+        }
+        // The family may hold underscores (`conv_fprop`); the last eight parts are the config.
+        let family = all[..all.len() - 8].join("_");
+        let p = &all[all.len() - 9..];
+        let num = |s: &str, pre: &str| s.strip_prefix(pre)?.parse::<i64>().ok();
+        let tile: Vec<i64> = p[3]
+            .split('x')
+            .map(|v| v.parse().ok())
+            .collect::<Option<_>>()?;
+        let (spec, channels_first, transposing, b_col) = match p[2] {
+            "spec" => (true, false, false, false),
+            "nchw" => (false, true, false, false),
+            "nchwt" => (false, false, true, false),
+            "bcol" => (false, false, false, true),
+            "generic" => (false, false, false, false),
+            _ => return None,
+        };
+        Some(TritonConfig {
+            family,
+            dtype: p[1].to_string(),
+            spec,
+            channels_first,
+            transposing,
+            b_col,
+            block: <[i64; 3]>::try_from(tile).ok()?,
+            group_m: num(p[4], "g")?,
+            num_warps: num(p[5], "w")?,
+            num_stages: num(p[6], "s")?,
+            shared_bytes: num(p[7], "sh")?,
+            warp_size: num(p[8], "ws")?,
+        })
+    }
+}
+
+/// The `DataType` value of a config dtype spelling.
+fn dtype_value(s: &str) -> Option<i8> {
+    match s {
+        "f32" | "tf32" => Some(DataType::FLOAT.0),
+        "f16" => Some(DataType::HALF.0),
+        "bf16" => Some(DataType::BFLOAT16.0),
+        _ => None,
+    }
+}
