@@ -13,6 +13,7 @@
 //! test checks that every committed `kernels.json` names only known families.
 
 use crate::ingestor::DispatchRegistry;
+use crate::ingestor::framework::family::FamilyDecl;
 use crate::ingestor::native::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::native::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::native::pointwise::PointwiseV1Handler;
@@ -21,7 +22,7 @@ use crate::ingestor::packs::batchnorm_fwd::{BATCHNORM_FWD_V1, BatchnormFwdHandle
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
-use crate::ingestor::packs::gather::{GATHER_V1, GatherHandler};
+use crate::ingestor::packs::gather;
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
 use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
@@ -30,80 +31,74 @@ use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
 use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
 use std::sync::Arc;
 
-/// A kernel family of the packed kernels: which launch contract serves its entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum PackFamily {
+/// The family list: one line a family (its doc, its `PackFamily` variant, its declaration), in
+/// registration order. A family on the Triton framework is
+/// `FamilyDecl::triton::<its TritonFamily>()`; the others name their family, packed contract and
+/// handlers. This list generates [`PackFamily`] and is the only place families are registered.
+macro_rules! pack_families {
+    ($($(#[doc = $doc:literal])* $variant:ident => $decl:expr,)*) => {
+        /// A kernel family of the packed kernels: which launch contract serves its entries.
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        pub enum PackFamily {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl PackFamily {
+            /// Every family, in registration order.
+            pub const ALL: [PackFamily; [$(stringify!($variant)),*].len()] =
+                [$(PackFamily::$variant),*];
+
+            /// The family's declaration: name, packed contract, handlers.
+            pub fn declaration(self) -> FamilyDecl {
+                match self {
+                    $(PackFamily::$variant => $decl,)*
+                }
+            }
+        }
+    };
+}
+
+pack_families! {
     /// Single pointwise node kernels (`family: "pointwise"`).
-    Pointwise,
+    Pointwise => FamilyDecl::new("pointwise", POINTWISE_V2, || vec![Arc::new(PointwiseV2Handler)]),
     /// Direct 2-D convolution forward with the bias/ReLU epilogue (`family: "conv_fwd"`).
-    ConvFwd,
+    ConvFwd => FamilyDecl::new("conv_fwd", CONV_FWD_V2, || vec![Arc::new(ConvFwdV2Handler)]),
     /// Triton batched matmul with the fused epilogue of contract v2 (`family: "matmul"` of
     /// `triton.json`).
-    Matmul,
+    Matmul => FamilyDecl::new("matmul", MATMUL_V2, || vec![Arc::new(MatmulHandler::V1), Arc::new(MatmulHandler::V2)]),
     /// Triton implicit-GEMM conv fprop with the fused epilogue of contract v2
     /// (`family: "conv_fprop"`).
-    ConvFprop,
+    ConvFprop => FamilyDecl::new("conv_fprop", CONV_FPROP_V2, || vec![Arc::new(ConvFpropHandler::V1), Arc::new(ConvFpropHandler::V2)]),
     /// Triton implicit-GEMM conv backward data (`family: "conv_dgrad"`).
-    ConvDgrad,
+    ConvDgrad => FamilyDecl::new("conv_dgrad", CONV_DGRAD_V1, || vec![Arc::new(ConvDgradV1Handler)]),
     /// Triton implicit-GEMM conv backward filter with a deterministic split of the reduction
     /// (`family: "conv_wgrad"`).
-    ConvWgrad,
+    ConvWgrad => FamilyDecl::new("conv_wgrad", CONV_WGRAD_V1, || vec![Arc::new(ConvWgradV1Handler)]),
     /// Triton layernorm and rmsnorm forward, with the training statistics
     /// (`family: "norm_fwd"`).
-    NormFwd,
+    NormFwd => FamilyDecl::new("norm_fwd", NORM_FWD_V1, || vec![Arc::new(NormFwdHandler)]),
     /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
-    SdpaFwd,
+    SdpaFwd => FamilyDecl::new("sdpa_fwd", SDPA_FWD_V1, || vec![Arc::new(SdpaFwdHandler)]),
     /// Triton fused pointwise chains: 1–4 pointwise nodes of any mode in one launch
     /// (`family: "pointwise_fused"`).
-    PointwiseFused,
+    PointwiseFused => FamilyDecl::new("pointwise_fused", POINTWISE_V3, || vec![Arc::new(PointwiseV3Handler)]),
     /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
     /// patterns (`family: "reduce_fwd"`).
-    ReduceFwd,
+    ReduceFwd => FamilyDecl::new("reduce_fwd", REDUCE_FWD_V1, || vec![Arc::new(ReduceFwdHandler)]),
     /// Triton resample forward: max pooling (with the index) and average pooling, 1-D to 3-D
     /// windows (`family: "pool_fwd"`).
-    PoolFwd,
+    PoolFwd => FamilyDecl::new("pool_fwd", RESAMPLE_FWD_V1, || vec![Arc::new(PoolFwdHandler)]),
     /// Triton batchnorm inference (both forms) and training forward with the saved and
     /// running statistics (`family: "batchnorm_fwd"`).
-    BatchnormFwd,
+    BatchnormFwd => FamilyDecl::new("batchnorm_fwd", BATCHNORM_FWD_V1, || vec![Arc::new(BatchnormFwdHandler)]),
     /// Triton row gather, the `hipdnn_rs.gather` custom op (`family: "gather"`).
-    Gather,
+    Gather => FamilyDecl::triton::<gather::GatherInputs>(),
 }
 
 impl PackFamily {
-    /// Every family, in registration order.
-    pub const ALL: [PackFamily; 13] = [
-        PackFamily::Pointwise,
-        PackFamily::ConvFwd,
-        PackFamily::Matmul,
-        PackFamily::ConvFprop,
-        PackFamily::ConvDgrad,
-        PackFamily::ConvWgrad,
-        PackFamily::NormFwd,
-        PackFamily::SdpaFwd,
-        PackFamily::PointwiseFused,
-        PackFamily::ReduceFwd,
-        PackFamily::PoolFwd,
-        PackFamily::BatchnormFwd,
-        PackFamily::Gather,
-    ];
-
-    /// The `family` value of `kernels.json`.
+    /// The `family` value of `kernels.json` / `triton.json`.
     pub fn name(self) -> &'static str {
-        match self {
-            PackFamily::Pointwise => "pointwise",
-            PackFamily::ConvFwd => "conv_fwd",
-            PackFamily::Matmul => "matmul",
-            PackFamily::ConvFprop => "conv_fprop",
-            PackFamily::ConvDgrad => "conv_dgrad",
-            PackFamily::ConvWgrad => "conv_wgrad",
-            PackFamily::NormFwd => "norm_fwd",
-            PackFamily::SdpaFwd => "sdpa_fwd",
-            PackFamily::PointwiseFused => "pointwise_fused",
-            PackFamily::ReduceFwd => "reduce_fwd",
-            PackFamily::PoolFwd => "pool_fwd",
-            PackFamily::BatchnormFwd => "batchnorm_fwd",
-            PackFamily::Gather => "gather",
-        }
+        self.declaration().name
     }
 
     /// The family named `name` in `kernels.json`, `None` for a family this build does not serve.
@@ -112,30 +107,9 @@ impl PackFamily {
     }
 
     /// The contract that serves the family's current packed entries (entries without a
-    /// `contract` field): `hipkernel.pointwise.dispatch.v2`, `hipkernel.conv_fwd.dispatch.v2`,
-    /// `hipkernel.matmul.dispatch.v2`, `hipkernel.conv_fprop.dispatch.v2`,
-    /// `hipkernel.conv_dgrad.dispatch.v1`, `hipkernel.conv_wgrad.dispatch.v1`,
-    /// `hipkernel.norm_fwd.dispatch.v1` (Triton entries of `triton.json`).
-    /// `hipkernel.sdpa_fwd.dispatch.v1`, `hipkernel.pointwise.dispatch.v3`,
-    /// `hipkernel.reduce_fwd.dispatch.v1`, `hipkernel.resample_fwd.dispatch.v1`,
-    /// `hipkernel.batchnorm_fwd.dispatch.v1`, `hipkernel.gather.dispatch.v1` (Triton entries
-    /// of `triton.json`).
+    /// `contract` field), e.g. `hipkernel.matmul.dispatch.v2`, `hipkernel.gather.dispatch.v1`.
     pub fn packed_contract(self) -> &'static str {
-        match self {
-            PackFamily::Pointwise => POINTWISE_V2,
-            PackFamily::ConvFwd => CONV_FWD_V2,
-            PackFamily::Matmul => MATMUL_V2,
-            PackFamily::ConvFprop => CONV_FPROP_V2,
-            PackFamily::ConvDgrad => CONV_DGRAD_V1,
-            PackFamily::ConvWgrad => CONV_WGRAD_V1,
-            PackFamily::NormFwd => NORM_FWD_V1,
-            PackFamily::SdpaFwd => SDPA_FWD_V1,
-            PackFamily::PointwiseFused => POINTWISE_V3,
-            PackFamily::ReduceFwd => REDUCE_FWD_V1,
-            PackFamily::PoolFwd => RESAMPLE_FWD_V1,
-            PackFamily::BatchnormFwd => BATCHNORM_FWD_V1,
-            PackFamily::Gather => GATHER_V1,
-        }
+        self.declaration().contract
     }
 }
 
@@ -160,21 +134,11 @@ pub fn native_packs() -> DispatchRegistry {
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
-    r.register_versioned_only(Arc::new(PointwiseV2Handler))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvFwdV2Handler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(MatmulHandler::V1)))
-        .and_then(|()| r.register_versioned_only(Arc::new(MatmulHandler::V2)))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V1)))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvFpropHandler::V2)))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvDgradV1Handler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(ConvWgradV1Handler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(NormFwdHandler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(SdpaFwdHandler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(PointwiseV3Handler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(ReduceFwdHandler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(PoolFwdHandler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(BatchnormFwdHandler)))
-        .and_then(|()| r.register_versioned_only(Arc::new(GatherHandler::new())))
-        .unwrap_or_else(|e| unreachable!("v2 packs register once: {e}"));
+    for family in PackFamily::ALL {
+        for handler in (family.declaration().handlers)() {
+            r.register_versioned_only(handler)
+                .unwrap_or_else(|e| unreachable!("family {} registers once: {e}", family.name()));
+        }
+    }
     r
 }

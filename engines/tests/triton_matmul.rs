@@ -6,6 +6,7 @@
 use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::KernelArgValue;
+use hipdnn_engines::ingestor::framework::family::TritonFamily;
 use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
@@ -15,7 +16,6 @@ use hipdnn_engines::ingestor::packs::conv_fprop::{
     self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
 };
 use hipdnn_engines::ingestor::packs::conv_wgrad::{self, CONV_WGRAD_V1};
-use hipdnn_engines::ingestor::framework::family::TritonFamily;
 use hipdnn_engines::ingestor::packs::gather::{GATHER_V1, GatherInputs};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, param_names, signature,

@@ -33,6 +33,7 @@ use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use std::marker::PhantomData;
+use std::sync::Arc;
 
 /// The largest extent or stride a Triton kernel's `i32` arguments hold.
 pub const I32_MAX: i64 = i32::MAX as i64;
@@ -265,5 +266,49 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         out.push(KernelArgValue::Pointer(0));
         out.push(KernelArgValue::Pointer(0));
         Ok(out)
+    }
+}
+
+/// A kernel family as the registry lists it: the `family` name of the packed entries, the
+/// contract that serves them, and the dispatch handlers to register (versioned names only).
+#[derive(Clone, Copy)]
+pub struct FamilyDecl {
+    /// The `family` of `kernels.json` / `triton.json` entries.
+    pub name: &'static str,
+    /// The versioned contract that serves the family's current packed entries.
+    pub contract: &'static str,
+    /// The handlers of the family's contracts (older versions that restore saved plans
+    /// included).
+    pub handlers: fn() -> Vec<Arc<dyn DispatchHandler>>,
+}
+
+impl std::fmt::Debug for FamilyDecl {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "FamilyDecl({} -> {})", self.name, self.contract)
+    }
+}
+
+impl FamilyDecl {
+    /// A family that names its contract and handlers itself.
+    pub fn new(
+        name: &'static str,
+        contract: &'static str,
+        handlers: fn() -> Vec<Arc<dyn DispatchHandler>>,
+    ) -> FamilyDecl {
+        FamilyDecl {
+            name,
+            contract,
+            handlers,
+        }
+    }
+
+    /// The family of a [`TritonFamily`] declaration: its name, its contract, one
+    /// [`TritonHandler`].
+    pub fn triton<F: TritonFamily>() -> FamilyDecl {
+        FamilyDecl {
+            name: F::FAMILY,
+            contract: F::CONTRACT,
+            handlers: || vec![Arc::new(TritonHandler::<F>::new())],
+        }
     }
 }
