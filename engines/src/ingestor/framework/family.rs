@@ -25,7 +25,7 @@
 use super::graph::na;
 use super::triton::{TritonConfig, is_spec, natural_signature};
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::KernelArgValue;
+use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
@@ -98,11 +98,45 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     fn check(&self, dispatch: &str) -> PluginResult<()>;
     /// The kernel parameter names of a variant, in order (with the two scratch pointers).
     fn param_names(spec: bool) -> Vec<&'static str>;
-    /// The prepared launch (geometry, pointer UIDs, integers in kernel order).
+    /// The by-value integers after the pointers, in kernel order (each passed as `i32`).
+    fn scalars(&self) -> Vec<i64>;
+    /// Grid, block and dynamic shared memory of the launch.
     ///
     /// # Errors
-    /// As [`Self::check`].
-    fn launch(&self) -> PluginResult<PreparedLaunch>;
+    /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry>;
+    /// Workspace bytes the launch needs (default none).
+    fn workspace_bytes(&self) -> u64 {
+        0
+    }
+
+    /// The prepared launch: `CONTRACT`, the launch values, [`Self::geometry`], the
+    /// `POINTERS` UIDs, [`Self::scalars`] as `i32`.
+    ///
+    /// # Errors
+    /// As [`Self::geometry`].
+    fn launch(&self) -> PluginResult<PreparedLaunch> {
+        let launch_values = self.to_values();
+        let pointer_uids = Self::POINTERS
+            .iter()
+            .filter_map(|n| match launch_values.get(*n) {
+                Some(LaunchValue::Int(u)) => Some(*u),
+                _ => None,
+            })
+            .collect();
+        Ok(PreparedLaunch {
+            dispatch: Self::CONTRACT.to_string(),
+            geometry: self.geometry(Self::CONTRACT)?,
+            workspace_bytes: self.workspace_bytes(),
+            pointer_uids,
+            scalar_args: self
+                .scalars()
+                .into_iter()
+                .map(|v| KernelArgValue::I32(v as i32))
+                .collect(),
+            launch_values,
+        })
+    }
 
     /// The kernel signature of a variant: the natural layout of [`Self::param_names`].
     fn signature(spec: bool) -> Vec<KernelArgument> {

@@ -90,3 +90,42 @@ pub(crate) fn collapse(dims: &[i64], strides: &[i64]) -> Option<i64> {
     }
     Some(run.map_or(0, |r| r.0))
 }
+
+/// The one custom op node of `graph` with `custom_op_id` `op_id`: its input UIDs, output UIDs
+/// and the length of its `data` in bytes.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack serves graphs of one <op_id> node; this graph has <n>
+/// nodes`, `the <pack> pack serves a <op_id> custom op node`, `the <pack> pack serves
+/// custom_op_id '<op_id>', not '<id>'`.
+pub(crate) fn custom_op_node(
+    graph: &OperationGraph,
+    pack: &str,
+    op_id: &str,
+) -> PluginResult<(Vec<i64>, Vec<i64>, usize)> {
+    let nodes = graph.graph().nodes();
+    let n = nodes.map(|n| n.len()).unwrap_or(0);
+    let Some(node) = nodes.filter(|_| n == 1).map(|n| n.get(0)) else {
+        return Err(na(format!(
+            "the {pack} pack serves graphs of one {op_id} node; this graph has {n} nodes"
+        )));
+    };
+    let Some(a) = node.attributes_as_custom_op_attributes() else {
+        return Err(na(format!(
+            "the {pack} pack serves a {op_id} custom op node"
+        )));
+    };
+    let id = a.custom_op_id().unwrap_or("");
+    if id != op_id {
+        return Err(na(format!(
+            "the {pack} pack serves custom_op_id '{op_id}', not '{id}'"
+        )));
+    }
+    let uids =
+        |v: Option<flatbuffers::Vector<'_, i64>>| v.map(|v| v.iter().collect()).unwrap_or_default();
+    Ok((
+        uids(a.input_tensor_uids()),
+        uids(a.output_tensor_uids()),
+        a.data().map(|d| d.len()).unwrap_or(0),
+    ))
+}

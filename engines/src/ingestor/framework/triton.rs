@@ -201,7 +201,7 @@ impl TritonConfig {
     /// The config a restore reads from launch values (`spec` as the `spec` value holds it:
     /// 0 generic, 1 spec, 2 nchw, 3 nchwt, 4 bcol; the data type and stage count are not
     /// saved, so they are empty and 0).
-    pub fn from_launch_values(
+    pub fn restored(
         family: &str,
         variant: i64,
         block: [i64; 3],
@@ -224,6 +224,23 @@ impl TritonConfig {
             shared_bytes,
             warp_size,
         }
+    }
+
+    /// Threads per block, `num_warps · warp_size`.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) `launch values 'warp_size' and 'num_warps' of dispatch
+    /// '<d>' give <t> threads per block; the contract takes warp size 32 or 64 and at most 1024
+    /// threads`.
+    pub fn threads_per_block(&self, dispatch: &str) -> PluginResult<i64> {
+        let threads = self.num_warps * self.warp_size;
+        if !(self.warp_size == 32 || self.warp_size == 64) || threads > 1024 {
+            return Err(crate::ingestor::payload::refusal::incompatible(format!(
+                "launch values 'warp_size' and 'num_warps' of dispatch '{}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads",
+                crate::ingestor::payload::refusal::quote(dispatch)
+            )));
+        }
+        Ok(threads)
     }
 
     /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw, 3 nchwt,

@@ -262,12 +262,7 @@ impl ConvDgradV1Inputs {
     pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let d = quote(dispatch);
         let c = &self.config;
-        let threads = c.num_warps * c.warp_size;
-        if !(c.warp_size == 32 || c.warp_size == 64) || threads > 1024 {
-            return Err(incompatible(format!(
-                "launch values 'warp_size' and 'num_warps' of dispatch '{d}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"
-            )));
-        }
+        let threads = c.threads_per_block(dispatch)?;
         let [n, h, w] = [self.shape[0], self.shape[2], self.shape[3]];
         let tiles = n
             .checked_mul(h)

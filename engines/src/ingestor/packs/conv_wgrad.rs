@@ -328,12 +328,7 @@ impl ConvWgradV1Inputs {
     pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let d = quote(dispatch);
         let c = &self.config;
-        let threads = c.num_warps * c.warp_size;
-        if !(c.warp_size == 32 || c.warp_size == 64) || threads > 1024 {
-            return Err(incompatible(format!(
-                "launch values 'warp_size' and 'num_warps' of dispatch '{d}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads"
-            )));
-        }
+        let threads = c.threads_per_block(dispatch)?;
         let max = i64::from(i32::MAX);
         let [n, k, p, q, r, s, groups, split] =
             [0, 4, 5, 6, 7, 8, GROUPS, SPLIT].map(|i| self.shape[i]);

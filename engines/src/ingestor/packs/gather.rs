@@ -1,45 +1,26 @@
-//! Gather pack, contract `hipkernel.gather.dispatch.v1`: the row gather (embedding lookup)
+//! Gather family, contract `hipkernel.gather.dispatch.v1`: the row gather (embedding lookup)
 //! custom op `hipdnn_rs.gather` ([`hipdnn_backend::ops::gather`]) on the Triton kernel of
-//! `engines/kernels/triton/gather.py`, ONE launch per node.
+//! `engines/kernels/triton/gather.py`, one launch: `y[r, :] = table[index[r], :]` (the table's
+//! element bits; a zero row for an index outside `[0, V)`), as the CPU reference engine does.
 //!
-//! Graphs served: one `custom_op` node with `custom_op_id` `hipdnn_rs.gather`, inputs
-//! `[table, index]`, one output `y` and empty `data`, with the CPU reference engine's
-//! semantics (`reference/nodes/gather.rs`): `y[r, :] = table[index[r], :]`, a copy of the
-//! table's element bits, a row of zeros for an index outside `[0, V)`.
-//!
-//! Layout the pack needs (else `NOT_APPLICABLE` naming the tensor): the table f32, f16 or bf16
-//! of dims `(V, H)` (leading dims of 1 allowed) with any element strides; the index INT32 or
-//! INT64 whose dims collapse to one element stride (dense, or every other element, …); y of the
-//! table's type and dims `index.dims ++ [H]`, its leading axes collapsing to one row stride.
-//! Every extent and stride at most 2147483647 (element offsets are int64 in the kernel).
-//!
-//! Entries: `gather_<dtype>_<spec|generic>_<bm>x<bn>x1_g1_w<w>_s1_sh<shared>_ws<warp>`: `bm`
-//! rows of `bn` columns per program. `spec` = unit column strides of the table and y, `H` and
-//! the row strides of the table and y multiples of 16, 16-byte aligned table and y (checked at
-//! execute, `BAD_PARAM`); `generic` = anything else. Static rule: the first applicable entry in
-//! pack order (spec before generic) whose column tile fits the row: the 128-column tile for
-//! rows of more than 64 elements, the 32-column tile otherwise.
-//!
-//! Launch values (int): `table.uid`, `index.uid`, `y.uid`, `dtype` (the table's `DataType`
-//! value: 1 f32, 2 f16, 3 bf16), `idx64` (0 INT32, 1 INT64 index), `rows` (index elements N)
-//! and `cols` (H) in [1, 2147483647], `vocab` (V) in [1, 2147483647], the element strides
-//! `stv sth si syr syc` in [0, 2147483647], and the config values `spec` (0 generic, 1 spec),
-//! `block_m` in [1, 1024], `block_n` in [16, 1024], `num_warps` in [1, 16], `warp_size` (32 or
-//! 64), `shared_bytes` in [0, 262144]. Launch: grid (cdiv(rows, block_m), cdiv(cols, block_n),
-//! 1), block num_warps·warp_size, dynamic shared memory `shared_bytes`, workspace 0, scratch
-//! pointers null. Kernel arguments: table, index, y, rows, cols, vocab, stv, sth, si, syr, syc,
-//! idx64 (`by_value` 4; spec drops sth and syc), the two scratch pointers.
-//!
-//! The family is a [`TritonFamily`] declaration: adding a family like it is this module plus one
-//! line in `crate::registry`'s family list.
+//! Serves one `custom_op` node (`[table, index]` → `y`, no data): table f32/f16/bf16 of dims
+//! `(V, H)` (leading 1s allowed), any strides; index INT32/INT64 whose dims collapse to one
+//! stride; y of the table's type and dims `index.dims ++ [H]`, its leading axes collapsing to
+//! one row stride; extents and strides at most 2147483647. Entries `spec` (unit column strides
+//! of table and y; H and their row strides multiples of 16; 16-byte aligned table and y,
+//! checked at execute) and `generic`; static rule: the 128-column tile for rows of more than 64
+//! elements, the 32-column tile otherwise. Launch values: [`GatherInputs`]'s `VALUES`; grid
+//! (cdiv(rows, block_m), cdiv(cols, block_n), 1); kernel arguments table, index, y, N, H, V,
+//! the strides (spec drops `sth` and `syc`), idx64, two null scratch pointers
+//! (`docs/ingestor.md`). This module plus one line of `crate::registry`'s family list is the
+//! whole family: the worked example of a [`TritonFamily`] declaration.
 
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid,
 };
-use crate::ingestor::framework::graph::{collapse, dims_strides, na, tensor};
+use crate::ingestor::framework::graph::{collapse, custom_op_node, dims_strides, na, tensor};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
@@ -51,8 +32,9 @@ use hipdnn_schema::graph::DataType;
 pub const GATHER_V1: &str = "hipkernel.gather.dispatch.v1";
 /// The dispatch handler of contract v1.
 pub type GatherHandler = TritonHandler<GatherInputs>;
-/// Stride value names, in kernel order; the spec variant holds `sth` and `syc` constant 1.
+/// Stride value names, in kernel order, and those the spec variant holds constant 1.
 const STRIDES: [&str; 5] = ["stv", "sth", "si", "syr", "syc"];
+const SPEC_ONE: [&str; 2] = ["sth", "syc"];
 
 /// The launch inputs of contract v1.
 #[derive(Debug, Clone, PartialEq)]
@@ -74,63 +56,21 @@ pub struct GatherInputs {
 impl TritonFamily for GatherInputs {
     const FAMILY: &'static str = "gather";
     const CONTRACT: &'static str = GATHER_V1;
+    #[rustfmt::skip]
     const VALUES: &'static [IntValue] = &[
-        int("stv", 0, I32_MAX),
-        int("sth", 0, I32_MAX),
-        int("si", 0, I32_MAX),
-        int("syr", 0, I32_MAX),
-        int("syc", 0, I32_MAX),
-        int("spec", 0, 1),
-        int("block_m", 1, 1024),
-        int("block_n", 16, 1024),
-        int("num_warps", 1, 16),
-        int("shared_bytes", 0, 262_144),
-        int("warp_size", 32, 64),
-        uid("table.uid"),
-        uid("index.uid"),
-        uid("y.uid"),
-        int("dtype", 1, 3),
-        int("idx64", 0, 1),
-        int("rows", 1, I32_MAX),
-        int("cols", 1, I32_MAX),
-        int("vocab", 1, I32_MAX),
+        int("stv", 0, I32_MAX), int("sth", 0, I32_MAX), int("si", 0, I32_MAX),
+        int("syr", 0, I32_MAX), int("syc", 0, I32_MAX),
+        int("spec", 0, 1), int("block_m", 1, 1024), int("block_n", 16, 1024),
+        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
+        uid("table.uid"), uid("index.uid"), uid("y.uid"), int("dtype", 1, 3), int("idx64", 0, 1),
+        int("rows", 1, I32_MAX), int("cols", 1, I32_MAX), int("vocab", 1, I32_MAX),
     ];
     const POINTERS: &'static [&'static str] = &["table.uid", "index.uid", "y.uid"];
     const ALIGNED: &'static [&'static str] = &["table.uid", "y.uid"];
     const ALIGNED_TEXT: &'static str = "a 16-byte aligned table and y";
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
-        let nodes = graph.graph().nodes().map(|n| n.len()).unwrap_or(0);
-        let Some(node) = graph
-            .graph()
-            .nodes()
-            .filter(|_| nodes == 1)
-            .map(|n| n.get(0))
-        else {
-            return Err(na(format!(
-                "the gather pack serves graphs of one {GATHER_OP_ID} node; this graph has {nodes} nodes"
-            )));
-        };
-        let Some(a) = node.attributes_as_custom_op_attributes() else {
-            return Err(na(format!(
-                "the gather pack serves a {GATHER_OP_ID} custom op node"
-            )));
-        };
-        let id = a.custom_op_id().unwrap_or("");
-        if id != GATHER_OP_ID {
-            return Err(na(format!(
-                "the gather pack serves custom_op_id '{GATHER_OP_ID}', not '{id}'"
-            )));
-        }
-        let ins: Vec<i64> = a
-            .input_tensor_uids()
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
-        let outs: Vec<i64> = a
-            .output_tensor_uids()
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
-        let data = a.data().map(|d| d.len()).unwrap_or(0);
+        let (ins, outs, data) = custom_op_node(graph, "gather", GATHER_OP_ID)?;
         if ins.len() != 2 || outs.len() != 1 || data != 0 {
             return Err(na(format!(
                 "the gather pack needs two inputs (table, index), one output and no data; the node has {} inputs, {} outputs and {data} bytes of data",
@@ -138,11 +78,8 @@ impl TritonFamily for GatherInputs {
                 outs.len()
             )));
         }
-        let (tt, it, yt) = (
-            tensor(graph, ins[0])?,
-            tensor(graph, ins[1])?,
-            tensor(graph, outs[0])?,
-        );
+        let t = |uid| tensor(graph, uid);
+        let (tt, it, yt) = (t(ins[0])?, t(ins[1])?, t(outs[0])?);
         let dtype = tt.data_type();
         if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
             return Err(na(format!(
@@ -197,7 +134,7 @@ impl TritonFamily for GatherInputs {
                     idx64,
                     rows_cols_vocab: [rows, cols, vocab],
                     strides: [ts[ts.len() - 2], ts[ts.len() - 1], si, syr, ys[r - 1]],
-                    config: TritonConfig::from_launch_values("gather", 0, [8, 128, 1], 1, 4, 0, 32),
+                    config: TritonConfig::restored("gather", 0, [8, 128, 1], 1, 4, 0, 32),
                 })
             }
             _ => Err(na(format!(
@@ -235,35 +172,19 @@ impl TritonFamily for GatherInputs {
         Ok(())
     }
 
+    #[rustfmt::skip]
     fn ints(&self) -> Vec<i64> {
-        let c = &self.config;
-        let mut v = self.strides.to_vec();
-        v.extend([
-            c.variant_code(),
-            c.block[0],
-            c.block[1],
-            c.num_warps,
-            c.shared_bytes,
-            c.warp_size,
-        ]);
-        v.extend(self.uids);
-        v.extend([i64::from(self.dtype), i64::from(self.idx64)]);
-        v.extend(self.rows_cols_vocab);
-        v
+        let (c, s, u, [rows, cols, vocab]) = (&self.config, self.strides, self.uids, self.rows_cols_vocab);
+        vec![s[0], s[1], s[2], s[3], s[4], c.variant_code(), c.block[0], c.block[1], c.num_warps,
+            c.shared_bytes, c.warp_size, u[0], u[1], u[2], self.dtype.into(), self.idx64.into(),
+            rows, cols, vocab]
     }
 
     fn from_ints(v: &[i64]) -> Self {
+        let config = TritonConfig::restored("gather", v[5], [v[6], v[7], 1], 1, v[8], v[9], v[10]);
         GatherInputs {
             strides: [v[0], v[1], v[2], v[3], v[4]],
-            config: TritonConfig::from_launch_values(
-                "gather",
-                v[5],
-                [v[6], v[7], 1],
-                1,
-                v[8],
-                v[9],
-                v[10],
-            ),
+            config,
             uids: [v[11], v[12], v[13]],
             dtype: v[14] as i8,
             idx64: v[15] == 1,
@@ -285,58 +206,30 @@ impl TritonFamily for GatherInputs {
 
     fn param_names(spec: bool) -> Vec<&'static str> {
         let mut v = vec!["t_ptr", "i_ptr", "y_ptr", "N", "H", "V"];
-        v.extend(
-            STRIDES
-                .iter()
-                .filter(|n| !(spec && ["sth", "syc"].contains(n))),
-        );
+        v.extend(STRIDES.iter().filter(|n| !(spec && SPEC_ONE.contains(n))));
         v.extend(["idx64", "global_scratch", "profile_scratch"]);
         v
     }
 
-    fn launch(&self) -> PluginResult<PreparedLaunch> {
+    fn scalars(&self) -> Vec<i64> {
         let spec = self.config.spec;
-        let mut ints = self.rows_cols_vocab.to_vec();
-        ints.extend(
-            STRIDES
-                .iter()
-                .zip(self.strides)
-                .filter(|(n, _)| !(spec && ["sth", "syc"].contains(n)))
-                .map(|(_, v)| v),
+        let strides = STRIDES.iter().zip(self.strides);
+        let mut v = self.rows_cols_vocab.to_vec();
+        v.extend(
+            strides
+                .filter(|(n, _)| !(spec && SPEC_ONE.contains(n)))
+                .map(|(_, s)| s),
         );
-        ints.push(i64::from(self.idx64));
-        Ok(PreparedLaunch {
-            dispatch: GATHER_V1.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry(GATHER_V1)?,
-            workspace_bytes: 0,
-            pointer_uids: self.uids.to_vec(),
-            scalar_args: ints
-                .into_iter()
-                .map(|v| KernelArgValue::I32(v as i32))
-                .collect(),
-        })
+        v.push(i64::from(self.idx64));
+        v
     }
-}
 
-impl GatherInputs {
-    /// Grid (cdiv(rows, block_m), cdiv(cols, block_n), 1), block num_warps·warp_size, dynamic
-    /// shared memory `shared_bytes`.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`;
-    /// `launch values 'cols' and 'block_n' of dispatch '<d>' give <n> column blocks; the grid
-    /// takes at most 65535`.
-    pub fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+    /// Grid (cdiv(rows, block_m), cdiv(cols, block_n), 1). Errors: `NOT_APPLICABLE`
+    /// [`TritonConfig::threads_per_block`]'s text; `launch values 'cols' and 'block_n' of
+    /// dispatch '<d>' give <n> column blocks; the grid takes at most 65535`.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let (c, [rows, cols, _]) = (&self.config, self.rows_cols_vocab);
-        let threads = c.num_warps * c.warp_size;
-        if !(c.warp_size == 32 || c.warp_size == 64) || threads > 1024 {
-            return Err(incompatible(format!(
-                "launch values 'warp_size' and 'num_warps' of dispatch '{}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads",
-                quote(dispatch)
-            )));
-        }
+        let threads = c.threads_per_block(dispatch)?;
         let col_blocks = (cols + c.block[1] - 1) / c.block[1];
         if col_blocks > 65_535 {
             return Err(incompatible(format!(

@@ -523,13 +523,7 @@ impl PointwiseV3Inputs {
     /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`.
     pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
-        let threads = c.num_warps * c.warp_size;
-        if !(c.warp_size == 32 || c.warp_size == 64) || threads > 1024 {
-            return Err(incompatible(format!(
-                "launch values 'warp_size' and 'num_warps' of dispatch '{}' give {threads} threads per block; the contract takes warp size 32 or 64 and at most 1024 threads",
-                quote(dispatch)
-            )));
-        }
+        let threads = c.threads_per_block(dispatch)?;
         Ok(LaunchGeometry {
             grid: [((self.count() + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
             block: [threads as u32, 1, 1],
