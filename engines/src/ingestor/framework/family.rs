@@ -143,6 +143,44 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         natural_signature(Self::param_names(spec))
     }
 
+    /// The kernel arguments of `launch` for the bound tensors: the default is
+    /// [`pointer_args`] (`POINTERS` by UID, the alignment check of a specialized entry, the
+    /// integers, two null scratch pointers). A family whose kernel takes optional pointers or
+    /// the workspace overrides it.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` as [`pointer_args`].
+    fn kernel_args(
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let _ = workspace;
+        pointer_args::<Self>(launch, tensors)
+    }
+
+    /// Launches queued before the main one (e.g. a layout pass into the workspace), each as
+    /// (geometry, kernel arguments), from the main launch's arguments `args`. Default none.
+    fn prologue_launches(
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        let _ = (launch, args);
+        Vec::new()
+    }
+
+    /// Leading workspace bytes that must read as zero when the kernel starts. Default 0.
+    fn zeroed_workspace_bytes(launch: &PreparedLaunch) -> u64 {
+        let _ = launch;
+        0
+    }
+
+    /// The kernel signature a launch with `values` passes. Default: [`Self::signature`] of the
+    /// variant the `spec` value names.
+    fn signature_for(values: &LaunchValues) -> Vec<KernelArgument> {
+        Self::signature(is_spec(values))
+    }
+
     /// The launch values (`VALUES` names → [`Self::ints`]).
     fn to_values(&self) -> LaunchValues {
         Self::VALUES
@@ -217,7 +255,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        F::signature(is_spec(values))
+        F::signature_for(values)
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
@@ -255,51 +293,33 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         F::from_values(dispatch, values)?.launch()
     }
 
-    /// The `POINTERS` tensors' device addresses, the integers, two null scratch pointers. A
-    /// specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor that is not 16-byte aligned.
-    ///
-    /// # Errors
-    /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family>
-    /// kernel, which needs <ALIGNED_TEXT>`; `the plan's launch values hold no '<name>'`; `the
-    /// variant pack binds no memory to tensor UID <u>`; `tensor UID <u> is bound to host
-    /// memory; the ingestor launches on device memory`.
     fn kernel_args(
         &self,
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        let spec = is_spec(&launch.launch_values);
-        let mut out = Vec::with_capacity(launch.scalar_args.len() + F::POINTERS.len() + 2);
-        for name in F::POINTERS {
-            let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name) else {
-                return Err(PluginError::bad_param(format!(
-                    "the plan's launch values hold no '{name}'"
-                )));
-            };
-            let uid = *uid;
-            let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
-                PluginError::bad_param(format!(
-                    "the variant pack binds no memory to tensor UID {uid}"
-                ))
-            })?;
-            let BufferRef::Device { addr, .. } = t.data else {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
-                )));
-            };
-            if spec && F::ALIGNED.contains(name) && addr % 16 != 0 {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {} kernel, which needs {}",
-                    F::FAMILY,
-                    F::ALIGNED_TEXT
-                )));
-            }
-            out.push(KernelArgValue::Pointer(addr));
-        }
-        out.extend_from_slice(&launch.scalar_args);
-        out.push(KernelArgValue::Pointer(0));
-        out.push(KernelArgValue::Pointer(0));
-        Ok(out)
+        F::kernel_args(launch, tensors, 0)
+    }
+
+    fn kernel_args_with_workspace(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        F::kernel_args(launch, tensors, workspace)
+    }
+
+    fn prologue_launches(
+        &self,
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        F::prologue_launches(launch, args)
+    }
+
+    fn zeroed_workspace_bytes(&self, launch: &PreparedLaunch) -> u64 {
+        F::zeroed_workspace_bytes(launch)
     }
 }
 
@@ -345,4 +365,50 @@ impl FamilyDecl {
             handlers: || vec![Arc::new(TritonHandler::<F>::new())],
         }
     }
+}
+
+/// The `POINTERS` tensors' device addresses, the integers, two null scratch pointers. A
+/// specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor that is not 16-byte aligned.
+///
+/// # Errors
+/// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family>
+/// kernel, which needs <ALIGNED_TEXT>`; `the plan's launch values hold no '<name>'`; `the
+/// variant pack binds no memory to tensor UID <u>`; `tensor UID <u> is bound to host
+/// memory; the ingestor launches on device memory`.
+pub fn pointer_args<F: TritonFamily>(
+    launch: &PreparedLaunch,
+    tensors: &[TensorBinding<'_>],
+) -> PluginResult<Vec<KernelArgValue>> {
+    let spec = is_spec(&launch.launch_values);
+    let mut out = Vec::with_capacity(launch.scalar_args.len() + F::POINTERS.len() + 2);
+    for name in F::POINTERS {
+        let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name) else {
+            return Err(PluginError::bad_param(format!(
+                "the plan's launch values hold no '{name}'"
+            )));
+        };
+        let uid = *uid;
+        let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
+            PluginError::bad_param(format!(
+                "the variant pack binds no memory to tensor UID {uid}"
+            ))
+        })?;
+        let BufferRef::Device { addr, .. } = t.data else {
+            return Err(PluginError::bad_param(format!(
+                "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
+            )));
+        };
+        if spec && F::ALIGNED.contains(name) && addr % 16 != 0 {
+            return Err(PluginError::bad_param(format!(
+                "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {} kernel, which needs {}",
+                F::FAMILY,
+                F::ALIGNED_TEXT
+            )));
+        }
+        out.push(KernelArgValue::Pointer(addr));
+    }
+    out.extend_from_slice(&launch.scalar_args);
+    out.push(KernelArgValue::Pointer(0));
+    out.push(KernelArgValue::Pointer(0));
+    Ok(out)
 }
