@@ -70,10 +70,10 @@ pack_families! {
     /// (`family: "conv_fprop"`).
     ConvFprop => FamilyDecl::new("conv_fprop", CONV_FPROP_V2, || vec![Arc::new(ConvFpropHandler::V1), Arc::new(ConvFpropHandler::V2)]),
     /// Triton implicit-GEMM conv backward data (`family: "conv_dgrad"`).
-    ConvDgrad => FamilyDecl::new("conv_dgrad", CONV_DGRAD_V1, || vec![Arc::new(ConvDgradV1Handler)]),
+    ConvDgrad => FamilyDecl::new("conv_dgrad", CONV_DGRAD_V1, || vec![Arc::new(ConvDgradV1Handler::new())]),
     /// Triton implicit-GEMM conv backward filter with a deterministic split of the reduction
     /// (`family: "conv_wgrad"`).
-    ConvWgrad => FamilyDecl::new("conv_wgrad", CONV_WGRAD_V1, || vec![Arc::new(ConvWgradV1Handler)]),
+    ConvWgrad => FamilyDecl::new("conv_wgrad", CONV_WGRAD_V1, || vec![Arc::new(ConvWgradV1Handler::new())]),
     /// Triton layernorm and rmsnorm forward, with the training statistics
     /// (`family: "norm_fwd"`).
     NormFwd => FamilyDecl::new("norm_fwd", NORM_FWD_V1, || vec![Arc::new(NormFwdHandler)]),

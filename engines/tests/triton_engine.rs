@@ -23,9 +23,10 @@ use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
 use hipdnn_engines::registry::pack_registry;
 use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, ConvolutionWrwAttributes,
-    ConvolutionWrwAttributesArgs, DataType as DT, MatmulAttributes, MatmulAttributesArgs,
-    NodeAttributes, PointwiseAttributesArgs, PointwiseMode as PM,
+    ConvMode, ConvolutionBwdAttributes, ConvolutionBwdAttributesArgs, ConvolutionFwdAttributes,
+    ConvolutionFwdAttributesArgs, ConvolutionWrwAttributes, ConvolutionWrwAttributesArgs,
+    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
+    PointwiseAttributesArgs, PointwiseMode as PM,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -1102,4 +1103,85 @@ fn an_nchwt_plan_runs_a_layout_pass_then_the_gemm_on_its_workspace() {
     assert_eq!(pre.1[n - 3], KernelArgValue::I32(0));
     assert_eq!(pre.1[..n - 3], main.1[..n - 3]);
     assert_eq!(pre.1[n - 2..], main.1[n - 2..]);
+}
+
+/// A backward conv node (dgrad when `wgrad` is false) over NHWC dy [2, 16, 8, 8], x/dx
+/// [2, 16, hx, 8] and KRSC w/dw [16, 16, 3, 3], pad 1, with `mode` and the data tensor of type
+/// `xt`.
+fn conv_bwd_graph(wgrad: bool, mode: ConvMode, xt: DT, hx: i64) -> OperationGraph {
+    let mut g = GraphBuilder::new("conv_bwd");
+    g.tensor(TensorSpec::new(1, "dy", DT::FLOAT, &[2, 16, 8, 8]).channels_last())
+        .tensor(TensorSpec::new(2, "x", xt, &[2, 16, hx, 8]).channels_last())
+        .tensor(TensorSpec::new(3, "w", DT::FLOAT, &[16, 16, 3, 3]).channels_last());
+    g.node(
+        "bwd",
+        Box::new(move |fbb| {
+            let one = fbb.create_vector(&[1i64, 1]);
+            if wgrad {
+                let args = ConvolutionWrwAttributesArgs {
+                    x_tensor_uid: 2,
+                    dy_tensor_uid: 1,
+                    dw_tensor_uid: 3,
+                    pre_padding: Some(one),
+                    post_padding: Some(one),
+                    stride: Some(one),
+                    dilation: Some(one),
+                    conv_mode: mode,
+                };
+                let a = ConvolutionWrwAttributes::create(fbb, &args).as_union_value();
+                (NodeAttributes::ConvolutionWrwAttributes, a)
+            } else {
+                let args = ConvolutionBwdAttributesArgs {
+                    dx_tensor_uid: 2,
+                    dy_tensor_uid: 1,
+                    w_tensor_uid: 3,
+                    pre_padding: Some(one),
+                    post_padding: Some(one),
+                    stride: Some(one),
+                    dilation: Some(one),
+                    conv_mode: mode,
+                };
+                let a = ConvolutionBwdAttributes::create(fbb, &args).as_union_value();
+                (NodeAttributes::ConvolutionBwdAttributes, a)
+            }
+        }),
+    );
+    OperationGraph::from_bytes(&g.build()).unwrap()
+}
+
+#[test]
+fn the_conv_backward_families_share_one_matcher_with_their_own_names() {
+    let dgrad = hipdnn_engines::ingestor::packs::conv_dgrad::ConvDgradV1Handler::new();
+    let wgrad = hipdnn_engines::ingestor::packs::conv_wgrad::ConvWgradV1Handler::new();
+    let refuse = |h: &dyn DispatchHandler, g: OperationGraph| h.prepare(&g).unwrap_err().message;
+    let cc = ConvMode::CROSS_CORRELATION;
+    for (h, w, name) in [
+        (&dgrad as &dyn DispatchHandler, false, "conv_dgrad"),
+        (&wgrad, true, "conv_wgrad"),
+    ] {
+        assert_eq!(
+            refuse(h, conv_bwd_graph(w, cc, DT::FLOAT, 8)),
+            format!("the {name} pack launches packed entries only; prepare a kernel")
+        );
+        assert_eq!(
+            refuse(h, conv_bwd_graph(w, ConvMode::CONVOLUTION, DT::FLOAT, 8)),
+            format!("the {name} pack serves cross-correlation only, not conv mode CONVOLUTION")
+        );
+    }
+    assert_eq!(
+        refuse(&dgrad, conv_bwd_graph(false, cc, DT::HALF, 8)),
+        "the conv_dgrad pack serves f32, f16 and bf16 with dy, w and dx of one type, not FLOAT"
+    );
+    assert_eq!(
+        refuse(&wgrad, conv_bwd_graph(true, cc, DT::HALF, 8)),
+        "the conv_wgrad pack serves f32, f16 and bf16 with dy, x and dw of one type, not FLOAT"
+    );
+    assert_eq!(
+        refuse(&dgrad, conv_bwd_graph(false, cc, DT::FLOAT, 9)),
+        "the conv_dgrad pack: dy dims [2, 16, 8, 8] disagree with dx [2, 16, 9, 8], w [16, 16, 3, 3], padding [1, 1]/[1, 1], stride [1, 1], dilation [1, 1]"
+    );
+    assert_eq!(
+        refuse(&wgrad, conv_bwd_graph(true, cc, DT::FLOAT, 9)),
+        "the conv_wgrad pack: dy dims [2, 16, 8, 8] disagree with x [2, 16, 9, 8], dw [16, 16, 3, 3], padding [1, 1]/[1, 1], stride [1, 1], dilation [1, 1]"
+    );
 }

@@ -1006,14 +1006,14 @@ fn conv_wgrad_static_split_fills_the_device_and_sizes_the_workspace() {
     let i = wgrad_inputs(true);
     assert_eq!(i.tiles(), 9);
     assert_eq!(i.shape[16], 30);
-    let l = i.to_launch().unwrap();
+    let l = i.launch().unwrap();
     assert_eq!(l.geometry.grid, [9, 30, 1]);
     assert_eq!(l.geometry.block, [128, 1, 1]);
     // 64 int32 counters (256 bytes), then 9·30 f32 tiles of 64·64.
     assert_eq!(i.counter_bytes(), 256);
     assert_eq!(l.workspace_bytes, 256 + 9 * 30 * 64 * 64 * 4);
     use hipdnn_engines::ingestor::packs::conv_wgrad::ConvWgradV1Handler;
-    assert_eq!(ConvWgradV1Handler.zeroed_workspace_bytes(&l), 256);
+    assert_eq!(ConvWgradV1Handler::new().zeroed_workspace_bytes(&l), 256);
     // A large layer gives enough tiles on its own: no split, no workspace.
     let mut big = wgrad_inputs(true);
     big.shape[1] = 512;
@@ -1021,9 +1021,9 @@ fn conv_wgrad_static_split_fills_the_device_and_sizes_the_workspace() {
     assert!(big.tiles() >= conv_wgrad::TARGET_PROGRAMS);
     assert_eq!(big.static_split(), 1);
     big.shape[16] = 1;
-    let l = big.to_launch().unwrap();
+    let l = big.launch().unwrap();
     assert_eq!(l.workspace_bytes, 0);
-    assert_eq!(ConvWgradV1Handler.zeroed_workspace_bytes(&l), 0);
+    assert_eq!(ConvWgradV1Handler::new().zeroed_workspace_bytes(&l), 0);
     // A short reduction limits the split: batch 1 at 7×7 has 49 terms, so one split.
     let mut short = wgrad_inputs(true);
     short.shape[0] = 1;
@@ -1038,8 +1038,8 @@ fn conv_wgrad_launch_values_round_trip_and_spec_follows_the_layout() {
     for spec in [true, false] {
         let i = wgrad_inputs(spec);
         assert!(i.fits_spec());
-        let l = i.to_launch().unwrap();
-        let back = ConvWgradV1Handler
+        let l = i.launch().unwrap();
+        let back = ConvWgradV1Handler::new()
             .restore_launch(CONV_WGRAD_V1, &l.launch_values)
             .unwrap();
         assert_eq!(back, l);
@@ -1047,7 +1047,7 @@ fn conv_wgrad_launch_values_round_trip_and_spec_follows_the_layout() {
         assert_eq!(l.pointer_uids, vec![1, 2, 3]);
         assert_eq!(l.scalar_args.len(), if spec { 25 } else { 29 });
         assert_eq!(
-            ConvWgradV1Handler.launch_signature_for(&l.launch_values),
+            ConvWgradV1Handler::new().launch_signature_for(&l.launch_values),
             conv_wgrad::signature(spec)
         );
         let names: Vec<_> = conv_wgrad::signature(spec)
@@ -1070,7 +1070,7 @@ fn conv_wgrad_restore_refusals_are_exact() {
     use hipdnn_engines::ingestor::packs::conv_wgrad::ConvWgradV1Handler;
     let d = CONV_WGRAD_V1;
     let refuse = |v| {
-        ConvWgradV1Handler
+        ConvWgradV1Handler::new()
             .restore_launch(d, &v)
             .unwrap_err()
             .message

@@ -35,6 +35,24 @@ use hipdnn_backend::status::{PluginError, PluginResult};
 use std::marker::PhantomData;
 use std::sync::Arc;
 
+/// `N` launch values: `parts` one after another, for a `VALUES` table built from shared groups
+/// (`N` must be their total length; a wrong `N` fails when the constant is evaluated).
+pub const fn concat<const N: usize>(parts: &[&[IntValue]]) -> [IntValue; N] {
+    let mut out = [int("", 0, 0); N];
+    let (mut k, mut p) = (0, 0);
+    while p < parts.len() {
+        let mut i = 0;
+        while i < parts[p].len() {
+            out[k] = parts[p][i];
+            k += 1;
+            i += 1;
+        }
+        p += 1;
+    }
+    assert!(k == N, "concat: N is not the total length of the parts");
+    out
+}
+
 /// The largest extent or stride a Triton kernel's `i32` arguments hold.
 pub const I32_MAX: i64 = i32::MAX as i64;
 

@@ -1,0 +1,348 @@
+//! The convolution problem the conv backward families share: one `conv_dgrad` or `conv_wgrad`
+//! node matched once into the implicit-GEMM shape (`n c h width k p q r s pad_h pad_w stride_h
+//! stride_w dil_h dil_w groups`, x = the data tensor `[N, C, H, W]`, w = the filter
+//! `[K, C/groups, R, S]`, y = dy `[N, K, P, Q]`), the channels-last (spec) hints, the contract
+//! rules both check on restore, and the kernel's integer order.
+
+use super::family::{I32_MAX, IntValue, int};
+use super::graph::{dims_strides, na, tensor};
+use super::triton::{MIN_TILES, TritonConfig};
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::payload::refusal::{incompatible, quote};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::ops::conv::{Window, output_extent};
+use hipdnn_backend::status::PluginResult;
+use hipdnn_schema::graph::{ConvMode, DataType};
+
+/// Which convolution a family computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Direction {
+    /// Backward data: dy, w → dx (`conv_dgrad`).
+    BackwardData,
+    /// Backward filter: dy, x → dw (`conv_wgrad`).
+    BackwardFilter,
+}
+
+impl Direction {
+    /// The family name (`conv_dgrad`, `conv_wgrad`).
+    pub fn family(self) -> &'static str {
+        match self {
+            Direction::BackwardData => "conv_dgrad",
+            Direction::BackwardFilter => "conv_wgrad",
+        }
+    }
+
+    /// The names of y, x and w in this direction's messages.
+    fn names(self) -> [&'static str; 3] {
+        match self {
+            Direction::BackwardData => ["dy", "dx", "w"],
+            Direction::BackwardFilter => ["dy", "x", "dw"],
+        }
+    }
+
+    /// The tensors in the family's pointer order, as indices into (y, x, w): dgrad dy, w, dx;
+    /// wgrad dy, x, dw.
+    fn order(self) -> [usize; 3] {
+        match self {
+            Direction::BackwardData => [0, 2, 1],
+            Direction::BackwardFilter => [0, 1, 2],
+        }
+    }
+}
+
+/// The shape launch values of both backward contracts, in kernel and restore order.
+#[rustfmt::skip]
+pub const SHAPE: [IntValue; 16] = [
+    int("n", 1, I32_MAX), int("c", 1, I32_MAX), int("h", 1, I32_MAX), int("width", 1, I32_MAX),
+    int("k", 1, I32_MAX), int("p", 1, I32_MAX), int("q", 1, I32_MAX), int("r", 1, I32_MAX),
+    int("s", 1, I32_MAX), int("pad_h", 0, I32_MAX), int("pad_w", 0, I32_MAX),
+    int("stride_h", 1, I32_MAX), int("stride_w", 1, I32_MAX), int("dil_h", 1, I32_MAX),
+    int("dil_w", 1, I32_MAX), int("groups", 1, I32_MAX),
+];
+/// Index of `groups` in [`SHAPE`].
+pub const GROUPS: usize = 15;
+/// The config launch values, in restore order.
+#[rustfmt::skip]
+pub const CONFIG: [IntValue; 8] = [
+    int("spec", 0, 1), int("block_m", 16, 256), int("block_n", 16, 256), int("block_k", 16, 256),
+    int("group_m", 1, 64), int("num_warps", 1, 16), int("shared_bytes", 0, 262_144),
+    int("warp_size", 32, 64),
+];
+/// The kernel's names of the shape values.
+const KERNEL_SHAPE: [&str; 16] = [
+    "N", "C", "H", "W", "K", "P", "Q", "R", "S", "pad_h", "pad_w", "stride_h", "stride_w", "dil_h",
+    "dil_w", "groups",
+];
+/// Stride indices the spec variant holds constant 1 (the channel stride of each tensor).
+pub const SPEC_ONE: [usize; 3] = [1, 5, 9];
+
+/// One backward convolution node as the families read it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConvProblem {
+    /// UIDs in the family's pointer order (dgrad dy, w, dx; wgrad dy, x, dw).
+    pub uids: [i64; 3],
+    /// `DataType` value.
+    pub dtype: i8,
+    /// The [`SHAPE`] values.
+    pub shape: [i64; 16],
+    /// Element strides of the three tensors in the family's pointer order, 4 each.
+    pub strides: [i64; 12],
+}
+
+fn pair(v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, default: i64) -> Vec<i64> {
+    v.map(|v| v.iter().collect())
+        .unwrap_or_else(|| vec![default, default])
+}
+
+/// Largest element offset of a tensor, `None` on overflow.
+fn span(d: &[i64], s: &[i64]) -> Option<i64> {
+    d.iter().zip(s).try_fold(0i64, |acc, (d, s)| {
+        acc.checked_add((d - 1).checked_mul(*s)?)
+    })
+}
+
+/// Matches `graph` (one node of `dir`'s kind, cross-correlation, 2-D, f32/f16/bf16 of one type,
+/// groups dividing C and K, dy's dims those of the window, non-negative strides, element
+/// offsets and extents within 2147483647).
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <family> pack …` naming the first rule the graph breaks.
+pub fn match_conv(graph: &OperationGraph, dir: Direction) -> PluginResult<ConvProblem> {
+    let f = dir.family();
+    let [yn, xn, wn] = dir.names();
+    let nodes = graph.graph().nodes().map(|n| n.len()).unwrap_or(0);
+    let node = graph
+        .graph()
+        .nodes()
+        .filter(|_| nodes == 1)
+        .map(|n| n.get(0));
+    let Some(node) = node else {
+        return Err(na(format!(
+            "the {f} pack serves graphs of one {f} node; this graph has {nodes} nodes"
+        )));
+    };
+    let attrs = match dir {
+        Direction::BackwardData => node.attributes_as_convolution_bwd_attributes().map(|a| {
+            let u = [a.dy_tensor_uid(), a.dx_tensor_uid(), a.w_tensor_uid()];
+            (
+                u,
+                a.conv_mode(),
+                [a.pre_padding(), a.post_padding(), a.stride(), a.dilation()],
+            )
+        }),
+        Direction::BackwardFilter => node.attributes_as_convolution_wrw_attributes().map(|a| {
+            let u = [a.dy_tensor_uid(), a.x_tensor_uid(), a.dw_tensor_uid()];
+            (
+                u,
+                a.conv_mode(),
+                [a.pre_padding(), a.post_padding(), a.stride(), a.dilation()],
+            )
+        }),
+    };
+    let kind = match dir {
+        Direction::BackwardData => "backward-data",
+        Direction::BackwardFilter => "backward-filter",
+    };
+    let (uids, mode, [pre, post, stride, dil]) =
+        attrs.ok_or_else(|| na(format!("the {f} pack serves a convolution {kind} node")))?;
+    if mode != ConvMode::CROSS_CORRELATION {
+        return Err(na(format!(
+            "the {f} pack serves cross-correlation only, not conv mode {mode:?}"
+        )));
+    }
+    let [o0, o1, o2] = dir.order();
+    let mut found = [None; 3];
+    for i in dir.order() {
+        found[i] = Some(tensor(graph, uids[i])?);
+    }
+    let t = found.map(|t| t.unwrap_or_else(|| unreachable!("every tensor was looked up")));
+    let dtype = t[0].data_type();
+    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype)
+        || t[o1].data_type() != dtype
+        || t[o2].data_type() != dtype
+    {
+        let n = dir.order().map(|i| dir.names()[i]);
+        return Err(na(format!(
+            "the {f} pack serves f32, f16 and bf16 with {}, {} and {} of one type, not {dtype:?}",
+            n[0], n[1], n[2]
+        )));
+    }
+    let [(yd, ys), (xd, xs), (wd, ws)] = t.each_ref().map(dims_strides);
+    let named = |i: usize| [(&yd, yn), (&xd, xn), (&wd, wn)][i];
+    if xd.len() != 4 || wd.len() != 4 || yd.len() != 4 {
+        let [a, b, c] = [named(o0), named(o1), named(o2)];
+        return Err(na(format!(
+            "the {f} pack serves 2-D convolutions; {} {:?}, {} {:?}, {} {:?}",
+            a.1, a.0, b.1, b.0, c.1, c.0
+        )));
+    }
+    if wd[1] < 1 || xd[1] % wd[1] != 0 || wd[0] % (xd[1] / wd[1]).max(1) != 0 {
+        return Err(na(format!(
+            "the {f} pack needs C a multiple of {wn}'s per-group channels and K a multiple of the groups; {xn} {xd:?}, {wn} {wd:?}"
+        )));
+    }
+    let groups = xd[1] / wd[1];
+    let (pre, post, stride, dil) = (pair(pre, 0), pair(post, 0), pair(stride, 1), pair(dil, 1));
+    if [&pre, &post, &stride, &dil].iter().any(|v| v.len() != 2) {
+        return Err(na(format!(
+            "the {f} pack needs 2 spatial padding/stride/dilation values"
+        )));
+    }
+    for (i, (hw, fw)) in [(xd[2], wd[2]), (xd[3], wd[3])].into_iter().enumerate() {
+        let window = Window {
+            pre: pre[i],
+            post: post[i],
+            stride: stride[i],
+            dilation: dil[i],
+        };
+        let want = (dil[i] >= 1 && stride[i] >= 1 && pre[i] >= 0)
+            .then(|| output_extent(hw, fw, window).ok())
+            .flatten();
+        if want != Some(yd[2 + i]) || yd[0] != xd[0] || yd[1] != wd[0] {
+            return Err(na(format!(
+                "the {f} pack: dy dims {yd:?} disagree with {xn} {xd:?}, {wn} {wd:?}, padding {pre:?}/{post:?}, stride {stride:?}, dilation {dil:?}"
+            )));
+        }
+    }
+    let all = [(&yd, &ys, yn), (&xd, &xs, xn), (&wd, &ws, wn)];
+    for (d, s, what) in dir.order().map(|i| all[i]) {
+        if s.iter().any(|v| *v < 0) || span(d, s).is_none_or(|v| v > I32_MAX) {
+            return Err(na(format!(
+                "the {f} pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
+            )));
+        }
+    }
+    let shape = [
+        xd[0], xd[1], xd[2], xd[3], wd[0], yd[2], yd[3], wd[2], wd[3], pre[0], pre[1], stride[0],
+        stride[1], dil[0], dil[1], groups,
+    ];
+    let too_big = shape.iter().any(|v| *v > I32_MAX);
+    match dir {
+        Direction::BackwardData if too_big || xd.iter().any(|v| *v < 1) => Err(na(format!(
+            "the {f} pack needs extents in [1, 2147483647]; dx {xd:?}, w {wd:?}"
+        ))),
+        Direction::BackwardFilter if too_big || xd.iter().chain(&yd).chain(&wd).any(|v| *v < 1) => {
+            Err(na(format!(
+                "the {f} pack needs extents in [1, 2147483647]; dy {yd:?}, x {xd:?}, dw {wd:?}"
+            )))
+        }
+        _ => {
+            let s = dir.order().map(|i| [&ys, &xs, &ws][i]);
+            Ok(ConvProblem {
+                uids: dir.order().map(|i| uids[i]),
+                dtype: dtype.0,
+                shape,
+                strides: std::array::from_fn(|j| s[j / 4][j % 4]),
+            })
+        }
+    }
+}
+
+/// Whether the shape and strides satisfy the spec (channels-last) hints: groups 1, the
+/// [`SPEC_ONE`] strides 1, C, K and every other stride multiples of 16 (alignment is checked
+/// at execute).
+pub fn fits_spec(shape: &[i64], strides: &[i64; 12]) -> bool {
+    shape[GROUPS] == 1
+        && SPEC_ONE.iter().all(|i| strides[*i] == 1)
+        && shape[1] % 16 == 0
+        && shape[4] % 16 == 0
+        && (0..12)
+            .filter(|i| !SPEC_ONE.contains(i))
+            .all(|i| strides[i] % 16 == 0)
+}
+
+/// The rules both backward contracts check on restore: the spec variant's unit values, and
+/// groups dividing C and K.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `launch values of dispatch '<d>' name the spec variant, whose 'groups',
+/// '<s1>', '<s5>' and '<s9>' must be 1`; `launch values of dispatch '<d>': 'groups' must
+/// divide 'c' and 'k'`.
+pub fn check_restored(
+    dispatch: &str,
+    spec: bool,
+    shape: &[i64],
+    strides: &[i64; 12],
+    stride_names: &[&str; 12],
+) -> PluginResult<()> {
+    let d = quote(dispatch);
+    if spec && (shape[GROUPS] != 1 || SPEC_ONE.iter().any(|i| strides[*i] != 1)) {
+        let [a, b, c] = SPEC_ONE.map(|i| stride_names[i]);
+        return Err(incompatible(format!(
+            "launch values of dispatch '{d}' name the spec variant, whose 'groups', '{a}', '{b}' and '{c}' must be 1"
+        )));
+    }
+    if shape[1] % shape[GROUPS] != 0 || shape[4] % shape[GROUPS] != 0 {
+        return Err(incompatible(format!(
+            "launch values of dispatch '{d}': 'groups' must divide 'c' and 'k'"
+        )));
+    }
+    Ok(())
+}
+
+/// The kernel's integers: the shape values (spec drops `groups`), then the strides (spec drops
+/// the [`SPEC_ONE`] ones).
+pub fn scalars(spec: bool, shape: &[i64], strides: &[i64; 12]) -> Vec<i64> {
+    let keep = |i: &usize, skip: &[usize]| !(spec && skip.contains(i));
+    let mut v: Vec<i64> = (0..shape.len())
+        .filter(|i| keep(i, &[GROUPS]))
+        .map(|i| shape[i])
+        .collect();
+    v.extend((0..12).filter(|i| keep(i, &SPEC_ONE)).map(|i| strides[i]));
+    v
+}
+
+/// The kernel parameter names: `pointers`, the shape names (spec drops `groups`) and `extra`
+/// shape names, the stride names (spec drops the [`SPEC_ONE`] ones), the two scratch pointers.
+pub fn param_names(
+    spec: bool,
+    pointers: &[&'static str],
+    extra: &[&'static str],
+    stride_names: &[&'static str; 12],
+) -> Vec<&'static str> {
+    let mut v = pointers.to_vec();
+    v.extend(KERNEL_SHAPE.iter().filter(|n| !(spec && **n == "groups")));
+    v.extend(extra);
+    v.extend(
+        (0..12)
+            .filter(|i| !(spec && SPEC_ONE.contains(i)))
+            .map(|i| stride_names[i]),
+    );
+    v.extend(["global_scratch", "profile_scratch"]);
+    v
+}
+
+/// The [`CONFIG`] values of `c`, in that order.
+pub fn config_ints(c: &TritonConfig) -> [i64; 8] {
+    [
+        c.variant_code(),
+        c.block[0],
+        c.block[1],
+        c.block[2],
+        c.group_m,
+        c.num_warps,
+        c.shared_bytes,
+        c.warp_size,
+    ]
+}
+
+/// The config of [`CONFIG`] values `v` (in that order).
+pub fn config_of(family: &str, v: &[i64]) -> TritonConfig {
+    TritonConfig::restored(family, v[0], [v[1], v[2], v[3]], v[4], v[5], v[6], v[7])
+}
+
+/// The static rule both backward families share: a spec tile larger than 64×64 is refused when
+/// the graph gives fewer than [`MIN_TILES`] tiles.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `kernel <k>: static rule: <t> tiles under-fill the device (fewer than
+/// 128); a smaller tile serves this graph`.
+pub fn min_tiles_rule(kernel: &KernelDescriptor, c: &TritonConfig, tiles: i64) -> PluginResult<()> {
+    if c.spec && c.block[0] * c.block[1] > 64 * 64 && tiles < MIN_TILES {
+        return Err(na(format!(
+            "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
+            kernel.describe()
+        )));
+    }
+    Ok(())
+}
