@@ -25,7 +25,7 @@ use crate::state::{
 use hipdnn::{DataType, Graph, TensorAttributes, TensorId};
 use hipdnn_backend::{
     BufferRef, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, Status,
-    VariantPackDescriptor,
+    VariantPackDescriptor, tensor_size,
 };
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -981,28 +981,34 @@ pub unsafe extern "C" fn hipdnnBackendFinalize(d: *mut HipdnnBackendDescriptor) 
     })
 }
 
-/// Bytes a tensor's buffer spans: `(1 + Σ (dim−1)·stride)` elements of its type (sub-byte
-/// types count 1 byte per element).
-fn tensor_bytes(t: &TensorAttributes) -> usize {
-    let elem = match t.data_type {
-        DataType::Double | DataType::Int64 => 8,
-        DataType::Float | DataType::Int32 => 4,
-        DataType::Half | DataType::BFloat16 => 2,
-        _ => 1,
-    };
-    let extent = 1 + t
-        .dims
-        .iter()
-        .zip(&t.strides)
-        .map(|(d, s)| (d - 1).max(0) * s)
-        .sum::<i64>();
-    usize::try_from(extent).unwrap_or(0).saturating_mul(elem)
+/// Bytes a tensor's buffer spans, by the backend's rule
+/// ([`hipdnn_backend::tensor_size::byte_extent`], as the SDK): `(1 + Σ (dim−1)·stride)`
+/// elements of its type (sub-byte types count 1 byte per element), **0 when a dim is 0**.
+///
+/// # Errors
+/// BAD_PARAM for a negative dim or stride or an extent that overflows.
+fn tensor_bytes(t: &TensorAttributes) -> Ffi<usize> {
+    let elem = tensor_size::element_size(t.data_type.schema_value());
+    tensor_size::byte_extent(&t.dims, &t.strides, elem).ok_or_else(|| {
+        err(
+            Status::BadParam,
+            format!(
+                "tensor uid {}: the extent of dims {:?} strides {:?} overflows or is negative",
+                t.uid.unwrap_or_default(),
+                t.dims,
+                t.strides
+            ),
+        )
+    })
 }
 
 /// Buffer length per tensor UID for a plan, with [`SCALAR_MARK`] set for runtime
 /// pass-by-value scalars: from its graph, or for a loaded plan of the CPU reference engine
 /// from the graph its context carries.
-fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
+///
+/// # Errors
+/// [`tensor_bytes`]'s.
+fn buffer_lengths(p: &FinalPlan) -> Ffi<HashMap<i64, usize>> {
     let graph = match &p.graph {
         Some(g) => Some(g.graph.clone()),
         None => p
@@ -1012,21 +1018,21 @@ fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
             .downcast_ref::<hipdnn_engines::reference::ReferenceContext>()
             .and_then(|c| Graph::from_graph_bytes(c.graph_bytes()).ok()),
     };
-    graph
-        .map(|g| {
-            g.tensors()
-                .filter_map(|(_, t)| {
-                    let len = if t.is_runtime_pass_by_value {
-                        // A runtime scalar: a host pointer to one element, on any device.
-                        SCALAR_MARK | tensor_bytes(t)
-                    } else {
-                        tensor_bytes(t)
-                    };
-                    t.uid.map(|u| (u, len))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    let Some(g) = graph else {
+        return Ok(HashMap::new());
+    };
+    let mut lens = HashMap::new();
+    for (_, t) in g.tensors() {
+        let Some(uid) = t.uid else { continue };
+        let len = if t.is_runtime_pass_by_value {
+            // A runtime scalar: a host pointer to one element, on any device.
+            SCALAR_MARK | tensor_bytes(t)?
+        } else {
+            tensor_bytes(t)?
+        };
+        lens.insert(uid, len);
+    }
+    Ok(lens)
 }
 
 /// Marks a runtime pass-by-value scalar in [`buffer_lengths`] (host memory on every device).
@@ -1079,7 +1085,7 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
         // (the CPU reference engine then refuses with BAD_PARAM instead of reading device
         // memory; HIPDNN_RS_DEVICE=cpu gives CPU handles for host buffers).
         let host = !h.sdk.read().unwrap_or_else(|p| p.into_inner()).is_gpu();
-        let lens = buffer_lengths(&fp);
+        let lens = buffer_lengths(&fp)?;
         let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
         let mut vp = VariantPackDescriptor::new();
         for (uid, ptr) in uids.iter().zip(&ptrs) {
@@ -1168,6 +1174,30 @@ mod tests {
         dt::EXECUTION_PLAN,
         dt::VARIANT_PACK,
     ];
+
+    /// The extent rule is the SDK's (`hipdnn_backend::tensor_size`): a zero dim spans 0 bytes
+    /// (this C ABI counted one element before), an overflow is BAD_PARAM (it was unchecked).
+    #[test]
+    fn tensor_bytes_follow_the_backend_rule() {
+        let t = |dims: Vec<i64>, strides: Vec<i64>, data_type| TensorAttributes {
+            uid: Some(7),
+            dims,
+            strides,
+            data_type,
+            ..TensorAttributes::default()
+        };
+        let bytes = |x| tensor_bytes(&x).map_err(|e| e.status);
+        assert_eq!(bytes(t(vec![2, 3], vec![3, 1], DataType::Float)), Ok(24));
+        assert_eq!(bytes(t(vec![2, 3], vec![8, 1], DataType::Half)), Ok(22));
+        assert_eq!(
+            bytes(t(vec![2, 0, 3], vec![3, 3, 1], DataType::Double)),
+            Ok(0)
+        );
+        assert_eq!(
+            bytes(t(vec![i64::MAX, 2], vec![2, 1], DataType::Float)),
+            Err(Status::BadParam)
+        );
+    }
 
     /// SetAttribute refuses with NOT_SUPPORTED exactly the attributes the table does not mark
     /// settable on the descriptor type (a null array makes every accepted one fail otherwise).
