@@ -6,8 +6,9 @@
 //! _BACKWARD_FILTER → conv fprop/dgrad/wgrad; POINTWISE; MATMUL; BATCHNORM_INFERENCE,
 //! BATCHNORM_INFERENCE_VARIANCE, BATCHNORM (training), BATCHNORM_BACKWARD; RMSNORM,
 //! RMSNORM_BACKWARD; LAYERNORM, LAYERNORM_BACKWARD; REDUCTION; RESAMPLE_FWD; SDPA_FWD. Every
-//! other operation type is refused at create with NOT_SUPPORTED (docs/c-api.md). Attribute
-//! numbers and kinds follow upstream's HipdnnBackendAttributeName.h; value enums are checked
+//! other operation type is refused at create with NOT_SUPPORTED (docs/c-api.md). Which
+//! attributes an operation takes, their kinds and which are required come from the attribute
+//! table ([`crate::abi::ATTRIBUTES`], pinned against the header); value enums are checked
 //! against the C enumerators and translated by name (upstream's DataTypeConversion).
 
 use crate::abi::{self, Kind, dt, ty};
