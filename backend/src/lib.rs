@@ -19,6 +19,7 @@ pub mod hdgp;
 pub mod ops;
 pub mod plan;
 pub mod status;
+pub mod tensor_size;
 pub mod variant_pack;
 
 pub use bytes::SharedBytes;

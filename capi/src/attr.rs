@@ -8,35 +8,10 @@
 //! non-null. Element sizes are those of the C types: 8 for INT64/DOUBLE/pointers, 4 for FLOAT
 //! and every C enum, 1 for BOOLEAN (C++ `bool`) and CHAR.
 
+use crate::abi::ty;
 use crate::error::{Ffi, err};
 use hipdnn_backend::Status;
 use std::ffi::c_void;
-
-/// Attribute type numbers (`hipdnnBackendAttributeType_t`).
-#[allow(missing_docs)]
-pub mod ty {
-    pub const HANDLE: i32 = 0;
-    pub const DATA_TYPE: i32 = 1;
-    pub const BOOLEAN: i32 = 2;
-    pub const INT64: i32 = 3;
-    pub const FLOAT: i32 = 4;
-    pub const DOUBLE: i32 = 5;
-    pub const VOID_PTR: i32 = 6;
-    pub const HEUR_MODE: i32 = 7;
-    pub const KNOB_TYPE: i32 = 8;
-    pub const BACKEND_DESCRIPTOR: i32 = 13;
-    pub const BEHAVIOR_NOTE: i32 = 16;
-    pub const CHAR: i32 = 19;
-    pub const NORM_FWD_PHASE: i32 = 22;
-    pub const CONVOLUTION_MODE: i32 = 24;
-    pub const POINTWISE_MODE: i32 = 25;
-    pub const DIAGONAL_ALIGNMENT_EXT: i32 = 26;
-    pub const ATTENTION_IMPLEMENTATION_EXT: i32 = 27;
-    pub const REDUCTION_OPERATOR_TYPE: i32 = 28;
-    pub const RESAMPLE_MODE: i32 = 29;
-    pub const PADDING_MODE: i32 = 30;
-    pub const OPERATION_TYPE_EXT: i32 = 10001;
-}
 
 /// A SetAttribute call's value.
 pub struct In {

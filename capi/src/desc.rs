@@ -1,11 +1,11 @@
 //! Backend descriptors: create, destroy, set/get attribute, finalize, and execute.
 //!
-//! A descriptor is a [`DescObj`] in the [`DESCS`] registry: its C type number and its state
-//! behind a mutex. References between descriptors (an op's tensors, a graph's ops, a plan's
-//! engine config, …) are taken as **snapshots of finalized descriptors** when set, as
-//! upstream's shared pointers to finalized objects: later changes to the referenced descriptor
-//! do not reach the referrer, and destroying it does not invalidate the referrer. So no two
-//! descriptor locks are ever held at once.
+//! A descriptor is a [`crate::state::DescObj`] in the [`DESCS`] registry: its C
+//! type number and its state behind a mutex. References between descriptors (an op's
+//! tensors, a graph's ops, a plan's engine config, …) are taken as **snapshots of finalized
+//! descriptors** when set, as upstream's shared pointers to finalized objects: later changes
+//! to the referenced descriptor do not reach the referrer, and destroying it does not
+//! invalidate the referrer. So no two descriptor locks are ever held at once.
 //!
 //! Rules common to every type: a set after finalize → NOT_INITIALIZED; a get before finalize
 //! (where the value is produced by finalize) → NOT_INITIALIZED; a second finalize → BAD_PARAM;
@@ -13,316 +13,26 @@
 //! BAD_PARAM_NOT_FINALIZED; any attribute or descriptor type not listed in docs/c-api.md →
 //! NOT_SUPPORTED naming it.
 
-use crate::attr::{In, Out, ty};
-use crate::enums;
+use crate::abi::{self, dt, ty};
+use crate::attr::{In, Out};
 use crate::error::{Ffi, entry, err, non_null};
-use crate::handle::{HandleObj, HipdnnHandle, handle};
-use crate::registry::Registry;
+use crate::handle::{HipdnnHandle, handle};
+use crate::state::{
+    CfgData, DESCS, Desc, EngineData, FinalGraph, FinalPlan, GraphDesc, HipdnnBackendDescriptor,
+    OpData, Val, data_type_in, data_type_out, desc, fill, fill_slot, final_graph, referenced,
+    register, type_name,
+};
 use hipdnn::{DataType, Graph, TensorAttributes, TensorId};
 use hipdnn_backend::{
-    BufferRef, Engine, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph,
-    Status, VariantPackDescriptor,
+    BufferRef, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, Status,
+    VariantPackDescriptor, tensor_size,
 };
 use std::collections::HashMap;
 use std::ffi::c_void;
-use std::sync::{Arc, Mutex, MutexGuard};
-
-/// Opaque C type behind `hipdnnBackendDescriptor_t`.
-#[repr(C)]
-pub struct HipdnnBackendDescriptor {
-    _private: [u8; 0],
-}
-
-/// Descriptor type numbers (`hipdnnBackendDescriptorType_t`) used here.
-#[allow(missing_docs)]
-pub mod dt {
-    pub const ENGINE: i32 = 1;
-    pub const ENGINECFG: i32 = 2;
-    pub const ENGINEHEUR: i32 = 3;
-    pub const EXECUTION_PLAN: i32 = 4;
-    pub const KNOB_CHOICE: i32 = 6;
-    pub const KNOB_INFO: i32 = 7;
-    pub const OPERATIONGRAPH: i32 = 10;
-    pub const VARIANT_PACK: i32 = 11;
-    pub const TENSOR: i32 = 14;
-    pub const CONV_FWD: i32 = 15;
-    pub const CONV_BWD_FILTER: i32 = 16;
-    pub const POINTWISE: i32 = 18;
-    pub const CONV_BWD_DATA: i32 = 19;
-    pub const MATMUL: i32 = 22;
-}
-
-/// A live descriptor.
-pub struct DescObj {
-    /// `hipdnnBackendDescriptorType_t` it was created with.
-    pub dtype: i32,
-    state: Mutex<Desc>,
-}
-
-impl DescObj {
-    /// Locks the state (a poisoned lock is still consistent: states are replaced whole).
-    pub fn lock(&self) -> MutexGuard<'_, Desc> {
-        self.state.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// Live descriptors.
-pub static DESCS: Registry<DescObj> = Registry::new();
-
-/// The live descriptor at `d`.
-///
-/// # Errors
-/// `BAD_PARAM_NULL_POINTER` for a null, foreign or destroyed descriptor.
-pub fn desc(d: *const HipdnnBackendDescriptor) -> Ffi<Arc<DescObj>> {
-    non_null(d, "the descriptor")?;
-    DESCS.get(d as usize).ok_or_else(|| {
-        err(
-            Status::BadParamNullPointer,
-            format!("descriptor {d:p} is not a live hipdnnBackendDescriptor_t"),
-        )
-    })
-}
-
-/// Registers a new descriptor with `state` and returns its address.
-pub fn register(dtype: i32, state: Desc) -> usize {
-    DESCS.insert(Arc::new(DescObj {
-        dtype,
-        state: Mutex::new(state),
-    }))
-}
-
-/// A finalized operation graph: the SDK graph, its serialized bytes, the backend's verified
-/// operation graph, and the handle it belongs to (if one was set).
-pub struct FinalGraph {
-    /// The handle (HANDLE attribute).
-    pub handle: Arc<HandleObj>,
-    /// The SDK graph.
-    pub graph: Graph,
-    /// Serialized `Graph` FlatBuffer (for a deserialized graph, the bytes it came from).
-    pub bytes: Vec<u8>,
-    /// The backend's view.
-    pub op: OperationGraph,
-}
-
-/// A finalized operation descriptor.
-#[derive(Clone)]
-pub struct OpData {
-    /// Descriptor type (which operation).
-    pub dtype: i32,
-    /// Attribute values by attribute name.
-    pub attrs: HashMap<i32, Val>,
-}
-
-/// A stored attribute value of an operation descriptor.
-#[derive(Clone)]
-pub enum Val {
-    /// A finalized tensor.
-    Tensor(Arc<TensorAttributes>),
-    /// Finalized tensors (peer statistics).
-    Tensors(Vec<Arc<TensorAttributes>>),
-    /// INT64 array.
-    I64s(Vec<i64>),
-    /// BOOLEAN.
-    Bool(bool),
-    /// FLOAT/DOUBLE.
-    F64(f64),
-    /// A C enum value (already checked to be an enumerator).
-    Enum(i32),
-    /// A data type (schema numbering).
-    Data(DataType),
-    /// Text.
-    Text(String),
-}
-
-/// Engine data of a finalized ENGINE descriptor.
-pub struct EngineData {
-    /// The graph it was created for.
-    pub graph: Arc<FinalGraph>,
-    /// The engine id (GLOBAL_INDEX).
-    pub id: i64,
-    /// The engine.
-    pub engine: Arc<dyn Engine>,
-}
-
-/// A finalized engine config.
-pub struct CfgData {
-    /// The engine.
-    pub engine: Arc<EngineData>,
-    /// Knob choices `(type, value)`.
-    pub knobs: Vec<(i64, i64)>,
-}
-
-/// A finalized plan.
-pub struct FinalPlan {
-    /// The backend plan.
-    pub plan: Arc<ExecutionPlanDescriptor>,
-    /// The graph it was built from (`None` for a plan loaded from bytes).
-    pub graph: Option<Arc<FinalGraph>>,
-    /// The config it was built from (`None` for a loaded plan).
-    pub cfg: Option<Arc<CfgData>>,
-}
-
-/// The state of a descriptor, by type.
-pub enum Desc {
-    /// TENSOR.
-    Tensor {
-        /// Attributes being set.
-        t: TensorAttributes,
-        /// VALUE_EXT as given (raw scalar bytes of the tensor's data type), converted at
-        /// finalize.
-        raw: Option<Vec<u8>>,
-        /// Finalized snapshot.
-        fin: Option<Arc<TensorAttributes>>,
-    },
-    /// An operation descriptor.
-    Op {
-        /// Attributes being set.
-        attrs: HashMap<i32, Val>,
-        /// Finalized snapshot.
-        fin: Option<Arc<OpData>>,
-    },
-    /// OPERATIONGRAPH.
-    Graph(Box<GraphDesc>),
-    /// ENGINEHEUR.
-    Heur {
-        /// Graph.
-        graph: Option<Arc<FinalGraph>>,
-        /// Ranked engine ids after finalize.
-        fin: Option<Vec<i64>>,
-    },
-    /// ENGINE.
-    Engine {
-        /// Graph.
-        graph: Option<Arc<FinalGraph>>,
-        /// GLOBAL_INDEX.
-        id: Option<i64>,
-        /// Finalized.
-        fin: Option<Arc<EngineData>>,
-    },
-    /// ENGINECFG.
-    Cfg {
-        /// ENGINE.
-        engine: Option<Arc<EngineData>>,
-        /// KNOB_CHOICES.
-        knobs: Vec<(i64, i64)>,
-        /// Finalized.
-        fin: Option<Arc<CfgData>>,
-    },
-    /// KNOB_CHOICE.
-    KnobChoice {
-        /// KNOB_TYPE.
-        knob_type: Option<i64>,
-        /// KNOB_VALUE.
-        value: Option<i64>,
-        /// Finalized.
-        fin: bool,
-    },
-    /// KNOB_INFO (filled by ENGINE_KNOB_INFO).
-    KnobInfo {
-        /// The knob.
-        info: Option<hipdnn_backend::KnobInfo>,
-        /// Finalized.
-        fin: bool,
-    },
-    /// EXECUTION_PLAN.
-    Plan {
-        /// HANDLE.
-        handle: Option<Arc<HandleObj>>,
-        /// ENGINE_CONFIG.
-        cfg: Option<Arc<CfgData>>,
-        /// Finalized.
-        fin: Option<Arc<FinalPlan>>,
-    },
-    /// VARIANT_PACK.
-    Pack {
-        /// UNIQUE_IDS.
-        uids: Vec<i64>,
-        /// DATA_POINTERS.
-        ptrs: Vec<usize>,
-        /// WORKSPACE.
-        workspace: usize,
-        /// Finalized.
-        fin: bool,
-    },
-}
-
-/// OPERATIONGRAPH state.
-#[derive(Default)]
-pub struct GraphDesc {
-    /// HANDLE.
-    pub handle: Option<Arc<HandleObj>>,
-    /// OPS.
-    pub ops: Vec<Arc<OpData>>,
-    /// A deserialized graph and the bytes it came from.
-    pub loaded: Option<(Graph, Vec<u8>)>,
-    /// NAME_EXT.
-    pub name: Option<String>,
-    /// COMPUTE_DATA_TYPE_EXT.
-    pub compute: Option<DataType>,
-    /// INTERMEDIATE_DATA_TYPE_EXT.
-    pub intermediate: Option<DataType>,
-    /// IO_DATA_TYPE_EXT.
-    pub io: Option<DataType>,
-    /// PREFERRED_ENGINE_ID_EXT.
-    pub preferred: Option<i64>,
-    /// IS_OVERRIDE_SHAPE_ENABLED_EXT.
-    pub override_shape: Option<bool>,
-    /// Finalized.
-    pub fin: Option<Arc<FinalGraph>>,
-}
-
-/// Upstream's name of a descriptor type, for messages.
-pub fn type_name(t: i32) -> &'static str {
-    const NAMES: [&str; 39] = [
-        "INVALID_TYPE_EXT",
-        "ENGINE",
-        "ENGINECFG",
-        "ENGINEHEUR",
-        "EXECUTION_PLAN",
-        "INTERMEDIATE_INFO",
-        "KNOB_CHOICE",
-        "KNOB_INFO",
-        "LAYOUT_INFO",
-        "OPERATION_GEN_STATS",
-        "OPERATIONGRAPH",
-        "VARIANT_PACK",
-        "KERNEL_CACHE",
-        "OPERATION_PAGED_CACHE_LOAD",
-        "TENSOR",
-        "OPERATION_CONVOLUTION_FORWARD",
-        "OPERATION_CONVOLUTION_BACKWARD_FILTER",
-        "OPERATION_BATCHNORM_INFERENCE",
-        "OPERATION_POINTWISE",
-        "OPERATION_CONVOLUTION_BACKWARD_DATA",
-        "OPERATION_BATCHNORM_BACKWARD",
-        "OPERATION_BATCHNORM_INFERENCE_VARIANCE",
-        "OPERATION_MATMUL",
-        "OPERATION_RMSNORM",
-        "OPERATION_SDPA_FWD",
-        "OPERATION_LAYERNORM",
-        "OPERATION_BLOCK_SCALE_QUANTIZE",
-        "OPERATION_BATCHNORM",
-        "OPERATION_BLOCK_SCALE_DEQUANTIZE",
-        "OPERATION_CUSTOM_OP",
-        "OPERATION_SDPA_BWD",
-        "OPERATION_REDUCTION",
-        "OPERATION_RESAMPLE_FWD",
-        "OPERATION_RMSNORM_BACKWARD",
-        "PROFILING_CONTROL_EXT",
-        "OPERATION_LAYERNORM_BACKWARD",
-        "OPERATION_RESAMPLE_BWD",
-        "OPERATION_MOE_GROUPED_MATMUL",
-        "OPERATION_MOE_GROUPED_MATMUL_BWD",
-    ];
-    usize::try_from(t)
-        .ok()
-        .and_then(|i| NAMES.get(i))
-        .copied()
-        .unwrap_or("unknown")
-}
+use std::sync::Arc;
 
 fn is_op(t: i32) -> bool {
-    crate::ops::is_op(t)
+    dt::OPS.contains(&t)
 }
 
 /// A fresh state for a descriptor of type `t`.
@@ -400,118 +110,6 @@ fn is_finalized(d: &Desc) -> bool {
     }
 }
 
-/// The referenced descriptor at `addr`, checked for type `want` (BAD_PARAM) and finalization
-/// (BAD_PARAM_NOT_FINALIZED), and `pick` applied to its state.
-fn referenced<T>(addr: usize, want: i32, pick: impl FnOnce(&Desc) -> Option<T>) -> Ffi<T> {
-    let d = desc(addr as *const HipdnnBackendDescriptor)?;
-    if d.dtype != want {
-        return Err(err(
-            Status::BadParam,
-            format!(
-                "descriptor of type {} given where {} is expected",
-                type_name(d.dtype),
-                type_name(want)
-            ),
-        ));
-    }
-    let s = d.lock();
-    pick(&s).ok_or_else(|| {
-        err(
-            Status::BadParamNotFinalized,
-            format!("the {} descriptor is not finalized", type_name(want)),
-        )
-    })
-}
-
-fn final_graph(addr: usize) -> Ffi<Arc<FinalGraph>> {
-    referenced(addr, dt::OPERATIONGRAPH, |s| match s {
-        Desc::Graph(g) => g.fin.clone(),
-        _ => None,
-    })
-}
-
-pub(crate) fn final_tensor(addr: usize) -> Ffi<Arc<TensorAttributes>> {
-    referenced(addr, dt::TENSOR, |s| match s {
-        Desc::Tensor { fin, .. } => fin.clone(),
-        _ => None,
-    })
-}
-
-/// Replaces the state of the caller-created descriptor at `addr` (type `want`) with `state`:
-/// how GetAttribute hands out descriptors (the caller creates them, we fill them).
-fn fill(addr: usize, want: i32, state: Desc) -> Ffi {
-    let d = desc(addr as *const HipdnnBackendDescriptor)?;
-    if d.dtype != want {
-        return Err(err(
-            Status::BadParam,
-            format!(
-                "descriptor of type {} given to be filled as {}",
-                type_name(d.dtype),
-                type_name(want)
-            ),
-        ));
-    }
-    *d.lock() = state;
-    Ok(())
-}
-
-pub(crate) fn data_type_in(v: &In) -> Ffi<DataType> {
-    let c = v.enum32(ty::DATA_TYPE)?;
-    enums::data_type_from_c(c).ok_or_else(|| {
-        err(
-            Status::BadParam,
-            format!("attribute {}: {c} is not a hipdnnDataType_t", v.name),
-        )
-    })
-}
-
-pub(crate) fn data_type_out(o: &Out, d: DataType) -> Ffi {
-    match enums::data_type_to_c(d) {
-        Some(c) => o.put(ty::DATA_TYPE, &[c]),
-        // Never-set data type: answers a count of 0 (as upstream).
-        None => o.put::<i32>(ty::DATA_TYPE, &[]),
-    }
-}
-
-/// Hands out a descriptor of type `want` holding `state` through the caller's array slot:
-/// a null slot receives a new descriptor (owned by the caller, released with
-/// `hipdnnBackendDestroyDescriptor`); a non-null slot must be a caller-created descriptor of
-/// type `want`, which is filled.
-///
-/// # Safety
-/// `slot` must be valid for a read and a write.
-pub(crate) unsafe fn fill_slot(slot: *mut usize, want: i32, state: Desc) -> Ffi {
-    // SAFETY: caller contract.
-    let cur = unsafe { *slot };
-    if cur == 0 {
-        let addr = register(want, state);
-        // SAFETY: caller contract.
-        unsafe { *slot = addr };
-        Ok(())
-    } else {
-        fill(cur, want, state)
-    }
-}
-
-/// Hands out the finalized tensor `t` through the caller's array slot (see [`fill_slot`]).
-///
-/// # Safety
-/// `slot` must be valid for a read and a write.
-pub(crate) unsafe fn dt_fill_tensor(slot: *mut usize, t: &Arc<TensorAttributes>) -> Ffi {
-    // SAFETY: caller contract.
-    unsafe {
-        fill_slot(
-            slot,
-            dt::TENSOR,
-            Desc::Tensor {
-                t: t.as_ref().clone(),
-                raw: None,
-                fin: Some(t.clone()),
-            },
-        )
-    }
-}
-
 fn finalized_error(t: i32) -> crate::error::BackendErrorAlias {
     err(
         Status::NotInitialized,
@@ -538,15 +136,15 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
     let what = type_name(dtype);
     match s {
         Desc::Tensor { t, raw, .. } => match v.name {
-            1300 => t.uid = Some(v.i64()?),
-            1306 => *raw = Some(v.bytes(ty::CHAR)?),
-            1301 => t.name = v.text()?,
-            1302 => t.data_type = data_type_in(v)?,
-            1303 => t.dims = v.i64s()?,
-            1304 => t.strides = v.i64s()?,
-            1305 => t.is_virtual = v.bool()?,
-            1308 => t.is_runtime_pass_by_value = v.bool()?,
-            1309 => t.alignment = v.i64()?,
+            abi::TENSOR_UNIQUE_ID => t.uid = Some(v.i64()?),
+            abi::TENSOR_VALUE_EXT => *raw = Some(v.bytes(ty::CHAR)?),
+            abi::TENSOR_NAME_EXT => t.name = v.text()?,
+            abi::TENSOR_DATA_TYPE => t.data_type = data_type_in(v)?,
+            abi::TENSOR_DIMENSIONS => t.dims = v.i64s()?,
+            abi::TENSOR_STRIDES => t.strides = v.i64s()?,
+            abi::TENSOR_IS_VIRTUAL => t.is_virtual = v.bool()?,
+            abi::TENSOR_IS_RUNTIME_PASS_BY_VALUE_EXT => t.is_runtime_pass_by_value = v.bool()?,
+            abi::TENSOR_BYTE_ALIGNMENT => t.alignment = v.i64()?,
             _ => return Err(v.unsupported(what)),
         },
         Desc::Op { attrs, .. } => {
@@ -554,7 +152,7 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
             attrs.insert(v.name, val);
         }
         Desc::Graph(g) => {
-            if g.loaded.is_some() && v.name != 600 {
+            if g.loaded.is_some() && v.name != abi::OPERATIONGRAPH_HANDLE {
                 return Err(err(
                     Status::NotSupported,
                     format!(
@@ -564,11 +162,11 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
                 ));
             }
             match v.name {
-                600 => {
+                abi::OPERATIONGRAPH_HANDLE => {
                     let h = v.ptr(ty::HANDLE)?;
                     g.handle = Some(handle(h as *const HipdnnHandle)?);
                 }
-                601 => {
+                abi::OPERATIONGRAPH_OPS => {
                     let ptrs = v.ptrs(ty::BACKEND_DESCRIPTOR)?;
                     let mut ops = Vec::with_capacity(ptrs.len());
                     for p in ptrs {
@@ -596,17 +194,21 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
                     }
                     g.ops = ops;
                 }
-                604 => g.compute = Some(data_type_in(v)?),
-                605 => g.intermediate = Some(data_type_in(v)?),
-                606 => g.io = Some(data_type_in(v)?),
-                607 => g.preferred = Some(v.i64()?),
-                608 => g.name = Some(v.text()?),
-                609 => g.override_shape = Some(v.bool()?),
+                abi::OPERATIONGRAPH_COMPUTE_DATA_TYPE_EXT => g.compute = Some(data_type_in(v)?),
+                abi::OPERATIONGRAPH_INTERMEDIATE_DATA_TYPE_EXT => {
+                    g.intermediate = Some(data_type_in(v)?)
+                }
+                abi::OPERATIONGRAPH_IO_DATA_TYPE_EXT => g.io = Some(data_type_in(v)?),
+                abi::OPERATIONGRAPH_PREFERRED_ENGINE_ID_EXT => g.preferred = Some(v.i64()?),
+                abi::OPERATIONGRAPH_NAME_EXT => g.name = Some(v.text()?),
+                abi::OPERATIONGRAPH_IS_OVERRIDE_SHAPE_ENABLED_EXT => {
+                    g.override_shape = Some(v.bool()?)
+                }
                 _ => return Err(v.unsupported(what)),
             }
         }
         Desc::Heur { graph, .. } => match v.name {
-            100 => {
+            abi::ENGINEHEUR_MODE => {
                 let m = v.enum32(ty::HEUR_MODE)?;
                 if m != 0 {
                     return Err(err(
@@ -615,16 +217,20 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
                     ));
                 }
             }
-            101 => *graph = Some(final_graph(v.ptr(ty::BACKEND_DESCRIPTOR)?)?),
+            abi::ENGINEHEUR_OPERATION_GRAPH => {
+                *graph = Some(final_graph(v.ptr(ty::BACKEND_DESCRIPTOR)?)?)
+            }
             _ => return Err(v.unsupported(what)),
         },
         Desc::Engine { graph, id, .. } => match v.name {
-            1000 => *graph = Some(final_graph(v.ptr(ty::BACKEND_DESCRIPTOR)?)?),
-            1001 => *id = Some(v.i64()?),
+            abi::ENGINE_OPERATION_GRAPH => {
+                *graph = Some(final_graph(v.ptr(ty::BACKEND_DESCRIPTOR)?)?)
+            }
+            abi::ENGINE_GLOBAL_INDEX => *id = Some(v.i64()?),
             _ => return Err(v.unsupported(what)),
         },
         Desc::Cfg { engine, knobs, .. } => match v.name {
-            200 => {
+            abi::ENGINECFG_ENGINE => {
                 *engine = Some(referenced(
                     v.ptr(ty::BACKEND_DESCRIPTOR)?,
                     dt::ENGINE,
@@ -634,7 +240,7 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
                     },
                 )?)
             }
-            202 => {
+            abi::ENGINECFG_KNOB_CHOICES => {
                 let mut k = Vec::new();
                 for p in v.ptrs(ty::BACKEND_DESCRIPTOR)? {
                     k.push(referenced(p, dt::KNOB_CHOICE, |s| match s {
@@ -653,17 +259,17 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
         Desc::KnobChoice {
             knob_type, value, ..
         } => match v.name {
-            500 => *knob_type = Some(i64::from(v.enum32(ty::KNOB_TYPE)?)),
-            501 => *value = Some(v.i64()?),
+            abi::KNOB_CHOICE_KNOB_TYPE => *knob_type = Some(i64::from(v.enum32(ty::KNOB_TYPE)?)),
+            abi::KNOB_CHOICE_KNOB_VALUE => *value = Some(v.i64()?),
             _ => return Err(v.unsupported(what)),
         },
         Desc::KnobInfo { .. } => return Err(v.unsupported(what)),
         Desc::Plan { handle: h, cfg, .. } => match v.name {
-            300 => {
+            abi::EXECUTION_PLAN_HANDLE => {
                 let p = v.ptr(ty::HANDLE)?;
                 *h = Some(handle(p as *const HipdnnHandle)?);
             }
-            301 => {
+            abi::EXECUTION_PLAN_ENGINE_CONFIG => {
                 *cfg = Some(referenced(
                     v.ptr(ty::BACKEND_DESCRIPTOR)?,
                     dt::ENGINECFG,
@@ -681,9 +287,9 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
             workspace,
             ..
         } => match v.name {
-            700 => *uids = v.i64s()?,
-            701 => *ptrs = v.ptrs(ty::VOID_PTR)?,
-            703 => *workspace = v.ptr(ty::VOID_PTR)?,
+            abi::VARIANT_PACK_UNIQUE_IDS => *uids = v.i64s()?,
+            abi::VARIANT_PACK_DATA_POINTERS => *ptrs = v.ptrs(ty::VOID_PTR)?,
+            abi::VARIANT_PACK_WORKSPACE => *workspace = v.ptr(ty::VOID_PTR)?,
             _ => return Err(v.unsupported(what)),
         },
     }
@@ -723,8 +329,7 @@ fn finalize(dtype: i32, s: &mut Desc) -> Ffi {
             *fin = Some(Arc::new(t.clone()));
         }
         Desc::Op { attrs, fin } => {
-            let required = crate::ops::required(dtype);
-            if let Some(m) = required.iter().find(|a| !attrs.contains_key(a)) {
+            if let Some(m) = abi::required_on(dtype).find(|a| !attrs.contains_key(a)) {
                 return Err(err(
                     Status::BadParam,
                     format!("{}: attribute {m} is not set", type_name(dtype)),
@@ -958,19 +563,21 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
         Desc::Tensor { t, fin, .. } => {
             let t = fin.as_deref().unwrap_or(t);
             match o.name {
-                1306 => match t.value {
+                abi::TENSOR_VALUE_EXT => match t.value {
                     Some(v) => o.put(ty::CHAR, &crate::value::to_bytes(v)),
                     None => o.put::<u8>(ty::CHAR, &[]),
                 },
-                1300 => o.put(ty::INT64, &[t.uid.unwrap_or_default()]),
-                1301 => o.put_text(&t.name),
-                1302 => data_type_out(o, t.data_type),
-                1303 => o.put(ty::INT64, &t.dims),
-                1304 => o.put(ty::INT64, &t.strides),
-                1305 => o.put(ty::BOOLEAN, &[u8::from(t.is_virtual)]),
-                1307 => o.put(ty::BOOLEAN, &[u8::from(t.value.is_some())]),
-                1308 => o.put(ty::BOOLEAN, &[u8::from(t.is_runtime_pass_by_value)]),
-                1309 => o.put(ty::INT64, &[t.alignment]),
+                abi::TENSOR_UNIQUE_ID => o.put(ty::INT64, &[t.uid.unwrap_or_default()]),
+                abi::TENSOR_NAME_EXT => o.put_text(&t.name),
+                abi::TENSOR_DATA_TYPE => data_type_out(o, t.data_type),
+                abi::TENSOR_DIMENSIONS => o.put(ty::INT64, &t.dims),
+                abi::TENSOR_STRIDES => o.put(ty::INT64, &t.strides),
+                abi::TENSOR_IS_VIRTUAL => o.put(ty::BOOLEAN, &[u8::from(t.is_virtual)]),
+                abi::TENSOR_IS_BY_VALUE => o.put(ty::BOOLEAN, &[u8::from(t.value.is_some())]),
+                abi::TENSOR_IS_RUNTIME_PASS_BY_VALUE_EXT => {
+                    o.put(ty::BOOLEAN, &[u8::from(t.is_runtime_pass_by_value)])
+                }
+                abi::TENSOR_BYTE_ALIGNMENT => o.put(ty::INT64, &[t.alignment]),
                 _ => Err(o.unsupported(what)),
             }
         }
@@ -980,13 +587,13 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
         }
         Desc::Graph(g) => {
             match o.name {
-                600 => {
+                abi::OPERATIONGRAPH_HANDLE => {
                     let h = g.handle.as_ref().ok_or_else(|| {
                         err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set")
                     })?;
                     o.put(ty::HANDLE, &[Arc::as_ptr(h) as usize])
                 }
-                601 => {
+                abi::OPERATIONGRAPH_OPS => {
                     let (graph, _) = graph_and_bytes(g, false)?;
                     let ops = graph
                         .nodes()
@@ -1010,7 +617,7 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                     }
                     Ok(())
                 }
-                602 => {
+                abi::OPERATIONGRAPH_ENGINE_GLOBAL_COUNT => {
                     let h = g.handle.clone().ok_or_else(|| {
                         err(Status::BadParam, "OPERATIONGRAPH: HANDLE is not set")
                     })?;
@@ -1023,11 +630,11 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                         .len() as i64;
                     o.put(ty::INT64, &[n])
                 }
-                608 => {
+                abi::OPERATIONGRAPH_NAME_EXT => {
                     let (graph, _) = graph_and_bytes(g, false)?;
                     o.put_text(graph.name())
                 }
-                609 => {
+                abi::OPERATIONGRAPH_IS_OVERRIDE_SHAPE_ENABLED_EXT => {
                     let (graph, _) = graph_and_bytes(g, false)?;
                     o.put(ty::BOOLEAN, &[u8::from(graph.is_override_shape_enabled())])
                 }
@@ -1035,7 +642,7 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
             }
         }
         Desc::Heur { graph, fin } => match o.name {
-            102 => {
+            abi::ENGINEHEUR_RESULTS => {
                 let ids = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
                 let g = graph.clone().expect("finalized heuristic has a graph");
                 if o.ty != ty::BACKEND_DESCRIPTOR {
@@ -1081,14 +688,14 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                 }
                 Ok(())
             }
-            100 => o.put(ty::HEUR_MODE, &[0i32]),
+            abi::ENGINEHEUR_MODE => o.put(ty::HEUR_MODE, &[0i32]),
             _ => Err(o.unsupported(what)),
         },
         Desc::Engine { fin, .. } => {
             let e = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
             match o.name {
-                1001 => o.put(ty::INT64, &[e.id]),
-                1005 => {
+                abi::ENGINE_GLOBAL_INDEX => o.put(ty::INT64, &[e.id]),
+                abi::ENGINE_BEHAVIOR_NOTE => {
                     let notes: Vec<i32> = e
                         .engine
                         .behavior_notes(&e.graph.op)
@@ -1097,8 +704,8 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                         .collect();
                     o.put(ty::BEHAVIOR_NOTE, &notes)
                 }
-                1008 => o.put_text(e.engine.name()),
-                1000 => {
+                abi::ENGINE_NAME_EXT => o.put_text(e.engine.name()),
+                abi::ENGINE_OPERATION_GRAPH => {
                     if o.begin(ty::BACKEND_DESCRIPTOR, 1)?.is_some() {
                         let state = Desc::Graph(Box::new(GraphDesc {
                             handle: Some(e.graph.handle.clone()),
@@ -1114,7 +721,7 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                     }
                     Ok(())
                 }
-                1002 => {
+                abi::ENGINE_KNOB_INFO => {
                     let knobs = e.engine.knobs(&e.graph.op);
                     if o.ty != ty::BACKEND_DESCRIPTOR {
                         return Err(err(
@@ -1148,7 +755,7 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
         Desc::Cfg { fin, .. } => {
             let c = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
             match o.name {
-                200 => {
+                abi::ENGINECFG_ENGINE => {
                     if o.begin(ty::BACKEND_DESCRIPTOR, 1)?.is_some() {
                         // SAFETY: the array holds at least one handle.
                         let target = unsafe { *(o.ptr as *const usize) };
@@ -1174,26 +781,28 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
         Desc::KnobChoice {
             knob_type, value, ..
         } => match o.name {
-            500 => o.put(ty::KNOB_TYPE, &[knob_type.unwrap_or_default() as i32]),
-            501 => o.put(ty::INT64, &[value.unwrap_or_default()]),
+            abi::KNOB_CHOICE_KNOB_TYPE => {
+                o.put(ty::KNOB_TYPE, &[knob_type.unwrap_or_default() as i32])
+            }
+            abi::KNOB_CHOICE_KNOB_VALUE => o.put(ty::INT64, &[value.unwrap_or_default()]),
             _ => Err(o.unsupported(what)),
         },
         Desc::KnobInfo { info, .. } => {
             let k = info.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
             match o.name {
-                900 => o.put(ty::KNOB_TYPE, &[k.knob_type as i32]),
-                901 => o.put(ty::INT64, &[k.max]),
-                902 => o.put(ty::INT64, &[k.min]),
-                903 => o.put(ty::INT64, &[1i64]),
-                904 => o.put_text(&k.description),
-                905 => o.put(ty::INT64, &[k.default]),
+                abi::KNOB_INFO_TYPE => o.put(ty::KNOB_TYPE, &[k.knob_type as i32]),
+                abi::KNOB_INFO_MAXIMUM_VALUE => o.put(ty::INT64, &[k.max]),
+                abi::KNOB_INFO_MINIMUM_VALUE => o.put(ty::INT64, &[k.min]),
+                abi::KNOB_INFO_STRIDE => o.put(ty::INT64, &[1i64]),
+                abi::KNOB_INFO_DESCRIPTION => o.put_text(&k.description),
+                abi::KNOB_INFO_DEFAULT_VALUE => o.put(ty::INT64, &[k.default]),
                 _ => Err(o.unsupported(what)),
             }
         }
         Desc::Plan { fin, .. } => {
             let p = fin.as_ref().ok_or_else(|| not_finalized_error(dtype))?;
             match o.name {
-                302 => {
+                abi::EXECUTION_PLAN_WORKSPACE_SIZE => {
                     if o.ty != ty::INT64 || o.requested != 1 {
                         return Err(err(
                             Status::BadParam,
@@ -1204,7 +813,7 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                     o.write(&[p.plan.workspace_size() as i64]);
                     Ok(())
                 }
-                301 => {
+                abi::EXECUTION_PLAN_ENGINE_CONFIG => {
                     let Some(c) = &p.cfg else {
                         return Err(err(
                             Status::BadParamNullPointer,
@@ -1235,9 +844,13 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                     }
                     Ok(())
                 }
-                308 => o.put(ty::INT64, p.plan.tensor_uids()),
-                309 => o.put(ty::INT64, &[p.plan.engine_id()]),
-                310 => o.put(ty::BOOLEAN, &[u8::from(p.plan.is_override_shape_enabled())]),
+                abi::EXECUTION_PLAN_TENSOR_UIDS_EXT => o.put(ty::INT64, p.plan.tensor_uids()),
+                abi::EXECUTION_PLAN_ENGINE_GLOBAL_INDEX_EXT => {
+                    o.put(ty::INT64, &[p.plan.engine_id()])
+                }
+                abi::EXECUTION_PLAN_IS_OVERRIDE_SHAPE_ENABLED_EXT => {
+                    o.put(ty::BOOLEAN, &[u8::from(p.plan.is_override_shape_enabled())])
+                }
                 _ => Err(o.unsupported(what)),
             }
         }
@@ -1247,9 +860,9 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
             workspace,
             ..
         } => match o.name {
-            700 => o.put(ty::INT64, uids),
-            701 => o.put(ty::VOID_PTR, ptrs),
-            703 => o.put(ty::VOID_PTR, &[*workspace]),
+            abi::VARIANT_PACK_UNIQUE_IDS => o.put(ty::INT64, uids),
+            abi::VARIANT_PACK_DATA_POINTERS => o.put(ty::VOID_PTR, ptrs),
+            abi::VARIANT_PACK_WORKSPACE => o.put(ty::VOID_PTR, &[*workspace]),
             _ => Err(o.unsupported(what)),
         },
     }
@@ -1368,28 +981,34 @@ pub unsafe extern "C" fn hipdnnBackendFinalize(d: *mut HipdnnBackendDescriptor) 
     })
 }
 
-/// Bytes a tensor's buffer spans: `(1 + Σ (dim−1)·stride)` elements of its type (sub-byte
-/// types count 1 byte per element).
-fn tensor_bytes(t: &TensorAttributes) -> usize {
-    let elem = match t.data_type {
-        DataType::Double | DataType::Int64 => 8,
-        DataType::Float | DataType::Int32 => 4,
-        DataType::Half | DataType::BFloat16 => 2,
-        _ => 1,
-    };
-    let extent = 1 + t
-        .dims
-        .iter()
-        .zip(&t.strides)
-        .map(|(d, s)| (d - 1).max(0) * s)
-        .sum::<i64>();
-    usize::try_from(extent).unwrap_or(0).saturating_mul(elem)
+/// Bytes a tensor's buffer spans, by the backend's rule
+/// ([`hipdnn_backend::tensor_size::byte_extent`], as the SDK): `(1 + Σ (dim−1)·stride)`
+/// elements of its type (sub-byte types count 1 byte per element), **0 when a dim is 0**.
+///
+/// # Errors
+/// BAD_PARAM for a negative dim or stride or an extent that overflows.
+fn tensor_bytes(t: &TensorAttributes) -> Ffi<usize> {
+    let elem = tensor_size::element_size(t.data_type.schema_value());
+    tensor_size::byte_extent(&t.dims, &t.strides, elem).ok_or_else(|| {
+        err(
+            Status::BadParam,
+            format!(
+                "tensor uid {}: the extent of dims {:?} strides {:?} overflows or is negative",
+                t.uid.unwrap_or_default(),
+                t.dims,
+                t.strides
+            ),
+        )
+    })
 }
 
 /// Buffer length per tensor UID for a plan, with [`SCALAR_MARK`] set for runtime
 /// pass-by-value scalars: from its graph, or for a loaded plan of the CPU reference engine
 /// from the graph its context carries.
-fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
+///
+/// # Errors
+/// [`tensor_bytes`]'s.
+fn buffer_lengths(p: &FinalPlan) -> Ffi<HashMap<i64, usize>> {
     let graph = match &p.graph {
         Some(g) => Some(g.graph.clone()),
         None => p
@@ -1399,21 +1018,21 @@ fn buffer_lengths(p: &FinalPlan) -> HashMap<i64, usize> {
             .downcast_ref::<hipdnn_engines::reference::ReferenceContext>()
             .and_then(|c| Graph::from_graph_bytes(c.graph_bytes()).ok()),
     };
-    graph
-        .map(|g| {
-            g.tensors()
-                .filter_map(|(_, t)| {
-                    let len = if t.is_runtime_pass_by_value {
-                        // A runtime scalar: a host pointer to one element, on any device.
-                        SCALAR_MARK | tensor_bytes(t)
-                    } else {
-                        tensor_bytes(t)
-                    };
-                    t.uid.map(|u| (u, len))
-                })
-                .collect()
-        })
-        .unwrap_or_default()
+    let Some(g) = graph else {
+        return Ok(HashMap::new());
+    };
+    let mut lens = HashMap::new();
+    for (_, t) in g.tensors() {
+        let Some(uid) = t.uid else { continue };
+        let len = if t.is_runtime_pass_by_value {
+            // A runtime scalar: a host pointer to one element, on any device.
+            SCALAR_MARK | tensor_bytes(t)?
+        } else {
+            tensor_bytes(t)?
+        };
+        lens.insert(uid, len);
+    }
+    Ok(lens)
 }
 
 /// Marks a runtime pass-by-value scalar in [`buffer_lengths`] (host memory on every device).
@@ -1466,7 +1085,7 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
         // (the CPU reference engine then refuses with BAD_PARAM instead of reading device
         // memory; HIPDNN_RS_DEVICE=cpu gives CPU handles for host buffers).
         let host = !h.sdk.read().unwrap_or_else(|p| p.into_inner()).is_gpu();
-        let lens = buffer_lengths(&fp);
+        let lens = buffer_lengths(&fp)?;
         let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
         let mut vp = VariantPackDescriptor::new();
         for (uid, ptr) in uids.iter().zip(&ptrs) {
@@ -1529,4 +1148,107 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
         let sdk = h.sdk.read().unwrap_or_else(|p| p.into_inner());
         fp.plan.execute(sdk.backend(), vp)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::abi::{ATTRIBUTES, attribute_on};
+
+    /// The attribute type a SetAttribute/GetAttribute of `number` on `dtype` passes: the
+    /// table's, else INT64.
+    fn attr_type(dtype: i32, number: i32) -> i32 {
+        attribute_on(dtype, number)
+            .and_then(|a| a.kind.attribute_type())
+            .unwrap_or(ty::INT64)
+    }
+
+    const NON_OPS: [i32; 9] = [
+        dt::TENSOR,
+        dt::OPERATIONGRAPH,
+        dt::ENGINEHEUR,
+        dt::ENGINE,
+        dt::ENGINECFG,
+        dt::KNOB_CHOICE,
+        dt::KNOB_INFO,
+        dt::EXECUTION_PLAN,
+        dt::VARIANT_PACK,
+    ];
+
+    /// The extent rule is the SDK's (`hipdnn_backend::tensor_size`): a zero dim spans 0 bytes
+    /// (this C ABI counted one element before), an overflow is BAD_PARAM (it was unchecked).
+    #[test]
+    fn tensor_bytes_follow_the_backend_rule() {
+        let t = |dims: Vec<i64>, strides: Vec<i64>, data_type| TensorAttributes {
+            uid: Some(7),
+            dims,
+            strides,
+            data_type,
+            ..TensorAttributes::default()
+        };
+        let bytes = |x| tensor_bytes(&x).map_err(|e| e.status);
+        assert_eq!(bytes(t(vec![2, 3], vec![3, 1], DataType::Float)), Ok(24));
+        assert_eq!(bytes(t(vec![2, 3], vec![8, 1], DataType::Half)), Ok(22));
+        assert_eq!(
+            bytes(t(vec![2, 0, 3], vec![3, 3, 1], DataType::Double)),
+            Ok(0)
+        );
+        assert_eq!(
+            bytes(t(vec![i64::MAX, 2], vec![2, 1], DataType::Float)),
+            Err(Status::BadParam)
+        );
+    }
+
+    /// SetAttribute refuses with NOT_SUPPORTED exactly the attributes the table does not mark
+    /// settable on the descriptor type (a null array makes every accepted one fail otherwise).
+    #[test]
+    fn set_takes_exactly_the_tables_settable_attributes() {
+        for dtype in NON_OPS.into_iter().chain(dt::OPS) {
+            for a in ATTRIBUTES {
+                let mut s = new_state(dtype).unwrap();
+                let v = In {
+                    name: a.number,
+                    ty: attr_type(dtype, a.number),
+                    count: 1,
+                    ptr: std::ptr::null(),
+                };
+                let refused = set(dtype, &mut s, &v)
+                    .err()
+                    .is_some_and(|e| e.status == Status::NotSupported);
+                let settable = attribute_on(dtype, a.number).is_some_and(|r| r.access.settable());
+                assert_eq!(refused, !settable, "{} on {}", a.name, type_name(dtype));
+            }
+        }
+    }
+
+    /// GetAttribute refuses with NOT_SUPPORTED exactly the attributes the table does not mark
+    /// gettable, on the descriptor types whose getter needs no finalize first.
+    #[test]
+    fn get_answers_exactly_the_tables_gettable_attributes() {
+        let types = [
+            dt::TENSOR,
+            dt::OPERATIONGRAPH,
+            dt::ENGINEHEUR,
+            dt::KNOB_CHOICE,
+            dt::VARIANT_PACK,
+        ];
+        for dtype in types.into_iter().chain(dt::OPS) {
+            for a in ATTRIBUTES {
+                let s = new_state(dtype).unwrap();
+                let mut count = 0i64;
+                let o = Out {
+                    name: a.number,
+                    ty: attr_type(dtype, a.number),
+                    requested: 0,
+                    count: &mut count,
+                    ptr: std::ptr::null_mut(),
+                };
+                let refused = get(dtype, &s, &o)
+                    .err()
+                    .is_some_and(|e| e.status == Status::NotSupported);
+                let gettable = attribute_on(dtype, a.number).is_some_and(|r| r.access.gettable());
+                assert_eq!(refused, !gettable, "{} on {}", a.name, type_name(dtype));
+            }
+        }
+    }
 }

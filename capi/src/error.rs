@@ -47,8 +47,8 @@ pub fn entry(name: &str, body: impl FnOnce() -> Ffi) -> Status {
         Ok(()) => Status::Success,
         Err(e) => {
             set_last_error(format!("{name}: {}", e.message));
-            crate::log::emit_internal(
-                crate::log::Severity::Error,
+            crate::sink::emit_internal(
+                crate::sink::Severity::Error,
                 &format!("{name}: {}: {}", e.status.name(), e.message),
             );
             e.status

@@ -14,6 +14,7 @@
 //! library never frees caller memory and the caller never frees ours (handles and
 //! descriptors are released with their destroy functions).
 
+pub mod abi;
 pub mod attr;
 pub mod desc;
 pub mod enums;
@@ -24,6 +25,8 @@ pub mod ops;
 pub mod panic;
 pub mod registry;
 pub mod serialize;
+pub mod sink;
+pub mod state;
 pub mod value;
 
 use hipdnn_backend::Status;
@@ -90,7 +93,7 @@ fn copy_last_error(name: &str, message: *mut c_char, max: usize, clear: bool) {
     let _ = panic::guard(|| {
         if message.is_null() || max == 0 {
             let text = format!("{name}: message buffer is null or maxSize is 0");
-            log::emit_internal(log::Severity::Error, &text);
+            sink::emit_internal(sink::Severity::Error, &text);
             error::set_last_error(text);
             return Status::BadParamNullPointer;
         }

@@ -7,12 +7,13 @@
 //! returns its loaded bytes, and the container writer is the backend's
 //! (`hdgp::write_graph_and_plan`), the one `Graph::to_binary` uses.
 
-use crate::desc::{
-    Desc, FinalPlan, GraphDesc, HipdnnBackendDescriptor, desc, dt, graph_and_bytes, register,
-    type_name,
-};
+use crate::abi::dt;
+use crate::desc::graph_and_bytes;
 use crate::error::{Ffi, bytes_in, copy_out, entry, err, non_null};
 use crate::handle::{HipdnnHandle, handle};
+use crate::state::{
+    Desc, FinalPlan, GraphDesc, HipdnnBackendDescriptor, desc, register, type_name,
+};
 use hipdnn::Graph;
 use hipdnn_backend::{ExecutionPlanDescriptor, Status, hdgp};
 use std::ffi::c_char;

@@ -603,23 +603,11 @@ impl Graph {
     }
 }
 
-/// Bytes a buffer must hold for a strided tensor: `(1 + Σ (dim−1)·stride) · elem`, 0 when a
-/// dim is 0, computed with checked arithmetic; `None` when a step overflows `usize`/`i64` or
-/// a dim or stride is negative.
+/// Bytes a buffer must hold for a strided tensor: the backend's rule
+/// ([`hipdnn_backend::tensor_size::byte_extent`]: `(1 + Σ (dim−1)·stride) · elem`, 0 when a
+/// dim is 0; `None` for a negative dim or stride or an overflow), shared with the C ABI.
 pub(crate) fn required_bytes(dims: &[i64], strides: &[i64], elem: usize) -> Option<usize> {
-    if dims.contains(&0) {
-        return Some(0);
-    }
-    let mut span: i64 = 0;
-    for (d, s) in dims.iter().zip(strides) {
-        if *d < 0 || *s < 0 {
-            return None;
-        }
-        span = span.checked_add((d - 1).checked_mul(*s)?)?;
-    }
-    usize::try_from(span.checked_add(1)?)
-        .ok()?
-        .checked_mul(elem)
+    hipdnn_backend::tensor_size::byte_extent(dims, strides, elem)
 }
 
 /// True for data types a `Buffer<T>` can hold directly.
@@ -639,13 +627,8 @@ fn has_element_type(dt: crate::DataType) -> bool {
     )
 }
 
-/// Bytes per element of a data type as stored in a buffer (sub-byte types count as 1).
+/// Bytes per element of a data type as stored in a buffer (sub-byte types count as 1):
+/// [`hipdnn_backend::tensor_size::element_size`].
 fn element_size(dt: crate::DataType) -> usize {
-    use crate::DataType as D;
-    match dt {
-        D::Double | D::Int64 => 8,
-        D::Float | D::Int32 => 4,
-        D::Half | D::BFloat16 => 2,
-        _ => 1,
-    }
+    hipdnn_backend::tensor_size::element_size(dt.schema_value())
 }

@@ -1,5 +1,8 @@
 //! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N]`
 //!
+//! (`cargo run -p xtask -- module-cycles <src-dir>` prints a crate's module import cycles:
+//! [`modcycles`].)
+//!
 //! Two kernel sets: the clang-built CUDA/HIP sources below, and the Triton ahead-of-time
 //! kernels of `engines/kernels/triton/` ([`triton`]; `--only triton` builds just those, which
 //! needs no clang). Without `--only` both are built (clang first).
@@ -43,6 +46,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod modcycles;
 mod triton;
 
 use hipdnn_kpack::{CompressionScheme, KpackArchive, KpackWriter};
@@ -699,9 +703,16 @@ fn compare_dirs(a: &Path, b: &Path) -> Res<Vec<String>> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("module-cycles") && args.len() == 2 {
+        if let Err(e) = modcycles::run(Path::new(&args[1])) {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.first().map(String::as_str) != Some("pack-kernels") {
         eprintln!(
-            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]"
+            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]\n       cargo run -p xtask -- module-cycles <src-dir>"
         );
         std::process::exit(2);
     }
