@@ -1,4 +1,6 @@
-//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N]`
+//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N]`, and
+//! `cargo run -p xtask -- install --prefix P` ([`install`]: the C ABI, its header and
+//! pkg-config file, and the packed kernels under a prefix).
 //!
 //! Two kernel sets: the clang-built CUDA/HIP sources below, and the Triton ahead-of-time
 //! kernels of `engines/kernels/triton/` ([`triton`]; `--only triton` builds just those, which
@@ -43,6 +45,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod install;
 mod triton;
 
 use hipdnn_kpack::{CompressionScheme, KpackArchive, KpackWriter};
@@ -699,9 +702,23 @@ fn compare_dirs(a: &Path, b: &Path) -> Res<Vec<String>> {
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
+    if args.first().map(String::as_str) == Some("install") {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let result = install::InstallOptions::parse(&args[1..])
+            .and_then(|opts| install::install(&root, &opts));
+        if let Err(e) = result {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.first().map(String::as_str) != Some("pack-kernels") {
         eprintln!(
-            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]"
+            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]\n       {}",
+            install::USAGE
         );
         std::process::exit(2);
     }
