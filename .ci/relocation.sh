@@ -19,6 +19,7 @@ restore() {
   rm -rf "$tmp"
 }
 trap restore EXIT
+trap 'exit 130' INT TERM # exit through the EXIT trap
 
 cargo run -q -p xtask -- install --prefix "$tmp/p" --debug
 cargo build -q -p hipdnn --example kernel_source

@@ -2,8 +2,8 @@
 //!
 //! [`open`] loads the GPU runtime (libamdhip64 or libcuda.so.1, at run time), opens a device,
 //! finds the packed kernels for its base architecture (`<kernel dir>/<arch>/kernels.json`,
-//! the Triton entries of `triton.json`, and the kpack archives beside them), turns each packed entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`]
-//! ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`pack_registry`].
+//! the Triton entries of `triton.json`, and the kpack archives beside them), turns each packed
+//! entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`] ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`pack_registry`].
 //!
 //! Packed entries (format `engines/kernels/README.md`) map to descriptors as follows: the
 //! entry's `family` names a [`PackFamily`], whose current contract is the dispatch
@@ -158,7 +158,7 @@ pub fn parse_packed_descriptors(
         detail,
     };
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| file_error(format!("not JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| file_error(format!("not JSON: {e}")))?;
     let arch = v["arch"].as_str().unwrap_or_default().to_string();
     let entries = v["kernels"]
         .as_array()
@@ -268,7 +268,7 @@ pub fn parse_triton_descriptors(
         detail,
     };
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| file_error(format!("not JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| file_error(format!("not JSON: {e}")))?;
     let arch = v["arch"].as_str().unwrap_or_default().to_string();
     let entries = v["kernels"]
         .as_array()
