@@ -164,8 +164,15 @@ fn raw_launch_time(h: &Handle) -> R<f64> {
         .ok_or("this handle executes on the CPU")?
         .clone();
     let arch = dev.arch().split(':').next().unwrap_or_default().to_string();
-    let dir = hipdnn_engines::gpu::kernel_dir().join(&arch);
-    let descs = hipdnn_engines::gpu::load_packed_descriptors(&dir).map_err(|e| e.to_string())?;
+    let descs = match hipdnn_engines::gpu::resolve_kernel_location().dir() {
+        Some(dir) => hipdnn_engines::gpu::load_packed_descriptors(&dir.join(&arch))
+            .map_err(|e| e.to_string())?,
+        None => {
+            hipdnn_engines::gpu::load_embedded_descriptors(&arch)
+                .map_err(|e| e.to_string())?
+                .1
+        }
+    };
     let d = descs
         .iter()
         .find(|d| d.name == "hipdnn_pw_identity_f32")

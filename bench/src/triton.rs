@@ -315,17 +315,10 @@ fn check_case<T: Num>(gpu: &Handle, cpu: &Handle, c: Case, dt: DataType) -> R<se
 /// Runs in a child process (`hipdnn-bench triton-reload <case> <dtype>`) whose
 /// `HIPDNN_KERNEL_DIR` is a copy of the packed kernels, so the archives can be removed.
 fn save_reload(case: usize, dt: &str) -> R<serde_json::Value> {
-    let src = hipdnn_engines::gpu::kernel_dir();
     let tmp = std::env::temp_dir().join(format!("hipdnn-triton-reload-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&tmp);
-    for d in std::fs::read_dir(&src).map_err(e)? {
-        let d = d.map_err(e)?;
-        std::fs::create_dir_all(tmp.join(d.file_name())).map_err(e)?;
-        for f in std::fs::read_dir(d.path()).map_err(e)? {
-            let f = f.map_err(e)?;
-            std::fs::copy(f.path(), tmp.join(d.file_name()).join(f.file_name())).map_err(e)?;
-        }
-    }
+    let location = hipdnn_engines::gpu::resolve_kernel_location();
+    hipdnn_engines::gpu::export_kernels(&location, &tmp).map_err(e)?;
     let out = std::process::Command::new(std::env::current_exe().map_err(e)?)
         .args(["triton-reload", &case.to_string(), dt])
         .env("HIPDNN_KERNEL_DIR", &tmp)
@@ -441,7 +434,13 @@ fn reload_steps<T: Num>(
     n_out: usize,
     label: &str,
 ) -> R<serde_json::Value> {
-    let dir = hipdnn_engines::gpu::kernel_dir();
+    let location = hipdnn_engines::gpu::resolve_kernel_location();
+    let dir = location
+        .dir()
+        .ok_or_else(|| {
+            format!("the kernels must be a directory (HIPDNN_KERNEL_DIR), not {location}")
+        })?
+        .to_path_buf();
     let h = Handle::gpu().map_err(e)?;
     let mut g = mk();
     let t0 = std::time::Instant::now();

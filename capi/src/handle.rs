@@ -71,6 +71,7 @@ fn engines_sorted(h: &HandleObj) -> Vec<(i64, String)> {
 pub const DEVICE_ENV: &str = "HIPDNN_RS_DEVICE";
 
 fn new_sdk_handle() -> Ffi<hipdnn::Handle> {
+    crate::location::report_loaded_library();
     let cpu = std::env::var(DEVICE_ENV).is_ok_and(|v| v.eq_ignore_ascii_case("cpu"));
     let h = if cpu {
         hipdnn::Handle::cpu()

@@ -20,6 +20,7 @@ pub mod desc;
 pub mod enums;
 pub mod error;
 pub mod handle;
+pub mod location;
 pub mod log;
 pub mod ops;
 pub mod panic;

@@ -2,9 +2,8 @@
 //!
 //! [`open`] loads the GPU runtime (libamdhip64 or libcuda.so.1, at run time), opens a device,
 //! finds the packed kernels for its base architecture (`<kernel dir>/<arch>/kernels.json`,
-//! the Triton entries of `triton.json`, and the kpack archives beside them; kernel dir = `HIPDNN_KERNEL_DIR` or [`DEFAULT_KERNEL_DIR`]),
-//! turns each packed entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`]
-//! ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`pack_registry`].
+//! the Triton entries of `triton.json`, and the kpack archives beside them), turns each packed
+//! entry into a [`KernelDescriptor`] and builds one [`IngestorEngine`] ([`GPU_ENGINE_NAME`]) with [`HipIngestorDevice`], the kpack reader and [`pack_registry`].
 //!
 //! Packed entries (format `engines/kernels/README.md`) map to descriptors as follows: the
 //! entry's `family` names a [`PackFamily`], whose current contract is the dispatch
@@ -13,6 +12,12 @@
 //! handler does not check data types per kernel. The descriptor id is a UUID (version 8) from
 //! the first 16 bytes of SHA-256(`hipdnn-rs packed kernel ` + symbol), so a kernel keeps its id
 //! across archs and rebuilds.
+//!
+//! The kernels are looked for, first match wins ([`resolve_kernel_location`], details in
+//! [`crate::kernel_location`]): the directory `HIPDNN_KERNEL_DIR`; an install location next to
+//! the loaded `libhipdnn_backend.so` (`<its dir>/hipdnn/kernels`) or the executable
+//! (`<exe dir>/../lib/hipdnn/kernels`); the kernels compiled into the binary (cargo features
+//! `kernels-<arch>`, on by default). [`open`] logs the one it uses at INFO.
 
 use crate::ingestor::HipIngestorDevice;
 use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
@@ -28,17 +33,9 @@ use std::sync::Arc;
 
 /// Name of the GPU ingestor engine.
 pub const GPU_ENGINE_NAME: &str = "hipkernel.ingestor.gpu";
-/// The packed kernels of this source tree.
-pub const DEFAULT_KERNEL_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/packed");
-/// Environment variable overriding [`DEFAULT_KERNEL_DIR`].
-pub const KERNEL_DIR_ENV: &str = "HIPDNN_KERNEL_DIR";
-
-/// The kernel directory: `HIPDNN_KERNEL_DIR` when set, else [`DEFAULT_KERNEL_DIR`].
-pub fn kernel_dir() -> PathBuf {
-    std::env::var_os(KERNEL_DIR_ENV)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_KERNEL_DIR))
-}
+pub use crate::kernel_location::{
+    KERNEL_DIR_ENV, KernelLocation, export_kernels, resolve_kernel_location, set_loaded_library,
+};
 
 /// Why no GPU engine could be opened ([`open`]). Every variant's `Display` starts with
 /// `no GPU: `.
@@ -57,7 +54,8 @@ pub enum GpuUnavailable {
         #[source]
         source: DriverError,
     },
-    /// No kernels are packed for the device's base architecture.
+    /// No kernels are packed for the device's base architecture (in a kernel directory, or
+    /// among the embedded kernels, whose directory is `<embedded>/<arch>`).
     #[error("no GPU: no kernels packed for {arch} ({} missing)", path.display())]
     NoKernels {
         /// Base architecture (`sm_90`, `gfx942`).
@@ -90,11 +88,14 @@ pub fn gpu_registry() -> crate::ingestor::DispatchRegistry {
 
 /// A GPU ready for hipDNN: the device, its arch and kernel directory, and the engine.
 pub struct GpuEngines {
+    /// Where the kernels came from.
+    pub kernels: KernelLocation,
     /// The opened device.
     pub device: Arc<hipdnn_hip::Device>,
     /// Base architecture (`sm_90`, `gfx942`).
     pub arch: String,
-    /// The packed directory of that arch (`<kernel dir>/<arch>`).
+    /// The packed directory of that arch (`<kernel dir>/<arch>`; `<embedded>/<arch>`, a label
+    /// that is never opened, for the kernels compiled into the binary).
     pub packed_dir: PathBuf,
     /// The ingestor engines, in the order to register them (before the CPU engine).
     pub engines: Vec<Arc<IngestorEngine>>,
@@ -132,15 +133,32 @@ pub fn load_packed_descriptors(
     packed_dir: &Path,
 ) -> Result<Vec<KernelDescriptor>, PackedDescriptorError> {
     let path = packed_dir.join("kernels.json");
+    let text = std::fs::read_to_string(&path).map_err(|e| PackedDescriptorError {
+        path: path.clone(),
+        entry: None,
+        detail: format!("cannot read: {e}"),
+    })?;
+    parse_packed_descriptors(packed_dir, &text)
+}
+
+/// [`load_packed_descriptors`] over the text of `<packed_dir>/kernels.json` already in memory
+/// (the embedded kernels); `packed_dir` names the file in errors and prefixes the archive
+/// paths.
+///
+/// # Errors
+/// As [`load_packed_descriptors`], less the read.
+pub fn parse_packed_descriptors(
+    packed_dir: &Path,
+    text: &str,
+) -> Result<Vec<KernelDescriptor>, PackedDescriptorError> {
+    let path = packed_dir.join("kernels.json");
     let file_error = |detail: String| PackedDescriptorError {
         path: path.clone(),
         entry: None,
         detail,
     };
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| file_error(format!("cannot read: {e}")))?;
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| file_error(format!("not JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| file_error(format!("not JSON: {e}")))?;
     let arch = v["arch"].as_str().unwrap_or_default().to_string();
     let entries = v["kernels"]
         .as_array()
@@ -225,15 +243,32 @@ pub fn load_triton_descriptors(
     if !path.is_file() {
         return Ok(Vec::new());
     }
+    let text = std::fs::read_to_string(&path).map_err(|e| PackedDescriptorError {
+        path: path.clone(),
+        entry: None,
+        detail: format!("cannot read: {e}"),
+    })?;
+    parse_triton_descriptors(packed_dir, &text)
+}
+
+/// [`load_triton_descriptors`] over the text of `<packed_dir>/triton.json` already in memory
+/// (the embedded kernels); `packed_dir` names the file in errors and prefixes the archive
+/// paths.
+///
+/// # Errors
+/// As [`load_triton_descriptors`], less the read.
+pub fn parse_triton_descriptors(
+    packed_dir: &Path,
+    text: &str,
+) -> Result<Vec<KernelDescriptor>, PackedDescriptorError> {
+    let path = packed_dir.join("triton.json");
     let file_error = |detail: String| PackedDescriptorError {
         path: path.clone(),
         entry: None,
         detail,
     };
-    let text =
-        std::fs::read_to_string(&path).map_err(|e| file_error(format!("cannot read: {e}")))?;
     let v: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| file_error(format!("not JSON: {e}")))?;
+        serde_json::from_str(text).map_err(|e| file_error(format!("not JSON: {e}")))?;
     let arch = v["arch"].as_str().unwrap_or_default().to_string();
     let entries = v["kernels"]
         .as_array()
@@ -297,7 +332,9 @@ pub fn load_triton_descriptors(
     Ok(out)
 }
 
-/// Opens GPU `ordinal` and builds its ingestor engine.
+/// Opens GPU `ordinal` and builds its ingestor engine, with the kernels of
+/// [`resolve_kernel_location`] (logged at INFO as `hipdnn: kernels: <location>` before the GPU
+/// runtime is loaded, so it shows on a machine without a GPU too).
 ///
 /// # Errors
 /// [`GpuUnavailable`]: [`GpuUnavailable::NoGpu`] without a runtime or device,
@@ -305,6 +342,8 @@ pub fn load_triton_descriptors(
 /// [`GpuUnavailable::NoKernels`] / [`GpuUnavailable::PackedDescriptors`] when its architecture
 /// has no (readable) packed kernels.
 pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
+    let location = resolve_kernel_location();
+    log::info!("hipdnn: kernels: {location}");
     let rt = GpuRuntime::load()?;
     let device = rt
         .open_device(ordinal)
@@ -315,16 +354,22 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
         .next()
         .unwrap_or_default()
         .to_string();
-    let packed_dir = kernel_dir().join(&arch);
-    if !packed_dir.join("kernels.json").is_file() {
-        return Err(GpuUnavailable::NoKernels {
-            arch,
-            path: packed_dir.join("kernels.json"),
-        });
-    }
-    // Triton entries first: where both serve a graph, the generated kernel is chosen.
-    let mut kernels = load_triton_descriptors(&packed_dir)?;
-    kernels.extend(load_packed_descriptors(&packed_dir)?);
+    let (packed_dir, kernels) = match location.dir() {
+        Some(dir) => {
+            let packed_dir = dir.join(&arch);
+            if !packed_dir.join("kernels.json").is_file() {
+                return Err(GpuUnavailable::NoKernels {
+                    arch,
+                    path: packed_dir.join("kernels.json"),
+                });
+            }
+            // Triton entries first: where both serve a graph, the generated kernel is chosen.
+            let mut kernels = load_triton_descriptors(&packed_dir)?;
+            kernels.extend(load_packed_descriptors(&packed_dir)?);
+            (packed_dir, kernels)
+        }
+        None => load_embedded_descriptors(&arch)?,
+    };
     let dev: Arc<dyn crate::ingestor::IngestorDevice> =
         Arc::new(HipIngestorDevice::new(device.clone()));
     let engine = IngestorEngine::new(
@@ -335,9 +380,49 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
         Arc::new(KpackCodeObjectReader),
     );
     Ok(GpuEngines {
+        kernels: location,
         device,
         arch,
         packed_dir,
         engines: vec![Arc::new(engine)],
     })
+}
+
+/// The packed directory label (`<embedded>/<arch>`) and descriptors of the kernels of `arch`
+/// compiled into the binary, Triton entries first (as
+/// from a directory); their archives are registered with the kpack reader under
+/// `<embedded>/<arch>/<archive>` ([`hipdnn_kpack::register_static_archive`]).
+pub fn load_embedded_descriptors(
+    arch: &str,
+) -> Result<(PathBuf, Vec<KernelDescriptor>), GpuUnavailable> {
+    let label = Path::new(crate::kernel_location::EMBEDDED_DIR_LABEL).join(arch);
+    let missing = || GpuUnavailable::NoKernels {
+        arch: arch.to_string(),
+        path: label.join("kernels.json"),
+    };
+    let embedded = crate::kernel_location::embedded_kernels(arch).ok_or_else(missing)?;
+    let text = |name: &str| -> Result<Option<&'static str>, PackedDescriptorError> {
+        embedded
+            .file(name)
+            .map(|b| {
+                std::str::from_utf8(b).map_err(|e| PackedDescriptorError {
+                    path: label.join(name),
+                    entry: None,
+                    detail: format!("not UTF-8: {e}"),
+                })
+            })
+            .transpose()
+    };
+    let kernels_json = text("kernels.json")?.ok_or_else(missing)?;
+    for (name, bytes) in embedded.files {
+        if name.ends_with(".kpack") {
+            hipdnn_kpack::register_static_archive(label.join(name), bytes);
+        }
+    }
+    let mut kernels = match text("triton.json")? {
+        Some(t) => parse_triton_descriptors(&label, t)?,
+        None => Vec::new(),
+    };
+    kernels.extend(parse_packed_descriptors(&label, kernels_json)?);
+    Ok((label, kernels))
 }

@@ -14,5 +14,6 @@
 
 pub mod gpu;
 pub mod ingestor;
+pub mod kernel_location;
 pub mod reference;
 pub mod registry;

@@ -140,7 +140,7 @@ fn gpu_registry_keeps_v1_aliases_and_adds_v2_versioned_only() {
 
 #[test]
 fn packed_descriptors_load_for_every_arch() {
-    let root = std::path::Path::new(hipdnn_engines::gpu::DEFAULT_KERNEL_DIR);
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/packed"));
     for arch in ["gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"] {
         let d = load_packed_descriptors(&root.join(arch)).expect(arch);
         assert_eq!(
@@ -161,7 +161,7 @@ fn packed_descriptors_load_for_every_arch() {
 #[test]
 fn every_committed_kernel_family_is_a_known_pack_family() {
     use hipdnn_engines::registry::PackFamily;
-    let root = std::path::Path::new(hipdnn_engines::gpu::DEFAULT_KERNEL_DIR);
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/kernels/packed"));
     let mut seen = std::collections::BTreeSet::new();
     for arch in ["gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"] {
         let text = std::fs::read_to_string(root.join(arch).join("kernels.json")).unwrap();

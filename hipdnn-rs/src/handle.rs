@@ -119,8 +119,8 @@ impl Handle {
     /// device's architecture is found.
     ///
     /// The GPU is device 0 of the HIP runtime (or the CUDA driver on NVIDIA); its kernels come
-    /// from `HIPDNN_KERNEL_DIR/<arch>` or the packed kernels of the source tree (see
-    /// [`hipdnn_engines::gpu`]). The engine `hipkernel.ingestor.gpu` is registered first, then
+    /// from `HIPDNN_KERNEL_DIR/<arch>`, an install location, or the kernels compiled into the
+    /// binary, in that order (see [`hipdnn_engines::kernel_location`]). The engine `hipkernel.ingestor.gpu` is registered first, then
     /// `hipdnn.reference.cpu`, which serves what the GPU kernels refuse.
     pub fn gpu() -> Result<Self, Error> {
         Self::on_gpu(hipdnn_engines::gpu::open(0)?)

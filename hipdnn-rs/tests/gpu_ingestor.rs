@@ -400,14 +400,8 @@ fn gpu_save_load_with_archive_moved_away() {
     }
     let tmp = std::env::temp_dir().join(format!("hipdnn-gpu-test-{}", std::process::id()));
     let kd = tmp.join("packed");
-    let src = hipdnn_engines::gpu::kernel_dir();
-    for e in std::fs::read_dir(&src).expect("packed dir").flatten() {
-        let to = kd.join(e.file_name());
-        std::fs::create_dir_all(&to).expect("mkdir");
-        for f in std::fs::read_dir(e.path()).expect("ls").flatten() {
-            std::fs::copy(f.path(), to.join(f.file_name())).expect("copy");
-        }
-    }
+    let location = hipdnn_engines::gpu::resolve_kernel_location();
+    hipdnn_engines::gpu::export_kernels(&location, &kd).expect("copy the kernels");
     let out = std::process::Command::new(std::env::current_exe().expect("exe"))
         .args([
             "gpu_inner_load_with_archive_moved_away",

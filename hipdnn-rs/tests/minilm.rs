@@ -448,17 +448,11 @@ fn gpu_embeddings_match_the_reference_and_reload_without_archives() {
 
     // The fresh process sees the descriptors only: no kpack archive is reachable.
     let kernels = tempfile::tempdir().expect("temp dir");
-    let from = hipdnn_engines::gpu::kernel_dir();
-    for arch in std::fs::read_dir(&from).expect("kernel dir").flatten() {
-        let to = kernels.path().join(arch.file_name());
-        std::fs::create_dir_all(&to).expect("mkdir");
-        for f in std::fs::read_dir(arch.path())
-            .into_iter()
-            .flatten()
-            .flatten()
-        {
-            if f.path().extension().is_some_and(|x| x == "json") {
-                std::fs::copy(f.path(), to.join(f.file_name())).expect("copy descriptors");
+    let location = hipdnn_engines::gpu::resolve_kernel_location();
+    for arch in hipdnn_engines::gpu::export_kernels(&location, kernels.path()).expect("kernels") {
+        for f in std::fs::read_dir(&arch).into_iter().flatten().flatten() {
+            if f.path().extension().is_none_or(|x| x != "json") {
+                std::fs::remove_file(f.path()).expect("keep the descriptors only");
             }
         }
     }

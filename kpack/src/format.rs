@@ -70,14 +70,40 @@ struct BlobLoc {
     size: u64,
 }
 
+/// Where an archive's bytes come from: an open file, or bytes compiled into the binary.
+#[derive(Debug)]
+enum Source {
+    File(File),
+    Memory(std::io::Cursor<&'static [u8]>),
+}
+
+impl Read for Source {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        match self {
+            Source::File(f) => f.read(buf),
+            Source::Memory(c) => c.read(buf),
+        }
+    }
+}
+
+impl Seek for Source {
+    fn seek(&mut self, pos: SeekFrom) -> std::io::Result<u64> {
+        match self {
+            Source::File(f) => f.seek(pos),
+            Source::Memory(c) => c.seek(pos),
+        }
+    }
+}
+
 /// An opened kpack archive: header and TOC parsed, blob table known, the file kept open so
-/// entries can be read later (even after the file is unlinked, on Unix).
+/// entries can be read later (even after the file is unlinked, on Unix). An archive can also
+/// be read from bytes compiled into the binary ([`KpackArchive::from_static_bytes`]).
 ///
 /// Thread-safe (`Send + Sync`): entry reads serialize on an internal file lock.
 #[derive(Debug)]
 pub struct KpackArchive {
     path: PathBuf,
-    file: Mutex<File>,
+    file: Mutex<Source>,
     file_len: u64,
     group_name: String,
     gfx_arch_family: String,
@@ -166,7 +192,7 @@ fn req_u64(map: &[(Value, Value)], key: &str, what: &str) -> Result<u64, KpackEr
     })
 }
 
-fn read_at(file: &mut File, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, KpackError> {
+fn read_at(file: &mut Source, offset: u64, len: usize, what: &str) -> Result<Vec<u8>, KpackError> {
     file.seek(SeekFrom::Start(offset))
         .map_err(|e| io_err(what, &e))?;
     let mut buf = vec![0u8; len];
@@ -202,7 +228,7 @@ impl KpackArchive {
                 "empty archive path",
             ));
         }
-        let mut file = File::open(path).map_err(|e| {
+        let file = File::open(path).map_err(|e| {
             if e.kind() == std::io::ErrorKind::NotFound {
                 KpackError::new(KpackErrorCode::FileNotFound, format!("{e}"))
             } else {
@@ -213,6 +239,29 @@ impl KpackArchive {
             .metadata()
             .map_err(|e| KpackError::new(KpackErrorCode::IoError, format!("cannot stat: {e}")))?
             .len();
+        Self::parse(path.to_path_buf(), Source::File(file), file_len)
+    }
+
+    /// Parses an archive held in memory (kernels compiled into the binary with
+    /// `include_bytes!`), with the same checks and errors as [`KpackArchive::open`]. `path` is
+    /// only a label: it names the archive in messages and in [`KpackArchive::path`] and is never
+    /// opened.
+    ///
+    /// # Errors
+    /// As [`KpackArchive::open`], without the file-system ones.
+    pub fn from_static_bytes(
+        path: impl Into<PathBuf>,
+        bytes: &'static [u8],
+    ) -> Result<Self, KpackError> {
+        let file_len = bytes.len() as u64;
+        Self::parse(
+            path.into(),
+            Source::Memory(std::io::Cursor::new(bytes)),
+            file_len,
+        )
+    }
+
+    fn parse(path: PathBuf, mut file: Source, file_len: u64) -> Result<Self, KpackError> {
         if file_len < KPACK_HEADER_FIELDS_LEN as u64 {
             return Err(fmt_err(format!(
                 "file is {file_len} bytes, shorter than the 16-byte header"
@@ -258,12 +307,12 @@ impl KpackArchive {
             )));
         }
         check_unique_keys(&toc_value, "TOC")?;
-        Self::from_toc(path.to_path_buf(), file, file_len, &toc_value)
+        Self::from_toc(path, file, file_len, &toc_value)
     }
 
     fn from_toc(
         path: PathBuf,
-        mut file: File,
+        mut file: Source,
         file_len: u64,
         toc: &Value,
     ) -> Result<Self, KpackError> {
@@ -522,7 +571,7 @@ impl KpackArchive {
 
 /// Walks `u32 count` then `count × (u32 frame_size, frame)` at `[zoff, zoff+zsize)`.
 fn walk_frame_table(
-    file: &mut File,
+    file: &mut Source,
     file_len: u64,
     zoff: u64,
     zsize: u64,

@@ -49,7 +49,7 @@ pub use format::{
 };
 #[cfg(feature = "testing")]
 pub use shared::test_hooks;
-pub use shared::{ArchiveLease, open_shared_archive};
+pub use shared::{ArchiveLease, open_shared_archive, register_static_archive};
 pub use verified::{
     ELF_MAGIC, KPACK_MAX_CODE_OBJECT_BYTES, KPACK_MAX_EXPANSION_RATIO, OFFLOAD_BUNDLE_MAGIC,
     VerifiedCodeObject, code_object_magic_problem, read_verified_code_object, sha256_hex,

@@ -36,8 +36,24 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
+/// Archives compiled into the binary, by the path label they are opened under.
+static STATIC_ARCHIVES: Lazy<Mutex<HashMap<PathBuf, &'static [u8]>>> = Lazy::new(Mutex::default);
+
+/// Makes `path` name the archive `bytes` (compiled into the binary) for every later
+/// [`open_shared_archive`] and verified read ([`crate::read_verified_code_object`]) in this
+/// process: such an open parses `bytes` ([`KpackArchive::from_static_bytes`]) instead of
+/// opening a file. `path` is a label (the engines use `<embedded>/<arch>/<archive name>`);
+/// registering it again replaces the bytes.
+pub fn register_static_archive(path: impl Into<PathBuf>, bytes: &'static [u8]) {
+    lock(&STATIC_ARCHIVES).insert(path.into(), bytes);
+}
+
 fn open_counted(path: &Path) -> Result<Arc<KpackArchive>, KpackError> {
-    let archive = Arc::new(KpackArchive::open(path)?);
+    let registered = lock(&STATIC_ARCHIVES).get(path).copied();
+    let archive = Arc::new(match registered {
+        Some(bytes) => KpackArchive::from_static_bytes(path, bytes)?,
+        None => KpackArchive::open(path)?,
+    });
     *lock(&OPEN_COUNTS).entry(path.to_path_buf()).or_insert(0) += 1;
     Ok(archive)
 }

@@ -1,4 +1,6 @@
-//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N]`
+//! `cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N]`, and
+//! `cargo run -p xtask -- install --prefix P` ([`install`]: the C ABI, its header and
+//! pkg-config file, and the packed kernels under a prefix).
 //!
 //! (`cargo run -p xtask -- module-cycles <src-dir>` prints a crate's module import cycles:
 //! [`modcycles`].)
@@ -46,6 +48,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+mod install;
 mod modcycles;
 mod triton;
 
@@ -710,9 +713,23 @@ fn main() {
         }
         return;
     }
+    if args.first().map(String::as_str) == Some("install") {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .parent()
+            .map(Path::to_path_buf)
+            .unwrap_or_default();
+        let result = install::InstallOptions::parse(&args[1..])
+            .and_then(|opts| install::install(&root, &opts));
+        if let Err(e) = result {
+            eprintln!("error: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if args.first().map(String::as_str) != Some("pack-kernels") {
         eprintln!(
-            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]\n       cargo run -p xtask -- module-cycles <src-dir>"
+            "usage: cargo run -p xtask -- pack-kernels [--check] [--only clang|triton] [--sample N] [--arch A]... [--family F]... [--out DIR]\n       cargo run -p xtask -- module-cycles <src-dir>\n       {}",
+            install::USAGE
         );
         std::process::exit(2);
     }
