@@ -20,7 +20,7 @@
 //! `kernels-<arch>`, on by default). [`open`] logs the one it uses at INFO.
 
 use crate::ingestor::HipIngestorDevice;
-use crate::ingestor::kernel::{KernelArgument, KernelSourceKind};
+use crate::ingestor::kernel::{KernelArgument, KernelSourceKind, TritonConfig};
 use crate::ingestor::{
     FixedDevice, IngestorEngine, KernelDescriptor, KernelSource, KpackCodeObjectReader,
 };
@@ -222,6 +222,7 @@ pub fn parse_packed_descriptors(
             dispatch: dispatch.to_string(),
             archs: vec![arch.clone()],
             sources: BTreeMap::from([("main".to_string(), source)]),
+            config: None,
         });
     }
     Ok(out)
@@ -288,6 +289,9 @@ pub fn parse_triton_descriptors(
             .as_str()
             .ok_or_else(|| bad("no name"))?
             .to_string();
+        let config = triton_config(e, family.name()).ok_or_else(|| {
+            bad("the record lacks its configuration (dtype, variant, block, num_warps, num_stages, shared_bytes, warp_size)")
+        })?;
         let ks = &e["kernel_source"];
         if ks["kind"].as_str() != Some("kpack") {
             return Err(bad("kernel_source.kind is not kpack"));
@@ -327,9 +331,36 @@ pub fn parse_triton_descriptors(
             dispatch: family.packed_contract().to_string(),
             archs: vec![arch.clone()],
             sources: BTreeMap::from([("main".to_string(), source)]),
+            config: Some(config),
         });
     }
     Ok(out)
+}
+
+/// The typed configuration of a `triton.json` record: `dtype`, `variant` (`spec`, `nchw`,
+/// `nchwt`, `bcol` or `generic`), `block.{m,n,k,group_m}`, `num_warps`, `num_stages`,
+/// `shared_bytes`, `warp_size`; `None` when a field is missing or out of range.
+fn triton_config(e: &serde_json::Value, family: &str) -> Option<TritonConfig> {
+    let int = |v: &serde_json::Value| v.as_i64();
+    let variant = e["variant"].as_str()?;
+    if !["spec", "nchw", "nchwt", "bcol", "generic"].contains(&variant) {
+        return None;
+    }
+    let b = &e["block"];
+    Some(TritonConfig {
+        family: family.to_string(),
+        dtype: e["dtype"].as_str()?.to_string(),
+        spec: variant == "spec",
+        channels_first: variant == "nchw",
+        transposing: variant == "nchwt",
+        b_col: variant == "bcol",
+        block: [int(&b["m"])?, int(&b["n"])?, int(&b["k"])?],
+        group_m: int(&b["group_m"])?,
+        num_warps: int(&e["num_warps"])?,
+        num_stages: int(&e["num_stages"])?,
+        shared_bytes: int(&e["shared_bytes"])?,
+        warp_size: int(&e["warp_size"])?,
+    })
 }
 
 /// Opens GPU `ordinal` and builds its ingestor engine, with the kernels of

@@ -72,6 +72,9 @@ pub struct KernelDescriptor {
     pub archs: Vec<String>,
     /// Launch name → source; a single-launch kernel has one entry named `main`.
     pub sources: BTreeMap<String, KernelSource>,
+    /// The configuration of a packed Triton entry, read from its `triton.json` record (`None`
+    /// for every other kernel: descriptor files, `kernels.json` entries, restored plans).
+    pub config: Option<super::kernel::TritonConfig>,
 }
 
 impl KernelDescriptor {
@@ -310,6 +313,7 @@ impl KernelDescriptor {
             dispatch: j.dispatch,
             archs: j.archs,
             sources,
+            config: None,
         })
     }
 

@@ -46,7 +46,7 @@ pub const FALLBACK_DISPATCHES: [&str; 1] = ["hipkernel.conv_fwd.dispatch.v2"];
 
 /// True for a kernel whose products use TF32 inputs (a Triton entry of dtype `tf32`).
 fn is_tf32(kernel: &KernelDescriptor) -> bool {
-    super::framework::triton::TritonConfig::parse(&kernel.name).is_some_and(|c| c.dtype == "tf32")
+    kernel.config.as_ref().is_some_and(|c| c.dtype == "tf32")
 }
 
 /// Launches per candidate of a build-time benchmark before timing (warm-up: module load,

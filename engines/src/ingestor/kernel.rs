@@ -157,3 +157,37 @@ pub fn is_code_object_target_compatible(
         _ => target == device_arch,
     }
 }
+
+/// A packed Triton entry's configuration: the typed fields of its `triton.json` record (family,
+/// data type, variant, tile, warps, stages, shared bytes, warp size), or the values a restored
+/// plan saved (then `dtype` is empty and `num_stages` 0).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TritonConfig {
+    /// Kernel family (`matmul`).
+    pub family: String,
+    /// `f16`, `bf16` or `f32`.
+    pub dtype: String,
+    /// Specialized (divisibility hints, unit strides constant).
+    pub spec: bool,
+    /// The channels-first specialized variant (`nchw`: conv fprop, batchnorm_fwd; `spec` is
+    /// false).
+    pub channels_first: bool,
+    /// The transposing channels-first variant (`nchwt`, conv fprop only: a layout pass into
+    /// the workspace, then the channels-last GEMM; `spec` and `channels_first` are false).
+    pub transposing: bool,
+    /// The column-major-B specialized variant (`bcol`, matmul only: the spec hints with
+    /// B's unit stride along K instead of N; `spec` is false).
+    pub b_col: bool,
+    /// Tile M, N, K.
+    pub block: [i64; 3],
+    /// Grouped ordering of M tiles.
+    pub group_m: i64,
+    /// Warps per program.
+    pub num_warps: i64,
+    /// Software pipeline stages.
+    pub num_stages: i64,
+    /// Dynamic shared memory in bytes.
+    pub shared_bytes: i64,
+    /// 32 (NVIDIA) or 64 (AMD wave64).
+    pub warp_size: i64,
+}

@@ -98,37 +98,7 @@ pub(crate) fn natural_signature(names: Vec<&'static str>) -> Vec<KernelArgument>
 
 /// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.
 pub const MIN_TILES: i64 = 128;
-/// A packed Triton entry's configuration, parsed from its descriptor name.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TritonConfig {
-    /// Kernel family (`matmul`).
-    pub family: String,
-    /// `f16`, `bf16` or `f32`.
-    pub dtype: String,
-    /// Specialized (divisibility hints, unit strides constant).
-    pub spec: bool,
-    /// The channels-first specialized variant (`nchw`: conv fprop, batchnorm_fwd; `spec` is
-    /// false).
-    pub channels_first: bool,
-    /// The transposing channels-first variant (`nchwt`, conv fprop only: a layout pass into
-    /// the workspace, then the channels-last GEMM; `spec` and `channels_first` are false).
-    pub transposing: bool,
-    /// The column-major-B specialized variant (`bcol`, matmul only: the spec hints with
-    /// B's unit stride along K instead of N; `spec` is false).
-    pub b_col: bool,
-    /// Tile M, N, K.
-    pub block: [i64; 3],
-    /// Grouped ordering of M tiles.
-    pub group_m: i64,
-    /// Warps per program.
-    pub num_warps: i64,
-    /// Software pipeline stages.
-    pub num_stages: i64,
-    /// Dynamic shared memory in bytes.
-    pub shared_bytes: i64,
-    /// 32 (NVIDIA) or 64 (AMD wave64).
-    pub warp_size: i64,
-}
+pub use crate::ingestor::kernel::TritonConfig;
 
 /// True when saved launch values select a Triton kernel's specialized entry (`spec` = 1).
 pub(crate) fn is_spec(values: &LaunchValues) -> bool {
@@ -259,8 +229,8 @@ impl TritonConfig {
         }
     }
 
-    /// The config of packed `kernel` when it is an entry of `family` built for the graph's data
-    /// type `graph_dtype` (a `DataType` value), shared by every Triton contract.
+    /// The config of packed `kernel` (its `triton.json` record, [`KernelDescriptor::config`])
+    /// when it is an entry of `family` built for the graph's data type `graph_dtype` (a `DataType` value), shared by every Triton contract.
     ///
     /// # Errors
     /// `NOT_APPLICABLE` `kernel <k> is not a packed <family> entry` or
@@ -270,7 +240,9 @@ impl TritonConfig {
         family: &str,
         graph_dtype: i8,
     ) -> PluginResult<TritonConfig> {
-        let config = TritonConfig::parse(&kernel.name)
+        let config = kernel
+            .config
+            .clone()
             .filter(|c| c.family == family)
             .ok_or_else(|| {
                 na(format!(
@@ -289,7 +261,9 @@ impl TritonConfig {
         Ok(config)
     }
 
-    /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>`
+    /// Parses `<family>_<dtype>_<variant>_<bm>x<bn>x<bk>_g<g>_w<w>_s<s>_sh<shared>_ws<warp>` (a
+    /// helper for tests and placeholder configs: the engine reads packed entries'
+    /// configurations from their `triton.json` records, never from a kernel name)
     /// (the family may contain `_`);
     /// `None` for any other name.
     pub fn parse(name: &str) -> Option<TritonConfig> {

@@ -95,7 +95,7 @@ impl TritonFamily for ConvDgradV1Inputs {
             dtype: p.dtype,
             shape: p.shape,
             strides: p.strides,
-            config: TritonConfig::restored("conv_dgrad", 0, [64, 64, 32], 8, 4, 0, 32),
+            config: TritonConfig::restored(Self::FAMILY, 0, [64, 64, 32], 8, 4, 0, 32),
         })
     }
 
@@ -138,7 +138,7 @@ impl TritonFamily for ConvDgradV1Inputs {
             shape: std::array::from_fn(|i| v[i]),
             strides: std::array::from_fn(|i| v[16 + i]),
             dtype: v[28] as i8,
-            config: conv::config_of("conv_dgrad", &v[29..37]),
+            config: conv::config_of(Self::FAMILY, &v[29..37]),
             uids: [v[37], v[38], v[39]],
         }
     }

@@ -742,8 +742,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
         ],
         res_strides: [rs[0], rs[1], rs[2], rs[3]],
         epilogue: fused.code,
-        config: TritonConfig::parse("conv_fprop_f32_generic_64x64x32_g8_w4_s2_sh0_ws32")
-            .unwrap_or_else(|| unreachable!("a valid config name")),
+        config: TritonConfig::restored("conv_fprop", 0, [64, 64, 32], 8, 4, 0, 32),
     })
 }
 

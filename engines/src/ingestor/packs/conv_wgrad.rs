@@ -179,7 +179,7 @@ impl TritonFamily for ConvWgradV1Inputs {
             dtype: p.dtype,
             shape: std::array::from_fn(|i| p.shape.get(i).copied().unwrap_or(1)),
             strides: p.strides,
-            config: TritonConfig::restored("conv_wgrad", 0, [64, 64, 32], 8, 4, 0, 32),
+            config: TritonConfig::restored(Self::FAMILY, 0, [64, 64, 32], 8, 4, 0, 32),
         })
     }
 
@@ -221,7 +221,7 @@ impl TritonFamily for ConvWgradV1Inputs {
             shape: std::array::from_fn(|i| v[i]),
             strides: std::array::from_fn(|i| v[17 + i]),
             dtype: v[29] as i8,
-            config: conv::config_of("conv_wgrad", &v[30..38]),
+            config: conv::config_of(Self::FAMILY, &v[30..38]),
             uids: [v[38], v[39], v[40]],
         }
     }

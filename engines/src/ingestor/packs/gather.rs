@@ -134,7 +134,7 @@ impl TritonFamily for GatherInputs {
                     idx64,
                     rows_cols_vocab: [rows, cols, vocab],
                     strides: [ts[ts.len() - 2], ts[ts.len() - 1], si, syr, ys[r - 1]],
-                    config: TritonConfig::restored("gather", 0, [8, 128, 1], 1, 4, 0, 32),
+                    config: TritonConfig::restored(Self::FAMILY, 0, [8, 128, 1], 1, 4, 0, 32),
                 })
             }
             _ => Err(na(format!(
@@ -181,7 +181,8 @@ impl TritonFamily for GatherInputs {
     }
 
     fn from_ints(v: &[i64]) -> Self {
-        let config = TritonConfig::restored("gather", v[5], [v[6], v[7], 1], 1, v[8], v[9], v[10]);
+        let config =
+            TritonConfig::restored(Self::FAMILY, v[5], [v[6], v[7], 1], 1, v[8], v[9], v[10]);
         GatherInputs {
             strides: [v[0], v[1], v[2], v[3], v[4]],
             config,
