@@ -367,14 +367,10 @@ impl Graph {
     ) -> Result<()> {
         let plan = self.plan()?;
         self.check_pack(&pack)?;
-        let need = plan.workspace_size();
-        let ws_len = workspace.as_ref().map_or(0, |w| w.byte_len());
-        if ws_len < need {
-            return Err(Error::new(
-                ErrorCode::InvalidValue,
-                format!("the plan needs a workspace of {need} bytes; {ws_len} bytes were given"),
-            ));
-        }
+        // The backend's one workspace rule and message, reported as INVALID_VALUE here as the
+        // SDK's other variant-pack refusals are.
+        plan.check_workspace(workspace.as_ref().map_or(0, |w| w.byte_len()))
+            .map_err(|e| Error::new(ErrorCode::InvalidValue, e.message))?;
         let mut bp = hipdnn_backend::VariantPackDescriptor::new();
         for (uid, data) in pack.entries {
             bp.insert(uid, data);
