@@ -17,6 +17,9 @@
 //! cargo bench -p hipdnn-engines --bench ingestor_execute
 //! ```
 
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
 use criterion::{Criterion, black_box, criterion_group, criterion_main};
 use hipdnn_backend::engine::{BufferRef, Engine, ExecuteArgs, ExecutionContext, TensorBinding};
 use hipdnn_backend::{BackendHandle, ExecutionPlanDescriptor, VariantPackDescriptor};
