@@ -5,14 +5,20 @@
 //! module owns verification of untrusted graph bytes; it never interprets operations (engines
 //! do, from [`OperationGraph::graph`]).
 
+use crate::bytes::SharedBytes;
 use crate::status::{BackendError, BackendResult, Status};
 use hipdnn_schema::graph::Graph;
 use hipdnn_schema::tensor_value::read_tensor_value;
 
 /// A verified serialized graph.
+///
+/// Its bytes are a [`SharedBytes`] buffer: [`OperationGraph::from_bytes`] makes one copy of
+/// borrowed input, [`OperationGraph::from_shared`] keeps a view of a buffer the caller owns
+/// already (a loaded container's graph part, a graph serialized for this call) without
+/// copying, and a clone shares the buffer.
 #[derive(Debug, Clone)]
 pub struct OperationGraph {
-    bytes: Vec<u8>,
+    bytes: SharedBytes,
     tensor_uids: Vec<i64>,
     tensor_alignments: Vec<i64>,
     is_override_shape_enabled: bool,
@@ -34,6 +40,66 @@ impl OperationGraph {
     /// ends early), when the graph has no nodes, or when more than padding follows the graph's
     /// last byte ("N trailing bytes after the graph of U bytes").
     pub fn from_bytes(bytes: &[u8]) -> BackendResult<Self> {
+        let facts = GraphFacts::read(bytes)?;
+        Ok(facts.keeping(SharedBytes::copy_from_slice(bytes)))
+    }
+
+    /// [`Self::from_bytes`] for bytes the caller holds in a shared buffer (a view of a loaded
+    /// container's graph part, a graph serialized for this call): the same checks and errors,
+    /// and the graph keeps `bytes` itself (no copy).
+    ///
+    /// # Errors
+    /// As [`Self::from_bytes`].
+    pub fn from_shared(bytes: SharedBytes) -> BackendResult<Self> {
+        let facts = GraphFacts::read(&bytes)?;
+        Ok(facts.keeping(bytes))
+    }
+
+    /// The serialized `Graph` bytes, exactly as given.
+    pub fn bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
+    /// Typed read access to the verified graph.
+    pub fn graph(&self) -> Graph<'_> {
+        // SAFETY: `self.bytes` passed `flatbuffers::root::<Graph>` (the verifier) in
+        // `GraphFacts::read` before this value was built, and a `SharedBytes` view is never
+        // mutated (it reads an immutable `Arc<[u8]>`).
+        unsafe { flatbuffers::root_unchecked::<Graph>(&self.bytes) }
+    }
+
+    /// Tensor UIDs in buffer order.
+    pub fn tensor_uids(&self) -> &[i64] {
+        &self.tensor_uids
+    }
+
+    /// Tensor alignments (bytes) parallel to [`Self::tensor_uids`]; 0 = not enforced.
+    pub fn tensor_alignments(&self) -> &[i64] {
+        &self.tensor_alignments
+    }
+
+    /// The graph's `is_override_shape_enabled` flag.
+    pub fn is_override_shape_enabled(&self) -> bool {
+        self.is_override_shape_enabled
+    }
+
+    /// The graph's preferred engine id, when set.
+    pub fn preferred_engine_id(&self) -> Option<i64> {
+        self.preferred_engine_id
+    }
+}
+
+/// What [`OperationGraph`] reads from its bytes, verified once, before it keeps them.
+struct GraphFacts {
+    tensor_uids: Vec<i64>,
+    tensor_alignments: Vec<i64>,
+    is_override_shape_enabled: bool,
+    preferred_engine_id: Option<i64>,
+}
+
+impl GraphFacts {
+    /// The checks and errors of [`OperationGraph::from_bytes`].
+    fn read(bytes: &[u8]) -> BackendResult<Self> {
         let invalid = |m: String| {
             BackendError::new(
                 Status::BadParam,
@@ -71,45 +137,23 @@ impl OperationGraph {
                 });
             }
         }
-        Ok(OperationGraph {
+        Ok(GraphFacts {
             tensor_uids,
             tensor_alignments,
             is_override_shape_enabled: graph.is_override_shape_enabled(),
             preferred_engine_id: graph.preferred_engine_id(),
-            bytes: bytes.to_vec(),
         })
     }
 
-    /// The serialized `Graph` bytes, exactly as given.
-    pub fn bytes(&self) -> &[u8] {
-        &self.bytes
-    }
-
-    /// Typed read access to the verified graph.
-    pub fn graph(&self) -> Graph<'_> {
-        // SAFETY: `self.bytes` passed `flatbuffers::root::<Graph>` (the verifier) in
-        // `from_bytes` and is never mutated afterwards.
-        unsafe { flatbuffers::root_unchecked::<Graph>(&self.bytes) }
-    }
-
-    /// Tensor UIDs in buffer order.
-    pub fn tensor_uids(&self) -> &[i64] {
-        &self.tensor_uids
-    }
-
-    /// Tensor alignments (bytes) parallel to [`Self::tensor_uids`]; 0 = not enforced.
-    pub fn tensor_alignments(&self) -> &[i64] {
-        &self.tensor_alignments
-    }
-
-    /// The graph's `is_override_shape_enabled` flag.
-    pub fn is_override_shape_enabled(&self) -> bool {
-        self.is_override_shape_enabled
-    }
-
-    /// The graph's preferred engine id, when set.
-    pub fn preferred_engine_id(&self) -> Option<i64> {
-        self.preferred_engine_id
+    /// The graph of these facts, keeping `bytes` (the bytes they were read from).
+    fn keeping(self, bytes: SharedBytes) -> OperationGraph {
+        OperationGraph {
+            bytes,
+            tensor_uids: self.tensor_uids,
+            tensor_alignments: self.tensor_alignments,
+            is_override_shape_enabled: self.is_override_shape_enabled,
+            preferred_engine_id: self.preferred_engine_id,
+        }
     }
 }
 

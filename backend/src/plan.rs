@@ -278,10 +278,29 @@ impl ExecutionPlanDescriptor {
         })
     }
 
-    /// Workspace in bytes every execute needs (`EXECUTION_PLAN_WORKSPACE_SIZE`): the recorded
-    /// size, never less than what the execution context reports.
+    /// Workspace in bytes every execute needs (`EXECUTION_PLAN_WORKSPACE_SIZE`), decided when
+    /// the plan was built or loaded: a built plan's is what its execution context reports; a
+    /// loaded plan's is the recorded size, which the load proved is not less than what the
+    /// restored context reports ([`crate::crosscheck::check_restored`]).
     pub fn workspace_size(&self) -> usize {
-        self.workspace_size.max(self.context.workspace_size())
+        self.workspace_size
+    }
+
+    /// The one workspace check of an execute (the SDK's `Graph::execute` asks it first, to
+    /// report INVALID_VALUE; [`Self::execute`] applies it for every caller): a workspace of
+    /// `given` bytes is enough when it holds at least [`Self::workspace_size`] bytes.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "the plan needs a workspace of N bytes; M bytes were given".
+    pub fn check_workspace(&self, given: usize) -> BackendResult<()> {
+        let need = self.workspace_size;
+        if given < need {
+            return Err(BackendError::new(
+                Status::BadParam,
+                format!("the plan needs a workspace of {need} bytes; {given} bytes were given"),
+            ));
+        }
+        Ok(())
     }
 
     /// Proves that this plan belongs to `graph` (for a plan loaded together with a graph, e.g.
@@ -349,12 +368,14 @@ impl ExecutionPlanDescriptor {
     /// Checks, in order: the plan's engine id is served by `handle` (routing); no UID is bound
     /// twice and every bound UID is a tensor of the plan; when the plan has alignments (as many
     /// as UIDs), each bound buffer whose UID has alignment > 0 starts at a multiple of it; the
-    /// workspace holds at least [`Self::workspace_size`] bytes when that is > 0. Then the
-    /// execution context runs on `handle`'s stream.
+    /// workspace holds at least [`Self::workspace_size`] bytes ([`Self::check_workspace`], the
+    /// one workspace check: engines do not check it again). Then the execution context runs on
+    /// `handle`'s stream.
     ///
     /// # Errors
     /// `INTERNAL_ERROR` "Invalid engine ID: N"; `BAD_PARAM` "variant pack …" naming the UID,
-    /// the address and alignment, or the workspace sizes; `PLUGIN_ERROR` "engine failed to
+    /// the address and alignment; `BAD_PARAM` "the plan needs a workspace of N bytes; M bytes
+    /// were given"; `PLUGIN_ERROR` "engine failed to
     /// execute the plan …" with the engine's message.
     pub fn execute(
         &self,
@@ -397,18 +418,7 @@ impl ExecutionPlanDescriptor {
                 }
             }
         }
-        let need = self.workspace_size();
-        if need > 0 {
-            let given = workspace.as_ref().map_or(0, |w| w.len());
-            if given < need {
-                return Err(BackendError::new(
-                    Status::BadParam,
-                    format!(
-                        "variant pack workspace is too small: {given} bytes given, {need} needed"
-                    ),
-                ));
-            }
-        }
+        self.check_workspace(workspace.as_ref().map_or(0, |w| w.len()))?;
         self.context
             .execute(ExecuteArgs {
                 stream: handle.stream(),

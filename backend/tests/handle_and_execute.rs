@@ -236,7 +236,7 @@ fn execute_rejects_a_too_small_workspace() {
     assert_eq!(e.status, Status::BadParam);
     assert!(
         e.message
-            .starts_with("variant pack workspace is too small: 0 bytes given, 1024 needed")
+            .starts_with("the plan needs a workspace of 1024 bytes; 0 bytes were given")
     );
 }
 

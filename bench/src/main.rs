@@ -11,10 +11,15 @@
 //! - host execute time of a 1-element graph vs a raw launch of the same kernel through
 //!   `hip::safe` (both followed by a stream synchronize).
 //!
+//! `… -- overhead [--rounds N] [--batch N] [--out PATH]` measures the host overhead of
+//! `Graph::execute` over a raw launch of the same kernel without synchronizing between
+//! launches (issue 29's ≤ 0.5 µs; see `overhead.rs`).
+//!
 //! Writes JSON and, with `--md`, replaces the block between `<!-- gpu-bench:begin -->` and
 //! `<!-- gpu-bench:end -->` in the markdown file. Without a GPU it prints `skipped: no GPU` and
 //! exits 0.
 
+mod overhead;
 mod triton;
 
 use hipdnn::{
@@ -387,9 +392,23 @@ fn main() -> std::process::ExitCode {
             }
         };
     }
+    if args.first().map(String::as_str) == Some("overhead") {
+        let num = |k: &str, d: usize| get(k).and_then(|v| v.parse().ok()).unwrap_or(d);
+        return match overhead::overhead(
+            num("--rounds", 51),
+            num("--batch", 200),
+            get("--out").as_deref(),
+        ) {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(x) => {
+                eprintln!("error: {x}");
+                std::process::ExitCode::FAILURE
+            }
+        };
+    }
     if args.first().map(String::as_str) != Some("gpu") {
         eprintln!(
-            "usage: hipdnn-bench gpu|triton [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad,pointwise,reduce,sdpa,pool]"
+            "usage: hipdnn-bench gpu|triton|overhead [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad,pointwise,reduce,sdpa,pool]"
         );
         return std::process::ExitCode::from(2);
     }

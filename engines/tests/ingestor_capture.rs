@@ -67,16 +67,17 @@ fn plan_with(
         output_uid: 13,
         block_size: 256,
     };
-    SingleKernelPlan {
-        kernel: Arc::new(desc),
+    SingleKernelPlan::new(
+        Arc::new(desc),
         handler,
-        launch: inputs.to_launch(),
-        code: Some(Arc::new(KernelCode::new(
+        inputs.to_launch(),
+        Some(Arc::new(KernelCode::new(
             Arc::from(POINTWISE_CODE),
             "pointwise_add",
         ))),
-        build_device_arch: arch.into(),
-    }
+        arch.into(),
+        None,
+    )
 }
 
 fn ctx(plan: IngestorPlan) -> IngestorExecutionContext {

@@ -524,33 +524,50 @@ fn launches_a_restored_plan_on_its_saved_base_arch_only() {
     );
 }
 
+/// The workspace is checked once, by the backend's plan (issue 29: one check, one message);
+/// the restored context reports the saved size for that check and does not check it again.
 #[test]
-fn a_restored_plan_refuses_a_null_workspace_when_it_needs_one() {
+fn a_restored_plan_needing_workspace_is_refused_without_one_by_the_backend() {
+    use hipdnn_backend::engine::Engine;
+    use hipdnn_backend::{BackendHandle, ExecutionPlanDescriptor, Status, VariantPackDescriptor};
     let mut p = valid_conv_payload();
     p.workspace_bytes = 1024;
     let resolver = SwitchResolver::new(Some(gfx90a()));
-    let ctx = restored_context(resolver, &p);
+    let ctx = restored_context(resolver.clone(), &p);
     assert_eq!(ctx.workspace_size(), 1024);
-    let mut t = bindings();
-    let e = ctx
-        .execute(ExecuteArgs {
-            stream: 0,
-            workspace: None,
-            tensors: &mut t,
-        })
-        .unwrap_err();
-    assert_eq!(e.status, PluginStatus::InvalidValue);
+    let engine = Arc::new(hipdnn_engines::ingestor::IngestorEngine::new(
+        "hipkernel:Restore",
+        vec![],
+        resolver,
+        Arc::new(DispatchRegistry::with_native_packs()),
+        Arc::new(FakeReader::default()),
+    ));
+    let mut handle = BackendHandle::new();
+    handle.register_engine(engine.clone()).unwrap();
+    let bytes = hipdnn_backend::write_envelope(
+        engine.id(),
+        1024,
+        &[1, 2, 3],
+        &[16, 16, 16],
+        false,
+        &encode_payload(&p).unwrap(),
+    );
+    let plan = ExecutionPlanDescriptor::from_bytes(&handle, &bytes).unwrap();
+    let pack = || {
+        bindings()
+            .into_iter()
+            .fold(VariantPackDescriptor::new(), |v, t| v.with(t.uid, t.data))
+    };
+    let e = plan.execute(&handle, pack()).unwrap_err();
+    assert_eq!(e.status, Status::BadParam);
     assert_eq!(
         e.message,
-        "saved kernel 21212121-2121-2121-2121-212121212121 requires 1024 workspace bytes but none was provided"
+        "the plan needs a workspace of 1024 bytes; 0 bytes were given"
     );
     let mut ws = [0u8; 1024];
-    ctx.execute(ExecuteArgs {
-        stream: 0,
-        workspace: Some(BufferRef::HostMut(&mut ws)),
-        tensors: &mut t,
-    })
-    .unwrap();
+    let mut with_ws = pack();
+    with_ws.set_workspace(BufferRef::HostMut(&mut ws));
+    plan.execute(&handle, with_ws).unwrap();
 }
 
 #[test]

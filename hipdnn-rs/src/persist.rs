@@ -33,7 +33,6 @@ use crate::{Error, ErrorCode, Graph, Result};
 use hipdnn_backend::{
     BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, SharedBytes, hdgp,
 };
-use std::ops::Range;
 use std::sync::Arc;
 
 /// Message of the error for executing or saving a graph without a plan.
@@ -94,12 +93,6 @@ impl LoadedContainer {
     }
 }
 
-/// Byte range of `part` (a slice borrowed from `whole`) within `whole`.
-fn range_in(whole: &[u8], part: &[u8]) -> Range<usize> {
-    let start = part.as_ptr() as usize - whole.as_ptr() as usize;
-    start..start + part.len()
-}
-
 /// The compiled part of a graph: its active plan and, for a loaded graph, what it was loaded
 /// from. Not part of graph equality.
 #[derive(Clone, Default)]
@@ -110,6 +103,10 @@ pub(crate) struct CompiledState {
     serializable: bool,
     engine_name: String,
     loaded: Option<LoadedContainer>,
+    /// For a plan loaded without a graph whose engine keeps the graph it runs (the CPU
+    /// engine): that graph, read once at load, against which every execute checks its variant
+    /// pack.
+    source: Option<Arc<Graph>>,
 }
 
 impl PartialEq for CompiledState {
@@ -211,7 +208,7 @@ impl Graph {
         self.check_extents()?;
         self.validate()?;
         let bytes = self.to_graph_bytes()?;
-        let op = OperationGraph::from_bytes(&bytes)
+        let op = OperationGraph::from_shared(SharedBytes::from(bytes))
             .map_err(|e| backend_error("Cannot create the operation graph.", e))?;
         let configs = handle.backend().engine_configs(&op, mode).map_err(|e| {
             Error::new(
@@ -248,6 +245,7 @@ impl Graph {
                         plan: Some(Arc::new(plan)),
                         serializable,
                         loaded: None,
+                        source: None,
                     };
                     return Ok(());
                 }
@@ -369,14 +367,10 @@ impl Graph {
     ) -> Result<()> {
         let plan = self.plan()?;
         self.check_pack(&pack)?;
-        let need = plan.workspace_size();
-        let ws_len = workspace.as_ref().map_or(0, |w| w.byte_len());
-        if ws_len < need {
-            return Err(Error::new(
-                ErrorCode::InvalidValue,
-                format!("the plan needs a workspace of {need} bytes; {ws_len} bytes were given"),
-            ));
-        }
+        // The backend's one workspace rule and message, reported as INVALID_VALUE here as the
+        // SDK's other variant-pack refusals are.
+        plan.check_workspace(workspace.as_ref().map_or(0, |w| w.byte_len()))
+            .map_err(|e| Error::new(ErrorCode::InvalidValue, e.message))?;
         let mut bp = hipdnn_backend::VariantPackDescriptor::new();
         for (uid, data) in pack.entries {
             bp.insert(uid, data);
@@ -399,9 +393,7 @@ impl Graph {
         // (the CPU engine), that graph's tensors are checked instead (issue 12: one rule for
         // built and loaded plans: bound, typed and sized).
         if self.tensors().next().is_none()
-            && let Some(plan) = &self.compiled.plan
-            && let Some(src) = plan.execution_context().source_graph()
-            && let Ok(g) = Graph::from_graph_bytes(src)
+            && let Some(g) = &self.compiled.source
         {
             return g.check_pack(pack);
         }
@@ -512,9 +504,10 @@ impl Graph {
 
     /// Loads a graph saved by [`Graph::to_binary`] (a bare `Graph` FlatBuffer or an `HDGP`
     /// container), restoring its plan on `handle` when the container carries one. No kernel
-    /// selection or compilation happens. The container is read once; when it carries a plan,
-    /// it is copied once and the plan and the graph part are views of that copy (see the module
-    /// docs).
+    /// selection or compilation happens. A container is copied once and that copy is parsed
+    /// once: its graph part is verified once (by the backend) and read from the verified
+    /// graph, and the plan and the graph part the graph keeps are views of the copy (see the
+    /// module docs).
     ///
     /// # Errors
     /// `INVALID_VALUE` when the graph bytes do not verify (a bare plan given here is refused
@@ -523,42 +516,53 @@ impl Graph {
     /// refuse (`PLUGIN_ERROR`, `INTERNAL_ERROR` "Invalid engine ID: N", …).
     pub fn from_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
         let read_error = |e| backend_error("Cannot read the graph.", e);
-        let Some(container) = hdgp::read_container(bytes).map_err(read_error)? else {
+        if !hdgp::is_graph_and_plan_container(bytes) {
             return Graph::from_graph_bytes(bytes).map_err(|e| not_a_graph(bytes, e));
-        };
-        let graph_blob = container.require_graph().map_err(read_error)?;
-        let mut g = Graph::from_graph_bytes(graph_blob)?;
-        if let Some(plan_blob) = container.plan_blob() {
-            let loaded = SharedBytes::copy_from_slice(bytes);
-            let view = |part: &[u8]| {
-                loaded.slice(range_in(bytes, part)).ok_or_else(|| {
-                    Error::new(
-                        ErrorCode::HipdnnBackendError,
-                        "Cannot read the graph. A container blob lies outside the container.",
-                    )
-                })
-            };
-            let (graph, plan_view) = (view(graph_blob)?, view(plan_blob)?);
-            let plan = ExecutionPlanDescriptor::from_shared(handle.backend(), plan_view.clone())
-                .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
-            let op = OperationGraph::from_bytes(graph_blob).map_err(read_error)?;
-            plan.check_graph(&op).map_err(|e| {
-                Error::new(
-                    ErrorCode::InvalidValue,
-                    format!("Cannot load the container: {}", e.message),
-                )
-            })?;
-            g.compiled = CompiledState {
-                engine_name: plan.engine().name().to_string(),
-                plan: Some(Arc::new(plan)),
-                serializable: true,
-                loaded: Some(LoadedContainer {
-                    container: loaded,
-                    graph,
-                    plan: plan_view,
-                }),
-            };
         }
+        // The one copy of the container, parsed once; what the graph keeps is views of it.
+        let loaded = SharedBytes::copy_from_slice(bytes);
+        let container = hdgp::GraphAndPlan::parse(&loaded).map_err(read_error)?;
+        let graph_blob = container.require_graph().map_err(read_error)?;
+        let Some(plan_blob) = container.plan_blob() else {
+            return Graph::from_graph_bytes(graph_blob);
+        };
+        let view = |part: &[u8]| {
+            loaded.view_of(part).ok_or_else(|| {
+                Error::new(
+                    ErrorCode::HipdnnBackendError,
+                    "Cannot read the graph. A container blob lies outside the container.",
+                )
+            })
+        };
+        let (graph, plan_view) = (view(graph_blob)?, view(plan_blob)?);
+        // The graph part is verified once, by the backend, and the graph is read from that
+        // verified graph. When the backend refuses it, the graph reader's own error comes
+        // first (as for a graph alone), the backend's after the plan loaded (as before).
+        let op = OperationGraph::from_shared(graph.clone());
+        let mut g = match &op {
+            Ok(op) => Graph::from_verified(op.graph())?,
+            Err(_) => Graph::from_graph_bytes(graph_blob)?,
+        };
+        let plan = ExecutionPlanDescriptor::from_shared(handle.backend(), plan_view.clone())
+            .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+        let op = op.map_err(read_error)?;
+        plan.check_graph(&op).map_err(|e| {
+            Error::new(
+                ErrorCode::InvalidValue,
+                format!("Cannot load the container: {}", e.message),
+            )
+        })?;
+        g.compiled = CompiledState {
+            engine_name: plan.engine().name().to_string(),
+            plan: Some(Arc::new(plan)),
+            serializable: true,
+            loaded: Some(LoadedContainer {
+                container: loaded,
+                graph,
+                plan: plan_view,
+            }),
+            source: None,
+        };
         Ok(g)
     }
 
@@ -591,6 +595,13 @@ impl Graph {
     pub fn from_compiled_plan_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
         let plan = ExecutionPlanDescriptor::from_copy(handle.backend(), bytes)
             .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+        // The graph the engine runs, when it keeps one (the CPU engine), read once here: every
+        // execute checks its variant pack against it.
+        let source = plan
+            .execution_context()
+            .source_graph()
+            .and_then(|src| Graph::from_graph_bytes(src).ok())
+            .map(Arc::new);
         let mut g = Graph::new();
         g.set_override_shape_enabled(plan.is_override_shape_enabled());
         g.compiled = CompiledState {
@@ -598,6 +609,7 @@ impl Graph {
             plan: Some(Arc::new(plan)),
             serializable: true,
             loaded: None,
+            source,
         };
         Ok(g)
     }

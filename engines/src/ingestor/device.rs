@@ -160,6 +160,22 @@ pub trait IngestorDevice: Send + Sync {
         stream: u64,
     ) -> Result<(), DeviceError>;
 
+    /// `function` prepared for launches with the recorded `signature`, once, when its module
+    /// is loaded ([`KernelCode::load_on`] of a code object with a signature): a device that
+    /// turns the recorded signature into its own form does it here instead of in every
+    /// [`Self::launch`], and a launch of the returned function with that same `signature` skips
+    /// the work. Infallible: a signature this device cannot prepare returns `function`
+    /// unchanged, and its launches report the problem as before. The default returns
+    /// `function`.
+    fn bind_signature(
+        &self,
+        function: Arc<dyn KernelFunction>,
+        signature: &[KernelArgument],
+    ) -> Arc<dyn KernelFunction> {
+        let _ = signature;
+        function
+    }
+
     /// Queues a fill of `bytes` bytes at device address `addr` with `value` on `stream`,
     /// ordered before later launches on it (upstream `hipMemsetAsync`; on NVIDIA
     /// `cuMemsetD8Async`). The plan uses it to zero the workspace prefix a launch contract
@@ -256,7 +272,8 @@ impl DeviceResolver for FixedDevice {
     }
 }
 
-/// A module and its kernel function, loaded on one device.
+/// A module and its kernel function, loaded on one device (the function prepared for the
+/// code object's recorded signature, see [`IngestorDevice::bind_signature`]).
 #[derive(Clone)]
 pub struct LoadedKernel {
     /// The loaded module (kept alive as long as the function is used).
@@ -301,6 +318,7 @@ pub struct LoadFailure {
 pub struct KernelCode {
     bytes: SharedBytes,
     symbol: String,
+    signature: Option<Vec<KernelArgument>>,
     per_device: Mutex<HashMap<i32, Arc<OnceCell<LoadedKernel>>>>,
 }
 
@@ -322,8 +340,16 @@ impl KernelCode {
         KernelCode {
             bytes: bytes.into(),
             symbol: symbol.to_string(),
+            signature: None,
             per_device: Mutex::new(HashMap::new()),
         }
+    }
+    /// The same code with the kernel's recorded `signature`: each device's function is
+    /// prepared for it once, when its module is loaded ([`IngestorDevice::bind_signature`]),
+    /// so launches need not convert the signature again.
+    pub fn with_signature(mut self, signature: Vec<KernelArgument>) -> Self {
+        self.signature = Some(signature);
+        self
     }
     /// The code object bytes.
     pub fn bytes(&self) -> &SharedBytes {
@@ -366,6 +392,10 @@ impl KernelCode {
                 stage: LoadStage::SymbolLookup,
                 error: Some(e),
             })?;
+            let function = match &self.signature {
+                Some(signature) => device.bind_signature(function, signature),
+                None => function,
+            };
             Ok(LoadedKernel { module, function })
         })
         .cloned()

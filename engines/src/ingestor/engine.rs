@@ -191,7 +191,10 @@ impl IngestorEngine {
                         PluginError::not_applicable(text)
                     }
                 })?;
-                let code = Arc::new(KernelCode::new(Arc::from(bytes), &source.symbol));
+                let code = Arc::new(
+                    KernelCode::new(Arc::from(bytes), &source.symbol)
+                        .with_signature(source.signature.clone()),
+                );
                 let label = format!("kernel {}", kernel.describe());
                 code.load_on(device.as_ref())
                     .map_err(|f| PluginError::not_applicable(load_failure_message(&label, &f)))?;
@@ -199,13 +202,14 @@ impl IngestorEngine {
             }
             _ => None,
         };
-        Ok(SingleKernelPlan {
-            kernel: kernel.clone(),
+        Ok(SingleKernelPlan::new(
+            kernel.clone(),
             handler,
             launch,
             code,
-            build_device_arch: arch,
-        })
+            arch,
+            Some(&device),
+        ))
     }
 
     fn restore_environment(&self) -> RestoreEnvironment<'_> {
@@ -293,10 +297,10 @@ impl IngestorEngine {
         let mut best: Option<(usize, f64)> = None;
         let mut first_failure: Option<PluginError> = None;
         for (i, plan) in plans.iter().enumerate() {
-            let launchable = plan.launchable()?;
+            plan.kernel_code()?;
             let mut run = |n: usize| -> PluginResult<()> {
                 for _ in 0..n {
-                    launchable.run(
+                    plan.run(
                         device.as_ref(),
                         &ExecuteArgs {
                             stream: 0,

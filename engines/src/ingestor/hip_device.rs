@@ -3,11 +3,12 @@
 //!
 //! - `load_module` → [`Device::load_module`] (`hipModuleLoadData` / `cuModuleLoadData`, PTX
 //!   copied with a NUL).
-//! - `get_function` → [`Module::function`] with an empty signature; `launch` attaches the
-//!   kernel's *recorded* signature (the kernel descriptor's or saved payload's `signature`,
-//!   passed by the plan: kind, size, kernarg offset) with [`Function::with_signature`], and
-//!   [`Function::launch`] checks the argument values against it (count, kind, size) and writes
-//!   each at its recorded offset. The check never derives the signature from the values.
+//! - `get_function` → [`Module::function`] with an empty signature; `bind_signature` attaches
+//!   the kernel's *recorded* signature (the kernel descriptor's or saved payload's `signature`:
+//!   kind, size, kernarg offset) with [`Function::with_signature`] once, when the plan loads its
+//!   module, and [`Function::launch`] checks the argument values against it (count, kind, size)
+//!   and writes each at its recorded offset. The check never derives the signature from the
+//!   values. A function without a bound signature gets the one `launch` is given, per launch.
 //! - Pointers are variant-pack device addresses, passed with the `unsafe`
 //!   [`KernelArg::device_ptr`] (see its `SAFETY` note).
 //! - `memset_async` → [`Stream::memset_raw`] (`hipMemsetAsync` / `cuMemsetD8Async`) on the
@@ -101,7 +102,12 @@ impl ScratchMemory for HipScratch {
         self.0.device_ptr()
     }
 }
-struct HipFunction(Function);
+/// A looked-up kernel; `bound` when [`IngestorDevice::bind_signature`] attached the recorded
+/// signature its launches use (else `launch` attaches the one it is given).
+struct HipFunction {
+    function: Function,
+    bound: bool,
+}
 
 impl KernelFunction for HipFunction {
     fn as_any(&self) -> &dyn Any {
@@ -111,8 +117,11 @@ impl KernelFunction for HipFunction {
 
 impl IngestorModule for HipModule {
     fn get_function(&self, symbol: &str) -> Result<Arc<dyn KernelFunction>, DeviceError> {
-        let f = self.0.function(symbol, &[]).map_err(launch_error)?;
-        Ok(Arc::new(HipFunction(f)))
+        let function = self.0.function(symbol, &[]).map_err(launch_error)?;
+        Ok(Arc::new(HipFunction {
+            function,
+            bound: false,
+        }))
     }
 }
 
@@ -161,8 +170,14 @@ impl IngestorDevice for HipIngestorDevice {
                     "the function was not loaded by this device",
                 )
             })?;
-        let recorded = recorded_specs(f.0.name(), signature)?;
-        let f = f.0.with_signature(&recorded).map_err(launch_error)?;
+        let unbound;
+        let f = if f.bound {
+            &f.function
+        } else {
+            let recorded = recorded_specs(f.function.name(), signature)?;
+            unbound = f.function.with_signature(&recorded).map_err(launch_error)?;
+            &unbound
+        };
         let ordinal = self.dev.info().ordinal;
         let kargs: Vec<KernelArg<'static>> = args
             .iter()
@@ -185,6 +200,29 @@ impl IngestorDevice for HipIngestorDevice {
             shared_bytes: geometry.shared_mem_bytes,
         };
         f.launch(&self.stream, cfg, &kargs).map_err(launch_error)
+    }
+
+    /// [`Function::with_signature`] with the recorded signature, once; `function` unchanged
+    /// when it is not this device's or the signature cannot be attached (its launches then
+    /// report why, as before).
+    fn bind_signature(
+        &self,
+        function: Arc<dyn KernelFunction>,
+        signature: &[KernelArgument],
+    ) -> Arc<dyn KernelFunction> {
+        let Some(f) = function.as_any().downcast_ref::<HipFunction>() else {
+            return function;
+        };
+        let bound = recorded_specs(f.function.name(), signature)
+            .ok()
+            .and_then(|recorded| f.function.with_signature(&recorded).ok());
+        match bound {
+            Some(function) => Arc::new(HipFunction {
+                function,
+                bound: true,
+            }),
+            None => function,
+        }
     }
 
     fn memset_async(

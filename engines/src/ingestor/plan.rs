@@ -8,7 +8,9 @@
 //! decodes payloads.
 
 use super::descriptor::KernelDescriptor;
-use super::device::{DeviceResolver, IngestorDevice, KernelCode, LoadFailure, LoadStage};
+use super::device::{
+    DeviceResolver, IngestorDevice, KernelCode, LoadFailure, LoadStage, LoadedKernel,
+};
 use super::dispatch::{DispatchHandler, PreparedLaunch};
 use super::kernel::{
     KernelArgument, KernelSourceKind, is_code_object_target_compatible, strip_arch_features,
@@ -18,7 +20,7 @@ use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
 use std::any::Any;
 use std::fmt;
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 use std::time::Instant;
 
 /// A plan of one kernel and one prepared launch, built by an ingestor engine.
@@ -35,6 +37,8 @@ pub struct SingleKernelPlan {
     pub code: Option<Arc<KernelCode>>,
     /// Decorated arch of the device the plan was built on, e.g. `gfx90a:sramecc+:xnack-`.
     pub build_device_arch: String,
+    /// The launch as resolved when the plan was built ([`SingleKernelPlan::new`]).
+    pub resolved: Arc<ResolvedLaunch>,
 }
 
 impl fmt::Debug for SingleKernelPlan {
@@ -110,6 +114,9 @@ pub struct RestoredPlan {
     pub code: Arc<KernelCode>,
     /// The saved kernel's recorded signature (launches are checked against it).
     pub signature: Vec<KernelArgument>,
+    /// The launch as resolved at restore (label `saved kernel <uuid>`, the saved target, the
+    /// restoring device as its home device).
+    pub resolved: ResolvedLaunch,
 }
 
 impl fmt::Debug for RestoredPlan {
@@ -176,18 +183,85 @@ pub fn load_failure_message(label: &str, f: &LoadFailure) -> String {
     }
 }
 
-pub(crate) struct Launchable<'p> {
+/// What every launch of a plan's kernel needs that no execute changes, decided once when the
+/// plan is built or restored (issue 29): the label its errors name, the target and source kind
+/// the device check compares, the workspace prefix each launch zeroes, and the kernel as loaded
+/// on the plan's home device (the device it was built or restored on; its function prepared
+/// for the recorded signature, [`IngestorDevice::bind_signature`]). An execute on the home
+/// device only binds addresses and launches; on another device it checks that device and
+/// loads the code there (once per device), as before.
+pub struct ResolvedLaunch {
     label: String,
     kind: KernelSourceKind,
     target: String,
     workspace_bytes: u64,
-    handler: &'p Arc<dyn DispatchHandler>,
-    launch: &'p PreparedLaunch,
-    code: &'p KernelCode,
-    signature: &'p [KernelArgument],
+    zeroed_bytes: u64,
+    home: Option<HomeKernel>,
 }
 
-impl Launchable<'_> {
+/// The kernel loaded on the home device. The device is held weakly: its allocation is not
+/// reused while this lives, so an address comparison recognises it.
+struct HomeKernel {
+    device: Weak<dyn IngestorDevice>,
+    kernel: LoadedKernel,
+}
+
+impl fmt::Debug for ResolvedLaunch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "ResolvedLaunch({}, home device {})",
+            self.label,
+            if self.home.is_some() {
+                "loaded"
+            } else {
+                "none"
+            }
+        )
+    }
+}
+
+impl ResolvedLaunch {
+    /// Resolves the launch of `code` for `launch`: `label`, source `kind` and `target` name it
+    /// in errors and the device check; `workspace_bytes` is the plan's workspace. When `home`
+    /// (the device of the build or restore) passes the device check and loads `code`, its
+    /// loaded kernel is kept for the executes on it.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        label: String,
+        kind: KernelSourceKind,
+        target: String,
+        workspace_bytes: u64,
+        handler: &dyn DispatchHandler,
+        launch: &PreparedLaunch,
+        code: Option<&KernelCode>,
+        home: Option<&Arc<dyn IngestorDevice>>,
+    ) -> Self {
+        let mut r = ResolvedLaunch {
+            label,
+            kind,
+            target,
+            workspace_bytes,
+            zeroed_bytes: handler.zeroed_workspace_bytes(launch).min(workspace_bytes),
+            home: None,
+        };
+        if let (Some(code), Some(device)) = (code, home)
+            && r.check_device(device.as_ref()).is_ok()
+            && let Ok(kernel) = code.load_on(device.as_ref())
+        {
+            r.home = Some(HomeKernel {
+                device: Arc::downgrade(device),
+                kernel,
+            });
+        }
+        r
+    }
+
+    /// The label errors name (`kernel <describe>`, `saved kernel <uuid>`).
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
     fn check_device(&self, device: &dyn IngestorDevice) -> PluginResult<()> {
         let arch = device.arch();
         if strip_arch_features(&arch) != strip_arch_features(&self.target) {
@@ -209,45 +283,53 @@ impl Launchable<'_> {
         Ok(())
     }
 
+    /// One launch of `launch` (with `handler`'s arguments, prologue and zeroing) of `code` on
+    /// `device`. The workspace's size was checked by the backend
+    /// ([`hipdnn_backend::ExecutionPlanDescriptor::check_workspace`], the one workspace check);
+    /// here only its kind matters: a launch that zeroes a workspace prefix needs device memory.
+    #[allow(clippy::too_many_arguments)]
     pub(crate) fn run(
         &self,
+        handler: &dyn DispatchHandler,
+        launch: &PreparedLaunch,
+        code: &KernelCode,
+        signature: &[KernelArgument],
         device: &dyn IngestorDevice,
         args: &ExecuteArgs<'_, '_>,
     ) -> PluginResult<()> {
-        if self.workspace_bytes > 0 && args.workspace.is_none() {
-            return Err(PluginError::invalid_value(format!(
-                "{} requires {} workspace bytes but none was provided",
-                self.label, self.workspace_bytes
-            )));
-        }
         // The workspace's device address (0 for none or host memory, which a launch that
         // reads its workspace cannot use: see the zeroing step below).
         let workspace = match &args.workspace {
-            Some(BufferRef::Device { len, .. }) if (*len as u64) < self.workspace_bytes => {
-                return Err(PluginError::invalid_value(format!(
-                    "{} requires {} workspace bytes but {len} were provided",
-                    self.label, self.workspace_bytes
-                )));
-            }
             Some(BufferRef::Device { addr, .. }) if self.workspace_bytes > 0 => *addr,
             _ => 0,
         };
-        self.check_device(device)?;
-        let kernel = self
-            .code
-            .load_on(device)
-            .map_err(|f| PluginError::not_applicable(load_failure_message(&self.label, &f)))?;
-        let kargs =
-            self.handler
-                .kernel_args_with_workspace(self.launch, args.tensors, workspace)?;
-        let zeroed = self
-            .handler
-            .zeroed_workspace_bytes(self.launch)
-            .min(self.workspace_bytes);
+        let loaded;
+        let kernel = match &self.home {
+            Some(h)
+                if std::ptr::addr_eq(h.device.as_ptr(), device as *const dyn IngestorDevice) =>
+            {
+                &h.kernel
+            }
+            _ => {
+                self.check_device(device)?;
+                loaded = code.load_on(device).map_err(|f| {
+                    PluginError::not_applicable(load_failure_message(&self.label, &f))
+                })?;
+                &loaded
+            }
+        };
+        let kargs = handler.kernel_args_with_workspace(launch, args.tensors, workspace)?;
+        let zeroed = self.zeroed_bytes;
         if zeroed > 0 && workspace == 0 {
             return Err(PluginError::invalid_value(format!(
-                "{} requires {} bytes of device workspace; host memory was provided",
-                self.label, self.workspace_bytes
+                "{} requires {} bytes of device workspace; {} was provided",
+                self.label,
+                self.workspace_bytes,
+                if args.workspace.is_some() {
+                    "host memory"
+                } else {
+                    "no workspace"
+                }
             )));
         }
         if zeroed > 0 {
@@ -260,13 +342,13 @@ impl Launchable<'_> {
                     ))
                 })?;
         }
-        for (geometry, pargs) in self.handler.prologue_launches(self.launch, &kargs) {
+        for (geometry, pargs) in handler.prologue_launches(launch, &kargs) {
             device
                 .launch(
                     kernel.function.as_ref(),
                     geometry,
                     &pargs,
-                    self.signature,
+                    signature,
                     args.stream,
                 )
                 .map_err(|e| {
@@ -279,9 +361,9 @@ impl Launchable<'_> {
         device
             .launch(
                 kernel.function.as_ref(),
-                self.launch.geometry,
+                launch.geometry,
                 &kargs,
-                self.signature,
+                signature,
                 args.stream,
             )
             .map_err(|e| PluginError::internal(format!("launching {} failed: {e}", self.label)))
@@ -289,25 +371,91 @@ impl Launchable<'_> {
 }
 
 impl SingleKernelPlan {
-    pub(crate) fn launchable(&self) -> PluginResult<Launchable<'_>> {
-        let code = self.code.as_deref().ok_or_else(|| {
+    /// A plan of `kernel` with the launch `handler` prepared, built on a device of decorated
+    /// arch `build_device_arch`; its launch is resolved now ([`ResolvedLaunch`]), with `home`
+    /// (the build device, which has loaded `code` already) as its home device.
+    pub fn new(
+        kernel: Arc<KernelDescriptor>,
+        handler: Arc<dyn DispatchHandler>,
+        launch: PreparedLaunch,
+        code: Option<Arc<KernelCode>>,
+        build_device_arch: String,
+        home: Option<&Arc<dyn IngestorDevice>>,
+    ) -> Self {
+        let kind = kernel
+            .single_source()
+            .map(|s| s.kind)
+            .unwrap_or(KernelSourceKind::Kpack);
+        let resolved = ResolvedLaunch::new(
+            format!("kernel {}", kernel.describe()),
+            kind,
+            strip_arch_features(&build_device_arch).to_string(),
+            launch.workspace_bytes,
+            handler.as_ref(),
+            &launch,
+            code.as_deref(),
+            home,
+        );
+        SingleKernelPlan {
+            kernel,
+            handler,
+            launch,
+            code,
+            build_device_arch,
+            resolved: Arc::new(resolved),
+        }
+    }
+
+    /// The plan's kernel code.
+    ///
+    /// # Errors
+    /// `INTERNAL_ERROR` "prepared dispatch exposes no kernel code for …" when it has none.
+    pub(crate) fn kernel_code(&self) -> PluginResult<&KernelCode> {
+        self.code.as_deref().ok_or_else(|| {
             PluginError::internal(format!(
                 "prepared dispatch exposes no kernel code for {}",
                 self.kernel.describe()
             ))
-        })?;
-        let source = self.kernel.single_source();
-        let kind = source.map(|s| s.kind).unwrap_or(KernelSourceKind::Kpack);
-        Ok(Launchable {
-            label: format!("kernel {}", self.kernel.describe()),
-            kind,
-            target: strip_arch_features(&self.build_device_arch).to_string(),
-            workspace_bytes: self.launch.workspace_bytes,
-            handler: &self.handler,
-            launch: &self.launch,
-            code,
-            signature: source.map(|s| &s.signature[..]).unwrap_or(&[]),
         })
+    }
+
+    /// One execute of this plan's kernel on `device`.
+    ///
+    /// # Errors
+    /// `INTERNAL_ERROR` when the prepared dispatch exposes no kernel code; else as
+    /// [`ResolvedLaunch::run`].
+    pub(crate) fn run(
+        &self,
+        device: &dyn IngestorDevice,
+        args: &ExecuteArgs<'_, '_>,
+    ) -> PluginResult<()> {
+        let code = self.kernel_code()?;
+        let signature = self
+            .kernel
+            .single_source()
+            .map(|s| &s.signature[..])
+            .unwrap_or(&[]);
+        self.resolved.run(
+            self.handler.as_ref(),
+            &self.launch,
+            code,
+            signature,
+            device,
+            args,
+        )
+    }
+}
+
+impl RestoredPlan {
+    fn run(&self, device: &dyn IngestorDevice, args: &ExecuteArgs<'_, '_>) -> PluginResult<()> {
+        self.resolved.run(
+            self.handler.as_ref(),
+            &self.launch,
+            &self.code,
+            &self.signature,
+            device,
+            args,
+        )
     }
 }
 
@@ -319,14 +467,6 @@ impl IngestorExecutionContext {
             .ok_or_else(|| {
                 PluginError::internal("cannot resolve the handle's device for this execute")
             })
-    }
-
-    fn run_single(
-        plan: &SingleKernelPlan,
-        device: &dyn IngestorDevice,
-        args: &ExecuteArgs<'_, '_>,
-    ) -> PluginResult<()> {
-        plan.launchable()?.run(device, args)
     }
 }
 
@@ -348,26 +488,16 @@ impl ExecutionContext for IngestorExecutionContext {
     fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()> {
         let device = self.device()?;
         match &self.plan {
-            IngestorPlan::Single(p) => Self::run_single(p, device.as_ref(), &args),
-            IngestorPlan::Restored(r) => Launchable {
-                label: format!("saved kernel {}", r.kernel_id),
-                kind: r.source_kind,
-                target: r.target.clone(),
-                workspace_bytes: r.workspace_bytes,
-                handler: &r.handler,
-                launch: &r.launch,
-                code: &r.code,
-                signature: &r.signature,
-            }
-            .run(device.as_ref(), &args),
+            IngestorPlan::Single(p) => p.run(device.as_ref(), &args),
+            IngestorPlan::Restored(r) => r.run(device.as_ref(), &args),
             IngestorPlan::Benchmark(b) => {
                 if let Some(w) = b.winner() {
-                    return Self::run_single(w, device.as_ref(), &args);
+                    return w.run(device.as_ref(), &args);
                 }
                 let mut best: Option<(usize, std::time::Duration)> = None;
                 for (i, c) in b.candidates.iter().enumerate() {
                     let t0 = Instant::now();
-                    Self::run_single(c, device.as_ref(), &args)?;
+                    c.run(device.as_ref(), &args)?;
                     device.synchronize(args.stream).map_err(|e| {
                         PluginError::internal(format!("benchmark synchronize failed: {e}"))
                     })?;
@@ -381,7 +511,7 @@ impl ExecutionContext for IngestorExecutionContext {
                 b.choose(i);
                 // Run the winner last so the outputs are the winner's.
                 match b.winner() {
-                    Some(w) => Self::run_single(w, device.as_ref(), &args),
+                    Some(w) => w.run(device.as_ref(), &args),
                     None => Ok(()),
                 }
             }

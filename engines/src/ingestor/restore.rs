@@ -14,7 +14,7 @@ use super::dispatch::DispatchRegistry;
 use super::kernel::{format_signature, is_code_object_target_compatible, signatures_match};
 use super::payload::refusal::{incompatible, quote};
 use super::payload::{BodySizeLimits, DecodedPayload, decode_payload_in_place};
-use super::plan::{RestoredPlan, load_failure_message};
+use super::plan::{ResolvedLaunch, RestoredPlan, load_failure_message};
 use hipdnn_backend::SharedBytes;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use std::ops::Range;
@@ -134,9 +134,22 @@ fn restore(
             p.workspace_bytes, launch.workspace_bytes
         )));
     }
-    let code = Arc::new(KernelCode::new(code_of(code_object)?, &p.symbol));
+    let code = Arc::new(
+        KernelCode::new(code_of(code_object)?, &p.symbol).with_signature(p.signature.clone()),
+    );
     code.load_on(device.as_ref())
         .map_err(|f| incompatible(load_failure_message(&label, &f)))?;
+    // The launch resolved once, on the restoring device (its module is loaded already).
+    let resolved = ResolvedLaunch::new(
+        saved,
+        p.source_kind,
+        p.target.clone(),
+        p.workspace_bytes,
+        handler.as_ref(),
+        &launch,
+        Some(&code),
+        Some(&device),
+    );
     Ok(RestoredPlan {
         kernel_id,
         symbol: p.symbol,
@@ -147,5 +160,6 @@ fn restore(
         launch,
         code,
         signature: p.signature,
+        resolved,
     })
 }

@@ -136,6 +136,17 @@ impl Graph {
         }
         hipdnn_backend::graph::check_graph_length(data)
             .map_err(|m| Error::invalid(format!("graph bytes are followed by other bytes: {m}")))?;
+        Self::from_verified(g)
+    }
+
+    /// Reads a graph the backend has verified already ([`hipdnn_backend::OperationGraph::
+    /// graph`]: FlatBuffers verifier, `TensorValue` check, no trailing bytes, at least one
+    /// node), so a load verifies its graph bytes once. The reading rules and errors after
+    /// verification are those of [`Graph::from_graph_bytes`].
+    ///
+    /// # Errors
+    /// As [`Graph::from_graph_bytes`] after its verification steps.
+    pub(crate) fn from_verified(g: wire::Graph<'_>) -> Result<Graph> {
         let graph_label = "graph";
         let no_uids = HashMap::new();
         let gc = Rctx {

@@ -1,0 +1,161 @@
+//! `hipdnn-bench overhead [--rounds N] [--batch N]`: host overhead of `Graph::execute` over a
+//! raw launch of the same kernel (issue 29's acceptance: at most 0.5 µs).
+//!
+//! Both sides launch the kernel of a 1-element IDENTITY graph's plan. The raw side reads that
+//! plan's own payload (code object, symbol, recorded signature, launch values), restores its
+//! launch with the GPU engine's dispatch registry (pointer order, scalar arguments, geometry),
+//! loads the code object with `hip::safe` and calls `Function::launch` with arguments built
+//! once: the same function and the same arguments (its own two device buffers of one
+//! element). The graph side calls `Graph::execute` with a variant pack built per call, as a
+//! user does.
+//!
+//! Each round times `batch` enqueues of one side with no synchronize inside the timed loop
+//! (the stream is synchronized, untimed, after each round); sides alternate round by round so
+//! both see the same machine. The figure per side is the median round divided by `batch`; the
+//! overhead is the difference. Without a GPU it prints `skipped: no GPU (<reason>)` and exits 0.
+
+use crate::{R, e, pw_graph};
+use hipdnn::{Buffer, Graph, Handle, PointwiseMode, VariantPack};
+use hipdnn_engines::ingestor::device::KernelArgValue;
+use hipdnn_hip::{ArgKind, ArgSpec, KernelArg, LaunchConfig, Stream};
+use std::time::Instant;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Runs the comparison; prints one `overhead:` line (and the JSON to `out` when given).
+pub fn overhead(rounds: usize, batch: usize, out: Option<&str>) -> R<()> {
+    let h = match Handle::gpu() {
+        Ok(h) => h,
+        Err(x) => {
+            println!("skipped: no GPU ({})", x.message);
+            return Ok(());
+        }
+    };
+    let dev = h
+        .gpu_device()
+        .ok_or("this handle executes on the CPU")?
+        .clone();
+    let mut g: Graph = pw_graph(PointwiseMode::Identity, &[1, 1, 1, 1]);
+    g.build(&h).map_err(e)?;
+    let engine = g.engine_name().map_err(e)?.to_string();
+
+    // The plan's own kernel and launch, for the raw side.
+    let plan = g.to_compiled_plan_binary().map_err(e)?;
+    let env = hipdnn_backend::PlanEnvelope::parse(&plan).map_err(|x| x.message)?;
+    let p = hipdnn_engines::ingestor::payload::decode_payload(env.plugin_payload)
+        .map_err(|x| x.message)?;
+    let handler = hipdnn_engines::gpu::gpu_registry()
+        .resolve(&p.dispatch_symbol)
+        .ok_or_else(|| format!("no dispatch handler for '{}'", p.dispatch_symbol))?;
+    let launch = handler
+        .restore_launch(&p.dispatch_symbol, &p.launch_values)
+        .map_err(|x| x.message)?;
+    if launch.workspace_bytes > 0 {
+        return Err(format!(
+            "the plan's kernel '{}' needs a workspace; this bench compares workspace-free launches",
+            p.symbol
+        ));
+    }
+    let specs = p
+        .signature
+        .iter()
+        .map(|a| {
+            Ok(ArgSpec {
+                kind: ArgKind::parse(&a.kind).ok_or_else(|| format!("argument kind {}", a.kind))?,
+                size: a.size,
+                offset: a.offset,
+            })
+        })
+        .collect::<R<Vec<_>>>()?;
+    let module = dev.load_module(&p.code_object).map_err(e)?;
+    let f = module.function(&p.symbol, &specs).map_err(e)?;
+    let (rx, ry) = (
+        dev.alloc::<f32>(1).map_err(e)?,
+        dev.alloc::<f32>(1).map_err(e)?,
+    );
+    let mut args: Vec<KernelArg<'_>> = Vec::new();
+    for uid in &launch.pointer_uids {
+        args.push(match uid {
+            1 => (&rx).into(),
+            4 => (&ry).into(),
+            u => {
+                return Err(format!(
+                    "the plan binds tensor UID {u}, which this bench lacks"
+                ));
+            }
+        });
+    }
+    for a in &launch.scalar_args {
+        args.push(match *a {
+            KernelArgValue::I32(v) => v.into(),
+            KernelArgValue::U32(v) => v.into(),
+            KernelArgValue::I64(v) => v.into(),
+            KernelArgValue::F32(v) => v.into(),
+            KernelArgValue::Pointer(_) => return Err("a pointer among the scalar arguments".into()),
+        });
+    }
+    let geom = launch.geometry;
+    let cfg = LaunchConfig {
+        grid: (geom.grid[0], geom.grid[1], geom.grid[2]),
+        block: (geom.block[0], geom.block[1], geom.block[2]),
+        shared_bytes: geom.shared_mem_bytes,
+    };
+    let stream = Stream::default_stream(&dev);
+    let raw = || f.launch(&stream, cfg, &args).map_err(e);
+
+    // The graph side: its own buffers, a variant pack per call.
+    let x = Buffer::from_slice_on(&h, &[0.5f32]).map_err(e)?;
+    let mut y = Buffer::<f32>::alloc(&h, 1).map_err(e)?;
+    let mut exec = || {
+        g.execute(&h, VariantPack::new().with(1, &x).with(4, &mut y), None)
+            .map_err(e)
+    };
+
+    for _ in 0..batch {
+        exec()?;
+        raw()?;
+    }
+    stream.synchronize().map_err(e)?;
+    let (mut te, mut tr) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    for _ in 0..rounds.max(1) {
+        let t = Instant::now();
+        for _ in 0..batch {
+            exec()?;
+        }
+        te.push(t.elapsed().as_secs_f64() / batch as f64);
+        stream.synchronize().map_err(e)?;
+        let t = Instant::now();
+        for _ in 0..batch {
+            raw()?;
+        }
+        tr.push(t.elapsed().as_secs_f64() / batch as f64);
+        stream.synchronize().map_err(e)?;
+    }
+    let (exec_us, raw_us) = (median(te) * 1e6, median(tr) * 1e6);
+    let report = serde_json::json!({
+        "device": format!("{:?}", h.device()),
+        "engine": engine,
+        "kernel": p.symbol,
+        "rounds": rounds,
+        "batch": batch,
+        "graph_execute_us": exec_us,
+        "raw_launch_us": raw_us,
+        "overhead_us": exec_us - raw_us,
+    });
+    println!(
+        "overhead: Graph::execute {exec_us:.3} µs, raw launch {raw_us:.3} µs, host overhead {:.3} µs per execute (kernel '{}', engine {engine}, median of {rounds} rounds of {batch})",
+        exec_us - raw_us,
+        p.symbol
+    );
+    if let Some(out) = out {
+        if let Some(dir) = std::path::Path::new(out).parent() {
+            std::fs::create_dir_all(dir).map_err(e)?;
+        }
+        std::fs::write(out, serde_json::to_string_pretty(&report).map_err(e)?).map_err(e)?;
+        println!("wrote {out}");
+    }
+    Ok(())
+}
