@@ -27,10 +27,9 @@ use hipdnn_engines::ingestor::device::{
     DeviceError, FixedDevice, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction,
     LaunchGeometry,
 };
-use hipdnn_engines::ingestor::dispatch::DispatchRegistry;
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use hipdnn_engines::ingestor::kernel::{KernelArgument, KernelSourceKind};
-use hipdnn_engines::ingestor::packs::conv_fwd::ConvFwdLaunchInputs;
+use hipdnn_engines::ingestor::native::conv_fwd::ConvFwdLaunchInputs;
 use hipdnn_engines::ingestor::payload::{IngestorPlanPayload, encode_payload, sha256_hex};
 use hipdnn_engines::ingestor::plan::{IngestorExecutionContext, IngestorPlan};
 use hipdnn_engines::ingestor::restore::{RestoreEnvironment, restore_plan};
@@ -134,7 +133,7 @@ fn bindings() -> Vec<TensorBinding<'static>> {
 fn execute_overhead(c: &mut Criterion) {
     let dev: Arc<dyn IngestorDevice> = Arc::new(NullDevice);
     let payload = encode_payload(&conv_payload()).expect("payload encodes");
-    let registry = Arc::new(DispatchRegistry::with_native_packs());
+    let registry = Arc::new(hipdnn_engines::registry::native_packs());
     let resolver = FixedDevice(dev.clone());
     let env = RestoreEnvironment {
         resolver: Some(&resolver),

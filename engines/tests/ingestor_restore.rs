@@ -539,7 +539,7 @@ fn a_restored_plan_needing_workspace_is_refused_without_one_by_the_backend() {
         "hipkernel:Restore",
         vec![],
         resolver,
-        Arc::new(DispatchRegistry::with_native_packs()),
+        Arc::new(hipdnn_engines::registry::native_packs()),
         Arc::new(FakeReader::default()),
     ));
     let mut handle = BackendHandle::new();
