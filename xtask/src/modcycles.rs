@@ -471,6 +471,16 @@ mod tests {
     }
 
     #[test]
+    fn engines_src_has_no_module_cycle() {
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../engines/src");
+        let graph = module_graph(&src).unwrap();
+        // The scan sees the reference engine's layering: plan → nodes → check.
+        assert!(graph["reference::plan"].contains("reference::nodes::conv"));
+        assert!(graph["reference::nodes::conv"].contains("reference::check"));
+        assert_eq!(cycles(&graph), Vec::new());
+    }
+
+    #[test]
     fn a_two_module_cycle_is_found_through_use_groups_super_and_child_paths() {
         let dir = scratch(
             "found",

@@ -15,12 +15,21 @@
 //! inference and training forward, layernorm, rmsnorm, reduction, resample forward (pooling),
 //! SDPA forward. See `docs/engines.md`.
 
+// Module layering, one way (each imports only those before it): dtype, tensor, ops; check
+// (the checking context), env (the host values of one execution); nodes (one file per op
+// kind); step (the `Op` enum over the nodes' step types); fuse (epilogue fusion over steps);
+// plan (graph → steps); exec (runs a plan); this file. `xtask module-cycles engines/src`
+// checks it.
+mod check;
 pub mod dtype;
+mod env;
 mod exec;
+mod fuse;
 mod nodes;
 pub mod ops;
 pub mod payload;
 mod plan;
+mod step;
 pub mod tensor;
 #[cfg(feature = "testing")]
 pub mod testing;

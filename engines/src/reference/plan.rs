@@ -4,99 +4,20 @@
 //! Owns applicability: anything the engine cannot run is refused here with
 //! `NOT_APPLICABLE` and a message naming the op, the attribute and its value. It never
 //! touches buffers (see [`super::exec`]). The per-op checks live in [`super::nodes`] (one
-//! file per op kind); this file holds the step list, the shared checking context [`Cx`], the
-//! dispatcher and the topological sort.
+//! file per op kind, each checking through [`super::check::Cx`] and returning its own step
+//! type); this file holds the tensor reading, the dispatcher that wraps each node's step in
+//! its [`Op`], the topological sort, and the call of the epilogue fusion ([`super::fuse`]).
 
+use super::check::{Cx, na};
 use super::dtype::Elem;
-use super::nodes::conv::{ConvDgradStep, ConvFpropStep, ConvWgradStep};
-use super::nodes::gather::GatherStep;
-use super::nodes::matmul::MatmulStep;
-use super::nodes::norm::{BnInferenceStep, BnTrainingStep, LayernormStep, RmsnormStep};
-use super::nodes::pointwise::PointwiseStep;
-use super::nodes::reduction::ReductionStep;
-use super::nodes::resample::ResampleStep;
-use super::nodes::sdpa::SdpaStep;
+use super::fuse::fuse_epilogues;
 use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
+use super::step::{Op, Step};
 use super::tensor::{TensorDesc, tensor_value_f32};
-use hipdnn_backend::ops::broadcast::broadcasts_to;
-use hipdnn_backend::ops::conv::SpatialAttr;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::{Graph, Node, NodeAttributes as NA};
 use hipdnn_schema::tensor_value::read_tensor_value;
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Display;
-
-/// One op of the execution DAG, with tensor UIDs (the step types live in [`super::nodes`]).
-#[derive(Debug, Clone)]
-pub enum Op {
-    /// Pointwise.
-    Pointwise(PointwiseStep),
-    /// Convolution forward.
-    ConvFprop(ConvFpropStep),
-    /// Convolution data gradient.
-    ConvDgrad(ConvDgradStep),
-    /// Convolution filter gradient.
-    ConvWgrad(ConvWgradStep),
-    /// Matmul.
-    Matmul(MatmulStep),
-    /// Batchnorm inference.
-    BnInference(BnInferenceStep),
-    /// Batchnorm training forward.
-    BnTraining(BnTrainingStep),
-    /// Layernorm forward.
-    Layernorm(LayernormStep),
-    /// RMSNorm forward.
-    Rmsnorm(RmsnormStep),
-    /// Reduction.
-    Reduction(ReductionStep),
-    /// Resample (pooling) forward.
-    Resample(ResampleStep),
-    /// SDPA forward.
-    Sdpa(SdpaStep),
-    /// Row gather (the `hipdnn_rs.gather` custom op).
-    Gather(GatherStep),
-}
-
-macro_rules! each_step {
-    ($op:expr, $s:ident => $e:expr) => {
-        match $op {
-            Op::Pointwise($s) => $e,
-            Op::ConvFprop($s) => $e,
-            Op::ConvDgrad($s) => $e,
-            Op::ConvWgrad($s) => $e,
-            Op::Matmul($s) => $e,
-            Op::BnInference($s) => $e,
-            Op::BnTraining($s) => $e,
-            Op::Layernorm($s) => $e,
-            Op::Rmsnorm($s) => $e,
-            Op::Reduction($s) => $e,
-            Op::Resample($s) => $e,
-            Op::Sdpa($s) => $e,
-            Op::Gather($s) => $e,
-        }
-    };
-}
-
-impl Op {
-    /// UIDs this op reads.
-    pub fn inputs(&self) -> Vec<i64> {
-        each_step!(self, s => s.inputs())
-    }
-
-    /// UIDs this op writes.
-    pub fn outputs(&self) -> Vec<i64> {
-        each_step!(self, s => s.outputs())
-    }
-}
-
-/// One step: the node's name and its op.
-#[derive(Debug, Clone)]
-pub struct Step {
-    /// Node name (for messages).
-    pub name: String,
-    /// The op.
-    pub op: Op,
-}
 
 /// The parsed graph: tensors by UID and steps in topological order.
 #[derive(Debug, Clone)]
@@ -105,108 +26,6 @@ pub struct Plan {
     pub tensors: HashMap<i64, TensorDesc>,
     /// Steps in execution order.
     pub steps: Vec<Step>,
-}
-
-fn na(msg: String) -> PluginError {
-    PluginError::not_applicable(msg)
-}
-
-/// Checking context of one node: the graph's tensors, the op's name for messages (`conv_fprop`)
-/// and the node's name. Every refusal it builds is `NOT_APPLICABLE`.
-pub(super) struct Cx<'a> {
-    /// Every graph tensor by UID.
-    pub(super) tensors: &'a HashMap<i64, TensorDesc>,
-    op: &'static str,
-    name: String,
-}
-
-impl Cx<'_> {
-    /// `<op> '<name>': <attr> <value> is not supported by the CPU reference engine`.
-    pub(super) fn refuse(&self, attr: &str, value: impl Display) -> PluginError {
-        na(format!(
-            "{} '{}': {attr} {value} is not supported by the CPU reference engine",
-            self.op, self.name
-        ))
-    }
-    /// `<op> '<name>': <what>`.
-    pub(super) fn bad(&self, what: impl Display) -> PluginError {
-        na(format!("{} '{}': {what}", self.op, self.name))
-    }
-    /// The tensor `uid`, refused when the graph has none.
-    pub(super) fn t(&self, attr: &str, uid: i64) -> PluginResult<&TensorDesc> {
-        self.tensors
-            .get(&uid)
-            .ok_or_else(|| self.bad(format!("{attr} {uid} names no tensor of the graph")))
-    }
-    /// As [`Cx::t`], refused unless the tensor's data type is a float type.
-    pub(super) fn float(&self, attr: &str, uid: i64) -> PluginResult<&TensorDesc> {
-        let t = self.t(attr, uid)?;
-        if !t.elem.is_float() {
-            return Err(self.refuse(
-                &format!("{attr} (uid {uid}) data_type"),
-                format!("{:?}", t.elem),
-            ));
-        }
-        Ok(t)
-    }
-    /// An optional tensor UID, checked when present.
-    pub(super) fn opt(&self, attr: &str, uid: Option<i64>) -> PluginResult<Option<i64>> {
-        match uid {
-            Some(u) => self.t(attr, u).map(|_| Some(u)),
-            None => Ok(None),
-        }
-    }
-    /// Refuses an attribute the engine does not implement when it is set.
-    pub(super) fn refuse_set(&self, attr: &str, uid: Option<i64>) -> PluginResult<()> {
-        match uid {
-            Some(u) => Err(self.refuse(attr, format!("(uid {u})"))),
-            None => Ok(()),
-        }
-    }
-    /// Refuses a tensor whose dims differ from `want`.
-    pub(super) fn dims_eq(&self, attr: &str, t: &TensorDesc, want: &[usize]) -> PluginResult<()> {
-        if t.dims != want {
-            return Err(self.bad(format!(
-                "{attr} (uid {}) dims {:?} differ from the expected {want:?}",
-                t.uid, t.dims
-            )));
-        }
-        Ok(())
-    }
-    /// Refuses a tensor whose dims do not broadcast to `to` (op table rule).
-    pub(super) fn bcast(&self, attr: &str, t: &TensorDesc, to: &[usize]) -> PluginResult<()> {
-        if !broadcasts_to(&t.dims, to) {
-            return Err(self.bad(format!(
-                "{attr} (uid {}) dims {:?} do not broadcast to {to:?}",
-                t.uid, t.dims
-            )));
-        }
-        Ok(())
-    }
-    /// A spatial list attribute: `n` entries, each at least the op table's minimum; the
-    /// table's default entry for every dim when the list is absent.
-    pub(super) fn spatial(
-        &self,
-        attr: SpatialAttr,
-        v: Option<flatbuffers::Vector<'_, i64>>,
-        n: usize,
-    ) -> PluginResult<Vec<usize>> {
-        let Some(v) = v else {
-            return Ok(vec![attr.default_entry() as usize; n]);
-        };
-        let vals: Vec<i64> = v.iter().collect();
-        if vals.len() != n {
-            return Err(self.bad(format!(
-                "{} {vals:?} has {} entries, expected {n} (one per spatial dim)",
-                attr.name(),
-                vals.len()
-            )));
-        }
-        if attr.first_bad_entry(&vals).is_some() {
-            return Err(self.refuse(attr.name(), format!("{vals:?}")));
-        }
-        Ok(vals.into_iter().map(|x| x as usize).collect())
-    }
 }
 
 fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
@@ -255,27 +74,31 @@ fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
 
 fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResult<Op> {
     let name = node.name().unwrap_or("").to_string();
-    let cx = |op: &'static str| Cx {
-        tensors,
-        op,
-        name: name.clone(),
-    };
+    let cx = |op: &'static str| Cx::new(tensors, op, name.clone());
     match node.attributes_type() {
-        NA::PointwiseAttributes => pointwise::parse(node, &cx("pointwise")),
-        NA::ConvolutionFwdAttributes => conv::parse_fprop(node, &cx("conv_fprop")),
-        NA::ConvolutionBwdAttributes => conv::parse_dgrad(node, &cx("conv_dgrad")),
-        NA::ConvolutionWrwAttributes => conv::parse_wgrad(node, &cx("conv_wgrad")),
-        NA::MatmulAttributes => matmul::parse(node, &cx("matmul")),
-        NA::BatchnormInferenceAttributes | NA::BatchnormInferenceAttributesVarianceExt => {
-            norm::parse_batchnorm_inference(node, &cx("batchnorm_inference"))
+        NA::PointwiseAttributes => pointwise::parse(node, &cx("pointwise")).map(Op::Pointwise),
+        NA::ConvolutionFwdAttributes => {
+            conv::parse_fprop(node, &cx("conv_fprop")).map(Op::ConvFprop)
         }
-        NA::BatchnormAttributes => norm::parse_batchnorm(node, &cx("batchnorm")),
-        NA::LayernormAttributes => norm::parse_layernorm(node, &cx("layernorm")),
-        NA::RMSNormAttributes => norm::parse_rmsnorm(node, &cx("rmsnorm")),
-        NA::ReductionAttributes => reduction::parse(node, &cx("reduction")),
-        NA::ResampleFwdAttributes => resample::parse(node, &cx("resample_fwd")),
-        NA::SdpaAttributes => sdpa::parse(node, &cx("sdpa")),
-        NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")),
+        NA::ConvolutionBwdAttributes => {
+            conv::parse_dgrad(node, &cx("conv_dgrad")).map(Op::ConvDgrad)
+        }
+        NA::ConvolutionWrwAttributes => {
+            conv::parse_wgrad(node, &cx("conv_wgrad")).map(Op::ConvWgrad)
+        }
+        NA::MatmulAttributes => matmul::parse(node, &cx("matmul")).map(Op::Matmul),
+        NA::BatchnormInferenceAttributes | NA::BatchnormInferenceAttributesVarianceExt => {
+            norm::parse_batchnorm_inference(node, &cx("batchnorm_inference")).map(Op::BnInference)
+        }
+        NA::BatchnormAttributes => {
+            norm::parse_batchnorm(node, &cx("batchnorm")).map(Op::BnTraining)
+        }
+        NA::LayernormAttributes => norm::parse_layernorm(node, &cx("layernorm")).map(Op::Layernorm),
+        NA::RMSNormAttributes => norm::parse_rmsnorm(node, &cx("rmsnorm")).map(Op::Rmsnorm),
+        NA::ReductionAttributes => reduction::parse(node, &cx("reduction")).map(Op::Reduction),
+        NA::ResampleFwdAttributes => resample::parse(node, &cx("resample_fwd")).map(Op::Resample),
+        NA::SdpaAttributes => sdpa::parse(node, &cx("sdpa")).map(Op::Sdpa),
+        NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")).map(Op::Gather),
         other => Err(na(format!(
             "node '{name}': operation {} is not supported by the CPU reference engine",
             other.variant_name().unwrap_or("NONE")
@@ -360,7 +183,7 @@ impl Plan {
             return Err(na("graph has a cycle".into()));
         }
         let steps = order.into_iter().map(|i| ops[i].clone()).collect();
-        let steps = conv::fuse_epilogues(steps, &tensors);
+        let steps = fuse_epilogues(steps, &tensors);
         Ok(Plan { tensors, steps })
     }
 }

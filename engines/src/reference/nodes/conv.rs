@@ -1,21 +1,18 @@
 //! Convolution nodes (fprop, dgrad, wgrad) of the CPU reference engine: parse (spatial
 //! attributes, channel groups and output extents from the op table
-//! [`hipdnn_backend::ops::conv`]), the epilogue fusion of `conv_fprop → ADD(bias) →
-//! activation` chains ([`fuse_epilogues`]) and run ([`crate::reference::ops::conv`]).
+//! [`hipdnn_backend::ops::conv`]) and run ([`crate::reference::ops::conv`]), the fprop step
+//! with its fused epilogue (set by the plan's epilogue fusion, `reference::fuse`).
 
-use crate::reference::dtype::Elem;
-use crate::reference::exec::Env;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
 use crate::reference::ops::conv::{self as kernel, ConvGeometry};
 use crate::reference::ops::gemm::{Bias, Epilogue};
 use crate::reference::ops::pointwise::PointwiseParams;
-use crate::reference::plan::{Cx, Op, Step};
 use crate::reference::tensor::TensorDesc;
 use hipdnn_backend::ops::conv::{self as table, ExtentError, Window};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::ConvMode;
 use hipdnn_schema::graph::Node;
-use hipdnn_schema::graph::PointwiseMode;
-use std::collections::{HashMap, HashSet};
 
 /// A convolution forward step: x, w → y.
 #[derive(Debug, Clone)]
@@ -28,7 +25,7 @@ pub struct ConvFpropStep {
     pub y: i64,
     /// Geometry.
     pub geo: ConvGeometry,
-    /// Pointwise nodes folded into the GEMM output pass (set by [`fuse_epilogues`]).
+    /// Pointwise nodes folded into the GEMM output pass (set by the plan's epilogue fusion).
     pub epilogue: Option<ConvEpilogue>,
 }
 
@@ -81,91 +78,6 @@ impl ConvFpropStep {
     pub fn outputs(&self) -> Vec<i64> {
         vec![self.epilogue.as_ref().map_or(self.y, |e| e.out)]
     }
-}
-
-/// Folds `conv_fprop → pointwise ADD(bias) → unary pointwise` chains (either pointwise node
-/// may be absent) into the conv step, so they run in the GEMM output pass. A node is folded
-/// only when the result is bit-identical to running it alone: the tensor it reads from the
-/// chain is virtual, FLOAT (no rounding between the nodes) and read by that node only; the
-/// bias has dims `(1, K, 1…)` and is not written by any node (a bound or constant tensor);
-/// the activation is a one-input mode other than GEN_INDEX; output dims equal y's. Steps stay
-/// in their order (the folded step runs where the conv ran; its bias is ready from the
-/// start and its output's readers come after the folded nodes).
-pub(in crate::reference) fn fuse_epilogues(
-    steps: Vec<Step>,
-    tensors: &HashMap<i64, TensorDesc>,
-) -> Vec<Step> {
-    let written: HashSet<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
-    let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, s) in steps.iter().enumerate() {
-        for u in s.op.inputs() {
-            readers.entry(u).or_default().push(i);
-        }
-    }
-    // The one step that reads `u`, when `u` is a virtual FLOAT tensor read once.
-    let sole_reader = |u: i64| -> Option<usize> {
-        let t = &tensors[&u];
-        match readers.get(&u).map(Vec::as_slice) {
-            Some(&[i]) if t.is_virtual && t.elem == Elem::F32 => Some(i),
-            _ => None,
-        }
-    };
-    let mut steps = steps;
-    let mut folded = vec![false; steps.len()];
-    for i in 0..steps.len() {
-        let Op::ConvFprop(c) = &steps[i].op else {
-            continue;
-        };
-        let y_dims = &tensors[&c.y].dims;
-        let k = tensors[&c.w].dims[0];
-        let (mut cur, mut bias, mut act, mut fused) = (c.y, None, None, Vec::new());
-        if let Some(j) = sole_reader(cur)
-            && let Op::Pointwise(p) = &steps[j].op
-            && p.p.mode == PointwiseMode::ADD
-            && p.ins.len() == 2
-            && tensors[&p.out].dims == *y_dims
-        {
-            let other = if p.ins[0] == cur { p.ins[1] } else { p.ins[0] };
-            let bd = &tensors[&other].dims;
-            let per_channel = bd.len() == y_dims.len()
-                && bd[1] == k
-                && bd.iter().enumerate().all(|(d, &v)| d == 1 || v == 1);
-            if other != cur && !written.contains(&other) && per_channel {
-                bias = Some(other);
-                cur = p.out;
-                fused.push(j);
-            }
-        }
-        if let Some(j) = sole_reader(cur)
-            && let Op::Pointwise(p) = &steps[j].op
-            && p.ins.len() == 1
-            && p.p.mode != PointwiseMode::GEN_INDEX
-            && tensors[&p.out].dims == *y_dims
-        {
-            act = Some(p.p);
-            cur = p.out;
-            fused.push(j);
-        }
-        if fused.is_empty() {
-            continue;
-        }
-        for j in fused {
-            folded[j] = true;
-        }
-        if let Op::ConvFprop(c) = &mut steps[i].op {
-            c.epilogue = Some(ConvEpilogue {
-                bias,
-                act,
-                out: cur,
-            });
-        }
-    }
-    steps
-        .into_iter()
-        .zip(folded)
-        .filter(|(_, f)| !f)
-        .map(|(s, _)| s)
-        .collect()
 }
 
 impl ConvDgradStep {
@@ -275,7 +187,7 @@ fn conv_shapes(
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_fprop(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse_fprop(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<ConvFpropStep> {
     let a = node
         .attributes_as_convolution_fwd_attributes()
         .expect("type checked");
@@ -294,20 +206,20 @@ pub(in crate::reference) fn parse_fprop(node: &Node<'_>, cx: &Cx<'_>) -> PluginR
         a.conv_mode(),
     )?;
     conv_shapes(cx, x, w, y, &geo)?;
-    Ok(Op::ConvFprop(ConvFpropStep {
+    Ok(ConvFpropStep {
         x: x.uid,
         w: w.uid,
         y: y.uid,
         geo,
         epilogue: None,
-    }))
+    })
 }
 
 /// Reads and checks one conv_dgrad node into a [`ConvDgradStep`].
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_dgrad(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse_dgrad(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<ConvDgradStep> {
     let a = node
         .attributes_as_convolution_bwd_attributes()
         .expect("type checked");
@@ -326,19 +238,19 @@ pub(in crate::reference) fn parse_dgrad(node: &Node<'_>, cx: &Cx<'_>) -> PluginR
         a.conv_mode(),
     )?;
     conv_shapes(cx, dx, w, dy, &geo)?;
-    Ok(Op::ConvDgrad(ConvDgradStep {
+    Ok(ConvDgradStep {
         dy: dy.uid,
         w: w.uid,
         dx: dx.uid,
         geo,
-    }))
+    })
 }
 
 /// Reads and checks one conv_wgrad node into a [`ConvWgradStep`].
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_wgrad(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse_wgrad(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<ConvWgradStep> {
     let a = node
         .attributes_as_convolution_wrw_attributes()
         .expect("type checked");
@@ -357,16 +269,16 @@ pub(in crate::reference) fn parse_wgrad(node: &Node<'_>, cx: &Cx<'_>) -> PluginR
         a.conv_mode(),
     )?;
     conv_shapes(cx, x, dw, dy, &geo)?;
-    Ok(Op::ConvWgrad(ConvWgradStep {
+    Ok(ConvWgradStep {
         x: x.uid,
         dy: dy.uid,
         dw: dw.uid,
         geo,
-    }))
+    })
 }
 
 /// Runs one conv_fprop step on host arrays.
-pub(in crate::reference) fn run_fprop(
+pub fn run_fprop(
     s: &ConvFpropStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,
@@ -395,7 +307,7 @@ pub(in crate::reference) fn run_fprop(
 }
 
 /// Runs one conv_dgrad step on host arrays.
-pub(in crate::reference) fn run_dgrad(
+pub fn run_dgrad(
     s: &ConvDgradStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,
@@ -407,7 +319,7 @@ pub(in crate::reference) fn run_dgrad(
 }
 
 /// Runs one conv_wgrad step on host arrays.
-pub(in crate::reference) fn run_wgrad(
+pub fn run_wgrad(
     s: &ConvWgradStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,

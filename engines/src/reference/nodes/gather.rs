@@ -2,9 +2,9 @@
 //! the CPU reference engine: parse (the op's inputs, types and dims) and run (a copy of the
 //! indexed table rows, zero rows for indices outside the table).
 
+use crate::reference::check::Cx;
 use crate::reference::dtype::Elem;
-use crate::reference::exec::Env;
-use crate::reference::plan::{Cx, Op};
+use crate::reference::env::Env;
 use hipdnn_backend::ops::gather::{GATHER_OP_ID, output_dims, table_rows_cols};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
@@ -44,7 +44,7 @@ impl GatherStep {
 /// output); `… data of <n> bytes …` (reserved, must be empty); the table not a float type or
 /// not of dims `(V, H)`; the index not INT32 / INT64; y not of the table's type or of dims
 /// `index.dims ++ [H]`.
-pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<GatherStep> {
     let a = node
         .attributes_as_custom_op_attributes()
         .expect("type checked");
@@ -102,17 +102,17 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
     }
     let want: Vec<usize> = want.into_iter().map(|d| d as usize).collect();
     cx.dims_eq("y (output 0)", y, &want)?;
-    Ok(Op::Gather(GatherStep {
+    Ok(GatherStep {
         table: table.uid,
         index: index.uid,
         y: y.uid,
         rows: rows as usize,
         cols: cols as usize,
-    }))
+    })
 }
 
 /// Runs one gather step on host arrays.
-pub(in crate::reference) fn run(
+pub fn run(
     s: &GatherStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,

@@ -1,9 +1,9 @@
 //! Matmul nodes of the CPU reference engine: parse (inner dims, batch broadcast from the op
 //! table [`hipdnn_backend::ops::broadcast`]) and run ([`crate::reference::ops::matmul`]).
 
-use crate::reference::exec::Env;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
 use crate::reference::ops::matmul as kernel;
-use crate::reference::plan::{Cx, Op};
 use hipdnn_backend::ops::broadcast::broadcasts_to;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
@@ -34,7 +34,7 @@ impl MatmulStep {
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<MatmulStep> {
     let a = node
         .attributes_as_matmul_attributes()
         .expect("type checked");
@@ -61,15 +61,15 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
             ta.dims, tb.dims, tc.dims
         )));
     }
-    Ok(Op::Matmul(MatmulStep {
+    Ok(MatmulStep {
         a: ta.uid,
         b: tb.uid,
         c: tc.uid,
-    }))
+    })
 }
 
 /// Runs one matmul step on host arrays.
-pub(in crate::reference) fn run(
+pub fn run(
     s: &MatmulStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,

@@ -1,11 +1,11 @@
 //! One file per op kind of the CPU reference engine. Each file owns its step type (the UIDs
 //! and parameters one node needs), its `parse` — graph node → checked step, refusing with
-//! `NOT_APPLICABLE` what the engine cannot run, using the op facts of
-//! [`hipdnn_backend::ops`] — and its `run` — host arrays in, outputs stored through
-//! [`super::exec`]'s environment, arithmetic in [`super::ops`].
+//! `NOT_APPLICABLE` through [`super::check::Cx`] what the engine cannot run, using the op
+//! facts of [`hipdnn_backend::ops`] — and its `run` — host arrays in, outputs stored through
+//! the environment [`super::env::Env`], arithmetic in [`super::ops`].
 //!
-//! [`super::plan`] and [`super::exec`] only dispatch here; nothing in this folder reads bytes
-//! or touches bindings directly.
+//! [`super::plan`] and [`super::exec`] only dispatch here ([`super::step::Op`] wraps the step
+//! types); nothing in this folder imports them, reads bytes or touches bindings directly.
 
 pub(super) mod conv;
 pub(super) mod gather;

@@ -2,10 +2,10 @@
 //! forward, layernorm, rmsnorm: parse (operand broadcast, statistics shapes) and run
 //! ([`crate::reference::ops::norm`]).
 
-use crate::reference::exec::Env;
-use crate::reference::exec::reshape;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
+use crate::reference::env::reshape;
 use crate::reference::ops::norm;
-use crate::reference::plan::{Cx, Op};
 use hipdnn_backend::ops::norm::channel_stats_dims;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::{Node, NodeAttributes as NA};
@@ -180,10 +180,7 @@ pub fn stat_dims_from_scale(x: &[usize], scale: &[usize]) -> Vec<usize> {
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_batchnorm_inference(
-    node: &Node<'_>,
-    cx: &Cx<'_>,
-) -> PluginResult<Op> {
+pub fn parse_batchnorm_inference(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<BnInferenceStep> {
     let (xu, mu, su, bu, yu, stats) = if node.attributes_type() == NA::BatchnormInferenceAttributes
     {
         let a = node
@@ -225,21 +222,21 @@ pub(in crate::reference) fn parse_batchnorm_inference(
     ] {
         cx.bcast(attr, cx.float(attr, u)?, &x.dims)?;
     }
-    Ok(Op::BnInference(BnInferenceStep {
+    Ok(BnInferenceStep {
         x: xu,
         mean: mu,
         stats,
         scale: su,
         bias: bu,
         y: yu,
-    }))
+    })
 }
 
 /// Reads and checks one batchnorm node into a [`BnTrainingStep`].
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<BnTrainingStep> {
     let a = node
         .attributes_as_batchnorm_attributes()
         .expect("type checked");
@@ -302,7 +299,7 @@ pub(in crate::reference) fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> Plu
         }
         _ => return Err(cx.bad("running statistics need all of prev_running_mean, prev_running_variance, momentum, next_running_mean and next_running_variance")),
     };
-    Ok(Op::BnTraining(BnTrainingStep {
+    Ok(BnTrainingStep {
         x: x.uid,
         scale: a.scale_tensor_uid(),
         bias: a.bias_tensor_uid(),
@@ -311,14 +308,14 @@ pub(in crate::reference) fn parse_batchnorm(node: &Node<'_>, cx: &Cx<'_>) -> Plu
         mean,
         inv_var,
         running,
-    }))
+    })
 }
 
 /// Reads and checks one layernorm node into a [`LayernormStep`].
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_layernorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse_layernorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<LayernormStep> {
     let a = node
         .attributes_as_layernorm_attributes()
         .expect("type checked");
@@ -360,7 +357,7 @@ pub(in crate::reference) fn parse_layernorm(node: &Node<'_>, cx: &Cx<'_>) -> Plu
             )));
         }
     }
-    Ok(Op::Layernorm(LayernormStep {
+    Ok(LayernormStep {
         x: x.uid,
         scale: scale.uid,
         bias: a.bias_tensor_uid(),
@@ -369,14 +366,14 @@ pub(in crate::reference) fn parse_layernorm(node: &Node<'_>, cx: &Cx<'_>) -> Plu
         stat_dims,
         mean,
         inv_var,
-    }))
+    })
 }
 
 /// Reads and checks one rmsnorm node into a [`RmsnormStep`].
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse_rmsnorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse_rmsnorm(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<RmsnormStep> {
     let a = node
         .attributes_as_rmsnorm_attributes()
         .expect("type checked");
@@ -403,7 +400,7 @@ pub(in crate::reference) fn parse_rmsnorm(node: &Node<'_>, cx: &Cx<'_>) -> Plugi
             )));
         }
     }
-    Ok(Op::Rmsnorm(RmsnormStep {
+    Ok(RmsnormStep {
         x: x.uid,
         scale: scale.uid,
         bias: a.bias_tensor_uid(),
@@ -411,11 +408,11 @@ pub(in crate::reference) fn parse_rmsnorm(node: &Node<'_>, cx: &Cx<'_>) -> Plugi
         y: a.y_tensor_uid(),
         stat_dims,
         inv_rms,
-    }))
+    })
 }
 
 /// Runs one bn_inference step on host arrays.
-pub(in crate::reference) fn run_batchnorm_inference(
+pub fn run_batchnorm_inference(
     s: &BnInferenceStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,
@@ -448,7 +445,7 @@ pub(in crate::reference) fn run_batchnorm_inference(
 }
 
 /// Runs one batchnorm step on host arrays.
-pub(in crate::reference) fn run_batchnorm(
+pub fn run_batchnorm(
     s: &BnTrainingStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,
@@ -498,7 +495,7 @@ pub(in crate::reference) fn run_batchnorm(
 }
 
 /// Runs one layernorm step on host arrays.
-pub(in crate::reference) fn run_layernorm(
+pub fn run_layernorm(
     s: &LayernormStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,
@@ -531,7 +528,7 @@ pub(in crate::reference) fn run_layernorm(
 }
 
 /// Runs one rmsnorm step on host arrays.
-pub(in crate::reference) fn run_rmsnorm(
+pub fn run_rmsnorm(
     s: &RmsnormStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,

@@ -2,9 +2,9 @@
 //! table [`hipdnn_backend::ops::pointwise`], numpy broadcast of every input to the output) and
 //! run ([`crate::reference::ops::pointwise`]).
 
-use crate::reference::exec::Env;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
 use crate::reference::ops::pointwise::{self as kernel, PointwiseParams};
-use crate::reference::plan::{Cx, Op};
 use hipdnn_backend::ops::pointwise::{self as table, Arity};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
@@ -36,7 +36,7 @@ impl PointwiseStep {
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<PointwiseStep> {
     let a = node
         .attributes_as_pointwise_attributes()
         .expect("type checked");
@@ -78,15 +78,15 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
         softplus_beta: a.softplus_beta().unwrap_or(1.0),
         axis: axis.max(0) as usize,
     };
-    Ok(Op::Pointwise(PointwiseStep {
+    Ok(PointwiseStep {
         p,
         ins,
         out: a.out_0_tensor_uid(),
-    }))
+    })
 }
 
 /// Runs one pointwise step on host arrays.
-pub(in crate::reference) fn run(
+pub fn run(
     s: &PointwiseStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,

@@ -1,9 +1,9 @@
 //! Reduction nodes of the CPU reference engine: parse (mode, reduced axes of 1) and run
 //! ([`crate::reference::ops::reduce`]).
 
-use crate::reference::exec::Env;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
 use crate::reference::ops::reduce;
-use crate::reference::plan::{Cx, Op};
 use hipdnn_backend::ops::reduction as table;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
@@ -35,7 +35,7 @@ impl ReductionStep {
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<ReductionStep> {
     let a = node
         .attributes_as_reduction_attributes()
         .expect("type checked");
@@ -53,15 +53,15 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
             y.dims, x.dims
         )));
     }
-    Ok(Op::Reduction(ReductionStep {
+    Ok(ReductionStep {
         mode,
         x: x.uid,
         y: y.uid,
-    }))
+    })
 }
 
 /// Runs one reduction step on host arrays.
-pub(in crate::reference) fn run(
+pub fn run(
     s: &ReductionStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,

@@ -2,9 +2,9 @@
 //! output extents from the op table [`hipdnn_backend::ops::resample`]) and run
 //! ([`crate::reference::ops::resample`]).
 
-use crate::reference::exec::Env;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
 use crate::reference::ops::resample::{self as kernel, PoolGeometry, PoolKind};
-use crate::reference::plan::{Cx, Op};
 use hipdnn_backend::ops::conv::{ExtentError, SpatialAttr};
 use hipdnn_backend::ops::resample as table;
 use hipdnn_backend::{PluginError, PluginResult};
@@ -43,7 +43,7 @@ impl ResampleStep {
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<ResampleStep> {
     let a = node
         .attributes_as_resample_fwd_attributes()
         .expect("type checked");
@@ -99,17 +99,17 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
         }
         cx.dims_eq("index_tensor_uid", &cx.tensors[&u], &want)?;
     }
-    Ok(Op::Resample(ResampleStep {
+    Ok(ResampleStep {
         x: x.uid,
         y: y.uid,
         index,
         kind,
         geo,
-    }))
+    })
 }
 
 /// Runs one resample step on host arrays.
-pub(in crate::reference) fn run(
+pub fn run(
     s: &ResampleStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,

@@ -1,9 +1,9 @@
 //! Scaled dot-product attention (forward) nodes of the CPU reference engine: parse (refused
 //! extensions, q/k/v/o dims, mask, band) and run ([`crate::reference::ops::sdpa`]).
 
-use crate::reference::exec::Env;
+use crate::reference::check::Cx;
+use crate::reference::env::Env;
 use crate::reference::ops::sdpa::{self as kernel, Band};
-use crate::reference::plan::{Cx, Op};
 use hipdnn_backend::ops::sdpa as table;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::DiagonalAlignment;
@@ -65,7 +65,7 @@ impl SdpaStep {
 ///
 /// # Errors
 /// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run.
-pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<Op> {
+pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<SdpaStep> {
     let a = node.attributes_as_sdpa_attributes().expect("type checked");
     if let Some(p) = a.dropout_probability().filter(|&p| p != 0.0) {
         return Err(cx.refuse("dropout_probability", p));
@@ -161,7 +161,7 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
             &table::stats_dims(&q.dims),
         )?;
     }
-    Ok(Op::Sdpa(SdpaStep {
+    Ok(SdpaStep {
         q: q.uid,
         k: k.uid,
         v: v.uid,
@@ -172,11 +172,11 @@ pub(in crate::reference) fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<
         stats,
         max,
         sum_exp,
-    }))
+    })
 }
 
 /// Runs one sdpa step on host arrays.
-pub(in crate::reference) fn run(
+pub fn run(
     s: &SdpaStep,
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,

@@ -1,0 +1,87 @@
+//! The step vocabulary of the CPU reference engine's execution DAG: [`Op`], one node's checked
+//! step (the step types live in [`super::nodes`], one file per op kind), and [`Step`], a named
+//! op of the plan.
+//!
+//! Above the nodes and below the plan: [`super::plan`] builds steps, [`super::fuse`] rewrites
+//! the step list, [`super::exec`] dispatches them; nothing here parses or runs.
+
+use super::nodes::conv::{ConvDgradStep, ConvFpropStep, ConvWgradStep};
+use super::nodes::gather::GatherStep;
+use super::nodes::matmul::MatmulStep;
+use super::nodes::norm::{BnInferenceStep, BnTrainingStep, LayernormStep, RmsnormStep};
+use super::nodes::pointwise::PointwiseStep;
+use super::nodes::reduction::ReductionStep;
+use super::nodes::resample::ResampleStep;
+use super::nodes::sdpa::SdpaStep;
+
+/// One op of the execution DAG, with tensor UIDs.
+#[derive(Debug, Clone)]
+pub enum Op {
+    /// Pointwise.
+    Pointwise(PointwiseStep),
+    /// Convolution forward.
+    ConvFprop(ConvFpropStep),
+    /// Convolution data gradient.
+    ConvDgrad(ConvDgradStep),
+    /// Convolution filter gradient.
+    ConvWgrad(ConvWgradStep),
+    /// Matmul.
+    Matmul(MatmulStep),
+    /// Batchnorm inference.
+    BnInference(BnInferenceStep),
+    /// Batchnorm training forward.
+    BnTraining(BnTrainingStep),
+    /// Layernorm forward.
+    Layernorm(LayernormStep),
+    /// RMSNorm forward.
+    Rmsnorm(RmsnormStep),
+    /// Reduction.
+    Reduction(ReductionStep),
+    /// Resample (pooling) forward.
+    Resample(ResampleStep),
+    /// SDPA forward.
+    Sdpa(SdpaStep),
+    /// Row gather (the `hipdnn_rs.gather` custom op).
+    Gather(GatherStep),
+}
+
+macro_rules! each_step {
+    ($op:expr, $s:ident => $e:expr) => {
+        match $op {
+            Op::Pointwise($s) => $e,
+            Op::ConvFprop($s) => $e,
+            Op::ConvDgrad($s) => $e,
+            Op::ConvWgrad($s) => $e,
+            Op::Matmul($s) => $e,
+            Op::BnInference($s) => $e,
+            Op::BnTraining($s) => $e,
+            Op::Layernorm($s) => $e,
+            Op::Rmsnorm($s) => $e,
+            Op::Reduction($s) => $e,
+            Op::Resample($s) => $e,
+            Op::Sdpa($s) => $e,
+            Op::Gather($s) => $e,
+        }
+    };
+}
+
+impl Op {
+    /// UIDs this op reads.
+    pub fn inputs(&self) -> Vec<i64> {
+        each_step!(self, s => s.inputs())
+    }
+
+    /// UIDs this op writes.
+    pub fn outputs(&self) -> Vec<i64> {
+        each_step!(self, s => s.outputs())
+    }
+}
+
+/// One step: the node's name and its op.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// Node name (for messages).
+    pub name: String,
+    /// The op.
+    pub op: Op,
+}
