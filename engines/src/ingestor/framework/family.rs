@@ -109,6 +109,16 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     fn workspace_bytes(&self) -> u64 {
         0
     }
+    /// A rule on the values read so far (`read`, a prefix of [`Self::VALUES`] order), run by
+    /// [`Self::from_values`] after each value is read: for a contract whose restore refuses a
+    /// broken combination before it reads the later values. Default none.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
+    fn check_read(dispatch: &str, read: &[i64]) -> PluginResult<()> {
+        let _ = (dispatch, read);
+        Ok(())
+    }
 
     /// The prepared launch: `CONTRACT`, the launch values, [`Self::geometry`], the
     /// `POINTERS` UIDs, [`Self::scalars`] as `i32`.
@@ -136,6 +146,14 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
                 .collect(),
             launch_values,
         })
+    }
+
+    /// [`Self::launch`], under the name the families' tests call.
+    ///
+    /// # Errors
+    /// As [`Self::launch`].
+    fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        self.launch()
     }
 
     /// The kernel signature of a variant: the natural layout of [`Self::param_names`].
@@ -191,17 +209,18 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     }
 
     /// Reads values saved under `dispatch`: the shared reader rules, each value's range in
-    /// `VALUES` order, then [`Self::check`].
+    /// `VALUES` order (with [`Self::check_read`] after each), then [`Self::check`].
     ///
     /// # Errors
     /// `NOT_APPLICABLE` (load prefix): the [`ContractReader`] texts, then [`Self::check`]'s.
     fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
         let names = value_names(Self::VALUES);
         let r = ContractReader::new(dispatch, Self::CONTRACT, &names, values)?;
-        let ints = Self::VALUES
-            .iter()
-            .map(|d| r.int(d.name, d.lo, d.hi))
-            .collect::<PluginResult<Vec<_>>>()?;
+        let mut ints = Vec::with_capacity(Self::VALUES.len());
+        for d in Self::VALUES {
+            ints.push(r.int(d.name, d.lo, d.hi)?);
+            Self::check_read(dispatch, &ints)?;
+        }
         let launch = Self::from_ints(&ints);
         launch.check(dispatch)?;
         Ok(launch)
