@@ -74,6 +74,11 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     const ALIGNED: &'static [&'static str];
     /// How the alignment refusal names them (`a 16-byte aligned table and y`).
     const ALIGNED_TEXT: &'static str;
+    /// Values of `VALUES` a launch may lack (default none): the reader skips an absent one
+    /// (giving 0 in its place; [`Self::check_read`] decides whether it may be absent),
+    /// [`Self::to_values`] leaves out those [`Self::has`] denies, and an absent pointer value
+    /// is a null pointer argument.
+    const OPTIONAL: &'static [&'static str] = &[];
 
     /// The launch for `graph` with a placeholder config.
     ///
@@ -109,14 +114,20 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     fn workspace_bytes(&self) -> u64 {
         0
     }
-    /// A rule on the values read so far (`read`, a prefix of [`Self::VALUES`] order), run by
-    /// [`Self::from_values`] after each value is read: for a contract whose restore refuses a
-    /// broken combination before it reads the later values. Default none.
+    /// Whether the launch holds [`Self::OPTIONAL`] value `name` (default: every value).
+    fn has(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
+    /// A rule on the values read so far (`read`, a prefix of [`Self::VALUES`] order, of the
+    /// saved `values`), run by [`Self::from_values`] after each value is read: for a contract
+    /// whose restore refuses a broken combination (or an optional value's presence) before it
+    /// reads the later values. Default none.
     ///
     /// # Errors
     /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
-    fn check_read(dispatch: &str, read: &[i64]) -> PluginResult<()> {
-        let _ = (dispatch, read);
+    fn check_read(dispatch: &str, values: &LaunchValues, read: &[i64]) -> PluginResult<()> {
+        let _ = (dispatch, values, read);
         Ok(())
     }
 
@@ -199,11 +210,13 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         Self::signature(is_spec(values))
     }
 
-    /// The launch values (`VALUES` names → [`Self::ints`]).
+    /// The launch values (`VALUES` names → [`Self::ints`], less the optional values the
+    /// launch does not hold).
     fn to_values(&self) -> LaunchValues {
         Self::VALUES
             .iter()
             .zip(self.ints())
+            .filter(|(d, _)| !Self::OPTIONAL.contains(&d.name) || self.has(d.name))
             .map(|(d, v)| (d.name.to_string(), LaunchValue::Int(v)))
             .collect()
     }
@@ -218,8 +231,13 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         let r = ContractReader::new(dispatch, Self::CONTRACT, &names, values)?;
         let mut ints = Vec::with_capacity(Self::VALUES.len());
         for d in Self::VALUES {
-            ints.push(r.int(d.name, d.lo, d.hi)?);
-            Self::check_read(dispatch, &ints)?;
+            let absent = Self::OPTIONAL.contains(&d.name) && !values.contains_key(d.name);
+            ints.push(if absent {
+                0
+            } else {
+                r.int(d.name, d.lo, d.hi)?
+            });
+            Self::check_read(dispatch, values, &ints)?;
         }
         let launch = Self::from_ints(&ints);
         launch.check(dispatch)?;
@@ -386,8 +404,9 @@ impl FamilyDecl {
     }
 }
 
-/// The `POINTERS` tensors' device addresses, the integers, two null scratch pointers. A
-/// specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor that is not 16-byte aligned.
+/// The `POINTERS` tensors' device addresses (null for an absent `OPTIONAL` one), the integers,
+/// two null scratch pointers. A specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor
+/// that is not 16-byte aligned.
 ///
 /// # Errors
 /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family>
@@ -401,7 +420,12 @@ pub fn pointer_args<F: TritonFamily>(
     let spec = is_spec(&launch.launch_values);
     let mut out = Vec::with_capacity(launch.scalar_args.len() + F::POINTERS.len() + 2);
     for name in F::POINTERS {
-        let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name) else {
+        let value = launch.launch_values.get(*name);
+        if value.is_none() && F::OPTIONAL.contains(name) {
+            out.push(KernelArgValue::Pointer(0));
+            continue;
+        }
+        let Some(LaunchValue::Int(uid)) = value else {
             return Err(PluginError::bad_param(format!(
                 "the plan's launch values hold no '{name}'"
             )));

@@ -72,6 +72,7 @@ use crate::ingestor::framework::family::{
 use crate::ingestor::framework::graph::{dims_strides, na, tensor};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::reduction as table;
@@ -343,7 +344,7 @@ impl TritonFamily for ReduceFwdInputs {
     /// 16 (softmax) or 17 (log-softmax), with bit 32 for an f32 y; the plan holds <op>`; once
     /// `rin` is read: `launch value 'kin' of dispatch '<d>' must divide 'rows' (<rows>); the
     /// plan holds <kin>`.
-    fn check_read(dispatch: &str, read: &[i64]) -> PluginResult<()> {
+    fn check_read(dispatch: &str, _: &LaunchValues, read: &[i64]) -> PluginResult<()> {
         let d = quote(dispatch);
         let mode =
             |code: i64| (1..=9).contains(&code) || [OP_SOFTMAX, OP_LOG_SOFTMAX].contains(&code);
