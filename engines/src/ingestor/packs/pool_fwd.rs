@@ -61,11 +61,11 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid,
+use crate::ingestor::framework::{
+    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid},
+    graph::{dims_strides, na, tensor},
+    triton::{TritonConfig, kept},
 };
-use crate::ingestor::framework::graph::{dims_strides, na, tensor};
-use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -168,15 +168,6 @@ impl PoolFwdInputs {
                 .enumerate()
                 .filter(|(i, _)| !SPEC_ONE.contains(i))
                 .all(|(_, v)| v % 16 == 0)
-    }
-
-    /// The values of `strides` the variant passes (spec drops `sxc`, `syc` and `sic`).
-    fn kernel_strides<T: Copy>(spec: bool, strides: &[T; 15]) -> impl Iterator<Item = T> + '_ {
-        strides
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| !(spec && SPEC_ONE.contains(i)))
-            .map(|(_, v)| *v)
     }
 }
 
@@ -547,7 +538,7 @@ impl TritonFamily for PoolFwdInputs {
         ]);
         v.extend(["win_d", "win_h", "win_w", "str_d", "str_h", "str_w"]);
         v.extend(["pad_d", "pad_h", "pad_w"]);
-        v.extend(Self::kernel_strides(spec, &STRIDES));
+        v.extend(kept(&STRIDES, &SPEC_ONE, spec));
         if !spec {
             v.push("cl");
         }
@@ -560,7 +551,7 @@ impl TritonFamily for PoolFwdInputs {
         let spec = self.config.spec;
         let mut v = self.shape.to_vec();
         v.extend(self.window);
-        v.extend(Self::kernel_strides(spec, &self.strides));
+        v.extend(kept(&self.strides, &SPEC_ONE, spec));
         if !spec {
             v.push(i64::from(self.cl));
         }

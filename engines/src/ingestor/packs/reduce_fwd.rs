@@ -66,11 +66,11 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid,
+use crate::ingestor::framework::{
+    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid},
+    graph::{dims_strides, na, tensor},
+    triton::{TritonConfig, kept},
 };
-use crate::ingestor::framework::graph::{dims_strides, na, tensor};
-use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -149,15 +149,6 @@ impl ReduceFwdInputs {
             && self.shape[3] % 16 == 0
             && SPEC_DIV16.iter().all(|&i| s[i] % 16 == 0)
             && (!self.is_softmax() || (s[7] == 1 && SPEC_Y_DIV16.iter().all(|&i| s[i] % 16 == 0)))
-    }
-
-    /// The launch values of `strides` the variant passes (spec drops `sxri` and `syri`).
-    fn kernel_strides<T: Copy>(spec: bool, strides: &[T; 8]) -> impl Iterator<Item = T> + '_ {
-        strides
-            .iter()
-            .enumerate()
-            .filter(move |(i, _)| !(spec && SPEC_ONE.contains(i)))
-            .map(|(_, v)| *v)
     }
 }
 
@@ -380,7 +371,7 @@ impl TritonFamily for ReduceFwdInputs {
 
     fn param_names(spec: bool) -> Vec<&'static str> {
         let mut v = vec!["x_ptr", "y_ptr", "rows", "kin", "rout", "rin"];
-        v.extend(Self::kernel_strides(spec, &STRIDES));
+        v.extend(kept(&STRIDES, &SPEC_ONE, spec));
         if !spec {
             v.push("yal");
         }
@@ -393,7 +384,7 @@ impl TritonFamily for ReduceFwdInputs {
     fn scalars(&self) -> Vec<i64> {
         let spec = self.config.spec;
         let mut v = self.shape.to_vec();
-        v.extend(Self::kernel_strides(spec, &self.strides));
+        v.extend(kept(&self.strides, &SPEC_ONE, spec));
         if !spec {
             v.push(0);
         }
