@@ -13,7 +13,10 @@
 //! - [`TritonFamily::match_graph`] (the graph → launch, with a placeholder config),
 //!   [`TritonFamily::select`] (a packed entry's config on that launch: hints and static rule),
 //!   [`TritonFamily::check`] (the rules beyond the value ranges, shared by build and restore),
-//!   [`TritonFamily::param_names`] and [`TritonFamily::launch`] (geometry and integers).
+//!   [`TritonFamily::param_names`] and [`TritonFamily::launch`] (geometry and integers);
+//! - where the contract needs them: `OPTIONAL` values a launch may lack (with
+//!   [`TritonFamily::has`]), and [`TritonFamily::check_read`], a rule a restore applies as
+//!   soon as the values it needs are read (so it refuses before reading the later values).
 //!
 //! The handler supplies the rest, the same for every family: contract and signature (the
 //! natural layout of the parameter list), `prepare` refusing with the matcher's reason,
