@@ -26,8 +26,8 @@ use crate::ingestor::packs::gather;
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
 use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
-use crate::ingestor::packs::pool_fwd::{PoolFwdHandler, RESAMPLE_FWD_V1};
-use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
+use crate::ingestor::packs::pool_fwd;
+use crate::ingestor::packs::reduce_fwd;
 use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
 use std::sync::Arc;
 
@@ -84,10 +84,10 @@ pack_families! {
     PointwiseFused => FamilyDecl::new("pointwise_fused", POINTWISE_V3, || vec![Arc::new(PointwiseV3Handler)]),
     /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
     /// patterns (`family: "reduce_fwd"`).
-    ReduceFwd => FamilyDecl::new("reduce_fwd", REDUCE_FWD_V1, || vec![Arc::new(ReduceFwdHandler)]),
+    ReduceFwd => FamilyDecl::triton::<reduce_fwd::ReduceFwdInputs>(),
     /// Triton resample forward: max pooling (with the index) and average pooling, 1-D to 3-D
     /// windows (`family: "pool_fwd"`).
-    PoolFwd => FamilyDecl::new("pool_fwd", RESAMPLE_FWD_V1, || vec![Arc::new(PoolFwdHandler)]),
+    PoolFwd => FamilyDecl::triton::<pool_fwd::PoolFwdInputs>(),
     /// Triton batchnorm inference (both forms) and training forward with the saved and
     /// running statistics (`family: "batchnorm_fwd"`).
     BatchnormFwd => FamilyDecl::new("batchnorm_fwd", BATCHNORM_FWD_V1, || vec![Arc::new(BatchnormFwdHandler)]),

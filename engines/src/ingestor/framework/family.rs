@@ -13,7 +13,10 @@
 //! - [`TritonFamily::match_graph`] (the graph → launch, with a placeholder config),
 //!   [`TritonFamily::select`] (a packed entry's config on that launch: hints and static rule),
 //!   [`TritonFamily::check`] (the rules beyond the value ranges, shared by build and restore),
-//!   [`TritonFamily::param_names`] and [`TritonFamily::launch`] (geometry and integers).
+//!   [`TritonFamily::param_names`] and [`TritonFamily::launch`] (geometry and integers);
+//! - where the contract needs them: `OPTIONAL` values a launch may lack (with
+//!   [`TritonFamily::has`]), and [`TritonFamily::check_read`], a rule a restore applies as
+//!   soon as the values it needs are read (so it refuses before reading the later values).
 //!
 //! The handler supplies the rest, the same for every family: contract and signature (the
 //! natural layout of the parameter list), `prepare` refusing with the matcher's reason,
@@ -92,6 +95,11 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     const ALIGNED: &'static [&'static str];
     /// How the alignment refusal names them (`a 16-byte aligned table and y`).
     const ALIGNED_TEXT: &'static str;
+    /// Values of `VALUES` a launch may lack (default none): the reader skips an absent one
+    /// (giving 0 in its place; [`Self::check_read`] decides whether it may be absent),
+    /// [`Self::to_values`] leaves out those [`Self::has`] denies, and an absent pointer value
+    /// is a null pointer argument.
+    const OPTIONAL: &'static [&'static str] = &[];
 
     /// The launch for `graph` with a placeholder config.
     ///
@@ -127,6 +135,22 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     fn workspace_bytes(&self) -> u64 {
         0
     }
+    /// Whether the launch holds [`Self::OPTIONAL`] value `name` (default: every value).
+    fn has(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
+    /// A rule on the values read so far (`read`, a prefix of [`Self::VALUES`] order, of the
+    /// saved `values`), run by [`Self::from_values`] after each value is read: for a contract
+    /// whose restore refuses a broken combination (or an optional value's presence) before it
+    /// reads the later values. Default none.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
+    fn check_read(dispatch: &str, values: &LaunchValues, read: &[i64]) -> PluginResult<()> {
+        let _ = (dispatch, values, read);
+        Ok(())
+    }
 
     /// The prepared launch: `CONTRACT`, the launch values, [`Self::geometry`], the
     /// `POINTERS` UIDs, [`Self::scalars`] as `i32`.
@@ -154,6 +178,14 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
                 .collect(),
             launch_values,
         })
+    }
+
+    /// [`Self::launch`], under the name the families' tests call.
+    ///
+    /// # Errors
+    /// As [`Self::launch`].
+    fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        self.launch()
     }
 
     /// The kernel signature of a variant: the natural layout of [`Self::param_names`].
@@ -199,27 +231,35 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         Self::signature(is_spec(values))
     }
 
-    /// The launch values (`VALUES` names → [`Self::ints`]).
+    /// The launch values (`VALUES` names → [`Self::ints`], less the optional values the
+    /// launch does not hold).
     fn to_values(&self) -> LaunchValues {
         Self::VALUES
             .iter()
             .zip(self.ints())
+            .filter(|(d, _)| !Self::OPTIONAL.contains(&d.name) || self.has(d.name))
             .map(|(d, v)| (d.name.to_string(), LaunchValue::Int(v)))
             .collect()
     }
 
     /// Reads values saved under `dispatch`: the shared reader rules, each value's range in
-    /// `VALUES` order, then [`Self::check`].
+    /// `VALUES` order (with [`Self::check_read`] after each), then [`Self::check`].
     ///
     /// # Errors
     /// `NOT_APPLICABLE` (load prefix): the [`ContractReader`] texts, then [`Self::check`]'s.
     fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
         let names = value_names(Self::VALUES);
         let r = ContractReader::new(dispatch, Self::CONTRACT, &names, values)?;
-        let ints = Self::VALUES
-            .iter()
-            .map(|d| r.int(d.name, d.lo, d.hi))
-            .collect::<PluginResult<Vec<_>>>()?;
+        let mut ints = Vec::with_capacity(Self::VALUES.len());
+        for d in Self::VALUES {
+            let absent = Self::OPTIONAL.contains(&d.name) && !values.contains_key(d.name);
+            ints.push(if absent {
+                0
+            } else {
+                r.int(d.name, d.lo, d.hi)?
+            });
+            Self::check_read(dispatch, values, &ints)?;
+        }
         let launch = Self::from_ints(&ints);
         launch.check(dispatch)?;
         Ok(launch)
@@ -385,8 +425,9 @@ impl FamilyDecl {
     }
 }
 
-/// The `POINTERS` tensors' device addresses, the integers, two null scratch pointers. A
-/// specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor that is not 16-byte aligned.
+/// The `POINTERS` tensors' device addresses (null for an absent `OPTIONAL` one), the integers,
+/// two null scratch pointers. A specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor
+/// that is not 16-byte aligned.
 ///
 /// # Errors
 /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family>
@@ -400,7 +441,12 @@ pub fn pointer_args<F: TritonFamily>(
     let spec = is_spec(&launch.launch_values);
     let mut out = Vec::with_capacity(launch.scalar_args.len() + F::POINTERS.len() + 2);
     for name in F::POINTERS {
-        let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name) else {
+        let value = launch.launch_values.get(*name);
+        if value.is_none() && F::OPTIONAL.contains(name) {
+            out.push(KernelArgValue::Pointer(0));
+            continue;
+        }
+        let Some(LaunchValue::Int(uid)) = value else {
             return Err(PluginError::bad_param(format!(
                 "the plan's launch values hold no '{name}'"
             )));

@@ -96,6 +96,19 @@ pub(crate) fn natural_signature(names: Vec<&'static str>) -> Vec<KernelArgument>
         .collect()
 }
 
+/// The items of `all` a variant passes: every one, or with `drop` those not at an index of
+/// `skip` (the strides a specialized entry holds constant).
+pub(crate) fn kept<'a, T: Copy>(
+    all: &'a [T],
+    skip: &'a [usize],
+    drop: bool,
+) -> impl Iterator<Item = T> + 'a {
+    all.iter()
+        .enumerate()
+        .filter(move |(i, _)| !(drop && skip.contains(i)))
+        .map(|(_, v)| *v)
+}
+
 /// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.
 pub const MIN_TILES: i64 = 128;
 pub use crate::ingestor::kernel::TritonConfig;
