@@ -24,7 +24,7 @@ use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::gather;
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
-use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
+use crate::ingestor::packs::norm_fwd;
 use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
 use crate::ingestor::packs::pool_fwd::{PoolFwdHandler, RESAMPLE_FWD_V1};
 use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
@@ -76,7 +76,7 @@ pack_families! {
     ConvWgrad => FamilyDecl::new("conv_wgrad", CONV_WGRAD_V1, || vec![Arc::new(ConvWgradV1Handler)]),
     /// Triton layernorm and rmsnorm forward, with the training statistics
     /// (`family: "norm_fwd"`).
-    NormFwd => FamilyDecl::new("norm_fwd", NORM_FWD_V1, || vec![Arc::new(NormFwdHandler)]),
+    NormFwd => FamilyDecl::triton::<norm_fwd::NormFwdInputs>(),
     /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
     SdpaFwd => FamilyDecl::new("sdpa_fwd", SDPA_FWD_V1, || vec![Arc::new(SdpaFwdHandler)]),
     /// Triton fused pointwise chains: 1–4 pointwise nodes of any mode in one launch
