@@ -28,7 +28,7 @@ use crate::ingestor::packs::norm_fwd;
 use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
 use crate::ingestor::packs::pool_fwd::{PoolFwdHandler, RESAMPLE_FWD_V1};
 use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
-use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
+use crate::ingestor::packs::sdpa_fwd;
 use std::sync::Arc;
 
 /// The family list: one line a family (its doc, its `PackFamily` variant, its declaration), in
@@ -78,7 +78,7 @@ pack_families! {
     /// (`family: "norm_fwd"`).
     NormFwd => FamilyDecl::triton::<norm_fwd::NormFwdInputs>(),
     /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
-    SdpaFwd => FamilyDecl::new("sdpa_fwd", SDPA_FWD_V1, || vec![Arc::new(SdpaFwdHandler)]),
+    SdpaFwd => FamilyDecl::triton::<sdpa_fwd::SdpaFwdInputs>(),
     /// Triton fused pointwise chains: 1–4 pointwise nodes of any mode in one launch
     /// (`family: "pointwise_fused"`).
     PointwiseFused => FamilyDecl::new("pointwise_fused", POINTWISE_V3, || vec![Arc::new(PointwiseV3Handler)]),
