@@ -25,7 +25,7 @@ use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::gather;
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_fwd;
-use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
+use crate::ingestor::packs::pointwise_v3;
 use crate::ingestor::packs::pool_fwd::{PoolFwdHandler, RESAMPLE_FWD_V1};
 use crate::ingestor::packs::reduce_fwd::{REDUCE_FWD_V1, ReduceFwdHandler};
 use crate::ingestor::packs::sdpa_fwd;
@@ -81,7 +81,7 @@ pack_families! {
     SdpaFwd => FamilyDecl::triton::<sdpa_fwd::SdpaFwdInputs>(),
     /// Triton fused pointwise chains: 1–4 pointwise nodes of any mode in one launch
     /// (`family: "pointwise_fused"`).
-    PointwiseFused => FamilyDecl::new("pointwise_fused", POINTWISE_V3, || vec![Arc::new(PointwiseV3Handler)]),
+    PointwiseFused => FamilyDecl::triton::<pointwise_v3::PointwiseV3Inputs>(),
     /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
     /// patterns (`family: "reduce_fwd"`).
     ReduceFwd => FamilyDecl::new("reduce_fwd", REDUCE_FWD_V1, || vec![Arc::new(ReduceFwdHandler)]),
