@@ -77,6 +77,15 @@ pub const fn float(name: &'static str) -> IntValue {
     }
 }
 
+/// `items` as a variant passes them: without the indices in `spec_one` (the strides a
+/// specialized entry holds constant 1) when `spec`.
+pub fn spec_kept<T: Copy>(items: &[T], spec: bool, spec_one: &[usize]) -> Vec<T> {
+    let kept = items.iter().enumerate();
+    kept.filter(|(i, _)| !(spec && spec_one.contains(i)))
+        .map(|(_, v)| *v)
+        .collect()
+}
+
 /// The f32 of a float value's slot.
 pub fn f32_of(slot: i64) -> f32 {
     f32::from_bits(slot as u32)
@@ -198,6 +207,14 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
                 .collect(),
             launch_values,
         })
+    }
+
+    /// [`Self::launch`] under the name the family tests call.
+    ///
+    /// # Errors
+    /// As [`Self::geometry`].
+    fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        self.launch()
     }
 
     /// The kernel signature of a variant: the natural layout of [`Self::param_names`].

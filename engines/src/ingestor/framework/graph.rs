@@ -25,6 +25,27 @@ pub(crate) fn single_node<'a>(graph: &'a OperationGraph, pack: &str) -> PluginRe
     }
 }
 
+/// The only node of `graph`, for a pack that names the node kind it serves.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack serves graphs of one <kind> node; this graph has <n>
+/// nodes`.
+pub(crate) fn one_node<'a>(
+    graph: &'a OperationGraph,
+    pack: &str,
+    kind: &str,
+) -> PluginResult<Node<'a>> {
+    let nodes = graph.graph().nodes();
+    match nodes.map(|n| n.len()).unwrap_or(0) {
+        1 => Ok(nodes
+            .map(|n| n.get(0))
+            .unwrap_or_else(|| unreachable!("one node"))),
+        n => Err(na(format!(
+            "the {pack} pack serves graphs of one {kind} node; this graph has {n} nodes"
+        ))),
+    }
+}
+
 /// The tensor with `uid` in `graph`.
 ///
 /// # Errors

@@ -43,11 +43,11 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
+    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of,
+    spec_kept, uid,
 };
-use crate::ingestor::framework::graph::{collapse, dims_strides, na, tensor};
+use crate::ingestor::framework::graph::{collapse, dims_strides, na, one_node, tensor};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -136,15 +136,6 @@ impl NormFwdInputs {
             && self.cols % 16 == 0
             && s[0] % 16 == 0
             && s[2] % 16 == 0
-    }
-
-    /// The prepared launch ([`TritonFamily::launch`]): `pointer_uids` x, scale, [bias], y,
-    /// [mean], [inv]; `scalar_args` the variant's integers in kernel order, then epsilon.
-    ///
-    /// # Errors
-    /// As [`TritonFamily::geometry`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        self.launch()
     }
 }
 
@@ -298,27 +289,14 @@ impl TritonFamily for NormFwdInputs {
             "rows",
             "cols",
         ];
-        v.extend(
-            STRIDES
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(spec && SPEC_ONE.contains(i)))
-                .map(|(_, n)| *n),
-        );
+        v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
         v.extend(["flags", "eps", "global_scratch", "profile_scratch"]);
         v
     }
 
     fn scalars(&self) -> Vec<i64> {
-        let spec = self.config.spec;
         let mut ints = vec![self.rows, self.cols];
-        ints.extend(
-            self.strides
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(spec && SPEC_ONE.contains(i)))
-                .map(|(_, v)| *v),
-        );
+        ints.extend(spec_kept(&self.strides, self.config.spec, &SPEC_ONE));
         ints.push(self.flags);
         ints
     }
@@ -423,15 +401,7 @@ fn epsilon_of(t: &TensorAttributes<'_>) -> PluginResult<f32> {
 /// Reads the graph (one layernorm or rmsnorm node) into launch inputs with a placeholder
 /// config.
 fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.len() != 1 {
-        return Err(na(format!(
-            "the norm_fwd pack serves graphs of one layernorm or rmsnorm node; this graph has {} nodes",
-            nodes.len()
-        )));
-    }
-    let n = read_node(&nodes[0])?;
+    let n = read_node(&one_node(graph, "norm_fwd", "layernorm or rmsnorm")?)?;
     let xt = tensor(graph, n.x)?;
     let dtype = xt.data_type();
     if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {

@@ -58,7 +58,6 @@
 //! flags, op0..op3 (`by_value` 4), p00..p32 (`by_value` 4, f32), the two scratch pointers.
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
 };
@@ -245,15 +244,6 @@ impl PointwiseV3Inputs {
         f |= (self.input_uids.len() as i64) << 16;
         f |= (self.program.len() as i64) << 20;
         f
-    }
-
-    /// The prepared launch ([`TritonFamily::launch`]): `pointer_uids` the inputs then y;
-    /// `scalar_args` the variant's integers in kernel order, then the twelve f32 parameters.
-    ///
-    /// # Errors
-    /// As [`TritonFamily::geometry`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        self.launch()
     }
 }
 

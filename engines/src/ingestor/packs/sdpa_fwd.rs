@@ -67,16 +67,16 @@ use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::family::{
     self, I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, check_aligned, int,
-    pointer_args, uid,
+    pointer_args, spec_kept, uid,
 };
-use crate::ingestor::framework::graph::{dims_strides, na, tensor};
+use crate::ingestor::framework::graph::{dims_strides, na, one_node, tensor};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, DiagonalAlignment, Node};
+use hipdnn_schema::graph::{DataType, DiagonalAlignment};
 use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
 
 /// The versioned contract name.
@@ -177,16 +177,6 @@ impl SdpaFwdInputs {
     /// The head-dim bucket (`block_k`) that serves head dim `d`: max(32, next power of two).
     pub fn bucket(d: i64) -> i64 {
         (d.max(1) as u64).next_power_of_two().max(32) as i64
-    }
-
-    /// The prepared launch ([`TritonFamily::launch`]): `pointer_uids` q, k, v, o then the
-    /// present optional tensors in kernel order; `scalar_args` the variant's integers in
-    /// kernel order.
-    ///
-    /// # Errors
-    /// As [`TritonFamily::geometry`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        self.launch()
     }
 }
 
@@ -397,13 +387,7 @@ impl TritonFamily for SdpaFwdInputs {
             "SKV",
             "D",
         ];
-        v.extend(
-            STRIDES
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(spec && SPEC_UNIT.contains(i)))
-                .map(|(_, n)| *n),
-        );
+        v.extend(spec_kept(&STRIDES, spec, &SPEC_UNIT));
         v.extend(Self::VALUES[MISC0..OPT0].iter().map(|n| n.name));
         v.extend(["global_scratch", "profile_scratch"]);
         v
@@ -412,15 +396,8 @@ impl TritonFamily for SdpaFwdInputs {
     /// H, REP, SQ, SKV, D (`b` is not a kernel argument), the strides (spec drops the unit
     /// head-dim ones), the band and scale values.
     fn scalars(&self) -> Vec<i64> {
-        let spec = self.config.spec;
         let mut ints: Vec<i64> = self.shape[1..].to_vec();
-        ints.extend(
-            self.strides
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(spec && SPEC_UNIT.contains(i)))
-                .map(|(_, v)| *v),
-        );
+        ints.extend(spec_kept(&self.strides, self.config.spec, &SPEC_UNIT));
         ints.extend(self.misc);
         ints
     }
@@ -481,15 +458,7 @@ fn constant_scale(v: TensorValue) -> Option<f32> {
 /// `NOT_APPLICABLE` with the texts of the module docs' refusals, each naming the attribute,
 /// tensor or value.
 fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.len() != 1 {
-        return Err(na(format!(
-            "the sdpa_fwd pack serves graphs of one sdpa node; this graph has {} nodes",
-            nodes.len()
-        )));
-    }
-    let a = nodes[0]
+    let a = one_node(graph, "sdpa_fwd", "sdpa")?
         .attributes_as_sdpa_attributes()
         .ok_or_else(|| na("the sdpa_fwd pack serves an sdpa (forward) node"))?;
     if a.dropout_probability().is_some_and(|p| p != 0.0) {
