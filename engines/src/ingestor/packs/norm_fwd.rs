@@ -47,14 +47,15 @@ use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of,
     spec_kept, uid,
 };
-use crate::ingestor::framework::graph::{collapse, dims_strides, na, one_node, tensor};
+use crate::ingestor::framework::graph::{
+    collapse, dims_strides, na, one_node, scalar_value, tensor,
+};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
-use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
 
 /// The versioned contract name.
 pub const NORM_FWD_V1: &str = "hipkernel.norm_fwd.dispatch.v1";
@@ -364,40 +365,6 @@ fn read_node(node: &Node<'_>) -> PluginResult<NormNode> {
     ))
 }
 
-/// The epsilon value of the graph's scalar `t`, rounded to the tensor's data type as the
-/// reference engine reads it (FLOAT, HALF or BFLOAT16 tensors with a float value).
-fn epsilon_of(t: &TensorAttributes<'_>) -> PluginResult<f32> {
-    let uid = t.uid();
-    let value = read_tensor_value(t)
-        .map_err(|e| PluginError::invalid_value(format!("tensor uid {uid}: {e}")))?;
-    let v = match value {
-        Some(TensorValue::Float32(v) | TensorValue::Float16(v) | TensorValue::BFloat16(v)) => {
-            Some(v)
-        }
-        _ => None,
-    };
-    let dt = t.data_type();
-    match v {
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::FLOAT => Ok(v),
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::HALF => {
-            Ok(half::f16::from_f32(v).to_f32())
-        }
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::BFLOAT16 => {
-            Ok(half::bf16::from_f32(v).to_f32())
-        }
-        _ => Err(na(format!(
-            "the norm_fwd pack needs epsilon (tensor uid {uid}) as a FLOAT, HALF or BFLOAT16 scalar with a float value the graph holds (pass-by-value, not runtime), not {dt:?} {}",
-            if t.is_runtime_pass_by_value() {
-                "bound at execute"
-            } else if value.is_none() {
-                "without a value"
-            } else {
-                "with a value of another kind"
-            }
-        ))),
-    }
-}
-
 /// Reads the graph (one layernorm or rmsnorm node) into launch inputs with a placeholder
 /// config.
 fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
@@ -540,7 +507,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
         sir = c;
         flags |= FLAG_INV | bit;
     }
-    let epsilon = epsilon_of(&tensor(graph, n.eps)?)?;
+    let epsilon = scalar_value(&tensor(graph, n.eps)?, "norm_fwd", "epsilon")?;
     Ok(NormFwdInputs {
         uids: [n.x, n.scale, n.y],
         bias_uid: n.bias,
