@@ -24,11 +24,11 @@ use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::gather;
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
-use crate::ingestor::packs::norm_fwd::{NORM_FWD_V1, NormFwdHandler};
-use crate::ingestor::packs::pointwise_v3::{POINTWISE_V3, PointwiseV3Handler};
+use crate::ingestor::packs::norm_fwd;
+use crate::ingestor::packs::pointwise_v3;
 use crate::ingestor::packs::pool_fwd;
 use crate::ingestor::packs::reduce_fwd;
-use crate::ingestor::packs::sdpa_fwd::{SDPA_FWD_V1, SdpaFwdHandler};
+use crate::ingestor::packs::sdpa_fwd;
 use std::sync::Arc;
 
 /// The family list: one line a family (its doc, its `PackFamily` variant, its declaration), in
@@ -76,12 +76,12 @@ pack_families! {
     ConvWgrad => FamilyDecl::new("conv_wgrad", CONV_WGRAD_V1, || vec![Arc::new(ConvWgradV1Handler::new())]),
     /// Triton layernorm and rmsnorm forward, with the training statistics
     /// (`family: "norm_fwd"`).
-    NormFwd => FamilyDecl::new("norm_fwd", NORM_FWD_V1, || vec![Arc::new(NormFwdHandler)]),
+    NormFwd => FamilyDecl::triton::<norm_fwd::NormFwdInputs>(),
     /// Triton flash-attention SDPA forward (`family: "sdpa_fwd"`).
-    SdpaFwd => FamilyDecl::new("sdpa_fwd", SDPA_FWD_V1, || vec![Arc::new(SdpaFwdHandler)]),
+    SdpaFwd => FamilyDecl::triton::<sdpa_fwd::SdpaFwdInputs>(),
     /// Triton fused pointwise chains: 1–4 pointwise nodes of any mode in one launch
     /// (`family: "pointwise_fused"`).
-    PointwiseFused => FamilyDecl::new("pointwise_fused", POINTWISE_V3, || vec![Arc::new(PointwiseV3Handler)]),
+    PointwiseFused => FamilyDecl::triton::<pointwise_v3::PointwiseV3Inputs>(),
     /// Triton reductions (every mode, any axes that collapse) and the softmax / log-softmax
     /// patterns (`family: "reduce_fwd"`).
     ReduceFwd => FamilyDecl::triton::<reduce_fwd::ReduceFwdInputs>(),

@@ -10,6 +10,9 @@
 //! - `POINTERS` (the launch values holding the UIDs of the kernel's pointer arguments, in
 //!   kernel order) and `ALIGNED` (those a specialized entry needs 16-byte aligned) with the
 //!   words that name them in the refusal;
+//! - `OPTIONAL` (values a launch may lack, [`TritonFamily::present`]), float values (an f32
+//!   saved as a float, [`float`]) and [`TritonFamily::read_value`] (a value that depends on
+//!   earlier ones: present under a flag, a range or check between values), each defaulted;
 //! - [`TritonFamily::match_graph`] (the graph → launch, with a placeholder config),
 //!   [`TritonFamily::select`] (a packed entry's config on that launch: hints and static rule),
 //!   [`TritonFamily::check`] (the rules beyond the value ranges, shared by build and restore),
@@ -32,6 +35,7 @@ use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
@@ -59,8 +63,9 @@ pub const fn concat<const N: usize>(parts: &[&[IntValue]]) -> [IntValue; N] {
 /// The largest extent or stride a Triton kernel's `i32` arguments hold.
 pub const I32_MAX: i64 = i32::MAX as i64;
 
-/// One integer launch value of a contract: its name and the closed range `[lo, hi]` a saved
-/// value must lie in.
+/// One launch value of a contract: its name and the closed range `[lo, hi]` a saved value
+/// must lie in; a `float` value is saved as a float that f32 holds exactly, and its slot of
+/// [`TritonFamily::ints`] holds its f32 bits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct IntValue {
     /// The value name (`rows`, `table.uid`).
@@ -69,11 +74,47 @@ pub struct IntValue {
     pub lo: i64,
     /// Largest accepted value.
     pub hi: i64,
+    /// An f32 value (saved as a float; the slot holds `f32::to_bits`).
+    pub float: bool,
 }
 
 /// `IntValue { name, lo, hi }`.
 pub const fn int(name: &'static str, lo: i64, hi: i64) -> IntValue {
-    IntValue { name, lo, hi }
+    IntValue {
+        name,
+        lo,
+        hi,
+        float: false,
+    }
+}
+
+/// An f32 value (a float launch value that f32 holds exactly; NaN accepted).
+pub const fn float(name: &'static str) -> IntValue {
+    IntValue {
+        name,
+        lo: 0,
+        hi: u32::MAX as i64,
+        float: true,
+    }
+}
+
+/// `items` as a variant passes them: without the indices in `spec_one` (the strides a
+/// specialized entry holds constant 1) when `spec`.
+pub fn spec_kept<T: Copy>(items: &[T], spec: bool, spec_one: &[usize]) -> Vec<T> {
+    let kept = items.iter().enumerate();
+    kept.filter(|(i, _)| !(spec && spec_one.contains(i)))
+        .map(|(_, v)| *v)
+        .collect()
+}
+
+/// The f32 of a float value's slot.
+pub fn f32_of(slot: i64) -> f32 {
+    f32::from_bits(slot as u32)
+}
+
+/// The slot of an f32 value.
+pub fn slot_of(v: f32) -> i64 {
+    i64::from(v.to_bits())
 }
 
 /// A tensor UID value (any `i64`).
@@ -95,11 +136,6 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     const ALIGNED: &'static [&'static str];
     /// How the alignment refusal names them (`a 16-byte aligned table and y`).
     const ALIGNED_TEXT: &'static str;
-    /// Values of `VALUES` a launch may lack (default none): the reader skips an absent one
-    /// (giving 0 in its place; [`Self::check_read`] decides whether it may be absent),
-    /// [`Self::to_values`] leaves out those [`Self::has`] denies, and an absent pointer value
-    /// is a null pointer argument.
-    const OPTIONAL: &'static [&'static str] = &[];
 
     /// The launch for `graph` with a placeholder config.
     ///
@@ -135,11 +171,6 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     fn workspace_bytes(&self) -> u64 {
         0
     }
-    /// Whether the launch holds [`Self::OPTIONAL`] value `name` (default: every value).
-    fn has(&self, name: &str) -> bool {
-        let _ = name;
-        true
-    }
     /// A rule on the values read so far (`read`, a prefix of [`Self::VALUES`] order, of the
     /// saved `values`), run by [`Self::from_values`] after each value is read: for a contract
     /// whose restore refuses a broken combination (or an optional value's presence) before it
@@ -150,6 +181,41 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     fn check_read(dispatch: &str, values: &LaunchValues, read: &[i64]) -> PluginResult<()> {
         let _ = (dispatch, values, read);
         Ok(())
+    }
+
+    /// Launch values a launch may lack (optional tensors' UIDs, values of a mode): see
+    /// [`Self::present`]; an absent pointer value passes a null pointer; the default
+    /// [`Self::read_value`] reads an absent one as 0 (a family's [`Self::read_value`] or
+    /// [`Self::check_read`] decides whether it may be absent). Default none.
+    const OPTIONAL: &'static [&'static str] = &[];
+
+    /// Whether the launch holds `OPTIONAL` value `name` ([`Self::to_values`] saves only those
+    /// held). Default true.
+    fn present(&self, name: &str) -> bool {
+        let _ = name;
+        true
+    }
+
+    /// Reads value `i` of `VALUES` in a restore, after `read` (the values before it, an absent
+    /// one as 0). The default is the table's rule ([`ValueReader::read`]). A family overrides
+    /// it where a value depends on earlier ones (an `OPTIONAL` value present exactly under a
+    /// flag: 0 when absent; a range set by an earlier value; a check between values), so the
+    /// refusal that names the first broken value stays first.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the value and the dispatch.
+    fn read_value(r: &ValueReader<'_>, read: &[i64], i: usize) -> PluginResult<i64> {
+        let _ = read;
+        let name = Self::VALUES[i].name;
+        if Self::OPTIONAL.contains(&name) && !r.has(name) {
+            return Ok(0);
+        }
+        r.read(i)
+    }
+
+    /// The by-value f32 arguments after [`Self::scalars`], in kernel order. Default none.
+    fn float_scalars(&self) -> Vec<f32> {
+        Vec::new()
     }
 
     /// The prepared launch: `CONTRACT`, the launch values, [`Self::geometry`], the
@@ -175,15 +241,16 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
                 .scalars()
                 .into_iter()
                 .map(|v| KernelArgValue::I32(v as i32))
+                .chain(self.float_scalars().into_iter().map(KernelArgValue::F32))
                 .collect(),
             launch_values,
         })
     }
 
-    /// [`Self::launch`], under the name the families' tests call.
+    /// [`Self::launch`] under the name the family tests call.
     ///
     /// # Errors
-    /// As [`Self::launch`].
+    /// As [`Self::geometry`].
     fn to_launch(&self) -> PluginResult<PreparedLaunch> {
         self.launch()
     }
@@ -231,33 +298,42 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         Self::signature(is_spec(values))
     }
 
-    /// The launch values (`VALUES` names → [`Self::ints`], less the optional values the
-    /// launch does not hold).
+    /// The launch values (`VALUES` names → [`Self::ints`], floats as floats, absent
+    /// `OPTIONAL` values left out).
     fn to_values(&self) -> LaunchValues {
         Self::VALUES
             .iter()
             .zip(self.ints())
-            .filter(|(d, _)| !Self::OPTIONAL.contains(&d.name) || self.has(d.name))
-            .map(|(d, v)| (d.name.to_string(), LaunchValue::Int(v)))
+            .filter(|(d, _)| !Self::OPTIONAL.contains(&d.name) || self.present(d.name))
+            .map(|(d, v)| {
+                let v = if d.float {
+                    LaunchValue::Float(f64::from(f32_of(v)))
+                } else {
+                    LaunchValue::Int(v)
+                };
+                (d.name.to_string(), v)
+            })
             .collect()
     }
 
-    /// Reads values saved under `dispatch`: the shared reader rules, each value's range in
-    /// `VALUES` order (with [`Self::check_read`] after each), then [`Self::check`].
+    /// Reads values saved under `dispatch`: the shared reader rules, each value in `VALUES`
+    /// order through [`Self::read_value`], then [`Self::check`].
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the [`ContractReader`] texts, then [`Self::check`]'s.
+    /// `NOT_APPLICABLE` (load prefix): the [`ContractReader`] texts, [`Self::read_value`]'s,
+    /// then [`Self::check`]'s.
     fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
         let names = value_names(Self::VALUES);
-        let r = ContractReader::new(dispatch, Self::CONTRACT, &names, values)?;
+        let r = ValueReader {
+            reader: ContractReader::new(dispatch, Self::CONTRACT, &names, values)?,
+            values,
+            table: Self::VALUES,
+            dispatch,
+        };
         let mut ints = Vec::with_capacity(Self::VALUES.len());
-        for d in Self::VALUES {
-            let absent = Self::OPTIONAL.contains(&d.name) && !values.contains_key(d.name);
-            ints.push(if absent {
-                0
-            } else {
-                r.int(d.name, d.lo, d.hi)?
-            });
+        for i in 0..Self::VALUES.len() {
+            let v = Self::read_value(&r, &ints, i)?;
+            ints.push(v);
             Self::check_read(dispatch, values, &ints)?;
         }
         let launch = Self::from_ints(&ints);
@@ -276,6 +352,76 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         let config = TritonConfig::for_kernel(kernel, Self::FAMILY, launch.dtype())?;
         launch.select(kernel, config)?;
         Ok(launch)
+    }
+}
+
+/// A restore's reader of saved launch values: the shared [`ContractReader`] rules over a
+/// family's `VALUES` table.
+#[derive(Debug)]
+pub struct ValueReader<'a> {
+    reader: ContractReader<'a>,
+    values: &'a LaunchValues,
+    table: &'static [IntValue],
+    dispatch: &'a str,
+}
+
+impl ValueReader<'_> {
+    /// Value `i` of the table by its rule: an int in its range, or a float's f32 bits.
+    ///
+    /// # Errors
+    /// As [`Self::int`] or [`Self::f32`].
+    pub fn read(&self, i: usize) -> PluginResult<i64> {
+        let d = &self.table[i];
+        if d.float {
+            self.f32(d.name, true).map(slot_of)
+        } else {
+            self.int(d.name, d.lo, d.hi)
+        }
+    }
+
+    /// The INT value `name` in `[lo, hi]` ([`ContractReader::int`]).
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn int(&self, name: &str, lo: i64, hi: i64) -> PluginResult<i64> {
+        self.reader.int(name, lo, hi)
+    }
+
+    /// The float value `name` that f32 holds exactly (NaN too where `nan`).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) `launch value '<n>' of dispatch '<d>' must be a float
+    /// that f32 holds exactly, and the plan holds <value or type>`; `dispatch '<d>' needs
+    /// launch value '<n>' (float), and the plan has none`.
+    pub fn f32(&self, name: &str, nan: bool) -> PluginResult<f32> {
+        let d = self.dispatch();
+        match self.values.get(name) {
+            Some(LaunchValue::Float(v)) if f64::from(*v as f32) == *v || (nan && v.is_nan()) => {
+                Ok(*v as f32)
+            }
+            Some(o) => {
+                let held = match o {
+                    LaunchValue::Float(v) => v.to_string(),
+                    o => o.type_name().to_string(),
+                };
+                Err(incompatible(format!(
+                    "launch value '{name}' of dispatch '{d}' must be a float that f32 holds exactly, and the plan holds {held}"
+                )))
+            }
+            None => Err(incompatible(format!(
+                "dispatch '{d}' needs launch value '{name}' (float), and the plan has none"
+            ))),
+        }
+    }
+
+    /// Whether the plan holds value `name`.
+    pub fn has(&self, name: &str) -> bool {
+        self.values.contains_key(name)
+    }
+
+    /// The dispatch name as a refusal quotes it.
+    pub fn dispatch(&self) -> String {
+        quote(self.dispatch)
     }
 }
 
@@ -425,9 +571,9 @@ impl FamilyDecl {
     }
 }
 
-/// The `POINTERS` tensors' device addresses (null for an absent `OPTIONAL` one), the integers,
-/// two null scratch pointers. A specialized launch refuses (BAD_PARAM) an `ALIGNED` tensor
-/// that is not 16-byte aligned.
+/// The `POINTERS` tensors' device addresses (null for an absent `OPTIONAL` one), the
+/// integers, two null scratch pointers. A specialized launch refuses (BAD_PARAM) an `ALIGNED`
+/// tensor that is not 16-byte aligned.
 ///
 /// # Errors
 /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family>
@@ -441,12 +587,11 @@ pub fn pointer_args<F: TritonFamily>(
     let spec = is_spec(&launch.launch_values);
     let mut out = Vec::with_capacity(launch.scalar_args.len() + F::POINTERS.len() + 2);
     for name in F::POINTERS {
-        let value = launch.launch_values.get(*name);
-        if value.is_none() && F::OPTIONAL.contains(name) {
-            out.push(KernelArgValue::Pointer(0));
-            continue;
-        }
-        let Some(LaunchValue::Int(uid)) = value else {
+        let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name) else {
+            if F::OPTIONAL.contains(name) {
+                out.push(KernelArgValue::Pointer(0));
+                continue;
+            }
             return Err(PluginError::bad_param(format!(
                 "the plan's launch values hold no '{name}'"
             )));
@@ -462,12 +607,8 @@ pub fn pointer_args<F: TritonFamily>(
                 "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
             )));
         };
-        if spec && F::ALIGNED.contains(name) && addr % 16 != 0 {
-            return Err(PluginError::bad_param(format!(
-                "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {} kernel, which needs {}",
-                F::FAMILY,
-                F::ALIGNED_TEXT
-            )));
+        if spec && F::ALIGNED.contains(name) {
+            aligned::<F>(uid, addr)?;
         }
         out.push(KernelArgValue::Pointer(addr));
     }
@@ -475,4 +616,41 @@ pub fn pointer_args<F: TritonFamily>(
     out.push(KernelArgValue::Pointer(0));
     out.push(KernelArgValue::Pointer(0));
     Ok(out)
+}
+
+/// The alignment check of a specialized launch alone, ahead of [`pointer_args`]: every
+/// `ALIGNED` tensor the variant pack binds on the device (a family that refuses a misaligned
+/// operand before a missing binding).
+///
+/// # Errors
+/// `BAD_PARAM` as [`pointer_args`]' alignment refusal.
+pub fn check_aligned<F: TritonFamily>(
+    launch: &PreparedLaunch,
+    tensors: &[TensorBinding<'_>],
+) -> PluginResult<()> {
+    if !is_spec(&launch.launch_values) {
+        return Ok(());
+    }
+    for name in F::ALIGNED {
+        if let Some(LaunchValue::Int(uid)) = launch.launch_values.get(*name)
+            && let Some(BufferRef::Device { addr, .. }) =
+                tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
+        {
+            aligned::<F>(*uid, *addr)?;
+        }
+    }
+    Ok(())
+}
+
+/// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized <family> kernel,
+/// which needs <ALIGNED_TEXT>` unless `addr` is 16-byte aligned.
+fn aligned<F: TritonFamily>(uid: i64, addr: u64) -> PluginResult<()> {
+    if addr % 16 != 0 {
+        return Err(PluginError::bad_param(format!(
+            "tensor UID {uid} is at {addr:#x}; this plan runs the specialized {} kernel, which needs {}",
+            F::FAMILY,
+            F::ALIGNED_TEXT
+        )));
+    }
+    Ok(())
 }

@@ -3,7 +3,8 @@
 
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{Node, TensorAttributes};
+use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
+use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
 
 /// A `NOT_APPLICABLE` refusal with `msg` (what the pack does not serve).
 pub(crate) fn na(msg: impl Into<String>) -> PluginError {
@@ -25,6 +26,27 @@ pub(crate) fn single_node<'a>(graph: &'a OperationGraph, pack: &str) -> PluginRe
     }
 }
 
+/// The only node of `graph`, for a pack that names the node kind it serves.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack serves graphs of one <kind> node; this graph has <n>
+/// nodes`.
+pub(crate) fn one_node<'a>(
+    graph: &'a OperationGraph,
+    pack: &str,
+    kind: &str,
+) -> PluginResult<Node<'a>> {
+    let nodes = graph.graph().nodes();
+    match nodes.map(|n| n.len()).unwrap_or(0) {
+        1 => Ok(nodes
+            .map(|n| n.get(0))
+            .unwrap_or_else(|| unreachable!("one node"))),
+        n => Err(na(format!(
+            "the {pack} pack serves graphs of one {kind} node; this graph has {n} nodes"
+        ))),
+    }
+}
+
 /// The tensor with `uid` in `graph`.
 ///
 /// # Errors
@@ -40,6 +62,46 @@ pub(crate) fn tensor<'a>(
         .ok_or_else(|| {
             PluginError::not_applicable(format!("the graph has no tensor with UID {uid}"))
         })
+}
+
+/// The value of the graph's scalar `t` (`what`: epsilon, momentum), rounded to the tensor's
+/// data type as the reference engine reads it (FLOAT, HALF or BFLOAT16 tensors with a float
+/// value the graph holds, not a runtime one).
+///
+/// # Errors
+/// `INVALID_VALUE` `tensor uid <u>: <why>` for an unreadable value; `NOT_APPLICABLE` `the
+/// <pack> pack needs <what> (tensor uid <u>) as a FLOAT, HALF or BFLOAT16 scalar with a float
+/// value the graph holds (pass-by-value, not runtime), not <dtype> <how>`.
+pub(crate) fn scalar_value(t: &TensorAttributes<'_>, pack: &str, what: &str) -> PluginResult<f32> {
+    let uid = t.uid();
+    let value = read_tensor_value(t)
+        .map_err(|e| PluginError::invalid_value(format!("tensor uid {uid}: {e}")))?;
+    let v = match value {
+        Some(TensorValue::Float32(v) | TensorValue::Float16(v) | TensorValue::BFloat16(v)) => {
+            Some(v)
+        }
+        _ => None,
+    };
+    let dt = t.data_type();
+    match v {
+        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::FLOAT => Ok(v),
+        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::HALF => {
+            Ok(half::f16::from_f32(v).to_f32())
+        }
+        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::BFLOAT16 => {
+            Ok(half::bf16::from_f32(v).to_f32())
+        }
+        _ => Err(na(format!(
+            "the {pack} pack needs {what} (tensor uid {uid}) as a FLOAT, HALF or BFLOAT16 scalar with a float value the graph holds (pass-by-value, not runtime), not {dt:?} {}",
+            if t.is_runtime_pass_by_value() {
+                "bound at execute"
+            } else if value.is_none() {
+                "without a value"
+            } else {
+                "with a value of another kind"
+            }
+        ))),
+    }
 }
 
 /// Dims of a tensor (empty when absent).

@@ -12,69 +12,6 @@ use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::DataType;
 
-/// The [`crate::ingestor::dispatch::DispatchHandler`] methods every packed-entry-only Triton
-/// pack shares, inside its `impl DispatchHandler for <Handler>` (before its own
-/// `kernel_args`): `contract` = `$contract`; `launch_signature` / `launch_signature_for` from
-/// the module's `signature(spec)` (the spec variant read from the saved `spec` value);
-/// `prepare` refuses (NOT_APPLICABLE) with the graph matcher's reason, else `the <family> pack
-/// launches packed entries only; prepare a kernel`; `prepare_kernel` =
-/// `self.inputs_for(kernel, graph)?.to_launch()` (launch errors as NOT_APPLICABLE);
-/// plans are saveable, their launch values saved as they are and restored through
-/// `$inputs::from_values(dispatch, values)?.to_launch()`. The module must have `match_graph`,
-/// `na`, `signature` and `is_spec` in scope.
-macro_rules! packed_triton_handler_methods {
-    ($contract:expr, $family:literal, $inputs:ty) => {
-        fn contract(&self) -> &str {
-            $contract
-        }
-
-        fn launch_signature(&self) -> Vec<KernelArgument> {
-            signature(false)
-        }
-
-        fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-            signature(is_spec(values))
-        }
-
-        fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-            Err(match_graph(graph).err().unwrap_or_else(|| {
-                na(concat!(
-                    "the ",
-                    $family,
-                    " pack launches packed entries only; prepare a kernel"
-                ))
-            }))
-        }
-
-        fn prepare_kernel(
-            &self,
-            kernel: &KernelDescriptor,
-            graph: &OperationGraph,
-        ) -> PluginResult<PreparedLaunch> {
-            self.inputs_for(kernel, graph)?
-                .to_launch()
-                .map_err(|e| na(e.message))
-        }
-
-        fn supports_saving(&self) -> bool {
-            true
-        }
-
-        fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-            Some(launch.launch_values.clone())
-        }
-
-        fn restore_launch(
-            &self,
-            dispatch: &str,
-            values: &LaunchValues,
-        ) -> PluginResult<PreparedLaunch> {
-            <$inputs>::from_values(dispatch, values)?.to_launch()
-        }
-    };
-}
-pub(crate) use packed_triton_handler_methods;
-
 /// The kernel signature of a Triton parameter list in its natural layout, named: parameters
 /// ending in `_ptr` or `scratch` are pointers (`global_buffer`, 8 bytes, 8-byte aligned), every
 /// other one a 32-bit value (`by_value`, 4 bytes), each at the next offset its alignment allows.
@@ -94,19 +31,6 @@ pub(crate) fn natural_signature(names: Vec<&'static str>) -> Vec<KernelArgument>
             a
         })
         .collect()
-}
-
-/// The items of `all` a variant passes: every one, or with `drop` those not at an index of
-/// `skip` (the strides a specialized entry holds constant).
-pub(crate) fn kept<'a, T: Copy>(
-    all: &'a [T],
-    skip: &'a [usize],
-    drop: bool,
-) -> impl Iterator<Item = T> + 'a {
-    all.iter()
-        .enumerate()
-        .filter(move |(i, _)| !(drop && skip.contains(i)))
-        .map(|(_, v)| *v)
 }
 
 /// Fewest tiles a spec entry larger than 64×128 must give to be chosen by the static rule.

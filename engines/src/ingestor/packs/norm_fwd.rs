@@ -30,38 +30,40 @@
 //! chunk, rows of 257..=1024 (MiniLM's 384) the 512 chunk with 2 rows per program, shorter rows
 //! the 64 chunk with 8 rows per program.
 //!
-//! Launch values (int unless said): `x.uid`, `scale.uid`, `bias.uid` (iff `flags` bit 2),
-//! `y.uid`, `mean.uid` (iff bit 4), `inv.uid` (iff bit 8), `dtype` (x's `DataType` value: 1
-//! f32, 2 f16, 3 bf16), `rows`, `cols` in [1, 2147483647], the element strides `sxr sxc syr
-//! syc ssc sbc smr sir` in [0, 2147483647] (an absent tensor's stride 0), `flags` in [0, 255]
-//! (the kernel's: 1 rmsnorm, 2 bias, 4 mean, 8 inv, 16 scale f32, 32 bias f32, 64 y f32, 128
-//! statistics f32; rmsnorm has no mean), `epsilon` (float, an f32 value), and the config values
-//! `spec` (0 generic, 1 spec), `block_m` in [1, 64], `block_n` in [16, 8192], `num_warps` in
-//! [1, 16], `warp_size` (32 or 64), `shared_bytes` in [0, 262144]. Launch: grid
-//! (cdiv(rows, block_m), 1, 1), block num_warps·warp_size, dynamic shared memory
-//! `shared_bytes`, workspace 0, scratch pointers null. Kernel arguments: x, scale, bias (null
-//! when absent), y, mean, inv (null when absent), rows, cols, sxr, sxc, syr, syc, ssc, sbc, smr,
-//! sir, flags (`by_value` 4; spec drops sxc, syc, ssc, sbc), epsilon (`by_value` 4, f32), the
-//! two scratch pointers.
+//! Launch values: [`NormFwdInputs`]'s `VALUES` (in restore order); `bias.uid`, `mean.uid` and
+//! `inv.uid` are present exactly when `flags` bit 2, 4, 8 is set; `dtype` is x's `DataType`
+//! value (1 f32, 2 f16, 3 bf16); an absent tensor's stride is 0; `flags` are the kernel's (1
+//! rmsnorm, 2 bias, 4 mean, 8 inv, 16 scale f32, 32 bias f32, 64 y f32, 128 statistics f32;
+//! rmsnorm has no mean); `epsilon` is a float, an f32 value. Launch: grid (cdiv(rows,
+//! block_m), 1, 1), block num_warps·warp_size, dynamic shared memory `shared_bytes`,
+//! workspace 0, scratch pointers null. Kernel arguments: x, scale, bias (null when absent), y,
+//! mean, inv (null when absent), rows, cols, sxr, sxc, syr, syc, ssc, sbc, smr, sir, flags
+//! (`by_value` 4; spec drops sxc, syc, ssc, sbc), epsilon (`by_value` 4, f32), the two
+//! scratch pointers.
 
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
-use crate::ingestor::framework::graph::tensor;
-use crate::ingestor::framework::graph::{collapse, dims_strides, na};
-use crate::ingestor::framework::triton::packed_triton_handler_methods;
-use crate::ingestor::framework::triton::{TritonConfig, is_spec};
+use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::framework::family::{
+    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of,
+    spec_kept, uid,
+};
+use crate::ingestor::framework::graph::{
+    collapse, dims_strides, na, one_node, scalar_value, tensor,
+};
+use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
-use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
 
 /// The versioned contract name.
 pub const NORM_FWD_V1: &str = "hipkernel.norm_fwd.dispatch.v1";
+/// The dispatch handler of contract v1 (type and value).
+pub type NormFwdHandler = TritonHandler<NormFwdInputs>;
+/// The dispatch handler of contract v1.
+#[allow(non_upper_case_globals)]
+pub const NormFwdHandler: NormFwdHandler = TritonHandler::new();
 
 /// `flags` bit: rmsnorm (no mean subtraction).
 pub const FLAG_RMS: i64 = 1;
@@ -80,21 +82,10 @@ pub const FLAG_Y_F32: i64 = 64;
 /// `flags` bit: the statistics are f32 (else x's type).
 pub const FLAG_STATS_F32: i64 = 128;
 
-/// Shape value names, in kernel order (after the pointers).
-const SHAPE: [&str; 2] = ["rows", "cols"];
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 8] = ["sxr", "sxc", "syr", "syc", "ssc", "sbc", "smr", "sir"];
 /// Strides the spec variant holds constant 1 (indices into [`STRIDES`]).
 const SPEC_ONE: [usize; 4] = [1, 3, 4, 5];
-/// Config value names.
-const CONFIG: [&str; 6] = [
-    "spec",
-    "block_m",
-    "block_n",
-    "num_warps",
-    "warp_size",
-    "shared_bytes",
-];
 /// Optional tensor value names with the `flags` bit that makes each present.
 const OPTIONAL: [(&str, i64); 3] = [
     ("bias.uid", FLAG_BIAS),
@@ -102,53 +93,10 @@ const OPTIONAL: [(&str, i64); 3] = [
     ("inv.uid", FLAG_INV),
 ];
 
-/// Every value name of the contract (sorted).
-pub fn value_names() -> Vec<&'static str> {
-    let mut v = vec![
-        "x.uid",
-        "scale.uid",
-        "bias.uid",
-        "y.uid",
-        "mean.uid",
-        "inv.uid",
-        "dtype",
-        "flags",
-        "epsilon",
-    ];
-    v.extend(SHAPE);
-    v.extend(STRIDES);
-    v.extend(CONFIG);
-    v.sort_unstable();
-    v
-}
-
-/// The kernel parameter names of a variant, in order (with the two scratch pointers).
-pub fn param_names(spec: bool) -> Vec<&'static str> {
-    let mut v = vec![
-        "x_ptr",
-        "scale_ptr",
-        "bias_ptr",
-        "y_ptr",
-        "mean_ptr",
-        "inv_ptr",
-        "rows",
-        "cols",
-    ];
-    v.extend(
-        STRIDES
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !(spec && SPEC_ONE.contains(i)))
-            .map(|(_, n)| *n),
-    );
-    v.extend(["flags", "eps", "global_scratch", "profile_scratch"]);
-    v
-}
-
 /// The kernel signature of a variant (natural layout, named): pointers `global_buffer` 8,
 /// integers and epsilon `by_value` 4.
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    crate::ingestor::framework::triton::natural_signature(param_names(spec))
+    <NormFwdInputs as TritonFamily>::signature(spec)
 }
 
 /// The launch inputs of contract v1.
@@ -190,195 +138,183 @@ impl NormFwdInputs {
             && s[0] % 16 == 0
             && s[2] % 16 == 0
     }
+}
 
-    /// The launch values.
-    pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: &str, x: i64| {
-            v.insert(n.to_string(), LaunchValue::Int(x));
-        };
-        put("x.uid", self.uids[0]);
-        put("scale.uid", self.uids[1]);
-        put("y.uid", self.uids[2]);
-        for (n, u) in [
-            ("bias.uid", self.bias_uid),
-            ("mean.uid", self.mean_uid),
-            ("inv.uid", self.inv_uid),
-        ] {
-            if let Some(u) = u {
-                put(n, u);
+impl TritonFamily for NormFwdInputs {
+    const FAMILY: &'static str = "norm_fwd";
+    const CONTRACT: &'static str = NORM_FWD_V1;
+    #[rustfmt::skip]
+    const VALUES: &'static [IntValue] = &[
+        int("flags", 0, 255), uid("bias.uid"), uid("mean.uid"), uid("inv.uid"),
+        int("sxr", 0, I32_MAX), int("sxc", 0, I32_MAX), int("syr", 0, I32_MAX),
+        int("syc", 0, I32_MAX), int("ssc", 0, I32_MAX), int("sbc", 0, I32_MAX),
+        int("smr", 0, I32_MAX), int("sir", 0, I32_MAX), float("epsilon"),
+        int("spec", 0, 1), int("block_m", 1, 64), int("block_n", 16, 8192),
+        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
+        uid("x.uid"), uid("scale.uid"), uid("y.uid"), int("dtype", 1, 3),
+        int("rows", 1, I32_MAX), int("cols", 1, I32_MAX),
+    ];
+    const POINTERS: &'static [&'static str] = &[
+        "x.uid",
+        "scale.uid",
+        "bias.uid",
+        "y.uid",
+        "mean.uid",
+        "inv.uid",
+    ];
+    const ALIGNED: &'static [&'static str] = &["x.uid", "scale.uid", "bias.uid", "y.uid"];
+    const ALIGNED_TEXT: &'static str = "16-byte aligned x, scale, bias and y";
+    const OPTIONAL: &'static [&'static str] = &["bias.uid", "mean.uid", "inv.uid"];
+
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        read_graph(graph)
+    }
+
+    fn dtype(&self) -> i8 {
+        self.dtype
+    }
+
+    /// The spec hints, then the static rule (module docs).
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        if config.spec && !self.fits_spec() {
+            return Err(na(format!(
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16)",
+                kernel.describe()
+            )));
+        }
+        let bn = config.block[1];
+        if bn > 64 && self.cols * 2 <= bn {
+            return Err(na(format!(
+                "kernel {}: static rule: a {bn}-element chunk is at least twice the row of {} elements; a narrower chunk serves this graph",
+                kernel.describe(),
+                self.cols
+            )));
+        }
+        self.config = config;
+        Ok(())
+    }
+
+    #[rustfmt::skip]
+    fn ints(&self) -> Vec<i64> {
+        let (c, u, s) = (&self.config, self.uids, self.strides);
+        let opt = |o: Option<i64>| o.unwrap_or(0);
+        vec![self.flags, opt(self.bias_uid), opt(self.mean_uid), opt(self.inv_uid),
+            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], slot_of(self.epsilon),
+            c.variant_code(), c.block[0], c.block[1], c.num_warps, c.shared_bytes, c.warp_size,
+            u[0], u[1], u[2], self.dtype.into(), self.rows, self.cols]
+    }
+
+    fn from_ints(v: &[i64]) -> Self {
+        let flags = v[0];
+        let opt = |i: usize, bit: i64| Some(v[i]).filter(|_| flags & bit != 0);
+        NormFwdInputs {
+            uids: [v[19], v[20], v[21]],
+            bias_uid: opt(1, FLAG_BIAS),
+            mean_uid: opt(2, FLAG_MEAN),
+            inv_uid: opt(3, FLAG_INV),
+            dtype: v[22] as i8,
+            rows: v[23],
+            cols: v[24],
+            strides: [v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]],
+            flags,
+            epsilon: f32_of(v[12]),
+            config: TritonConfig::restored(
+                "norm_fwd",
+                v[13],
+                [v[14], v[15], 1],
+                1,
+                v[16],
+                v[17],
+                v[18],
+            ),
+        }
+    }
+
+    /// The optional UIDs present exactly under their `flags` bit (`launch value '<n>' of
+    /// dispatch '<d>' must be present exactly when 'flags' bit <b> is set; flags is <f>`), no
+    /// mean with rmsnorm (`launch values of dispatch '<d>' name rmsnorm (flags bit 1) with a
+    /// mean`, before the strides), epsilon a float that f32 holds exactly (NaN refused).
+    fn read_value(r: &ValueReader<'_>, read: &[i64], i: usize) -> PluginResult<i64> {
+        let (name, flags) = (Self::VALUES[i].name, read.first().copied().unwrap_or(0));
+        if let Some((n, bit)) = OPTIONAL.iter().find(|(n, _)| *n == name) {
+            let present = r.has(n);
+            if present != (flags & bit != 0) {
+                return Err(incompatible(format!(
+                    "launch value '{n}' of dispatch '{}' must be present exactly when 'flags' bit {bit} is set; flags is {flags}",
+                    r.dispatch()
+                )));
             }
+            return if present { r.read(i) } else { Ok(0) };
         }
-        put("dtype", i64::from(self.dtype));
-        put("rows", self.rows);
-        put("cols", self.cols);
-        for (n, x) in STRIDES.iter().zip(self.strides) {
-            put(n, x);
+        match name {
+            "sxr" if flags & FLAG_RMS != 0 && flags & FLAG_MEAN != 0 => Err(incompatible(format!(
+                "launch values of dispatch '{}' name rmsnorm (flags bit 1) with a mean",
+                r.dispatch()
+            ))),
+            "epsilon" => r.f32(name, false).map(slot_of),
+            _ => r.read(i),
         }
-        put("flags", self.flags);
-        let c = &self.config;
-        for (n, x) in CONFIG.iter().zip([
-            i64::from(c.spec),
-            c.block[0],
-            c.block[1],
-            c.num_warps,
-            c.warp_size,
-            c.shared_bytes,
-        ]) {
-            put(n, x);
+    }
+
+    fn present(&self, name: &str) -> bool {
+        match name {
+            "bias.uid" => self.bias_uid.is_some(),
+            "mean.uid" => self.mean_uid.is_some(),
+            _ => self.inv_uid.is_some(),
         }
-        v.insert(
-            "epsilon".to_string(),
-            LaunchValue::Float(f64::from(self.epsilon)),
-        );
+    }
+
+    /// `launch values of dispatch '<d>' name the spec variant, whose 'sxc', 'syc', 'ssc' and
+    /// 'sbc' must be 1`, then the geometry.
+    fn check(&self, dispatch: &str) -> PluginResult<()> {
+        let s = self.strides;
+        if self.config.spec
+            && (s[1] != 1 || s[3] != 1 || s[4] != 1 || (self.flags & FLAG_BIAS != 0 && s[5] != 1))
+        {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{}' name the spec variant, whose 'sxc', 'syc', 'ssc' and 'sbc' must be 1",
+                quote(dispatch)
+            )));
+        }
+        self.geometry(dispatch).map(|_| ())
+    }
+
+    fn param_names(spec: bool) -> Vec<&'static str> {
+        let mut v = vec![
+            "x_ptr",
+            "scale_ptr",
+            "bias_ptr",
+            "y_ptr",
+            "mean_ptr",
+            "inv_ptr",
+            "rows",
+            "cols",
+        ];
+        v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
+        v.extend(["flags", "eps", "global_scratch", "profile_scratch"]);
         v
     }
 
-    /// Reads values saved under `dispatch` and checks them.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the reader texts; `launch value '<n>' of dispatch '<d>'
-    /// must be present exactly when 'flags' bit <b> is set; flags is <f>`; `launch values of
-    /// dispatch '<d>' name rmsnorm (flags bit 1) with a mean`; `launch value 'epsilon' of
-    /// dispatch '<d>' must be a float that f32 holds exactly, and the plan holds <v>`;
-    /// `launch values of dispatch '<d>' name the spec variant, whose 'sxc', 'syc', 'ssc' and
-    /// 'sbc' must be 1`; the geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let names = value_names();
-        let r = ContractReader::new(dispatch, NORM_FWD_V1, &names, values)?;
-        let d = quote(dispatch);
-        let max = i64::from(i32::MAX);
-        let uid = |n: &str| r.int(n, i64::MIN, i64::MAX);
-        let flags = r.int("flags", 0, 255)?;
-        let mut opt = [None; 3];
-        for (i, (n, bit)) in OPTIONAL.iter().enumerate() {
-            let present = values.contains_key(*n);
-            if present != (flags & bit != 0) {
-                return Err(incompatible(format!(
-                    "launch value '{n}' of dispatch '{d}' must be present exactly when 'flags' bit {bit} is set; flags is {flags}"
-                )));
-            }
-            if present {
-                opt[i] = Some(uid(n)?);
-            }
-        }
-        if flags & FLAG_RMS != 0 && flags & FLAG_MEAN != 0 {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name rmsnorm (flags bit 1) with a mean"
-            )));
-        }
-        let mut strides = [0i64; 8];
-        for (i, n) in STRIDES.iter().enumerate() {
-            strides[i] = r.int(n, 0, max)?;
-        }
-        let epsilon = match values.get("epsilon") {
-            Some(LaunchValue::Float(v)) if f64::from(*v as f32) == *v => *v as f32,
-            Some(LaunchValue::Float(v)) => {
-                return Err(incompatible(format!(
-                    "launch value 'epsilon' of dispatch '{d}' must be a float that f32 holds exactly, and the plan holds {v}"
-                )));
-            }
-            Some(o) => {
-                return Err(incompatible(format!(
-                    "launch value 'epsilon' of dispatch '{d}' must be a float that f32 holds exactly, and the plan holds {}",
-                    o.type_name()
-                )));
-            }
-            None => {
-                return Err(incompatible(format!(
-                    "dispatch '{d}' needs launch value 'epsilon' (float), and the plan has none"
-                )));
-            }
-        };
-        let config = TritonConfig {
-            family: "norm_fwd".into(),
-            dtype: String::new(),
-            spec: r.int("spec", 0, 1)? == 1,
-            channels_first: false,
-            transposing: false,
-            b_col: false,
-            block: [r.int("block_m", 1, 64)?, r.int("block_n", 16, 8192)?, 1],
-            group_m: 1,
-            num_warps: r.int("num_warps", 1, 16)?,
-            num_stages: 0,
-            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
-            warp_size: r.int("warp_size", 32, 64)?,
-        };
-        let inputs = NormFwdInputs {
-            uids: [uid("x.uid")?, uid("scale.uid")?, uid("y.uid")?],
-            bias_uid: opt[0],
-            mean_uid: opt[1],
-            inv_uid: opt[2],
-            dtype: r.int("dtype", 1, 3)? as i8,
-            rows: r.int("rows", 1, max)?,
-            cols: r.int("cols", 1, max)?,
-            strides,
-            flags,
-            epsilon,
-            config,
-        };
-        if inputs.config.spec
-            && (strides[1] != 1
-                || strides[3] != 1
-                || strides[4] != 1
-                || (flags & FLAG_BIAS != 0 && strides[5] != 1))
-        {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the spec variant, whose 'sxc', 'syc', 'ssc' and 'sbc' must be 1"
-            )));
-        }
-        inputs.geometry_for(dispatch)?;
-        Ok(inputs)
+    fn scalars(&self) -> Vec<i64> {
+        let mut ints = vec![self.rows, self.cols];
+        ints.extend(spec_kept(&self.strides, self.config.spec, &SPEC_ONE));
+        ints.push(self.flags);
+        ints
     }
 
-    /// Grid, block and shared memory (shared by build and restore).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`.
-    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+    fn float_scalars(&self) -> Vec<f32> {
+        vec![self.epsilon]
+    }
+
+    /// Grid (cdiv(rows, block_m), 1, 1); `NOT_APPLICABLE`
+    /// [`TritonConfig::threads_per_block`]'s text.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
         Ok(LaunchGeometry {
             grid: [((self.rows + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
             block: [threads as u32, 1, 1],
             shared_mem_bytes: c.shared_bytes as u32,
-        })
-    }
-
-    /// The prepared launch: `pointer_uids` x, scale, [bias], y, [mean], [inv]; `scalar_args`
-    /// the variant's integers in kernel order, then epsilon.
-    ///
-    /// # Errors
-    /// As [`Self::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        let spec = self.config.spec;
-        let mut pointer_uids = vec![self.uids[0], self.uids[1]];
-        pointer_uids.extend(self.bias_uid);
-        pointer_uids.push(self.uids[2]);
-        pointer_uids.extend(self.mean_uid);
-        pointer_uids.extend(self.inv_uid);
-        let mut ints = vec![self.rows, self.cols];
-        ints.extend(
-            self.strides
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(spec && SPEC_ONE.contains(i)))
-                .map(|(_, v)| *v),
-        );
-        ints.push(self.flags);
-        let mut scalar_args: Vec<KernelArgValue> = ints
-            .into_iter()
-            .map(|v| KernelArgValue::I32(v as i32))
-            .collect();
-        scalar_args.push(KernelArgValue::F32(self.epsilon));
-        Ok(PreparedLaunch {
-            dispatch: NORM_FWD_V1.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(NORM_FWD_V1)?,
-            workspace_bytes: 0,
-            pointer_uids,
-            scalar_args,
         })
     }
 }
@@ -429,50 +365,10 @@ fn read_node(node: &Node<'_>) -> PluginResult<NormNode> {
     ))
 }
 
-/// The epsilon value of the graph's scalar `t`, rounded to the tensor's data type as the
-/// reference engine reads it (FLOAT, HALF or BFLOAT16 tensors with a float value).
-fn epsilon_of(t: &TensorAttributes<'_>) -> PluginResult<f32> {
-    let uid = t.uid();
-    let value = read_tensor_value(t)
-        .map_err(|e| PluginError::invalid_value(format!("tensor uid {uid}: {e}")))?;
-    let v = match value {
-        Some(TensorValue::Float32(v) | TensorValue::Float16(v) | TensorValue::BFloat16(v)) => {
-            Some(v)
-        }
-        _ => None,
-    };
-    let dt = t.data_type();
-    match v {
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::FLOAT => Ok(v),
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::HALF => {
-            Ok(half::f16::from_f32(v).to_f32())
-        }
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::BFLOAT16 => {
-            Ok(half::bf16::from_f32(v).to_f32())
-        }
-        _ => Err(na(format!(
-            "the norm_fwd pack needs epsilon (tensor uid {uid}) as a FLOAT, HALF or BFLOAT16 scalar with a float value the graph holds (pass-by-value, not runtime), not {dt:?} {}",
-            if t.is_runtime_pass_by_value() {
-                "bound at execute"
-            } else if value.is_none() {
-                "without a value"
-            } else {
-                "with a value of another kind"
-            }
-        ))),
-    }
-}
-
-fn match_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.len() != 1 {
-        return Err(na(format!(
-            "the norm_fwd pack serves graphs of one layernorm or rmsnorm node; this graph has {} nodes",
-            nodes.len()
-        )));
-    }
-    let n = read_node(&nodes[0])?;
+/// Reads the graph (one layernorm or rmsnorm node) into launch inputs with a placeholder
+/// config.
+fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
+    let n = read_node(&one_node(graph, "norm_fwd", "layernorm or rmsnorm")?)?;
     let xt = tensor(graph, n.x)?;
     let dtype = xt.data_type();
     if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
@@ -611,7 +507,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
         sir = c;
         flags |= FLAG_INV | bit;
     }
-    let epsilon = epsilon_of(&tensor(graph, n.eps)?)?;
+    let epsilon = scalar_value(&tensor(graph, n.eps)?, "norm_fwd", "epsilon")?;
     Ok(NormFwdInputs {
         uids: [n.x, n.scale, n.y],
         bias_uid: n.bias,
@@ -626,100 +522,4 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
         config: TritonConfig::parse("norm_fwd_f32_generic_8x64x1_g1_w4_s1_sh0_ws32")
             .unwrap_or_else(|| unreachable!("a valid config name")),
     })
-}
-
-/// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct NormFwdHandler;
-
-impl NormFwdHandler {
-    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE`: the graph texts; `kernel <k> is not a packed norm_fwd entry`;
-    /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> is the spec
-    /// variant; …`; `kernel <k>: static rule: …`.
-    pub fn inputs_for(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<NormFwdInputs> {
-        let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::for_kernel(kernel, "norm_fwd", inputs.dtype)?;
-        if config.spec && !inputs.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16)",
-                kernel.describe()
-            )));
-        }
-        let bn = config.block[1];
-        if bn > 64 && inputs.cols * 2 <= bn {
-            return Err(na(format!(
-                "kernel {}: static rule: a {bn}-element chunk is at least twice the row of {} elements; a narrower chunk serves this graph",
-                kernel.describe(),
-                inputs.cols
-            )));
-        }
-        inputs.config = config;
-        Ok(inputs)
-    }
-}
-
-impl DispatchHandler for NormFwdHandler {
-    packed_triton_handler_methods!(NORM_FWD_V1, "norm_fwd", NormFwdInputs);
-
-    /// x, scale, bias (null when absent), y, mean, inv (null when absent), the integers,
-    /// epsilon, two null scratch pointers. A spec launch refuses (BAD_PARAM) x, scale, bias
-    /// or y addresses that are not 16-byte aligned.
-    ///
-    /// # Errors
-    /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized norm_fwd
-    /// kernel, which needs 16-byte aligned x, scale, bias and y`; `the variant pack binds no
-    /// memory to tensor UID <u>`; `tensor UID <u> is bound to host memory; the ingestor
-    /// launches on device memory`.
-    fn kernel_args(
-        &self,
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        let uid_of = |name: &str| match launch.launch_values.get(name) {
-            Some(LaunchValue::Int(u)) => Some(*u),
-            _ => None,
-        };
-        let spec = is_spec(&launch.launch_values);
-        let mut out = Vec::with_capacity(launch.scalar_args.len() + 8);
-        for name in [
-            "x.uid",
-            "scale.uid",
-            "bias.uid",
-            "y.uid",
-            "mean.uid",
-            "inv.uid",
-        ] {
-            let Some(uid) = uid_of(name) else {
-                out.push(KernelArgValue::Pointer(0));
-                continue;
-            };
-            let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
-                PluginError::bad_param(format!(
-                    "the variant pack binds no memory to tensor UID {uid}"
-                ))
-            })?;
-            let BufferRef::Device { addr, .. } = t.data else {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
-                )));
-            };
-            if spec && !name.starts_with("mean") && !name.starts_with("inv") && addr % 16 != 0 {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is at {addr:#x}; this plan runs the specialized norm_fwd kernel, which needs 16-byte aligned x, scale, bias and y"
-                )));
-            }
-            out.push(KernelArgValue::Pointer(addr));
-        }
-        out.extend_from_slice(&launch.scalar_args);
-        out.push(KernelArgValue::Pointer(0));
-        out.push(KernelArgValue::Pointer(0));
-        Ok(out)
-    }
 }

@@ -56,18 +56,15 @@
 //! threads, dynamic shared memory `shared_bytes`, workspace 0, scratch pointers null. Kernel
 //! arguments: x0..x3 (null when absent), y, n, [generic: d1..d4, the 20 input strides, sy0..sy4],
 //! flags, op0..op3 (`by_value` 4), p00..p32 (`by_value` 4, f32), the two scratch pointers.
-
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
-use crate::ingestor::framework::graph::tensor;
-use crate::ingestor::framework::graph::{dims_strides, na};
-use crate::ingestor::framework::triton::packed_triton_handler_methods;
-use crate::ingestor::framework::triton::{TritonConfig, is_spec};
+use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::framework::family::{
+    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
+};
+use crate::ingestor::framework::graph::{dims_strides, na, tensor};
+use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::pointwise as table;
 use hipdnn_backend::status::{PluginError, PluginResult};
@@ -94,17 +91,6 @@ pub const TYPE_ENTRY: i64 = 0;
 pub const TYPE_F32: i64 = 1;
 /// Type code of a tensor in `flags`: BOOLEAN (one byte).
 pub const TYPE_BOOL: i64 = 2;
-
-const I32_MAX: i64 = i32::MAX as i64;
-/// Config value names.
-const CONFIG: [&str; 6] = [
-    "spec",
-    "block",
-    "group",
-    "num_warps",
-    "warp_size",
-    "shared_bytes",
-];
 
 /// The light modes: what a `group` 2 entry compiles (no exp, log, trig, erf or tanh).
 pub const LIGHT_MODES: [M; 28] = [
@@ -138,83 +124,25 @@ pub const LIGHT_MODES: [M; 28] = [
     M::SUB,
 ];
 
-fn uid_name(t: usize) -> String {
-    format!("x{t}.uid")
-}
+/// The dispatch handler of contract v3 (type and value).
+pub type PointwiseV3Handler = TritonHandler<PointwiseV3Inputs>;
+/// The dispatch handler of contract v3.
+#[allow(non_upper_case_globals)]
+pub const PointwiseV3Handler: PointwiseV3Handler = TritonHandler::new();
 
-fn stride_name(t: usize, k: usize) -> String {
-    format!("s{t}{k}")
-}
-
-fn param_name(k: usize, j: usize) -> String {
-    format!("p{k}{j}")
-}
-
-/// Every value name of the contract (sorted).
-pub fn value_names() -> Vec<String> {
-    let mut v: Vec<String> = (0..MAX_INPUTS).map(uid_name).collect();
-    v.push("y.uid".into());
-    v.push("dtype".into());
-    v.push("flags".into());
-    for k in 0..5 {
-        v.push(format!("d{k}"));
-        v.push(format!("sy{k}"));
-        for t in 0..MAX_INPUTS {
-            v.push(stride_name(t, k));
-        }
-    }
-    for k in 0..MAX_NODES {
-        v.push(format!("op{k}"));
-        for j in 0..3 {
-            v.push(param_name(k, j));
-        }
-    }
-    v.extend(CONFIG.iter().map(|s| s.to_string()));
-    v.sort_unstable();
-    v
-}
-
-/// The kernel parameter names of a variant, in order (with the two scratch pointers).
-pub fn param_names(spec: bool) -> Vec<String> {
-    let mut v: Vec<String> = ["x0_ptr", "x1_ptr", "x2_ptr", "x3_ptr", "y_ptr", "n"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    if !spec {
-        v.extend((1..5).map(|k| format!("d{k}")));
-        for t in 0..MAX_INPUTS {
-            v.extend((0..5).map(|k| stride_name(t, k)));
-        }
-        v.extend((0..5).map(|k| format!("sy{k}")));
-    }
-    v.push("flags".into());
-    v.extend((0..MAX_NODES).map(|k| format!("op{k}")));
-    for k in 0..MAX_NODES {
-        v.extend((0..3).map(|j| param_name(k, j)));
-    }
-    v.push("global_scratch".into());
-    v.push("profile_scratch".into());
-    v
-}
+/// Index in `VALUES` of `d0`: dim k's values are `d<k>`, `sy<k>`, `s0<k>` … `s3<k>` from
+/// `DIM0 + 6k`.
+const DIM0: usize = 5;
+/// Index in `VALUES` of `p00` (node k's parameter j at `PARAM0 + 3k + j`), of `op0` and of
+/// `spec`.
+const PARAM0: usize = 35;
+const OP0: usize = 47;
+const CONFIG0: usize = 51;
 
 /// The kernel signature of a variant (natural layout, named): pointers `global_buffer` 8,
 /// integers and the f32 parameters `by_value` 4.
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    let mut off = 0u32;
-    param_names(spec)
-        .into_iter()
-        .map(|n| {
-            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
-                ("global_buffer", 8)
-            } else {
-                ("by_value", 4)
-            };
-            off = off.div_ceil(size) * size;
-            let a = KernelArgument::named(kind, size, off, &n);
-            off += size;
-            a
-        })
-        .collect()
+    <PointwiseV3Inputs as TritonFamily>::signature(spec)
 }
 
 /// One node of the launch program.
@@ -317,228 +245,245 @@ impl PointwiseV3Inputs {
         f |= (self.program.len() as i64) << 20;
         f
     }
+}
 
-    /// The launch values.
-    pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: String, x: i64| {
-            v.insert(n, LaunchValue::Int(x));
-        };
-        for (t, u) in self.input_uids.iter().enumerate() {
-            put(uid_name(t), *u);
+impl TritonFamily for PointwiseV3Inputs {
+    const FAMILY: &'static str = POINTWISE_FUSED_FAMILY;
+    const CONTRACT: &'static str = POINTWISE_V3;
+    #[rustfmt::skip]
+    const VALUES: &'static [IntValue] = &[
+        int("flags", 0, u32::MAX as i64),
+        uid("x0.uid"), uid("x1.uid"), uid("x2.uid"), uid("x3.uid"),
+        int("d0", 1, I32_MAX), int("sy0", 0, I32_MAX), int("s00", 0, I32_MAX),
+        int("s10", 0, I32_MAX), int("s20", 0, I32_MAX), int("s30", 0, I32_MAX),
+        int("d1", 1, I32_MAX), int("sy1", 0, I32_MAX), int("s01", 0, I32_MAX),
+        int("s11", 0, I32_MAX), int("s21", 0, I32_MAX), int("s31", 0, I32_MAX),
+        int("d2", 1, I32_MAX), int("sy2", 0, I32_MAX), int("s02", 0, I32_MAX),
+        int("s12", 0, I32_MAX), int("s22", 0, I32_MAX), int("s32", 0, I32_MAX),
+        int("d3", 1, I32_MAX), int("sy3", 0, I32_MAX), int("s03", 0, I32_MAX),
+        int("s13", 0, I32_MAX), int("s23", 0, I32_MAX), int("s33", 0, I32_MAX),
+        int("d4", 1, I32_MAX), int("sy4", 0, I32_MAX), int("s04", 0, I32_MAX),
+        int("s14", 0, I32_MAX), int("s24", 0, I32_MAX), int("s34", 0, I32_MAX),
+        float("p00"), float("p01"), float("p02"), float("p10"), float("p11"), float("p12"),
+        float("p20"), float("p21"), float("p22"), float("p30"), float("p31"), float("p32"),
+        int("op0", 0, I32_MAX), int("op1", 0, I32_MAX), int("op2", 0, I32_MAX),
+        int("op3", 0, I32_MAX),
+        int("spec", 0, 1), int("block", 64, 8192), int("group", 1, 2), int("num_warps", 1, 16),
+        int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
+        uid("y.uid"), int("dtype", 1, 3),
+    ];
+    const POINTERS: &'static [&'static str] = &["x0.uid", "x1.uid", "x2.uid", "x3.uid", "y.uid"];
+    const ALIGNED: &'static [&'static str] = Self::POINTERS;
+    const ALIGNED_TEXT: &'static str = "every tensor 16-byte aligned";
+    const OPTIONAL: &'static [&'static str] = &["x0.uid", "x1.uid", "x2.uid", "x3.uid"];
+
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        read_graph(graph)
+    }
+
+    fn dtype(&self) -> i8 {
+        self.dtype
+    }
+
+    /// The spec hints, the light group, then the static rule (module docs).
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        self.config = config.clone();
+        if config.spec && !self.fits_spec() {
+            return Err(na(format!(
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (every input dense or one element, a dense output, no BOOLEAN tensor, a multiple of 16 elements)",
+                kernel.describe()
+            )));
         }
-        put("y.uid".into(), self.y_uid);
-        put("dtype".into(), i64::from(self.dtype));
-        put("flags".into(), self.flags());
+        if config.group_m == 2 && !self.is_light() {
+            let what = if self.program.len() > 1 {
+                format!("{} nodes", self.program.len())
+            } else {
+                format!("mode {:?}", self.program[0].mode)
+            };
+            return Err(na(format!(
+                "kernel {} is a light entry (one node of a light mode); this graph has {what}",
+                kernel.describe()
+            )));
+        }
+        if config.block[0] > 1024 && self.count() < 1 << 20 {
+            return Err(na(format!(
+                "kernel {}: static rule: a {}-element block for {} elements; a smaller block serves this graph",
+                kernel.describe(),
+                config.block[0],
+                self.count()
+            )));
+        }
+        Ok(())
+    }
+
+    fn ints(&self) -> Vec<i64> {
+        let mut v = vec![self.flags()];
+        v.extend((0..MAX_INPUTS).map(|t| self.input_uids.get(t).copied().unwrap_or(0)));
         for k in 0..5 {
-            put(format!("d{k}"), self.dims[k]);
-            put(format!("sy{k}"), self.y_strides[k]);
-            for t in 0..MAX_INPUTS {
-                put(stride_name(t, k), self.strides[t][k]);
-            }
+            v.extend([self.dims[k], self.y_strides[k]]);
+            v.extend(self.strides.iter().map(|s| s[k]));
         }
+        let op = |k: usize| self.program.get(k);
         for k in 0..MAX_NODES {
-            put(
-                format!("op{k}"),
-                self.program.get(k).map_or(0, PointwiseOpCode::encode),
-            );
+            v.extend(op(k).map_or([0.0; 3], |o| o.params).map(slot_of));
         }
+        v.extend((0..MAX_NODES).map(|k| op(k).map_or(0, PointwiseOpCode::encode)));
         let c = &self.config;
-        for (n, x) in CONFIG.iter().zip([
-            i64::from(c.spec),
-            c.block[0],
-            c.group_m,
-            c.num_warps,
-            c.warp_size,
-            c.shared_bytes,
-        ]) {
-            put(n.to_string(), x);
-        }
-        for k in 0..MAX_NODES {
-            let p = self.program.get(k).map_or([0.0; 3], |o| o.params);
-            for (j, x) in p.iter().enumerate() {
-                v.insert(param_name(k, j), LaunchValue::Float(f64::from(*x)));
-            }
-        }
+        v.extend([c.variant_code(), c.block[0], c.group_m, c.num_warps]);
+        v.extend([c.shared_bytes, c.warp_size, self.y_uid, self.dtype.into()]);
         v
     }
 
-    /// Reads values saved under `dispatch` and checks them.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the reader texts (unknown name, missing value, int out
-    /// of range); `launch value 'x<t>.uid' of dispatch '<d>' must be present exactly for the
-    /// <n> inputs that 'flags' names; flags is <f>`; `launch value 'flags' of dispatch '<d>'
-    /// holds <f>, which sets an unknown bit or type code`; `launch value 'op<k>' of dispatch
-    /// '<d>' holds <v>, which is not a node program entry for node <k> of <n> over <i>
-    /// inputs`; `launch value 'p<k><j>' of dispatch '<d>' must be a float that f32 holds
-    /// exactly, and the plan holds <v>`; `launch values of dispatch '<d>' name the spec
-    /// variant, whose tensors must be dense or one element over a multiple of 16 elements`;
-    /// `launch values of dispatch '<d>' give <n> elements; the contract takes fewer than
-    /// 2147418112`; the geometry text of [`Self::geometry_for`].
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let names = value_names();
-        let name_refs: Vec<&str> = names.iter().map(String::as_str).collect();
-        let r = ContractReader::new(dispatch, POINTWISE_V3, &name_refs, values)?;
-        let d = quote(dispatch);
-        let flags = r.int("flags", 0, i64::from(u32::MAX))?;
-        let n_in = ((flags >> 16) & 7) as usize;
-        let n_nodes = ((flags >> 20) & 7) as usize;
+    fn from_ints(v: &[i64]) -> Self {
+        let flags = v[0];
+        let (n_in, n_nodes) = (((flags >> 16) & 7) as usize, ((flags >> 20) & 7) as usize);
+        let at = |k: usize, j: usize| v[DIM0 + 6 * k + j];
+        let params = |k: usize| std::array::from_fn(|j| f32_of(v[PARAM0 + 3 * k + j]));
+        let c = &v[CONFIG0..];
+        let mut config = TritonConfig::restored(
+            POINTWISE_FUSED_FAMILY,
+            c[0],
+            [c[1], 1, 1],
+            c[2],
+            c[3],
+            c[4],
+            c[5],
+        );
+        config.num_stages = 1;
+        PointwiseV3Inputs {
+            input_uids: v[1..1 + n_in].to_vec(),
+            y_uid: c[6],
+            dtype: c[7] as i8,
+            dims: std::array::from_fn(|k| at(k, 0)),
+            strides: std::array::from_fn(|t| std::array::from_fn(|k| at(k, 2 + t))),
+            y_strides: std::array::from_fn(|k| at(k, 1)),
+            types: std::array::from_fn(|t| (flags >> if t == MAX_INPUTS { 8 } else { 2 * t }) & 3),
+            program: (0..n_nodes)
+                .filter_map(|k| decode_op(v[OP0 + k], k, n_in, n_nodes, params(k)))
+                .collect(),
+            config,
+        }
+    }
+
+    /// After `flags`: its known bits, counts and type codes (`launch value 'flags' of
+    /// dispatch '<d>' holds <f>, which sets an unknown bit or type code`); `x<t>.uid`
+    /// present exactly for the `n_in` inputs (`launch value 'x<t>.uid' of dispatch '<d>'
+    /// must be present exactly for the <n> inputs that 'flags' names; flags is <f>`); an
+    /// absent input's strides in [0, 0]; each `op<k>` decoded as read (`launch value
+    /// 'op<k>' of dispatch '<d>' holds <v>, which is not a node program entry for node <k>
+    /// of <n> over <i> inputs`); after the last value: `launch values of dispatch '<d>' give
+    /// <n> elements; the contract takes fewer than 2147418112`, `launch values of dispatch
+    /// '<d>' name the spec variant, whose tensors must be dense or one element over a
+    /// multiple of 16 elements`, and `flags` as the launch gives it.
+    fn read_value(r: &ValueReader<'_>, read: &[i64], i: usize) -> PluginResult<i64> {
+        let d = r.dispatch();
+        let flags = read.first().copied().unwrap_or(0);
+        let (n_in, n_nodes) = (((flags >> 16) & 7) as usize, ((flags >> 20) & 7) as usize);
         let bad_flags = || {
             incompatible(format!(
                 "launch value 'flags' of dispatch '{d}' holds {flags}, which sets an unknown bit or type code"
             ))
         };
-        let known = 0x3ff | 0xf << 12 | 7 << 16 | 7 << 20;
-        if flags & !known != 0
-            || !(1..=MAX_INPUTS).contains(&n_in)
-            || !(1..=MAX_NODES).contains(&n_nodes)
-            || flags >> 10 & 3 != 0
-        {
-            return Err(bad_flags());
-        }
-        let mut types = [0i64; MAX_INPUTS + 1];
-        for (t, ty) in types.iter_mut().enumerate() {
-            let shift = if t == MAX_INPUTS { 8 } else { 2 * t };
-            *ty = (flags >> shift) & 3;
-            if *ty == 3 || (t < MAX_INPUTS && t >= n_in && *ty != 0) {
-                return Err(bad_flags());
-            }
-        }
-        let mut input_uids = Vec::with_capacity(n_in);
-        for t in 0..MAX_INPUTS {
-            let n = uid_name(t);
-            if values.contains_key(&n) != (t < n_in) {
-                return Err(incompatible(format!(
-                    "launch value '{n}' of dispatch '{d}' must be present exactly for the {n_in} inputs that 'flags' names; flags is {flags}"
-                )));
-            }
-            if t < n_in {
-                input_uids.push(r.int(&n, i64::MIN, i64::MAX)?);
-            }
-        }
-        let mut dims = [1i64; 5];
-        let mut y_strides = [0i64; 5];
-        let mut strides = [[0i64; 5]; MAX_INPUTS];
-        for k in 0..5 {
-            dims[k] = r.int(&format!("d{k}"), 1, I32_MAX)?;
-            y_strides[k] = r.int(&format!("sy{k}"), 0, I32_MAX)?;
-            for (t, s) in strides.iter_mut().enumerate() {
-                let hi = if t < n_in { I32_MAX } else { 0 };
-                s[k] = r.int(&stride_name(t, k), 0, hi)?;
-            }
-        }
-        let mut params = [[0f32; 3]; MAX_NODES];
-        for (k, pk) in params.iter_mut().enumerate() {
-            for (j, p) in pk.iter_mut().enumerate() {
-                let n = param_name(k, j);
-                *p = match values.get(&n) {
-                    Some(LaunchValue::Float(v)) if f64::from(*v as f32) == *v || v.is_nan() => {
-                        *v as f32
+        match i {
+            1..=4 => {
+                let t = i - 1;
+                if t == 0 {
+                    let known = 0x3ff | 0xf << 12 | 7 << 16 | 7 << 20;
+                    if flags & !known != 0
+                        || !(1..=MAX_INPUTS).contains(&n_in)
+                        || !(1..=MAX_NODES).contains(&n_nodes)
+                        || flags >> 10 & 3 != 0
+                    {
+                        return Err(bad_flags());
                     }
-                    Some(o) => {
-                        let held = match o {
-                            LaunchValue::Float(v) => v.to_string(),
-                            o => o.type_name().to_string(),
-                        };
-                        return Err(incompatible(format!(
-                            "launch value '{n}' of dispatch '{d}' must be a float that f32 holds exactly, and the plan holds {held}"
-                        )));
+                    for t in 0..=MAX_INPUTS {
+                        let shift = if t == MAX_INPUTS { 8 } else { 2 * t };
+                        let ty = (flags >> shift) & 3;
+                        if ty == 3 || (t < MAX_INPUTS && t >= n_in && ty != 0) {
+                            return Err(bad_flags());
+                        }
                     }
-                    None => {
-                        return Err(incompatible(format!(
-                            "dispatch '{d}' needs launch value '{n}' (float), and the plan has none"
-                        )));
-                    }
-                };
+                }
+                let n = Self::VALUES[i].name;
+                if r.has(n) != (t < n_in) {
+                    return Err(incompatible(format!(
+                        "launch value '{n}' of dispatch '{d}' must be present exactly for the {n_in} inputs that 'flags' names; flags is {flags}"
+                    )));
+                }
+                if t < n_in { r.read(i) } else { Ok(0) }
             }
-        }
-        let mut program = Vec::with_capacity(n_nodes);
-        for (k, pk) in params.iter().enumerate() {
-            let n = format!("op{k}");
-            let v = r.int(&n, 0, I32_MAX)?;
-            if k >= n_nodes {
-                if v != 0 {
+            DIM0..PARAM0 if (i - DIM0) % 6 >= 2 + n_in => r.int(Self::VALUES[i].name, 0, 0),
+            OP0..CONFIG0 => {
+                let (k, v) = (i - OP0, r.read(i)?);
+                let p = |j: usize| f32_of(read[PARAM0 + 3 * k + j]);
+                if (k >= n_nodes && v != 0)
+                    || (k < n_nodes && decode_op(v, k, n_in, n_nodes, [p(0), p(1), p(2)]).is_none())
+                {
                     return Err(bad_op(&d, k, v, n_nodes, n_in));
                 }
-                continue;
+                Ok(v)
             }
-            let op = decode_op(v, k, n_in, n_nodes, *pk)
-                .ok_or_else(|| bad_op(&d, k, v, n_nodes, n_in))?;
-            program.push(op);
+            _ if i + 1 == Self::VALUES.len() => {
+                let mut all = read.to_vec();
+                all.push(r.read(i)?);
+                let inputs = Self::from_ints(&all);
+                let n = inputs.dims.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
+                if n.is_none_or(|n| n >= MAX_ELEMENTS) {
+                    return Err(incompatible(format!(
+                        "launch values of dispatch '{d}' give {} elements; the contract takes fewer than {MAX_ELEMENTS}",
+                        n.map_or_else(|| "more than 2^63".to_string(), |n| n.to_string())
+                    )));
+                }
+                if inputs.config.spec && !inputs.fits_spec() {
+                    return Err(incompatible(format!(
+                        "launch values of dispatch '{d}' name the spec variant, whose tensors must be dense or one element over a multiple of 16 elements"
+                    )));
+                }
+                if inputs.flags() != flags {
+                    return Err(bad_flags());
+                }
+                Ok(all[i])
+            }
+            _ => r.read(i),
         }
-        let config = TritonConfig {
-            family: POINTWISE_FUSED_FAMILY.into(),
-            dtype: String::new(),
-            spec: r.int("spec", 0, 1)? == 1,
-            channels_first: false,
-            transposing: false,
-            b_col: false,
-            block: [r.int("block", 64, 8192)?, 1, 1],
-            group_m: r.int("group", 1, 2)?,
-            num_warps: r.int("num_warps", 1, 16)?,
-            num_stages: 1,
-            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
-            warp_size: r.int("warp_size", 32, 64)?,
-        };
-        let inputs = PointwiseV3Inputs {
-            input_uids,
-            y_uid: r.int("y.uid", i64::MIN, i64::MAX)?,
-            dtype: r.int("dtype", 1, 3)? as i8,
-            dims,
-            strides,
-            y_strides,
-            types,
-            program,
-            config,
-        };
-        let n = dims.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-        if n.is_none_or(|n| n >= MAX_ELEMENTS) {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' give {} elements; the contract takes fewer than {MAX_ELEMENTS}",
-                n.map_or_else(|| "more than 2^63".to_string(), |n| n.to_string())
-            )));
-        }
-        if inputs.config.spec && !inputs.fits_spec() {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the spec variant, whose tensors must be dense or one element over a multiple of 16 elements"
-            )));
-        }
-        if inputs.flags() != flags {
-            return Err(bad_flags());
-        }
-        if inputs.config.group_m == 2 && !inputs.is_light() {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the light group (2), which runs one node of a light mode"
-            )));
-        }
-        inputs.geometry_for(dispatch)?;
-        Ok(inputs)
     }
 
-    /// Grid, block and shared memory (shared by build and restore).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`.
-    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
-        let c = &self.config;
-        let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [((self.count() + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+    fn present(&self, name: &str) -> bool {
+        let t = Self::OPTIONAL.iter().position(|n| *n == name);
+        t.is_some_and(|t| t < self.input_uids.len())
     }
 
-    /// The prepared launch: `pointer_uids` the inputs then y; `scalar_args` the variant's
-    /// integers in kernel order, then the twelve f32 parameters.
-    ///
-    /// # Errors
-    /// As [`Self::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        let mut pointer_uids = self.input_uids.clone();
-        pointer_uids.push(self.y_uid);
+    /// `launch values of dispatch '<d>' name the light group (2), which runs one node of a
+    /// light mode`, then the geometry.
+    fn check(&self, dispatch: &str) -> PluginResult<()> {
+        if self.config.group_m == 2 && !self.is_light() {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{}' name the light group (2), which runs one node of a light mode",
+                quote(dispatch)
+            )));
+        }
+        self.geometry(dispatch).map(|_| ())
+    }
+
+    fn param_names(spec: bool) -> Vec<&'static str> {
+        let name = |i: usize| Self::VALUES[i].name;
+        let mut v = vec!["x0_ptr", "x1_ptr", "x2_ptr", "x3_ptr", "y_ptr", "n"];
+        if !spec {
+            v.extend((1..5).map(|k| name(DIM0 + 6 * k)));
+            for t in 0..MAX_INPUTS {
+                v.extend((0..5).map(|k| name(DIM0 + 6 * k + 2 + t)));
+            }
+            v.extend((0..5).map(|k| name(DIM0 + 6 * k + 1)));
+        }
+        v.push("flags");
+        v.extend((OP0..CONFIG0).map(name));
+        v.extend((PARAM0..OP0).map(name));
+        v.extend(["global_scratch", "profile_scratch"]);
+        v
+    }
+
+    /// n, [generic: d1..d4, the 20 input strides, sy0..sy4], flags, op0..op3.
+    fn scalars(&self) -> Vec<i64> {
         let mut ints = vec![self.count()];
         if !self.config.spec {
             ints.extend_from_slice(&self.dims[1..]);
@@ -551,21 +496,25 @@ impl PointwiseV3Inputs {
         for k in 0..MAX_NODES {
             ints.push(self.program.get(k).map_or(0, PointwiseOpCode::encode));
         }
-        let mut scalar_args: Vec<KernelArgValue> = ints
-            .into_iter()
-            .map(|v| KernelArgValue::I32(v as i32))
-            .collect();
-        for k in 0..MAX_NODES {
-            let p = self.program.get(k).map_or([0.0; 3], |o| o.params);
-            scalar_args.extend(p.iter().map(|x| KernelArgValue::F32(*x)));
-        }
-        Ok(PreparedLaunch {
-            dispatch: POINTWISE_V3.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(POINTWISE_V3)?,
-            workspace_bytes: 0,
-            pointer_uids,
-            scalar_args,
+        ints
+    }
+
+    /// p00..p32 (0 for nodes past the program).
+    fn float_scalars(&self) -> Vec<f32> {
+        (0..MAX_NODES)
+            .flat_map(|k| self.program.get(k).map_or([0.0; 3], |o| o.params))
+            .collect()
+    }
+
+    /// Grid (cdiv(n, block), 1, 1); `NOT_APPLICABLE` [`TritonConfig::threads_per_block`]'s
+    /// text.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let c = &self.config;
+        let threads = c.threads_per_block(dispatch)?;
+        Ok(LaunchGeometry {
+            grid: [((self.count() + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
+            block: [threads as u32, 1, 1],
+            shared_mem_bytes: c.shared_bytes as u32,
         })
     }
 }
@@ -703,7 +652,7 @@ fn type_code(dt: DataType, entry: DataType) -> Option<i64> {
 }
 
 /// The graph's launch inputs (config still the placeholder; the handler picks the entry).
-fn match_graph(graph: &OperationGraph) -> PluginResult<PointwiseV3Inputs> {
+fn read_graph(graph: &OperationGraph) -> PluginResult<PointwiseV3Inputs> {
     let g = graph.graph();
     let raw: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
     if raw.is_empty() || raw.len() > MAX_NODES {
@@ -978,104 +927,4 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<PointwiseV3Inputs> {
         config: TritonConfig::parse("pointwise_fused_f32_generic_1024x1x1_g1_w4_s1_sh0_ws32")
             .unwrap_or_else(|| unreachable!("a valid config name")),
     })
-}
-
-/// The v3 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PointwiseV3Handler;
-
-impl PointwiseV3Handler {
-    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE`: the graph texts of the module docs; `kernel <k> is not a packed
-    /// pointwise_fused entry`; `kernel <k> is built for <dtype>, the graph is <dtype>`;
-    /// `kernel <k> is the spec variant; …`; `kernel <k>: static rule: …`.
-    pub fn inputs_for(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PointwiseV3Inputs> {
-        let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::for_kernel(kernel, POINTWISE_FUSED_FAMILY, inputs.dtype)?;
-        inputs.config = config.clone();
-        if config.spec && !inputs.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (every input dense or one element, a dense output, no BOOLEAN tensor, a multiple of 16 elements)",
-                kernel.describe()
-            )));
-        }
-        if config.group_m == 2 && !inputs.is_light() {
-            let what = if inputs.program.len() > 1 {
-                format!("{} nodes", inputs.program.len())
-            } else {
-                format!("mode {:?}", inputs.program[0].mode)
-            };
-            return Err(na(format!(
-                "kernel {} is a light entry (one node of a light mode); this graph has {what}",
-                kernel.describe()
-            )));
-        }
-        if config.block[0] > 1024 && inputs.count() < 1 << 20 {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-element block for {} elements; a smaller block serves this graph",
-                kernel.describe(),
-                config.block[0],
-                inputs.count()
-            )));
-        }
-        Ok(inputs)
-    }
-}
-
-impl DispatchHandler for PointwiseV3Handler {
-    packed_triton_handler_methods!(POINTWISE_V3, "pointwise_fused", PointwiseV3Inputs);
-
-    /// x0..x3 (null when absent), y, the integers, the f32 parameters, two null scratch
-    /// pointers. A spec launch refuses (BAD_PARAM) any tensor address that is not 16-byte
-    /// aligned.
-    ///
-    /// # Errors
-    /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized
-    /// pointwise_fused kernel, which needs every tensor 16-byte aligned`; `the variant pack
-    /// binds no memory to tensor UID <u>`; `tensor UID <u> is bound to host memory; the
-    /// ingestor launches on device memory`.
-    fn kernel_args(
-        &self,
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        let spec = is_spec(&launch.launch_values);
-        let n_in = launch.pointer_uids.len().saturating_sub(1);
-        let mut ptrs = Vec::with_capacity(launch.pointer_uids.len());
-        for uid in &launch.pointer_uids {
-            let t = tensors.iter().find(|t| t.uid == *uid).ok_or_else(|| {
-                PluginError::bad_param(format!(
-                    "the variant pack binds no memory to tensor UID {uid}"
-                ))
-            })?;
-            let BufferRef::Device { addr, .. } = t.data else {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
-                )));
-            };
-            if spec && addr % 16 != 0 {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is at {addr:#x}; this plan runs the specialized pointwise_fused kernel, which needs every tensor 16-byte aligned"
-                )));
-            }
-            ptrs.push(KernelArgValue::Pointer(addr));
-        }
-        let mut out = Vec::with_capacity(launch.scalar_args.len() + 7);
-        out.extend_from_slice(&ptrs[..n_in]);
-        out.extend(std::iter::repeat_n(
-            KernelArgValue::Pointer(0),
-            MAX_INPUTS - n_in,
-        ));
-        out.push(ptrs[n_in]);
-        out.extend_from_slice(&launch.scalar_args);
-        out.push(KernelArgValue::Pointer(0));
-        out.push(KernelArgValue::Pointer(0));
-        Ok(out)
-    }
 }

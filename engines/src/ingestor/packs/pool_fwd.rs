@@ -62,9 +62,9 @@
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::framework::{
-    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid},
+    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
     graph::{dims_strides, na, tensor},
-    triton::{TritonConfig, kept},
+    triton::TritonConfig,
 };
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValues;
@@ -469,7 +469,7 @@ impl TritonFamily for PoolFwdInputs {
         }
     }
 
-    fn has(&self, name: &str) -> bool {
+    fn present(&self, name: &str) -> bool {
         name != "index.uid" || self.index_uid.is_some()
     }
 
@@ -538,7 +538,7 @@ impl TritonFamily for PoolFwdInputs {
         ]);
         v.extend(["win_d", "win_h", "win_w", "str_d", "str_h", "str_w"]);
         v.extend(["pad_d", "pad_h", "pad_w"]);
-        v.extend(kept(&STRIDES, &SPEC_ONE, spec));
+        v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
         if !spec {
             v.push("cl");
         }
@@ -551,7 +551,7 @@ impl TritonFamily for PoolFwdInputs {
         let spec = self.config.spec;
         let mut v = self.shape.to_vec();
         v.extend(self.window);
-        v.extend(kept(&self.strides, &SPEC_ONE, spec));
+        v.extend(spec_kept(&self.strides, spec, &SPEC_ONE));
         if !spec {
             v.push(i64::from(self.cl));
         }

@@ -67,9 +67,9 @@
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::framework::{
-    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid},
+    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
     graph::{dims_strides, na, tensor},
-    triton::{TritonConfig, kept},
+    triton::TritonConfig,
 };
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValues;
@@ -371,7 +371,7 @@ impl TritonFamily for ReduceFwdInputs {
 
     fn param_names(spec: bool) -> Vec<&'static str> {
         let mut v = vec!["x_ptr", "y_ptr", "rows", "kin", "rout", "rin"];
-        v.extend(kept(&STRIDES, &SPEC_ONE, spec));
+        v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
         if !spec {
             v.push("yal");
         }
@@ -384,7 +384,7 @@ impl TritonFamily for ReduceFwdInputs {
     fn scalars(&self) -> Vec<i64> {
         let spec = self.config.spec;
         let mut v = self.shape.to_vec();
-        v.extend(kept(&self.strides, &SPEC_ONE, spec));
+        v.extend(spec_kept(&self.strides, spec, &SPEC_ONE));
         if !spec {
             v.push(0);
         }

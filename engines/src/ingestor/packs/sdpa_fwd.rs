@@ -64,18 +64,19 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
-use crate::ingestor::framework::graph::tensor;
-use crate::ingestor::framework::graph::{dims_strides, na};
-use crate::ingestor::framework::triton::packed_triton_handler_methods;
-use crate::ingestor::framework::triton::{TritonConfig, is_spec};
+use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::framework::family::{
+    self, I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, check_aligned, int,
+    pointer_args, spec_kept, uid,
+};
+use crate::ingestor::framework::graph::{dims_strides, na, one_node, tensor};
+use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{DataType, DiagonalAlignment, Node};
+use hipdnn_backend::status::PluginResult;
+use hipdnn_schema::graph::{DataType, DiagonalAlignment};
 use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
 
 /// The versioned contract name.
@@ -99,8 +100,6 @@ pub const FLAG_MAX: i64 = 64;
 /// `flags` bit: write Σexp(s − max) to `sum_exp.uid`.
 pub const FLAG_SUM_EXP: i64 = 128;
 
-/// Shape value names, in kernel order (`b` is not a kernel argument).
-const SHAPE: [&str; 6] = ["b", "h", "rep", "sq", "skv", "d"];
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 23] = [
     "sqb", "sqh", "sqs", "sqd", "skb", "skh", "sks", "skd", "svb", "svh", "svs", "svd", "sob",
@@ -110,19 +109,6 @@ const STRIDES: [&str; 23] = [
 const SPEC_UNIT: [usize; 4] = [3, 7, 11, 15];
 /// Indices in [`STRIDES`] of the strides the spec variant needs multiples of 16.
 const SPEC_DIV16: [usize; 12] = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14];
-/// Band and scale value names, in kernel order.
-const MISC: [&str; 6] = ["scale_bits", "mask_kind", "flags", "shift", "right", "left"];
-/// Config value names.
-const CONFIG: [&str; 8] = [
-    "spec",
-    "block_m",
-    "block_n",
-    "block_k",
-    "group_m",
-    "num_warps",
-    "warp_size",
-    "shared_bytes",
-];
 /// Optional tensor value names, in kernel pointer order after q, k, v, o.
 const OPTIONAL: [&str; 5] = [
     "scale.uid",
@@ -131,66 +117,34 @@ const OPTIONAL: [&str; 5] = [
     "max.uid",
     "sum_exp.uid",
 ];
+/// Index in `VALUES` of the first stride, of `scale_bits` (then mask_kind, flags, shift,
+/// right, left: kernel order) and of the first optional UID.
+const STRIDE0: usize = 11;
+const MISC0: usize = 34;
+const OPT0: usize = 40;
+/// The largest query tile the static rule gives a banded graph on a warp-32 (CUDA) target
+/// with head dim bucket 64 or 128 (module docs).
+const BANDED_MAX_ROWS: i64 = 64;
+
+/// The dispatch handler of contract v1 (type and value).
+pub type SdpaFwdHandler = TritonHandler<SdpaFwdInputs>;
+/// The dispatch handler of contract v1.
+#[allow(non_upper_case_globals)]
+pub const SdpaFwdHandler: SdpaFwdHandler = TritonHandler::new();
 
 /// Every value name of the contract, sorted.
 pub fn value_names() -> Vec<&'static str> {
-    let mut v = vec!["q.uid", "k.uid", "v.uid", "o.uid", "dtype"];
-    v.extend(OPTIONAL);
-    v.extend(SHAPE);
-    v.extend(STRIDES);
-    v.extend(MISC);
-    v.extend(CONFIG);
-    v.sort_unstable();
-    v
+    family::value_names(SdpaFwdInputs::VALUES)
 }
 
 /// The kernel parameter names of a variant, in order (with the two scratch pointers).
 pub fn param_names(spec: bool) -> Vec<&'static str> {
-    let mut v = vec![
-        "q_ptr",
-        "k_ptr",
-        "v_ptr",
-        "o_ptr",
-        "scale_ptr",
-        "mask_ptr",
-        "stats_ptr",
-        "max_ptr",
-        "sum_ptr",
-        "H",
-        "REP",
-        "SQ",
-        "SKV",
-        "D",
-    ];
-    v.extend(
-        STRIDES
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| !(spec && SPEC_UNIT.contains(i)))
-            .map(|(_, n)| *n),
-    );
-    v.extend(MISC);
-    v.extend(["global_scratch", "profile_scratch"]);
-    v
+    <SdpaFwdInputs as TritonFamily>::param_names(spec)
 }
 
 /// The kernel signature of a variant (natural layout, named).
 pub fn signature(spec: bool) -> Vec<KernelArgument> {
-    let mut off = 0u32;
-    param_names(spec)
-        .into_iter()
-        .map(|n| {
-            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
-                ("global_buffer", 8)
-            } else {
-                ("by_value", 4)
-            };
-            off = off.div_ceil(size) * size;
-            let a = KernelArgument::named(kind, size, off, n);
-            off += size;
-            a
-        })
-        .collect()
+    <SdpaFwdInputs as TritonFamily>::signature(spec)
 }
 
 /// The launch inputs of contract v1.
@@ -224,165 +178,234 @@ impl SdpaFwdInputs {
     pub fn bucket(d: i64) -> i64 {
         (d.max(1) as u64).next_power_of_two().max(32) as i64
     }
+}
 
-    /// The launch values.
-    pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: &str, x: i64| {
-            v.insert(n.to_string(), LaunchValue::Int(x));
-        };
-        for (n, x) in ["q.uid", "k.uid", "v.uid", "o.uid"].iter().zip(self.uids) {
-            put(n, x);
+impl TritonFamily for SdpaFwdInputs {
+    const FAMILY: &'static str = "sdpa_fwd";
+    const CONTRACT: &'static str = SDPA_FWD_V1;
+    #[rustfmt::skip]
+    const VALUES: &'static [IntValue] = &[
+        uid("q.uid"), uid("k.uid"), uid("v.uid"), uid("o.uid"), int("dtype", 1, 3),
+        int("b", 1, I32_MAX), int("h", 1, I32_MAX), int("rep", 1, I32_MAX),
+        int("sq", 1, SEQ_MAX), int("skv", 1, SEQ_MAX), int("d", 1, I32_MAX),
+        int("sqb", 0, I32_MAX), int("sqh", 0, I32_MAX), int("sqs", 0, I32_MAX), int("sqd", 0, I32_MAX),
+        int("skb", 0, I32_MAX), int("skh", 0, I32_MAX), int("sks", 0, I32_MAX), int("skd", 0, I32_MAX),
+        int("svb", 0, I32_MAX), int("svh", 0, I32_MAX), int("svs", 0, I32_MAX), int("svd", 0, I32_MAX),
+        int("sob", 0, I32_MAX), int("soh", 0, I32_MAX), int("sos", 0, I32_MAX), int("sod", 0, I32_MAX),
+        int("smb", 0, I32_MAX), int("smh", 0, I32_MAX), int("sms", 0, I32_MAX), int("smk", 0, I32_MAX),
+        int("stb", 0, I32_MAX), int("sth", 0, I32_MAX), int("sts", 0, I32_MAX),
+        int("scale_bits", i32::MIN as i64, I32_MAX), int("mask_kind", 0, 4), int("flags", 0, 255),
+        int("shift", -SEQ_MAX, SEQ_MAX), int("right", -BOUND_MAX, BOUND_MAX),
+        int("left", -BOUND_MAX, BOUND_MAX),
+        uid("scale.uid"), uid("mask.uid"), uid("stats.uid"), uid("max.uid"), uid("sum_exp.uid"),
+        int("spec", 0, 1), int("block_m", 16, 256), int("block_n", 16, 256),
+        int("block_k", 16, 256), int("group_m", 1, 64), int("num_warps", 1, 16),
+        int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
+    ];
+    #[rustfmt::skip]
+    const POINTERS: &'static [&'static str] = &[
+        "q.uid", "k.uid", "v.uid", "o.uid", "scale.uid", "mask.uid", "stats.uid", "max.uid",
+        "sum_exp.uid",
+    ];
+    const ALIGNED: &'static [&'static str] = &["q.uid", "k.uid", "v.uid", "o.uid"];
+    const ALIGNED_TEXT: &'static str = "16-byte aligned q, k, v and o";
+    const OPTIONAL: &'static [&'static str] = &OPTIONAL;
+
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        read_graph(graph)
+    }
+
+    fn dtype(&self) -> i8 {
+        self.dtype
+    }
+
+    /// The head-dim bucket, the spec hints, the mask-tensor group, then the static rule
+    /// (module docs): `kernel <k> serves head dims in the bucket <b>; the graph's head dim
+    /// <d> takes bucket <b'>`; `kernel <k> is the spec variant; the graph's layout does not
+    /// satisfy its hints (…)`; the group and static-rule texts.
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        let d = self.shape[5];
+        let want = SdpaFwdInputs::bucket(d);
+        if config.block[2] != want {
+            return Err(na(format!(
+                "kernel {} serves head dims in the bucket {}; the graph's head dim {d} takes bucket {want}",
+                kernel.describe(),
+                config.block[2]
+            )));
         }
-        for (n, x) in OPTIONAL.iter().zip(self.optional) {
-            if let Some(x) = x {
-                put(n, x);
-            }
+        if config.spec && !self.fits_spec() {
+            return Err(na(format!(
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (head dim a multiple of 16, unit head-dim strides, q/k/v/o batch, head and row strides multiples of 16)",
+                kernel.describe()
+            )));
         }
-        put("dtype", i64::from(self.dtype));
-        for (n, x) in SHAPE.iter().zip(self.shape) {
-            put(n, x);
+        let has_mask = self.misc[1] != 0;
+        if config.group_m == 2 && has_mask {
+            return Err(na(format!(
+                "kernel {} is built without the mask-tensor code (group 2); this graph has a mask tensor",
+                kernel.describe()
+            )));
         }
-        for (n, x) in STRIDES.iter().zip(self.strides) {
-            put(n, x);
+        if config.spec && config.group_m != 2 && !has_mask {
+            return Err(na(format!(
+                "kernel {}: static rule: a graph without a mask tensor takes the group-2 twin of this tile (built without the mask-tensor code: fewer registers)",
+                kernel.describe()
+            )));
         }
-        for (n, x) in MISC.iter().zip(self.misc) {
-            put(n, x);
+        let banded = self.misc[2] & (FLAG_RIGHT | FLAG_LEFT) != 0;
+        if config.spec
+            && banded
+            && config.warp_size == 32
+            && config.block[0] > BANDED_MAX_ROWS
+            && config.block[2] >= 64
+        {
+            return Err(na(format!(
+                "kernel {}: static rule: a banded (causal) graph skips most key blocks of a {}-row tile's later rows; a {BANDED_MAX_ROWS}-row tile serves this graph",
+                kernel.describe(),
+                config.block[0]
+            )));
         }
+        self.config = config;
+        Ok(())
+    }
+
+    fn ints(&self) -> Vec<i64> {
         let c = &self.config;
-        for (n, x) in CONFIG.iter().zip([
-            i64::from(c.spec),
+        let mut v = self.uids.to_vec();
+        v.push(self.dtype.into());
+        v.extend(self.shape);
+        v.extend(self.strides);
+        v.extend(self.misc);
+        v.extend(self.optional.map(|o| o.unwrap_or(0)));
+        v.extend([
+            c.variant_code(),
             c.block[0],
             c.block[1],
             c.block[2],
             c.group_m,
-            c.num_warps,
-            c.warp_size,
-            c.shared_bytes,
-        ]) {
-            put(n, x);
-        }
+        ]);
+        v.extend([c.num_warps, c.shared_bytes, c.warp_size]);
         v
     }
 
-    /// Reads values saved under `dispatch` and checks them.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the reader texts; `launch values of dispatch '<d>':
-    /// 'flags' has bits 1 or 2 set (<f>)`; `launch values of dispatch '<d>': '<name>' is
-    /// present iff <condition>` for an optional UID that disagrees with `flags`/`mask_kind`;
-    /// `launch values of dispatch '<d>': 'rep' must divide 'h' and 'd' must not exceed
-    /// 'block_k'`; `launch values of dispatch '<d>' name the spec variant, whose 'sqd', 'skd',
-    /// 'svd' and 'sod' must be 1`; the geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let names = value_names();
-        let r = ContractReader::new(dispatch, SDPA_FWD_V1, &names, values)?;
-        let max = i64::from(i32::MAX);
-        let min = i64::from(i32::MIN);
-        let uid = |n: &str| r.int(n, i64::MIN, i64::MAX);
-        let uids = [uid("q.uid")?, uid("k.uid")?, uid("v.uid")?, uid("o.uid")?];
-        let dtype = r.int("dtype", 1, 3)? as i8;
-        let mut shape = [0i64; 6];
-        for (i, n) in SHAPE.iter().enumerate() {
-            let hi = if *n == "sq" || *n == "skv" {
-                SEQ_MAX
-            } else {
-                max
-            };
-            shape[i] = r.int(n, 1, hi)?;
-        }
-        let mut strides = [0i64; 23];
-        for (i, n) in STRIDES.iter().enumerate() {
-            strides[i] = r.int(n, 0, max)?;
-        }
-        let misc = [
-            r.int("scale_bits", min, max)?,
-            r.int("mask_kind", 0, 4)?,
-            r.int("flags", 0, 255)?,
-            r.int("shift", -SEQ_MAX, SEQ_MAX)?,
-            r.int("right", -BOUND_MAX, BOUND_MAX)?,
-            r.int("left", -BOUND_MAX, BOUND_MAX)?,
+    fn from_ints(v: &[i64]) -> Self {
+        let (flags, mask_kind) = (v[MISC0 + 2], v[MISC0 + 1]);
+        let has = [
+            flags & FLAG_SCALE_TENSOR != 0,
+            mask_kind != 0,
+            flags & FLAG_STATS != 0,
+            flags & FLAG_MAX != 0,
+            flags & FLAG_SUM_EXP != 0,
         ];
-        let d = quote(dispatch);
-        let flags = misc[2];
-        if flags & 6 != 0 {
+        let c = &v[OPT0 + 5..];
+        let mut config =
+            TritonConfig::restored("sdpa_fwd", c[0], [c[1], c[2], c[3]], c[4], c[5], c[6], c[7]);
+        config.dtype = ["f32", "f16", "bf16"][(v[4] - 1) as usize].into();
+        let mut optional = [None; 5];
+        for (i, o) in optional.iter_mut().enumerate() {
+            *o = Some(v[OPT0 + i]).filter(|_| has[i]);
+        }
+        SdpaFwdInputs {
+            uids: [v[0], v[1], v[2], v[3]],
+            optional,
+            dtype: v[4] as i8,
+            shape: std::array::from_fn(|i| v[5 + i]),
+            strides: std::array::from_fn(|i| v[STRIDE0 + i]),
+            misc: std::array::from_fn(|i| v[MISC0 + i]),
+            config,
+        }
+    }
+
+    /// Before the optional UIDs: `launch values of dispatch '<d>': 'flags' has bits 1 or 2
+    /// set (<f>)`; each optional UID: `launch values of dispatch '<d>': '<name>' is present
+    /// iff <condition>`.
+    fn read_value(r: &ValueReader<'_>, read: &[i64], i: usize) -> PluginResult<i64> {
+        if !(OPT0..OPT0 + 5).contains(&i) {
+            return r.read(i);
+        }
+        let (d, mask_kind, flags) = (r.dispatch(), read[MISC0 + 1], read[MISC0 + 2]);
+        if i == OPT0 && flags & 6 != 0 {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}': 'flags' has bits 1 or 2 set ({flags})"
             )));
         }
-        let wanted = [
+        let (want, cond) = [
             (flags & FLAG_SCALE_TENSOR != 0, "'flags' bit 0"),
-            (misc[1] != 0, "'mask_kind' is not 0"),
+            (mask_kind != 0, "'mask_kind' is not 0"),
             (flags & FLAG_STATS != 0, "'flags' bit 5"),
             (flags & FLAG_MAX != 0, "'flags' bit 6"),
             (flags & FLAG_SUM_EXP != 0, "'flags' bit 7"),
-        ];
-        let mut optional = [None; 5];
-        for (i, (n, (want, cond))) in OPTIONAL.iter().zip(wanted).enumerate() {
-            let has = values.contains_key(*n);
-            if has != want {
-                return Err(incompatible(format!(
-                    "launch values of dispatch '{d}': '{n}' is present iff {cond}"
-                )));
-            }
-            if has {
-                optional[i] = Some(uid(n)?);
-            }
+        ][i - OPT0];
+        let n = OPTIONAL[i - OPT0];
+        let has = r.has(n);
+        if has != want {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}': '{n}' is present iff {cond}"
+            )));
         }
-        let config = TritonConfig {
-            family: "sdpa_fwd".into(),
-            dtype: match dtype {
-                1 => "f32",
-                2 => "f16",
-                _ => "bf16",
-            }
-            .into(),
-            spec: r.int("spec", 0, 1)? == 1,
-            channels_first: false,
-            transposing: false,
-            b_col: false,
-            block: [
-                r.int("block_m", 16, 256)?,
-                r.int("block_n", 16, 256)?,
-                r.int("block_k", 16, 256)?,
-            ],
-            group_m: r.int("group_m", 1, 64)?,
-            num_warps: r.int("num_warps", 1, 16)?,
-            num_stages: 0,
-            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
-            warp_size: r.int("warp_size", 32, 64)?,
-        };
-        if shape[1] % shape[2] != 0 || shape[5] > config.block[2] {
+        if has { r.read(i) } else { Ok(0) }
+    }
+
+    fn present(&self, name: &str) -> bool {
+        let i = OPTIONAL.iter().position(|n| *n == name);
+        i.is_some_and(|i| self.optional[i].is_some())
+    }
+
+    /// `launch values of dispatch '<d>': 'rep' must divide 'h' and 'd' must not exceed
+    /// 'block_k'`; `launch values of dispatch '<d>' name the spec variant, whose 'sqd', 'skd',
+    /// 'svd' and 'sod' must be 1`; the geometry texts.
+    fn check(&self, dispatch: &str) -> PluginResult<()> {
+        let d = quote(dispatch);
+        let shape = self.shape;
+        if shape[1] % shape[2] != 0 || shape[5] > self.config.block[2] {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}': 'rep' must divide 'h' and 'd' must not exceed 'block_k'"
             )));
         }
-        if config.spec && SPEC_UNIT.iter().any(|&i| strides[i] != 1) {
+        if self.config.spec && SPEC_UNIT.iter().any(|&i| self.strides[i] != 1) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose 'sqd', 'skd', 'svd' and 'sod' must be 1"
             )));
         }
-        let inputs = SdpaFwdInputs {
-            uids,
-            optional,
-            dtype,
-            shape,
-            strides,
-            misc,
-            config,
-        };
-        inputs.geometry_for(dispatch)?;
-        Ok(inputs)
+        self.geometry(dispatch).map(|_| ())
     }
 
-    /// Grid, block and shared memory (shared by build and restore).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`;
-    /// `launch values 'b' and 'h' of dispatch '<d>' give <n> batch-heads; the grid takes at
-    /// most 65535`.
-    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+    fn param_names(spec: bool) -> Vec<&'static str> {
+        let mut v = vec![
+            "q_ptr",
+            "k_ptr",
+            "v_ptr",
+            "o_ptr",
+            "scale_ptr",
+            "mask_ptr",
+            "stats_ptr",
+            "max_ptr",
+            "sum_ptr",
+            "H",
+            "REP",
+            "SQ",
+            "SKV",
+            "D",
+        ];
+        v.extend(spec_kept(&STRIDES, spec, &SPEC_UNIT));
+        v.extend(Self::VALUES[MISC0..OPT0].iter().map(|n| n.name));
+        v.extend(["global_scratch", "profile_scratch"]);
+        v
+    }
+
+    /// H, REP, SQ, SKV, D (`b` is not a kernel argument), the strides (spec drops the unit
+    /// head-dim ones), the band and scale values.
+    fn scalars(&self) -> Vec<i64> {
+        let mut ints: Vec<i64> = self.shape[1..].to_vec();
+        ints.extend(spec_kept(&self.strides, self.config.spec, &SPEC_UNIT));
+        ints.extend(self.misc);
+        ints
+    }
+
+    /// Grid (cdiv(sq, block_m), b·h, 1). Errors: `NOT_APPLICABLE`
+    /// [`TritonConfig::threads_per_block`]'s text; `launch values 'b' and 'h' of dispatch
+    /// '<d>' give <n> batch-heads; the grid takes at most 65535`.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let d = quote(dispatch);
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
@@ -400,35 +423,16 @@ impl SdpaFwdInputs {
         })
     }
 
-    /// The prepared launch: `pointer_uids` q, k, v, o then the present optional tensors in
-    /// kernel order; `scalar_args` the variant's integers in kernel order.
-    ///
-    /// # Errors
-    /// As [`Self::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        let mut pointer_uids = self.uids.to_vec();
-        pointer_uids.extend(self.optional.iter().flatten());
-        let spec = self.config.spec;
-        let mut ints: Vec<i64> = self.shape[1..].to_vec();
-        ints.extend(
-            self.strides
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !(spec && SPEC_UNIT.contains(i)))
-                .map(|(_, v)| *v),
-        );
-        ints.extend(self.misc);
-        Ok(PreparedLaunch {
-            dispatch: SDPA_FWD_V1.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(SDPA_FWD_V1)?,
-            workspace_bytes: 0,
-            pointer_uids,
-            scalar_args: ints
-                .into_iter()
-                .map(|v| KernelArgValue::I32(v as i32))
-                .collect(),
-        })
+    /// A spec launch refuses (BAD_PARAM) q, k, v or o bound to an address that is not 16-byte
+    /// aligned before any binding refusal; then [`pointer_args`] (the five optional pointers
+    /// null when absent).
+    fn kernel_args(
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        _workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        check_aligned::<Self>(launch, tensors)?;
+        pointer_args::<Self>(launch, tensors)
     }
 }
 
@@ -453,16 +457,8 @@ fn constant_scale(v: TensorValue) -> Option<f32> {
 /// # Errors
 /// `NOT_APPLICABLE` with the texts of the module docs' refusals, each naming the attribute,
 /// tensor or value.
-fn match_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.len() != 1 {
-        return Err(na(format!(
-            "the sdpa_fwd pack serves graphs of one sdpa node; this graph has {} nodes",
-            nodes.len()
-        )));
-    }
-    let a = nodes[0]
+fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
+    let a = one_node(graph, "sdpa_fwd", "sdpa")?
         .attributes_as_sdpa_attributes()
         .ok_or_else(|| na("the sdpa_fwd pack serves an sdpa (forward) node"))?;
     if a.dropout_probability().is_some_and(|p| p != 0.0) {
@@ -748,117 +744,4 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
         config: TritonConfig::parse("sdpa_fwd_f32_generic_64x32x32_g1_w4_s1_sh0_ws32")
             .unwrap_or_else(|| unreachable!("a valid config name")),
     })
-}
-
-/// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct SdpaFwdHandler;
-
-impl SdpaFwdHandler {
-    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE`: the graph texts; `kernel <k> is not a packed sdpa_fwd entry`;
-    /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> serves head dims
-    /// in the bucket <b>; the graph's head dim <d> takes bucket <b'>`; `kernel <k> is the spec
-    /// variant; the graph's layout does not satisfy its hints (…)`.
-    pub fn inputs_for(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<SdpaFwdInputs> {
-        let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::for_kernel(kernel, "sdpa_fwd", inputs.dtype)?;
-        let d = inputs.shape[5];
-        let want = SdpaFwdInputs::bucket(d);
-        if config.block[2] != want {
-            return Err(na(format!(
-                "kernel {} serves head dims in the bucket {}; the graph's head dim {d} takes bucket {want}",
-                kernel.describe(),
-                config.block[2]
-            )));
-        }
-        if config.spec && !inputs.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (head dim a multiple of 16, unit head-dim strides, q/k/v/o batch, head and row strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
-        let has_mask = inputs.misc[1] != 0;
-        if config.group_m == 2 && has_mask {
-            return Err(na(format!(
-                "kernel {} is built without the mask-tensor code (group 2); this graph has a mask tensor",
-                kernel.describe()
-            )));
-        }
-        if config.spec && config.group_m != 2 && !has_mask {
-            return Err(na(format!(
-                "kernel {}: static rule: a graph without a mask tensor takes the group-2 twin of this tile (built without the mask-tensor code: fewer registers)",
-                kernel.describe()
-            )));
-        }
-        let banded = inputs.misc[2] & (FLAG_RIGHT | FLAG_LEFT) != 0;
-        if config.spec
-            && banded
-            && config.warp_size == 32
-            && config.block[0] > BANDED_MAX_ROWS
-            && config.block[2] >= 64
-        {
-            return Err(na(format!(
-                "kernel {}: static rule: a banded (causal) graph skips most key blocks of a {}-row tile's later rows; a {BANDED_MAX_ROWS}-row tile serves this graph",
-                kernel.describe(),
-                config.block[0]
-            )));
-        }
-        inputs.config = config;
-        Ok(inputs)
-    }
-}
-
-/// The largest query tile the static rule gives a banded graph on a warp-32 (CUDA) target
-/// with head dim bucket 64 or 128 (module docs).
-const BANDED_MAX_ROWS: i64 = 64;
-
-impl DispatchHandler for SdpaFwdHandler {
-    packed_triton_handler_methods!(SDPA_FWD_V1, "sdpa_fwd", SdpaFwdInputs);
-
-    /// q, k, v, o, the five optional pointers (null when absent), the integers, two null
-    /// scratch pointers. A spec launch refuses (BAD_PARAM) q, k, v or o bound to an address
-    /// that is not 16-byte aligned: `tensor UID <u> is at <addr>; this plan runs the
-    /// specialized sdpa_fwd kernel, which needs 16-byte aligned q, k, v and o`.
-    fn kernel_args(
-        &self,
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        if is_spec(&launch.launch_values) {
-            for uid in &launch.pointer_uids[..launch.pointer_uids.len().min(4)] {
-                if let Some(BufferRef::Device { addr, .. }) =
-                    tensors.iter().find(|t| t.uid == *uid).map(|t| &t.data)
-                    && addr % 16 != 0
-                {
-                    return Err(PluginError::bad_param(format!(
-                        "tensor UID {uid} is at {addr:#x}; this plan runs the specialized sdpa_fwd kernel, which needs 16-byte aligned q, k, v and o"
-                    )));
-                }
-            }
-        }
-        let args = default_kernel_args(launch, tensors)?;
-        let n_ptr = launch.pointer_uids.len();
-        let (ptrs, ints) = args.split_at(n_ptr);
-        let mut out = ptrs[..n_ptr.min(4)].to_vec();
-        let mut next = out.len();
-        for name in OPTIONAL {
-            if launch.launch_values.contains_key(name) && next < n_ptr {
-                out.push(ptrs[next]);
-                next += 1;
-            } else {
-                out.push(KernelArgValue::Pointer(0));
-            }
-        }
-        out.extend_from_slice(ints);
-        out.push(KernelArgValue::Pointer(0));
-        out.push(KernelArgValue::Pointer(0));
-        Ok(out)
-    }
 }
