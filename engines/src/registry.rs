@@ -18,7 +18,7 @@ use crate::ingestor::native::conv_fwd::ConvFwdV1Handler;
 use crate::ingestor::native::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::native::pointwise::PointwiseV1Handler;
 use crate::ingestor::native::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
-use crate::ingestor::packs::batchnorm_fwd::{BATCHNORM_FWD_V1, BatchnormFwdHandler};
+use crate::ingestor::packs::batchnorm_fwd;
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
@@ -90,7 +90,7 @@ pack_families! {
     PoolFwd => FamilyDecl::triton::<pool_fwd::PoolFwdInputs>(),
     /// Triton batchnorm inference (both forms) and training forward with the saved and
     /// running statistics (`family: "batchnorm_fwd"`).
-    BatchnormFwd => FamilyDecl::new("batchnorm_fwd", BATCHNORM_FWD_V1, || vec![Arc::new(BatchnormFwdHandler)]),
+    BatchnormFwd => FamilyDecl::triton::<batchnorm_fwd::BatchnormFwdInputs>(),
     /// Triton row gather, the `hipdnn_rs.gather` custom op (`family: "gather"`).
     Gather => FamilyDecl::triton::<gather::GatherInputs>(),
 }

@@ -26,6 +26,7 @@ use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::{FixedDevice, KernelArgValue};
 use hipdnn_engines::ingestor::engine::IngestorEngine;
+use hipdnn_engines::ingestor::framework::family::TritonFamily;
 use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::launch_values::{LaunchValue, LaunchValues};
 use hipdnn_engines::ingestor::packs::batchnorm_fwd::{

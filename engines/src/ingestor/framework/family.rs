@@ -260,17 +260,19 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
         natural_signature(Self::param_names(spec))
     }
 
-    /// The kernel arguments of `launch` for the bound tensors: the default is
-    /// [`pointer_args`] (`POINTERS` by UID, the alignment check of a specialized entry, the
-    /// integers, two null scratch pointers). A family whose kernel takes optional pointers or
-    /// the workspace overrides it.
+    /// The kernel arguments of `launch` for the bound tensors, with the workspace address
+    /// when the caller binds one (`None` from [`DispatchHandler::kernel_args`], `Some` from
+    /// [`DispatchHandler::kernel_args_with_workspace`]): the default is [`pointer_args`]
+    /// (`POINTERS` by UID, the alignment check of a specialized entry, the integers, two null
+    /// scratch pointers). A family whose kernel takes optional pointers or the workspace
+    /// overrides it.
     ///
     /// # Errors
     /// `BAD_PARAM` as [`pointer_args`].
     fn kernel_args(
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
-        workspace: u64,
+        workspace: Option<u64>,
     ) -> PluginResult<Vec<KernelArgValue>> {
         let _ = workspace;
         pointer_args::<Self>(launch, tensors)
@@ -502,7 +504,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        F::kernel_args(launch, tensors, 0)
+        F::kernel_args(launch, tensors, None)
     }
 
     fn kernel_args_with_workspace(
@@ -511,7 +513,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         tensors: &[TensorBinding<'_>],
         workspace: u64,
     ) -> PluginResult<Vec<KernelArgValue>> {
-        F::kernel_args(launch, tensors, workspace)
+        F::kernel_args(launch, tensors, Some(workspace))
     }
 
     fn prologue_launches(

@@ -75,19 +75,21 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
-use crate::ingestor::framework::graph::dims_strides;
-use crate::ingestor::framework::graph::tensor;
-use crate::ingestor::framework::graph::{collapse, na};
-use crate::ingestor::framework::triton::TritonConfig;
+use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::framework::family::{
+    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
+};
+use crate::ingestor::framework::graph::{
+    collapse, dims_strides, na, one_node, scalar_value, tensor,
+};
+use crate::ingestor::framework::triton::{TritonConfig, natural_signature};
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
-use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
 
 /// The versioned contract name.
 pub const BATCHNORM_FWD_V1: &str = "hipkernel.batchnorm_fwd.dispatch.v1";
@@ -131,25 +133,14 @@ pub const TARGET_PROGRAMS: i64 = 1024;
 /// longest `block_m` first.
 pub const TILES: [(i64, i64); 4] = [(1024, 2), (256, 8), (64, 32), (16, 128)];
 
-/// Shape value names (kernel `N C S`).
-const SHAPE: [&str; 3] = ["n", "c", "s"];
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 14] = [
     "sxn", "sxc", "sxs", "syn", "syc", "sys", "ssc", "sbc", "smc", "svc", "ssm", "ssi", "snm",
     "snv",
 ];
-/// Config value names.
-const CONFIG: [&str; 6] = [
-    "spec",
-    "block_m",
-    "block_n",
-    "num_warps",
-    "warp_size",
-    "shared_bytes",
-];
 /// Optional UID value names, the `flags` bit that governs each and whether the value is
 /// present when the bit is set (true) or clear (false).
-const OPTIONAL: [(&str, i64, bool); 8] = [
+const FLAGGED: [(&str, i64, bool); 8] = [
     ("mean.uid", FLAG_TRAINING, false),
     ("var.uid", FLAG_TRAINING, false),
     ("saved_mean.uid", FLAG_SAVED_MEAN, true),
@@ -172,27 +163,6 @@ const POINTERS: [(&str, &[&str]); 10] = [
     ("nm_ptr", &["next_mean.uid"]),
     ("nv_ptr", &["next_var.uid"]),
 ];
-
-/// Every value name of the contract (sorted).
-pub fn value_names() -> Vec<&'static str> {
-    let mut v = vec![
-        "x.uid",
-        "scale.uid",
-        "bias.uid",
-        "y.uid",
-        "dtype",
-        "flags",
-        "splits",
-        "epsilon",
-        "momentum",
-    ];
-    v.extend(OPTIONAL.iter().map(|o| o.0));
-    v.extend(SHAPE);
-    v.extend(STRIDES);
-    v.extend(CONFIG);
-    v.sort_unstable();
-    v
-}
 
 /// Whether stride `i` (an index into the stride names) is a kernel argument of `variant` (0
 /// generic, 1 spec: drops `sxc syc`, 2 nchw: drops `sxs sys`).
@@ -228,21 +198,7 @@ pub fn param_names(variant: i64) -> Vec<&'static str> {
 /// The kernel signature of `variant` (natural layout, named): pointers `global_buffer` 8,
 /// integers and floats `by_value` 4.
 pub fn signature(variant: i64) -> Vec<KernelArgument> {
-    let mut off = 0u32;
-    param_names(variant)
-        .into_iter()
-        .map(|n| {
-            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
-                ("global_buffer", 8)
-            } else {
-                ("by_value", 4)
-            };
-            off = off.div_ceil(size) * size;
-            let a = KernelArgument::named(kind, size, off, n);
-            off += size;
-            a
-        })
-        .collect()
+    natural_signature(param_names(variant))
 }
 
 fn cdiv(a: i64, b: i64) -> i64 {
@@ -373,271 +329,6 @@ impl BatchnormFwdInputs {
             1.0
         }
     }
-
-    /// The launch values.
-    pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: &str, x: i64| {
-            v.insert(n.to_string(), LaunchValue::Int(x));
-        };
-        for (n, u) in ["x.uid", "scale.uid", "bias.uid", "y.uid"]
-            .iter()
-            .zip(self.uids)
-        {
-            put(n, u);
-        }
-        if let Some([m, s]) = self.stats_uids {
-            put("mean.uid", m);
-            put("var.uid", s);
-        }
-        if let Some(u) = self.saved_mean_uid {
-            put("saved_mean.uid", u);
-        }
-        if let Some(u) = self.saved_inv_uid {
-            put("saved_inv.uid", u);
-        }
-        if let Some(r) = self.running_uids {
-            for (n, u) in [
-                "running_mean.uid",
-                "running_var.uid",
-                "next_mean.uid",
-                "next_var.uid",
-            ]
-            .iter()
-            .zip(r)
-            {
-                put(n, u);
-            }
-        }
-        put("dtype", i64::from(self.dtype));
-        for (n, x) in SHAPE.iter().zip(self.shape) {
-            put(n, x);
-        }
-        for (n, x) in STRIDES.iter().zip(self.strides) {
-            put(n, x);
-        }
-        put("flags", self.flags);
-        put("splits", self.splits);
-        let c = &self.config;
-        for (n, x) in CONFIG.iter().zip([
-            c.variant_code(),
-            c.block[0],
-            c.block[1],
-            c.num_warps,
-            c.warp_size,
-            c.shared_bytes,
-        ]) {
-            put(n, x);
-        }
-        for (n, x) in [("epsilon", self.epsilon), ("momentum", self.momentum)] {
-            if let Some(x) = x {
-                v.insert(n.to_string(), LaunchValue::Float(f64::from(x)));
-            }
-        }
-        v
-    }
-
-    /// Reads values saved under `dispatch` and checks them.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the reader texts; `launch value '<n>' of dispatch '<d>'
-    /// must be present exactly when 'flags' bit <b> is set|clear; flags is <f>`; `launch values
-    /// of dispatch '<d>' hold flags <f>: bit 2 (variance form) needs bit 1 clear, bits 4, 8 and
-    /// 16 need bit 1 set`; `launch value '<n>' of dispatch '<d>' must be a float that f32 holds
-    /// exactly, and the plan holds <v>` (or `<type>`); `launch value '<n>' of dispatch '<d>'
-    /// must be present exactly when 'flags' bit(s) <b> …; flags is <f>` (epsilon: bits 1 or
-    /// 2; momentum: bit 16); `launch values of dispatch '<d>' give n·s = <v>, above
-    /// 1073741824`; `launch values of dispatch '<d>' name the spec variant, whose 'sxc' and
-    /// 'syc' must be 1`; `… the nchw variant, whose 'sxs' and 'sys' must be 1`; `… flags bit
-    /// 32 (channels-first path), which needs the generic variant and 'sxs' = 'sys' = 1`;
-    /// `launch value 'splits' of dispatch '<d>' must be int in [1, <max>], and the plan holds
-    /// <v>` (max = min(65535, n·cdiv(s, tp))); the geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let names = value_names();
-        let r = ContractReader::new(dispatch, BATCHNORM_FWD_V1, &names, values)?;
-        let d = quote(dispatch);
-        let max = i64::from(i32::MAX);
-        let uid = |n: &str| r.int(n, i64::MIN, i64::MAX);
-        let flags = r.int("flags", 0, 32767)?;
-        let mut opt = [None; 8];
-        for (i, (n, bit, when_set)) in OPTIONAL.iter().enumerate() {
-            let present = values.contains_key(*n);
-            if present != ((flags & bit != 0) == *when_set) {
-                return Err(incompatible(format!(
-                    "launch value '{n}' of dispatch '{d}' must be present exactly when 'flags' bit {bit} is {}; flags is {flags}",
-                    if *when_set { "set" } else { "clear" }
-                )));
-            }
-            if present {
-                opt[i] = Some(uid(n)?);
-            }
-        }
-        let training = flags & FLAG_TRAINING != 0;
-        if (flags & FLAG_VARIANCE != 0 && training)
-            || (flags & (FLAG_SAVED_MEAN | FLAG_SAVED_INV | FLAG_RUNNING) != 0 && !training)
-        {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' hold flags {flags}: bit 2 (variance form) needs bit 1 clear, bits 4, 8 and 16 need bit 1 set"
-            )));
-        }
-        let float = |n: &str, wanted: bool, bits: &str| -> PluginResult<Option<f32>> {
-            match (values.get(n), wanted) {
-                (None, false) => Ok(None),
-                (Some(LaunchValue::Float(v)), true) if f64::from(*v as f32) == *v => {
-                    Ok(Some(*v as f32))
-                }
-                (Some(LaunchValue::Float(v)), true) => Err(incompatible(format!(
-                    "launch value '{n}' of dispatch '{d}' must be a float that f32 holds exactly, and the plan holds {v}"
-                ))),
-                (Some(o), true) => Err(incompatible(format!(
-                    "launch value '{n}' of dispatch '{d}' must be a float that f32 holds exactly, and the plan holds {}",
-                    o.type_name()
-                ))),
-                _ => Err(incompatible(format!(
-                    "launch value '{n}' of dispatch '{d}' must be present exactly when 'flags' {bits}; flags is {flags}"
-                ))),
-            }
-        };
-        let epsilon = float(
-            "epsilon",
-            flags & (FLAG_TRAINING | FLAG_VARIANCE) != 0,
-            "bit 1 or 2 is set",
-        )?;
-        let momentum = float("momentum", flags & FLAG_RUNNING != 0, "bit 16 is set")?;
-        let mut shape = [0i64; 3];
-        for (i, n) in SHAPE.iter().enumerate() {
-            shape[i] = r.int(n, 1, MAX_EXTENT)?;
-        }
-        if shape[0] * shape[2] > MAX_EXTENT {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' give n·s = {}, above {MAX_EXTENT}",
-                shape[0] * shape[2]
-            )));
-        }
-        let mut strides = [0i64; 14];
-        for (i, n) in STRIDES.iter().enumerate() {
-            strides[i] = r.int(n, 0, max)?;
-        }
-        let variant = r.int("spec", 0, 2)?;
-        let config = TritonConfig {
-            family: "batchnorm_fwd".into(),
-            dtype: String::new(),
-            spec: variant == 1,
-            channels_first: variant == 2,
-            transposing: false,
-            b_col: false,
-            block: [r.int("block_m", 1, 4096)?, r.int("block_n", 1, 4096)?, 1],
-            group_m: 1,
-            num_warps: r.int("num_warps", 1, 16)?,
-            num_stages: 0,
-            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
-            warp_size: r.int("warp_size", 32, 64)?,
-        };
-        if variant == 1 && (strides[1] != 1 || strides[4] != 1) {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the spec variant, whose 'sxc' and 'syc' must be 1"
-            )));
-        }
-        if variant == 2 && (strides[2] != 1 || strides[5] != 1) {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' name the nchw variant, whose 'sxs' and 'sys' must be 1"
-            )));
-        }
-        if flags & FLAG_CHANNELS_FIRST != 0 && (variant != 0 || strides[2] != 1 || strides[5] != 1)
-        {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}' set flags bit 32 (channels-first path), which needs the generic variant and 'sxs' = 'sys' = 1"
-            )));
-        }
-        let mut inputs = BatchnormFwdInputs {
-            uids: [
-                uid("x.uid")?,
-                uid("scale.uid")?,
-                uid("bias.uid")?,
-                uid("y.uid")?,
-            ],
-            stats_uids: opt[0].zip(opt[1]).map(|(a, b)| [a, b]),
-            saved_mean_uid: opt[2],
-            saved_inv_uid: opt[3],
-            running_uids: match opt[4..] {
-                [Some(a), Some(b), Some(c), Some(e)] => Some([a, b, c, e]),
-                _ => None,
-            },
-            dtype: r.int("dtype", 1, 3)? as i8,
-            shape,
-            strides,
-            flags,
-            splits: 1,
-            epsilon,
-            momentum,
-            config,
-        };
-        inputs.splits = r.int("splits", 1, inputs.pairs().min(65_535))?;
-        inputs.geometry_for(dispatch)?;
-        Ok(inputs)
-    }
-
-    /// Grid, block and shared memory (shared by build and restore).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`.
-    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
-        let c = &self.config;
-        let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [self.channel_blocks() as u32, self.splits as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
-    }
-
-    /// The prepared launch (the main, normalize launch: `phase` 2): `pointer_uids` the present
-    /// tensors in kernel pointer order; `scalar_args` the variant's integers in kernel order
-    /// (ending with `flags splits phase`), then `eps momentum unbias`; `workspace_bytes` as
-    /// [`Self::workspace_bytes`].
-    ///
-    /// # Errors
-    /// As [`Self::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        let values = self.to_values();
-        let pointer_uids = POINTERS
-            .iter()
-            .filter_map(|(_, names)| {
-                names.iter().find_map(|n| match values.get(*n) {
-                    Some(LaunchValue::Int(u)) => Some(*u),
-                    _ => None,
-                })
-            })
-            .collect();
-        let variant = self.config.variant_code();
-        let mut ints: Vec<i64> = self.shape.to_vec();
-        ints.extend(
-            self.strides
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| takes_stride(variant, *i))
-                .map(|(_, v)| *v),
-        );
-        ints.extend([self.flags, self.splits, 2]);
-        let mut scalar_args: Vec<KernelArgValue> = ints
-            .into_iter()
-            .map(|v| KernelArgValue::I32(v as i32))
-            .collect();
-        scalar_args.extend([
-            KernelArgValue::F32(self.epsilon.unwrap_or(0.0)),
-            KernelArgValue::F32(self.momentum.unwrap_or(0.0)),
-            KernelArgValue::F32(self.unbias()),
-        ]);
-        Ok(PreparedLaunch {
-            dispatch: BATCHNORM_FWD_V1.to_string(),
-            geometry: self.geometry_for(BATCHNORM_FWD_V1)?,
-            launch_values: values,
-            workspace_bytes: self.workspace_bytes(),
-            pointer_uids,
-            scalar_args,
-        })
-    }
 }
 
 /// The node's tensors as the pack reads them.
@@ -727,51 +418,13 @@ fn read_node(node: &Node<'_>) -> PluginResult<BnNode> {
     ))
 }
 
-/// The value of the graph's scalar `t` (`what`: epsilon or momentum), rounded to the tensor's
-/// data type as the reference engine reads it (FLOAT, HALF or BFLOAT16 tensors with a float
-/// value the graph holds).
-fn scalar_of(t: &TensorAttributes<'_>, what: &str) -> PluginResult<f32> {
-    let uid = t.uid();
-    let value = read_tensor_value(t)
-        .map_err(|e| PluginError::invalid_value(format!("tensor uid {uid}: {e}")))?;
-    let v = match value {
-        Some(TensorValue::Float32(v) | TensorValue::Float16(v) | TensorValue::BFloat16(v)) => {
-            Some(v)
-        }
-        _ => None,
-    };
-    let dt = t.data_type();
-    match v {
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::FLOAT => Ok(v),
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::HALF => {
-            Ok(half::f16::from_f32(v).to_f32())
-        }
-        Some(v) if !t.is_runtime_pass_by_value() && dt == DataType::BFLOAT16 => {
-            Ok(half::bf16::from_f32(v).to_f32())
-        }
-        _ => Err(na(format!(
-            "the batchnorm_fwd pack needs {what} (tensor uid {uid}) as a FLOAT, HALF or BFLOAT16 scalar with a float value the graph holds (pass-by-value, not runtime), not {dt:?} {}",
-            if t.is_runtime_pass_by_value() {
-                "bound at execute"
-            } else if value.is_none() {
-                "without a value"
-            } else {
-                "with a value of another kind"
-            }
-        ))),
-    }
-}
-
-fn match_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.len() != 1 {
-        return Err(na(format!(
-            "the batchnorm_fwd pack serves graphs of one batchnorm, batchnorm_inference or batchnorm_inference_variance_ext node; this graph has {} nodes",
-            nodes.len()
-        )));
-    }
-    let b = read_node(&nodes[0])?;
+fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
+    let node = one_node(
+        graph,
+        "batchnorm_fwd",
+        "batchnorm, batchnorm_inference or batchnorm_inference_variance_ext",
+    )?;
+    let b = read_node(&node)?;
     let xt = tensor(graph, b.x)?;
     let dtype = xt.data_type();
     if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
@@ -927,12 +580,20 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
             let (st, f) = per_channel("next_running_variance", nv, FLAG_NEXT_VAR_F32)?;
             snv = st;
             flags |= FLAG_RUNNING | f;
-            momentum = Some(scalar_of(&tensor(graph, mo)?, "momentum")?);
+            momentum = Some(scalar_value(
+                &tensor(graph, mo)?,
+                "batchnorm_fwd",
+                "momentum",
+            )?);
             running_uids = Some([pm, pv, nm, nv]);
         }
     }
     let epsilon = match b.eps {
-        Some(u) => Some(scalar_of(&tensor(graph, u)?, "epsilon")?),
+        Some(u) => Some(scalar_value(
+            &tensor(graph, u)?,
+            "batchnorm_fwd",
+            "epsilon",
+        )?),
         None => None,
     };
     Ok(BatchnormFwdInputs {
@@ -955,71 +616,11 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     })
 }
 
-/// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct BatchnormFwdHandler;
-
-impl BatchnormFwdHandler {
-    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE`: the graph texts; `kernel <k> is not a packed batchnorm_fwd entry`;
-    /// `kernel <k> is built for <dtype>, the graph is <dtype>`; `kernel <k> is the spec
-    /// variant; …`; `kernel <k> is the nchw variant; …`; `kernel <k>: static rule: …`.
-    pub fn inputs_for(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<BatchnormFwdInputs> {
-        let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::for_kernel(kernel, "batchnorm_fwd", inputs.dtype)?;
-        if config.transposing || config.b_col {
-            return Err(na(format!(
-                "kernel {} is not a packed batchnorm_fwd entry",
-                kernel.describe()
-            )));
-        }
-        if config.spec && !inputs.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit channel strides of x and y, C and their other strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
-        if config.channels_first && !inputs.fits_nchw() {
-            return Err(na(format!(
-                "kernel {} is the nchw variant; the graph's layout does not satisfy its hints (unit spatial strides of x and y, the spatial size and their other strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
-        let st = inputs.strides;
-        if !config.spec && !config.channels_first && st[2] == 1 && st[5] == 1 && inputs.shape[2] > 1
-        {
-            inputs.flags |= FLAG_CHANNELS_FIRST;
-        }
-        inputs.config = config;
-        let cf = inputs.channels_first();
-        let want = rule_block_m(cf, inputs.shape[2]);
-        if inputs.config.block[0] != want {
-            let path = if cf {
-                format!("channels-first path over {} positions", inputs.shape[2])
-            } else {
-                "channels-last path".to_string()
-            };
-            return Err(na(format!(
-                "kernel {}: static rule: the {path} takes the tile {want} long on the unit-stride axis, not {}",
-                kernel.describe(),
-                inputs.config.block[0]
-            )));
-        }
-        inputs.splits = rule_splits(
-            inputs.pairs(),
-            inputs.channel_blocks(),
-            inputs.tile().1,
-            inputs.training(),
-        );
-        Ok(inputs)
-    }
-}
+/// The dispatch handler of contract v1 (type and value).
+pub type BatchnormFwdHandler = TritonHandler<BatchnormFwdInputs>;
+/// The dispatch handler of contract v1.
+#[allow(non_upper_case_globals)]
+pub const BatchnormFwdHandler: BatchnormFwdHandler = TritonHandler::new();
 
 /// Whether saved launch values name a training launch (`flags` bit 1).
 fn is_training(launch: &PreparedLaunch) -> bool {
@@ -1033,64 +634,326 @@ fn variant_of(values: &LaunchValues) -> i64 {
     }
 }
 
-impl DispatchHandler for BatchnormFwdHandler {
-    fn contract(&self) -> &str {
-        BATCHNORM_FWD_V1
+impl TritonFamily for BatchnormFwdInputs {
+    const FAMILY: &'static str = "batchnorm_fwd";
+    const CONTRACT: &'static str = BATCHNORM_FWD_V1;
+    #[rustfmt::skip]
+    const VALUES: &'static [IntValue] = &[
+        int("flags", 0, 32767),
+        uid("mean.uid"), uid("var.uid"), uid("saved_mean.uid"), uid("saved_inv.uid"),
+        uid("running_mean.uid"), uid("running_var.uid"), uid("next_mean.uid"), uid("next_var.uid"),
+        float("epsilon"), float("momentum"),
+        int("n", 1, MAX_EXTENT), int("c", 1, MAX_EXTENT), int("s", 1, MAX_EXTENT),
+        int("sxn", 0, I32_MAX), int("sxc", 0, I32_MAX), int("sxs", 0, I32_MAX),
+        int("syn", 0, I32_MAX), int("syc", 0, I32_MAX), int("sys", 0, I32_MAX),
+        int("ssc", 0, I32_MAX), int("sbc", 0, I32_MAX), int("smc", 0, I32_MAX),
+        int("svc", 0, I32_MAX), int("ssm", 0, I32_MAX), int("ssi", 0, I32_MAX),
+        int("snm", 0, I32_MAX), int("snv", 0, I32_MAX),
+        int("spec", 0, 2), int("block_m", 1, 4096), int("block_n", 1, 4096),
+        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
+        uid("x.uid"), uid("scale.uid"), uid("bias.uid"), uid("y.uid"), int("dtype", 1, 3),
+        int("splits", 1, 65_535),
+    ];
+    /// Kernel order: the m slot (mean or running mean) and the v slot (var or running var)
+    /// each hold one of their two values.
+    const POINTERS: &'static [&'static str] = &[
+        "x.uid",
+        "scale.uid",
+        "bias.uid",
+        "y.uid",
+        "mean.uid",
+        "running_mean.uid",
+        "var.uid",
+        "running_var.uid",
+        "saved_mean.uid",
+        "saved_inv.uid",
+        "next_mean.uid",
+        "next_var.uid",
+    ];
+    const ALIGNED: &'static [&'static str] = &["x.uid", "y.uid"];
+    const ALIGNED_TEXT: &'static str = "16-byte aligned x and y";
+    const OPTIONAL: &'static [&'static str] = &[
+        "mean.uid",
+        "var.uid",
+        "saved_mean.uid",
+        "saved_inv.uid",
+        "running_mean.uid",
+        "running_var.uid",
+        "next_mean.uid",
+        "next_var.uid",
+        "epsilon",
+        "momentum",
+    ];
+
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        read_graph(graph)
     }
 
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(0)
+    fn dtype(&self) -> i8 {
+        self.dtype
     }
 
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+    /// The variant's hints, then the static rule (module docs): `kernel <k> is not a packed
+    /// batchnorm_fwd entry`; `kernel <k> is the spec variant; …`; `kernel <k> is the nchw
+    /// variant; …`; `kernel <k>: static rule: …`.
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        if config.transposing || config.b_col {
+            return Err(na(format!(
+                "kernel {} is not a packed batchnorm_fwd entry",
+                kernel.describe()
+            )));
+        }
+        if config.spec && !self.fits_spec() {
+            return Err(na(format!(
+                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit channel strides of x and y, C and their other strides multiples of 16)",
+                kernel.describe()
+            )));
+        }
+        if config.channels_first && !self.fits_nchw() {
+            return Err(na(format!(
+                "kernel {} is the nchw variant; the graph's layout does not satisfy its hints (unit spatial strides of x and y, the spatial size and their other strides multiples of 16)",
+                kernel.describe()
+            )));
+        }
+        let st = self.strides;
+        if !config.spec && !config.channels_first && st[2] == 1 && st[5] == 1 && self.shape[2] > 1 {
+            self.flags |= FLAG_CHANNELS_FIRST;
+        }
+        self.config = config;
+        let cf = self.channels_first();
+        let want = rule_block_m(cf, self.shape[2]);
+        if self.config.block[0] != want {
+            let path = if cf {
+                format!("channels-first path over {} positions", self.shape[2])
+            } else {
+                "channels-last path".to_string()
+            };
+            return Err(na(format!(
+                "kernel {}: static rule: the {path} takes the tile {want} long on the unit-stride axis, not {}",
+                kernel.describe(),
+                self.config.block[0]
+            )));
+        }
+        self.splits = rule_splits(
+            self.pairs(),
+            self.channel_blocks(),
+            self.tile().1,
+            self.training(),
+        );
+        Ok(())
+    }
+
+    #[rustfmt::skip]
+    fn ints(&self) -> Vec<i64> {
+        let (c, u, sh, st) = (&self.config, self.uids, self.shape, self.strides);
+        let opt = |o: Option<i64>| o.unwrap_or(0);
+        let [m, v] = self.stats_uids.unwrap_or([0; 2]);
+        let [rm, rv, nm, nv] = self.running_uids.unwrap_or([0; 4]);
+        let mut out = vec![self.flags, m, v, opt(self.saved_mean_uid), opt(self.saved_inv_uid),
+            rm, rv, nm, nv, slot_of(self.epsilon.unwrap_or(0.0)),
+            slot_of(self.momentum.unwrap_or(0.0)), sh[0], sh[1], sh[2]];
+        out.extend(st);
+        out.extend([c.variant_code(), c.block[0], c.block[1], c.num_warps, c.shared_bytes,
+            c.warp_size, u[0], u[1], u[2], u[3], self.dtype.into(), self.splits]);
+        out
+    }
+
+    fn from_ints(v: &[i64]) -> Self {
+        let flags = v[0];
+        let has = |bit: i64| flags & bit != 0;
+        let mut strides = [0i64; 14];
+        strides.copy_from_slice(&v[14..28]);
+        BatchnormFwdInputs {
+            uids: [v[34], v[35], v[36], v[37]],
+            stats_uids: Some([v[1], v[2]]).filter(|_| !has(FLAG_TRAINING)),
+            saved_mean_uid: Some(v[3]).filter(|_| has(FLAG_SAVED_MEAN)),
+            saved_inv_uid: Some(v[4]).filter(|_| has(FLAG_SAVED_INV)),
+            running_uids: Some([v[5], v[6], v[7], v[8]]).filter(|_| has(FLAG_RUNNING)),
+            dtype: v[38] as i8,
+            shape: [v[11], v[12], v[13]],
+            strides,
+            flags,
+            splits: v[39],
+            epsilon: Some(f32_of(v[9])).filter(|_| has(FLAG_TRAINING | FLAG_VARIANCE)),
+            momentum: Some(f32_of(v[10])).filter(|_| has(FLAG_RUNNING)),
+            config: TritonConfig::restored(
+                "batchnorm_fwd",
+                v[28],
+                [v[29], v[30], 1],
+                1,
+                v[31],
+                v[32],
+                v[33],
+            ),
+        }
+    }
+
+    /// The optional UIDs present exactly under their `flags` bit (`launch value '<n>' of
+    /// dispatch '<d>' must be present exactly when 'flags' bit <b> is set|clear; flags is
+    /// <f>`); epsilon (bits 1 or 2) and momentum (bit 16) likewise, each a float that f32
+    /// holds exactly; `splits` in [1, min(65535, n·cdiv(s, tp))].
+    fn read_value(r: &ValueReader<'_>, read: &[i64], i: usize) -> PluginResult<i64> {
+        let (name, flags) = (Self::VALUES[i].name, read.first().copied().unwrap_or(0));
+        let (present, d) = (r.has(name), r.dispatch());
+        if let Some((_, bit, when_set)) = FLAGGED.iter().find(|o| o.0 == name) {
+            if present != ((flags & bit != 0) == *when_set) {
+                let state = if *when_set { "set" } else { "clear" };
+                return Err(incompatible(format!(
+                    "launch value '{name}' of dispatch '{d}' must be present exactly when 'flags' bit {bit} is {state}; flags is {flags}"
+                )));
+            }
+            return if present { r.read(i) } else { Ok(0) };
+        }
+        let (bits, text) = match name {
+            "epsilon" => (FLAG_TRAINING | FLAG_VARIANCE, "bit 1 or 2 is set"),
+            "momentum" => (FLAG_RUNNING, "bit 16 is set"),
+            "splits" => {
+                let mut v = read.to_vec();
+                v.push(1);
+                return r.int(name, 1, Self::from_ints(&v).pairs().min(65_535));
+            }
+            _ => return r.read(i),
+        };
+        match (present, flags & bits != 0) {
+            (false, false) => Ok(0),
+            (true, true) => r.f32(name, false).map(slot_of),
+            _ => Err(incompatible(format!(
+                "launch value '{name}' of dispatch '{d}' must be present exactly when 'flags' {text}; flags is {flags}"
+            ))),
+        }
+    }
+
+    /// After the optional UIDs: `launch values of dispatch '<d>' hold flags <f>: bit 2
+    /// (variance form) needs bit 1 clear, bits 4, 8 and 16 need bit 1 set`; after the shape:
+    /// `… give n·s = <v>, above 1073741824`; after the config: `… name the spec variant, whose
+    /// 'sxc' and 'syc' must be 1`, `… the nchw variant, whose 'sxs' and 'sys' must be 1`, `… set
+    /// flags bit 32 (channels-first path), which needs the generic variant and 'sxs' = 'sys' =
+    /// 1`.
+    fn check_read(dispatch: &str, values: &LaunchValues, read: &[i64]) -> PluginResult<()> {
+        let _ = values;
+        let (d, flags) = (quote(dispatch), read[0]);
+        let refuse = |what: String| {
+            Err(incompatible(format!(
+                "launch values of dispatch '{d}' {what}"
+            )))
+        };
+        match Self::VALUES[read.len() - 1].name {
+            "next_var.uid" => {
+                let training = flags & FLAG_TRAINING != 0;
+                if (flags & FLAG_VARIANCE != 0 && training)
+                    || (flags & (FLAG_SAVED_MEAN | FLAG_SAVED_INV | FLAG_RUNNING) != 0 && !training)
+                {
+                    return refuse(format!(
+                        "hold flags {flags}: bit 2 (variance form) needs bit 1 clear, bits 4, 8 and 16 need bit 1 set"
+                    ));
+                }
+            }
+            "s" if read[11] * read[13] > MAX_EXTENT => {
+                return refuse(format!(
+                    "give n·s = {}, above {MAX_EXTENT}",
+                    read[11] * read[13]
+                ));
+            }
+            "warp_size" => {
+                let (variant, st) = (read[28], &read[14..28]);
+                if variant == 1 && (st[1] != 1 || st[4] != 1) {
+                    return refuse(
+                        "name the spec variant, whose 'sxc' and 'syc' must be 1".to_string(),
+                    );
+                }
+                if variant == 2 && (st[2] != 1 || st[5] != 1) {
+                    return refuse(
+                        "name the nchw variant, whose 'sxs' and 'sys' must be 1".to_string(),
+                    );
+                }
+                if flags & FLAG_CHANNELS_FIRST != 0 && (variant != 0 || st[2] != 1 || st[5] != 1) {
+                    return refuse("set flags bit 32 (channels-first path), which needs the generic variant and 'sxs' = 'sys' = 1".to_string());
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn present(&self, name: &str) -> bool {
+        match name {
+            "mean.uid" | "var.uid" => self.stats_uids.is_some(),
+            "saved_mean.uid" => self.saved_mean_uid.is_some(),
+            "saved_inv.uid" => self.saved_inv_uid.is_some(),
+            "epsilon" => self.epsilon.is_some(),
+            "momentum" => self.momentum.is_some(),
+            _ => self.running_uids.is_some(),
+        }
+    }
+
+    /// The geometry texts.
+    fn check(&self, dispatch: &str) -> PluginResult<()> {
+        self.geometry(dispatch).map(|_| ())
+    }
+
+    fn param_names(spec: bool) -> Vec<&'static str> {
+        param_names(i64::from(spec))
+    }
+
+    /// `N C S`, the variant's strides, `flags splits phase` (the main launch: phase 2).
+    fn scalars(&self) -> Vec<i64> {
+        let variant = self.config.variant_code();
+        let mut ints: Vec<i64> = self.shape.to_vec();
+        let strides = self.strides.iter().enumerate();
+        ints.extend(
+            strides
+                .filter(|(i, _)| takes_stride(variant, *i))
+                .map(|(_, v)| *v),
+        );
+        ints.extend([self.flags, self.splits, 2]);
+        ints
+    }
+
+    /// `eps momentum unbias` (0 when unused).
+    fn float_scalars(&self) -> Vec<f32> {
+        vec![
+            self.epsilon.unwrap_or(0.0),
+            self.momentum.unwrap_or(0.0),
+            self.unbias(),
+        ]
+    }
+
+    /// Grid (cdiv(c, tc), splits, 1); `NOT_APPLICABLE` `launch values 'warp_size' and
+    /// 'num_warps' of dispatch '<d>' give <t> threads per block; …`.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let c = &self.config;
+        let threads = c.threads_per_block(dispatch)?;
+        Ok(LaunchGeometry {
+            grid: [self.channel_blocks() as u32, self.splits as u32, 1],
+            block: [threads as u32, 1, 1],
+            shared_mem_bytes: c.shared_bytes as u32,
+        })
+    }
+
+    fn workspace_bytes(&self) -> u64 {
+        BatchnormFwdInputs::workspace_bytes(self)
+    }
+
+    fn signature_for(values: &LaunchValues) -> Vec<KernelArgument> {
         signature(variant_of(values))
     }
 
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(match_graph(graph).err().unwrap_or_else(|| {
-            na("the batchnorm_fwd pack launches packed entries only; prepare a kernel")
-        }))
-    }
-
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        self.inputs_for(kernel, graph)?
-            .to_launch()
-            .map_err(|e| na(e.message))
-    }
-
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        BatchnormFwdInputs::from_values(dispatch, values)?.to_launch()
-    }
-
     /// x, scale, bias, y, m, v, saved mean, saved inv, next mean, next var (null when absent),
-    /// a null workspace pointer, the integers and floats, two null scratch pointers. A spec or
-    /// nchw launch refuses (BAD_PARAM) x or y addresses that are not 16-byte aligned.
+    /// the workspace (null for inference or without one), the integers and floats, two null
+    /// scratch pointers. A spec or nchw launch refuses (BAD_PARAM) x or y addresses that are
+    /// not 16-byte aligned; a training launch given a workspace refuses one that is null or
+    /// not 4-byte aligned.
     ///
     /// # Errors
     /// `BAD_PARAM` `tensor UID <u> is at <addr>; this plan runs the specialized batchnorm_fwd
     /// kernel, which needs 16-byte aligned x and y`; `the variant pack binds no memory to
     /// tensor UID <u>`; `tensor UID <u> is bound to host memory; the ingestor launches on
-    /// device memory`.
+    /// device memory`; `the workspace is at <addr>; this plan runs batchnorm training, whose
+    /// statistics launch needs a 4-byte aligned device workspace`.
     fn kernel_args(
-        &self,
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
+        workspace: Option<u64>,
     ) -> PluginResult<Vec<KernelArgValue>> {
         let hinted = variant_of(&launch.launch_values) != 0;
         let mut out = Vec::with_capacity(launch.scalar_args.len() + 13);
@@ -1122,42 +985,27 @@ impl DispatchHandler for BatchnormFwdHandler {
             }
             out.push(KernelArgValue::Pointer(addr));
         }
-        out.push(KernelArgValue::Pointer(0));
+        let ws = match workspace {
+            Some(ws) if is_training(launch) => {
+                if ws == 0 || ws % 4 != 0 {
+                    return Err(PluginError::bad_param(format!(
+                        "the workspace is at {ws:#x}; this plan runs batchnorm training, whose statistics launch needs a 4-byte aligned device workspace"
+                    )));
+                }
+                ws
+            }
+            _ => 0,
+        };
+        out.push(KernelArgValue::Pointer(ws));
         out.extend_from_slice(&launch.scalar_args);
         out.push(KernelArgValue::Pointer(0));
         out.push(KernelArgValue::Pointer(0));
         Ok(out)
     }
 
-    /// As [`Self::kernel_args`]; a training launch takes the workspace address as its 11th
-    /// argument.
-    ///
-    /// # Errors
-    /// As [`Self::kernel_args`]; `BAD_PARAM` `the workspace is at <addr>; this plan runs
-    /// batchnorm training, whose statistics launch needs a 4-byte aligned device workspace`
-    /// (a null or host-memory workspace included).
-    fn kernel_args_with_workspace(
-        &self,
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-        workspace: u64,
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        let mut args = self.kernel_args(launch, tensors)?;
-        if is_training(launch) {
-            if workspace == 0 || workspace % 4 != 0 {
-                return Err(PluginError::bad_param(format!(
-                    "the workspace is at {workspace:#x}; this plan runs batchnorm training, whose statistics launch needs a 4-byte aligned device workspace"
-                )));
-            }
-            args[POINTERS.len()] = KernelArgValue::Pointer(workspace);
-        }
-        Ok(args)
-    }
-
     /// Training: the statistics launch, the same arguments with `phase` 0 on the main
     /// launch's geometry. Inference: none.
     fn prologue_launches(
-        &self,
         launch: &PreparedLaunch,
         args: &[KernelArgValue],
     ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {

@@ -192,7 +192,7 @@ impl TritonFamily for ConvDgradV1Inputs {
     fn kernel_args(
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
-        _workspace: u64,
+        _workspace: Option<u64>,
     ) -> PluginResult<Vec<KernelArgValue>> {
         triton_kernel_args(launch, tensors, "conv dgrad", "dy, w and dx", &[])
     }

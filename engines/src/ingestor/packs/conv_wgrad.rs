@@ -295,11 +295,11 @@ impl TritonFamily for ConvWgradV1Inputs {
     fn kernel_args(
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
-        workspace: u64,
+        workspace: Option<u64>,
     ) -> PluginResult<Vec<KernelArgValue>> {
         let mut args = triton_kernel_args(launch, tensors, "conv wgrad", "dy, x and dw", &[])?;
         let ws = if launch.workspace_bytes > 0 {
-            workspace
+            workspace.unwrap_or(0)
         } else {
             0
         };

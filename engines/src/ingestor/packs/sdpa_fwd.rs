@@ -429,7 +429,7 @@ impl TritonFamily for SdpaFwdInputs {
     fn kernel_args(
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
-        _workspace: u64,
+        _workspace: Option<u64>,
     ) -> PluginResult<Vec<KernelArgValue>> {
         check_aligned::<Self>(launch, tensors)?;
         pointer_args::<Self>(launch, tensors)
