@@ -16,6 +16,7 @@
 
 use crate::{R, e, pw_graph};
 use hipdnn::{Buffer, Graph, Handle, PointwiseMode, VariantPack};
+use hipdnn_backend::engine::{BufferRef, TensorBinding};
 use hipdnn_engines::ingestor::device::KernelArgValue;
 use hipdnn_hip::{ArgKind, ArgSpec, KernelArg, LaunchConfig, Stream};
 use std::time::Instant;
@@ -76,25 +77,36 @@ pub fn overhead(rounds: usize, batch: usize, out: Option<&str>) -> R<()> {
         dev.alloc::<f32>(1).map_err(e)?,
         dev.alloc::<f32>(1).map_err(e)?,
     );
+    // The arguments exactly as the engine passes them (its handler's kernel_args over the same
+    // addresses); a null pointer (an absent optional tensor, the scratch pointers the kernel
+    // never touches) becomes a small unused buffer, since the safe layer has no null argument.
+    let spare = dev.alloc::<u8>(16).map_err(e)?;
+    let bound = |uid: i64, b: &hipdnn_hip::safe::DeviceBuffer<f32>| TensorBinding {
+        uid,
+        data: BufferRef::Device {
+            addr: b.device_ptr(),
+            len: 4,
+        },
+    };
+    let bindings = [bound(1, &rx), bound(4, &ry)];
+    let kernel_args = handler
+        .kernel_args(&launch, &bindings)
+        .map_err(|x| x.message)?;
     let mut args: Vec<KernelArg<'_>> = Vec::new();
-    for uid in &launch.pointer_uids {
-        args.push(match uid {
-            1 => (&rx).into(),
-            4 => (&ry).into(),
-            u => {
+    for a in &kernel_args {
+        args.push(match *a {
+            KernelArgValue::Pointer(p) if p == rx.device_ptr() => (&rx).into(),
+            KernelArgValue::Pointer(p) if p == ry.device_ptr() => (&ry).into(),
+            KernelArgValue::Pointer(0) => (&spare).into(),
+            KernelArgValue::Pointer(p) => {
                 return Err(format!(
-                    "the plan binds tensor UID {u}, which this bench lacks"
+                    "the plan passes device address {p:#x}, which this bench lacks"
                 ));
             }
-        });
-    }
-    for a in &launch.scalar_args {
-        args.push(match *a {
             KernelArgValue::I32(v) => v.into(),
             KernelArgValue::U32(v) => v.into(),
             KernelArgValue::I64(v) => v.into(),
             KernelArgValue::F32(v) => v.into(),
-            KernelArgValue::Pointer(_) => return Err("a pointer among the scalar arguments".into()),
         });
     }
     let geom = launch.geometry;
