@@ -57,6 +57,25 @@ pub struct PreparedLaunch {
     pub scalar_args: Vec<KernelArgValue>,
 }
 
+/// The device address the variant pack binds to tensor `uid`.
+///
+/// # Errors
+/// `BAD_PARAM` `the variant pack binds no memory to tensor UID <u>`; `tensor UID <u> is bound
+/// to host memory; the ingestor launches on device memory`.
+pub fn device_addr(tensors: &[TensorBinding<'_>], uid: i64) -> PluginResult<u64> {
+    let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
+        PluginError::bad_param(format!(
+            "the variant pack binds no memory to tensor UID {uid}"
+        ))
+    })?;
+    match t.data {
+        BufferRef::Device { addr, .. } => Ok(addr),
+        _ => Err(PluginError::bad_param(format!(
+            "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
+        ))),
+    }
+}
+
 /// Kernel arguments of `launch`: one pointer per `pointer_uids` entry (looked up by UID in
 /// `tensors`), then `scalar_args`.
 ///
@@ -68,19 +87,7 @@ pub fn default_kernel_args(
 ) -> PluginResult<Vec<KernelArgValue>> {
     let mut args = Vec::with_capacity(launch.pointer_uids.len() + launch.scalar_args.len());
     for uid in &launch.pointer_uids {
-        let t = tensors.iter().find(|t| t.uid == *uid).ok_or_else(|| {
-            PluginError::bad_param(format!(
-                "the variant pack binds no memory to tensor UID {uid}"
-            ))
-        })?;
-        match t.data {
-            BufferRef::Device { addr, .. } => args.push(KernelArgValue::Pointer(addr)),
-            _ => {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
-                )));
-            }
-        }
+        args.push(KernelArgValue::Pointer(device_addr(tensors, *uid)?));
     }
     args.extend_from_slice(&launch.scalar_args);
     Ok(args)

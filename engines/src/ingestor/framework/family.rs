@@ -599,16 +599,7 @@ pub fn pointer_args<F: TritonFamily>(
             )));
         };
         let uid = *uid;
-        let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
-            PluginError::bad_param(format!(
-                "the variant pack binds no memory to tensor UID {uid}"
-            ))
-        })?;
-        let BufferRef::Device { addr, .. } = t.data else {
-            return Err(PluginError::bad_param(format!(
-                "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
-            )));
-        };
+        let addr = crate::ingestor::dispatch::device_addr(tensors, uid)?;
         if spec && F::ALIGNED.contains(name) {
             aligned::<F>(uid, addr)?;
         }

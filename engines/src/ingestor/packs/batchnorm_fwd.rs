@@ -86,7 +86,7 @@ use crate::ingestor::framework::triton::{TritonConfig, natural_signature};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::{BufferRef, TensorBinding};
+use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
@@ -968,16 +968,7 @@ impl TritonFamily for BatchnormFwdInputs {
                 out.push(KernelArgValue::Pointer(0));
                 continue;
             };
-            let t = tensors.iter().find(|t| t.uid == uid).ok_or_else(|| {
-                PluginError::bad_param(format!(
-                    "the variant pack binds no memory to tensor UID {uid}"
-                ))
-            })?;
-            let BufferRef::Device { addr, .. } = t.data else {
-                return Err(PluginError::bad_param(format!(
-                    "tensor UID {uid} is bound to host memory; the ingestor launches on device memory"
-                )));
-            };
+            let addr = crate::ingestor::dispatch::device_addr(tensors, uid)?;
             if hinted && (ptr == "x_ptr" || ptr == "y_ptr") && addr % 16 != 0 {
                 return Err(PluginError::bad_param(format!(
                     "tensor UID {uid} is at {addr:#x}; this plan runs the specialized batchnorm_fwd kernel, which needs 16-byte aligned x and y"
