@@ -394,6 +394,9 @@ fn applies_the_source_kind_gate() {
 /// A pointwise handler that does not save.
 struct SavesNothing;
 impl DispatchHandler for SavesNothing {
+    fn supports_saving(&self) -> bool {
+        false
+    }
     fn contract(&self) -> &str {
         "hipkernel.pointwise.dispatch.v1"
     }

@@ -81,6 +81,9 @@ fn with_changed_code(p: &IngestorPlanPayload) -> Vec<u8> {
 /// A conv handler that neither saves nor restores.
 struct NoRestore;
 impl DispatchHandler for NoRestore {
+    fn supports_saving(&self) -> bool {
+        false
+    }
     fn contract(&self) -> &str {
         "hipkernel.conv_fwd.dispatch.v1"
     }

@@ -130,14 +130,18 @@ pub trait DispatchHandler: Send + Sync {
         self.launch_signature()
     }
 
-    /// Whether this handler saves launch inputs *and* restores launches (SDK default false).
+    /// Whether this handler saves launch inputs *and* restores launches. Every pack here
+    /// does, so the default is `true` (upstream's SDK defaults to `false`); a handler that
+    /// cannot restore overrides this with `false` and keeps the refusing
+    /// [`Self::restore_launch`].
     fn supports_saving(&self) -> bool {
-        false
+        true
     }
 
-    /// The launch inputs to record for `launch`, `None` when this handler does not save.
-    fn save_launch_inputs(&self, _launch: &PreparedLaunch) -> Option<LaunchValues> {
-        None
+    /// The launch inputs to record for `launch`, `None` when this handler does not save. The
+    /// default records the prepared launch's own launch values when [`Self::supports_saving`].
+    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
+        self.supports_saving().then(|| launch.launch_values.clone())
     }
 
     /// A launch from launch values saved under `dispatch`.

@@ -260,14 +260,6 @@ impl DispatchHandler for ConvFwdV1Handler {
             .map_err(|e| PluginError::not_applicable(e.message))
     }
 
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
     fn restore_launch(
         &self,
         dispatch: &str,

@@ -149,14 +149,6 @@ impl DispatchHandler for PointwiseV1Handler {
         Ok(inputs.to_launch())
     }
 
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
     fn restore_launch(
         &self,
         dispatch: &str,

@@ -476,14 +476,6 @@ impl DispatchHandler for PointwiseV2Handler {
         inputs.to_launch().map_err(|e| na(e.message))
     }
 
-    fn supports_saving(&self) -> bool {
-        true
-    }
-
-    fn save_launch_inputs(&self, launch: &PreparedLaunch) -> Option<LaunchValues> {
-        Some(launch.launch_values.clone())
-    }
-
     fn restore_launch(
         &self,
         dispatch: &str,
