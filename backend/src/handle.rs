@@ -28,6 +28,9 @@ pub enum HeuristicMode {
 #[derive(Default)]
 pub struct BackendHandle {
     engines: Vec<Arc<dyn Engine>>,
+    /// `engines[i].id()`, computed once at registration (an id hashes the engine's name; the
+    /// execute path looks engines up by id on every call).
+    engine_ids: Vec<i64>,
     stream: u64,
 }
 
@@ -68,6 +71,7 @@ impl BackendHandle {
             ));
         }
         self.engines.push(engine);
+        self.engine_ids.push(id);
         Ok(())
     }
 
@@ -78,7 +82,8 @@ impl BackendHandle {
 
     /// The engine with id `engine_id`, if registered.
     pub fn engine(&self, engine_id: i64) -> Option<&Arc<dyn Engine>> {
-        self.engines.iter().find(|e| e.id() == engine_id)
+        let i = self.engine_ids.iter().position(|&id| id == engine_id)?;
+        self.engines.get(i)
     }
 
     /// The engine serving `engine_id`, as plan routing needs it.

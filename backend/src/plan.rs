@@ -13,7 +13,6 @@ use crate::handle::BackendHandle;
 use crate::hdgp::plan_part;
 use crate::status::{BackendError, BackendResult, PluginError, Status};
 use crate::variant_pack::VariantPackDescriptor;
-use std::collections::HashSet;
 use std::sync::{Arc, Mutex, MutexGuard};
 
 /// Message of the `NOT_SUPPORTED` for an engine without the serialization hooks (upstream text).
@@ -384,11 +383,12 @@ impl ExecutionPlanDescriptor {
     ) -> BackendResult<()> {
         handle.engine_for(self.engine_id)?;
         let (mut tensors, workspace) = pack.into_parts();
-        let mut seen = HashSet::with_capacity(tensors.len());
         let enforce = !self.tensor_alignments.is_empty()
             && self.tensor_alignments.len() == self.tensor_uids.len();
-        for t in &tensors {
-            if !seen.insert(t.uid) {
+        for (k, t) in tensors.iter().enumerate() {
+            // A pack binds a handful of tensors: a scan of the earlier bindings costs less than
+            // building a set on every execute.
+            if tensors[..k].iter().any(|p| p.uid == t.uid) {
                 return Err(BackendError::new(
                     Status::BadParam,
                     format!("variant pack binds tensor uid {} twice", t.uid),

@@ -22,6 +22,15 @@ impl<'a> VariantPackDescriptor<'a> {
         }
     }
 
+    /// An empty pack with room for `tensors` bindings (no reallocation while they are
+    /// inserted).
+    pub fn with_capacity(tensors: usize) -> Self {
+        VariantPackDescriptor {
+            tensors: Vec::with_capacity(tensors),
+            workspace: None,
+        }
+    }
+
     /// Binds `data` to tensor `uid` (builder form of [`VariantPackDescriptor::insert`]).
     pub fn with(mut self, uid: i64, data: BufferRef<'a>) -> Self {
         self.insert(uid, data);

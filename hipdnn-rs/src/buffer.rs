@@ -706,11 +706,19 @@ impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
 /// too, as host buffers). Sizes and alignments are checked before the engine runs.
 #[derive(Debug, Default)]
 pub struct VariantPack<'a> {
-    pub(crate) entries: Vec<(i64, BufferRef<'a>)>,
-    /// Element type of each bound buffer, by UID (checked against the tensor's data type).
-    pub(crate) element_types: Vec<(i64, crate::DataType)>,
-    /// UIDs bound read-only (by `&Buffer`), which must not be tensors the graph writes.
-    pub(crate) read_only: Vec<i64>,
+    pub(crate) entries: Vec<PackEntry<'a>>,
+}
+
+/// One binding of a [`VariantPack`].
+#[derive(Debug)]
+pub(crate) struct PackEntry<'a> {
+    pub(crate) uid: i64,
+    pub(crate) data: BufferRef<'a>,
+    /// The bound buffer's element type (checked against the tensor's data type); `None` for
+    /// untyped memory.
+    pub(crate) element_type: Option<crate::DataType>,
+    /// Bound read-only (by `&Buffer`): must not be a tensor the graph writes.
+    pub(crate) read_only: bool,
 }
 
 impl<'a> VariantPack<'a> {
@@ -718,8 +726,6 @@ impl<'a> VariantPack<'a> {
     pub fn new() -> Self {
         VariantPack {
             entries: Vec::new(),
-            element_types: Vec::new(),
-            read_only: Vec::new(),
         }
     }
 
@@ -728,16 +734,15 @@ impl<'a> VariantPack<'a> {
     /// `Graph::execute` refuses a `Buffer<T>` whose element type differs from the tensor's data
     /// type (a `Buffer<u8>` may carry a type without a Rust element, e.g. FP8).
     pub fn with(mut self, uid: i64, buffer: impl Bind<'a>) -> Self {
-        self.entries.retain(|(u, _)| *u != uid);
-        self.element_types.retain(|(u, _)| *u != uid);
-        self.read_only.retain(|u| *u != uid);
-        if buffer.is_read_only() {
-            self.read_only.push(uid);
+        if self.entries.iter().any(|e| e.uid == uid) {
+            self.entries.retain(|e| e.uid != uid);
         }
-        if let Some(t) = buffer.element_type() {
-            self.element_types.push((uid, t));
-        }
-        self.entries.push((uid, buffer.bind()));
+        self.entries.push(PackEntry {
+            uid,
+            element_type: buffer.element_type(),
+            read_only: buffer.is_read_only(),
+            data: buffer.bind(),
+        });
         self
     }
 
@@ -765,6 +770,6 @@ impl<'a> VariantPack<'a> {
 
     /// The bound UIDs in binding order.
     pub fn uids(&self) -> Vec<i64> {
-        self.entries.iter().map(|(u, _)| *u).collect()
+        self.entries.iter().map(|e| e.uid).collect()
     }
 }

@@ -103,10 +103,46 @@ pub(crate) struct CompiledState {
     serializable: bool,
     engine_name: String,
     loaded: Option<LoadedContainer>,
-    /// For a plan loaded without a graph whose engine keeps the graph it runs (the CPU
-    /// engine): that graph, read once at load, against which every execute checks its variant
-    /// pack.
-    source: Option<Arc<Graph>>,
+    /// What every execute checks its variant pack against, decided once when the plan is
+    /// built or loaded: the graph's non-virtual tensors as they were then; for a plan loaded
+    /// without a graph, those of the graph its engine keeps (the CPU engine), else none.
+    pack_rules: Arc<[PackRule]>,
+}
+
+/// One non-virtual tensor's variant-pack rule, decided when the plan is built or loaded.
+#[derive(Debug)]
+struct PackRule {
+    uid: i64,
+    name: String,
+    data_type: crate::DataType,
+    dims: Vec<i64>,
+    strides: Vec<i64>,
+    /// Bytes the bound buffer must hold; `None` when the extent overflows (refused on execute).
+    need: Option<usize>,
+    /// A node of the graph writes the tensor (a read-only binding is refused).
+    written: bool,
+    /// A baked (non-runtime) scalar: no buffer needed.
+    baked: bool,
+}
+
+/// The variant-pack rules of `g`'s non-virtual tensors with a UID, in tensor order.
+fn pack_rules(g: &Graph) -> Arc<[PackRule]> {
+    g.tensors()
+        .filter(|(_, t)| !t.is_virtual)
+        .filter_map(|(_, t)| {
+            let uid = t.uid?;
+            Some(PackRule {
+                uid,
+                name: t.name.clone(),
+                data_type: t.data_type,
+                dims: t.dims.clone(),
+                strides: t.strides.clone(),
+                need: required_bytes(&t.dims, &t.strides, element_size(t.data_type)),
+                written: g.is_written(uid),
+                baked: t.value.is_some() && !t.is_runtime_pass_by_value,
+            })
+        })
+        .collect()
 }
 
 impl PartialEq for CompiledState {
@@ -245,7 +281,7 @@ impl Graph {
                         plan: Some(Arc::new(plan)),
                         serializable,
                         loaded: None,
-                        source: None,
+                        pack_rules: pack_rules(self),
                     };
                     return Ok(());
                 }
@@ -371,9 +407,9 @@ impl Graph {
         // SDK's other variant-pack refusals are.
         plan.check_workspace(workspace.as_ref().map_or(0, |w| w.byte_len()))
             .map_err(|e| Error::new(ErrorCode::InvalidValue, e.message))?;
-        let mut bp = hipdnn_backend::VariantPackDescriptor::new();
-        for (uid, data) in pack.entries {
-            bp.insert(uid, data);
+        let mut bp = hipdnn_backend::VariantPackDescriptor::with_capacity(pack.entries.len());
+        for e in pack.entries {
+            bp.insert(e.uid, e.data);
         }
         if let Some(ws) = workspace {
             bp.set_workspace(crate::buffer::Bind::bind(ws));
@@ -388,21 +424,13 @@ impl Graph {
             .is_some_and(|t| self.producer(t).is_some())
     }
 
+    /// Checks `pack` against the plan's [`PackRule`]s (one rule for built and loaded plans:
+    /// bound, typed and sized; issue 12).
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
-        // A plan loaded alone has no graph tensors; when its engine keeps the graph it runs
-        // (the CPU engine), that graph's tensors are checked instead (issue 12: one rule for
-        // built and loaded plans: bound, typed and sized).
-        if self.tensors().next().is_none()
-            && let Some(g) = &self.compiled.source
-        {
-            return g.check_pack(pack);
-        }
-        for (_, t) in self.tensors() {
-            if t.is_virtual {
-                continue;
-            }
-            let Some(uid) = t.uid else { continue };
-            if pack.read_only.contains(&uid) && self.is_written(uid) {
+        for t in self.compiled.pack_rules.iter() {
+            let uid = t.uid;
+            let entry = pack.entries.iter().find(|e| e.uid == uid);
+            if t.written && entry.is_some_and(|e| e.read_only) {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
                     format!(
@@ -411,8 +439,8 @@ impl Graph {
                     ),
                 ));
             }
-            let Some((_, data)) = pack.entries.iter().find(|(u, _)| *u == uid) else {
-                if t.value.is_some() && !t.is_runtime_pass_by_value {
+            let Some(entry) = entry else {
+                if t.baked {
                     continue; // a baked scalar needs no buffer
                 }
                 return Err(Error::new(
@@ -423,9 +451,9 @@ impl Graph {
                     ),
                 ));
             };
-            if let Some((_, bt)) = pack.element_types.iter().find(|(u, _)| *u == uid)
-                && *bt != t.data_type
-                && (*bt != crate::DataType::Uint8 || has_element_type(t.data_type))
+            if let Some(bt) = entry.element_type
+                && bt != t.data_type
+                && (bt != crate::DataType::Uint8 || has_element_type(t.data_type))
             {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
@@ -437,23 +465,22 @@ impl Graph {
                     ),
                 ));
             }
-            let need = required_bytes(&t.dims, &t.strides, element_size(t.data_type))
-                .ok_or_else(|| {
-                    Error::new(
-                        ErrorCode::InvalidValue,
-                        format!(
-                            "tensor '{}' (uid {uid}): the extent of dims {:?} strides {:?} overflows",
-                            t.name, t.dims, t.strides
-                        ),
-                    )
-                })?;
-            if data.len() < need {
+            let need = t.need.ok_or_else(|| {
+                Error::new(
+                    ErrorCode::InvalidValue,
+                    format!(
+                        "tensor '{}' (uid {uid}): the extent of dims {:?} strides {:?} overflows",
+                        t.name, t.dims, t.strides
+                    ),
+                )
+            })?;
+            if entry.data.len() < need {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
                     format!(
                         "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {} need {need}",
                         t.name,
-                        data.len(),
+                        entry.data.len(),
                         t.dims,
                         t.strides,
                         t.data_type.schema_name()
@@ -561,7 +588,7 @@ impl Graph {
                 graph,
                 plan: plan_view,
             }),
-            source: None,
+            pack_rules: pack_rules(&g),
         };
         Ok(g)
     }
@@ -596,12 +623,12 @@ impl Graph {
         let plan = ExecutionPlanDescriptor::from_copy(handle.backend(), bytes)
             .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
         // The graph the engine runs, when it keeps one (the CPU engine), read once here: every
-        // execute checks its variant pack against it.
-        let source = plan
+        // execute checks its variant pack against its tensors.
+        let pack_rules = plan
             .execution_context()
             .source_graph()
             .and_then(|src| Graph::from_graph_bytes(src).ok())
-            .map(Arc::new);
+            .map_or_else(|| Arc::from([]), |src| self::pack_rules(&src));
         let mut g = Graph::new();
         g.set_override_shape_enabled(plan.is_override_shape_enabled());
         g.compiled = CompiledState {
@@ -609,7 +636,7 @@ impl Graph {
             plan: Some(Arc::new(plan)),
             serializable: true,
             loaded: None,
-            source,
+            pack_rules,
         };
         Ok(g)
     }
