@@ -89,6 +89,8 @@ pub struct ConvProblem {
     pub strides: [i64; 12],
 }
 
+/// The two spatial values of a padding, stride or dilation attribute (`default` twice when the
+/// node has none).
 fn pair(v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, default: i64) -> Vec<i64> {
     v.map(|v| v.iter().collect())
         .unwrap_or_else(|| vec![default, default])
@@ -182,31 +184,19 @@ pub fn match_conv(graph: &OperationGraph, dir: Direction) -> PluginResult<ConvPr
         )));
     }
     let groups = xd[1] / wd[1];
-    let (pre, post, stride, dil) = (pair(pre, 0), pair(post, 0), pair(stride, 1), pair(dil, 1));
-    if [&pre, &post, &stride, &dil].iter().any(|v| v.len() != 2) {
+    let Some([pre, post, stride, dil]) = spatial([pre, post, stride, dil]) else {
         return Err(na(format!(
             "the {f} pack needs 2 spatial padding/stride/dilation values"
         )));
-    }
-    for (i, (hw, fw)) in [(xd[2], wd[2]), (xd[3], wd[3])].into_iter().enumerate() {
-        let window = Window {
-            pre: pre[i],
-            post: post[i],
-            stride: stride[i],
-            dilation: dil[i],
-        };
-        let want = (dil[i] >= 1 && stride[i] >= 1 && pre[i] >= 0)
-            .then(|| output_extent(hw, fw, window).ok())
-            .flatten();
-        if want != Some(yd[2 + i]) || yd[0] != xd[0] || yd[1] != wd[0] {
-            return Err(na(format!(
-                "the {f} pack: dy dims {yd:?} disagree with {xn} {xd:?}, {wn} {wd:?}, padding {pre:?}/{post:?}, stride {stride:?}, dilation {dil:?}"
-            )));
-        }
+    };
+    if !dims_agree(&xd, &wd, &yd, [&pre, &post, &stride, &dil]) {
+        return Err(na(format!(
+            "the {f} pack: dy dims {yd:?} disagree with {xn} {xd:?}, {wn} {wd:?}, padding {pre:?}/{post:?}, stride {stride:?}, dilation {dil:?}"
+        )));
     }
     let all = [(&yd, &ys, yn), (&xd, &xs, xn), (&wd, &ws, wn)];
     for (d, s, what) in dir.order().map(|i| all[i]) {
-        if s.iter().any(|v| *v < 0) || span(d, s).is_none_or(|v| v > I32_MAX) {
+        if !offsets_fit(d, s) {
             return Err(na(format!(
                 "the {f} pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
             )));
@@ -345,4 +335,43 @@ pub fn min_tiles_rule(kernel: &KernelDescriptor, c: &TritonConfig, tiles: i64) -
         )));
     }
     Ok(())
+}
+
+/// Whether output dims `yd` `[N, K, P, Q]` are those of input `xd` `[N, C, H, W]` and filter
+/// `wd` `[K, C/groups, R, S]` under `[pre, post, stride, dil]` (two spatial values each;
+/// dilation and stride at least 1, padding non-negative).
+pub fn dims_agree(
+    xd: &[i64],
+    wd: &[i64],
+    yd: &[i64],
+    [pre, post, stride, dil]: [&[i64]; 4],
+) -> bool {
+    let window = |i: usize| Window {
+        pre: pre[i],
+        post: post[i],
+        stride: stride[i],
+        dilation: dil[i],
+    };
+    let extent = |i: usize| {
+        (dil[i] >= 1 && stride[i] >= 1 && pre[i] >= 0)
+            .then(|| output_extent(xd[2 + i], wd[2 + i], window(i)).ok())
+            .flatten()
+    };
+    (0..2).all(|i| extent(i) == Some(yd[2 + i])) && yd[0] == xd[0] && yd[1] == wd[0]
+}
+
+/// Whether a tensor of dims `d` and strides `s` has non-negative strides and element offsets
+/// within 2147483647.
+pub fn offsets_fit(d: &[i64], s: &[i64]) -> bool {
+    !s.iter().any(|v| *v < 0) && span(d, s).is_some_and(|v| v <= I32_MAX)
+}
+
+/// The pre-padding, post-padding, stride and dilation attributes of a 2-D convolution node as
+/// pairs ([`pair`]; padding defaults to 0, stride and dilation to 1); `None` unless each has
+/// 2 spatial values.
+pub fn spatial(
+    [pre, post, stride, dil]: [Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>; 4],
+) -> Option<[Vec<i64>; 4]> {
+    let v = [pair(pre, 0), pair(post, 0), pair(stride, 1), pair(dil, 1)];
+    v.iter().all(|v| v.len() == 2).then_some(v)
 }

@@ -6,5 +6,6 @@
 pub mod conv;
 pub mod epilogue;
 pub mod family;
+pub mod gemm;
 pub mod graph;
 pub mod triton;

@@ -117,20 +117,31 @@ impl TritonConfig {
         shared_bytes: i64,
         warp_size: i64,
     ) -> TritonConfig {
-        TritonConfig {
+        let mut c = TritonConfig {
             family: family.to_string(),
             dtype: String::new(),
-            spec: variant == 1,
-            channels_first: variant == 2,
-            transposing: variant == 3,
-            b_col: variant == 4,
+            spec: false,
+            channels_first: false,
+            transposing: false,
+            b_col: false,
             block,
             group_m,
             num_warps,
             num_stages: 0,
             shared_bytes,
             warp_size,
-        }
+        };
+        c.set_variant(variant);
+        c
+    }
+
+    /// Sets the variant flags from `variant` as the `spec` launch value holds it (0 generic,
+    /// 1 spec, 2 nchw, 3 nchwt, 4 bcol).
+    pub fn set_variant(&mut self, variant: i64) {
+        self.spec = variant == 1;
+        self.channels_first = variant == 2;
+        self.transposing = variant == 3;
+        self.b_col = variant == 4;
     }
 
     /// Threads per block, `num_warps · warp_size`.

@@ -25,7 +25,7 @@
 //! **Static rule** (no benchmarking): entries are tried in pack order (spec and bcol before
 //! generic, larger tiles first); a spec or bcol entry serves a graph whose shape satisfies its
 //! hints (never both: their unit strides exclude each other), except that a tile larger than
-//! 64×128 is refused when it would give fewer than [`MIN_TILES`] tiles (the device would be
+//! 64×128 is refused when it would give fewer than [`crate::ingestor::framework::triton::MIN_TILES`] tiles (the device would be
 //! under-filled), and for f32 (IEEE products on CUDA cores, not `tf32`) when K is at most
 //! [`F32_SHORT_K`]; the generic entry serves every graph. Pointer alignment is only known at
 //! execute: a plan on a spec or bcol entry refuses (BAD_PARAM) tensors that are not 16-byte
@@ -56,19 +56,21 @@
 //! stride_bn; v1 has no res/scale pointers or residual strides).
 
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
-use crate::ingestor::framework::epilogue::match_epilogue;
+use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::framework::epilogue::SavedEpilogue;
+use crate::ingestor::framework::gemm::{
+    self, EpilogueGemm, GemmCore, GemmGraph, GemmHandler, check_hints, check_tiles, read_config,
+    read_ints, read_res_strides, read_uids,
+};
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
-use crate::ingestor::framework::triton::{MIN_TILES, TritonConfig, triton_kernel_args};
+use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::{ContractReader, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, Node};
 
 /// Contract v1 (bias and ReLU epilogue; no residual or scale pointers): restored from plans
 /// saved before v2, never chosen for a new build.
@@ -88,67 +90,28 @@ pub const EPILOGUE_BIAS: i64 = 1;
 /// Epilogue code of ReLU after the bias (activation 1 in bits 1–3).
 pub const EPILOGUE_RELU: i64 = 2;
 
-/// Value names of contract v1 (sorted).
-pub const MATMUL_V1_NAMES: [&str; 27] = [
-    "a.uid",
-    "b.uid",
-    "batch",
-    "bias.uid",
-    "block_k",
-    "block_m",
-    "block_n",
-    "c.uid",
-    "dtype",
-    "epilogue",
-    "group_m",
-    "k",
-    "m",
-    "n",
-    "num_warps",
-    "shared_bytes",
-    "spec",
-    "stride_ab",
-    "stride_ak",
-    "stride_am",
-    "stride_bb",
-    "stride_bk",
-    "stride_bn",
-    "stride_cb",
-    "stride_cm",
-    "stride_cn",
-    "warp_size",
+/// The stride value names of A, B and C: (batch, row, column) each, in kernel order.
+const STRIDES: [[&str; 3]; 3] = [
+    ["stride_ab", "stride_am", "stride_ak"],
+    ["stride_bb", "stride_bk", "stride_bn"],
+    ["stride_cb", "stride_cm", "stride_cn"],
 ];
-
-/// Value names v2 adds to [`MATMUL_V1_NAMES`].
-pub const MATMUL_V2_EXTRA: [&str; 5] = [
-    "res.uid",
-    "scale.uid",
-    "stride_rb",
-    "stride_rm",
-    "stride_rn",
-];
+/// The residual's stride value names (v2), in kernel order.
+const RES_STRIDES: [&str; 3] = ["stride_rb", "stride_rm", "stride_rn"];
 
 /// The value names of contract `version` (1 or 2), sorted.
 pub fn value_names(version: u8) -> Vec<&'static str> {
-    let mut v = MATMUL_V1_NAMES.to_vec();
+    let mut v = vec!["a.uid", "b.uid", "c.uid", "bias.uid", "dtype", "epilogue"];
+    v.extend(["batch", "m", "n", "k"]);
+    v.extend(STRIDES.as_flattened());
+    v.extend(crate::ingestor::framework::conv::CONFIG.map(|d| d.name));
     if version >= 2 {
-        v.extend(MATMUL_V2_EXTRA);
-        v.sort_unstable();
+        v.extend(["res.uid", "scale.uid"]);
+        v.extend(RES_STRIDES);
     }
+    v.sort_unstable();
     v
 }
-
-const STRIDE_NAMES: [&str; 9] = [
-    "stride_ab",
-    "stride_am",
-    "stride_ak",
-    "stride_bb",
-    "stride_bk",
-    "stride_bn",
-    "stride_cb",
-    "stride_cm",
-    "stride_cn",
-];
 
 /// The launch inputs of contracts v1 and v2.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,120 +144,126 @@ pub struct MatmulInputs {
 }
 
 impl MatmulInputs {
-    /// The contract name of this launch's version.
-    pub fn contract(&self) -> &'static str {
-        if self.version >= 2 {
-            MATMUL_V2
-        } else {
-            MATMUL_V1
-        }
-    }
-
     /// Whether the shape satisfies the spec variant's hints (pointer alignment is checked at
     /// execute): M, N, K, stride_ab/am/bb/bk/cb/cm (and stride_rb/rm) multiples of 16,
     /// stride_ak/bn/cn (and stride_rn) = 1.
     pub fn fits_spec(&self) -> bool {
-        let s = self.strides;
-        let r = self.res_strides;
-        self.mnk.iter().all(|v| v % 16 == 0)
-            && [s[0], s[1], s[3], s[4], s[6], s[7], r[0], r[1]]
-                .iter()
-                .all(|v| v % 16 == 0)
-            && s[2] == 1
-            && s[5] == 1
-            && s[8] == 1
-            && (self.version < 2 || r[2] == 1)
+        self.fits_unit(5) && (self.version < 2 || self.res_strides[2] == 1)
     }
 
     /// Whether the shape satisfies the bcol variant's hints (pointer alignment is checked at
     /// execute): those of [`Self::fits_spec`] with B column-major: stride_bn (not stride_bk)
     /// a multiple of 16 and stride_bk (not stride_bn) = 1.
     pub fn fits_bcol(&self) -> bool {
+        self.version >= 2 && self.fits_unit(4) && self.res_strides[2] == 1
+    }
+
+    /// The hints spec and bcol share, with B's unit stride at `b_unit` (index into
+    /// [`Self::strides`]: 5 stride_bn, 4 stride_bk) and its other matrix stride a multiple of
+    /// 16: M, N, K, the batch and leading strides multiples of 16, stride_ak and stride_cn 1.
+    fn fits_unit(&self, b_unit: usize) -> bool {
         let s = self.strides;
         let r = self.res_strides;
-        self.version >= 2
-            && self.mnk.iter().all(|v| v % 16 == 0)
-            && [s[0], s[1], s[3], s[5], s[6], s[7], r[0], r[1]]
+        self.mnk.iter().all(|v| v % 16 == 0)
+            && [s[0], s[1], s[3], s[9 - b_unit], s[6], s[7], r[0], r[1]]
                 .iter()
                 .all(|v| v % 16 == 0)
             && s[2] == 1
-            && s[4] == 1
+            && s[b_unit] == 1
             && s[8] == 1
-            && r[2] == 1
     }
 
-    /// The launch values.
+    /// The launch values ([`EpilogueGemm::values`]).
     pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: &str, x: i64| {
-            v.insert(n.to_string(), LaunchValue::Int(x));
-        };
-        put("a.uid", self.uids[0]);
-        put("b.uid", self.uids[1]);
-        put("c.uid", self.uids[2]);
-        if let Some(b) = self.bias_uid {
-            put("bias.uid", b);
-        }
-        if let Some(u) = self.residual_uid {
-            put("res.uid", u);
-        }
-        if let Some(u) = self.scale_uid {
-            put("scale.uid", u);
-        }
-        if self.version >= 2 {
-            for (n, x) in ["stride_rb", "stride_rm", "stride_rn"]
-                .iter()
-                .zip(self.res_strides)
-            {
-                put(n, x);
-            }
-        }
-        put("dtype", i64::from(self.dtype));
-        put("batch", self.batch);
-        put("m", self.mnk[0]);
-        put("n", self.mnk[1]);
-        put("k", self.mnk[2]);
-        for (n, x) in STRIDE_NAMES.iter().zip(self.strides) {
-            put(n, x);
-        }
-        put("epilogue", self.epilogue);
-        let c = &self.config;
-        put("spec", c.variant_code());
-        put("block_m", c.block[0]);
-        put("block_n", c.block[1]);
-        put("block_k", c.block[2]);
-        put("group_m", c.group_m);
-        put("num_warps", c.num_warps);
-        put("warp_size", c.warp_size);
-        put("shared_bytes", c.shared_bytes);
-        v
+        self.values()
     }
 
-    /// Reads values saved under `dispatch` for contract `version` (1 or 2) and checks them.
+    /// Tiles per batch entry: cdiv(m, block_m)·cdiv(n, block_n).
+    pub fn tiles(&self) -> i64 {
+        let c = &self.config;
+        ((self.mnk[0] + c.block[0] - 1) / c.block[0])
+            * ((self.mnk[1] + c.block[1] - 1) / c.block[1])
+    }
+
+    /// The prepared launch ([`EpilogueGemm::launch`]): `pointer_uids` a, b, c[, bias][,
+    /// residual][, scale]; `scalar_args` the integer parameters of the variant in order.
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` (load prefix) with the reader texts; `launch values of dispatch '<d>'
-    /// hold epilogue <e>: <why>` (v2: [`crate::ingestor::framework::epilogue::invalid_reason`]); `launch value
-    /// '<name>' of dispatch '<d>' must be present exactly when 'epilogue' <bits> is set;
-    /// epilogue is <e>` (bias: bit 1 (v1) / bit 0 (v2); `res.uid`: bits 4/5; `scale.uid`: bit
-    /// 6); `launch values of dispatch '<d>' name the spec variant, whose unit strides
-    /// 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1`; the geometry
-    /// texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
-        let contract = if version >= 2 { MATMUL_V2 } else { MATMUL_V1 };
-        let names = value_names(version);
-        let r = ContractReader::new(dispatch, contract, &names, values)?;
+    /// As [`EpilogueGemm::geometry_for`].
+    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        self.launch()
+    }
+}
+
+impl EpilogueGemm for MatmulInputs {
+    const FAMILY: &'static str = "matmul";
+    const CONTRACTS: [&'static str; 2] = [MATMUL_V1, MATMUL_V2];
+    const UIDS: [&'static str; 3] = ["a.uid", "b.uid", "c.uid"];
+    const KERNEL: &'static str = "matmul";
+    const OPERANDS: &'static str = "A, B and C";
+
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        match_graph(graph)
+    }
+
+    /// The variant's hints, then the static rule (module docs).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k> is the spec variant; the graph's shape does not satisfy
+    /// its hints (…)` (likewise bcol); `kernel <k>: static rule: <t> tiles under-fill the
+    /// device (fewer than 128); a smaller tile serves this graph`; `kernel <k>: static rule: an
+    /// f32 reduction of K = <k> (at most 512) runs faster on a 64×64 tile`.
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        check_hints(
+            kernel,
+            "shape",
+            &[
+                (
+                    config.spec && !self.fits_spec(),
+                    "spec",
+                    "M, N, K, leading and batch strides multiples of 16, unit strides 1",
+                ),
+                (
+                    config.b_col && !self.fits_bcol(),
+                    "bcol",
+                    "M, N, K, leading and batch strides multiples of 16, B column-major: unit strides of A's K, B's K, C's N and the residual's N",
+                ),
+            ],
+        )?;
+        self.config = config;
+        let c = &self.config;
+        let big = (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128;
+        check_tiles(kernel, big, self.tiles() * self.batch)?;
+        if big && c.dtype == "f32" && self.mnk[2] <= F32_SHORT_K {
+            return Err(na(format!(
+                "kernel {}: static rule: an f32 reduction of K = {} (at most {F32_SHORT_K}) runs faster on a 64×64 tile",
+                kernel.describe(),
+                self.mnk[2]
+            )));
+        }
+        Ok(())
+    }
+
+    /// Reads the strides, `dtype`, `spec`, the config, the residual's strides (v2), the UIDs,
+    /// `batch`, `m`, `n`, `k`, then checks the variant's unit strides and the geometry.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) with the reader texts; `launch value 'spec' of dispatch
+    /// '<d>' is <s>; the matmul contract takes 0 (generic), 1 (spec) or 4 (bcol)`; `launch
+    /// values of dispatch '<d>' name the spec variant, whose unit strides 'stride_ak',
+    /// 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1` (likewise bcol with
+    /// 'stride_bk'); the geometry texts.
+    fn read_shape(
+        r: &ContractReader<'_>,
+        dispatch: &str,
+        version: u8,
+        saved: SavedEpilogue,
+    ) -> PluginResult<Self> {
         let max = i64::from(i32::MAX);
         let d = quote(dispatch);
-        let crate::ingestor::framework::epilogue::SavedEpilogue {
-            code: epilogue,
-            bias: bias_uid,
-            residual: residual_uid,
-            scale: scale_uid,
-        } = crate::ingestor::framework::epilogue::read_saved(&r, values, dispatch, version)?;
         let mut strides = [0i64; 9];
-        for (i, n) in STRIDE_NAMES.iter().enumerate() {
-            strides[i] = r.int(n, 0, max)?;
+        for (x, n) in strides.iter_mut().zip(STRIDES.as_flattened()) {
+            *x = r.int(n, 0, max)?;
         }
         let dtype = r.int("dtype", 1, 3)? as i8;
         let spec = r.int("spec", 0, if version >= 2 { 4 } else { 1 })?;
@@ -303,76 +272,86 @@ impl MatmulInputs {
                 "launch value 'spec' of dispatch '{d}' is {spec}; the matmul contract takes 0 (generic), 1 (spec) or 4 (bcol)"
             )));
         }
-        let config = TritonConfig {
-            family: "matmul".into(),
-            dtype: match dtype {
-                1 => "f32",
-                2 => "f16",
-                _ => "bf16",
-            }
-            .into(),
-            spec: spec == 1,
-            channels_first: false,
-            transposing: false,
-            b_col: spec == 4,
-            block: [
-                r.int("block_m", 16, 256)?,
-                r.int("block_n", 16, 256)?,
-                r.int("block_k", 16, 256)?,
-            ],
-            group_m: r.int("group_m", 1, 64)?,
-            num_warps: r.int("num_warps", 1, 16)?,
-            num_stages: 0,
-            shared_bytes: r.int("shared_bytes", 0, 262_144)?,
-            warp_size: r.int("warp_size", 32, 64)?,
-        };
-        let res_strides = if version >= 2 {
-            [
-                r.int("stride_rb", 0, max)?,
-                r.int("stride_rm", 0, max)?,
-                r.int("stride_rn", 0, max)?,
-            ]
-        } else {
-            [strides[6], strides[7], strides[8]]
-        };
+        let mut config = read_config(r, "matmul", spec)?;
+        config.dtype = match dtype {
+            1 => "f32",
+            2 => "f16",
+            _ => "bf16",
+        }
+        .into();
+        let res_strides =
+            read_res_strides(r, version, &RES_STRIDES, [6, 7, 8].map(|i| strides[i]))?;
         let inputs = MatmulInputs {
             version: version.clamp(1, 2),
-            uids: [
-                r.int("a.uid", i64::MIN, i64::MAX)?,
-                r.int("b.uid", i64::MIN, i64::MAX)?,
-                r.int("c.uid", i64::MIN, i64::MAX)?,
-            ],
-            bias_uid,
-            residual_uid,
-            scale_uid,
+            uids: read_uids::<Self>(r)?,
+            bias_uid: saved.bias,
+            residual_uid: saved.residual,
+            scale_uid: saved.scale,
             dtype,
             batch: r.int("batch", 1, 65_535)?,
-            mnk: [
-                r.int("m", 1, max)?,
-                r.int("n", 1, max)?,
-                r.int("k", 1, max)?,
-            ],
+            mnk: read_ints(r, &["m", "n", "k"], 1, max)?,
             strides,
             res_strides,
-            epilogue,
+            epilogue: saved.code,
             config,
         };
-        if inputs.config.spec
-            && ([strides[2], strides[5], strides[8]] != [1, 1, 1] || res_strides[2] != 1)
-        {
+        let unit = [strides[2], strides[8], res_strides[2]];
+        let broken = |s: bool, b: i64| s && ([unit[0], b, unit[1], unit[2]] != [1, 1, 1, 1]);
+        if broken(inputs.config.spec, strides[5]) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1"
             )));
         }
-        if inputs.config.b_col
-            && ([strides[2], strides[4], strides[8]] != [1, 1, 1] || res_strides[2] != 1)
-        {
+        if broken(inputs.config.b_col, strides[4]) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the bcol variant, whose unit strides 'stride_ak', 'stride_bk' and 'stride_cn' (and 'stride_rn') must be 1"
             )));
         }
         inputs.geometry_for(dispatch)?;
         Ok(inputs)
+    }
+
+    fn core(&self) -> GemmCore<'_> {
+        let optional = [self.bias_uid, self.residual_uid, self.scale_uid];
+        let (version, dtype, epilogue) = (self.version, self.dtype, self.epilogue);
+        GemmCore {
+            version,
+            uids: self.uids,
+            optional,
+            dtype,
+            epilogue,
+            config: &self.config,
+        }
+    }
+
+    fn shape_values(&self) -> Vec<(&'static str, i64)> {
+        let mut v = vec![("batch", self.batch)];
+        v.extend(["m", "n", "k"].into_iter().zip(self.mnk));
+        v.extend(STRIDES.as_flattened().iter().copied().zip(self.strides));
+        if self.version >= 2 {
+            v.extend(RES_STRIDES.into_iter().zip(self.res_strides));
+        }
+        v
+    }
+
+    /// The integer parameters the variant keeps, in its parameter order.
+    fn scalars(&self) -> Vec<i64> {
+        let s = self.strides;
+        let r = self.res_strides;
+        let value = |n: &str| match n {
+            "M" => Some(self.mnk[0]),
+            "N" => Some(self.mnk[1]),
+            "K" => Some(self.mnk[2]),
+            "epilogue" => Some(self.epilogue),
+            _ => (STRIDES
+                .as_flattened()
+                .iter()
+                .position(|x| *x == n)
+                .map(|i| s[i]))
+            .or_else(|| RES_STRIDES.iter().position(|x| *x == n).map(|i| r[i])),
+        };
+        let names = param_names(self.config.variant_code(), self.version);
+        names.iter().filter_map(|n| value(n)).collect()
     }
 
     /// Grid, block and shared memory (shared by build and restore).
@@ -382,7 +361,7 @@ impl MatmulInputs {
     /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`;
     /// `launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '<d>' give more than
     /// 2147483647 tiles`.
-    pub fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let d = quote(dispatch);
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
@@ -402,49 +381,12 @@ impl MatmulInputs {
         })
     }
 
-    /// Tiles per batch entry: cdiv(m, block_m)·cdiv(n, block_n).
-    pub fn tiles(&self) -> i64 {
-        let c = &self.config;
-        ((self.mnk[0] + c.block[0] - 1) / c.block[0])
-            * ((self.mnk[1] + c.block[1] - 1) / c.block[1])
+    fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
+        param_names(variant, version)
     }
 
-    /// The prepared launch: `pointer_uids` a, b, c[, bias][, residual][, scale]; `scalar_args`
-    /// the integer parameters of the variant in order.
-    ///
-    /// # Errors
-    /// As [`Self::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        let mut pointer_uids = self.uids.to_vec();
-        pointer_uids.extend(self.bias_uid);
-        pointer_uids.extend(self.residual_uid);
-        pointer_uids.extend(self.scale_uid);
-        let s = self.strides;
-        let r = self.res_strides;
-        let names = param_names(self.config.variant_code(), self.version);
-        // The integer parameters the variant keeps, in its parameter order.
-        let value = |n: &str| match n {
-            "M" => Some(self.mnk[0]),
-            "N" => Some(self.mnk[1]),
-            "K" => Some(self.mnk[2]),
-            "epilogue" => Some(self.epilogue),
-            "stride_rb" => Some(r[0]),
-            "stride_rm" => Some(r[1]),
-            "stride_rn" => Some(r[2]),
-            _ => STRIDE_NAMES.iter().position(|x| *x == n).map(|i| s[i]),
-        };
-        let ints: Vec<i64> = names.iter().filter_map(|n| value(n)).collect();
-        Ok(PreparedLaunch {
-            dispatch: self.contract().to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(self.contract())?,
-            workspace_bytes: 0,
-            pointer_uids,
-            scalar_args: ints
-                .into_iter()
-                .map(|v| KernelArgValue::I32(v as i32))
-                .collect(),
-        })
+    fn value_names(version: u8) -> Vec<&'static str> {
+        value_names(version)
     }
 }
 
@@ -462,11 +404,10 @@ pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
     if version >= 2 {
         v.extend(["res_ptr", "scale_ptr"]);
     }
-    v.extend(["M", "N", "K", "stride_ab", "stride_am", "stride_ak"]);
-    v.extend(["stride_bb", "stride_bk", "stride_bn"]);
-    v.extend(["stride_cb", "stride_cm", "stride_cn"]);
+    v.extend(["M", "N", "K"]);
+    v.extend(STRIDES.as_flattened());
     if version >= 2 {
-        v.extend(["stride_rb", "stride_rm", "stride_rn"]);
+        v.extend(RES_STRIDES);
     }
     v.retain(|n| !unit.contains(n));
     v.extend(["epilogue", "global_scratch", "profile_scratch"]);
@@ -476,21 +417,7 @@ pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
 /// The kernel signature of variant `variant` (as [`param_names`]) of contract `version`
 /// (natural layout, named).
 pub fn signature(variant: i64, version: u8) -> Vec<KernelArgument> {
-    let mut off = 0u32;
-    param_names(variant, version)
-        .into_iter()
-        .map(|n| {
-            let (kind, size) = if n.ends_with("_ptr") || n.ends_with("scratch") {
-                ("global_buffer", 8)
-            } else {
-                ("by_value", 4)
-            };
-            off = off.div_ceil(size) * size;
-            let a = KernelArgument::named(kind, size, off, n);
-            off += size;
-            a
-        })
-        .collect()
+    gemm::signature::<MatmulInputs>(variant, version)
 }
 
 /// One operand's matrix view: batch dims collapsed to (count, stride), the two matrix strides.
@@ -538,30 +465,20 @@ fn fits_i32(v: i64, what: &str) -> PluginResult<i64> {
 /// Matches the matmul (+ epilogue) graph for contract v2; the config is filled in by the
 /// caller.
 fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.is_empty() || nodes.len() > 6 {
-        return Err(na(format!(
-            "the matmul pack serves matmul with up to five epilogue nodes; this graph has {} nodes",
-            nodes.len()
-        )));
-    }
-    let a = nodes[0]
-        .attributes_as_matmul_attributes()
-        .ok_or_else(|| na("the matmul pack serves graphs that start with a matmul node"))?;
-    let at = tensor(graph, a.a_tensor_uid())?;
-    let bt = tensor(graph, a.b_tensor_uid())?;
-    let dtype = at.data_type();
-    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype)
-        || bt.data_type() != dtype
-    {
-        return Err(na(format!(
-            "the matmul pack serves f32, f16 and bf16 with A and B of one type, not {dtype:?} × {:?}",
-            bt.data_type()
-        )));
-    }
-    let (ad, as_) = dims_strides(&at);
-    let (bd, bs) = dims_strides(&bt);
+    let (head, ()) = GemmGraph::new(
+        graph,
+        "matmul",
+        |node| {
+            let a = node
+                .attributes_as_matmul_attributes()
+                .ok_or_else(|| na("the matmul pack serves graphs that start with a matmul node"))?;
+            Ok(((), [a.a_tensor_uid(), a.b_tensor_uid(), a.c_tensor_uid()]))
+        },
+        "A and B",
+    )?;
+    let dtype = head.dtype;
+    let (ad, as_) = dims_strides(&head.inputs[0]);
+    let (bd, bs) = dims_strides(&head.inputs[1]);
     let n_out = *bd.last().unwrap_or(&0);
     let is_bias = |d: &[i64], s: &[i64]| {
         !d.is_empty()
@@ -569,12 +486,8 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             && d[d.len() - 1] == n_out
             && (n_out == 1 || s[s.len() - 1] == 1)
     };
-    let fused = match_epilogue(
+    let fused = head.epilogue(
         graph,
-        &nodes[1..],
-        a.c_tensor_uid(),
-        "matmul",
-        dtype,
         &is_bias,
         "a bias of dims [1, .., N] with unit N stride",
     )?;
@@ -639,7 +552,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
     }
     Ok(MatmulInputs {
         version: 2,
-        uids: [a.a_tensor_uid(), a.b_tensor_uid(), cur],
+        uids: [head.uids[0], head.uids[1], cur],
         bias_uid: fused.bias,
         residual_uid: fused.residual,
         scale_uid: fused.scale,
@@ -667,146 +580,10 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             fits_i32(srn, "the residual's N stride")?,
         ],
         epilogue: fused.code,
-        config: TritonConfig {
-            family: String::new(),
-            dtype: String::new(),
-            spec: false,
-            channels_first: false,
-            transposing: false,
-            b_col: false,
-            block: [16, 16, 16],
-            group_m: 1,
-            num_warps: 1,
-            num_stages: 0,
-            shared_bytes: 0,
-            warp_size: 32,
-        },
+        config: TritonConfig::restored("", 0, [16, 16, 16], 1, 1, 0, 32),
     })
 }
 
 /// The matmul handler of one contract version: v2 builds, saves and restores; v1 only
 /// restores plans saved before v2 (its kernels take no residual or scale).
-#[derive(Debug, Clone, Copy)]
-pub struct MatmulHandler {
-    /// 1 or 2.
-    pub version: u8,
-}
-
-impl MatmulHandler {
-    /// The v1 handler (restore only).
-    pub const V1: MatmulHandler = MatmulHandler { version: 1 };
-    /// The v2 handler.
-    pub const V2: MatmulHandler = MatmulHandler { version: 2 };
-
-    /// The inputs for `kernel` on `graph`, with the static rule applied (module docs).
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE`: the graph (see [`match_graph`]'s texts), `the matmul pack builds new
-    /// plans on contract v2 only` (v1 handler), `kernel <k> is not a packed matmul entry`,
-    /// `kernel <k> is built for <dtype>, the graph is <dtype>`, `kernel <k> is the spec
-    /// variant; the graph's shape does not satisfy its hints`, `kernel <k>: static rule: <t>
-    /// tiles under-fill the device (fewer than 128); a smaller tile serves this graph`.
-    pub fn inputs_for(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<MatmulInputs> {
-        if self.version < 2 {
-            return Err(na("the matmul pack builds new plans on contract v2 only"));
-        }
-        let mut inputs = match_graph(graph)?;
-        let config = TritonConfig::for_kernel(kernel, "matmul", inputs.dtype)?;
-        if config.spec && !inputs.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's shape does not satisfy its hints (M, N, K, leading and batch strides multiples of 16, unit strides 1)",
-                kernel.describe()
-            )));
-        }
-        if config.b_col && !inputs.fits_bcol() {
-            return Err(na(format!(
-                "kernel {} is the bcol variant; the graph's shape does not satisfy its hints (M, N, K, leading and batch strides multiples of 16, B column-major: unit strides of A's K, B's K, C's N and the residual's N)",
-                kernel.describe()
-            )));
-        }
-        inputs.config = config;
-        let tiles = inputs.tiles() * inputs.batch;
-        let c = &inputs.config;
-        let big = (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128;
-        if big && tiles < MIN_TILES {
-            return Err(na(format!(
-                "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
-                kernel.describe()
-            )));
-        }
-        if big && c.dtype == "f32" && inputs.mnk[2] <= F32_SHORT_K {
-            return Err(na(format!(
-                "kernel {}: static rule: an f32 reduction of K = {} (at most {F32_SHORT_K}) runs faster on a 64×64 tile",
-                kernel.describe(),
-                inputs.mnk[2]
-            )));
-        }
-        Ok(inputs)
-    }
-}
-
-impl DispatchHandler for MatmulHandler {
-    fn contract(&self) -> &str {
-        if self.version >= 2 {
-            MATMUL_V2
-        } else {
-            MATMUL_V1
-        }
-    }
-
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature(0, self.version)
-    }
-
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        let variant = match values.get("spec") {
-            Some(LaunchValue::Int(v)) => *v,
-            _ => 0,
-        };
-        signature(variant, self.version)
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(match_graph(graph).err().unwrap_or_else(|| {
-            na("the matmul pack launches packed entries only; prepare a kernel")
-        }))
-    }
-
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        self.inputs_for(kernel, graph)?
-            .to_launch()
-            .map_err(|e| na(e.message))
-    }
-
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        MatmulInputs::from_values(dispatch, values, self.version)?.to_launch()
-    }
-
-    /// a, b, c, bias, residual and scale (null when absent; v1: bias only), the integers, two
-    /// null scratch pointers. A spec launch refuses (BAD_PARAM) a tensor address that is not
-    /// 16-byte aligned.
-    fn kernel_args(
-        &self,
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        let optional: &[&str] = if self.version >= 2 {
-            &["bias.uid", "res.uid", "scale.uid"]
-        } else {
-            &["bias.uid"]
-        };
-        triton_kernel_args(launch, tensors, "matmul", "A, B and C", optional)
-    }
-}
+pub type MatmulHandler = GemmHandler<MatmulInputs>;

@@ -1,0 +1,523 @@
+//! The two epilogue GEMM families, matmul and conv fprop, as one declaration: each computes one
+//! GEMM-shaped node (a matmul, an implicit-GEMM convolution) with the fused epilogue of
+//! [`super::epilogue`], and each has two contract versions: v2 builds, saves and restores; v1
+//! (bias and ReLU only, no residual or scale pointers) only restores plans saved before v2.
+//!
+//! A family declares ([`EpilogueGemm`]) its name, its two contracts, how the alignment refusal
+//! names its kernel and operands, its graph matcher, its variant hints and static rule
+//! ([`EpilogueGemm::select`]), the restore of its shape values
+//! ([`EpilogueGemm::read_shape`]), its shape launch values, kernel integers and geometry;
+//! [`GemmHandler`] supplies the rest, the same for both: the launch values every launch holds
+//! (the operand UIDs, the optional epilogue tensors, `dtype`, `epilogue`, the config), the
+//! prepared launch, the restore's shared reads, the signature of a named parameter list, and
+//! the kernel arguments (three operand pointers, then bias, residual and scale, null when
+//! absent; v1: bias only).
+
+use super::conv::{CONFIG, config_ints, config_of};
+use super::epilogue::{FusedEpilogue, SavedEpilogue, match_epilogue, read_saved};
+use super::graph::{na, tensor};
+use super::triton::{MIN_TILES, TritonConfig, natural_signature, triton_kernel_args};
+use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
+use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use hipdnn_backend::engine::TensorBinding;
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::status::PluginResult;
+use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
+use std::marker::PhantomData;
+
+/// What every epilogue GEMM launch holds besides its shape: the contract version, the three
+/// operand UIDs, the optional bias, residual and scale UIDs, the data type, the epilogue code
+/// and the kernel configuration.
+#[derive(Debug, Clone, Copy)]
+pub struct GemmCore<'a> {
+    /// Contract version: 2 for new builds, 1 for plans saved before v2.
+    pub version: u8,
+    /// UIDs of the two inputs and the output, in kernel order.
+    pub uids: [i64; 3],
+    /// UIDs of the bias, the residual and the scale, when the epilogue takes them.
+    pub optional: [Option<i64>; 3],
+    /// `DataType` value.
+    pub dtype: i8,
+    /// Epilogue code ([`super::epilogue`]).
+    pub epilogue: i64,
+    /// The kernel configuration.
+    pub config: &'a TritonConfig,
+}
+
+/// The launch-value names of the optional epilogue tensors, in kernel order.
+const OPTIONAL: [&str; 3] = ["bias.uid", "res.uid", "scale.uid"];
+
+/// An epilogue GEMM family's declaration; see the module docs.
+pub trait EpilogueGemm: Sized + Send + Sync + 'static {
+    /// The `family` name of `triton.json` entries.
+    const FAMILY: &'static str;
+    /// The contract names of v1 and v2.
+    const CONTRACTS: [&'static str; 2];
+    /// The launch-value names of the two inputs' and the output's UIDs.
+    const UIDS: [&'static str; 3];
+    /// How the alignment refusal names the kernel (`matmul`, `conv`).
+    const KERNEL: &'static str;
+    /// How the alignment refusal names the operands (`A, B and C`).
+    const OPERANDS: &'static str;
+
+    /// The launch for `graph` (contract v2) with a placeholder config.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming what the family does not serve.
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self>;
+    /// Applies packed `config` of `kernel`: the variant's hints, then the static rule.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k> …` naming the broken hint or rule.
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()>;
+    /// The launch from values saved under `dispatch` for contract `version`, after the shared
+    /// reads (`epilogue` and the optional UIDs in `saved`): the family's values in its restore
+    /// order (with [`read_config`], [`read_ints`] and [`read_uids`]), then its rules.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the broken value and `dispatch`.
+    fn read_shape(
+        r: &ContractReader<'_>,
+        dispatch: &str,
+        version: u8,
+        saved: SavedEpilogue,
+    ) -> PluginResult<Self>;
+    /// The shared part of the launch.
+    fn core(&self) -> GemmCore<'_>;
+    /// The family's own launch values (shape and strides), as (name, value).
+    fn shape_values(&self) -> Vec<(&'static str, i64)>;
+    /// The kernel's integers after the pointers, in kernel order (each passed as `i32`).
+    fn scalars(&self) -> Vec<i64>;
+    /// Grid, block and dynamic shared memory of the launch.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
+    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry>;
+    /// The kernel parameter names of variant `variant` (the `spec` launch value) of contract
+    /// `version`, in order (with the two scratch pointers).
+    fn param_names(variant: i64, version: u8) -> Vec<&'static str>;
+    /// Every value name of contract `version`, sorted.
+    fn value_names(version: u8) -> Vec<&'static str>;
+
+    /// Workspace bytes the launch needs (default none).
+    fn workspace_bytes(&self) -> u64 {
+        0
+    }
+
+    /// The kernel arguments `args` of [`DispatchHandler::kernel_args`] with the workspace
+    /// address the execute binds (default: `args` as they are).
+    ///
+    /// # Errors
+    /// `BAD_PARAM` naming what the workspace breaks.
+    fn with_workspace(
+        launch: &PreparedLaunch,
+        args: Vec<KernelArgValue>,
+        workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let _ = (launch, workspace);
+        Ok(args)
+    }
+
+    /// Launches queued before the main one, as [`DispatchHandler::prologue_launches`]
+    /// (default none).
+    fn prologue_launches(
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        let _ = (launch, args);
+        Vec::new()
+    }
+
+    /// The contract name of this launch's version.
+    fn contract(&self) -> &'static str {
+        contract::<Self>(self.core().version)
+    }
+
+    /// The launch values: the operand UIDs, the optional epilogue UIDs the launch holds,
+    /// `dtype`, `epilogue`, the config values, then [`Self::shape_values`].
+    fn values(&self) -> LaunchValues {
+        let core = self.core();
+        let mut v = LaunchValues::new();
+        let mut put = |n: &str, x: i64| {
+            v.insert(n.to_string(), LaunchValue::Int(x));
+        };
+        for (n, x) in Self::UIDS.iter().zip(core.uids) {
+            put(n, x);
+        }
+        for (n, x) in OPTIONAL.iter().zip(core.optional) {
+            if let Some(x) = x {
+                put(n, x);
+            }
+        }
+        put("dtype", i64::from(core.dtype));
+        put("epilogue", core.epilogue);
+        for (d, x) in CONFIG.iter().zip(config_ints(core.config)) {
+            put(d.name, x);
+        }
+        for (n, x) in self.shape_values() {
+            put(n, x);
+        }
+        v
+    }
+
+    /// The prepared launch: the version's contract, [`Self::values`], the geometry,
+    /// [`Self::workspace_bytes`], `pointer_uids` the three operands then the present bias,
+    /// residual and scale; `scalar_args` [`Self::scalars`] as `i32`.
+    ///
+    /// # Errors
+    /// As [`Self::geometry_for`].
+    fn launch(&self) -> PluginResult<PreparedLaunch> {
+        let core = self.core();
+        let mut pointer_uids = core.uids.to_vec();
+        pointer_uids.extend(core.optional.into_iter().flatten());
+        Ok(PreparedLaunch {
+            dispatch: self.contract().to_string(),
+            launch_values: self.values(),
+            geometry: self.geometry_for(self.contract())?,
+            workspace_bytes: self.workspace_bytes(),
+            pointer_uids,
+            scalar_args: self
+                .scalars()
+                .into_iter()
+                .map(|v| KernelArgValue::I32(v as i32))
+                .collect(),
+        })
+    }
+
+    /// Reads values saved under `dispatch` for contract `version`: the shared reader rules,
+    /// `epilogue` and the optional UIDs ([`read_saved`]), then [`Self::read_shape`].
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix): the reader texts, [`read_saved`]'s, then
+    /// [`Self::read_shape`]'s.
+    fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
+        let names = Self::value_names(version);
+        let r = ContractReader::new(dispatch, contract::<Self>(version), &names, values)?;
+        let saved = read_saved(&r, values, dispatch, version)?;
+        Self::read_shape(&r, dispatch, version, saved)
+    }
+}
+
+/// The contract name of `version` of family `F` (v1 below 2).
+pub fn contract<F: EpilogueGemm>(version: u8) -> &'static str {
+    F::CONTRACTS[usize::from(version >= 2)]
+}
+
+/// The kernel signature of variant `variant` of contract `version` of family `F` (natural
+/// layout of [`EpilogueGemm::param_names`], named).
+pub fn signature<F: EpilogueGemm>(variant: i64, version: u8) -> Vec<KernelArgument> {
+    natural_signature(F::param_names(variant, version))
+}
+
+/// Reads the config values after `spec` (block_m, block_n, block_k, group_m, num_warps,
+/// shared_bytes, warp_size, in that order) and builds `family`'s config of variant
+/// `variant` (the `spec` value; the data type and stage count are not saved).
+///
+/// # Errors
+/// The [`ContractReader::int`] texts.
+pub fn read_config(
+    r: &ContractReader<'_>,
+    family: &str,
+    variant: i64,
+) -> PluginResult<TritonConfig> {
+    let mut v = vec![variant];
+    for d in &CONFIG[1..] {
+        v.push(r.int(d.name, d.lo, d.hi)?);
+    }
+    Ok(config_of(family, &v))
+}
+
+/// The INT values `names` in `[lo, hi]`, read in that order.
+///
+/// # Errors
+/// The [`ContractReader::int`] texts.
+pub fn read_ints<const N: usize>(
+    r: &ContractReader<'_>,
+    names: &[&str; N],
+    lo: i64,
+    hi: i64,
+) -> PluginResult<[i64; N]> {
+    let mut v = [0i64; N];
+    for (x, n) in v.iter_mut().zip(names) {
+        *x = r.int(n, lo, hi)?;
+    }
+    Ok(v)
+}
+
+/// The three operand UIDs of family `F` (any `i64`).
+///
+/// # Errors
+/// The [`ContractReader::int`] texts.
+pub fn read_uids<F: EpilogueGemm>(r: &ContractReader<'_>) -> PluginResult<[i64; 3]> {
+    read_ints(r, &F::UIDS, i64::MIN, i64::MAX)
+}
+
+/// The residual's strides: the values `names` in [0, 2147483647] under contract v2; under
+/// v1 (no residual) `output`, the output's strides.
+///
+/// # Errors
+/// The [`ContractReader::int`] texts.
+pub fn read_res_strides<const N: usize>(
+    r: &ContractReader<'_>,
+    version: u8,
+    names: &[&str; N],
+    output: [i64; N],
+) -> PluginResult<[i64; N]> {
+    if version >= 2 {
+        read_ints(r, names, 0, i64::from(i32::MAX))
+    } else {
+        Ok(output)
+    }
+}
+
+/// The head of an epilogue GEMM graph of `family`: its nodes (the GEMM node first, then the
+/// epilogue nodes), the two input tensors (of one data type of f32, f16 or bf16), their data
+/// type and the GEMM node's UIDs.
+#[derive(Debug)]
+pub struct GemmGraph<'a> {
+    /// The family name the refusals use.
+    pub family: &'static str,
+    /// The graph's nodes, the GEMM node first.
+    pub nodes: Vec<Node<'a>>,
+    /// The two inputs.
+    pub inputs: [TensorAttributes<'a>; 2],
+    /// Their data type.
+    pub dtype: DataType,
+    /// The GEMM node's two input UIDs and its output UID.
+    pub uids: [i64; 3],
+}
+
+impl<'a> GemmGraph<'a> {
+    /// Matches the head of a `family` graph: the GEMM node and up to five epilogue nodes;
+    /// `first` reads the first node (its attributes `T`, its two input UIDs and its output
+    /// UID), refusing a node of another kind; `operands` names the inputs in the data-type
+    /// refusal.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `the <family> pack serves <family> with up to five epilogue nodes; this
+    /// graph has <n> nodes`; `first`'s texts; `the <family> pack serves f32, f16 and bf16 with
+    /// <operands> of one type, not <t> × <t>`.
+    pub fn new<T>(
+        graph: &'a OperationGraph,
+        family: &'static str,
+        first: impl FnOnce(&Node<'a>) -> PluginResult<(T, [i64; 3])>,
+        operands: &str,
+    ) -> PluginResult<(GemmGraph<'a>, T)> {
+        let g = graph.graph();
+        let nodes: Vec<Node<'a>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
+        if nodes.is_empty() || nodes.len() > 6 {
+            return Err(na(format!(
+                "the {family} pack serves {family} with up to five epilogue nodes; this graph has {} nodes",
+                nodes.len()
+            )));
+        }
+        let (attrs, uids) = first(&nodes[0])?;
+        let inputs = [tensor(graph, uids[0])?, tensor(graph, uids[1])?];
+        let (dtype, other) = (inputs[0].data_type(), inputs[1].data_type());
+        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) || other != dtype
+        {
+            return Err(na(format!(
+                "the {family} pack serves f32, f16 and bf16 with {operands} of one type, not {dtype:?} × {other:?}"
+            )));
+        }
+        let head = GemmGraph {
+            family,
+            nodes,
+            inputs,
+            dtype,
+            uids,
+        };
+        Ok((head, attrs))
+    }
+
+    /// The fused epilogue of the nodes after the GEMM node ([`match_epilogue`], with
+    /// `is_bias` the bias rule, described as `bias_text`).
+    ///
+    /// # Errors
+    /// The [`match_epilogue`] texts.
+    pub fn epilogue(
+        &self,
+        graph: &OperationGraph,
+        is_bias: &dyn Fn(&[i64], &[i64]) -> bool,
+        bias_text: &str,
+    ) -> PluginResult<FusedEpilogue> {
+        let (nodes, f) = (&self.nodes[1..], self.family);
+        match_epilogue(
+            graph,
+            nodes,
+            self.uids[2],
+            f,
+            self.dtype,
+            is_bias,
+            bias_text,
+        )
+    }
+}
+
+/// `NOT_APPLICABLE` `kernel <k> is the <variant> variant; the graph's <what> does not satisfy
+/// its hints (<hints>)` for the first `(broken, variant, hints)` of `checks` that is broken.
+///
+/// # Errors
+/// As above.
+pub fn check_hints(
+    kernel: &KernelDescriptor,
+    what: &str,
+    checks: &[(bool, &str, &str)],
+) -> PluginResult<()> {
+    match checks.iter().find(|c| c.0) {
+        Some((_, variant, hints)) => Err(na(format!(
+            "kernel {} is the {variant} variant; the graph's {what} does not satisfy its hints ({hints})",
+            kernel.describe()
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// The static rule both families share: a big hinted tile (`big`) is refused when the graph
+/// gives fewer than [`MIN_TILES`] tiles.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `kernel <k>: static rule: <t> tiles under-fill the device (fewer than
+/// 128); a smaller tile serves this graph`.
+pub fn check_tiles(kernel: &KernelDescriptor, big: bool, tiles: i64) -> PluginResult<()> {
+    if big && tiles < MIN_TILES {
+        return Err(na(format!(
+            "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
+            kernel.describe()
+        )));
+    }
+    Ok(())
+}
+
+/// The dispatch handler of one contract version of an [`EpilogueGemm`] family: v2 builds,
+/// saves and restores; v1 only restores plans saved before v2.
+pub struct GemmHandler<F> {
+    /// 1 or 2.
+    pub version: u8,
+    family: PhantomData<fn() -> F>,
+}
+
+impl<F> std::fmt::Debug for GemmHandler<F> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GemmHandler")
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl<F> Clone for GemmHandler<F> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<F> Copy for GemmHandler<F> {}
+
+impl<F: EpilogueGemm> GemmHandler<F> {
+    /// The v1 handler (restore only).
+    pub const V1: Self = GemmHandler {
+        version: 1,
+        family: PhantomData,
+    };
+    /// The v2 handler.
+    pub const V2: Self = GemmHandler {
+        version: 2,
+        family: PhantomData,
+    };
+
+    /// The launch for `kernel` on `graph`, with the static rule applied.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE`: `the <family> pack builds new plans on contract v2 only` (v1
+    /// handler); the matcher's texts; `kernel <k> is not a packed <family> entry`; `kernel
+    /// <k> is built for <dtype>, the graph is <dtype>`; [`EpilogueGemm::select`]'s texts.
+    pub fn inputs_for(&self, kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<F> {
+        if self.version < 2 {
+            return Err(na(format!(
+                "the {} pack builds new plans on contract v2 only",
+                F::FAMILY
+            )));
+        }
+        let mut inputs = F::match_graph(graph)?;
+        let config = TritonConfig::for_kernel(kernel, F::FAMILY, inputs.core().dtype)?;
+        inputs.select(kernel, config)?;
+        Ok(inputs)
+    }
+}
+
+impl<F: EpilogueGemm> DispatchHandler for GemmHandler<F> {
+    fn contract(&self) -> &str {
+        contract::<F>(self.version)
+    }
+
+    fn launch_signature(&self) -> Vec<KernelArgument> {
+        signature::<F>(0, self.version)
+    }
+
+    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
+        let variant = match values.get("spec") {
+            Some(LaunchValue::Int(v)) => *v,
+            _ => 0,
+        };
+        signature::<F>(variant, self.version)
+    }
+
+    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+        Err(F::match_graph(graph).err().unwrap_or_else(|| {
+            na(format!(
+                "the {} pack launches packed entries only; prepare a kernel",
+                F::FAMILY
+            ))
+        }))
+    }
+
+    fn prepare_kernel(
+        &self,
+        kernel: &KernelDescriptor,
+        graph: &OperationGraph,
+    ) -> PluginResult<PreparedLaunch> {
+        self.inputs_for(kernel, graph)?
+            .launch()
+            .map_err(|e| na(e.message))
+    }
+
+    fn restore_launch(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> PluginResult<PreparedLaunch> {
+        F::from_values(dispatch, values, self.version)?.launch()
+    }
+
+    /// The three operands, bias, residual and scale (null when absent; v1: bias only), the
+    /// integers, two null scratch pointers. A specialized launch refuses (BAD_PARAM) operand
+    /// addresses that are not 16-byte aligned.
+    fn kernel_args(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let optional = &OPTIONAL[..if self.version >= 2 { 3 } else { 1 }];
+        triton_kernel_args(launch, tensors, F::KERNEL, F::OPERANDS, optional)
+    }
+
+    fn kernel_args_with_workspace(
+        &self,
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: u64,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        F::with_workspace(launch, self.kernel_args(launch, tensors)?, workspace)
+    }
+
+    fn prologue_launches(
+        &self,
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        F::prologue_launches(launch, args)
+    }
+}
