@@ -7,4 +7,5 @@ pub mod conv;
 pub mod epilogue;
 pub mod family;
 pub mod graph;
+pub mod launch;
 pub mod triton;
