@@ -82,6 +82,9 @@ use crate::ingestor::framework::family::{
 use crate::ingestor::framework::graph::{
     collapse, dims_strides, na, one_node, scalar_value, tensor,
 };
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
+};
 use crate::ingestor::framework::triton::{TritonConfig, natural_signature};
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
@@ -703,12 +706,12 @@ impl TritonFamily for BatchnormFwdInputs {
                 kernel.describe()
             )));
         }
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit channel strides of x and y, C and their other strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "unit channel strides of x and y, C and their other strides multiples of 16",
+        )?;
         if config.channels_first && !self.fits_nchw() {
             return Err(na(format!(
                 "kernel {} is the nchw variant; the graph's layout does not satisfy its hints (unit spatial strides of x and y, the spatial size and their other strides multiples of 16)",
@@ -753,8 +756,8 @@ impl TritonFamily for BatchnormFwdInputs {
             rm, rv, nm, nv, slot_of(self.epsilon.unwrap_or(0.0)),
             slot_of(self.momentum.unwrap_or(0.0)), sh[0], sh[1], sh[2]];
         out.extend(st);
-        out.extend([c.variant_code(), c.block[0], c.block[1], c.num_warps, c.shared_bytes,
-            c.warp_size, u[0], u[1], u[2], u[3], self.dtype.into(), self.splits]);
+        out.extend(tile_config_ints(c));
+        out.extend([u[0], u[1], u[2], u[3], self.dtype.into(), self.splits]);
         out
     }
 
@@ -776,15 +779,7 @@ impl TritonFamily for BatchnormFwdInputs {
             splits: v[39],
             epsilon: Some(f32_of(v[9])).filter(|_| has(FLAG_TRAINING | FLAG_VARIANCE)),
             momentum: Some(f32_of(v[10])).filter(|_| has(FLAG_RUNNING)),
-            config: TritonConfig::restored(
-                "batchnorm_fwd",
-                v[28],
-                [v[29], v[30], 1],
-                1,
-                v[31],
-                v[32],
-                v[33],
-            ),
+            config: tile_config_of(Self::FAMILY, &v[28..34]),
         }
     }
 
@@ -923,11 +918,11 @@ impl TritonFamily for BatchnormFwdInputs {
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [self.channel_blocks() as u32, self.splits as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(
+            c,
+            [self.channel_blocks() as u32, self.splits as u32, 1],
+            threads,
+        ))
     }
 
     fn workspace_bytes(&self) -> u64 {

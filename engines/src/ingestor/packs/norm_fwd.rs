@@ -50,6 +50,9 @@ use crate::ingestor::framework::family::{
 use crate::ingestor::framework::graph::{
     collapse, dims_strides, na, one_node, scalar_value, tensor,
 };
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
+};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -176,12 +179,12 @@ impl TritonFamily for NormFwdInputs {
 
     /// The spec hints, then the static rule (module docs).
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16",
+        )?;
         let bn = config.block[1];
         if bn > 64 && self.cols * 2 <= bn {
             return Err(na(format!(
@@ -194,14 +197,19 @@ impl TritonFamily for NormFwdInputs {
         Ok(())
     }
 
-    #[rustfmt::skip]
     fn ints(&self) -> Vec<i64> {
-        let (c, u, s) = (&self.config, self.uids, self.strides);
-        let opt = |o: Option<i64>| o.unwrap_or(0);
-        vec![self.flags, opt(self.bias_uid), opt(self.mean_uid), opt(self.inv_uid),
-            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], slot_of(self.epsilon),
-            c.variant_code(), c.block[0], c.block[1], c.num_warps, c.shared_bytes, c.warp_size,
-            u[0], u[1], u[2], self.dtype.into(), self.rows, self.cols]
+        let (u, opt) = (self.uids, |o: Option<i64>| o.unwrap_or(0));
+        let mut v = vec![
+            self.flags,
+            opt(self.bias_uid),
+            opt(self.mean_uid),
+            opt(self.inv_uid),
+        ];
+        v.extend(self.strides);
+        v.push(slot_of(self.epsilon));
+        v.extend(tile_config_ints(&self.config));
+        v.extend([u[0], u[1], u[2], self.dtype.into(), self.rows, self.cols]);
+        v
     }
 
     fn from_ints(v: &[i64]) -> Self {
@@ -218,15 +226,7 @@ impl TritonFamily for NormFwdInputs {
             strides: [v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]],
             flags,
             epsilon: f32_of(v[12]),
-            config: TritonConfig::restored(
-                "norm_fwd",
-                v[13],
-                [v[14], v[15], 1],
-                1,
-                v[16],
-                v[17],
-                v[18],
-            ),
+            config: tile_config_of(Self::FAMILY, &v[13..19]),
         }
     }
 
@@ -311,11 +311,11 @@ impl TritonFamily for NormFwdInputs {
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [((self.rows + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(
+            c,
+            [((self.rows + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
+            threads,
+        ))
     }
 }
 
