@@ -80,7 +80,7 @@ use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
 };
 use crate::ingestor::framework::graph::{
-    collapse, dims_strides, na, one_node, scalar_value, tensor,
+    collapse, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value, tensor,
 };
 use crate::ingestor::framework::launch::{
     block_geometry, spec_hints, tile_config_ints, tile_config_of,
@@ -92,7 +92,7 @@ use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
+use hipdnn_schema::graph::{Node, TensorAttributes};
 
 /// The versioned contract name.
 pub const BATCHNORM_FWD_V1: &str = "hipkernel.batchnorm_fwd.dispatch.v1";
@@ -429,12 +429,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     )?;
     let b = read_node(&node)?;
     let xt = tensor(graph, b.x)?;
-    let dtype = xt.data_type();
-    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-        return Err(na(format!(
-            "the batchnorm_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-        )));
-    }
+    let dtype = float_dtype(&xt, "batchnorm_fwd", "x")?;
     let (xd, _) = dims_strides(&xt);
     let r = xd.len();
     if r < 2 || xd.iter().any(|d| *d < 1) {
@@ -491,15 +486,8 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
         sxs = 0;
         sys = 0;
     }
-    let typed = |what: &str, t: &TensorAttributes<'_>, bit: i64| -> PluginResult<i64> {
-        match t.data_type() {
-            dt if dt == DataType::FLOAT => Ok(bit),
-            dt if dt == dtype => Ok(0),
-            dt => Err(na(format!(
-                "the batchnorm_fwd pack needs {what} of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-            ))),
-        }
-    };
+    let typed =
+        |what: &str, t: &TensorAttributes<'_>, bit| f32_bit(t, dtype, "batchnorm_fwd", what, bit);
     let mut flags = typed("y", &yt, FLAG_Y_F32)?;
     // A per-channel input: dims right-aligned to x, 1 everywhere but x's channel axis.
     let per_channel_in = |what: &str, u: i64, bit: i64| -> PluginResult<(i64, i64)> {

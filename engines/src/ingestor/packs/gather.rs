@@ -20,7 +20,9 @@ use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid,
 };
-use crate::ingestor::framework::graph::{collapse, custom_op_node, dims_strides, na, tensor};
+use crate::ingestor::framework::graph::{
+    collapse, custom_op_node, dims_strides, float_dtype, na, tensor,
+};
 use crate::ingestor::framework::launch::{
     block_geometry, spec_hints, tile_config_ints, tile_config_of,
 };
@@ -83,12 +85,7 @@ impl TritonFamily for GatherInputs {
         }
         let t = |uid| tensor(graph, uid);
         let (tt, it, yt) = (t(ins[0])?, t(ins[1])?, t(outs[0])?);
-        let dtype = tt.data_type();
-        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-            return Err(na(format!(
-                "the gather pack serves f32, f16 and bf16 tables, not {dtype:?}"
-            )));
-        }
+        let dtype = float_dtype(&tt, "gather", "tables")?;
         let idx64 = match it.data_type() {
             DataType::INT32 => false,
             DataType::INT64 => true,

@@ -48,7 +48,7 @@ use crate::ingestor::framework::family::{
     spec_kept, uid,
 };
 use crate::ingestor::framework::graph::{
-    collapse, dims_strides, na, one_node, scalar_value, tensor,
+    collapse, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value, tensor,
 };
 use crate::ingestor::framework::launch::{
     block_geometry, spec_hints, tile_config_ints, tile_config_of,
@@ -58,7 +58,7 @@ use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
+use hipdnn_schema::graph::{Node, TensorAttributes};
 
 /// The versioned contract name.
 pub const NORM_FWD_V1: &str = "hipkernel.norm_fwd.dispatch.v1";
@@ -370,12 +370,7 @@ fn read_node(node: &Node<'_>) -> PluginResult<NormNode> {
 fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let n = read_node(&one_node(graph, "norm_fwd", "layernorm or rmsnorm")?)?;
     let xt = tensor(graph, n.x)?;
-    let dtype = xt.data_type();
-    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-        return Err(na(format!(
-            "the norm_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-        )));
-    }
+    let dtype = float_dtype(&xt, "norm_fwd", "x")?;
     let (xd, _) = dims_strides(&xt);
     let r = xd.len();
     if r == 0 || xd.iter().any(|d| *d < 1) {
@@ -437,15 +432,8 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let (sxr, sxc) = row_col("x", &xt)?;
     let (syr, syc) = row_col("y", &yt)?;
     let mut flags = if n.rms { FLAG_RMS } else { 0 };
-    let typed = |what: &str, t: &TensorAttributes<'_>, bit: i64| -> PluginResult<i64> {
-        match t.data_type() {
-            dt if dt == DataType::FLOAT => Ok(bit),
-            dt if dt == dtype => Ok(0),
-            dt => Err(na(format!(
-                "the norm_fwd pack needs {what} of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-            ))),
-        }
-    };
+    let typed =
+        |what: &str, t: &TensorAttributes<'_>, bit| f32_bit(t, dtype, "norm_fwd", what, bit);
     flags |= typed("y", &yt, FLAG_Y_F32)?;
     // scale and bias: dim 1 on the row axes; x's dims or all 1 on the normalized axes.
     let affine = |what: &str, t: &TensorAttributes<'_>| -> PluginResult<i64> {

@@ -66,7 +66,7 @@ use crate::ingestor::framework::launch::{
 };
 use crate::ingestor::framework::{
     family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
-    graph::{dims_strides, na, tensor},
+    graph::{dims_strides, f32_bit, float_dtype, na, tensor},
     triton::TritonConfig,
 };
 use crate::ingestor::kernel::KernelArgument;
@@ -245,26 +245,14 @@ impl TritonFamily for PoolFwdInputs {
                 a.resample_mode()
             )));
         }
-        let dtype = xt.data_type();
-        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-            return Err(na(format!(
-                "the pool_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-            )));
-        }
-        let mut op = mode;
-        match yt.data_type() {
-            dt if dt == DataType::FLOAT => {
-                if dtype != DataType::FLOAT {
-                    op |= OP_Y_F32;
-                }
-            }
-            dt if dt == dtype => {}
-            dt => {
-                return Err(na(format!(
-                    "the pool_fwd pack needs y of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-                )));
-            }
-        }
+        let dtype = float_dtype(&xt, "pool_fwd", "x")?;
+        // y of f32 behind f32 x is no conversion: the bit stays clear.
+        let y_f32 = if dtype == DataType::FLOAT {
+            0
+        } else {
+            OP_Y_F32
+        };
+        let mut op = mode | f32_bit(&yt, dtype, "pool_fwd", "y", y_f32)?;
         if let Some(t) = &it {
             op |= OP_INDEX;
             match t.data_type() {

@@ -71,7 +71,7 @@ use crate::ingestor::framework::launch::{
 };
 use crate::ingestor::framework::{
     family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
-    graph::{dims_strides, na, tensor},
+    graph::{dims_strides, f32_bit, float_dtype, na, tensor},
     triton::TritonConfig,
 };
 use crate::ingestor::kernel::KernelArgument;
@@ -179,26 +179,14 @@ impl TritonFamily for ReduceFwdInputs {
         let softmax = p.op >= OP_SOFTMAX;
         let xt = tensor(graph, p.x)?;
         let yt = tensor(graph, p.y)?;
-        let dtype = xt.data_type();
-        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-            return Err(na(format!(
-                "the reduce_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-            )));
-        }
-        let mut op = p.op;
-        match yt.data_type() {
-            dt if dt == DataType::FLOAT => {
-                if dtype != DataType::FLOAT {
-                    op |= OP_Y_F32;
-                }
-            }
-            dt if dt == dtype => {}
-            dt => {
-                return Err(na(format!(
-                    "the reduce_fwd pack needs y of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-                )));
-            }
-        }
+        let dtype = float_dtype(&xt, "reduce_fwd", "x")?;
+        // y of f32 behind f32 x is no conversion: the bit stays clear.
+        let y_f32 = if dtype == DataType::FLOAT {
+            0
+        } else {
+            OP_Y_F32
+        };
+        let op = p.op | f32_bit(&yt, dtype, "reduce_fwd", "y", y_f32)?;
         let (xd, xs) = dims_strides(&xt);
         let (yd, ys) = dims_strides(&yt);
         let rd = &p.reduced_dims;
