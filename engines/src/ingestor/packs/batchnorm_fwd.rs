@@ -298,20 +298,22 @@ impl BatchnormFwdInputs {
 
     /// Whether the layout satisfies the spec (channels-last) hints; alignment at execute.
     pub fn fits_spec(&self) -> bool {
-        let s = self.strides;
-        s[1] == 1
-            && s[4] == 1
-            && self.shape[1] % 16 == 0
-            && [s[0], s[2], s[3], s[5]].iter().all(|v| v % 16 == 0)
+        self.fits_hints(1, [0, 2, 3, 5])
     }
 
     /// Whether the layout satisfies the nchw (channels-first) hints; alignment at execute.
     pub fn fits_nchw(&self) -> bool {
+        self.fits_hints(2, [0, 1, 3, 4])
+    }
+
+    /// The hints of a variant whose inner axis is `inner` (1 channels, 2 positions): x's and
+    /// y's strides of that axis 1, its extent and the `div16` strides multiples of 16.
+    fn fits_hints(&self, inner: usize, div16: [usize; 4]) -> bool {
         let s = self.strides;
-        s[2] == 1
-            && s[5] == 1
-            && self.shape[2] % 16 == 0
-            && [s[0], s[1], s[3], s[4]].iter().all(|v| v % 16 == 0)
+        s[inner] == 1
+            && s[inner + 3] == 1
+            && self.shape[inner] % 16 == 0
+            && div16.iter().all(|&i| s[i] % 16 == 0)
     }
 
     /// Workspace bytes: `(2·splits + 1)·c·4` for training, else 0.
