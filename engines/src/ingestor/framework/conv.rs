@@ -4,11 +4,15 @@
 //! `[K, C/groups, R, S]`, y = dy `[N, K, P, Q]`), the channels-last (spec) hints, the contract
 //! rules both check on restore, and the kernel's integer order.
 
-use super::family::{I32_MAX, IntValue, int};
+use super::family::{I32_MAX, IntValue, TritonFamily, concat, int, uid};
 use super::graph::{dims_strides, na, tensor};
-use super::triton::{MIN_TILES, TritonConfig};
+use super::launch::{block_geometry, spec_hints};
+use super::triton::{MIN_TILES, TritonConfig, triton_kernel_args};
 use crate::ingestor::descriptor::KernelDescriptor;
+use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
+use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::payload::refusal::{incompatible, quote};
+use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{Window, output_extent};
 use hipdnn_backend::status::PluginResult;
@@ -25,7 +29,7 @@ pub enum Direction {
 
 impl Direction {
     /// The family name (`conv_dgrad`, `conv_wgrad`).
-    pub fn family(self) -> &'static str {
+    pub const fn family(self) -> &'static str {
         match self {
             Direction::BackwardData => "conv_dgrad",
             Direction::BackwardFilter => "conv_wgrad",
@@ -48,6 +52,81 @@ impl Direction {
             Direction::BackwardFilter => [0, 1, 2],
         }
     }
+
+    /// The UID launch values, in pointer order.
+    const fn pointers(self) -> &'static [&'static str] {
+        match self {
+            Direction::BackwardData => &["dy.uid", "w.uid", "dx.uid"],
+            Direction::BackwardFilter => &["dy.uid", "x.uid", "dw.uid"],
+        }
+    }
+
+    /// The stride value names, in kernel order (the tensors in pointer order, 4 each).
+    const fn strides(self) -> [&'static str; 12] {
+        let [y, x, w] = [
+            ["sdyn", "sdyk", "sdyp", "sdyq"],
+            ["sxn", "sxc", "sxh", "sxw"],
+            ["swk", "swc", "swr", "sws"],
+        ];
+        let [a, b, c] = match self {
+            Direction::BackwardData => [y, w, x],
+            Direction::BackwardFilter => [y, x, w],
+        };
+        [
+            a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3], c[0], c[1], c[2], c[3],
+        ]
+    }
+
+    /// The shape values after [`SHAPE`]: wgrad's `split`.
+    const fn extra(self) -> &'static [IntValue] {
+        match self {
+            Direction::BackwardData => &[],
+            Direction::BackwardFilter => &SPLIT,
+        }
+    }
+
+    /// The kernel's pointer parameters (wgrad's workspace after the three tensors).
+    fn params(self) -> &'static [&'static str] {
+        match self {
+            Direction::BackwardData => &["dy_ptr", "w_ptr", "dx_ptr"],
+            Direction::BackwardFilter => &["dy_ptr", "x_ptr", "dw_ptr", "ws_ptr"],
+        }
+    }
+
+    /// How the alignment refusals name the kernel and its three tensors.
+    const fn aligned(self) -> (&'static str, &'static str, &'static str) {
+        match self {
+            Direction::BackwardData => {
+                ("conv dgrad", "dy, w and dx", "16-byte aligned dy, w and dx")
+            }
+            Direction::BackwardFilter => {
+                ("conv wgrad", "dy, x and dw", "16-byte aligned dy, x and dw")
+            }
+        }
+    }
+}
+
+/// The launch values of `dir`'s contract, in restore order: [`SHAPE`] (and wgrad's `split`),
+/// the 12 strides in [0, 2147483647], `dtype` (`DataType` FLOAT 1, HALF 2, BFLOAT16 3),
+/// [`CONFIG`], the three UIDs in pointer order (`N` must be their count: 40 dgrad, 41 wgrad).
+pub const fn values<const N: usize>(dir: Direction) -> [IntValue; N] {
+    let names = dir.strides();
+    let mut strides = [int("", 0, 0); 12];
+    let mut i = 0;
+    while i < 12 {
+        strides[i] = int(names[i], 0, I32_MAX);
+        i += 1;
+    }
+    let p = dir.pointers();
+    let uids = [uid(p[0]), uid(p[1]), uid(p[2])];
+    concat(&[
+        &SHAPE,
+        dir.extra(),
+        &strides,
+        &[int("dtype", 1, 3)],
+        &CONFIG,
+        &uids,
+    ])
 }
 
 /// The shape launch values of both backward contracts, in kernel and restore order.
@@ -59,6 +138,8 @@ pub const SHAPE: [IntValue; 16] = [
     int("stride_h", 1, I32_MAX), int("stride_w", 1, I32_MAX), int("dil_h", 1, I32_MAX),
     int("dil_w", 1, I32_MAX), int("groups", 1, I32_MAX),
 ];
+/// wgrad's shape value after [`SHAPE`].
+const SPLIT: [IntValue; 1] = [int("split", 1, 65_535)];
 /// Index of `groups` in [`SHAPE`].
 pub const GROUPS: usize = 15;
 /// The config launch values, in restore order.
@@ -76,17 +157,21 @@ const KERNEL_SHAPE: [&str; 16] = [
 /// Stride indices the spec variant holds constant 1 (the channel stride of each tensor).
 pub const SPEC_ONE: [usize; 3] = [1, 5, 9];
 
-/// One backward convolution node as the families read it.
+/// The launch inputs of a backward conv contract: one node matched into the shared problem,
+/// with `S` shape values ([`SHAPE`], then wgrad's `split`: dgrad's inputs are
+/// `ConvInputs<16>`, wgrad's `ConvInputs<17>`) and the kernel config.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvProblem {
+pub struct ConvInputs<const S: usize> {
     /// UIDs in the family's pointer order (dgrad dy, w, dx; wgrad dy, x, dw).
     pub uids: [i64; 3],
     /// `DataType` value.
     pub dtype: i8,
-    /// The [`SHAPE`] values.
-    pub shape: [i64; 16],
+    /// The [`SHAPE`] values, then the family's own (wgrad's `split`).
+    pub shape: [i64; S],
     /// Element strides of the three tensors in the family's pointer order, 4 each.
     pub strides: [i64; 12],
+    /// Kernel configuration.
+    pub config: TritonConfig,
 }
 
 /// The two spatial values of a padding, stride or dilation attribute (`default` twice when the
@@ -105,11 +190,15 @@ fn span(d: &[i64], s: &[i64]) -> Option<i64> {
 
 /// Matches `graph` (one node of `dir`'s kind, cross-correlation, 2-D, f32/f16/bf16 of one type,
 /// groups dividing C and K, dy's dims those of the window, non-negative strides, element
-/// offsets and extents within 2147483647).
+/// offsets and extents within 2147483647), with the shape values after [`SHAPE`] 1 and a
+/// placeholder config.
 ///
 /// # Errors
 /// `NOT_APPLICABLE` `the <family> pack …` naming the first rule the graph breaks.
-pub fn match_conv(graph: &OperationGraph, dir: Direction) -> PluginResult<ConvProblem> {
+pub fn match_conv<const S: usize>(
+    graph: &OperationGraph,
+    dir: Direction,
+) -> PluginResult<ConvInputs<S>> {
     let f = dir.family();
     let [yn, xn, wn] = dir.names();
     let nodes = graph.graph().nodes().map(|n| n.len()).unwrap_or(0);
@@ -218,11 +307,12 @@ pub fn match_conv(graph: &OperationGraph, dir: Direction) -> PluginResult<ConvPr
         }
         _ => {
             let s = dir.order().map(|i| [&ys, &xs, &ws][i]);
-            Ok(ConvProblem {
+            Ok(ConvInputs {
                 uids: dir.order().map(|i| uids[i]),
                 dtype: dtype.0,
-                shape,
+                shape: std::array::from_fn(|i| shape.get(i).copied().unwrap_or(1)),
                 strides: std::array::from_fn(|j| s[j / 4][j % 4]),
+                config: TritonConfig::restored(f, 0, [64, 64, 32], 8, 4, 0, 32),
             })
         }
     }
@@ -374,4 +464,155 @@ pub fn spatial(
 ) -> Option<[Vec<i64>; 4]> {
     let v = [pair(pre, 0), pair(post, 0), pair(stride, 1), pair(dil, 1)];
     v.iter().all(|v| v.len() == 2).then_some(v)
+}
+
+/// What a backward conv family adds to the shared problem: its direction and contract, the
+/// static rule beyond the spec hints, the grid, and the workspace (default none); the
+/// [`TritonFamily`] of [`ConvInputs`] is the rest.
+pub trait ConvFamily {
+    /// The direction the family computes.
+    const DIRECTION: Direction;
+    /// The versioned contract name.
+    const CONTRACT: &'static str;
+    /// The contract's launch values ([`values`] of [`Self::DIRECTION`]).
+    const VALUES: &'static [IntValue];
+
+    /// The static rule on the selected config (after the spec hints), as
+    /// [`TritonFamily::select`].
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k>: static rule: …`.
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()>;
+    /// The launch grid (after the threads per block are checked).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
+    fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]>;
+    /// Workspace bytes the launch needs (default none).
+    fn workspace(&self) -> u64 {
+        0
+    }
+    /// Leading workspace bytes that must read as zero (default none).
+    fn zeroed(launch: &PreparedLaunch) -> u64 {
+        let _ = launch;
+        0
+    }
+}
+
+impl<const S: usize> ConvInputs<S> {
+    /// Whether the launch satisfies the spec (channels-last) hints: groups 1, the
+    /// [`SPEC_ONE`] strides 1, C, K and every other stride multiples of 16 (alignment is
+    /// checked at execute).
+    pub fn fits_spec(&self) -> bool {
+        fits_spec(&self.shape, &self.strides)
+    }
+}
+
+impl<const S: usize> TritonFamily for ConvInputs<S>
+where
+    ConvInputs<S>: ConvFamily + Clone + Send + Sync + 'static,
+{
+    const FAMILY: &'static str = <Self as ConvFamily>::DIRECTION.family();
+    const CONTRACT: &'static str = <Self as ConvFamily>::CONTRACT;
+    const VALUES: &'static [IntValue] = <Self as ConvFamily>::VALUES;
+    const POINTERS: &'static [&'static str] = <Self as ConvFamily>::DIRECTION.pointers();
+    const ALIGNED: &'static [&'static str] = <Self as ConvFamily>::DIRECTION.pointers();
+    const ALIGNED_TEXT: &'static str = <Self as ConvFamily>::DIRECTION.aligned().2;
+
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        match_conv(graph, <Self as ConvFamily>::DIRECTION)
+    }
+
+    fn dtype(&self) -> i8 {
+        self.dtype
+    }
+
+    /// The spec hints (channels-last tensors, groups 1, C, K and the other strides multiples
+    /// of 16), then the family's static rule ([`ConvFamily::rule`]).
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        let dir = <Self as ConvFamily>::DIRECTION;
+        let [a, b, c] = dir.order().map(|i| dir.names()[i]);
+        let hints = format!(
+            "channels-last {a}, {b}, {c}, groups 1, C, K and the other strides multiples of 16"
+        );
+        spec_hints(kernel, &config, self.fits_spec(), &hints)?;
+        self.config = config;
+        self.rule(kernel)
+    }
+
+    fn ints(&self) -> Vec<i64> {
+        let kinds = [i64::from(self.dtype)];
+        let config = config_ints(&self.config);
+        [&self.shape[..], &self.strides, &kinds, &config, &self.uids].concat()
+    }
+
+    fn from_ints(v: &[i64]) -> Self {
+        ConvInputs {
+            shape: std::array::from_fn(|i| v[i]),
+            strides: std::array::from_fn(|i| v[S + i]),
+            dtype: v[S + 12] as i8,
+            config: config_of(Self::FAMILY, &v[S + 13..S + 21]),
+            uids: [v[S + 21], v[S + 22], v[S + 23]],
+        }
+    }
+
+    fn check(&self, dispatch: &str) -> PluginResult<()> {
+        let names = <Self as ConvFamily>::DIRECTION.strides();
+        check_restored(
+            dispatch,
+            self.config.spec,
+            &self.shape,
+            &self.strides,
+            &names,
+        )?;
+        self.geometry(dispatch).map(|_| ())
+    }
+
+    fn param_names(spec: bool) -> Vec<&'static str> {
+        let dir = <Self as ConvFamily>::DIRECTION;
+        let extra: Vec<&'static str> = dir.extra().iter().map(|v| v.name).collect();
+        param_names(spec, dir.params(), &extra, &dir.strides())
+    }
+
+    fn scalars(&self) -> Vec<i64> {
+        scalars(self.config.spec, &self.shape, &self.strides)
+    }
+
+    fn workspace_bytes(&self) -> u64 {
+        self.workspace()
+    }
+
+    /// Grid ([`ConvFamily::grid`]), block num_warps·warp_size, dynamic shared memory.
+    /// Errors: `NOT_APPLICABLE` [`TritonConfig::threads_per_block`]'s text, then the grid's.
+    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let threads = self.config.threads_per_block(dispatch)?;
+        let grid = self.grid(dispatch)?;
+        Ok(block_geometry(&self.config, grid, threads))
+    }
+
+    /// The three tensors (wgrad then its workspace, null when the launch has none), the
+    /// integers, two null scratch pointers; a spec launch refuses (BAD_PARAM) addresses that
+    /// are not 16-byte aligned.
+    fn kernel_args(
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: Option<u64>,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        let dir = <Self as ConvFamily>::DIRECTION;
+        let (kernel, operands, _) = dir.aligned();
+        let mut args = triton_kernel_args(launch, tensors, kernel, operands, &[])?;
+        if dir == Direction::BackwardFilter {
+            let ws = if launch.workspace_bytes > 0 {
+                workspace.unwrap_or(0)
+            } else {
+                0
+            };
+            args.insert(3, KernelArgValue::Pointer(ws));
+        }
+        Ok(args)
+    }
+
+    fn zeroed_workspace_bytes(launch: &PreparedLaunch) -> u64 {
+        <Self as ConvFamily>::zeroed(launch)
+    }
 }

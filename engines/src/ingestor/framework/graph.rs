@@ -191,3 +191,41 @@ pub(crate) fn custom_op_node(
         a.data().map(|d| d.len()).unwrap_or(0),
     ))
 }
+
+/// The data type of `t`, a pack's input `what` that must be FLOAT, HALF or BFLOAT16.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack serves f32, f16 and bf16 <what>, not <dtype>`.
+pub(crate) fn float_dtype(
+    t: &TensorAttributes<'_>,
+    pack: &str,
+    what: &str,
+) -> PluginResult<DataType> {
+    let dtype = t.data_type();
+    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
+        return Err(na(format!(
+            "the {pack} pack serves f32, f16 and bf16 {what}, not {dtype:?}"
+        )));
+    }
+    Ok(dtype)
+}
+
+/// `bit` when `t` (a pack's tensor `what`) is FLOAT, 0 when it is of x's type `dtype`.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack needs <what> of x's type (<dtype>) or FLOAT, not <dt>`.
+pub(crate) fn f32_bit(
+    t: &TensorAttributes<'_>,
+    dtype: DataType,
+    pack: &str,
+    what: &str,
+    bit: i64,
+) -> PluginResult<i64> {
+    match t.data_type() {
+        dt if dt == DataType::FLOAT => Ok(bit),
+        dt if dt == dtype => Ok(0),
+        dt => Err(na(format!(
+            "the {pack} pack needs {what} of x's type ({dtype:?}) or FLOAT, not {dt:?}"
+        ))),
+    }
+}

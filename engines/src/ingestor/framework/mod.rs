@@ -8,4 +8,5 @@ pub mod epilogue;
 pub mod family;
 pub mod gemm;
 pub mod graph;
+pub mod launch;
 pub mod triton;

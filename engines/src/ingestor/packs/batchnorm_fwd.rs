@@ -80,7 +80,10 @@ use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
 };
 use crate::ingestor::framework::graph::{
-    collapse, dims_strides, na, one_node, scalar_value, tensor,
+    collapse, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value, tensor,
+};
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
 };
 use crate::ingestor::framework::triton::{TritonConfig, natural_signature};
 use crate::ingestor::kernel::KernelArgument;
@@ -89,7 +92,7 @@ use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
+use hipdnn_schema::graph::{Node, TensorAttributes};
 
 /// The versioned contract name.
 pub const BATCHNORM_FWD_V1: &str = "hipkernel.batchnorm_fwd.dispatch.v1";
@@ -295,20 +298,22 @@ impl BatchnormFwdInputs {
 
     /// Whether the layout satisfies the spec (channels-last) hints; alignment at execute.
     pub fn fits_spec(&self) -> bool {
-        let s = self.strides;
-        s[1] == 1
-            && s[4] == 1
-            && self.shape[1] % 16 == 0
-            && [s[0], s[2], s[3], s[5]].iter().all(|v| v % 16 == 0)
+        self.fits_hints(1, [0, 2, 3, 5])
     }
 
     /// Whether the layout satisfies the nchw (channels-first) hints; alignment at execute.
     pub fn fits_nchw(&self) -> bool {
+        self.fits_hints(2, [0, 1, 3, 4])
+    }
+
+    /// The hints of a variant whose inner axis is `inner` (1 channels, 2 positions): x's and
+    /// y's strides of that axis 1, its extent and the `div16` strides multiples of 16.
+    fn fits_hints(&self, inner: usize, div16: [usize; 4]) -> bool {
         let s = self.strides;
-        s[2] == 1
-            && s[5] == 1
-            && self.shape[2] % 16 == 0
-            && [s[0], s[1], s[3], s[4]].iter().all(|v| v % 16 == 0)
+        s[inner] == 1
+            && s[inner + 3] == 1
+            && self.shape[inner] % 16 == 0
+            && div16.iter().all(|&i| s[i] % 16 == 0)
     }
 
     /// Workspace bytes: `(2·splits + 1)·c·4` for training, else 0.
@@ -426,12 +431,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     )?;
     let b = read_node(&node)?;
     let xt = tensor(graph, b.x)?;
-    let dtype = xt.data_type();
-    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-        return Err(na(format!(
-            "the batchnorm_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-        )));
-    }
+    let dtype = float_dtype(&xt, "batchnorm_fwd", "x")?;
     let (xd, _) = dims_strides(&xt);
     let r = xd.len();
     if r < 2 || xd.iter().any(|d| *d < 1) {
@@ -488,15 +488,8 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
         sxs = 0;
         sys = 0;
     }
-    let typed = |what: &str, t: &TensorAttributes<'_>, bit: i64| -> PluginResult<i64> {
-        match t.data_type() {
-            dt if dt == DataType::FLOAT => Ok(bit),
-            dt if dt == dtype => Ok(0),
-            dt => Err(na(format!(
-                "the batchnorm_fwd pack needs {what} of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-            ))),
-        }
-    };
+    let typed =
+        |what: &str, t: &TensorAttributes<'_>, bit| f32_bit(t, dtype, "batchnorm_fwd", what, bit);
     let mut flags = typed("y", &yt, FLAG_Y_F32)?;
     // A per-channel input: dims right-aligned to x, 1 everywhere but x's channel axis.
     let per_channel_in = |what: &str, u: i64, bit: i64| -> PluginResult<(i64, i64)> {
@@ -703,12 +696,12 @@ impl TritonFamily for BatchnormFwdInputs {
                 kernel.describe()
             )));
         }
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit channel strides of x and y, C and their other strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "unit channel strides of x and y, C and their other strides multiples of 16",
+        )?;
         if config.channels_first && !self.fits_nchw() {
             return Err(na(format!(
                 "kernel {} is the nchw variant; the graph's layout does not satisfy its hints (unit spatial strides of x and y, the spatial size and their other strides multiples of 16)",
@@ -753,8 +746,8 @@ impl TritonFamily for BatchnormFwdInputs {
             rm, rv, nm, nv, slot_of(self.epsilon.unwrap_or(0.0)),
             slot_of(self.momentum.unwrap_or(0.0)), sh[0], sh[1], sh[2]];
         out.extend(st);
-        out.extend([c.variant_code(), c.block[0], c.block[1], c.num_warps, c.shared_bytes,
-            c.warp_size, u[0], u[1], u[2], u[3], self.dtype.into(), self.splits]);
+        out.extend(tile_config_ints(c));
+        out.extend([u[0], u[1], u[2], u[3], self.dtype.into(), self.splits]);
         out
     }
 
@@ -776,15 +769,7 @@ impl TritonFamily for BatchnormFwdInputs {
             splits: v[39],
             epsilon: Some(f32_of(v[9])).filter(|_| has(FLAG_TRAINING | FLAG_VARIANCE)),
             momentum: Some(f32_of(v[10])).filter(|_| has(FLAG_RUNNING)),
-            config: TritonConfig::restored(
-                "batchnorm_fwd",
-                v[28],
-                [v[29], v[30], 1],
-                1,
-                v[31],
-                v[32],
-                v[33],
-            ),
+            config: tile_config_of(Self::FAMILY, &v[28..34]),
         }
     }
 
@@ -923,11 +908,11 @@ impl TritonFamily for BatchnormFwdInputs {
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [self.channel_blocks() as u32, self.splits as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(
+            c,
+            [self.channel_blocks() as u32, self.splits as u32, 1],
+            threads,
+        ))
     }
 
     fn workspace_bytes(&self) -> u64 {

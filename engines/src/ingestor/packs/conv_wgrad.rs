@@ -52,21 +52,20 @@
 //! ([`crate::ingestor::framework::conv`]).
 
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
-use crate::ingestor::framework::conv::{self, Direction, GROUPS};
-use crate::ingestor::framework::family::{IntValue, TritonFamily, TritonHandler, concat, int, uid};
+use crate::ingestor::framework::conv::{self, ConvFamily, ConvInputs, Direction, GROUPS};
+use crate::ingestor::framework::family::{IntValue, TritonFamily, TritonHandler};
 use crate::ingestor::framework::graph::na;
-use crate::ingestor::framework::triton::{TritonConfig, triton_kernel_args};
 use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::TensorBinding;
-use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
 
 /// The versioned contract name.
 pub const CONV_WGRAD_V1: &str = "hipkernel.conv_wgrad.dispatch.v1";
 /// The dispatch handler of contract v1.
 pub type ConvWgradV1Handler = TritonHandler<ConvWgradV1Inputs>;
+/// The launch inputs of contract v1: the conv problem's 16 shape values (`n c h width k p q r
+/// s pad_h pad_w stride_h stride_w dil_h dil_w groups`) and `split`, the strides `sdyn … sws`.
+pub type ConvWgradV1Inputs = ConvInputs<17>;
 /// Programs the static rule's split aims for (two per SM of a 132-SM H200).
 pub const TARGET_PROGRAMS: i64 = 264;
 /// Fewest reduction terms (n, p, q) per split the static rule gives.
@@ -75,46 +74,13 @@ pub const MIN_SPLIT_LEN: i64 = 512;
 pub const MAX_SPLIT: i64 = 32;
 /// Index of `split` in the shape values (after [`conv::SHAPE`]).
 const SPLIT: usize = 16;
-/// Stride value names, in kernel order.
-const STRIDES: [&str; 12] = [
-    "sdyn", "sdyk", "sdyp", "sdyq", "sxn", "sxc", "sxh", "sxw", "swk", "swc", "swr", "sws",
-];
-const I: i64 = crate::ingestor::framework::family::I32_MAX;
-#[rustfmt::skip]
-const VALUES: [IntValue; 41] = concat(&[&conv::SHAPE, &[
-    int("split", 1, 65_535),
-    int("sdyn", 0, I), int("sdyk", 0, I), int("sdyp", 0, I), int("sdyq", 0, I),
-    int("sxn", 0, I), int("sxc", 0, I), int("sxh", 0, I), int("sxw", 0, I),
-    int("swk", 0, I), int("swc", 0, I), int("swr", 0, I), int("sws", 0, I), int("dtype", 1, 3),
-], &conv::CONFIG, &[uid("dy.uid"), uid("x.uid"), uid("dw.uid")]]);
 
 /// The kernel signature of a variant (natural layout, named).
 pub fn signature(spec: bool) -> Vec<crate::ingestor::kernel::KernelArgument> {
     <ConvWgradV1Inputs as TritonFamily>::signature(spec)
 }
 
-/// The launch inputs of contract v1.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ConvWgradV1Inputs {
-    /// UIDs of dy, x and dw.
-    pub uids: [i64; 3],
-    /// `DataType` value.
-    pub dtype: i8,
-    /// n, c, h, width, k, p, q, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
-    /// split.
-    pub shape: [i64; 17],
-    /// sdyn … sws (elements).
-    pub strides: [i64; 12],
-    /// Kernel configuration.
-    pub config: TritonConfig,
-}
-
-impl ConvWgradV1Inputs {
-    /// Whether the launch satisfies the spec (channels-last) hints; alignment at execute.
-    pub fn fits_spec(&self) -> bool {
-        conv::fits_spec(&self.shape, &self.strides)
-    }
-
+impl ConvInputs<17> {
     /// Tiles per group: cdiv(k/groups, block_m)·r·s·cdiv(c/groups, block_n) (a column tile is
     /// one tap's block of channels).
     pub fn tiles(&self) -> i64 {
@@ -164,38 +130,13 @@ impl ConvWgradV1Inputs {
     }
 }
 
-impl TritonFamily for ConvWgradV1Inputs {
-    const FAMILY: &'static str = "conv_wgrad";
+impl ConvFamily for ConvInputs<17> {
+    const DIRECTION: Direction = Direction::BackwardFilter;
     const CONTRACT: &'static str = CONV_WGRAD_V1;
-    const VALUES: &'static [IntValue] = &VALUES;
-    const POINTERS: &'static [&'static str] = &["dy.uid", "x.uid", "dw.uid"];
-    const ALIGNED: &'static [&'static str] = &["dy.uid", "x.uid", "dw.uid"];
-    const ALIGNED_TEXT: &'static str = "16-byte aligned dy, x and dw";
+    const VALUES: &'static [IntValue] = &conv::values::<41>(Direction::BackwardFilter);
 
-    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
-        let p = conv::match_conv(graph, Direction::BackwardFilter)?;
-        Ok(ConvWgradV1Inputs {
-            uids: p.uids,
-            dtype: p.dtype,
-            shape: std::array::from_fn(|i| p.shape.get(i).copied().unwrap_or(1)),
-            strides: p.strides,
-            config: TritonConfig::restored(Self::FAMILY, 0, [64, 64, 32], 8, 4, 0, 32),
-        })
-    }
-
-    fn dtype(&self) -> i8 {
-        self.dtype
-    }
-
-    /// The spec hints, then the static rule (module docs), then the split.
-    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (channels-last dy, x, dw, groups 1, C, K and the other strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
-        self.config = config;
+    /// The static rule (module docs), then the split.
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()> {
         let c = &self.config;
         conv::min_tiles_rule(kernel, c, self.tiles() * self.shape[GROUPS])?;
         let cg = self.shape[1] / self.shape[GROUPS];
@@ -210,56 +151,18 @@ impl TritonFamily for ConvWgradV1Inputs {
         Ok(())
     }
 
-    fn ints(&self) -> Vec<i64> {
-        let kinds = [i64::from(self.dtype)];
-        let config = conv::config_ints(&self.config);
-        [&self.shape[..], &self.strides, &kinds, &config, &self.uids].concat()
+    fn workspace(&self) -> u64 {
+        self.workspace_bytes()
     }
 
-    fn from_ints(v: &[i64]) -> Self {
-        ConvWgradV1Inputs {
-            shape: std::array::from_fn(|i| v[i]),
-            strides: std::array::from_fn(|i| v[17 + i]),
-            dtype: v[29] as i8,
-            config: conv::config_of(Self::FAMILY, &v[30..38]),
-            uids: [v[38], v[39], v[40]],
-        }
-    }
-
-    fn check(&self, dispatch: &str) -> PluginResult<()> {
-        conv::check_restored(
-            dispatch,
-            self.config.spec,
-            &self.shape,
-            &self.strides,
-            &STRIDES,
-        )?;
-        self.geometry(dispatch).map(|_| ())
-    }
-
-    fn param_names(spec: bool) -> Vec<&'static str> {
-        let pointers = ["dy_ptr", "x_ptr", "dw_ptr", "ws_ptr"];
-        conv::param_names(spec, &pointers, &["split"], &STRIDES)
-    }
-
-    fn scalars(&self) -> Vec<i64> {
-        conv::scalars(self.config.spec, &self.shape, &self.strides)
-    }
-
-    fn workspace_bytes(&self) -> u64 {
-        ConvWgradV1Inputs::workspace_bytes(self)
-    }
-
-    /// Grid, block and shared memory (shared by build and restore).
+    /// (tiles, split, groups).
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; …`, `launch values of dispatch '<d>' give more than 2147483647 tiles,
+    /// `NOT_APPLICABLE` `launch values of dispatch '<d>' give more than 2147483647 tiles,
     /// reduction terms or workspace floats, or more than 65535 groups`.
-    fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+    fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
         let d = quote(dispatch);
         let c = &self.config;
-        let threads = c.threads_per_block(dispatch)?;
         let max = i64::from(i32::MAX);
         let [n, k, p, q, r, s, groups, split] =
             [0, 4, 5, 6, 7, 8, GROUPS, SPLIT].map(|i| self.shape[i]);
@@ -283,33 +186,12 @@ impl TritonFamily for ConvWgradV1Inputs {
                 "launch values of dispatch '{d}' give more than 2147483647 tiles, reduction terms or workspace floats, or more than 65535 groups"
             ))
         })?;
-        Ok(LaunchGeometry {
-            grid: [tiles as u32, split as u32, groups as u32],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
-    }
-
-    /// dy, x, dw, the workspace (null when split is 1), the integers, two null scratch
-    /// pointers; a spec launch refuses (BAD_PARAM) addresses that are not 16-byte aligned.
-    fn kernel_args(
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-        workspace: Option<u64>,
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        let mut args = triton_kernel_args(launch, tensors, "conv wgrad", "dy, x and dw", &[])?;
-        let ws = if launch.workspace_bytes > 0 {
-            workspace.unwrap_or(0)
-        } else {
-            0
-        };
-        args.insert(3, KernelArgValue::Pointer(ws));
-        Ok(args)
+        Ok([tiles as u32, split as u32, groups as u32])
     }
 
     /// The counter region (module docs), from the geometry: with `t` = grid x · grid z tiles
     /// and split = grid y, `4·cdiv(t, 64)·64` bytes when split > 1, else 0.
-    fn zeroed_workspace_bytes(launch: &PreparedLaunch) -> u64 {
+    fn zeroed(launch: &PreparedLaunch) -> u64 {
         let [tiles, split, groups] = launch.geometry.grid.map(u64::from);
         if split <= 1 {
             return 0;

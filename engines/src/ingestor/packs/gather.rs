@@ -20,7 +20,12 @@ use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::framework::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid,
 };
-use crate::ingestor::framework::graph::{collapse, custom_op_node, dims_strides, na, tensor};
+use crate::ingestor::framework::graph::{
+    collapse, custom_op_node, dims_strides, float_dtype, na, tensor,
+};
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
+};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
@@ -80,12 +85,7 @@ impl TritonFamily for GatherInputs {
         }
         let t = |uid| tensor(graph, uid);
         let (tt, it, yt) = (t(ins[0])?, t(ins[1])?, t(outs[0])?);
-        let dtype = tt.data_type();
-        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-            return Err(na(format!(
-                "the gather pack serves f32, f16 and bf16 tables, not {dtype:?}"
-            )));
-        }
+        let dtype = float_dtype(&tt, "gather", "tables")?;
         let idx64 = match it.data_type() {
             DataType::INT32 => false,
             DataType::INT64 => true,
@@ -154,12 +154,12 @@ impl TritonFamily for GatherInputs {
         let (s, cols) = (self.strides, self.rows_cols_vocab[1]);
         let fits_spec =
             s[1] == 1 && s[4] == 1 && cols % 16 == 0 && s[0] % 16 == 0 && s[3] % 16 == 0;
-        if config.spec && !fits_spec {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit column strides of the table and y, H and their row strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            fits_spec,
+            "unit column strides of the table and y, H and their row strides multiples of 16",
+        )?;
         let bn = config.block[1];
         if (bn > 64) != (cols > 64) {
             return Err(na(format!(
@@ -172,17 +172,15 @@ impl TritonFamily for GatherInputs {
         Ok(())
     }
 
-    #[rustfmt::skip]
     fn ints(&self) -> Vec<i64> {
-        let (c, s, u, [rows, cols, vocab]) = (&self.config, self.strides, self.uids, self.rows_cols_vocab);
-        vec![s[0], s[1], s[2], s[3], s[4], c.variant_code(), c.block[0], c.block[1], c.num_warps,
-            c.shared_bytes, c.warp_size, u[0], u[1], u[2], self.dtype.into(), self.idx64.into(),
-            rows, cols, vocab]
+        let (u, [rows, cols, vocab]) = (self.uids, self.rows_cols_vocab);
+        let kinds = [self.dtype.into(), self.idx64.into(), rows, cols, vocab];
+        let config = tile_config_ints(&self.config);
+        [&self.strides[..], &config, &u, &kinds].concat()
     }
 
     fn from_ints(v: &[i64]) -> Self {
-        let config =
-            TritonConfig::restored(Self::FAMILY, v[5], [v[6], v[7], 1], 1, v[8], v[9], v[10]);
+        let config = tile_config_of(Self::FAMILY, &v[5..11]);
         GatherInputs {
             strides: [v[0], v[1], v[2], v[3], v[4]],
             config,
@@ -238,14 +236,14 @@ impl TritonFamily for GatherInputs {
                 quote(dispatch)
             )));
         }
-        Ok(LaunchGeometry {
-            grid: [
+        Ok(block_geometry(
+            c,
+            [
                 ((rows + c.block[0] - 1) / c.block[0]) as u32,
                 col_blocks as u32,
                 1,
             ],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+            threads,
+        ))
     }
 }

@@ -48,14 +48,17 @@ use crate::ingestor::framework::family::{
     spec_kept, uid,
 };
 use crate::ingestor::framework::graph::{
-    collapse, dims_strides, na, one_node, scalar_value, tensor,
+    collapse, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value, tensor,
+};
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
 };
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
+use hipdnn_schema::graph::{Node, TensorAttributes};
 
 /// The versioned contract name.
 pub const NORM_FWD_V1: &str = "hipkernel.norm_fwd.dispatch.v1";
@@ -176,12 +179,12 @@ impl TritonFamily for NormFwdInputs {
 
     /// The spec hints, then the static rule (module docs).
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16",
+        )?;
         let bn = config.block[1];
         if bn > 64 && self.cols * 2 <= bn {
             return Err(na(format!(
@@ -194,14 +197,19 @@ impl TritonFamily for NormFwdInputs {
         Ok(())
     }
 
-    #[rustfmt::skip]
     fn ints(&self) -> Vec<i64> {
-        let (c, u, s) = (&self.config, self.uids, self.strides);
-        let opt = |o: Option<i64>| o.unwrap_or(0);
-        vec![self.flags, opt(self.bias_uid), opt(self.mean_uid), opt(self.inv_uid),
-            s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], slot_of(self.epsilon),
-            c.variant_code(), c.block[0], c.block[1], c.num_warps, c.shared_bytes, c.warp_size,
-            u[0], u[1], u[2], self.dtype.into(), self.rows, self.cols]
+        let (u, opt) = (self.uids, |o: Option<i64>| o.unwrap_or(0));
+        let mut v = vec![
+            self.flags,
+            opt(self.bias_uid),
+            opt(self.mean_uid),
+            opt(self.inv_uid),
+        ];
+        v.extend(self.strides);
+        v.push(slot_of(self.epsilon));
+        v.extend(tile_config_ints(&self.config));
+        v.extend([u[0], u[1], u[2], self.dtype.into(), self.rows, self.cols]);
+        v
     }
 
     fn from_ints(v: &[i64]) -> Self {
@@ -218,15 +226,7 @@ impl TritonFamily for NormFwdInputs {
             strides: [v[4], v[5], v[6], v[7], v[8], v[9], v[10], v[11]],
             flags,
             epsilon: f32_of(v[12]),
-            config: TritonConfig::restored(
-                "norm_fwd",
-                v[13],
-                [v[14], v[15], 1],
-                1,
-                v[16],
-                v[17],
-                v[18],
-            ),
+            config: tile_config_of(Self::FAMILY, &v[13..19]),
         }
     }
 
@@ -311,11 +311,11 @@ impl TritonFamily for NormFwdInputs {
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [((self.rows + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(
+            c,
+            [((self.rows + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
+            threads,
+        ))
     }
 }
 
@@ -370,12 +370,7 @@ fn read_node(node: &Node<'_>) -> PluginResult<NormNode> {
 fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let n = read_node(&one_node(graph, "norm_fwd", "layernorm or rmsnorm")?)?;
     let xt = tensor(graph, n.x)?;
-    let dtype = xt.data_type();
-    if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-        return Err(na(format!(
-            "the norm_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-        )));
-    }
+    let dtype = float_dtype(&xt, "norm_fwd", "x")?;
     let (xd, _) = dims_strides(&xt);
     let r = xd.len();
     if r == 0 || xd.iter().any(|d| *d < 1) {
@@ -437,15 +432,8 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let (sxr, sxc) = row_col("x", &xt)?;
     let (syr, syc) = row_col("y", &yt)?;
     let mut flags = if n.rms { FLAG_RMS } else { 0 };
-    let typed = |what: &str, t: &TensorAttributes<'_>, bit: i64| -> PluginResult<i64> {
-        match t.data_type() {
-            dt if dt == DataType::FLOAT => Ok(bit),
-            dt if dt == dtype => Ok(0),
-            dt => Err(na(format!(
-                "the norm_fwd pack needs {what} of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-            ))),
-        }
-    };
+    let typed =
+        |what: &str, t: &TensorAttributes<'_>, bit| f32_bit(t, dtype, "norm_fwd", what, bit);
     flags |= typed("y", &yt, FLAG_Y_F32)?;
     // scale and bias: dim 1 on the row axes; x's dims or all 1 on the normalized axes.
     let affine = |what: &str, t: &TensorAttributes<'_>| -> PluginResult<i64> {

@@ -61,9 +61,12 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
+};
 use crate::ingestor::framework::{
     family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
-    graph::{dims_strides, na, tensor},
+    graph::{dims_strides, f32_bit, float_dtype, na, tensor},
     triton::TritonConfig,
 };
 use crate::ingestor::kernel::KernelArgument;
@@ -242,26 +245,14 @@ impl TritonFamily for PoolFwdInputs {
                 a.resample_mode()
             )));
         }
-        let dtype = xt.data_type();
-        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-            return Err(na(format!(
-                "the pool_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-            )));
-        }
-        let mut op = mode;
-        match yt.data_type() {
-            dt if dt == DataType::FLOAT => {
-                if dtype != DataType::FLOAT {
-                    op |= OP_Y_F32;
-                }
-            }
-            dt if dt == dtype => {}
-            dt => {
-                return Err(na(format!(
-                    "the pool_fwd pack needs y of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-                )));
-            }
-        }
+        let dtype = float_dtype(&xt, "pool_fwd", "x")?;
+        // y of f32 behind f32 x is no conversion: the bit stays clear.
+        let y_f32 = if dtype == DataType::FLOAT {
+            0
+        } else {
+            OP_Y_F32
+        };
+        let mut op = mode | f32_bit(&yt, dtype, "pool_fwd", "y", y_f32)?;
         if let Some(t) = &it {
             op |= OP_INDEX;
             match t.data_type() {
@@ -413,12 +404,12 @@ impl TritonFamily for PoolFwdInputs {
 
     /// The spec hints, then the static rule (module docs).
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (channels-last order, unit channel strides, the channel count and the other strides of x, y and the index multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "channels-last order, unit channel strides, the channel count and the other strides of x, y and the index multiples of 16",
+        )?;
         let (_, cols) = self.rows_cols();
         let want = static_block_n(cols);
         if config.block[1] != want {
@@ -443,15 +434,14 @@ impl TritonFamily for PoolFwdInputs {
         v.extend(self.shape);
         v.extend(self.window);
         v.extend(self.strides);
-        v.extend([c.variant_code(), c.block[0], c.block[1], c.num_warps]);
-        v.extend([c.shared_bytes, c.warp_size, self.uids[0], self.uids[1]]);
+        v.extend(tile_config_ints(c));
+        v.extend([self.uids[0], self.uids[1]]);
         v.extend([i64::from(self.dtype), i64::from(self.cl)]);
         v
     }
 
     fn from_ints(v: &[i64]) -> Self {
-        let c = &v[34..40];
-        let config = TritonConfig::restored("pool_fwd", c[0], [c[1], c[2], 1], 1, c[3], c[4], c[5]);
+        let config = tile_config_of(Self::FAMILY, &v[34..40]);
         let mut strides = [0; 15];
         strides.copy_from_slice(&v[19..34]);
         PoolFwdInputs {
@@ -579,11 +569,7 @@ impl TritonFamily for PoolFwdInputs {
                 i32::MAX
             )));
         }
-        Ok(LaunchGeometry {
-            grid: [programs as u32, 1, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(c, [programs as u32, 1, 1], threads))
     }
 }
 

@@ -66,9 +66,12 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::framework::launch::{
+    block_geometry, spec_hints, tile_config_ints, tile_config_of,
+};
 use crate::ingestor::framework::{
     family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
-    graph::{dims_strides, na, tensor},
+    graph::{dims_strides, f32_bit, float_dtype, na, tensor},
     triton::TritonConfig,
 };
 use crate::ingestor::kernel::KernelArgument;
@@ -176,26 +179,14 @@ impl TritonFamily for ReduceFwdInputs {
         let softmax = p.op >= OP_SOFTMAX;
         let xt = tensor(graph, p.x)?;
         let yt = tensor(graph, p.y)?;
-        let dtype = xt.data_type();
-        if ![DataType::FLOAT, DataType::HALF, DataType::BFLOAT16].contains(&dtype) {
-            return Err(na(format!(
-                "the reduce_fwd pack serves f32, f16 and bf16 x, not {dtype:?}"
-            )));
-        }
-        let mut op = p.op;
-        match yt.data_type() {
-            dt if dt == DataType::FLOAT => {
-                if dtype != DataType::FLOAT {
-                    op |= OP_Y_F32;
-                }
-            }
-            dt if dt == dtype => {}
-            dt => {
-                return Err(na(format!(
-                    "the reduce_fwd pack needs y of x's type ({dtype:?}) or FLOAT, not {dt:?}"
-                )));
-            }
-        }
+        let dtype = float_dtype(&xt, "reduce_fwd", "x")?;
+        // y of f32 behind f32 x is no conversion: the bit stays clear.
+        let y_f32 = if dtype == DataType::FLOAT {
+            0
+        } else {
+            OP_Y_F32
+        };
+        let op = p.op | f32_bit(&yt, dtype, "reduce_fwd", "y", y_f32)?;
         let (xd, xs) = dims_strides(&xt);
         let (yd, ys) = dims_strides(&yt);
         let rd = &p.reduced_dims;
@@ -276,12 +267,12 @@ impl TritonFamily for ReduceFwdInputs {
 
     /// The spec hints, then the static rule (module docs).
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16; for softmax y's too)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16; for softmax y's too",
+        )?;
         let bn = config.block[1];
         let rin = self.shape[3];
         if bn > SMALLEST_CHUNK && rin * 2 <= bn {
@@ -305,22 +296,13 @@ impl TritonFamily for ReduceFwdInputs {
         let mut v = vec![self.op];
         v.extend(self.shape);
         v.extend(self.strides);
-        v.extend([c.variant_code(), c.block[0], c.block[1], c.num_warps]);
-        v.extend([c.shared_bytes, c.warp_size, self.uids[0], self.uids[1]]);
-        v.push(self.dtype.into());
+        v.extend(tile_config_ints(c));
+        v.extend([self.uids[0], self.uids[1], self.dtype.into()]);
         v
     }
 
     fn from_ints(v: &[i64]) -> Self {
-        let config = TritonConfig::restored(
-            "reduce_fwd",
-            v[13],
-            [v[14], v[15], 1],
-            1,
-            v[16],
-            v[17],
-            v[18],
-        );
+        let config = tile_config_of(Self::FAMILY, &v[13..19]);
         ReduceFwdInputs {
             op: v[0],
             shape: [v[1], v[2], v[3], v[4]],
@@ -396,11 +378,11 @@ impl TritonFamily for ReduceFwdInputs {
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
-        Ok(LaunchGeometry {
-            grid: [((self.shape[0] + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(
+            c,
+            [((self.shape[0] + c.block[0] - 1) / c.block[0]) as u32, 1, 1],
+            threads,
+        ))
     }
 }
 

@@ -70,6 +70,7 @@ use crate::ingestor::framework::family::{
     pointer_args, spec_kept, uid,
 };
 use crate::ingestor::framework::graph::{dims_strides, na, one_node, tensor};
+use crate::ingestor::framework::launch::{block_geometry, spec_hints};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -233,12 +234,12 @@ impl TritonFamily for SdpaFwdInputs {
                 config.block[2]
             )));
         }
-        if config.spec && !self.fits_spec() {
-            return Err(na(format!(
-                "kernel {} is the spec variant; the graph's layout does not satisfy its hints (head dim a multiple of 16, unit head-dim strides, q/k/v/o batch, head and row strides multiples of 16)",
-                kernel.describe()
-            )));
-        }
+        spec_hints(
+            kernel,
+            &config,
+            self.fits_spec(),
+            "head dim a multiple of 16, unit head-dim strides, q/k/v/o batch, head and row strides multiples of 16",
+        )?;
         let has_mask = self.misc[1] != 0;
         if config.group_m == 2 && has_mask {
             return Err(na(format!(
@@ -416,11 +417,7 @@ impl TritonFamily for SdpaFwdInputs {
             )));
         }
         let rows = (self.shape[3] + c.block[0] - 1) / c.block[0];
-        Ok(LaunchGeometry {
-            grid: [rows as u32, bh as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok(block_geometry(c, [rows as u32, bh as u32, 1], threads))
     }
 
     /// A spec launch refuses (BAD_PARAM) q, k, v or o bound to an address that is not 16-byte
