@@ -25,27 +25,14 @@ pub const PROVIDER_VERSION: &str = env!("CARGO_PKG_VERSION");
 pub const NOT_AN_INGESTOR_PLAN: &str = "this plan was not built by an ingestor engine; its engine does not support saving execution plans";
 
 /// Reads a verified code object from a kpack archive (reference `kpack.md` §5). The default
-/// [`KpackCodeObjectReader`] calls [`hipdnn_kpack::read_verified_code_object`]; tests fake it.
+/// [`Self::read`] (all of [`KpackCodeObjectReader`]) calls
+/// [`hipdnn_kpack::read_verified_code_object`]; tests fake it by overriding [`Self::read`].
 pub trait CodeObjectReader: Send + Sync {
     /// The bytes of `toc_key` for `device_arch` (decorated) in `archive`, checked against
-    /// `sha256`.
+    /// `sha256`. The default reads the archive with `hipdnn_kpack`.
     ///
     /// # Errors
     /// The kpack stage and message of the failed step.
-    fn read(
-        &self,
-        archive: &Path,
-        toc_key: &str,
-        device_arch: &str,
-        sha256: &str,
-    ) -> Result<Vec<u8>, KpackReadError>;
-}
-
-/// The real reader over `hipdnn_kpack`.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct KpackCodeObjectReader;
-
-impl CodeObjectReader for KpackCodeObjectReader {
     fn read(
         &self,
         archive: &Path,
@@ -57,6 +44,12 @@ impl CodeObjectReader for KpackCodeObjectReader {
             .map(|v| v.bytes)
     }
 }
+
+/// The real reader over `hipdnn_kpack` (the default [`CodeObjectReader::read`]).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct KpackCodeObjectReader;
+
+impl CodeObjectReader for KpackCodeObjectReader {}
 
 /// Upper-case stage name used in messages (`OPEN_ARCHIVE`, …, `DIGEST_MISMATCH`).
 fn stage_name(stage: KpackLoadStage) -> &'static str {

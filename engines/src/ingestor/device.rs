@@ -234,14 +234,18 @@ pub trait IngestorDevice: Send + Sync {
         stream: u64,
         enqueue: &mut dyn FnMut() -> PluginResult<()>,
     ) -> PluginResult<f64> {
-        let fail =
-            |e: DeviceError| PluginError::internal(format!("timing on the device failed: {e}"));
-        self.synchronize(stream).map_err(fail)?;
+        self.synchronize(stream).map_err(timing_failed)?;
         let t0 = std::time::Instant::now();
         enqueue()?;
-        self.synchronize(stream).map_err(fail)?;
+        self.synchronize(stream).map_err(timing_failed)?;
         Ok(t0.elapsed().as_secs_f64() * 1e3)
     }
+}
+
+/// The `INTERNAL_ERROR` of a device call that failed while timing on the device
+/// ([`IngestorDevice::time_ms`]): `timing on the device failed: <call>: <text>`.
+pub fn timing_failed(e: DeviceError) -> PluginError {
+    PluginError::internal(format!("timing on the device failed: {e}"))
 }
 
 /// Device memory the ingestor allocated for itself ([`IngestorDevice::alloc_scratch`]).

@@ -24,10 +24,10 @@ use std::sync::Arc;
 
 use crate::ingestor::device::{
     DeviceError, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction, LaunchGeometry,
-    ScratchMemory,
+    ScratchMemory, timing_failed,
 };
 use crate::ingestor::kernel::KernelArgument;
-use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::status::PluginResult;
 use hipdnn_hip::DriverError;
 use hipdnn_hip::safe::{
     ArgKind, ArgSpec, Device, DeviceBuffer, Event, Function, KernelArg, LaunchConfig, LaunchError,
@@ -47,6 +47,18 @@ fn launch_error(e: LaunchError) -> DeviceError {
         LaunchError::Driver(d) => device_error(d),
         LaunchError::Signature { .. } => DeviceError::new("hipModuleLaunchKernel", e.to_string()),
     }
+}
+
+/// `call` refused for any stream but the default one (0), the only stream this device
+/// launches on: `stream <s>: this device supports only the default stream (0)`.
+fn default_stream_only(call: &str, stream: u64) -> Result<(), DeviceError> {
+    if stream == 0 {
+        return Ok(());
+    }
+    Err(DeviceError::new(
+        call,
+        format!("stream {stream:#x}: this device supports only the default stream (0)"),
+    ))
 }
 
 /// The recorded signature as [`ArgSpec`]s; a kind this layer cannot pass (e.g. `hidden_*`) is
@@ -155,12 +167,7 @@ impl IngestorDevice for HipIngestorDevice {
         signature: &[KernelArgument],
         stream: u64,
     ) -> Result<(), DeviceError> {
-        if stream != 0 {
-            return Err(DeviceError::new(
-                "hipModuleLaunchKernel",
-                format!("stream {stream:#x}: this device supports only the default stream (0)"),
-            ));
-        }
+        default_stream_only("hipModuleLaunchKernel", stream)?;
         let f = function
             .as_any()
             .downcast_ref::<HipFunction>()
@@ -232,12 +239,7 @@ impl IngestorDevice for HipIngestorDevice {
         bytes: u64,
         stream: u64,
     ) -> Result<(), DeviceError> {
-        if stream != 0 {
-            return Err(DeviceError::new(
-                "hipMemsetAsync",
-                format!("stream {stream:#x}: this device supports only the default stream (0)"),
-            ));
-        }
+        default_stream_only("hipMemsetAsync", stream)?;
         let bytes = usize::try_from(bytes)
             .map_err(|_| DeviceError::new("hipMemsetAsync", format!("{bytes} bytes")))?;
         // SAFETY: `addr` is the execute's workspace on the handle's device; the execute
@@ -248,12 +250,7 @@ impl IngestorDevice for HipIngestorDevice {
     }
 
     fn synchronize(&self, stream: u64) -> Result<(), DeviceError> {
-        if stream != 0 {
-            return Err(DeviceError::new(
-                "hipStreamSynchronize",
-                format!("stream {stream:#x}: this device supports only the default stream (0)"),
-            ));
-        }
+        default_stream_only("hipStreamSynchronize", stream)?;
         self.stream.synchronize().map_err(device_error)
     }
 
@@ -268,26 +265,21 @@ impl IngestorDevice for HipIngestorDevice {
         stream: u64,
         enqueue: &mut dyn FnMut() -> PluginResult<()>,
     ) -> PluginResult<f64> {
-        let fail =
-            |e: DeviceError| PluginError::internal(format!("timing on the device failed: {e}"));
-        if stream != 0 {
-            return Err(fail(DeviceError::new(
-                "hipEventRecord",
-                format!("stream {stream:#x}: this device supports only the default stream (0)"),
-            )));
-        }
-        let ev = |r: Result<Event, hipdnn_hip::DriverError>| r.map_err(device_error).map_err(fail);
+        default_stream_only("hipEventRecord", stream).map_err(timing_failed)?;
+        let ev = |r: Result<Event, hipdnn_hip::DriverError>| {
+            r.map_err(device_error).map_err(timing_failed)
+        };
         let (start, end) = (ev(Event::new(&self.dev))?, ev(Event::new(&self.dev))?);
         start
             .record(&self.stream)
             .map_err(device_error)
-            .map_err(fail)?;
+            .map_err(timing_failed)?;
         enqueue()?;
         end.record(&self.stream)
             .and_then(|()| end.synchronize())
             .and_then(|()| start.elapsed_ms(&end))
             .map(f64::from)
             .map_err(device_error)
-            .map_err(fail)
+            .map_err(timing_failed)
     }
 }

@@ -162,25 +162,23 @@ impl fmt::Debug for IngestorExecutionContext {
 
 /// Message for a failed [`KernelCode::load_on`] of `label` (restore check 16 texts).
 pub fn load_failure_message(label: &str, f: &LoadFailure) -> String {
-    match f.stage {
+    let (stage, call) = match f.stage {
         LoadStage::Empty => {
-            format!("hipModuleLoadData was not called for {label}: the code object is empty")
+            return format!(
+                "hipModuleLoadData was not called for {label}: the code object is empty"
+            );
         }
-        LoadStage::ModuleLoad => format!(
-            "the driver refuses the code object of {label} at stage MODULE_LOAD: hipModuleLoadData failed: {}",
-            f.error
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        ),
-        LoadStage::SymbolLookup => format!(
-            "the driver refuses the code object of {label} at stage SYMBOL_LOOKUP: hipModuleGetFunction failed: {}",
-            f.error
-                .as_ref()
-                .map(ToString::to_string)
-                .unwrap_or_default()
-        ),
-    }
+        LoadStage::ModuleLoad => ("MODULE_LOAD", "hipModuleLoadData"),
+        LoadStage::SymbolLookup => ("SYMBOL_LOOKUP", "hipModuleGetFunction"),
+    };
+    let error = f
+        .error
+        .as_ref()
+        .map(ToString::to_string)
+        .unwrap_or_default();
+    format!(
+        "the driver refuses the code object of {label} at stage {stage}: {call} failed: {error}"
+    )
 }
 
 /// What every launch of a plan's kernel needs that no execute changes, decided once when the

@@ -17,33 +17,33 @@
 //! stride 1, dilation 1, padding 0, cross-correlation, NCHW/KCRS/NKPQ, workspace 0. Padding,
 //! stride, dilation or an epilogue need a new contract version (`.v2`).
 
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use super::contract::{
+    NativeContract, NativeHandler, checked_product, grid_1d, int_values, native_launch,
+    native_signature, read_ints,
+};
+use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::framework::family::{I32_MAX, IntValue, int, uid};
 use crate::ingestor::framework::graph::{dims, single_node, tensor};
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::ConvMode;
+use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const CONV_FWD_V1: &str = "hipkernel.conv_fwd.dispatch.v1";
 /// Block size this pack builds with, in threads.
 pub const CONV_FWD_BLOCK_SIZE: u32 = 64;
-/// Value names of the v1 contract.
-pub const CONV_FWD_V1_NAMES: [&str; 11] = [
-    "block_size",
-    "c",
-    "h",
-    "k",
-    "n",
-    "r",
-    "s",
-    "w.uid",
-    "width",
-    "x.uid",
-    "y.uid",
+/// The launch values of the v1 contract with their ranges, in the order a restore reads them.
+#[rustfmt::skip]
+pub const CONV_FWD_V1_VALUES: [IntValue; 11] = [
+    uid("x.uid"), uid("w.uid"), uid("y.uid"),
+    int("n", 1, I32_MAX), int("c", 1, I32_MAX), int("h", 1, I32_MAX), int("width", 1, I32_MAX),
+    int("k", 1, I32_MAX), int("r", 1, I32_MAX), int("s", 1, I32_MAX),
+    int("block_size", 1, u32::MAX as i64),
 ];
 
 /// The launch inputs of contract v1.
@@ -76,30 +76,11 @@ pub struct ConvFwdLaunchInputs {
 impl ConvFwdLaunchInputs {
     /// The launch values (all INT).
     pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        for (name, x) in [
-            ("x.uid", self.x_uid),
-            ("w.uid", self.w_uid),
-            ("y.uid", self.y_uid),
-        ] {
-            v.insert(name.into(), LaunchValue::Int(x));
-        }
-        for (name, x) in [
-            ("n", self.n),
-            ("c", self.c),
-            ("h", self.h),
-            ("width", self.width),
-            ("k", self.k),
-            ("r", self.r),
-            ("s", self.s),
-        ] {
-            v.insert(name.into(), LaunchValue::Int(i64::from(x)));
-        }
-        v.insert(
-            "block_size".into(),
-            LaunchValue::Int(i64::from(self.block_size)),
-        );
-        v
+        let extents = [self.n, self.c, self.h, self.width, self.k, self.r, self.s];
+        let mut ints = vec![self.x_uid, self.w_uid, self.y_uid];
+        ints.extend(extents.map(i64::from));
+        ints.push(i64::from(self.block_size));
+        int_values(&CONV_FWD_V1_VALUES, &ints, |_| true)
     }
 
     /// Reads values saved under `dispatch`, then checks the geometry.
@@ -109,20 +90,26 @@ impl ConvFwdLaunchInputs {
     /// '<d>' must not exceed 'h' and 'width'; ...` and `... give a grid larger than 4294967295
     /// blocks`.
     pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let r = ContractReader::new(dispatch, CONV_FWD_V1, &CONV_FWD_V1_NAMES, values)?;
-        let ext = |name: &str| r.int(name, 1, i64::from(i32::MAX)).map(|v| v as i32);
+        let v = read_ints(
+            dispatch,
+            CONV_FWD_V1,
+            &CONV_FWD_V1_VALUES,
+            values,
+            |_, _| Ok(true),
+        )?;
+        let extent = |i: usize| v[i] as i32;
         let inputs = ConvFwdLaunchInputs {
-            x_uid: r.int("x.uid", i64::MIN, i64::MAX)?,
-            w_uid: r.int("w.uid", i64::MIN, i64::MAX)?,
-            y_uid: r.int("y.uid", i64::MIN, i64::MAX)?,
-            n: ext("n")?,
-            c: ext("c")?,
-            h: ext("h")?,
-            width: ext("width")?,
-            k: ext("k")?,
-            r: ext("r")?,
-            s: ext("s")?,
-            block_size: r.int("block_size", 1, i64::from(u32::MAX))? as u32,
+            x_uid: v[0],
+            w_uid: v[1],
+            y_uid: v[2],
+            n: extent(3),
+            c: extent(4),
+            h: extent(5),
+            width: extent(6),
+            k: extent(7),
+            r: extent(8),
+            s: extent(9),
+            block_size: v[10] as u32,
         };
         inputs.geometry_for(dispatch)?;
         Ok(inputs)
@@ -147,22 +134,8 @@ impl ConvFwdLaunchInputs {
         };
         let p = i64::from(self.h - self.r + 1);
         let q = i64::from(self.width - self.s + 1);
-        let total = i64::from(self.n)
-            .checked_mul(i64::from(self.k))
-            .and_then(|x| x.checked_mul(p))
-            .and_then(|x| x.checked_mul(q))
-            .ok_or_else(too_big)?;
-        let block = i64::from(self.block_size);
-        if total > i64::MAX - block {
-            return Err(too_big());
-        }
-        let blocks = (total + block - 1) / block;
-        let blocks = u32::try_from(blocks).map_err(|_| too_big())?;
-        Ok(LaunchGeometry {
-            grid: [blocks, 1, 1],
-            block: [self.block_size, 1, 1],
-            shared_mem_bytes: 0,
-        })
+        let total = checked_product(&[i64::from(self.n), i64::from(self.k), p, q]);
+        grid_1d(total.ok_or_else(too_big)?, self.block_size, too_big)
     }
 
     /// The prepared launch of these inputs.
@@ -170,23 +143,21 @@ impl ConvFwdLaunchInputs {
     /// # Errors
     /// As [`Self::geometry_for`].
     pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        Ok(PreparedLaunch {
-            dispatch: CONV_FWD_V1.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(CONV_FWD_V1)?,
-            workspace_bytes: 0,
-            pointer_uids: vec![self.x_uid, self.w_uid, self.y_uid],
-            scalar_args: [self.n, self.c, self.h, self.width, self.k, self.r, self.s]
-                .into_iter()
-                .map(KernelArgValue::I32)
-                .collect(),
-        })
+        Ok(native_launch(
+            CONV_FWD_V1,
+            self.to_values(),
+            self.geometry_for(CONV_FWD_V1)?,
+            vec![self.x_uid, self.w_uid, self.y_uid],
+            vec![self.n, self.c, self.h, self.width, self.k, self.r, self.s],
+        ))
     }
 }
 
 /// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ConvFwdV1Handler;
+pub type ConvFwdV1Handler = NativeHandler<ConvFwdLaunchInputs>;
+/// The v1 handler, as a value (as a unit struct's name is).
+#[allow(non_upper_case_globals)]
+pub const ConvFwdV1Handler: ConvFwdV1Handler = NativeHandler(PhantomData);
 
 fn extent(v: i64, what: &str) -> PluginResult<i32> {
     i32::try_from(v).ok().filter(|x| *x >= 1).ok_or_else(|| {
@@ -196,24 +167,15 @@ fn extent(v: i64, what: &str) -> PluginResult<i32> {
     })
 }
 
-impl DispatchHandler for ConvFwdV1Handler {
-    fn contract(&self) -> &str {
-        CONV_FWD_V1
+impl NativeContract for ConvFwdLaunchInputs {
+    const CONTRACT: &'static str = CONV_FWD_V1;
+
+    /// x, w, y, then n, c, h, width, k, r, s.
+    fn signature(_: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        native_signature(3, 7)
     }
 
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        let mut sig = vec![
-            KernelArgument::new("global_buffer", 8, 0),
-            KernelArgument::new("global_buffer", 8, 8),
-            KernelArgument::new("global_buffer", 8, 16),
-        ];
-        for i in 0..7u32 {
-            sig.push(KernelArgument::new("by_value", 4, 24 + 4 * i));
-        }
-        sig
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         let node = single_node(graph, "conv_fwd")?;
         let a = node
             .attributes_as_convolution_fwd_attributes()
@@ -242,7 +204,7 @@ impl DispatchHandler for ConvFwdV1Handler {
                 "the conv_fwd pack (dispatch v1) serves 2-D NCHW x KCRS with equal channels; x {x:?}, w {w:?}"
             )));
         }
-        let inputs = ConvFwdLaunchInputs {
+        Ok(ConvFwdLaunchInputs {
             x_uid: a.x_tensor_uid(),
             w_uid: a.w_tensor_uid(),
             y_uid: a.y_tensor_uid(),
@@ -254,17 +216,14 @@ impl DispatchHandler for ConvFwdV1Handler {
             r: extent(w[2], "r")?,
             s: extent(w[3], "s")?,
             block_size: CONV_FWD_BLOCK_SIZE,
-        };
-        inputs
-            .to_launch()
-            .map_err(|e| PluginError::not_applicable(e.message))
+        })
     }
 
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        ConvFwdLaunchInputs::from_values(dispatch, values)?.to_launch()
+    fn read(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        Self::from_values(dispatch, values)
+    }
+
+    fn launch(&self) -> PluginResult<PreparedLaunch> {
+        self.to_launch()
     }
 }

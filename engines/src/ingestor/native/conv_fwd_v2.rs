@@ -31,20 +31,24 @@
 //! ≠ 1, non-2-D, non-packed NCHW/KCRS/NKPQ (e.g. NHWC strides), data types other than
 //! f32/f16 or mixed, output dims that disagree with the padding/stride/dilation, other epilogues.
 
-use super::kernel_symbol;
-use crate::ingestor::descriptor::KernelDescriptor;
+use super::contract::{
+    NativeContract, NativeHandler, checked_product, grid_1d, int_values, native_launch,
+    native_signature, read_ints,
+};
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch, default_kernel_args};
+use crate::ingestor::dispatch::{PreparedLaunch, default_kernel_args};
+use crate::ingestor::framework::family::{I32_MAX, IntValue, int, uid};
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, is_packed, na};
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{SpatialAttr, Window, output_extent};
 use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{ConvMode, DataType, Node, PointwiseMode};
+use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const CONV_FWD_V2: &str = "hipkernel.conv_fwd.dispatch.v2";
@@ -54,35 +58,19 @@ pub const CONV_FWD_V2_BLOCK_SIZE: u32 = 256;
 pub const EPILOGUE_BIAS: i32 = 1;
 /// Epilogue bit: ReLU after the bias.
 pub const EPILOGUE_RELU: i32 = 2;
-/// Value names of the v2 contract (sorted).
-pub const CONV_FWD_V2_NAMES: [&str; 22] = [
-    "bias.uid",
-    "block_size",
-    "c",
-    "dil_h",
-    "dil_w",
-    "dtype",
-    "epilogue",
-    "h",
-    "k",
-    "n",
-    "p",
-    "pad_h",
-    "pad_w",
-    "q",
-    "r",
-    "s",
-    "stride_h",
-    "stride_w",
-    "w.uid",
-    "width",
-    "x.uid",
-    "y.uid",
-];
-
-const SHAPE_NAMES: [&str; 15] = [
-    "n", "c", "h", "width", "k", "r", "s", "p", "q", "pad_h", "pad_w", "stride_h", "stride_w",
-    "dil_h", "dil_w",
+/// The launch values of the v2 contract with their ranges, in the order a restore reads them:
+/// the 15 shape values (the order of [`ConvFwdV2Inputs::shape`]), `epilogue`, `bias.uid`
+/// (read only under `epilogue` bit 1), the UIDs, `dtype`, `block_size`.
+#[rustfmt::skip]
+pub const CONV_FWD_V2_VALUES: [IntValue; 22] = [
+    int("n", 1, I32_MAX), int("c", 1, I32_MAX), int("h", 1, I32_MAX), int("width", 1, I32_MAX),
+    int("k", 1, I32_MAX), int("r", 1, I32_MAX), int("s", 1, I32_MAX),
+    int("p", 1, I32_MAX), int("q", 1, I32_MAX),
+    int("pad_h", 0, I32_MAX), int("pad_w", 0, I32_MAX),
+    int("stride_h", 1, I32_MAX), int("stride_w", 1, I32_MAX),
+    int("dil_h", 1, I32_MAX), int("dil_w", 1, I32_MAX),
+    int("epilogue", 0, 3), uid("bias.uid"),
+    uid("x.uid"), uid("w.uid"), uid("y.uid"), int("dtype", 1, 2), int("block_size", 1, 1024),
 ];
 
 /// The launch inputs of contract v2.
@@ -116,62 +104,14 @@ impl ConvFwdV2Inputs {
         }
     }
 
-    /// The launch values (all INT).
+    /// The launch values (all INT; `bias.uid` only with a bias).
     pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: &str, x: i64| {
-            v.insert(n.to_string(), LaunchValue::Int(x));
-        };
-        put("x.uid", self.x_uid);
-        put("w.uid", self.w_uid);
-        put("y.uid", self.y_uid);
-        if let Some(b) = self.bias_uid {
-            put("bias.uid", b);
-        }
-        for (n, x) in SHAPE_NAMES.iter().zip(self.shape) {
-            put(n, i64::from(x));
-        }
-        put("epilogue", i64::from(self.epilogue));
-        put("dtype", i64::from(self.dtype));
-        put("block_size", i64::from(self.block_size));
-        v
-    }
-
-    /// Reads values saved under `dispatch`, then checks the geometry.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` (load prefix) with the §11 reader texts; `launch value 'bias.uid' of
-    /// dispatch '<d>' must be present exactly when 'epilogue' bit 1 is set`; the geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let r = ContractReader::new(dispatch, CONV_FWD_V2, &CONV_FWD_V2_NAMES, values)?;
-        let mut shape = [0i32; 15];
-        for (i, n) in SHAPE_NAMES.iter().enumerate() {
-            let lo = if n.starts_with("pad") { 0 } else { 1 };
-            shape[i] = r.int(n, lo, i64::from(i32::MAX))? as i32;
-        }
-        let epilogue = r.int("epilogue", 0, 3)? as i32;
-        let bias_uid = if epilogue & EPILOGUE_BIAS != 0 {
-            Some(r.int("bias.uid", i64::MIN, i64::MAX)?)
-        } else if values.contains_key("bias.uid") {
-            return Err(incompatible(format!(
-                "launch value 'bias.uid' of dispatch '{}' must be present exactly when 'epilogue' bit 1 is set; epilogue is {epilogue}",
-                quote(dispatch)
-            )));
-        } else {
-            None
-        };
-        let inputs = ConvFwdV2Inputs {
-            x_uid: r.int("x.uid", i64::MIN, i64::MAX)?,
-            w_uid: r.int("w.uid", i64::MIN, i64::MAX)?,
-            y_uid: r.int("y.uid", i64::MIN, i64::MAX)?,
-            bias_uid,
-            shape,
-            epilogue,
-            dtype: r.int("dtype", 1, 2)? as i8,
-            block_size: r.int("block_size", 1, 1024)? as u32,
-        };
-        inputs.geometry_for(dispatch)?;
-        Ok(inputs)
+        let mut ints: Vec<i64> = self.shape.map(i64::from).to_vec();
+        ints.extend([i64::from(self.epilogue), self.bias_uid.unwrap_or(0)]);
+        ints.extend([self.x_uid, self.w_uid, self.y_uid]);
+        ints.extend([i64::from(self.dtype), i64::from(self.block_size)]);
+        let bias = self.bias_uid.is_some();
+        int_values(&CONV_FWD_V2_VALUES, &ints, |n| bias || n != "bias.uid")
     }
 
     /// Grid and block (shared by build and restore).
@@ -198,18 +138,8 @@ impl ConvFwdV2Inputs {
                 "launch values 'n', 'k', 'p', 'q' and 'block_size' of dispatch '{d}' give a grid larger than 4294967295 blocks"
             ))
         };
-        let total = n
-            .checked_mul(k)
-            .and_then(|x| x.checked_mul(p))
-            .and_then(|x| x.checked_mul(q))
-            .ok_or_else(too_big)?;
-        let block = i64::from(self.block_size);
-        let blocks = u32::try_from((total + block - 1) / block).map_err(|_| too_big())?;
-        Ok(LaunchGeometry {
-            grid: [blocks, 1, 1],
-            block: [self.block_size, 1, 1],
-            shared_mem_bytes: 0,
-        })
+        let total = checked_product(&[n, k, p, q]).ok_or_else(too_big)?;
+        grid_1d(total, self.block_size, too_big)
     }
 
     /// The prepared launch of these inputs. `pointer_uids` are x, w, [bias,] y; the kernel
@@ -221,16 +151,16 @@ impl ConvFwdV2Inputs {
         let mut pointer_uids = vec![self.x_uid, self.w_uid];
         pointer_uids.extend(self.bias_uid);
         pointer_uids.push(self.y_uid);
-        let mut scalar_args: Vec<_> = self.shape.iter().map(|v| KernelArgValue::I32(*v)).collect();
-        scalar_args.push(KernelArgValue::I32(self.epilogue));
-        Ok(PreparedLaunch {
-            dispatch: CONV_FWD_V2.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(CONV_FWD_V2)?,
-            workspace_bytes: 0,
+        let mut scalars = self.shape.to_vec();
+        scalars.push(self.epilogue);
+        let geometry = self.geometry_for(CONV_FWD_V2)?;
+        Ok(native_launch(
+            CONV_FWD_V2,
+            self.to_values(),
+            geometry,
             pointer_uids,
-            scalar_args,
-        })
+            scalars,
+        ))
     }
 }
 
@@ -247,239 +177,253 @@ fn pair(v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, default: i64) ->
         .unwrap_or_else(|| vec![default, default])
 }
 
-/// Matches the conv (+ epilogue) graph and returns its launch inputs.
-fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFwdV2Inputs> {
-    let g = graph.graph();
-    let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if nodes.is_empty() || nodes.len() > 3 {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) serves conv_fprop with up to two epilogue nodes; this graph has {} nodes",
-            nodes.len()
-        )));
+/// The v2 handler (saves and restores).
+pub type ConvFwdV2Handler = NativeHandler<ConvFwdV2Inputs>;
+/// The v2 handler, as a value (as a unit struct's name is).
+#[allow(non_upper_case_globals)]
+pub const ConvFwdV2Handler: ConvFwdV2Handler = NativeHandler(PhantomData);
+
+impl NativeContract for ConvFwdV2Inputs {
+    const CONTRACT: &'static str = CONV_FWD_V2;
+
+    /// x, w, bias, y, then the 15 shape values and `epilogue`.
+    fn signature(_: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        native_signature(4, 16)
     }
-    let a = nodes[0]
-        .attributes_as_convolution_fwd_attributes()
-        .ok_or_else(|| {
-            na("the conv_fwd pack serves graphs that start with a convolution forward node")
-        })?;
-    if a.conv_mode() != ConvMode::CROSS_CORRELATION {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) serves cross-correlation only, not conv mode {:?}",
-            a.conv_mode()
-        )));
-    }
-    let xt = tensor(graph, a.x_tensor_uid())?;
-    let wt = tensor(graph, a.w_tensor_uid())?;
-    let ct = tensor(graph, a.y_tensor_uid())?;
-    let dtype = xt.data_type();
-    if dtype != DataType::FLOAT && dtype != DataType::HALF {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) serves f32 and f16, not {dtype:?}"
-        )));
-    }
-    let (xd, xs) = dims_strides(&xt);
-    let (wd, ws) = dims_strides(&wt);
-    if xd.len() != 4 || wd.len() != 4 {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) serves 2-D convolutions (4-D x and w); x {xd:?}, w {wd:?}"
-        )));
-    }
-    if xd[1] != wd[1] {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) serves groups = 1 only; x has {} channels, w {} per group",
-            xd[1], wd[1]
-        )));
-    }
-    if !is_packed(&xd, &xs) || !is_packed(&wd, &ws) {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) serves packed NCHW x and KCRS w; x strides {xs:?}, w strides {ws:?} (e.g. NHWC is not served)"
-        )));
-    }
-    // Epilogue chain.
-    let mut epilogue = 0;
-    let mut bias_uid = None;
-    let mut cur = a.y_tensor_uid();
-    let mut cur_t = ct;
-    for node in &nodes[1..] {
-        let pw = node
-            .attributes_as_pointwise_attributes()
-            .ok_or_else(|| na("the conv_fwd pack fuses pointwise epilogue nodes only"))?;
-        if !cur_t.virtual_() {
+
+    /// The conv (+ epilogue) graph's launch inputs.
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        let g = graph.graph();
+        let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
+        if nodes.is_empty() || nodes.len() > 3 {
             return Err(na(format!(
-                "the conv_fwd pack fuses an epilogue only over virtual intermediates; tensor {cur} is not virtual"
+                "the conv_fwd pack (dispatch v2) serves conv_fprop with up to two epilogue nodes; this graph has {} nodes",
+                nodes.len()
             )));
         }
-        let (i0, i1) = (pw.in_0_tensor_uid(), pw.in_1_tensor_uid());
-        match pw.operation() {
-            PointwiseMode::ADD if epilogue == 0 => {
-                let other = match i1 {
-                    Some(b) if i0 == cur => b,
-                    Some(b) if b == cur => i0,
-                    _ => return Err(na("the conv_fwd pack fuses ADD(conv output, bias) only")),
-                };
-                let bt = tensor(graph, other)?;
-                let (bd, bs) = dims_strides(&bt);
-                if bd.len() != 4
-                    || bd[0] != 1
-                    || bd[1] != wd[0]
-                    || bd[2] != 1
-                    || bd[3] != 1
-                    || (bd[1] > 1 && bs[1] != 1)
-                    || bt.data_type() != dtype
-                {
+        let a = nodes[0]
+            .attributes_as_convolution_fwd_attributes()
+            .ok_or_else(|| {
+                na("the conv_fwd pack serves graphs that start with a convolution forward node")
+            })?;
+        if a.conv_mode() != ConvMode::CROSS_CORRELATION {
+            return Err(na(format!(
+                "the conv_fwd pack (dispatch v2) serves cross-correlation only, not conv mode {:?}",
+                a.conv_mode()
+            )));
+        }
+        let xt = tensor(graph, a.x_tensor_uid())?;
+        let wt = tensor(graph, a.w_tensor_uid())?;
+        let ct = tensor(graph, a.y_tensor_uid())?;
+        let dtype = xt.data_type();
+        if dtype != DataType::FLOAT && dtype != DataType::HALF {
+            return Err(na(format!(
+                "the conv_fwd pack (dispatch v2) serves f32 and f16, not {dtype:?}"
+            )));
+        }
+        let (xd, xs) = dims_strides(&xt);
+        let (wd, ws) = dims_strides(&wt);
+        if xd.len() != 4 || wd.len() != 4 {
+            return Err(na(format!(
+                "the conv_fwd pack (dispatch v2) serves 2-D convolutions (4-D x and w); x {xd:?}, w {wd:?}"
+            )));
+        }
+        if xd[1] != wd[1] {
+            return Err(na(format!(
+                "the conv_fwd pack (dispatch v2) serves groups = 1 only; x has {} channels, w {} per group",
+                xd[1], wd[1]
+            )));
+        }
+        if !is_packed(&xd, &xs) || !is_packed(&wd, &ws) {
+            return Err(na(format!(
+                "the conv_fwd pack (dispatch v2) serves packed NCHW x and KCRS w; x strides {xs:?}, w strides {ws:?} (e.g. NHWC is not served)"
+            )));
+        }
+        // Epilogue chain.
+        let mut epilogue = 0;
+        let mut bias_uid = None;
+        let mut cur = a.y_tensor_uid();
+        let mut cur_t = ct;
+        for node in &nodes[1..] {
+            let pw = node
+                .attributes_as_pointwise_attributes()
+                .ok_or_else(|| na("the conv_fwd pack fuses pointwise epilogue nodes only"))?;
+            if !cur_t.virtual_() {
+                return Err(na(format!(
+                    "the conv_fwd pack fuses an epilogue only over virtual intermediates; tensor {cur} is not virtual"
+                )));
+            }
+            let (i0, i1) = (pw.in_0_tensor_uid(), pw.in_1_tensor_uid());
+            match pw.operation() {
+                PointwiseMode::ADD if epilogue == 0 => {
+                    let other = match i1 {
+                        Some(b) if i0 == cur => b,
+                        Some(b) if b == cur => i0,
+                        _ => return Err(na("the conv_fwd pack fuses ADD(conv output, bias) only")),
+                    };
+                    let bt = tensor(graph, other)?;
+                    let (bd, bs) = dims_strides(&bt);
+                    if bd.len() != 4
+                        || bd[0] != 1
+                        || bd[1] != wd[0]
+                        || bd[2] != 1
+                        || bd[3] != 1
+                        || (bd[1] > 1 && bs[1] != 1)
+                        || bt.data_type() != dtype
+                    {
+                        return Err(na(format!(
+                            "the conv_fwd pack fuses a bias of dims [1, K, 1, 1] with unit K stride and the conv's data type; tensor {other} has dims {bd:?}, strides {bs:?}"
+                        )));
+                    }
+                    epilogue |= EPILOGUE_BIAS;
+                    bias_uid = Some(other);
+                }
+                PointwiseMode::RELU_FWD if epilogue & EPILOGUE_RELU == 0 && i0 == cur => {
+                    if pw.relu_lower_clip().is_some_and(|v| v != 0.0)
+                        || pw.relu_upper_clip().is_some()
+                        || pw.relu_lower_clip_slope().is_some_and(|v| v != 0.0)
+                    {
+                        return Err(na(
+                            "the conv_fwd pack fuses RELU_FWD without clip or slope attributes",
+                        ));
+                    }
+                    epilogue |= EPILOGUE_RELU;
+                }
+                m => {
                     return Err(na(format!(
-                        "the conv_fwd pack fuses a bias of dims [1, K, 1, 1] with unit K stride and the conv's data type; tensor {other} has dims {bd:?}, strides {bs:?}"
+                        "the conv_fwd pack fuses conv → ADD(bias) → RELU_FWD only; cannot fuse {m:?} here"
                     )));
                 }
-                epilogue |= EPILOGUE_BIAS;
-                bias_uid = Some(other);
             }
-            PointwiseMode::RELU_FWD if epilogue & EPILOGUE_RELU == 0 && i0 == cur => {
-                if pw.relu_lower_clip().is_some_and(|v| v != 0.0)
-                    || pw.relu_upper_clip().is_some()
-                    || pw.relu_lower_clip_slope().is_some_and(|v| v != 0.0)
-                {
-                    return Err(na(
-                        "the conv_fwd pack fuses RELU_FWD without clip or slope attributes",
-                    ));
-                }
-                epilogue |= EPILOGUE_RELU;
-            }
-            m => {
+            cur = pw.out_0_tensor_uid();
+            cur_t = tensor(graph, cur)?;
+        }
+        let yt = cur_t;
+        let (yd, ys) = dims_strides(&yt);
+        if yd.len() != 4
+            || !is_packed(&yd, &ys)
+            || yt.data_type() != dtype
+            || wt.data_type() != dtype
+        {
+            return Err(na(format!(
+                "the conv_fwd pack (dispatch v2) writes a packed NKPQ y of the inputs' data type; y dims {yd:?}, strides {ys:?}"
+            )));
+        }
+        let pre = pair(a.pre_padding(), 0);
+        let post = pair(a.post_padding(), 0);
+        let stride = pair(a.stride(), 1);
+        let dil = pair(a.dilation(), 1);
+        if [&pre, &post, &stride, &dil].iter().any(|v| v.len() != 2) {
+            return Err(na(
+                "the conv_fwd pack (dispatch v2) needs 2 spatial padding/stride/dilation values",
+            ));
+        }
+        for (i, (hw, f)) in [(xd[2], wd[2]), (xd[3], wd[3])].into_iter().enumerate() {
+            // The op table's extent rule; a bad stride, a bad dilation or an output that is not
+            // positive leaves no extent to agree with.
+            let window = Window {
+                pre: pre[i],
+                post: post[i],
+                stride: stride[i],
+                dilation: dil[i],
+            };
+            let want = (dil[i] >= SpatialAttr::Dilation.min())
+                .then(|| output_extent(hw, f, window).ok())
+                .flatten();
+            if want != Some(yd[2 + i])
+                || yd[0] != xd[0]
+                || yd[1] != wd[0]
+                || pre[i] < SpatialAttr::PrePadding.min()
+            {
                 return Err(na(format!(
-                    "the conv_fwd pack fuses conv → ADD(bias) → RELU_FWD only; cannot fuse {m:?} here"
+                    "the conv_fwd pack (dispatch v2): output dims {yd:?} disagree with x {xd:?}, w {wd:?}, padding {pre:?}/{post:?}, stride {stride:?}, dilation {dil:?}"
                 )));
             }
         }
-        cur = pw.out_0_tensor_uid();
-        cur_t = tensor(graph, cur)?;
-    }
-    let yt = cur_t;
-    let (yd, ys) = dims_strides(&yt);
-    if yd.len() != 4 || !is_packed(&yd, &ys) || yt.data_type() != dtype || wt.data_type() != dtype {
-        return Err(na(format!(
-            "the conv_fwd pack (dispatch v2) writes a packed NKPQ y of the inputs' data type; y dims {yd:?}, strides {ys:?}"
-        )));
-    }
-    let pre = pair(a.pre_padding(), 0);
-    let post = pair(a.post_padding(), 0);
-    let stride = pair(a.stride(), 1);
-    let dil = pair(a.dilation(), 1);
-    if [&pre, &post, &stride, &dil].iter().any(|v| v.len() != 2) {
-        return Err(na(
-            "the conv_fwd pack (dispatch v2) needs 2 spatial padding/stride/dilation values",
-        ));
-    }
-    for (i, (hw, f)) in [(xd[2], wd[2]), (xd[3], wd[3])].into_iter().enumerate() {
-        // The op table's extent rule; a bad stride, a bad dilation or an output that is not
-        // positive leaves no extent to agree with.
-        let window = Window {
-            pre: pre[i],
-            post: post[i],
-            stride: stride[i],
-            dilation: dil[i],
+        let pad = |v: i64| {
+            i32::try_from(v).map_err(|_| {
+                na(format!(
+                    "the conv_fwd pack (dispatch v2): padding {v} out of range"
+                ))
+            })
         };
-        let want = (dil[i] >= SpatialAttr::Dilation.min())
-            .then(|| output_extent(hw, f, window).ok())
-            .flatten();
-        if want != Some(yd[2 + i])
-            || yd[0] != xd[0]
-            || yd[1] != wd[0]
-            || pre[i] < SpatialAttr::PrePadding.min()
-        {
-            return Err(na(format!(
-                "the conv_fwd pack (dispatch v2): output dims {yd:?} disagree with x {xd:?}, w {wd:?}, padding {pre:?}/{post:?}, stride {stride:?}, dilation {dil:?}"
-            )));
-        }
-    }
-    let pad = |v: i64| {
-        i32::try_from(v).map_err(|_| {
-            na(format!(
-                "the conv_fwd pack (dispatch v2): padding {v} out of range"
-            ))
-        })
-    };
-    let inputs = ConvFwdV2Inputs {
-        x_uid: a.x_tensor_uid(),
-        w_uid: a.w_tensor_uid(),
-        y_uid: cur,
-        bias_uid,
-        shape: [
-            ext(xd[0], "n")?,
-            ext(xd[1], "c")?,
-            ext(xd[2], "h")?,
-            ext(xd[3], "width")?,
-            ext(wd[0], "k")?,
-            ext(wd[2], "r")?,
-            ext(wd[3], "s")?,
-            ext(yd[2], "p")?,
-            ext(yd[3], "q")?,
-            pad(pre[0])?,
-            pad(pre[1])?,
-            ext(stride[0], "stride")?,
-            ext(stride[1], "stride")?,
-            ext(dil[0], "dilation")?,
-            ext(dil[1], "dilation")?,
-        ],
-        epilogue,
-        dtype: dtype.0,
-        block_size: CONV_FWD_V2_BLOCK_SIZE,
-    };
-    inputs
-        .geometry_for(CONV_FWD_V2)
-        .map_err(|e| na(e.message))?;
-    Ok(inputs)
-}
-
-/// The v2 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ConvFwdV2Handler;
-
-impl DispatchHandler for ConvFwdV2Handler {
-    fn contract(&self) -> &str {
-        CONV_FWD_V2
+        let inputs = ConvFwdV2Inputs {
+            x_uid: a.x_tensor_uid(),
+            w_uid: a.w_tensor_uid(),
+            y_uid: cur,
+            bias_uid,
+            shape: [
+                ext(xd[0], "n")?,
+                ext(xd[1], "c")?,
+                ext(xd[2], "h")?,
+                ext(xd[3], "width")?,
+                ext(wd[0], "k")?,
+                ext(wd[2], "r")?,
+                ext(wd[3], "s")?,
+                ext(yd[2], "p")?,
+                ext(yd[3], "q")?,
+                pad(pre[0])?,
+                pad(pre[1])?,
+                ext(stride[0], "stride")?,
+                ext(stride[1], "stride")?,
+                ext(dil[0], "dilation")?,
+                ext(dil[1], "dilation")?,
+            ],
+            epilogue,
+            dtype: dtype.0,
+            block_size: CONV_FWD_V2_BLOCK_SIZE,
+        };
+        inputs
+            .geometry_for(CONV_FWD_V2)
+            .map_err(|e| na(e.message))?;
+        Ok(inputs)
     }
 
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        let mut sig: Vec<_> = (0..4u32)
-            .map(|i| KernelArgument::new("global_buffer", 8, 8 * i))
-            .collect();
-        for i in 0..16u32 {
-            sig.push(KernelArgument::new("by_value", 4, 32 + 4 * i));
-        }
-        sig
+    fn needed_symbol(&self) -> Option<String> {
+        Some(self.symbol().to_string())
     }
 
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        match_graph(graph)?.to_launch().map_err(|e| na(e.message))
+    /// Reads values saved under `dispatch`, then checks the geometry.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) with the §11 reader texts; `launch value 'bias.uid' of
+    /// dispatch '<d>' must be present exactly when 'epilogue' bit 1 is set`; the geometry texts.
+    fn read(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        let bias = |name: &str, read: &[i64]| {
+            let epilogue = read.get(15).copied().unwrap_or(0);
+            if name != "bias.uid" || epilogue & i64::from(EPILOGUE_BIAS) != 0 {
+                return Ok(true);
+            }
+            if values.contains_key("bias.uid") {
+                return Err(incompatible(format!(
+                    "launch value 'bias.uid' of dispatch '{}' must be present exactly when 'epilogue' bit 1 is set; epilogue is {epilogue}",
+                    quote(dispatch)
+                )));
+            }
+            Ok(false)
+        };
+        let v = read_ints(dispatch, CONV_FWD_V2, &CONV_FWD_V2_VALUES, values, bias)?;
+        let epilogue = v[15] as i32;
+        let inputs = ConvFwdV2Inputs {
+            x_uid: v[17],
+            w_uid: v[18],
+            y_uid: v[19],
+            bias_uid: (epilogue & EPILOGUE_BIAS != 0).then_some(v[16]),
+            shape: std::array::from_fn(|i| v[i] as i32),
+            epilogue,
+            dtype: v[20] as i8,
+            block_size: v[21] as u32,
+        };
+        inputs.geometry_for(dispatch)?;
+        Ok(inputs)
     }
 
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        let inputs = match_graph(graph)?;
-        if kernel_symbol(kernel) != inputs.symbol() {
-            return Err(na(format!(
-                "kernel {} is not {}, which this graph needs",
-                kernel.describe(),
-                inputs.symbol()
-            )));
-        }
-        inputs.to_launch().map_err(|e| na(e.message))
+    fn launch(&self) -> PluginResult<PreparedLaunch> {
+        self.to_launch()
     }
 
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        ConvFwdV2Inputs::from_values(dispatch, values)?.to_launch()
-    }
-
+    /// The pointers with a null bias in third place when the launch has none.
     fn kernel_args(
-        &self,
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {

@@ -2,6 +2,7 @@
 //! v2 forms, which launch the clang-built kernels of `engines/kernels/` (one symbol per op and
 //! data type). They read graphs through [`super::framework::graph`] and import no Triton family.
 
+pub mod contract;
 pub mod conv_fwd;
 pub mod conv_fwd_v2;
 pub mod pointwise;

@@ -15,22 +15,31 @@
 //! 1, rank 4–5) and the ADD operation; a kernel covering larger tensors needs a new contract
 //! version (e.g. `.v2` adding an element count and broadcast information).
 
+use super::contract::{
+    NativeContract, NativeHandler, int_values, native_launch, native_signature, read_ints,
+};
 use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::framework::family::{IntValue, int, uid};
 use crate::ingestor::framework::graph::{dims, single_node, tensor};
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::LaunchValues;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::PointwiseMode;
+use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const POINTWISE_V1: &str = "hipkernel.pointwise.dispatch.v1";
 /// Block size this pack builds with, in threads.
 pub const POINTWISE_BLOCK_SIZE: u32 = 256;
-/// Value names of the v1 contract.
-pub const POINTWISE_V1_NAMES: [&str; 4] =
-    ["block_size", "input_a.uid", "input_b.uid", "output.uid"];
+/// The launch values of the v1 contract with their ranges, in the order a restore reads them.
+pub const POINTWISE_V1_VALUES: [IntValue; 4] = [
+    uid("input_a.uid"),
+    uid("input_b.uid"),
+    uid("output.uid"),
+    int("block_size", 1, u32::MAX as i64),
+];
 
 /// The launch inputs of contract v1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,29 +57,26 @@ pub struct PointwiseLaunchInputs {
 impl PointwiseLaunchInputs {
     /// The launch values (all INT).
     pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        v.insert("input_a.uid".into(), LaunchValue::Int(self.input_a_uid));
-        v.insert("input_b.uid".into(), LaunchValue::Int(self.input_b_uid));
-        v.insert("output.uid".into(), LaunchValue::Int(self.output_uid));
-        v.insert(
-            "block_size".into(),
-            LaunchValue::Int(i64::from(self.block_size)),
-        );
-        v
+        let uids = [self.input_a_uid, self.input_b_uid, self.output_uid];
+        let ints = [uids[0], uids[1], uids[2], i64::from(self.block_size)];
+        int_values(&POINTWISE_V1_VALUES, &ints, |_| true)
     }
 
-    /// Reads values saved under `dispatch` (shared rules of [`ContractReader`], then each value).
+    /// Reads values saved under `dispatch` (shared rules of
+    /// [`crate::ingestor::launch_values::ContractReader`], then each value).
     ///
     /// # Errors
     /// `NOT_APPLICABLE` with the §11 texts (contract name, extra name, missing / wrong type /
     /// out of range).
     pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let r = ContractReader::new(dispatch, POINTWISE_V1, &POINTWISE_V1_NAMES, values)?;
+        let all = |_: &str, _: &[i64]| Ok(true);
+        let [a, b, out, block] =
+            read_ints(dispatch, POINTWISE_V1, &POINTWISE_V1_VALUES, values, all)?;
         Ok(PointwiseLaunchInputs {
-            input_a_uid: r.int("input_a.uid", i64::MIN, i64::MAX)?,
-            input_b_uid: r.int("input_b.uid", i64::MIN, i64::MAX)?,
-            output_uid: r.int("output.uid", i64::MIN, i64::MAX)?,
-            block_size: r.int("block_size", 1, i64::from(u32::MAX))? as u32,
+            input_a_uid: a,
+            input_b_uid: b,
+            output_uid: out,
+            block_size: block as u32,
         })
     }
 
@@ -88,37 +94,33 @@ impl PointwiseLaunchInputs {
         if self.block_size == 256 { 1024 } else { 0 }
     }
 
-    /// The prepared launch of these inputs.
+    /// The prepared launch of these inputs: [`Self::geometry`] and [`Self::workspace_bytes`].
     pub fn to_launch(&self) -> PreparedLaunch {
+        let pointer_uids = vec![self.input_a_uid, self.input_b_uid, self.output_uid];
+        let (values, geometry) = (self.to_values(), self.geometry());
+        let launch = native_launch(POINTWISE_V1, values, geometry, pointer_uids, vec![]);
         PreparedLaunch {
-            dispatch: POINTWISE_V1.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry(),
             workspace_bytes: self.workspace_bytes(),
-            pointer_uids: vec![self.input_a_uid, self.input_b_uid, self.output_uid],
-            scalar_args: vec![],
+            ..launch
         }
     }
 }
 
 /// The v1 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PointwiseV1Handler;
+pub type PointwiseV1Handler = NativeHandler<PointwiseLaunchInputs>;
+/// The v1 handler, as a value (as a unit struct's name is).
+#[allow(non_upper_case_globals)]
+pub const PointwiseV1Handler: PointwiseV1Handler = NativeHandler(PhantomData);
 
-impl DispatchHandler for PointwiseV1Handler {
-    fn contract(&self) -> &str {
-        POINTWISE_V1
+impl NativeContract for PointwiseLaunchInputs {
+    const CONTRACT: &'static str = POINTWISE_V1;
+
+    /// A, B, output.
+    fn signature(_: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        native_signature(3, 0)
     }
 
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        vec![
-            KernelArgument::new("global_buffer", 8, 0),
-            KernelArgument::new("global_buffer", 8, 8),
-            KernelArgument::new("global_buffer", 8, 16),
-        ]
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         let node = single_node(graph, "pointwise")?;
         let attrs = node.attributes_as_pointwise_attributes().ok_or_else(|| {
             PluginError::not_applicable("the pointwise pack serves pointwise nodes only")
@@ -146,14 +148,14 @@ impl DispatchHandler for PointwiseV1Handler {
                 )));
             }
         }
-        Ok(inputs.to_launch())
+        Ok(inputs)
     }
 
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        Ok(PointwiseLaunchInputs::from_values(dispatch, values)?.to_launch())
+    fn read(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        Self::from_values(dispatch, values)
+    }
+
+    fn launch(&self) -> PluginResult<PreparedLaunch> {
+        Ok(self.to_launch())
     }
 }

@@ -29,46 +29,39 @@
 //! one data type among f32/f16/bf16; rank ≤ 5; input dims equal to the output's or 1; a packed
 //! output; non-negative strides.
 
-use super::kernel_symbol;
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
-use crate::ingestor::framework::graph::{dims_strides, is_packed, na, tensor};
+use super::contract::{
+    NativeContract, NativeHandler, checked_product, grid_1d, int_values, native_launch,
+    native_signature, read_ints,
+};
+use crate::ingestor::device::LaunchGeometry;
+use crate::ingestor::dispatch::PreparedLaunch;
+use crate::ingestor::framework::family::{I32_MAX, IntValue, int, uid};
+use crate::ingestor::framework::graph::{dims_strides, is_packed, na, single_node, tensor};
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops;
 use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{DataType, PointwiseMode};
+use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const POINTWISE_V2: &str = "hipkernel.pointwise.dispatch.v2";
 /// Block size this pack builds with, in threads.
 pub const POINTWISE_V2_BLOCK_SIZE: u32 = 256;
-/// Value names of the v2 contract (sorted).
-pub const POINTWISE_V2_NAMES: [&str; 21] = [
-    "a.uid",
-    "b.uid",
-    "block_size",
-    "d0",
-    "d1",
-    "d2",
-    "d3",
-    "d4",
-    "dtype",
-    "mode",
-    "sa0",
-    "sa1",
-    "sa2",
-    "sa3",
-    "sa4",
-    "sb0",
-    "sb1",
-    "sb2",
-    "sb3",
-    "sb4",
-    "y.uid",
+/// The launch values of the v2 contract with their ranges, in the order a restore reads them:
+/// `mode`, `dtype`, then per dim `d<i>`, `sa<i>`, `sb<i>` (the `sb*` and `b.uid` only for a
+/// binary mode), then the UIDs and `block_size`.
+#[rustfmt::skip]
+pub const POINTWISE_V2_VALUES: [IntValue; 21] = [
+    int("mode", 0, I32_MAX), int("dtype", 1, 3),
+    int("d0", 1, I32_MAX), int("sa0", 0, I32_MAX), int("sb0", 0, I32_MAX),
+    int("d1", 1, I32_MAX), int("sa1", 0, I32_MAX), int("sb1", 0, I32_MAX),
+    int("d2", 1, I32_MAX), int("sa2", 0, I32_MAX), int("sb2", 0, I32_MAX),
+    int("d3", 1, I32_MAX), int("sa3", 0, I32_MAX), int("sb3", 0, I32_MAX),
+    int("d4", 1, I32_MAX), int("sa4", 0, I32_MAX), int("sb4", 0, I32_MAX),
+    uid("a.uid"), uid("b.uid"), uid("y.uid"), int("block_size", 1, 1024),
 ];
 
 /// Modes of the v2 contract: graph mode and kernel op name (the number of inputs comes from
@@ -147,85 +140,18 @@ impl PointwiseV2Inputs {
         Some(format!("hipdnn_pw_{op}_{t}"))
     }
 
-    /// The launch values (all INT).
+    /// The launch values (all INT; `b.uid` and `sb*` only for a binary mode).
     pub fn to_values(&self) -> LaunchValues {
-        let mut v = LaunchValues::new();
-        let mut put = |n: &str, x: i64| {
-            v.insert(n.to_string(), LaunchValue::Int(x));
-        };
-        put("a.uid", self.a_uid);
-        if let Some(b) = self.b_uid {
-            put("b.uid", b);
+        let sb = self.sb.unwrap_or_default();
+        let mut ints = vec![i64::from(self.mode), i64::from(self.dtype)];
+        for ((d, a), b) in self.dims.iter().zip(self.sa).zip(sb) {
+            ints.extend([*d, a, b].map(i64::from));
         }
-        put("y.uid", self.y_uid);
-        put("mode", i64::from(self.mode));
-        put("dtype", i64::from(self.dtype));
-        for i in 0..5 {
-            put(&format!("d{i}"), i64::from(self.dims[i]));
-            put(&format!("sa{i}"), i64::from(self.sa[i]));
-            if let Some(sb) = self.sb {
-                put(&format!("sb{i}"), i64::from(sb[i]));
-            }
-        }
-        put("block_size", i64::from(self.block_size));
-        v
-    }
-
-    /// Reads values saved under `dispatch`, then checks the geometry.
-    ///
-    /// # Errors
-    /// `NOT_APPLICABLE` (load prefix) with the §11 reader texts; `launch value 'mode' of
-    /// dispatch '<d>' names no pointwise mode this pack launches: <m>`; `... 'b.uid' ...` when
-    /// the presence of `b.uid`/`sb*` does not match the mode's arity; the geometry texts.
-    pub fn from_values(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
-        let r = ContractReader::new(dispatch, POINTWISE_V2, &POINTWISE_V2_NAMES, values)?;
-        let d = quote(dispatch);
-        let mode = r.int("mode", 0, i64::from(i32::MAX))?;
-        let (_, _, arity) = mode_entry(mode).ok_or_else(|| {
-            incompatible(format!(
-                "launch value 'mode' of dispatch '{d}' names no pointwise mode this pack launches: {mode}"
-            ))
-        })?;
-        let dtype = r.int("dtype", 1, 3)?;
-        let binary = arity == 2;
-        let has_b = ["b.uid", "sb0", "sb1", "sb2", "sb3", "sb4"]
-            .iter()
-            .filter(|n| values.contains_key(**n))
-            .count();
-        if binary && has_b != 6 || !binary && has_b != 0 {
-            return Err(incompatible(format!(
-                "launch values 'b.uid' and 'sb0'..'sb4' of dispatch '{d}' must be present exactly for binary modes; mode {mode} takes {arity} input(s) and the plan holds {has_b} of them"
-            )));
-        }
-        let ext = |n: &str| r.int(n, 1, i64::from(i32::MAX)).map(|v| v as i32);
-        let stride = |n: &str| r.int(n, 0, i64::from(i32::MAX)).map(|v| v as i32);
-        let mut dims = [0; 5];
-        let mut sa = [0; 5];
-        let mut sb = [0; 5];
-        for i in 0..5 {
-            dims[i] = ext(&format!("d{i}"))?;
-            sa[i] = stride(&format!("sa{i}"))?;
-            if binary {
-                sb[i] = stride(&format!("sb{i}"))?;
-            }
-        }
-        let inputs = PointwiseV2Inputs {
-            a_uid: r.int("a.uid", i64::MIN, i64::MAX)?,
-            b_uid: if binary {
-                Some(r.int("b.uid", i64::MIN, i64::MAX)?)
-            } else {
-                None
-            },
-            y_uid: r.int("y.uid", i64::MIN, i64::MAX)?,
-            mode: mode as i32,
-            dtype: dtype as i8,
-            dims,
-            sa,
-            sb: binary.then_some(sb),
-            block_size: r.int("block_size", 1, 1024)? as u32,
-        };
-        inputs.geometry_for(dispatch)?;
-        Ok(inputs)
+        ints.extend([self.a_uid, self.b_uid.unwrap_or(0), self.y_uid]);
+        ints.push(i64::from(self.block_size));
+        let binary = self.sb.is_some();
+        let held = |n: &str| binary || !(n == "b.uid" || n.starts_with("sb"));
+        int_values(&POINTWISE_V2_VALUES, &ints, held)
     }
 
     /// Grid and block (shared by build and restore).
@@ -240,11 +166,7 @@ impl PointwiseV2Inputs {
                 "launch values 'd0'..'d4' and 'block_size' of dispatch '{d}' give a grid larger than 4294967295 blocks"
             ))
         };
-        let total = self
-            .dims
-            .iter()
-            .try_fold(1i64, |acc, x| acc.checked_mul(i64::from(*x)))
-            .ok_or_else(too_big)?;
+        let total = checked_product(&self.dims.map(i64::from)).ok_or_else(too_big)?;
         for s in std::iter::once(self.sa).chain(self.sb) {
             let mut off = 0i64;
             for (dim, st) in self.dims.iter().zip(s) {
@@ -258,14 +180,7 @@ impl PointwiseV2Inputs {
                     })?;
             }
         }
-        let block = i64::from(self.block_size);
-        let blocks = (total + block - 1) / block;
-        let blocks = u32::try_from(blocks).map_err(|_| too_big())?;
-        Ok(LaunchGeometry {
-            grid: [blocks, 1, 1],
-            block: [self.block_size, 1, 1],
-            shared_mem_bytes: 0,
-        })
+        grid_1d(total, self.block_size, too_big)
     }
 
     /// The prepared launch of these inputs.
@@ -279,28 +194,21 @@ impl PointwiseV2Inputs {
         let mut scalars: Vec<i32> = self.dims.to_vec();
         scalars.extend(self.sa);
         scalars.extend(self.sb.iter().flatten());
-        Ok(PreparedLaunch {
-            dispatch: POINTWISE_V2.to_string(),
-            launch_values: self.to_values(),
-            geometry: self.geometry_for(POINTWISE_V2)?,
-            workspace_bytes: 0,
+        let geometry = self.geometry_for(POINTWISE_V2)?;
+        Ok(native_launch(
+            POINTWISE_V2,
+            self.to_values(),
+            geometry,
             pointer_uids,
-            scalar_args: scalars.into_iter().map(KernelArgValue::I32).collect(),
-        })
+            scalars,
+        ))
     }
 }
 
 /// The signature of a pointwise kernel with `inputs` inputs (1 or 2): `inputs + 1` pointers,
 /// then `5 · (inputs + 1)` ints.
 pub fn pointwise_v2_signature(inputs: u32) -> Vec<KernelArgument> {
-    let ptrs = inputs + 1;
-    let mut sig: Vec<_> = (0..ptrs)
-        .map(|i| KernelArgument::new("global_buffer", 8, 8 * i))
-        .collect();
-    for i in 0..5 * (inputs + 1) {
-        sig.push(KernelArgument::new("by_value", 4, 8 * ptrs + 4 * i));
-    }
-    sig
+    native_signature(inputs + 1, 5 * (inputs + 1))
 }
 
 fn to_i32(v: i64, what: &str) -> PluginResult<i32> {
@@ -312,18 +220,10 @@ fn to_i32(v: i64, what: &str) -> PluginResult<i32> {
 }
 
 /// The v2 handler (saves and restores).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct PointwiseV2Handler;
-
-impl PointwiseV2Handler {
-    fn inputs(&self, graph: &OperationGraph) -> PluginResult<PointwiseV2Inputs> {
-        let node = crate::ingestor::framework::graph::single_node(graph, "pointwise")?;
-        let a = node
-            .attributes_as_pointwise_attributes()
-            .ok_or_else(|| na("the pointwise pack serves pointwise nodes only"))?;
-        pointwise_inputs(graph, &a)
-    }
-}
+pub type PointwiseV2Handler = NativeHandler<PointwiseV2Inputs>;
+/// The v2 handler, as a value (as a unit struct's name is).
+#[allow(non_upper_case_globals)]
+pub const PointwiseV2Handler: PointwiseV2Handler = NativeHandler(PhantomData);
 
 /// The v2 launch inputs for one pointwise node of `graph`.
 ///
@@ -437,50 +337,81 @@ pub(crate) fn pointwise_inputs(
     Ok(inputs)
 }
 
-impl DispatchHandler for PointwiseV2Handler {
-    fn contract(&self) -> &str {
-        POINTWISE_V2
-    }
+impl NativeContract for PointwiseV2Inputs {
+    const CONTRACT: &'static str = POINTWISE_V2;
 
-    /// The binary signature (18 arguments); unary launches use
-    /// [`DispatchHandler::launch_signature_for`].
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        pointwise_v2_signature(2)
-    }
-
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        let arity = match values.get("mode") {
+    /// The signature of the mode's arity (the binary one, 18 arguments, without values or
+    /// with a mode outside the contract).
+    fn signature(values: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        let arity = match values.and_then(|v| v.get("mode")) {
             Some(LaunchValue::Int(m)) => mode_entry(*m).map(|e| e.2).unwrap_or(2),
             _ => 2,
         };
         pointwise_v2_signature(u32::from(arity))
     }
 
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        self.inputs(graph)?.to_launch().map_err(|e| na(e.message))
+    fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
+        let node = single_node(graph, "pointwise")?;
+        let a = node
+            .attributes_as_pointwise_attributes()
+            .ok_or_else(|| na("the pointwise pack serves pointwise nodes only"))?;
+        pointwise_inputs(graph, &a)
     }
 
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        let inputs = self.inputs(graph)?;
-        let want = inputs.symbol().unwrap_or_default();
-        if kernel_symbol(kernel) != want {
-            return Err(na(format!(
-                "kernel {} is not {want}, which this graph needs",
-                kernel.describe()
-            )));
-        }
-        inputs.to_launch().map_err(|e| na(e.message))
+    /// `hipdnn_pw_<op>_<t>` (empty for a mode or data type outside the contract).
+    fn needed_symbol(&self) -> Option<String> {
+        Some(self.symbol().unwrap_or_default())
     }
 
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        PointwiseV2Inputs::from_values(dispatch, values)?.to_launch()
+    /// Reads values saved under `dispatch`, then checks the geometry.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) with the §11 reader texts; `launch value 'mode' of
+    /// dispatch '<d>' names no pointwise mode this pack launches: <m>`; `... 'b.uid' ...` when
+    /// the presence of `b.uid`/`sb*` does not match the mode's arity; the geometry texts.
+    fn read(dispatch: &str, values: &LaunchValues) -> PluginResult<Self> {
+        let d = quote(dispatch);
+        let arity = |mode: i64| mode_entry(mode).map(|e| e.2);
+        let rule = |name: &str, read: &[i64]| {
+            let Some(&mode) = read.first() else {
+                return Ok(true);
+            };
+            let Some(arity) = arity(mode) else {
+                return Err(incompatible(format!(
+                    "launch value 'mode' of dispatch '{d}' names no pointwise mode this pack launches: {mode}"
+                )));
+            };
+            let binary = arity == 2;
+            let has_b = ["b.uid", "sb0", "sb1", "sb2", "sb3", "sb4"]
+                .iter()
+                .filter(|n| values.contains_key(**n))
+                .count();
+            if name == "d0" && (binary && has_b != 6 || !binary && has_b != 0) {
+                return Err(incompatible(format!(
+                    "launch values 'b.uid' and 'sb0'..'sb4' of dispatch '{d}' must be present exactly for binary modes; mode {mode} takes {arity} input(s) and the plan holds {has_b} of them"
+                )));
+            }
+            Ok(binary || !(name == "b.uid" || name.starts_with("sb")))
+        };
+        let v = read_ints(dispatch, POINTWISE_V2, &POINTWISE_V2_VALUES, values, rule)?;
+        let binary = arity(v[0]) == Some(2);
+        let at = |i: usize| v[i] as i32;
+        let inputs = PointwiseV2Inputs {
+            a_uid: v[17],
+            b_uid: binary.then_some(v[18]),
+            y_uid: v[19],
+            mode: at(0),
+            dtype: v[1] as i8,
+            dims: std::array::from_fn(|i| at(2 + 3 * i)),
+            sa: std::array::from_fn(|i| at(3 + 3 * i)),
+            sb: binary.then(|| std::array::from_fn(|i| at(4 + 3 * i))),
+            block_size: v[20] as u32,
+        };
+        inputs.geometry_for(dispatch)?;
+        Ok(inputs)
+    }
+
+    fn launch(&self) -> PluginResult<PreparedLaunch> {
+        self.to_launch()
     }
 }
