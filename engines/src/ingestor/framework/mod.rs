@@ -9,4 +9,5 @@ pub mod family;
 pub mod gemm;
 pub mod graph;
 pub mod launch;
+pub(crate) mod prelude;
 pub mod triton;

@@ -73,26 +73,7 @@
 //! `nchw` drops `sxs sys`), `flags splits phase` (`by_value` 4), `eps momentum unbias`
 //! (`by_value` 4, f32; 0 when unused), the two scratch pointers.
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::PreparedLaunch;
-use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
-};
-use crate::ingestor::framework::graph::{
-    collapse, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value, tensor,
-};
-use crate::ingestor::framework::launch::{
-    block_geometry, spec_hints, tile_config_ints, tile_config_of,
-};
-use crate::ingestor::framework::triton::{TritonConfig, natural_signature};
-use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{LaunchValue, LaunchValues};
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::TensorBinding;
-use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{Node, TensorAttributes};
+use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
 pub const BATCHNORM_FWD_V1: &str = "hipkernel.batchnorm_fwd.dispatch.v1";
@@ -609,11 +590,10 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     })
 }
 
-/// The dispatch handler of contract v1 (type and value).
-pub type BatchnormFwdHandler = TritonHandler<BatchnormFwdInputs>;
-/// The dispatch handler of contract v1.
-#[allow(non_upper_case_globals)]
-pub const BatchnormFwdHandler: BatchnormFwdHandler = TritonHandler::new();
+crate::triton_handler! {
+    /// The dispatch handler of contract v1 (type and value).
+    BatchnormFwdHandler = BatchnormFwdInputs
+}
 
 /// Whether saved launch values name a training launch (`flags` bit 1).
 fn is_training(launch: &PreparedLaunch) -> bool {

@@ -51,13 +51,12 @@
 //! The graph matcher, hints and restore rules are the conv problem shared with conv_dgrad
 //! ([`crate::ingestor::framework::conv`]).
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::dispatch::PreparedLaunch;
-use crate::ingestor::framework::conv::{self, ConvFamily, ConvInputs, Direction, GROUPS};
-use crate::ingestor::framework::family::{IntValue, TritonFamily, TritonHandler};
-use crate::ingestor::framework::graph::na;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::status::PluginResult;
+use crate::ingestor::framework::conv;
+use crate::ingestor::framework::conv::ConvFamily;
+use crate::ingestor::framework::conv::ConvInputs;
+use crate::ingestor::framework::conv::Direction;
+use crate::ingestor::framework::conv::GROUPS;
+use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
 pub const CONV_WGRAD_V1: &str = "hipkernel.conv_wgrad.dispatch.v1";

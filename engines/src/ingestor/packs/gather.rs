@@ -15,23 +15,10 @@
 //! (`docs/ingestor.md`). This module plus one line of `crate::registry`'s family list is the
 //! whole family: the worked example of a [`TritonFamily`] declaration.
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, int, uid,
-};
-use crate::ingestor::framework::graph::{
-    collapse, custom_op_node, dims_strides, float_dtype, na, tensor,
-};
-use crate::ingestor::framework::launch::{
-    block_geometry, spec_hints, tile_config_ints, tile_config_of,
-};
-use crate::ingestor::framework::triton::TritonConfig;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::ops::gather::{GATHER_OP_ID, output_dims, table_rows_cols};
-use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::DataType;
+use crate::ingestor::framework::prelude::*;
+use hipdnn_backend::ops::gather::GATHER_OP_ID;
+use hipdnn_backend::ops::gather::output_dims;
+use hipdnn_backend::ops::gather::table_rows_cols;
 
 /// The versioned contract name.
 pub const GATHER_V1: &str = "hipkernel.gather.dispatch.v1";

@@ -41,32 +41,14 @@
 //! (`by_value` 4; spec drops sxc, syc, ssc, sbc), epsilon (`by_value` 4, f32), the two
 //! scratch pointers.
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of,
-    spec_kept, uid,
-};
-use crate::ingestor::framework::graph::{
-    collapse, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value, tensor,
-};
-use crate::ingestor::framework::launch::{
-    block_geometry, spec_hints, tile_config_ints, tile_config_of,
-};
-use crate::ingestor::framework::triton::TritonConfig;
-use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{Node, TensorAttributes};
+use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
 pub const NORM_FWD_V1: &str = "hipkernel.norm_fwd.dispatch.v1";
-/// The dispatch handler of contract v1 (type and value).
-pub type NormFwdHandler = TritonHandler<NormFwdInputs>;
-/// The dispatch handler of contract v1.
-#[allow(non_upper_case_globals)]
-pub const NormFwdHandler: NormFwdHandler = TritonHandler::new();
+crate::triton_handler! {
+    /// The dispatch handler of contract v1 (type and value).
+    NormFwdHandler = NormFwdInputs
+}
 
 /// `flags` bit: rmsnorm (no mean subtraction).
 pub const FLAG_RMS: i64 = 1;

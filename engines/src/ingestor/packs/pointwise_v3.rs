@@ -56,19 +56,9 @@
 //! threads, dynamic shared memory `shared_bytes`, workspace 0, scratch pointers null. Kernel
 //! arguments: x0..x3 (null when absent), y, n, [generic: d1..d4, the 20 input strides, sy0..sy4],
 //! flags, op0..op3 (`by_value` 4), p00..p32 (`by_value` 4, f32), the two scratch pointers.
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::family::{
-    I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, f32_of, float, int, slot_of, uid,
-};
-use crate::ingestor::framework::graph::{dims_strides, na, tensor};
-use crate::ingestor::framework::triton::TritonConfig;
-use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::graph::OperationGraph;
+use crate::ingestor::framework::prelude::*;
 use hipdnn_backend::ops::pointwise as table;
-use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{DataType, Node, PointwiseMode as M};
+use hipdnn_schema::graph::PointwiseMode as M;
 use hipdnn_schema::tensor_value::read_tensor_value;
 use std::collections::HashMap;
 
@@ -124,11 +114,10 @@ pub const LIGHT_MODES: [M; 28] = [
     M::SUB,
 ];
 
-/// The dispatch handler of contract v3 (type and value).
-pub type PointwiseV3Handler = TritonHandler<PointwiseV3Inputs>;
-/// The dispatch handler of contract v3.
-#[allow(non_upper_case_globals)]
-pub const PointwiseV3Handler: PointwiseV3Handler = TritonHandler::new();
+crate::triton_handler! {
+    /// The dispatch handler of contract v3 (type and value).
+    PointwiseV3Handler = PointwiseV3Inputs
+}
 
 /// Index in `VALUES` of `d0`: dim k's values are `d<k>`, `sy<k>`, `s0<k>` … `s3<k>` from
 /// `DIM0 + 6k`.

@@ -59,32 +59,18 @@
 //! out_d, out_h, out_w, win_d, win_h, win_w, str_d, str_h, str_w, pad_d, pad_h, pad_w, the 15
 //! strides, cl, op (`by_value` 4; spec drops sxc, syc, sic and cl), the two scratch pointers.
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::launch::{
-    block_geometry, spec_hints, tile_config_ints, tile_config_of,
-};
-use crate::ingestor::framework::{
-    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
-    graph::{dims_strides, f32_bit, float_dtype, na, tensor},
-    triton::TritonConfig,
-};
-use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::LaunchValues;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::graph::OperationGraph;
+use crate::ingestor::framework::prelude::*;
 use hipdnn_backend::ops::conv::SpatialAttr;
 use hipdnn_backend::ops::resample as table;
-use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, Node, PaddingMode, ResampleMode, TensorAttributes};
+use hipdnn_schema::graph::PaddingMode;
+use hipdnn_schema::graph::ResampleMode;
 
 /// The versioned contract name.
 pub const RESAMPLE_FWD_V1: &str = "hipkernel.resample_fwd.dispatch.v1";
-/// The v1 handler (saves and restores).
-pub type PoolFwdHandler = TritonHandler<PoolFwdInputs>;
-/// The v1 handler, as a value (as a unit struct's name is).
-#[allow(non_upper_case_globals)]
-pub const PoolFwdHandler: PoolFwdHandler = TritonHandler::new();
+crate::triton_handler! {
+    /// The v1 handler (saves and restores).
+    PoolFwdHandler = PoolFwdInputs
+}
 
 /// `op` mode: MAXPOOL, padding skipped.
 pub const MODE_MAX: i64 = 0;

@@ -64,32 +64,18 @@
 //! constant 1: y's row offsets are multiples of 16), op (`by_value` 4; spec drops sxri, syri
 //! and yal), the two scratch pointers.
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::framework::launch::{
-    block_geometry, spec_hints, tile_config_ints, tile_config_of,
-};
-use crate::ingestor::framework::{
-    family::{I32_MAX, IntValue, TritonFamily, TritonHandler, int, spec_kept, uid},
-    graph::{dims_strides, f32_bit, float_dtype, na, tensor},
-    triton::TritonConfig,
-};
-use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::LaunchValues;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::graph::OperationGraph;
+use crate::ingestor::framework::prelude::*;
 use hipdnn_backend::ops::reduction as table;
-use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, Node, PointwiseMode, ReductionMode};
+use hipdnn_schema::graph::PointwiseMode;
+use hipdnn_schema::graph::ReductionMode;
 use std::collections::HashMap;
 
 /// The versioned contract name.
 pub const REDUCE_FWD_V1: &str = "hipkernel.reduce_fwd.dispatch.v1";
-/// The v1 handler (saves and restores).
-pub type ReduceFwdHandler = TritonHandler<ReduceFwdInputs>;
-/// The v1 handler, as a value (as a unit struct's name is).
-#[allow(non_upper_case_globals)]
-pub const ReduceFwdHandler: ReduceFwdHandler = TritonHandler::new();
+crate::triton_handler! {
+    /// The v1 handler (saves and restores).
+    ReduceFwdHandler = ReduceFwdInputs
+}
 
 /// `op` code: softmax over the reduced axes.
 pub const OP_SOFTMAX: i64 = 16;

@@ -62,23 +62,11 @@
 //! pointers (null when absent), H, REP, SQ, SKV, D, the strides (spec drops sqd, skd, svd,
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
 
-use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::PreparedLaunch;
-use crate::ingestor::framework::family::{
-    self, I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, check_aligned, int,
-    pointer_args, spec_kept, uid,
-};
-use crate::ingestor::framework::graph::{dims_strides, na, one_node, tensor};
-use crate::ingestor::framework::launch::{block_geometry, spec_hints};
-use crate::ingestor::framework::triton::TritonConfig;
-use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::payload::refusal::{incompatible, quote};
-use hipdnn_backend::engine::TensorBinding;
-use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{DataType, DiagonalAlignment};
-use hipdnn_schema::tensor_value::{TensorValue, read_tensor_value};
+use crate::ingestor::framework::family;
+use crate::ingestor::framework::prelude::*;
+use hipdnn_schema::graph::DiagonalAlignment;
+use hipdnn_schema::tensor_value::TensorValue;
+use hipdnn_schema::tensor_value::read_tensor_value;
 
 /// The versioned contract name.
 pub const SDPA_FWD_V1: &str = "hipkernel.sdpa_fwd.dispatch.v1";
@@ -127,11 +115,10 @@ const OPT0: usize = 40;
 /// with head dim bucket 64 or 128 (module docs).
 const BANDED_MAX_ROWS: i64 = 64;
 
-/// The dispatch handler of contract v1 (type and value).
-pub type SdpaFwdHandler = TritonHandler<SdpaFwdInputs>;
-/// The dispatch handler of contract v1.
-#[allow(non_upper_case_globals)]
-pub const SdpaFwdHandler: SdpaFwdHandler = TritonHandler::new();
+crate::triton_handler! {
+    /// The dispatch handler of contract v1 (type and value).
+    SdpaFwdHandler = SdpaFwdInputs
+}
 
 /// Every value name of the contract, sorted.
 pub fn value_names() -> Vec<&'static str> {
