@@ -20,6 +20,7 @@
 //! Errors become [`DeviceError`] with `call` = `hipX (cuX)` and `message` = `<name>: <text>`.
 
 use std::any::Any;
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use crate::ingestor::device::{
@@ -84,6 +85,12 @@ fn recorded_specs(kernel: &str, signature: &[KernelArgument]) -> Result<Vec<ArgS
             })
         })
         .collect()
+}
+
+thread_local! {
+    /// The kernel arguments of this thread's launches, kept between launches so that a launch
+    /// does not allocate its argument list.
+    static LAUNCH_ARGS: RefCell<Vec<KernelArg<'static>>> = const { RefCell::new(Vec::new()) };
 }
 
 /// A GPU seen through the ingestor's [`IngestorDevice`] trait.
@@ -186,9 +193,8 @@ impl IngestorDevice for HipIngestorDevice {
             &unbound
         };
         let ordinal = self.dev.info().ordinal;
-        let kargs: Vec<KernelArg<'static>> = args
-            .iter()
-            .map(|a| match *a {
+        let to_arg = |a: &KernelArgValue| -> KernelArg<'static> {
+            match *a {
                 // SAFETY: `p` is a variant-pack address for this execute on the handle's device
                 // (`ordinal`); the execute contract (hipdnnBackendExecute, the SDK's typed
                 // buffers) requires it to be a live device allocation of that device, large
@@ -199,14 +205,19 @@ impl IngestorDevice for HipIngestorDevice {
                 KernelArgValue::U32(v) => v.into(),
                 KernelArgValue::I64(v) => v.into(),
                 KernelArgValue::F32(v) => v.into(),
-            })
-            .collect();
+            }
+        };
         let cfg = LaunchConfig {
             grid: (geometry.grid[0], geometry.grid[1], geometry.grid[2]),
             block: (geometry.block[0], geometry.block[1], geometry.block[2]),
             shared_bytes: geometry.shared_mem_bytes,
         };
-        f.launch(&self.stream, cfg, &kargs).map_err(launch_error)
+        // The argument list is rebuilt in this thread's buffer: no allocation per launch.
+        LAUNCH_ARGS.with_borrow_mut(|kargs| {
+            kargs.clear();
+            kargs.extend(args.iter().map(to_arg));
+            f.launch(&self.stream, cfg, kargs).map_err(launch_error)
+        })
     }
 
     /// [`Function::with_signature`] with the recorded signature, once; `function` unchanged
