@@ -7,6 +7,7 @@ use hipdnn_engines::gpu::load_triton_descriptors;
 use hipdnn_engines::ingestor::DispatchHandler;
 use hipdnn_engines::ingestor::device::KernelArgValue;
 use hipdnn_engines::ingestor::framework::family::TritonFamily;
+use hipdnn_engines::ingestor::framework::gemm::{EpilogueGemm, GemmCommon};
 use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
@@ -509,29 +510,31 @@ fn inputs(spec: bool) -> MatmulInputs {
         TritonConfig::parse("matmul_f16_spec_128x256x64_g8_w8_s3_sh147456_ws32").unwrap();
     config.spec = spec;
     MatmulInputs {
-        version: 1,
-        uids: [1, 2, 4],
-        bias_uid: Some(3),
-        residual_uid: None,
-        scale_uid: None,
-        dtype: 2,
+        common: GemmCommon {
+            version: 1,
+            uids: [1, 2, 4],
+            bias_uid: Some(3),
+            residual_uid: None,
+            scale_uid: None,
+            dtype: 2,
+            epilogue: 3,
+            config,
+        },
         batch: 2,
         mnk: [512, 256, 128],
         strides: [65536, 128, 1, 32768, 256, 1, 131072, 256, 1],
         res_strides: [131072, 256, 1],
-        epilogue: 3,
-        config,
     }
 }
 
 /// Contract v2 inputs: scale, bias, residual (own strides), GELU.
 fn inputs_v2(spec: bool) -> MatmulInputs {
     let mut i = inputs(spec);
-    i.version = 2;
-    i.residual_uid = Some(5);
-    i.scale_uid = Some(6);
+    i.common.version = 2;
+    i.common.residual_uid = Some(5);
+    i.common.scale_uid = Some(6);
     i.res_strides = [0, 512, 1];
-    i.epilogue = 64 | 1 | 16 | (2 << 1);
+    i.common.epilogue = 64 | 1 | 16 | (2 << 1);
     i
 }
 
@@ -684,17 +687,19 @@ fn conv_inputs(spec: bool) -> ConvFpropInputs {
     .unwrap();
     // NHWC x [2, 32, 9, 9], KRSC w [48, 32, 3, 3], pad 1, stride 2 → y [2, 48, 5, 5] NHWC.
     ConvFpropInputs {
-        version: 1,
-        uids: [1, 2, 4],
-        bias_uid: Some(3),
-        residual_uid: None,
-        scale_uid: None,
-        dtype: 2,
+        common: GemmCommon {
+            version: 1,
+            uids: [1, 2, 4],
+            bias_uid: Some(3),
+            residual_uid: None,
+            scale_uid: None,
+            dtype: 2,
+            epilogue: 3,
+            config,
+        },
         shape: [2, 32, 9, 9, 48, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1],
         strides: [2592, 1, 288, 32, 288, 1, 96, 32, 1200, 1, 240, 48],
         res_strides: [1200, 1, 240, 48],
-        epilogue: 3,
-        config,
     }
 }
 
@@ -720,9 +725,9 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
         );
         // v2: conv → bias → add(residual) → ReLU, residual NHWC.
         let mut i = conv_inputs(spec);
-        i.version = 2;
-        i.residual_uid = Some(5);
-        i.epilogue = 1 | 16 | 2;
+        i.common.version = 2;
+        i.common.residual_uid = Some(5);
+        i.common.epilogue = 1 | 16 | 2;
         assert!(i.fits_spec());
         let l = i.to_launch().unwrap();
         assert_eq!(l.dispatch, CONV_FPROP_V2);
@@ -771,17 +776,19 @@ fn conv_fprop_launch_values_round_trip_and_spec_follows_the_layout() {
 /// conv → add(residual) → ReLU, on the entry `config`.
 fn nchw_inputs(config: TritonConfig) -> ConvFpropInputs {
     ConvFpropInputs {
-        version: 2,
-        uids: [1, 2, 4],
-        bias_uid: None,
-        residual_uid: Some(5),
-        scale_uid: None,
-        dtype: 2,
+        common: GemmCommon {
+            version: 2,
+            uids: [1, 2, 4],
+            bias_uid: None,
+            residual_uid: Some(5),
+            scale_uid: None,
+            dtype: 2,
+            epilogue: 16 | 2,
+            config,
+        },
         shape: [2, 32, 9, 9, 48, 5, 5, 3, 3, 1, 1, 2, 2, 1, 1, 1],
         strides: [2592, 81, 9, 1, 288, 9, 3, 1, 1200, 25, 5, 1],
         res_strides: [1200, 25, 5, 1],
-        epilogue: 16 | 2,
-        config,
     }
 }
 
@@ -936,7 +943,7 @@ fn conv_fprop_nchwt_variant_follows_the_layout_sizes_its_workspace_and_round_tri
     assert_eq!(pro[0].1, want);
     // Other variants queue no layout pass.
     let mut nchw = i.clone();
-    nchw.config =
+    nchw.common.config =
         TritonConfig::parse("conv_fprop_f16_nchw_128x64x64_g8_w4_s3_sh32768_ws32").unwrap();
     let ln = nchw.to_launch().unwrap();
     assert_eq!(ln.workspace_bytes, 0);
@@ -1120,7 +1127,7 @@ fn inputs_bcol() -> MatmulInputs {
     let mut i = inputs_v2(false);
     i.strides[4] = 1; // stride_bk
     i.strides[5] = 128; // stride_bn = K
-    i.config.b_col = true;
+    i.common.config.b_col = true;
     i
 }
 
@@ -1137,7 +1144,7 @@ fn matmul_bcol_variant_takes_a_column_major_b() {
     j.strides[5] = 130;
     assert!(!j.fits_bcol(), "B's N stride not a multiple of 16");
     let mut j = inputs_bcol();
-    j.version = 1;
+    j.common.version = 1;
     assert!(!j.fits_bcol(), "v1 has no bcol entries");
     // Parameters: stride_bk (not stride_bn) is the constexpr one.
     let names = param_names(4, 2);

@@ -434,7 +434,109 @@ pub fn value_names(values: &[IntValue]) -> Vec<&'static str> {
     v
 }
 
-/// The dispatch handler of any [`TritonFamily`] (saves and restores).
+/// One contract as [`TritonHandler`] serves it: every [`TritonFamily`] (its one contract) and
+/// each contract version of an epilogue GEMM family ([`super::gemm::Gemm`]).
+pub trait TritonContract: Send + Sync + 'static {
+    /// The launch the contract builds and restores.
+    type Launch;
+    /// The `family` name the refusals use.
+    const FAMILY_NAME: &'static str;
+    /// The versioned contract name.
+    const CONTRACT_NAME: &'static str;
+
+    /// The launch for `graph` with a placeholder config.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming what the family does not serve.
+    fn matched(graph: &OperationGraph) -> PluginResult<Self::Launch>;
+    /// The launch of `kernel` on `graph` (the kernel's config, its hints and static rule).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming what the graph or the kernel breaks.
+    fn built(kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<Self::Launch>;
+    /// The launch from values saved under `dispatch`.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the broken value and `dispatch`.
+    fn restored(dispatch: &str, values: &LaunchValues) -> PluginResult<Self::Launch>;
+    /// The prepared launch of `launch`.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` (load prefix) naming the values that give no geometry.
+    fn prepared(launch: &Self::Launch) -> PluginResult<PreparedLaunch>;
+    /// The kernel signature a launch with `values` passes (`None`: the generic variant's).
+    fn signature_of(values: Option<&LaunchValues>) -> Vec<KernelArgument>;
+    /// The kernel arguments of `launch` for the bound tensors, with the workspace address
+    /// where the execute binds one.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` naming the tensor or workspace that breaks the launch.
+    fn args(
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: Option<u64>,
+    ) -> PluginResult<Vec<KernelArgValue>>;
+    /// Launches queued before the main one, as [`DispatchHandler::prologue_launches`].
+    fn prologue(
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)>;
+
+    /// Leading workspace bytes that must read as zero when the kernel starts. Default 0.
+    fn zeroed(launch: &PreparedLaunch) -> u64 {
+        let _ = launch;
+        0
+    }
+}
+
+/// A [`TritonFamily`]'s one contract: the family's own items.
+impl<F: TritonFamily> TritonContract for F {
+    type Launch = F;
+    const FAMILY_NAME: &'static str = F::FAMILY;
+    const CONTRACT_NAME: &'static str = F::CONTRACT;
+
+    fn matched(graph: &OperationGraph) -> PluginResult<F> {
+        F::match_graph(graph)
+    }
+
+    fn built(kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<F> {
+        F::for_kernel(kernel, graph)
+    }
+
+    fn restored(dispatch: &str, values: &LaunchValues) -> PluginResult<F> {
+        F::from_values(dispatch, values)
+    }
+
+    fn prepared(launch: &F) -> PluginResult<PreparedLaunch> {
+        launch.launch()
+    }
+
+    fn signature_of(values: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        values.map_or_else(|| F::signature(false), F::signature_for)
+    }
+
+    fn args(
+        launch: &PreparedLaunch,
+        tensors: &[TensorBinding<'_>],
+        workspace: Option<u64>,
+    ) -> PluginResult<Vec<KernelArgValue>> {
+        F::kernel_args(launch, tensors, workspace)
+    }
+
+    fn prologue(
+        launch: &PreparedLaunch,
+        args: &[KernelArgValue],
+    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+        F::prologue_launches(launch, args)
+    }
+
+    fn zeroed(launch: &PreparedLaunch) -> u64 {
+        F::zeroed_workspace_bytes(launch)
+    }
+}
+
+/// The dispatch handler of any [`TritonContract`]: of a [`TritonFamily`] (saves and
+/// restores), or of one contract version of an epilogue GEMM family.
 #[derive(Debug, Clone, Copy)]
 pub struct TritonHandler<F>(PhantomData<F>);
 
@@ -451,24 +553,24 @@ impl<F> Default for TritonHandler<F> {
     }
 }
 
-impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
+impl<F: TritonContract> DispatchHandler for TritonHandler<F> {
     fn contract(&self) -> &str {
-        F::CONTRACT
+        F::CONTRACT_NAME
     }
 
     fn launch_signature(&self) -> Vec<KernelArgument> {
-        F::signature(false)
+        F::signature_of(None)
     }
 
     fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        F::signature_for(values)
+        F::signature_of(Some(values))
     }
 
     fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(F::match_graph(graph).err().unwrap_or_else(|| {
+        Err(F::matched(graph).err().unwrap_or_else(|| {
             na(format!(
                 "the {} pack launches packed entries only; prepare a kernel",
-                F::FAMILY
+                F::FAMILY_NAME
             ))
         }))
     }
@@ -478,9 +580,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         kernel: &KernelDescriptor,
         graph: &OperationGraph,
     ) -> PluginResult<PreparedLaunch> {
-        F::for_kernel(kernel, graph)?
-            .launch()
-            .map_err(|e| na(e.message))
+        F::prepared(&F::built(kernel, graph)?).map_err(|e| na(e.message))
     }
 
     fn restore_launch(
@@ -488,7 +588,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         dispatch: &str,
         values: &LaunchValues,
     ) -> PluginResult<PreparedLaunch> {
-        F::from_values(dispatch, values)?.launch()
+        F::prepared(&F::restored(dispatch, values)?)
     }
 
     fn kernel_args(
@@ -496,7 +596,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
     ) -> PluginResult<Vec<KernelArgValue>> {
-        F::kernel_args(launch, tensors, None)
+        F::args(launch, tensors, None)
     }
 
     fn kernel_args_with_workspace(
@@ -505,7 +605,7 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         tensors: &[TensorBinding<'_>],
         workspace: u64,
     ) -> PluginResult<Vec<KernelArgValue>> {
-        F::kernel_args(launch, tensors, Some(workspace))
+        F::args(launch, tensors, Some(workspace))
     }
 
     fn prologue_launches(
@@ -513,11 +613,11 @@ impl<F: TritonFamily> DispatchHandler for TritonHandler<F> {
         launch: &PreparedLaunch,
         args: &[KernelArgValue],
     ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
-        F::prologue_launches(launch, args)
+        F::prologue(launch, args)
     }
 
     fn zeroed_workspace_bytes(&self, launch: &PreparedLaunch) -> u64 {
-        F::zeroed_workspace_bytes(launch)
+        F::zeroed(launch)
     }
 }
 

@@ -7,7 +7,7 @@
 //! names its kernel and operands, its graph matcher, its variant hints and static rule
 //! ([`EpilogueGemm::select`]), the restore of its shape values
 //! ([`EpilogueGemm::read_shape`]), its shape launch values, kernel integers and geometry;
-//! [`GemmHandler`] supplies the rest, the same for both: the launch values every launch holds
+//! [`Gemm`] (served by [`TritonHandler`]) supplies the rest, the same for both: the launch values every launch holds
 //! (the operand UIDs, the optional epilogue tensors, `dtype`, `epilogue`, the config), the
 //! prepared launch, the restore's shared reads, the signature of a named parameter list, and
 //! the kernel arguments (three operand pointers, then bias, residual and scale, null when
@@ -15,11 +15,12 @@
 
 use super::conv::{CONFIG, config_ints, config_of};
 use super::epilogue::{FusedEpilogue, SavedEpilogue, match_epilogue, read_saved};
+use super::family::{TritonContract, TritonHandler};
 use super::graph::{na, tensor};
-use super::triton::{MIN_TILES, TritonConfig, natural_signature, triton_kernel_args};
+use super::triton::{MIN_TILES, TritonConfig, i32_args, natural_signature, triton_kernel_args};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
-use crate::ingestor::dispatch::{DispatchHandler, PreparedLaunch};
+use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
 use hipdnn_backend::engine::TensorBinding;
@@ -30,21 +31,32 @@ use std::marker::PhantomData;
 
 /// What every epilogue GEMM launch holds besides its shape: the contract version, the three
 /// operand UIDs, the optional bias, residual and scale UIDs, the data type, the epilogue code
-/// and the kernel configuration.
-#[derive(Debug, Clone, Copy)]
-pub struct GemmCore<'a> {
+/// and the kernel configuration. Each family's launch embeds one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GemmCommon {
     /// Contract version: 2 for new builds, 1 for plans saved before v2.
     pub version: u8,
-    /// UIDs of the two inputs and the output, in kernel order.
+    /// UIDs of the two inputs and the output (the last node's output), in kernel order.
     pub uids: [i64; 3],
-    /// UIDs of the bias, the residual and the scale, when the epilogue takes them.
-    pub optional: [Option<i64>; 3],
+    /// UID of the bias, when epilogue bit 0 is set.
+    pub bias_uid: Option<i64>,
+    /// UID of the residual, when epilogue bit 4 or 5 is set (v2).
+    pub residual_uid: Option<i64>,
+    /// UID of the one-element scale, when epilogue bit 6 is set (v2).
+    pub scale_uid: Option<i64>,
     /// `DataType` value.
     pub dtype: i8,
     /// Epilogue code ([`super::epilogue`]).
     pub epilogue: i64,
-    /// The kernel configuration.
-    pub config: &'a TritonConfig,
+    /// The kernel configuration (its `family`/`dtype` strings are not saved).
+    pub config: TritonConfig,
+}
+
+impl GemmCommon {
+    /// The bias, residual and scale UIDs, in kernel order.
+    pub fn optional(&self) -> [Option<i64>; 3] {
+        [self.bias_uid, self.residual_uid, self.scale_uid]
+    }
 }
 
 /// The launch-value names of the optional epilogue tensors, in kernel order.
@@ -73,20 +85,15 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
     /// # Errors
     /// `NOT_APPLICABLE` `kernel <k> …` naming the broken hint or rule.
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()>;
-    /// The launch from values saved under `dispatch` for contract `version`, after the shared
-    /// reads (`epilogue` and the optional UIDs in `saved`): the family's values in its restore
-    /// order (with [`read_config`], [`read_ints`] and [`read_uids`]), then its rules.
+    /// The launch from saved values, after the shared reads (`epilogue` and the optional
+    /// UIDs, held by `r`): the family's values in its restore order (with the
+    /// [`GemmReader`] methods, [`GemmReader::common`] among them), then its rules.
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` (load prefix) naming the broken value and `dispatch`.
-    fn read_shape(
-        r: &ContractReader<'_>,
-        dispatch: &str,
-        version: u8,
-        saved: SavedEpilogue,
-    ) -> PluginResult<Self>;
+    /// `NOT_APPLICABLE` (load prefix) naming the broken value and the dispatch.
+    fn read_shape(r: &GemmReader<'_>) -> PluginResult<Self>;
     /// The shared part of the launch.
-    fn core(&self) -> GemmCore<'_>;
+    fn common(&self) -> &GemmCommon;
     /// The family's own launch values (shape and strides), as (name, value).
     fn shape_values(&self) -> Vec<(&'static str, i64)>;
     /// The kernel's integers after the pointers, in kernel order (each passed as `i32`).
@@ -121,40 +128,40 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
         Ok(args)
     }
 
-    /// Launches queued before the main one, as [`DispatchHandler::prologue_launches`]
-    /// (default none).
-    fn prologue_launches(
+    /// The one launch queued before the main one, if any: a layout pass into the workspace,
+    /// as (geometry, kernel arguments) from the main launch's arguments `args` (default none).
+    fn layout_pass(
         launch: &PreparedLaunch,
         args: &[KernelArgValue],
-    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+    ) -> Option<(LaunchGeometry, Vec<KernelArgValue>)> {
         let _ = (launch, args);
-        Vec::new()
+        None
     }
 
     /// The contract name of this launch's version.
     fn contract(&self) -> &'static str {
-        contract::<Self>(self.core().version)
+        contract::<Self>(self.common().version)
     }
 
     /// The launch values: the operand UIDs, the optional epilogue UIDs the launch holds,
     /// `dtype`, `epilogue`, the config values, then [`Self::shape_values`].
-    fn values(&self) -> LaunchValues {
-        let core = self.core();
+    fn to_values(&self) -> LaunchValues {
+        let common = self.common();
         let mut v = LaunchValues::new();
         let mut put = |n: &str, x: i64| {
             v.insert(n.to_string(), LaunchValue::Int(x));
         };
-        for (n, x) in Self::UIDS.iter().zip(core.uids) {
+        for (n, x) in Self::UIDS.iter().zip(common.uids) {
             put(n, x);
         }
-        for (n, x) in OPTIONAL.iter().zip(core.optional) {
+        for (n, x) in OPTIONAL.iter().zip(common.optional()) {
             if let Some(x) = x {
                 put(n, x);
             }
         }
-        put("dtype", i64::from(core.dtype));
-        put("epilogue", core.epilogue);
-        for (d, x) in CONFIG.iter().zip(config_ints(core.config)) {
+        put("dtype", i64::from(common.dtype));
+        put("epilogue", common.epilogue);
+        for (d, x) in CONFIG.iter().zip(config_ints(&common.config)) {
             put(d.name, x);
         }
         for (n, x) in self.shape_values() {
@@ -163,27 +170,23 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
         v
     }
 
-    /// The prepared launch: the version's contract, [`Self::values`], the geometry,
+    /// The prepared launch: the version's contract, [`Self::to_values`], the geometry,
     /// [`Self::workspace_bytes`], `pointer_uids` the three operands then the present bias,
     /// residual and scale; `scalar_args` [`Self::scalars`] as `i32`.
     ///
     /// # Errors
     /// As [`Self::geometry_for`].
-    fn launch(&self) -> PluginResult<PreparedLaunch> {
-        let core = self.core();
-        let mut pointer_uids = core.uids.to_vec();
-        pointer_uids.extend(core.optional.into_iter().flatten());
+    fn to_launch(&self) -> PluginResult<PreparedLaunch> {
+        let common = self.common();
+        let mut pointer_uids = common.uids.to_vec();
+        pointer_uids.extend(common.optional().into_iter().flatten());
         Ok(PreparedLaunch {
             dispatch: self.contract().to_string(),
-            launch_values: self.values(),
+            launch_values: self.to_values(),
             geometry: self.geometry_for(self.contract())?,
             workspace_bytes: self.workspace_bytes(),
             pointer_uids,
-            scalar_args: self
-                .scalars()
-                .into_iter()
-                .map(|v| KernelArgValue::I32(v as i32))
-                .collect(),
+            scalar_args: i32_args(self.scalars()),
         })
     }
 
@@ -197,7 +200,12 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
         let names = Self::value_names(version);
         let r = ContractReader::new(dispatch, contract::<Self>(version), &names, values)?;
         let saved = read_saved(&r, values, dispatch, version)?;
-        Self::read_shape(&r, dispatch, version, saved)
+        Self::read_shape(&GemmReader {
+            r,
+            dispatch,
+            version,
+            saved,
+        })
     }
 }
 
@@ -212,64 +220,97 @@ pub fn signature<F: EpilogueGemm>(variant: i64, version: u8) -> Vec<KernelArgume
     natural_signature(F::param_names(variant, version))
 }
 
-/// Reads the config values after `spec` (block_m, block_n, block_k, group_m, num_warps,
-/// shared_bytes, warp_size, in that order) and builds `family`'s config of variant
-/// `variant` (the `spec` value; the data type and stage count are not saved).
-///
-/// # Errors
-/// The [`ContractReader::int`] texts.
-pub fn read_config(
-    r: &ContractReader<'_>,
-    family: &str,
-    variant: i64,
-) -> PluginResult<TritonConfig> {
-    let mut v = vec![variant];
-    for d in &CONFIG[1..] {
-        v.push(r.int(d.name, d.lo, d.hi)?);
+/// A restore's reader of the values saved under one dispatch of an epilogue GEMM family, after
+/// the shared reads: the contract rules ([`ContractReader`]), the dispatch, the contract
+/// version and the saved epilogue.
+#[derive(Debug)]
+pub struct GemmReader<'a> {
+    r: ContractReader<'a>,
+    /// The dispatch the values are saved under.
+    pub dispatch: &'a str,
+    /// The contract version: 1 or 2.
+    pub version: u8,
+    saved: SavedEpilogue,
+}
+
+impl GemmReader<'_> {
+    /// The INT value `name` in `[lo, hi]` ([`ContractReader::int`]).
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn int(&self, name: &str, lo: i64, hi: i64) -> PluginResult<i64> {
+        self.r.int(name, lo, hi)
     }
-    Ok(config_of(family, &v))
-}
 
-/// The INT values `names` in `[lo, hi]`, read in that order.
-///
-/// # Errors
-/// The [`ContractReader::int`] texts.
-pub fn read_ints<const N: usize>(
-    r: &ContractReader<'_>,
-    names: &[&str; N],
-    lo: i64,
-    hi: i64,
-) -> PluginResult<[i64; N]> {
-    let mut v = [0i64; N];
-    for (x, n) in v.iter_mut().zip(names) {
-        *x = r.int(n, lo, hi)?;
+    /// The INT values `names` in `[lo, hi]`, read in that order.
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn ints<const N: usize>(
+        &self,
+        names: &[&str; N],
+        lo: i64,
+        hi: i64,
+    ) -> PluginResult<[i64; N]> {
+        let mut v = [0i64; N];
+        for (x, n) in v.iter_mut().zip(names) {
+            *x = self.int(n, lo, hi)?;
+        }
+        Ok(v)
     }
-    Ok(v)
-}
 
-/// The three operand UIDs of family `F` (any `i64`).
-///
-/// # Errors
-/// The [`ContractReader::int`] texts.
-pub fn read_uids<F: EpilogueGemm>(r: &ContractReader<'_>) -> PluginResult<[i64; 3]> {
-    read_ints(r, &F::UIDS, i64::MIN, i64::MAX)
-}
+    /// Reads the config values after `spec` (block_m, block_n, block_k, group_m, num_warps,
+    /// shared_bytes, warp_size, in that order) and builds `family`'s config of variant
+    /// `variant` (the `spec` value; the data type and stage count are not saved).
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn config(&self, family: &str, variant: i64) -> PluginResult<TritonConfig> {
+        let mut v = vec![variant];
+        for d in &CONFIG[1..] {
+            v.push(self.int(d.name, d.lo, d.hi)?);
+        }
+        Ok(config_of(family, &v))
+    }
 
-/// The residual's strides: the values `names` in [0, 2147483647] under contract v2; under
-/// v1 (no residual) `output`, the output's strides.
-///
-/// # Errors
-/// The [`ContractReader::int`] texts.
-pub fn read_res_strides<const N: usize>(
-    r: &ContractReader<'_>,
-    version: u8,
-    names: &[&str; N],
-    output: [i64; N],
-) -> PluginResult<[i64; N]> {
-    if version >= 2 {
-        read_ints(r, names, 0, i64::from(i32::MAX))
-    } else {
-        Ok(output)
+    /// The residual's strides: the values `names` in [0, 2147483647] under contract v2; under
+    /// v1 (no residual) `output`, the output's strides.
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn res_strides<const N: usize>(
+        &self,
+        names: &[&str; N],
+        output: [i64; N],
+    ) -> PluginResult<[i64; N]> {
+        if self.version >= 2 {
+            self.ints(names, 0, i64::from(i32::MAX))
+        } else {
+            Ok(output)
+        }
+    }
+
+    /// The common part of the launch of family `F`: the operand UIDs (any `i64`) read now,
+    /// the saved epilogue, `dtype` and `config`; the version clamped to 1 or 2.
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn common<F: EpilogueGemm>(
+        &self,
+        dtype: i8,
+        config: TritonConfig,
+    ) -> PluginResult<GemmCommon> {
+        let saved = self.saved;
+        Ok(GemmCommon {
+            version: self.version.clamp(1, 2),
+            uids: self.ints(&F::UIDS, i64::MIN, i64::MAX)?,
+            bias_uid: saved.bias,
+            residual_uid: saved.residual,
+            scale_uid: saved.scale,
+            dtype,
+            epilogue: saved.code,
+            config,
+        })
     }
 }
 
@@ -333,6 +374,22 @@ impl<'a> GemmGraph<'a> {
         Ok((head, attrs))
     }
 
+    /// The common part of the launch (contract v2) that computes this graph's GEMM with
+    /// `fused` on a placeholder `config`: the two inputs and the fused output, the epilogue's
+    /// tensors and code, the inputs' data type.
+    pub fn common(&self, fused: &FusedEpilogue, config: TritonConfig) -> GemmCommon {
+        GemmCommon {
+            version: 2,
+            uids: [self.uids[0], self.uids[1], fused.out],
+            bias_uid: fused.bias,
+            residual_uid: fused.residual,
+            scale_uid: fused.scale,
+            dtype: self.dtype.0,
+            epilogue: fused.code,
+            config,
+        }
+    }
+
     /// The fused epilogue of the nodes after the GEMM node ([`match_epilogue`], with
     /// `is_bias` the bias rule, described as `bias_text`).
     ///
@@ -392,132 +449,87 @@ pub fn check_tiles(kernel: &KernelDescriptor, big: bool, tiles: i64) -> PluginRe
     Ok(())
 }
 
-/// The dispatch handler of one contract version of an [`EpilogueGemm`] family: v2 builds,
-/// saves and restores; v1 only restores plans saved before v2.
-pub struct GemmHandler<F> {
-    /// 1 or 2.
-    pub version: u8,
-    family: PhantomData<fn() -> F>,
-}
+/// Contract version `V` (1 or 2) of an [`EpilogueGemm`] family `F`, as [`TritonHandler`]
+/// serves it: v2 builds, saves and restores; v1 only restores plans saved before v2.
+pub struct Gemm<F, const V: u8>(PhantomData<fn() -> F>);
 
-impl<F> std::fmt::Debug for GemmHandler<F> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("GemmHandler")
-            .field("version", &self.version)
-            .finish()
+impl<F: EpilogueGemm, const V: u8> TritonContract for Gemm<F, V> {
+    type Launch = F;
+    const FAMILY_NAME: &'static str = F::FAMILY;
+    const CONTRACT_NAME: &'static str = F::CONTRACTS[(V >= 2) as usize];
+
+    fn matched(graph: &OperationGraph) -> PluginResult<F> {
+        F::match_graph(graph)
     }
-}
 
-impl<F> Clone for GemmHandler<F> {
-    fn clone(&self) -> Self {
-        *self
-    }
-}
-
-impl<F> Copy for GemmHandler<F> {}
-
-impl<F: EpilogueGemm> GemmHandler<F> {
-    /// The v1 handler (restore only).
-    pub const V1: Self = GemmHandler {
-        version: 1,
-        family: PhantomData,
-    };
-    /// The v2 handler.
-    pub const V2: Self = GemmHandler {
-        version: 2,
-        family: PhantomData,
-    };
-
-    /// The launch for `kernel` on `graph`, with the static rule applied.
+    /// The matcher's launch with the static rule applied.
     ///
     /// # Errors
-    /// `NOT_APPLICABLE`: `the <family> pack builds new plans on contract v2 only` (v1
-    /// handler); the matcher's texts; `kernel <k> is not a packed <family> entry`; `kernel
-    /// <k> is built for <dtype>, the graph is <dtype>`; [`EpilogueGemm::select`]'s texts.
-    pub fn inputs_for(&self, kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<F> {
-        if self.version < 2 {
+    /// `NOT_APPLICABLE`: `the <family> pack builds new plans on contract v2 only` (v1); the
+    /// matcher's texts; `kernel <k> is not a packed <family> entry`; `kernel <k> is built for
+    /// <dtype>, the graph is <dtype>`; [`EpilogueGemm::select`]'s texts.
+    fn built(kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<F> {
+        if V < 2 {
             return Err(na(format!(
                 "the {} pack builds new plans on contract v2 only",
                 F::FAMILY
             )));
         }
         let mut inputs = F::match_graph(graph)?;
-        let config = TritonConfig::for_kernel(kernel, F::FAMILY, inputs.core().dtype)?;
+        let config = TritonConfig::for_kernel(kernel, F::FAMILY, inputs.common().dtype)?;
         inputs.select(kernel, config)?;
         Ok(inputs)
     }
-}
 
-impl<F: EpilogueGemm> DispatchHandler for GemmHandler<F> {
-    fn contract(&self) -> &str {
-        contract::<F>(self.version)
+    fn restored(dispatch: &str, values: &LaunchValues) -> PluginResult<F> {
+        F::from_values(dispatch, values, V)
     }
 
-    fn launch_signature(&self) -> Vec<KernelArgument> {
-        signature::<F>(0, self.version)
+    fn prepared(launch: &F) -> PluginResult<PreparedLaunch> {
+        launch.to_launch()
     }
 
-    fn launch_signature_for(&self, values: &LaunchValues) -> Vec<KernelArgument> {
-        let variant = match values.get("spec") {
+    /// [`signature`] of the variant the `spec` value names (0 without values).
+    fn signature_of(values: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        let variant = match values.and_then(|v| v.get("spec")) {
             Some(LaunchValue::Int(v)) => *v,
             _ => 0,
         };
-        signature::<F>(variant, self.version)
-    }
-
-    fn prepare(&self, graph: &OperationGraph) -> PluginResult<PreparedLaunch> {
-        Err(F::match_graph(graph).err().unwrap_or_else(|| {
-            na(format!(
-                "the {} pack launches packed entries only; prepare a kernel",
-                F::FAMILY
-            ))
-        }))
-    }
-
-    fn prepare_kernel(
-        &self,
-        kernel: &KernelDescriptor,
-        graph: &OperationGraph,
-    ) -> PluginResult<PreparedLaunch> {
-        self.inputs_for(kernel, graph)?
-            .launch()
-            .map_err(|e| na(e.message))
-    }
-
-    fn restore_launch(
-        &self,
-        dispatch: &str,
-        values: &LaunchValues,
-    ) -> PluginResult<PreparedLaunch> {
-        F::from_values(dispatch, values, self.version)?.launch()
+        signature::<F>(variant, V)
     }
 
     /// The three operands, bias, residual and scale (null when absent; v1: bias only), the
-    /// integers, two null scratch pointers. A specialized launch refuses (BAD_PARAM) operand
-    /// addresses that are not 16-byte aligned.
-    fn kernel_args(
-        &self,
+    /// integers, two null scratch pointers, then [`EpilogueGemm::with_workspace`] where the
+    /// execute binds a workspace. A specialized launch refuses (BAD_PARAM) operand addresses
+    /// that are not 16-byte aligned.
+    fn args(
         launch: &PreparedLaunch,
         tensors: &[TensorBinding<'_>],
+        workspace: Option<u64>,
     ) -> PluginResult<Vec<KernelArgValue>> {
-        let optional = &OPTIONAL[..if self.version >= 2 { 3 } else { 1 }];
-        triton_kernel_args(launch, tensors, F::KERNEL, F::OPERANDS, optional)
+        let optional = &OPTIONAL[..if V >= 2 { 3 } else { 1 }];
+        let args = triton_kernel_args(launch, tensors, F::KERNEL, F::OPERANDS, optional)?;
+        match workspace {
+            Some(w) => F::with_workspace(launch, args, w),
+            None => Ok(args),
+        }
     }
 
-    fn kernel_args_with_workspace(
-        &self,
-        launch: &PreparedLaunch,
-        tensors: &[TensorBinding<'_>],
-        workspace: u64,
-    ) -> PluginResult<Vec<KernelArgValue>> {
-        F::with_workspace(launch, self.kernel_args(launch, tensors)?, workspace)
-    }
-
-    fn prologue_launches(
-        &self,
+    fn prologue(
         launch: &PreparedLaunch,
         args: &[KernelArgValue],
     ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
-        F::prologue_launches(launch, args)
+        F::layout_pass(launch, args).into_iter().collect()
     }
+}
+
+/// The dispatch handlers of an [`EpilogueGemm`] family's two contract versions.
+#[derive(Debug)]
+pub struct GemmHandler<F>(PhantomData<fn() -> F>);
+
+impl<F: EpilogueGemm> GemmHandler<F> {
+    /// The v1 handler (restore only).
+    pub const V1: TritonHandler<Gemm<F, 1>> = TritonHandler::new();
+    /// The v2 handler.
+    pub const V2: TritonHandler<Gemm<F, 2>> = TritonHandler::new();
 }

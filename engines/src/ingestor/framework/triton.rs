@@ -261,3 +261,11 @@ fn dtype_value(s: &str) -> Option<i8> {
         _ => None,
     }
 }
+
+/// Kernel integer arguments as the Triton kernels take them: each an `i32` (the contracts
+/// bound every saved integer to `i32`).
+pub fn i32_args(ints: Vec<i64>) -> Vec<KernelArgValue> {
+    ints.into_iter()
+        .map(|v| KernelArgValue::I32(v as i32))
+        .collect()
+}

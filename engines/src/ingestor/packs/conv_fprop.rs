@@ -58,16 +58,14 @@ use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::conv::{
     self, CONFIG, SHAPE, check_restored, dims_agree, offsets_fit, spatial,
 };
-use crate::ingestor::framework::epilogue::SavedEpilogue;
 use crate::ingestor::framework::gemm::{
-    self, EpilogueGemm, GemmCore, GemmGraph, GemmHandler, check_hints, check_tiles, read_config,
-    read_ints, read_res_strides, read_uids,
+    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints, check_tiles,
 };
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValue, LaunchValues};
+use crate::ingestor::launch_values::LaunchValue;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
@@ -143,28 +141,15 @@ pub fn signature(variant: i64, version: u8) -> Vec<KernelArgument> {
 /// The launch inputs of contracts v1 and v2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ConvFpropInputs {
-    /// Contract version: 2 for new builds, 1 for plans saved before v2.
-    pub version: u8,
-    /// UIDs of x, w and y (y = the last node's output).
-    pub uids: [i64; 3],
-    /// UID of the bias, when epilogue bit 0 is set.
-    pub bias_uid: Option<i64>,
-    /// UID of the residual, when epilogue bit 4 or 5 is set (v2).
-    pub residual_uid: Option<i64>,
-    /// UID of the one-element scale, when epilogue bit 6 is set (v2).
-    pub scale_uid: Option<i64>,
-    /// `DataType` value.
-    pub dtype: i8,
+    /// What every epilogue GEMM launch holds: the version, the UIDs of x, w and y, the
+    /// epilogue's tensors and code, the data type and the config.
+    pub common: GemmCommon,
     /// n, c, h, width, k, p, q, r, s, pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups.
     pub shape: [i64; 16],
     /// sxn … syq (elements).
     pub strides: [i64; 12],
     /// srn, srk, srp, srq of the residual (elements; y's strides without one).
     pub res_strides: [i64; 4],
-    /// Epilogue code ([`super::epilogue`]).
-    pub epilogue: i64,
-    /// Kernel configuration.
-    pub config: TritonConfig,
 }
 
 impl ConvFpropInputs {
@@ -174,7 +159,7 @@ impl ConvFpropInputs {
     pub fn fits_spec(&self) -> bool {
         let r = self.res_strides;
         conv::fits_spec(&self.shape, &self.strides)
-            && (self.version < 2 || r[1] == 1)
+            && (self.common.version < 2 || r[1] == 1)
             && [r[0], r[2], r[3]].iter().all(|v| v % 16 == 0)
     }
 
@@ -184,7 +169,7 @@ impl ConvFpropInputs {
     pub fn fits_nchw(&self) -> bool {
         let s = self.strides;
         let (r, sz) = (self.shape[7], self.shape[8]);
-        self.version >= 2
+        self.common.version >= 2
             && s[3] == 1
             && s[11] == 1
             && self.res_strides[3] == 1
@@ -206,7 +191,7 @@ impl ConvFpropInputs {
             self.shape[8],
             self.shape[15],
         ];
-        self.version >= 2
+        self.common.version >= 2
             && groups == 1
             && c % 16 == 0
             && self.shape[4] % 16 == 0
@@ -242,10 +227,10 @@ impl ConvFpropInputs {
     /// Workspace bytes of the launch: the nchwt variant's [`Self::workspace_elements`] times
     /// the element size (4 for f32, 2 for f16/bf16); 0 for the other variants.
     pub fn workspace_bytes(&self) -> u64 {
-        if !self.config.transposing {
+        if !self.common.config.transposing {
             return 0;
         }
-        let elem = if self.dtype == DataType::FLOAT.0 {
+        let elem = if self.common.dtype == DataType::FLOAT.0 {
             4
         } else {
             2
@@ -266,23 +251,8 @@ impl ConvFpropInputs {
     pub fn tiles(&self) -> i64 {
         let [n, k, p, q] = [0, 4, 5, 6].map(|i| self.shape[i]);
         let kg = k / self.shape[15];
-        let c = &self.config;
+        let c = &self.common.config;
         ((n * p * q + c.block[0] - 1) / c.block[0]) * ((kg + c.block[1] - 1) / c.block[1])
-    }
-
-    /// The launch values ([`EpilogueGemm::values`]).
-    pub fn to_values(&self) -> LaunchValues {
-        self.values()
-    }
-
-    /// The prepared launch ([`EpilogueGemm::launch`]): `pointer_uids` x, w, y[, bias][,
-    /// residual][, scale]; `scalar_args` the variant's integers in kernel order (nchwt: ending
-    /// with `phase` 1, the main launch); `workspace_bytes` as [`Self::workspace_bytes`].
-    ///
-    /// # Errors
-    /// As [`EpilogueGemm::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        self.launch()
     }
 }
 
@@ -324,9 +294,9 @@ impl EpilogueGemm for ConvFpropInputs {
                 ),
             ],
         )?;
-        self.config = config;
+        self.common.config = config;
         let groups = self.shape[15];
-        let c = &self.config;
+        let c = &self.common.config;
         let hinted = c.spec || c.channels_first || c.transposing;
         let kg = self.shape[4] / groups;
         if hinted && c.block[1] > 64 && c.block[1] > kg {
@@ -341,7 +311,7 @@ impl EpilogueGemm for ConvFpropInputs {
         let taps = self.shape[7] * self.shape[8];
         let cg = self.shape[1] / groups;
         if c.spec
-            && self.dtype != DataType::FLOAT.0
+            && self.common.dtype != DataType::FLOAT.0
             && c.block[0] > 64
             && cg > c.block[2]
             && taps > 1
@@ -367,35 +337,23 @@ impl EpilogueGemm for ConvFpropInputs {
     /// name the nchwt variant, whose 'groups', 'sxw', 'sws', 'syq' and 'srq' must be 1, …`;
     /// `launch values of dispatch '<d>': 'groups' must divide 'c' and 'k'`; the geometry
     /// texts.
-    fn read_shape(
-        r: &ContractReader<'_>,
-        dispatch: &str,
-        version: u8,
-        saved: SavedEpilogue,
-    ) -> PluginResult<Self> {
+    fn read_shape(r: &GemmReader<'_>) -> PluginResult<Self> {
+        let (dispatch, version) = (r.dispatch, r.version);
         let d = quote(dispatch);
         let mut shape = [0i64; 16];
         for (x, v) in shape.iter_mut().zip(&SHAPE) {
             *x = r.int(v.name, v.lo, v.hi)?;
         }
-        let strides = read_ints(r, &STRIDES, 0, i64::from(i32::MAX))?;
+        let strides = r.ints(&STRIDES, 0, i64::from(i32::MAX))?;
         let dtype = r.int("dtype", 1, 3)? as i8;
-        let mut config = read_config(r, "conv_fprop", 0)?;
+        let mut config = r.config("conv_fprop", 0)?;
         config.set_variant(r.int("spec", 0, if version >= 2 { 3 } else { 1 })?);
-        let res_strides =
-            read_res_strides(r, version, &RES_STRIDES, [8, 9, 10, 11].map(|i| strides[i]))?;
+        let res_strides = r.res_strides(&RES_STRIDES, [8, 9, 10, 11].map(|i| strides[i]))?;
         let inputs = ConvFpropInputs {
-            version: version.clamp(1, 2),
-            uids: read_uids::<Self>(r)?,
-            bias_uid: saved.bias,
-            residual_uid: saved.residual,
-            scale_uid: saved.scale,
-            dtype,
+            common: r.common::<Self>(dtype, config)?,
             shape,
             strides,
             res_strides,
-            epilogue: saved.code,
-            config,
         };
         let unit = [
             shape[15],
@@ -404,17 +362,17 @@ impl EpilogueGemm for ConvFpropInputs {
             strides[9],
             res_strides[1],
         ];
-        if inputs.config.spec && unit != [1; 5] {
+        if inputs.common.config.spec && unit != [1; 5] {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose 'groups', 'sxc', 'swc' and 'syk' (and 'srk') must be 1"
             )));
         }
-        if inputs.config.channels_first && !inputs.fits_nchw() {
+        if inputs.common.config.channels_first && !inputs.fits_nchw() {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the nchw variant, whose 'sxw', 'syq', 'srq' and 'sws' must be 1, 'swr' = 's' and 'swc' = 'r'·'s'"
             )));
         }
-        if inputs.config.transposing && !inputs.fits_nchwt() {
+        if inputs.common.config.transposing && !inputs.fits_nchwt() {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the nchwt variant, whose 'groups', 'sxw', 'sws', 'syq' and 'srq' must be 1, 'sxh' = 'width', 'swr' = 's', 'swc' = 'r'·'s', 'c' and 'k' multiples of 16 and the workspace at most 2147483647 elements"
             )));
@@ -424,23 +382,14 @@ impl EpilogueGemm for ConvFpropInputs {
         Ok(inputs)
     }
 
-    fn core(&self) -> GemmCore<'_> {
-        let optional = [self.bias_uid, self.residual_uid, self.scale_uid];
-        let (version, dtype, epilogue) = (self.version, self.dtype, self.epilogue);
-        GemmCore {
-            version,
-            uids: self.uids,
-            optional,
-            dtype,
-            epilogue,
-            config: &self.config,
-        }
+    fn common(&self) -> &GemmCommon {
+        &self.common
     }
 
     fn shape_values(&self) -> Vec<(&'static str, i64)> {
         let mut v: Vec<_> = SHAPE.map(|d| d.name).into_iter().zip(self.shape).collect();
         v.extend(STRIDES.into_iter().zip(self.strides));
-        if self.version >= 2 {
+        if self.common.version >= 2 {
             v.extend(RES_STRIDES.into_iter().zip(self.res_strides));
         }
         v
@@ -451,13 +400,13 @@ impl EpilogueGemm for ConvFpropInputs {
     fn scalars(&self) -> Vec<i64> {
         let s = self.strides;
         let r = self.res_strides;
-        if self.config.transposing {
+        if self.common.config.transposing {
             let mut ints: Vec<i64> = self.shape[..15].to_vec();
             ints.extend([s[0], s[1], s[4], s[8], s[9], s[10], r[0], r[1], r[2]]);
-            ints.extend([self.epilogue, 1]);
+            ints.extend([self.common.epilogue, 1]);
             return ints;
         }
-        let (spec, cf) = (self.config.spec, self.config.channels_first);
+        let (spec, cf) = (self.common.config.spec, self.common.config.channels_first);
         let kept = |items: &[i64], spec_drops: &[usize], cf_drops: &[usize]| {
             let dropped = |i: &usize| spec && spec_drops.contains(i) || cf && cf_drops.contains(i);
             let kept = items.iter().enumerate().filter(|(i, _)| !dropped(i));
@@ -465,10 +414,10 @@ impl EpilogueGemm for ConvFpropInputs {
         };
         let mut ints = kept(&self.shape, &[15], &[]);
         ints.extend(kept(&s, &[1, 5, 9], &[3, 11]));
-        if self.version >= 2 {
+        if self.common.version >= 2 {
             ints.extend(kept(&r, &[1], &[3]));
         }
-        ints.push(self.epilogue);
+        ints.push(self.common.epilogue);
         ints
     }
 
@@ -480,7 +429,7 @@ impl EpilogueGemm for ConvFpropInputs {
     /// or 65535 groups`.
     fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let d = quote(dispatch);
-        let c = &self.config;
+        let c = &self.common.config;
         let threads = c.threads_per_block(dispatch)?;
         let [n, p, q] = [self.shape[0], self.shape[5], self.shape[6]];
         let tiles = n
@@ -535,12 +484,12 @@ impl EpilogueGemm for ConvFpropInputs {
     /// nchwt (`spec` 3): the layout pass, the same arguments with `phase` 0 (the last integer)
     /// on grid ([`ConvFpropInputs::layout_pass_programs`], 1, 1) and the main launch's block
     /// and shared memory. Other variants: none.
-    fn prologue_launches(
+    fn layout_pass(
         launch: &PreparedLaunch,
         args: &[KernelArgValue],
-    ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
+    ) -> Option<(LaunchGeometry, Vec<KernelArgValue>)> {
         if !is_transposing(launch) || args.len() < 3 {
-            return Vec::new();
+            return None;
         }
         // The launch values were checked when the launch was prepared or restored.
         let int = |n: &str| match launch.launch_values.get(n) {
@@ -555,7 +504,7 @@ impl EpilogueGemm for ConvFpropInputs {
             grid: [u32::try_from(programs).unwrap_or(u32::MAX), 1, 1],
             ..launch.geometry
         };
-        vec![(geometry, pargs)]
+        Some((geometry, pargs))
     }
 }
 
@@ -650,19 +599,15 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
         )));
     }
     Ok(ConvFpropInputs {
-        version: 2,
-        uids: [head.uids[0], head.uids[1], cur],
-        bias_uid: fused.bias,
-        residual_uid: fused.residual,
-        scale_uid: fused.scale,
-        dtype: dtype.0,
+        common: head.common(
+            &fused,
+            TritonConfig::restored("conv_fprop", 0, [64, 64, 32], 8, 4, 0, 32),
+        ),
         shape,
         strides: [
             xs[0], xs[1], xs[2], xs[3], ws[0], ws[1], ws[2], ws[3], ys[0], ys[1], ys[2], ys[3],
         ],
         res_strides: [rs[0], rs[1], rs[2], rs[3]],
-        epilogue: fused.code,
-        config: TritonConfig::restored("conv_fprop", 0, [64, 64, 32], 8, 4, 0, 32),
     })
 }
 

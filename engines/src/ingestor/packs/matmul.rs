@@ -57,17 +57,13 @@
 
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
-use crate::ingestor::dispatch::PreparedLaunch;
-use crate::ingestor::framework::epilogue::SavedEpilogue;
 use crate::ingestor::framework::gemm::{
-    self, EpilogueGemm, GemmCore, GemmGraph, GemmHandler, check_hints, check_tiles, read_config,
-    read_ints, read_res_strides, read_uids,
+    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints, check_tiles,
 };
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
-use crate::ingestor::launch_values::{ContractReader, LaunchValues};
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::PluginResult;
@@ -116,18 +112,9 @@ pub fn value_names(version: u8) -> Vec<&'static str> {
 /// The launch inputs of contracts v1 and v2.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MatmulInputs {
-    /// Contract version: 2 for new builds, 1 for plans saved before v2.
-    pub version: u8,
-    /// UIDs of A, B and C (C = the last node's output).
-    pub uids: [i64; 3],
-    /// UID of the bias, when epilogue bit 0 is set.
-    pub bias_uid: Option<i64>,
-    /// UID of the residual, when epilogue bit 4 or 5 is set (v2).
-    pub residual_uid: Option<i64>,
-    /// UID of the one-element scale, when epilogue bit 6 is set (v2).
-    pub scale_uid: Option<i64>,
-    /// `DataType` value.
-    pub dtype: i8,
+    /// What every epilogue GEMM launch holds: the version, the UIDs of A, B and C, the
+    /// epilogue's tensors and code, the data type and the config.
+    pub common: GemmCommon,
     /// Batch count.
     pub batch: i64,
     /// M, N, K.
@@ -137,10 +124,6 @@ pub struct MatmulInputs {
     pub strides: [i64; 9],
     /// stride_rb, stride_rm, stride_rn of the residual (elements; C's strides without one).
     pub res_strides: [i64; 3],
-    /// Epilogue code ([`super::epilogue`]).
-    pub epilogue: i64,
-    /// The kernel configuration (its `family`/`dtype` strings are not saved).
-    pub config: TritonConfig,
 }
 
 impl MatmulInputs {
@@ -148,14 +131,14 @@ impl MatmulInputs {
     /// execute): M, N, K, stride_ab/am/bb/bk/cb/cm (and stride_rb/rm) multiples of 16,
     /// stride_ak/bn/cn (and stride_rn) = 1.
     pub fn fits_spec(&self) -> bool {
-        self.fits_unit(5) && (self.version < 2 || self.res_strides[2] == 1)
+        self.fits_unit(5) && (self.common.version < 2 || self.res_strides[2] == 1)
     }
 
     /// Whether the shape satisfies the bcol variant's hints (pointer alignment is checked at
     /// execute): those of [`Self::fits_spec`] with B column-major: stride_bn (not stride_bk)
     /// a multiple of 16 and stride_bk (not stride_bn) = 1.
     pub fn fits_bcol(&self) -> bool {
-        self.version >= 2 && self.fits_unit(4) && self.res_strides[2] == 1
+        self.common.version >= 2 && self.fits_unit(4) && self.res_strides[2] == 1
     }
 
     /// The hints spec and bcol share, with B's unit stride at `b_unit` (index into
@@ -173,25 +156,11 @@ impl MatmulInputs {
             && s[8] == 1
     }
 
-    /// The launch values ([`EpilogueGemm::values`]).
-    pub fn to_values(&self) -> LaunchValues {
-        self.values()
-    }
-
     /// Tiles per batch entry: cdiv(m, block_m)·cdiv(n, block_n).
     pub fn tiles(&self) -> i64 {
-        let c = &self.config;
+        let c = &self.common.config;
         ((self.mnk[0] + c.block[0] - 1) / c.block[0])
             * ((self.mnk[1] + c.block[1] - 1) / c.block[1])
-    }
-
-    /// The prepared launch ([`EpilogueGemm::launch`]): `pointer_uids` a, b, c[, bias][,
-    /// residual][, scale]; `scalar_args` the integer parameters of the variant in order.
-    ///
-    /// # Errors
-    /// As [`EpilogueGemm::geometry_for`].
-    pub fn to_launch(&self) -> PluginResult<PreparedLaunch> {
-        self.launch()
     }
 }
 
@@ -230,8 +199,8 @@ impl EpilogueGemm for MatmulInputs {
                 ),
             ],
         )?;
-        self.config = config;
-        let c = &self.config;
+        self.common.config = config;
+        let c = &self.common.config;
         let big = (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128;
         check_tiles(kernel, big, self.tiles() * self.batch)?;
         if big && c.dtype == "f32" && self.mnk[2] <= F32_SHORT_K {
@@ -253,12 +222,8 @@ impl EpilogueGemm for MatmulInputs {
     /// values of dispatch '<d>' name the spec variant, whose unit strides 'stride_ak',
     /// 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1` (likewise bcol with
     /// 'stride_bk'); the geometry texts.
-    fn read_shape(
-        r: &ContractReader<'_>,
-        dispatch: &str,
-        version: u8,
-        saved: SavedEpilogue,
-    ) -> PluginResult<Self> {
+    fn read_shape(r: &GemmReader<'_>) -> PluginResult<Self> {
+        let (dispatch, version) = (r.dispatch, r.version);
         let max = i64::from(i32::MAX);
         let d = quote(dispatch);
         let mut strides = [0i64; 9];
@@ -272,37 +237,29 @@ impl EpilogueGemm for MatmulInputs {
                 "launch value 'spec' of dispatch '{d}' is {spec}; the matmul contract takes 0 (generic), 1 (spec) or 4 (bcol)"
             )));
         }
-        let mut config = read_config(r, "matmul", spec)?;
+        let mut config = r.config("matmul", spec)?;
         config.dtype = match dtype {
             1 => "f32",
             2 => "f16",
             _ => "bf16",
         }
         .into();
-        let res_strides =
-            read_res_strides(r, version, &RES_STRIDES, [6, 7, 8].map(|i| strides[i]))?;
+        let res_strides = r.res_strides(&RES_STRIDES, [6, 7, 8].map(|i| strides[i]))?;
         let inputs = MatmulInputs {
-            version: version.clamp(1, 2),
-            uids: read_uids::<Self>(r)?,
-            bias_uid: saved.bias,
-            residual_uid: saved.residual,
-            scale_uid: saved.scale,
-            dtype,
+            common: r.common::<Self>(dtype, config)?,
             batch: r.int("batch", 1, 65_535)?,
-            mnk: read_ints(r, &["m", "n", "k"], 1, max)?,
+            mnk: r.ints(&["m", "n", "k"], 1, max)?,
             strides,
             res_strides,
-            epilogue: saved.code,
-            config,
         };
         let unit = [strides[2], strides[8], res_strides[2]];
         let broken = |s: bool, b: i64| s && ([unit[0], b, unit[1], unit[2]] != [1, 1, 1, 1]);
-        if broken(inputs.config.spec, strides[5]) {
+        if broken(inputs.common.config.spec, strides[5]) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose unit strides 'stride_ak', 'stride_bn' and 'stride_cn' (and 'stride_rn') must be 1"
             )));
         }
-        if broken(inputs.config.b_col, strides[4]) {
+        if broken(inputs.common.config.b_col, strides[4]) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the bcol variant, whose unit strides 'stride_ak', 'stride_bk' and 'stride_cn' (and 'stride_rn') must be 1"
             )));
@@ -311,24 +268,15 @@ impl EpilogueGemm for MatmulInputs {
         Ok(inputs)
     }
 
-    fn core(&self) -> GemmCore<'_> {
-        let optional = [self.bias_uid, self.residual_uid, self.scale_uid];
-        let (version, dtype, epilogue) = (self.version, self.dtype, self.epilogue);
-        GemmCore {
-            version,
-            uids: self.uids,
-            optional,
-            dtype,
-            epilogue,
-            config: &self.config,
-        }
+    fn common(&self) -> &GemmCommon {
+        &self.common
     }
 
     fn shape_values(&self) -> Vec<(&'static str, i64)> {
         let mut v = vec![("batch", self.batch)];
         v.extend(["m", "n", "k"].into_iter().zip(self.mnk));
         v.extend(STRIDES.as_flattened().iter().copied().zip(self.strides));
-        if self.version >= 2 {
+        if self.common.version >= 2 {
             v.extend(RES_STRIDES.into_iter().zip(self.res_strides));
         }
         v
@@ -342,7 +290,7 @@ impl EpilogueGemm for MatmulInputs {
             "M" => Some(self.mnk[0]),
             "N" => Some(self.mnk[1]),
             "K" => Some(self.mnk[2]),
-            "epilogue" => Some(self.epilogue),
+            "epilogue" => Some(self.common.epilogue),
             _ => (STRIDES
                 .as_flattened()
                 .iter()
@@ -350,7 +298,7 @@ impl EpilogueGemm for MatmulInputs {
                 .map(|i| s[i]))
             .or_else(|| RES_STRIDES.iter().position(|x| *x == n).map(|i| r[i])),
         };
-        let names = param_names(self.config.variant_code(), self.version);
+        let names = param_names(self.common.config.variant_code(), self.common.version);
         names.iter().filter_map(|n| value(n)).collect()
     }
 
@@ -363,7 +311,7 @@ impl EpilogueGemm for MatmulInputs {
     /// 2147483647 tiles`.
     fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
         let d = quote(dispatch);
-        let c = &self.config;
+        let c = &self.common.config;
         let threads = c.threads_per_block(dispatch)?;
         let tiles = self.tiles();
         let tiles = u32::try_from(tiles)
@@ -551,12 +499,10 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
         )?;
     }
     Ok(MatmulInputs {
-        version: 2,
-        uids: [head.uids[0], head.uids[1], cur],
-        bias_uid: fused.bias,
-        residual_uid: fused.residual,
-        scale_uid: fused.scale,
-        dtype: dtype.0,
+        common: head.common(
+            &fused,
+            TritonConfig::restored("", 0, [16, 16, 16], 1, 1, 0, 32),
+        ),
         batch,
         mnk: [
             fits_i32(m, "M")?.max(1),
@@ -579,8 +525,6 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             fits_i32(srm, "the residual's M stride")?,
             fits_i32(srn, "the residual's N stride")?,
         ],
-        epilogue: fused.code,
-        config: TritonConfig::restored("", 0, [16, 16, 16], 1, 1, 0, 32),
     })
 }
 
