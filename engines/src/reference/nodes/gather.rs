@@ -5,6 +5,7 @@
 use crate::reference::check::Cx;
 use crate::reference::dtype::Elem;
 use crate::reference::env::Env;
+use half::{bf16, f16};
 use hipdnn_backend::ops::gather::{GATHER_OP_ID, output_dims, table_rows_cols};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
@@ -111,26 +112,73 @@ pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<GatherStep> {
     })
 }
 
-/// Runs one gather step on host arrays.
+/// Runs one gather step on host arrays. A bound table is read in place, only the rows the
+/// index names (the table is never converted whole: a 30522×384 embedding costs the ~24 rows a
+/// sentence reads); a constant or computed table is read from its value.
 pub fn run(
     s: &GatherStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,
 ) -> PluginResult<()> {
-    let table = env.get(s.table)?;
-    let table = table
-        .as_slice()
-        .expect("the engine's arrays are dense row-major");
     let index = env.get_ints(s.index)?;
     let (v, h) = (s.rows, s.cols);
     let mut out = vec![0.0f32; index.len() * h];
-    for (row, &i) in out.chunks_exact_mut(h.max(1)).zip(&index) {
-        if (0..v as i64).contains(&i) {
-            let i = i as usize;
+    let rows = out.chunks_exact_mut(h.max(1)).zip(&index);
+    let inside = |i: i64| (0..v as i64).contains(&i).then_some(i as usize);
+    if let Some((d, bytes)) = env.bound_bytes(s.table) {
+        // Leading dims are 1: the row and column strides are those of the last two dims.
+        let r = d.dims.len();
+        let (rs, cs) = (d.strides[r - 2], d.strides[r - 1]);
+        for (row, i) in rows.filter_map(|(row, &i)| Some((row, inside(i)?))) {
+            read_row(d.elem, bytes, i * rs, cs, row);
+        }
+    } else {
+        let table = env.get(s.table)?;
+        let table = table
+            .as_slice()
+            .expect("the engine's arrays are dense row-major");
+        for (row, i) in rows.filter_map(|(row, &i)| Some((row, inside(i)?))) {
             row.copy_from_slice(&table[i * h..(i + 1) * h]);
         }
     }
     let dims = env.desc(s.y).dims.clone();
     let y = ArrayD::from_shape_vec(IxDyn(&dims), out).expect("volume checked at parse");
     env.put(s.y, y)
+}
+
+/// Reads `row.len()` elements of type `elem` from `bytes`, the first at element offset
+/// `start`, the next ones `step` elements apart (the buffer's length was checked against the
+/// table's dims and strides before execution).
+fn read_row(elem: Elem, bytes: &[u8], start: usize, step: usize, row: &mut [f32]) {
+    let es = elem.size();
+    if step == 1 {
+        let src = bytes[start * es..(start + row.len()) * es].chunks_exact(es);
+        match elem {
+            Elem::F32 => {
+                for (o, b) in row.iter_mut().zip(src) {
+                    *o = f32::from_le_bytes([b[0], b[1], b[2], b[3]]);
+                }
+            }
+            Elem::F16 => {
+                for (o, b) in row.iter_mut().zip(src) {
+                    *o = f16::from_le_bytes([b[0], b[1]]).to_f32();
+                }
+            }
+            Elem::Bf16 => {
+                for (o, b) in row.iter_mut().zip(src) {
+                    *o = bf16::from_le_bytes([b[0], b[1]]).to_f32();
+                }
+            }
+            _ => {
+                for (o, b) in row.iter_mut().zip(src) {
+                    *o = elem.read(b);
+                }
+            }
+        }
+        return;
+    }
+    for (c, o) in row.iter_mut().enumerate() {
+        let at = (start + c * step) * es;
+        *o = elem.read(&bytes[at..at + es]);
+    }
 }

@@ -3,6 +3,7 @@
 
 use crate::reference::check::Cx;
 use crate::reference::env::Env;
+use crate::reference::ops::gemm::Epilogue;
 use crate::reference::ops::matmul as kernel;
 use hipdnn_backend::ops::broadcast::broadcasts_to;
 use hipdnn_backend::{PluginError, PluginResult};
@@ -75,7 +76,9 @@ pub fn run(
     e: &impl Fn(String) -> PluginError,
 ) -> PluginResult<()> {
     let MatmulStep { a, b, c } = s;
-    let (av, bv) = (env.get(*a)?, env.get(*b)?);
-    let dims = env.desc(*c).dims.clone();
-    env.put(*c, kernel::matmul(&av, &bv, &dims).map_err(e)?)
+    // In place when bound as f32 host inputs: weights are neither converted nor copied.
+    let (av, bv) = (env.view(*a)?, env.view(*b)?);
+    let dims = &env.desc(*c).dims;
+    let r = kernel::matmul_views(av.view(), bv.view(), dims, &Epilogue::NONE).map_err(e)?;
+    env.put(*c, r)
 }

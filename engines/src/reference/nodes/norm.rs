@@ -9,6 +9,8 @@ use crate::reference::ops::norm;
 use hipdnn_backend::ops::norm::channel_stats_dims;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::{Node, NodeAttributes as NA};
+use ndarray::ArrayD;
+use std::sync::Arc;
 
 /// Batchnorm-inference statistics form.
 #[derive(Debug, Clone, Copy)]
@@ -435,7 +437,8 @@ pub fn run_batchnorm_inference(
         BnStats::InvVariance(u) => env.get(*u)?,
         BnStats::Variance(u, eps) => {
             let eps = env.scalar(*eps)?;
-            norm::inv_std(&env.get(*u)?, eps)
+            let var = env.get(*u)?;
+            Arc::new(norm::inv_std(&var, eps))
         }
     };
     env.put(
@@ -475,8 +478,9 @@ pub fn run_batchnorm(
     }
     if let Some((pm, pv, mo, nm, nv)) = running {
         let (pmv, pvv, mom) = (env.get(*pm)?, env.get(*pv)?, env.scalar(*mo)?);
-        let pmv = reshape(pmv, &sd);
-        let pvv = reshape(pvv, &sd);
+        // Per-channel vectors: the small copies reshape owns.
+        let pmv = reshape(ArrayD::clone(&pmv), &sd);
+        let pvv = reshape(ArrayD::clone(&pvv), &sd);
         let unbias = if cnt > 1 {
             cnt as f32 / (cnt - 1) as f32
         } else {
@@ -551,7 +555,7 @@ pub fn run_rmsnorm(
     let inv = norm::inv_rms(&xv, stat_dims, epsv);
     env.put(
         *y,
-        norm::normalize(&xv, None, &inv, &sv, bv.as_ref()).map_err(e)?,
+        norm::normalize(&xv, None, &inv, &sv, bv.as_deref()).map_err(e)?,
     )?;
     if let Some(u) = inv_rms {
         env.put(*u, inv)?;

@@ -96,7 +96,7 @@ pub fn run(
         .iter()
         .map(|&u| env.get(u))
         .collect::<PluginResult<Vec<_>>>()?;
-    let refs: Vec<&ArrayD<f32>> = vals.iter().collect();
+    let refs: Vec<&ArrayD<f32>> = vals.iter().map(|v| &**v).collect();
     let dims = env.desc(*out).dims.clone();
     let r = kernel::pointwise(p, &refs, &dims).map_err(e)?;
     env.put(*out, r)

@@ -205,7 +205,15 @@ pub fn run(
         )),
         None => None,
     };
-    let r = kernel::sdpa(&qv, &kv, &vv, s, mv.as_ref().map(|(a, b)| (a, *b)), *band).map_err(e)?;
+    let r = kernel::sdpa(
+        &qv,
+        &kv,
+        &vv,
+        s,
+        mv.as_ref().map(|(a, b)| (&**a, *b)),
+        *band,
+    )
+    .map_err(e)?;
     env.put(*o, r.o)?;
     for (u, val) in [(stats, r.stats), (max, r.max), (sum_exp, r.sum_exp)] {
         if let Some(u) = u {

@@ -39,6 +39,20 @@ pub fn matmul_with(
     c_dims: &[usize],
     epi: &Epilogue<'_>,
 ) -> Result<ArrayD<f32>, String> {
+    matmul_views(a.view(), b.view(), c_dims, epi)
+}
+
+/// [`matmul_with`] on views of any strides (a bound buffer read in place, a column-major B):
+/// the GEMM reads them as they lie, with the same tiles and sums as for dense arrays.
+///
+/// # Errors
+/// As [`matmul`].
+pub fn matmul_views(
+    a: ArrayViewD<'_, f32>,
+    b: ArrayViewD<'_, f32>,
+    c_dims: &[usize],
+    epi: &Epilogue<'_>,
+) -> Result<ArrayD<f32>, String> {
     let r = c_dims.len();
     if r < 2 || a.ndim() < 2 || b.ndim() < 2 {
         return Err("matmul tensors need at least 2 dims".into());

@@ -1,0 +1,72 @@
+//! Small-M matmul on a CPU handle (issue 30): the Q/K/V and FFN-up projections of MiniLM at
+//! ~24 tokens, `24×384 · 384×384` and `24×384 · 384×1536`, f32, B column-major (PyTorch
+//! `Linear` weights, `(K, N)` with strides `(1, K)`). Each row is one `Graph::execute` through
+//! the SDK with a `VariantPack` built per call, as a user writes it.
+//!
+//! ```text
+//! cargo bench -p hipdnn --no-default-features --bench cpu_small_matmul
+//! ```
+//!
+//! The throughput is set to the product's FLOPs (`2·M·K·N`) as elements, so criterion's
+//! `Gelem/s` reads as GFLOP/s.
+
+// `criterion_group!` defines an undocumented `pub fn`.
+#![allow(missing_docs)]
+
+use criterion::{Criterion, Throughput, black_box, criterion_group, criterion_main};
+use hipdnn::{Buffer, DataType, Graph, Handle, MatmulAttributes, TensorAttributes, VariantPack};
+
+fn bench(c: &mut Criterion) {
+    let handle = Handle::cpu().unwrap();
+    let mut group = c.benchmark_group("cpu_small_matmul");
+    for (m, k, n) in [(24usize, 384usize, 384usize), (24, 384, 1536)] {
+        let (mi, ki, ni) = (m as i64, k as i64, n as i64);
+        let mut g = Graph::new();
+        let a = g.tensor(
+            TensorAttributes::new("a")
+                .data_type(DataType::Float)
+                .uid(1)
+                .dims(vec![1, mi, ki])
+                .strides(vec![mi * ki, ki, 1]),
+        );
+        // Column-major B: element (k, n) at n·K + k.
+        let b = g.tensor(
+            TensorAttributes::new("b")
+                .data_type(DataType::Float)
+                .uid(2)
+                .dims(vec![1, ki, ni])
+                .strides(vec![ki * ni, 1, ki]),
+        );
+        let y = g.matmul(a, b, MatmulAttributes::new());
+        g.set_output(y, true).set_uid(y, 3);
+        g.build(&handle).unwrap();
+        let av: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7) % 13) as f32 * 0.125 - 0.75)
+            .collect();
+        let bv: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 5) % 11) as f32 * 0.0625 - 0.3)
+            .collect();
+        let (ab, bb) = (Buffer::from_slice(&av), Buffer::from_slice(&bv));
+        let mut out = Buffer::<f32>::zeros(m * n);
+        let mut ws = Buffer::<u8>::zeros(g.workspace_size().unwrap());
+        group.throughput(Throughput::Elements((2 * m * k * n) as u64));
+        group.bench_function(format!("{m}x{k}x{n}_bcol"), |bch| {
+            bch.iter(|| {
+                g.execute(
+                    &handle,
+                    VariantPack::new()
+                        .input(1, &ab)
+                        .input(2, &bb)
+                        .output(3, &mut out),
+                    Some(&mut ws),
+                )
+                .unwrap();
+                black_box(&out);
+            })
+        });
+    }
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
