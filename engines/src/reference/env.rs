@@ -59,12 +59,10 @@ pub(super) fn reshape(a: ArrayD<f32>, dims: &[usize]) -> ArrayD<f32> {
     ArrayD::from_shape_vec(IxDyn(dims), v).expect("volume checked at plan time")
 }
 
-/// The f32 elements of `bytes` in place when it is 4-byte aligned, else `None`.
+/// The f32 elements of `bytes` in place when it is 4-byte aligned and holds whole elements,
+/// else `None`.
 fn f32s(bytes: &[u8]) -> Option<&[f32]> {
-    // SAFETY: every bit pattern is a valid f32; `align_to` yields the aligned middle part, and
-    // only a slice with no unaligned head or tail (the whole buffer) is used.
-    let (head, mid, tail) = unsafe { bytes.align_to::<f32>() };
-    (head.is_empty() && tail.is_empty()).then_some(mid)
+    bytemuck::try_cast_slice(bytes).ok()
 }
 
 /// The f32 tensor `d` read in place from `bytes` with its own strides, when `bytes` is 4-byte
