@@ -6,7 +6,9 @@
 //! payload and never rebuilds the envelope of a loaded plan.
 
 use crate::bytes::SharedBytes;
-use crate::engine::{Engine, EngineConfig, ExecuteArgs, ExecutionContext};
+use crate::engine::{
+    BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, TensorBinding,
+};
 use crate::envelope::{PlanEnvelope, write_envelope};
 use crate::graph::OperationGraph;
 use crate::handle::BackendHandle;
@@ -381,8 +383,23 @@ impl ExecutionPlanDescriptor {
         handle: &BackendHandle,
         pack: VariantPackDescriptor<'_>,
     ) -> BackendResult<()> {
-        handle.engine_for(self.engine_id)?;
         let (mut tensors, workspace) = pack.into_parts();
+        self.execute_bindings(handle, &mut tensors, workspace)
+    }
+
+    /// [`Self::execute`] over bindings the caller keeps (e.g. on its stack): the same checks,
+    /// errors and run, without a [`VariantPackDescriptor`] (so without its allocation).
+    /// `tensors` are the bound tensors in variant-pack order, `workspace` the workspace memory.
+    ///
+    /// # Errors
+    /// As [`Self::execute`].
+    pub fn execute_bindings<'b>(
+        &self,
+        handle: &BackendHandle,
+        tensors: &mut [TensorBinding<'b>],
+        workspace: Option<BufferRef<'b>>,
+    ) -> BackendResult<()> {
+        handle.engine_for(self.engine_id)?;
         let enforce = !self.tensor_alignments.is_empty()
             && self.tensor_alignments.len() == self.tensor_uids.len();
         for (k, t) in tensors.iter().enumerate() {
@@ -423,7 +440,7 @@ impl ExecutionPlanDescriptor {
             .execute(ExecuteArgs {
                 stream: handle.stream(),
                 workspace,
-                tensors: &mut tensors,
+                tensors,
             })
             .map_err(|e| plugin_error("engine failed to execute the plan", &*self.engine, e))
     }

@@ -7,17 +7,21 @@
 //! loads the code object with `hip::safe` and calls `Function::launch` with arguments built
 //! once: the same function and the same arguments (its own two device buffers of one
 //! element). The graph side calls `Graph::execute` with a variant pack built per call, as a
-//! user does.
+//! user does. Two sides in between show where the overhead goes: the engine's device layer
+//! (`HipIngestorDevice::launch` with the handler's kernel arguments built per call) and the
+//! backend (`ExecutionPlanDescriptor::execute_bindings` on the plan restored from the graph's
+//! bytes, bindings built per call).
 //!
 //! Each round times `batch` enqueues of one side with no synchronize inside the timed loop
-//! (the stream is synchronized, untimed, after each round); sides alternate round by round so
-//! both see the same machine. The figure per side is the median round divided by `batch`; the
+//! (the stream is synchronized, untimed, after each round); the four sides take turns within
+//! each round so all see the same machine. The figure per side is the median round divided by `batch`; the
 //! overhead is the difference. Without a GPU it prints `skipped: no GPU (<reason>)` and exits 0.
 
 use crate::{R, e, pw_graph};
 use hipdnn::{Buffer, Graph, Handle, PointwiseMode, VariantPack};
 use hipdnn_backend::engine::{BufferRef, TensorBinding};
-use hipdnn_engines::ingestor::device::KernelArgValue;
+use hipdnn_engines::ingestor::HipIngestorDevice;
+use hipdnn_engines::ingestor::device::{IngestorDevice, KernelArgValue};
 use hipdnn_hip::{ArgKind, ArgSpec, KernelArg, LaunchConfig, Stream};
 use std::time::Instant;
 
@@ -118,6 +122,47 @@ pub fn overhead(rounds: usize, batch: usize, out: Option<&str>) -> R<()> {
     let stream = Stream::default_stream(&dev);
     let raw = || f.launch(&stream, cfg, &args).map_err(e);
 
+    // Two sides in between, to show where the overhead goes. The engine's device layer: the
+    // handler's kernel arguments built per call and the ingestor device's launch (argument
+    // conversion, the bound signature). The backend: the plan restored from the graph's own
+    // bytes, executed through `execute_bindings` with bindings built per call (backend checks,
+    // the engine's context, the device layer).
+    let idev = HipIngestorDevice::new(dev.clone());
+    let module = idev.load_module(&p.code_object).map_err(e)?;
+    let kf = idev.bind_signature(module.get_function(&p.symbol).map_err(e)?, &p.signature);
+    let device_side = || {
+        let ka = handler
+            .kernel_args(&launch, &bindings)
+            .map_err(|x| x.message)?;
+        idev.launch(kf.as_ref(), launch.geometry, &ka, &p.signature, 0)
+            .map_err(e)
+    };
+    // Diagnostics: the device layer with arguments built once, and the handler's argument
+    // building alone (no launch).
+    let ka_once = handler
+        .kernel_args(&launch, &bindings)
+        .map_err(|x| x.message)?;
+    let device_prebuilt = || {
+        idev.launch(kf.as_ref(), launch.geometry, &ka_once, &p.signature, 0)
+            .map_err(e)
+    };
+    let args_only = || {
+        std::hint::black_box(
+            handler
+                .kernel_args(&launch, std::hint::black_box(&bindings))
+                .map_err(|x| x.message)?,
+        );
+        Ok::<(), String>(())
+    };
+    let bplan = hipdnn_backend::ExecutionPlanDescriptor::from_bytes(h.backend(), &plan)
+        .map_err(|x| x.message)?;
+    let backend_side = || {
+        let mut b = [bound(1, &rx), bound(4, &ry)];
+        bplan
+            .execute_bindings(h.backend(), &mut b, None)
+            .map_err(|x| x.message)
+    };
+
     // The graph side: its own buffers, a variant pack per call.
     let x = Buffer::from_slice_on(&h, &[0.5f32]).map_err(e)?;
     let mut y = Buffer::<f32>::alloc(&h, 1).map_err(e)?;
@@ -129,24 +174,36 @@ pub fn overhead(rounds: usize, batch: usize, out: Option<&str>) -> R<()> {
     for _ in 0..batch {
         exec()?;
         raw()?;
+        device_side()?;
+        backend_side()?;
     }
     stream.synchronize().map_err(e)?;
-    let (mut te, mut tr) = (Vec::with_capacity(rounds), Vec::with_capacity(rounds));
+    let mut times: [Vec<f64>; 6] = Default::default();
     for _ in 0..rounds.max(1) {
-        let t = Instant::now();
-        for _ in 0..batch {
-            exec()?;
+        for (side, t_side) in times.iter_mut().enumerate() {
+            let t = Instant::now();
+            for _ in 0..batch {
+                match side {
+                    0 => exec()?,
+                    1 => raw()?,
+                    2 => device_side()?,
+                    3 => backend_side()?,
+                    4 => device_prebuilt()?,
+                    _ => args_only()?,
+                }
+            }
+            t_side.push(t.elapsed().as_secs_f64() / batch as f64);
+            stream.synchronize().map_err(e)?;
         }
-        te.push(t.elapsed().as_secs_f64() / batch as f64);
-        stream.synchronize().map_err(e)?;
-        let t = Instant::now();
-        for _ in 0..batch {
-            raw()?;
-        }
-        tr.push(t.elapsed().as_secs_f64() / batch as f64);
-        stream.synchronize().map_err(e)?;
     }
+    let [te, tr, td, tb, tp, ta] = times;
+    println!(
+        "overhead diagnostics: device layer with arguments built once {:.3} µs; handler kernel_args alone {:.3} µs",
+        median(tp) * 1e6,
+        median(ta) * 1e6
+    );
     let (exec_us, raw_us) = (median(te) * 1e6, median(tr) * 1e6);
+    let (device_us, backend_us) = (median(td) * 1e6, median(tb) * 1e6);
     let report = serde_json::json!({
         "device": format!("{:?}", h.device()),
         "engine": engine,
@@ -155,10 +212,12 @@ pub fn overhead(rounds: usize, batch: usize, out: Option<&str>) -> R<()> {
         "batch": batch,
         "graph_execute_us": exec_us,
         "raw_launch_us": raw_us,
+        "device_layer_us": device_us,
+        "backend_execute_us": backend_us,
         "overhead_us": exec_us - raw_us,
     });
     println!(
-        "overhead: Graph::execute {exec_us:.3} µs, raw launch {raw_us:.3} µs, host overhead {:.3} µs per execute (kernel '{}', engine {engine}, median of {rounds} rounds of {batch})",
+        "overhead: Graph::execute {exec_us:.3} µs, raw launch {raw_us:.3} µs, host overhead {:.3} µs per execute (kernel '{}', engine {engine}, median of {rounds} rounds of {batch}); in between: engine device layer {device_us:.3} µs, backend execute {backend_us:.3} µs",
         exec_us - raw_us,
         p.symbol
     );

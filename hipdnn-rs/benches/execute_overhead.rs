@@ -7,7 +7,9 @@
 //! - `raw_launch`: the device's `launch` called with the arguments the plan passes (what a
 //!   caller who resolved everything by hand pays; a few ns);
 //! - `graph_execute`: `Graph::execute` with a `VariantPack` built per call, as a user writes it
-//!   (SDK pack checks, backend routing and checks, the engine's argument binding, the launch).
+//!   (SDK pack checks, backend routing and checks, the engine's argument binding, the launch);
+//! - `kernel_args`: the plan's dispatch handler building the kernel arguments alone (for the
+//!   launch restored from the plan's bytes).
 //!
 //! `graph_execute − raw_launch` is the host overhead the SDK, backend and engine add per
 //! execute; the GPU figure (`hipdnn-bench overhead`) adds the driver's own launch cost on both
@@ -149,6 +151,35 @@ fn bench(c: &mut Criterion) {
         })
     });
     grp.bench_function("graph_execute", |b| b.iter(exec));
+    // The handler's kernel arguments alone, for the plan's restored launch.
+    let plan = g.to_compiled_plan_binary().unwrap();
+    let env = hipdnn_backend::PlanEnvelope::parse(&plan).unwrap();
+    let p = hipdnn_engines::ingestor::payload::decode_payload(env.plugin_payload).unwrap();
+    let handler = hipdnn_engines::gpu::gpu_registry()
+        .resolve(&p.dispatch_symbol)
+        .unwrap();
+    let launch = handler
+        .restore_launch(&p.dispatch_symbol, &p.launch_values)
+        .unwrap();
+    let bindings = [
+        hipdnn_backend::engine::TensorBinding {
+            uid: 1,
+            data: BufferRef::Device {
+                addr: 0x7f00_0000_1000,
+                len: 4,
+            },
+        },
+        hipdnn_backend::engine::TensorBinding {
+            uid: 4,
+            data: BufferRef::Device {
+                addr: 0x7f00_0000_2000,
+                len: 4,
+            },
+        },
+    ];
+    grp.bench_function("kernel_args", |b| {
+        b.iter(|| black_box(handler.kernel_args(&launch, black_box(&bindings)).unwrap()))
+    });
     grp.finish();
 }
 

@@ -13,6 +13,7 @@ use crate::{Error, ErrorCode, Handle};
 use bytemuck::{Pod, Zeroable};
 use half::{bf16, f16};
 use hipdnn_backend::BufferRef;
+use hipdnn_backend::engine::TensorBinding;
 use hipdnn_hip::safe::DeviceBuffer;
 use std::borrow::Cow;
 use std::marker::PhantomData;
@@ -706,14 +707,15 @@ impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
 /// too, as host buffers). Sizes and alignments are checked before the engine runs.
 #[derive(Debug, Default)]
 pub struct VariantPack<'a> {
-    pub(crate) entries: Vec<PackEntry<'a>>,
+    /// The bindings in binding order, handed to the backend as they are (no copy per execute).
+    pub(crate) bindings: Vec<TensorBinding<'a>>,
+    /// What `execute` checks of each binding, parallel to `bindings` (inline: no allocation).
+    pub(crate) meta: smallvec::SmallVec<[BindMeta; 8]>,
 }
 
-/// One binding of a [`VariantPack`].
-#[derive(Debug)]
-pub(crate) struct PackEntry<'a> {
-    pub(crate) uid: i64,
-    pub(crate) data: BufferRef<'a>,
+/// What [`VariantPack`] keeps of a binding besides the memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BindMeta {
     /// The bound buffer's element type (checked against the tensor's data type); `None` for
     /// untyped memory.
     pub(crate) element_type: Option<crate::DataType>,
@@ -725,7 +727,8 @@ impl<'a> VariantPack<'a> {
     /// An empty pack.
     pub fn new() -> Self {
         VariantPack {
-            entries: Vec::new(),
+            bindings: Vec::new(),
+            meta: smallvec::SmallVec::new(),
         }
     }
 
@@ -734,13 +737,16 @@ impl<'a> VariantPack<'a> {
     /// `Graph::execute` refuses a `Buffer<T>` whose element type differs from the tensor's data
     /// type (a `Buffer<u8>` may carry a type without a Rust element, e.g. FP8).
     pub fn with(mut self, uid: i64, buffer: impl Bind<'a>) -> Self {
-        if self.entries.iter().any(|e| e.uid == uid) {
-            self.entries.retain(|e| e.uid != uid);
+        if let Some(i) = self.bindings.iter().position(|b| b.uid == uid) {
+            self.bindings.remove(i);
+            self.meta.remove(i);
         }
-        self.entries.push(PackEntry {
-            uid,
+        self.meta.push(BindMeta {
             element_type: buffer.element_type(),
             read_only: buffer.is_read_only(),
+        });
+        self.bindings.push(TensorBinding {
+            uid,
             data: buffer.bind(),
         });
         self
@@ -760,16 +766,16 @@ impl<'a> VariantPack<'a> {
 
     /// Number of bound UIDs.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.bindings.len()
     }
 
     /// True when nothing is bound.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.bindings.is_empty()
     }
 
     /// The bound UIDs in binding order.
     pub fn uids(&self) -> Vec<i64> {
-        self.entries.iter().map(|e| e.uid).collect()
+        self.bindings.iter().map(|e| e.uid).collect()
     }
 }

@@ -407,14 +407,9 @@ impl Graph {
         // SDK's other variant-pack refusals are.
         plan.check_workspace(workspace.as_ref().map_or(0, |w| w.byte_len()))
             .map_err(|e| Error::new(ErrorCode::InvalidValue, e.message))?;
-        let mut bp = hipdnn_backend::VariantPackDescriptor::with_capacity(pack.entries.len());
-        for e in pack.entries {
-            bp.insert(e.uid, e.data);
-        }
-        if let Some(ws) = workspace {
-            bp.set_workspace(crate::buffer::Bind::bind(ws));
-        }
-        plan.execute(handle.backend(), bp)
+        let VariantPack { mut bindings, .. } = pack;
+        let workspace = workspace.map(crate::buffer::Bind::bind);
+        plan.execute_bindings(handle.backend(), &mut bindings, workspace)
             .map_err(|e| backend_error("Execution failed.", e))
     }
 
@@ -429,8 +424,12 @@ impl Graph {
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
         for t in self.compiled.pack_rules.iter() {
             let uid = t.uid;
-            let entry = pack.entries.iter().find(|e| e.uid == uid);
-            if t.written && entry.is_some_and(|e| e.read_only) {
+            let entry = pack
+                .bindings
+                .iter()
+                .position(|b| b.uid == uid)
+                .map(|i| (&pack.bindings[i], pack.meta[i]));
+            if t.written && entry.is_some_and(|(_, m)| m.read_only) {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
                     format!(
@@ -439,7 +438,7 @@ impl Graph {
                     ),
                 ));
             }
-            let Some(entry) = entry else {
+            let Some((entry, meta)) = entry else {
                 if t.baked {
                     continue; // a baked scalar needs no buffer
                 }
@@ -451,7 +450,7 @@ impl Graph {
                     ),
                 ));
             };
-            if let Some(bt) = entry.element_type
+            if let Some(bt) = meta.element_type
                 && bt != t.data_type
                 && (bt != crate::DataType::Uint8 || has_element_type(t.data_type))
             {

@@ -258,6 +258,13 @@ pub trait ScratchMemory: Send + Sync {
 pub trait DeviceResolver: Send + Sync {
     /// The device of the calling thread's handle, `None` when there is none.
     fn current_device(&self) -> Option<Arc<dyn IngestorDevice>>;
+
+    /// The device when this resolver always names the same one (borrowed: no reference count
+    /// is touched per execute); `None` (the default) when the device must be resolved per
+    /// call with [`Self::current_device`].
+    fn fixed_device(&self) -> Option<&dyn IngestorDevice> {
+        None
+    }
 }
 
 /// A resolver that always names one device.
@@ -273,6 +280,10 @@ impl fmt::Debug for FixedDevice {
 impl DeviceResolver for FixedDevice {
     fn current_device(&self) -> Option<Arc<dyn IngestorDevice>> {
         Some(self.0.clone())
+    }
+
+    fn fixed_device(&self) -> Option<&dyn IngestorDevice> {
+        Some(self.0.as_ref())
     }
 }
 

@@ -10,6 +10,7 @@
 //! Trust: a saved plan holds executable GPU code. Its SHA-256 digests detect accidental damage,
 //! not attacks; load only plans from a trusted source (see `docs/ingestor.md`).
 
+pub mod arg_template;
 pub mod capture;
 pub mod descriptor;
 pub mod device;

@@ -7,9 +7,11 @@
 //! launching through the [`Device`] seam and the per-launch device checks; it never encodes or
 //! decodes payloads.
 
+use super::arg_template::ArgTemplate;
 use super::descriptor::KernelDescriptor;
 use super::device::{
-    DeviceResolver, IngestorDevice, KernelCode, LoadFailure, LoadStage, LoadedKernel,
+    DeviceResolver, IngestorDevice, KernelArgValue, KernelCode, LoadFailure, LoadStage,
+    LoadedKernel,
 };
 use super::dispatch::{DispatchHandler, PreparedLaunch};
 use super::kernel::{
@@ -19,6 +21,7 @@ use hipdnn_backend::engine::{BufferRef, ExecuteArgs, ExecutionContext};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
 use std::any::Any;
+use std::cell::RefCell;
 use std::fmt;
 use std::sync::{Arc, Weak};
 use std::time::Instant;
@@ -136,6 +139,9 @@ impl RestoredPlan {
 }
 
 /// The three plan types.
+// A plan is made once per build or load and never moved on the execute path: boxing the
+// larger variants would only add a pointer chase to every execute.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug)]
 pub enum IngestorPlan {
     /// Built with one kernel.
@@ -195,6 +201,15 @@ pub struct ResolvedLaunch {
     workspace_bytes: u64,
     zeroed_bytes: u64,
     home: Option<HomeKernel>,
+    /// The kernel arguments as far as no execute changes them ([`ArgTemplate::probe`]);
+    /// `None` when the handler builds them per execute.
+    template: Option<ArgTemplate>,
+}
+
+thread_local! {
+    /// The kernel arguments of this thread's executes, kept between executes so that an
+    /// execute over an [`ArgTemplate`] does not allocate its argument list.
+    static KERNEL_ARGS: RefCell<Vec<KernelArgValue>> = const { RefCell::new(Vec::new()) };
 }
 
 /// The kernel loaded on the home device. The device is held weakly: its allocation is not
@@ -242,6 +257,7 @@ impl ResolvedLaunch {
             workspace_bytes,
             zeroed_bytes: handler.zeroed_workspace_bytes(launch).min(workspace_bytes),
             home: None,
+            template: ArgTemplate::probe(handler, launch, workspace_bytes),
         };
         if let (Some(code), Some(device)) = (code, home)
             && r.check_device(device.as_ref()).is_ok()
@@ -316,7 +332,42 @@ impl ResolvedLaunch {
                 &loaded
             }
         };
-        let kargs = handler.kernel_args_with_workspace(launch, args.tensors, workspace)?;
+        // The arguments from the template when it applies, else from the handler (which then
+        // judges the bindings as always); in this thread's buffer either way.
+        KERNEL_ARGS.with(|cell| {
+            let mut own = Vec::new();
+            let mut kept = cell.try_borrow_mut();
+            let kargs = match kept.as_deref_mut() {
+                Ok(buf) => buf,
+                Err(_) => &mut own, // a launch inside a launch: a buffer of its own
+            };
+            if !self
+                .template
+                .as_ref()
+                .is_some_and(|t| t.fill(args.tensors, workspace, kargs))
+            {
+                *kargs = handler.kernel_args_with_workspace(launch, args.tensors, workspace)?;
+            }
+            self.launch_with(
+                handler, launch, kernel, signature, device, args, workspace, kargs,
+            )
+        })
+    }
+
+    /// The rest of [`Self::run`] once the kernel and its arguments `kargs` are known: the
+    /// workspace fill, the prologue launches and the launch.
+    #[allow(clippy::too_many_arguments)]
+    fn launch_with(
+        &self,
+        handler: &dyn DispatchHandler,
+        launch: &PreparedLaunch,
+        kernel: &LoadedKernel,
+        signature: &[KernelArgument],
+        device: &dyn IngestorDevice,
+        args: &ExecuteArgs<'_, '_>,
+        workspace: u64,
+        kargs: &[KernelArgValue],
+    ) -> PluginResult<()> {
         let zeroed = self.zeroed_bytes;
         if zeroed > 0 && workspace == 0 {
             return Err(PluginError::invalid_value(format!(
@@ -340,7 +391,7 @@ impl ResolvedLaunch {
                     ))
                 })?;
         }
-        for (geometry, pargs) in handler.prologue_launches(launch, &kargs) {
+        for (geometry, pargs) in handler.prologue_launches(launch, kargs) {
             device
                 .launch(
                     kernel.function.as_ref(),
@@ -360,7 +411,7 @@ impl ResolvedLaunch {
             .launch(
                 kernel.function.as_ref(),
                 launch.geometry,
-                &kargs,
+                kargs,
                 signature,
                 args.stream,
             )
@@ -458,13 +509,27 @@ impl RestoredPlan {
 }
 
 impl IngestorExecutionContext {
-    fn device(&self) -> PluginResult<Arc<dyn IngestorDevice>> {
-        self.resolver
+    /// Runs `f` on the handle's device: the resolver's fixed device when it has one (no
+    /// reference count touched), else the one it resolves for this call.
+    fn with_device<R>(
+        &self,
+        f: impl FnOnce(&dyn IngestorDevice) -> PluginResult<R>,
+    ) -> PluginResult<R> {
+        let missing =
+            || PluginError::internal("cannot resolve the handle's device for this execute");
+        if let Some(d) = self.resolver.fixed_device() {
+            return if d.ordinal() >= 0 {
+                f(d)
+            } else {
+                Err(missing())
+            };
+        }
+        let d = self
+            .resolver
             .current_device()
             .filter(|d| d.ordinal() >= 0)
-            .ok_or_else(|| {
-                PluginError::internal("cannot resolve the handle's device for this execute")
-            })
+            .ok_or_else(missing)?;
+        f(d.as_ref())
     }
 }
 
@@ -484,18 +549,39 @@ impl ExecutionContext for IngestorExecutionContext {
     }
 
     fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()> {
-        let device = self.device()?;
+        self.with_device(|device| self.execute_on(device, &args))
+    }
+
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn bound_tensor_uids(&self) -> Option<Vec<i64>> {
         match &self.plan {
-            IngestorPlan::Single(p) => p.run(device.as_ref(), &args),
-            IngestorPlan::Restored(r) => r.run(device.as_ref(), &args),
+            IngestorPlan::Restored(r) => Some(r.launch.pointer_uids.clone()),
+            _ => None,
+        }
+    }
+}
+
+impl IngestorExecutionContext {
+    /// One execute on `device` (the handle's).
+    fn execute_on(
+        &self,
+        device: &dyn IngestorDevice,
+        args: &ExecuteArgs<'_, '_>,
+    ) -> PluginResult<()> {
+        match &self.plan {
+            IngestorPlan::Single(p) => p.run(device, args),
+            IngestorPlan::Restored(r) => r.run(device, args),
             IngestorPlan::Benchmark(b) => {
                 if let Some(w) = b.winner() {
-                    return w.run(device.as_ref(), &args);
+                    return w.run(device, args);
                 }
                 let mut best: Option<(usize, std::time::Duration)> = None;
                 for (i, c) in b.candidates.iter().enumerate() {
                     let t0 = Instant::now();
-                    c.run(device.as_ref(), &args)?;
+                    c.run(device, args)?;
                     device.synchronize(args.stream).map_err(|e| {
                         PluginError::internal(format!("benchmark synchronize failed: {e}"))
                     })?;
@@ -509,21 +595,10 @@ impl ExecutionContext for IngestorExecutionContext {
                 b.choose(i);
                 // Run the winner last so the outputs are the winner's.
                 match b.winner() {
-                    Some(w) => w.run(device.as_ref(), &args),
+                    Some(w) => w.run(device, args),
                     None => Ok(()),
                 }
             }
-        }
-    }
-
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
-    fn bound_tensor_uids(&self) -> Option<Vec<i64>> {
-        match &self.plan {
-            IngestorPlan::Restored(r) => Some(r.launch.pointer_uids.clone()),
-            _ => None,
         }
     }
 }
