@@ -17,6 +17,7 @@ use super::conv::{CONFIG, config_ints, config_of};
 use super::epilogue::{FusedEpilogue, SavedEpilogue, match_epilogue, read_saved};
 use super::family::{TritonContract, TritonHandler};
 use super::graph::{na, tensor};
+use super::head::head_nodes;
 use super::triton::{MIN_TILES, TritonConfig, i32_args, natural_signature, triton_kernel_args};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
@@ -347,14 +348,8 @@ impl<'a> GemmGraph<'a> {
         first: impl FnOnce(&Node<'a>) -> PluginResult<(T, [i64; 3])>,
         operands: &str,
     ) -> PluginResult<(GemmGraph<'a>, T)> {
-        let g = graph.graph();
-        let nodes: Vec<Node<'a>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-        if nodes.is_empty() || nodes.len() > 6 {
-            return Err(na(format!(
-                "the {family} pack serves {family} with up to five epilogue nodes; this graph has {} nodes",
-                nodes.len()
-            )));
-        }
+        let serves = format!("the {family} pack serves {family} with up to five epilogue nodes");
+        let nodes = head_nodes(graph, 6, &serves)?;
         let (attrs, uids) = first(&nodes[0])?;
         let inputs = [tensor(graph, uids[0])?, tensor(graph, uids[1])?];
         let (dtype, other) = (inputs[0].data_type(), inputs[1].data_type());

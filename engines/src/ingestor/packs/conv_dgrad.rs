@@ -78,18 +78,6 @@ impl ConvFamily for ConvInputs<16> {
     /// tiles or 65535 groups`.
     fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
         let [n, h, w] = [self.shape[0], self.shape[2], self.shape[3]];
-        let tiles = n
-            .checked_mul(h)
-            .and_then(|x| x.checked_mul(w))
-            .filter(|x| *x <= i64::from(i32::MAX))
-            .map(|_| self.tiles())
-            .filter(|t| *t <= i64::from(i32::MAX) && self.shape[GROUPS] <= 65_535)
-            .ok_or_else(|| {
-                incompatible(format!(
-                    "launch values of dispatch '{}' give more than 2147483647 tiles or 65535 groups",
-                    quote(dispatch)
-                ))
-            })?;
-        Ok([tiles as u32, self.shape[GROUPS] as u32, 1])
+        conv::group_grid(dispatch, [n, h, w], self.shape[GROUPS], || self.tiles())
     }
 }

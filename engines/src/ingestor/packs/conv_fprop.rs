@@ -56,20 +56,21 @@ use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::conv::{
-    self, CONFIG, SHAPE, check_restored, dims_agree, offsets_fit, spatial,
+    self, CONFIG, SHAPE, check_offsets, check_restored, dims_agree, spatial,
 };
 use crate::ingestor::framework::gemm::{
     self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints, check_tiles,
 };
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::head::conv_fwd_head;
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValue;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{ConvMode, DataType};
+use hipdnn_schema::graph::DataType;
 
 /// Contract v1 (bias and ReLU epilogue; no residual or scale pointers): restored from plans
 /// saved before v2, never chosen for a new build.
@@ -513,15 +514,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
         graph,
         "conv_fprop",
         |node| {
-            let a = node.attributes_as_convolution_fwd_attributes().ok_or_else(|| {
-                na("the conv_fprop pack serves graphs that start with a convolution forward node")
-            })?;
-            if a.conv_mode() != ConvMode::CROSS_CORRELATION {
-                return Err(na(format!(
-                    "the conv_fprop pack serves cross-correlation only, not conv mode {:?}",
-                    a.conv_mode()
-                )));
-            }
+            let a = conv_fwd_head(node, "conv_fprop", "the conv_fprop pack")?;
             Ok((a, [a.x_tensor_uid(), a.w_tensor_uid(), a.y_tensor_uid()]))
         },
         "x and w",
@@ -577,18 +570,15 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
         Some(u) => dims_strides(&tensor(graph, u)?),
         None => (yd.clone(), ys.clone()),
     };
-    for (d, s, what) in [
-        (&xd, &xs, "x"),
-        (&wd, &ws, "w"),
-        (&yd, &ys, "y"),
-        (&rd, &rs, "the residual"),
-    ] {
-        if !offsets_fit(d, s) {
-            return Err(na(format!(
-                "the conv_fprop pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
-            )));
-        }
-    }
+    check_offsets(
+        "conv_fprop",
+        [
+            (&xd, &xs, "x"),
+            (&wd, &ws, "w"),
+            (&yd, &ys, "y"),
+            (&rd, &rs, "the residual"),
+        ],
+    )?;
     let shape = [
         xd[0], xd[1], xd[2], xd[3], wd[0], yd[2], yd[3], wd[2], wd[3], pre[0], pre[1], stride[0],
         stride[1], dil[0], dil[1], groups,
