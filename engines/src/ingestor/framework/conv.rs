@@ -6,8 +6,8 @@
 
 use super::family::{I32_MAX, IntValue, TritonFamily, concat, int, uid};
 use super::graph::{dims_strides, na, tensor};
-use super::launch::{block_geometry, spec_hints};
-use super::triton::{MIN_TILES, TritonConfig, triton_kernel_args};
+use super::launch::{block_geometry, check_tiles, spec_hints};
+use super::triton::{TritonConfig, triton_kernel_args};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
@@ -406,19 +406,13 @@ pub fn config_of(family: &str, v: &[i64]) -> TritonConfig {
 }
 
 /// The static rule both backward families share: a spec tile larger than 64×64 is refused when
-/// the graph gives fewer than [`MIN_TILES`] tiles.
+/// the graph gives fewer than [`super::triton::MIN_TILES`] tiles.
 ///
 /// # Errors
 /// `NOT_APPLICABLE` `kernel <k>: static rule: <t> tiles under-fill the device (fewer than
 /// 128); a smaller tile serves this graph`.
 pub fn min_tiles_rule(kernel: &KernelDescriptor, c: &TritonConfig, tiles: i64) -> PluginResult<()> {
-    if c.spec && c.block[0] * c.block[1] > 64 * 64 && tiles < MIN_TILES {
-        return Err(na(format!(
-            "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
-            kernel.describe()
-        )));
-    }
-    Ok(())
+    check_tiles(kernel, c.spec && c.block[0] * c.block[1] > 64 * 64, tiles)
 }
 
 /// Whether output dims `yd` `[N, K, P, Q]` are those of input `xd` `[N, C, H, W]` and filter

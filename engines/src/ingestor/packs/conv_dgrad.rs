@@ -27,6 +27,7 @@ use crate::ingestor::framework::conv::ConvFamily;
 use crate::ingestor::framework::conv::ConvInputs;
 use crate::ingestor::framework::conv::Direction;
 use crate::ingestor::framework::conv::GROUPS;
+use crate::ingestor::framework::launch::static_rule;
 use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
@@ -65,11 +66,13 @@ impl ConvFamily for ConvInputs<16> {
         let c = &self.config;
         let cg = self.shape[1] / self.shape[GROUPS];
         if c.spec && c.block[1] > 64 && c.block[1] > cg {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-channel tile leaves columns idle for C/groups = {cg}; a narrower tile serves this graph",
-                kernel.describe(),
-                c.block[1]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-channel tile leaves columns idle for C/groups = {cg}; a narrower tile serves this graph",
+                    c.block[1]
+                ),
+            ));
         }
         conv::min_tiles_rule(kernel, c, tiles)
     }

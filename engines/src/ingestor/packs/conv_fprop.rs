@@ -56,14 +56,15 @@ use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::conv::{
-    self, CONFIG, SHAPE, check_offsets, check_restored, dims_agree, spatial,
+    self, SHAPE, check_offsets, check_restored, dims_agree, spatial,
 };
 use crate::ingestor::framework::gemm::{
-    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints, check_tiles,
+    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints,
 };
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
 use crate::ingestor::framework::head::conv_fwd_head;
+use crate::ingestor::framework::launch::{check_tiles, static_rule};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValue;
@@ -87,16 +88,8 @@ const STRIDES: [&str; 12] = [
 
 /// Every value name of contract `version` (1 or 2), sorted.
 pub fn value_names(version: u8) -> Vec<&'static str> {
-    let mut v = vec!["x.uid", "w.uid", "y.uid", "bias.uid", "dtype", "epilogue"];
-    v.extend(SHAPE.map(|d| d.name));
-    v.extend(STRIDES);
-    v.extend(CONFIG.map(|d| d.name));
-    if version >= 2 {
-        v.extend(["res.uid", "scale.uid"]);
-        v.extend(RES_STRIDES);
-    }
-    v.sort_unstable();
-    v
+    let shape = [&SHAPE.map(|d| d.name)[..], &STRIDES].concat();
+    gemm::value_names::<ConvFpropInputs>(version, &shape)
 }
 
 /// The kernel parameter names of variant `variant` (0 generic, 1 spec, 2 nchw, 3 nchwt (v2
@@ -263,6 +256,7 @@ impl EpilogueGemm for ConvFpropInputs {
     const UIDS: [&'static str; 3] = ["x.uid", "w.uid", "y.uid"];
     const KERNEL: &'static str = "conv";
     const OPERANDS: &'static str = "x, w, y and the residual";
+    const RES_STRIDES: &'static [&'static str] = &RES_STRIDES;
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         match_graph(graph)
@@ -301,11 +295,13 @@ impl EpilogueGemm for ConvFpropInputs {
         let hinted = c.spec || c.channels_first || c.transposing;
         let kg = self.shape[4] / groups;
         if hinted && c.block[1] > 64 && c.block[1] > kg {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-channel tile leaves columns idle for K/groups = {kg}; a narrower tile serves this graph",
-                kernel.describe(),
-                c.block[1]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-channel tile leaves columns idle for K/groups = {kg}; a narrower tile serves this graph",
+                    c.block[1]
+                ),
+            ));
         }
         let big = hinted && c.block[0] * c.block[1] > 64 * 64;
         check_tiles(kernel, big, self.tiles() * groups)?;
@@ -317,11 +313,13 @@ impl EpilogueGemm for ConvFpropInputs {
             && cg > c.block[2]
             && taps > 1
         {
-            return Err(na(format!(
-                "kernel {}: static rule: C/groups = {cg} takes several {}-deep channel blocks per tap over {taps} taps; a 64-row tile serves this graph",
-                kernel.describe(),
-                c.block[2]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "C/groups = {cg} takes several {}-deep channel blocks per tap over {taps} taps; a 64-row tile serves this graph",
+                    c.block[2]
+                ),
+            ));
         }
         Ok(())
     }
@@ -341,10 +339,7 @@ impl EpilogueGemm for ConvFpropInputs {
     fn read_shape(r: &GemmReader<'_>) -> PluginResult<Self> {
         let (dispatch, version) = (r.dispatch, r.version);
         let d = quote(dispatch);
-        let mut shape = [0i64; 16];
-        for (x, v) in shape.iter_mut().zip(&SHAPE) {
-            *x = r.int(v.name, v.lo, v.hi)?;
-        }
+        let shape = r.values(&SHAPE)?;
         let strides = r.ints(&STRIDES, 0, i64::from(i32::MAX))?;
         let dtype = r.int("dtype", 1, 3)? as i8;
         let mut config = r.config("conv_fprop", 0)?;
@@ -390,10 +385,11 @@ impl EpilogueGemm for ConvFpropInputs {
     fn shape_values(&self) -> Vec<(&'static str, i64)> {
         let mut v: Vec<_> = SHAPE.map(|d| d.name).into_iter().zip(self.shape).collect();
         v.extend(STRIDES.into_iter().zip(self.strides));
-        if self.common.version >= 2 {
-            v.extend(RES_STRIDES.into_iter().zip(self.res_strides));
-        }
         v
+    }
+
+    fn res_strides(&self) -> &[i64] {
+        &self.res_strides
     }
 
     /// The variant's integers in kernel order (nchwt: ending with `phase` 1, the main
@@ -422,33 +418,14 @@ impl EpilogueGemm for ConvFpropInputs {
         ints
     }
 
-    /// Grid, block and shared memory (shared by build and restore).
+    /// (tiles, groups, 1).
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; …`, `launch values of dispatch '<d>' give more than 2147483647 tiles
-    /// or 65535 groups`.
-    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
-        let d = quote(dispatch);
-        let c = &self.common.config;
-        let threads = c.threads_per_block(dispatch)?;
+    /// `NOT_APPLICABLE` `launch values of dispatch '<d>' give more than 2147483647 tiles or
+    /// 65535 groups`.
+    fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
         let [n, p, q] = [self.shape[0], self.shape[5], self.shape[6]];
-        let tiles = n
-            .checked_mul(p)
-            .and_then(|x| x.checked_mul(q))
-            .filter(|x| *x <= i64::from(i32::MAX))
-            .map(|_| self.tiles())
-            .filter(|t| *t <= i64::from(i32::MAX) && self.shape[15] <= 65_535)
-            .ok_or_else(|| {
-                incompatible(format!(
-                    "launch values of dispatch '{d}' give more than 2147483647 tiles or 65535 groups"
-                ))
-            })?;
-        Ok(LaunchGeometry {
-            grid: [tiles as u32, self.shape[15] as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        conv::group_grid(dispatch, [n, p, q], self.shape[15], || self.tiles())
     }
 
     fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
@@ -542,13 +519,11 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
             && d[3] == 1
             && (d[1] == 1 || s[1] == 1)
     };
-    let fused = head.epilogue(
+    let (fused, cur_t) = head.epilogue(
         graph,
         &is_bias,
         "a bias of dims [1, K, 1, 1] with unit K stride",
     )?;
-    let cur = fused.out;
-    let cur_t = tensor(graph, cur)?;
     let (yd, ys) = dims_strides(&cur_t);
     if yd.len() != 4 || cur_t.data_type() != dtype {
         return Err(na(format!(

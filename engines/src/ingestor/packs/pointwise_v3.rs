@@ -57,6 +57,7 @@
 //! arguments: x0..x3 (null when absent), y, n, [generic: d1..d4, the 20 input strides, sy0..sy4],
 //! flags, op0..op3 (`by_value` 4), p00..p32 (`by_value` 4, f32), the two scratch pointers.
 use crate::ingestor::framework::head::head_nodes;
+use crate::ingestor::framework::launch::static_rule;
 use crate::ingestor::framework::prelude::*;
 use hipdnn_backend::ops::pointwise as table;
 use hipdnn_schema::graph::PointwiseMode as M;
@@ -296,12 +297,14 @@ impl TritonFamily for PointwiseV3Inputs {
             )));
         }
         if config.block[0] > 1024 && self.count() < 1 << 20 {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-element block for {} elements; a smaller block serves this graph",
-                kernel.describe(),
-                config.block[0],
-                self.count()
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-element block for {} elements; a smaller block serves this graph",
+                    config.block[0],
+                    self.count()
+                ),
+            ));
         }
         Ok(())
     }
