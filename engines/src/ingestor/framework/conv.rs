@@ -6,8 +6,8 @@
 
 use super::family::{I32_MAX, IntValue, TritonFamily, concat, int, uid};
 use super::graph::{dims_strides, na, tensor};
-use super::launch::{block_geometry, spec_hints};
-use super::triton::{MIN_TILES, TritonConfig, triton_kernel_args};
+use super::launch::{block_geometry, check_tiles, spec_hints};
+use super::triton::{TritonConfig, triton_kernel_args};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
@@ -284,13 +284,7 @@ pub fn match_conv<const S: usize>(
         )));
     }
     let all = [(&yd, &ys, yn), (&xd, &xs, xn), (&wd, &ws, wn)];
-    for (d, s, what) in dir.order().map(|i| all[i]) {
-        if !offsets_fit(d, s) {
-            return Err(na(format!(
-                "the {f} pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
-            )));
-        }
-    }
+    check_offsets(f, dir.order().map(|i| all[i]))?;
     let shape = [
         xd[0], xd[1], xd[2], xd[3], wd[0], yd[2], yd[3], wd[2], wd[3], pre[0], pre[1], stride[0],
         stride[1], dil[0], dil[1], groups,
@@ -412,19 +406,13 @@ pub fn config_of(family: &str, v: &[i64]) -> TritonConfig {
 }
 
 /// The static rule both backward families share: a spec tile larger than 64×64 is refused when
-/// the graph gives fewer than [`MIN_TILES`] tiles.
+/// the graph gives fewer than [`super::triton::MIN_TILES`] tiles.
 ///
 /// # Errors
 /// `NOT_APPLICABLE` `kernel <k>: static rule: <t> tiles under-fill the device (fewer than
 /// 128); a smaller tile serves this graph`.
 pub fn min_tiles_rule(kernel: &KernelDescriptor, c: &TritonConfig, tiles: i64) -> PluginResult<()> {
-    if c.spec && c.block[0] * c.block[1] > 64 * 64 && tiles < MIN_TILES {
-        return Err(na(format!(
-            "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
-            kernel.describe()
-        )));
-    }
-    Ok(())
+    check_tiles(kernel, c.spec && c.block[0] * c.block[1] > 64 * 64, tiles)
 }
 
 /// Whether output dims `yd` `[N, K, P, Q]` are those of input `xd` `[N, C, H, W]` and filter
@@ -615,4 +603,52 @@ where
     fn zeroed_workspace_bytes(launch: &PreparedLaunch) -> u64 {
         <Self as ConvFamily>::zeroed(launch)
     }
+}
+
+/// Refuses the first of `tensors` (dims, strides, name in the message) whose strides or
+/// element offsets do not fit ([`offsets_fit`]), for the `family` pack.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <family> pack needs non-negative strides and element offsets of
+/// <name> within 2147483647; dims <d>, strides <s>`.
+pub fn check_offsets<'a>(
+    family: &str,
+    tensors: impl IntoIterator<Item = (&'a Vec<i64>, &'a Vec<i64>, &'a str)>,
+) -> PluginResult<()> {
+    for (d, s, what) in tensors {
+        if !offsets_fit(d, s) {
+            return Err(na(format!(
+                "the {family} pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// The grid (tiles, groups, 1) of an implicit-GEMM conv launch whose GEMM rows are the
+/// `rows` pixels `[n, a, b]`: `tiles()` (tiles per group) when n·a·b and the tiles are at
+/// most 2147483647 and `groups` at most 65535.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `launch values of dispatch '<d>' give more than 2147483647 tiles or 65535
+/// groups`.
+pub fn group_grid(
+    dispatch: &str,
+    [n, a, b]: [i64; 3],
+    groups: i64,
+    tiles: impl FnOnce() -> i64,
+) -> PluginResult<[u32; 3]> {
+    let tiles = n
+        .checked_mul(a)
+        .and_then(|x| x.checked_mul(b))
+        .filter(|x| *x <= I32_MAX)
+        .map(|_| tiles())
+        .filter(|t| *t <= I32_MAX && groups <= 65_535)
+        .ok_or_else(|| {
+            incompatible(format!(
+                "launch values of dispatch '{}' give more than 2147483647 tiles or 65535 groups",
+                quote(dispatch)
+            ))
+        })?;
+    Ok([tiles as u32, groups as u32, 1])
 }

@@ -15,9 +15,11 @@
 
 use super::conv::{CONFIG, config_ints, config_of};
 use super::epilogue::{FusedEpilogue, SavedEpilogue, match_epilogue, read_saved};
-use super::family::{TritonContract, TritonHandler};
+use super::family::{IntValue, TritonContract, TritonHandler};
 use super::graph::{na, tensor};
-use super::triton::{MIN_TILES, TritonConfig, i32_args, natural_signature, triton_kernel_args};
+use super::head::head_nodes;
+use super::launch::block_geometry;
+use super::triton::{TritonConfig, i32_args, natural_signature, triton_kernel_args};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
@@ -74,6 +76,8 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
     const KERNEL: &'static str;
     /// How the alignment refusal names the operands (`A, B and C`).
     const OPERANDS: &'static str;
+    /// The residual's stride value names (contract v2), in kernel order.
+    const RES_STRIDES: &'static [&'static str];
 
     /// The launch for `graph` (contract v2) with a placeholder config.
     ///
@@ -94,20 +98,37 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
     fn read_shape(r: &GemmReader<'_>) -> PluginResult<Self>;
     /// The shared part of the launch.
     fn common(&self) -> &GemmCommon;
-    /// The family's own launch values (shape and strides), as (name, value).
+    /// The family's own launch values (shape and strides, not the residual's), as (name,
+    /// value).
     fn shape_values(&self) -> Vec<(&'static str, i64)>;
+    /// The residual's strides (contract v2), in the order of [`Self::RES_STRIDES`].
+    fn res_strides(&self) -> &[i64];
     /// The kernel's integers after the pointers, in kernel order (each passed as `i32`).
     fn scalars(&self) -> Vec<i64>;
-    /// Grid, block and dynamic shared memory of the launch.
+    /// The launch grid (after the threads per block are checked).
     ///
     /// # Errors
     /// `NOT_APPLICABLE` (load prefix) naming the values and `dispatch`.
-    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry>;
+    fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]>;
     /// The kernel parameter names of variant `variant` (the `spec` launch value) of contract
     /// `version`, in order (with the two scratch pointers).
     fn param_names(variant: i64, version: u8) -> Vec<&'static str>;
     /// Every value name of contract `version`, sorted.
     fn value_names(version: u8) -> Vec<&'static str>;
+
+    /// Grid ([`Self::grid`]), block num_warps·warp_size, dynamic shared memory (shared by
+    /// build and restore).
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
+    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`,
+    /// then the grid's texts.
+    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
+        let c = &self.common().config;
+        let threads = c.threads_per_block(dispatch)?;
+        let grid = self.grid(dispatch)?;
+        Ok(block_geometry(c, grid, threads))
+    }
 
     /// Workspace bytes the launch needs (default none).
     fn workspace_bytes(&self) -> u64 {
@@ -144,7 +165,8 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
     }
 
     /// The launch values: the operand UIDs, the optional epilogue UIDs the launch holds,
-    /// `dtype`, `epilogue`, the config values, then [`Self::shape_values`].
+    /// `dtype`, `epilogue`, the config values, [`Self::shape_values`], then (v2) the
+    /// residual's strides.
     fn to_values(&self) -> LaunchValues {
         let common = self.common();
         let mut v = LaunchValues::new();
@@ -166,6 +188,11 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
         }
         for (n, x) in self.shape_values() {
             put(n, x);
+        }
+        if common.version >= 2 {
+            for (n, x) in Self::RES_STRIDES.iter().zip(self.res_strides()) {
+                put(n, *x);
+            }
         }
         v
     }
@@ -214,6 +241,22 @@ pub fn contract<F: EpilogueGemm>(version: u8) -> &'static str {
     F::CONTRACTS[usize::from(version >= 2)]
 }
 
+/// Every value name of contract `version` of family `F`, sorted: the operand and bias UIDs,
+/// `dtype`, `epilogue`, `shape` (the family's shape and stride names), the config values,
+/// then (v2) the residual and scale UIDs and the residual's strides.
+pub fn value_names<F: EpilogueGemm>(version: u8, shape: &[&'static str]) -> Vec<&'static str> {
+    let mut v = F::UIDS.to_vec();
+    v.extend(["bias.uid", "dtype", "epilogue"]);
+    v.extend(shape);
+    v.extend(CONFIG.map(|d| d.name));
+    if version >= 2 {
+        v.extend(["res.uid", "scale.uid"]);
+        v.extend(F::RES_STRIDES);
+    }
+    v.sort_unstable();
+    v
+}
+
 /// The kernel signature of variant `variant` of contract `version` of family `F` (natural
 /// layout of [`EpilogueGemm::param_names`], named).
 pub fn signature<F: EpilogueGemm>(variant: i64, version: u8) -> Vec<KernelArgument> {
@@ -255,6 +298,18 @@ impl GemmReader<'_> {
         let mut v = [0i64; N];
         for (x, n) in v.iter_mut().zip(names) {
             *x = self.int(n, lo, hi)?;
+        }
+        Ok(v)
+    }
+
+    /// The INT values of `table`, each in its range, read in that order.
+    ///
+    /// # Errors
+    /// The [`ContractReader::int`] texts.
+    pub fn values<const N: usize>(&self, table: &[IntValue; N]) -> PluginResult<[i64; N]> {
+        let mut v = [0i64; N];
+        for (x, d) in v.iter_mut().zip(table) {
+            *x = self.int(d.name, d.lo, d.hi)?;
         }
         Ok(v)
     }
@@ -347,14 +402,8 @@ impl<'a> GemmGraph<'a> {
         first: impl FnOnce(&Node<'a>) -> PluginResult<(T, [i64; 3])>,
         operands: &str,
     ) -> PluginResult<(GemmGraph<'a>, T)> {
-        let g = graph.graph();
-        let nodes: Vec<Node<'a>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-        if nodes.is_empty() || nodes.len() > 6 {
-            return Err(na(format!(
-                "the {family} pack serves {family} with up to five epilogue nodes; this graph has {} nodes",
-                nodes.len()
-            )));
-        }
+        let serves = format!("the {family} pack serves {family} with up to five epilogue nodes");
+        let nodes = head_nodes(graph, 6, &serves)?;
         let (attrs, uids) = first(&nodes[0])?;
         let inputs = [tensor(graph, uids[0])?, tensor(graph, uids[1])?];
         let (dtype, other) = (inputs[0].data_type(), inputs[1].data_type());
@@ -391,18 +440,19 @@ impl<'a> GemmGraph<'a> {
     }
 
     /// The fused epilogue of the nodes after the GEMM node ([`match_epilogue`], with
-    /// `is_bias` the bias rule, described as `bias_text`).
+    /// `is_bias` the bias rule, described as `bias_text`) and its output tensor (the graph's
+    /// output).
     ///
     /// # Errors
-    /// The [`match_epilogue`] texts.
+    /// The [`match_epilogue`] texts; the output tensor lookup's.
     pub fn epilogue(
         &self,
-        graph: &OperationGraph,
+        graph: &'a OperationGraph,
         is_bias: &dyn Fn(&[i64], &[i64]) -> bool,
         bias_text: &str,
-    ) -> PluginResult<FusedEpilogue> {
+    ) -> PluginResult<(FusedEpilogue, TensorAttributes<'a>)> {
         let (nodes, f) = (&self.nodes[1..], self.family);
-        match_epilogue(
+        let fused = match_epilogue(
             graph,
             nodes,
             self.uids[2],
@@ -410,7 +460,9 @@ impl<'a> GemmGraph<'a> {
             self.dtype,
             is_bias,
             bias_text,
-        )
+        )?;
+        let out = tensor(graph, fused.out)?;
+        Ok((fused, out))
     }
 }
 
@@ -431,22 +483,6 @@ pub fn check_hints(
         ))),
         None => Ok(()),
     }
-}
-
-/// The static rule both families share: a big hinted tile (`big`) is refused when the graph
-/// gives fewer than [`MIN_TILES`] tiles.
-///
-/// # Errors
-/// `NOT_APPLICABLE` `kernel <k>: static rule: <t> tiles under-fill the device (fewer than
-/// 128); a smaller tile serves this graph`.
-pub fn check_tiles(kernel: &KernelDescriptor, big: bool, tiles: i64) -> PluginResult<()> {
-    if big && tiles < MIN_TILES {
-        return Err(na(format!(
-            "kernel {}: static rule: {tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph",
-            kernel.describe()
-        )));
-    }
-    Ok(())
 }
 
 /// Contract version `V` (1 or 2) of an [`EpilogueGemm`] family `F`, as [`TritonHandler`]

@@ -1,13 +1,13 @@
 //! Small pieces every Triton family's `select`, `geometry` and launch values write the same way:
-//! the spec-hint refusal, the one-dimensional block of `num_warps · warp_size` threads, and the
+//! the spec-hint and static-rule refusals, the one-dimensional block of `num_warps · warp_size` threads, and the
 //! six values of a two-dimensional tile config (`spec block_m block_n num_warps shared_bytes
 //! warp_size`).
 
 use super::graph::na;
-use super::triton::TritonConfig;
+use super::triton::{MIN_TILES, TritonConfig};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::LaunchGeometry;
-use hipdnn_backend::status::PluginResult;
+use hipdnn_backend::status::{PluginError, PluginResult};
 
 /// Refuses a spec `config` when the graph's layout does not `fit` the spec hints (`hints`
 /// says what they are).
@@ -56,4 +56,28 @@ pub fn tile_config_ints(c: &TritonConfig) -> [i64; 6] {
 /// The config of `family` from the six values of [`tile_config_ints`] (block_k and group_m 1).
 pub fn tile_config_of(family: &str, v: &[i64]) -> TritonConfig {
     TritonConfig::restored(family, v[0], [v[1], v[2], 1], 1, v[3], v[4], v[5])
+}
+
+/// The `NOT_APPLICABLE` refusal of `kernel` by a family's static rule (`rule` says why and
+/// what serves the graph instead): `kernel <k>: static rule: <rule>`.
+pub fn static_rule(kernel: &KernelDescriptor, rule: impl std::fmt::Display) -> PluginError {
+    na(format!("kernel {}: static rule: {rule}", kernel.describe()))
+}
+
+/// The static rule the conv and epilogue GEMM families share: a big hinted tile (`big`) is
+/// refused when the graph gives fewer than [`MIN_TILES`] tiles.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `kernel <k>: static rule: <t> tiles under-fill the device (fewer than
+/// 128); a smaller tile serves this graph`.
+pub fn check_tiles(kernel: &KernelDescriptor, big: bool, tiles: i64) -> PluginResult<()> {
+    if big && tiles < MIN_TILES {
+        return Err(static_rule(
+            kernel,
+            format_args!(
+                "{tiles} tiles under-fill the device (fewer than {MIN_TILES}); a smaller tile serves this graph"
+            ),
+        ));
+    }
+    Ok(())
 }

@@ -8,6 +8,7 @@ pub mod epilogue;
 pub mod family;
 pub mod gemm;
 pub mod graph;
+pub mod head;
 pub mod launch;
 pub(crate) mod prelude;
 pub mod triton;

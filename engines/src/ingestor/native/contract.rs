@@ -25,9 +25,17 @@ pub trait NativeContract: Sized + Send + Sync + 'static {
     /// The versioned contract name (`hipkernel.<pack>.dispatch.v<N>`).
     const CONTRACT: &'static str;
 
+    /// The kernel's argument counts (device pointers, then 32-bit integers) in the contract's
+    /// widest form.
+    const ARGUMENTS: (u32, u32);
+
     /// The kernel arguments of a launch with saved `values`; `None` asks for the contract's
-    /// widest form (the handler's [`DispatchHandler::launch_signature`]).
-    fn signature(values: Option<&LaunchValues>) -> Vec<KernelArgument>;
+    /// widest form (the handler's [`DispatchHandler::launch_signature`]). The default is
+    /// [`native_signature`] of [`Self::ARGUMENTS`], whatever the values.
+    fn signature(values: Option<&LaunchValues>) -> Vec<KernelArgument> {
+        let _ = values;
+        native_signature(Self::ARGUMENTS.0, Self::ARGUMENTS.1)
+    }
 
     /// The launch inputs for `graph`.
     ///
@@ -125,6 +133,21 @@ impl<C: NativeContract> DispatchHandler for NativeHandler<C> {
         C::kernel_args(launch, tensors)
     }
 }
+
+/// Declares the [`NativeHandler`] of a [`NativeContract`] under one name, as a type and as a
+/// value (as a unit struct's name is): `native_handler!(Name, Inputs, "v<N>");`, documented
+/// as the `v<N>` handler.
+macro_rules! native_handler {
+    ($name:ident, $inputs:ty, $version:literal) => {
+        #[doc = concat!("The ", $version, " handler (saves and restores).")]
+        pub type $name = $crate::ingestor::native::contract::NativeHandler<$inputs>;
+        #[doc = concat!("The ", $version, " handler, as a value (as a unit struct's name is).")]
+        #[allow(non_upper_case_globals)]
+        pub const $name: $name =
+            $crate::ingestor::native::contract::NativeHandler(::std::marker::PhantomData);
+    };
+}
+pub(crate) use native_handler;
 
 /// The argument layout of the kernels of `engines/kernels/`: `pointers` device pointers
 /// (`global_buffer`, 8 bytes each, from offset 0), then `ints` 32-bit integers (`by_value`, 4

@@ -18,20 +18,17 @@
 //! stride, dilation or an epilogue need a new contract version (`.v2`).
 
 use super::contract::{
-    NativeContract, NativeHandler, checked_product, grid_1d, int_values, native_launch,
-    native_signature, read_ints,
+    NativeContract, checked_product, grid_1d, int_values, native_handler, native_launch, read_ints,
 };
 use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::family::{I32_MAX, IntValue, int, uid};
 use crate::ingestor::framework::graph::{dims, single_node, tensor};
-use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::ConvMode;
-use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const CONV_FWD_V1: &str = "hipkernel.conv_fwd.dispatch.v1";
@@ -153,11 +150,7 @@ impl ConvFwdLaunchInputs {
     }
 }
 
-/// The v1 handler (saves and restores).
-pub type ConvFwdV1Handler = NativeHandler<ConvFwdLaunchInputs>;
-/// The v1 handler, as a value (as a unit struct's name is).
-#[allow(non_upper_case_globals)]
-pub const ConvFwdV1Handler: ConvFwdV1Handler = NativeHandler(PhantomData);
+native_handler!(ConvFwdV1Handler, ConvFwdLaunchInputs, "v1");
 
 fn extent(v: i64, what: &str) -> PluginResult<i32> {
     i32::try_from(v).ok().filter(|x| *x >= 1).ok_or_else(|| {
@@ -169,11 +162,8 @@ fn extent(v: i64, what: &str) -> PluginResult<i32> {
 
 impl NativeContract for ConvFwdLaunchInputs {
     const CONTRACT: &'static str = CONV_FWD_V1;
-
     /// x, w, y, then n, c, h, width, k, r, s.
-    fn signature(_: Option<&LaunchValues>) -> Vec<KernelArgument> {
-        native_signature(3, 7)
-    }
+    const ARGUMENTS: (u32, u32) = (3, 7);
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         let node = single_node(graph, "conv_fwd")?;

@@ -32,23 +32,21 @@
 //! f32/f16 or mixed, output dims that disagree with the padding/stride/dilation, other epilogues.
 
 use super::contract::{
-    NativeContract, NativeHandler, checked_product, grid_1d, int_values, native_launch,
-    native_signature, read_ints,
+    NativeContract, checked_product, grid_1d, int_values, native_handler, native_launch, read_ints,
 };
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::{PreparedLaunch, default_kernel_args};
 use crate::ingestor::framework::family::{I32_MAX, IntValue, int, uid};
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, is_packed, na};
-use crate::ingestor::kernel::KernelArgument;
+use crate::ingestor::framework::head::{conv_fwd_head, head_nodes};
 use crate::ingestor::launch_values::LaunchValues;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::engine::TensorBinding;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::conv::{SpatialAttr, Window, output_extent};
 use hipdnn_backend::status::PluginResult;
-use hipdnn_schema::graph::{ConvMode, DataType, Node, PointwiseMode};
-use std::marker::PhantomData;
+use hipdnn_schema::graph::{DataType, PointwiseMode};
 
 /// The versioned contract name.
 pub const CONV_FWD_V2: &str = "hipkernel.conv_fwd.dispatch.v2";
@@ -177,41 +175,19 @@ fn pair(v: Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>, default: i64) ->
         .unwrap_or_else(|| vec![default, default])
 }
 
-/// The v2 handler (saves and restores).
-pub type ConvFwdV2Handler = NativeHandler<ConvFwdV2Inputs>;
-/// The v2 handler, as a value (as a unit struct's name is).
-#[allow(non_upper_case_globals)]
-pub const ConvFwdV2Handler: ConvFwdV2Handler = NativeHandler(PhantomData);
+native_handler!(ConvFwdV2Handler, ConvFwdV2Inputs, "v2");
 
 impl NativeContract for ConvFwdV2Inputs {
     const CONTRACT: &'static str = CONV_FWD_V2;
-
     /// x, w, bias, y, then the 15 shape values and `epilogue`.
-    fn signature(_: Option<&LaunchValues>) -> Vec<KernelArgument> {
-        native_signature(4, 16)
-    }
+    const ARGUMENTS: (u32, u32) = (4, 16);
 
     /// The conv (+ epilogue) graph's launch inputs.
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
-        let g = graph.graph();
-        let nodes: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-        if nodes.is_empty() || nodes.len() > 3 {
-            return Err(na(format!(
-                "the conv_fwd pack (dispatch v2) serves conv_fprop with up to two epilogue nodes; this graph has {} nodes",
-                nodes.len()
-            )));
-        }
-        let a = nodes[0]
-            .attributes_as_convolution_fwd_attributes()
-            .ok_or_else(|| {
-                na("the conv_fwd pack serves graphs that start with a convolution forward node")
-            })?;
-        if a.conv_mode() != ConvMode::CROSS_CORRELATION {
-            return Err(na(format!(
-                "the conv_fwd pack (dispatch v2) serves cross-correlation only, not conv mode {:?}",
-                a.conv_mode()
-            )));
-        }
+        let scope = "the conv_fwd pack (dispatch v2)";
+        let serves = format!("{scope} serves conv_fprop with up to two epilogue nodes");
+        let nodes = head_nodes(graph, 3, &serves)?;
+        let a = conv_fwd_head(&nodes[0], "conv_fwd", scope)?;
         let xt = tensor(graph, a.x_tensor_uid())?;
         let wt = tensor(graph, a.w_tensor_uid())?;
         let ct = tensor(graph, a.y_tensor_uid())?;

@@ -15,19 +15,15 @@
 //! 1, rank 4–5) and the ADD operation; a kernel covering larger tensors needs a new contract
 //! version (e.g. `.v2` adding an element count and broadcast information).
 
-use super::contract::{
-    NativeContract, NativeHandler, int_values, native_launch, native_signature, read_ints,
-};
+use super::contract::{NativeContract, int_values, native_handler, native_launch, read_ints};
 use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::family::{IntValue, int, uid};
 use crate::ingestor::framework::graph::{dims, single_node, tensor};
-use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValues;
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use hipdnn_schema::graph::PointwiseMode;
-use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const POINTWISE_V1: &str = "hipkernel.pointwise.dispatch.v1";
@@ -106,19 +102,12 @@ impl PointwiseLaunchInputs {
     }
 }
 
-/// The v1 handler (saves and restores).
-pub type PointwiseV1Handler = NativeHandler<PointwiseLaunchInputs>;
-/// The v1 handler, as a value (as a unit struct's name is).
-#[allow(non_upper_case_globals)]
-pub const PointwiseV1Handler: PointwiseV1Handler = NativeHandler(PhantomData);
+native_handler!(PointwiseV1Handler, PointwiseLaunchInputs, "v1");
 
 impl NativeContract for PointwiseLaunchInputs {
     const CONTRACT: &'static str = POINTWISE_V1;
-
     /// A, B, output.
-    fn signature(_: Option<&LaunchValues>) -> Vec<KernelArgument> {
-        native_signature(3, 0)
-    }
+    const ARGUMENTS: (u32, u32) = (3, 0);
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         let node = single_node(graph, "pointwise")?;

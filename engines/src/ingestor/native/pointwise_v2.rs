@@ -30,7 +30,7 @@
 //! output; non-negative strides.
 
 use super::contract::{
-    NativeContract, NativeHandler, checked_product, grid_1d, int_values, native_launch,
+    NativeContract, checked_product, grid_1d, int_values, native_handler, native_launch,
     native_signature, read_ints,
 };
 use crate::ingestor::device::LaunchGeometry;
@@ -44,7 +44,6 @@ use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops;
 use hipdnn_backend::status::PluginResult;
 use hipdnn_schema::graph::{DataType, PointwiseMode};
-use std::marker::PhantomData;
 
 /// The versioned contract name.
 pub const POINTWISE_V2: &str = "hipkernel.pointwise.dispatch.v2";
@@ -219,11 +218,7 @@ fn to_i32(v: i64, what: &str) -> PluginResult<i32> {
     })
 }
 
-/// The v2 handler (saves and restores).
-pub type PointwiseV2Handler = NativeHandler<PointwiseV2Inputs>;
-/// The v2 handler, as a value (as a unit struct's name is).
-#[allow(non_upper_case_globals)]
-pub const PointwiseV2Handler: PointwiseV2Handler = NativeHandler(PhantomData);
+native_handler!(PointwiseV2Handler, PointwiseV2Inputs, "v2");
 
 /// The v2 launch inputs for one pointwise node of `graph`.
 ///
@@ -339,6 +334,8 @@ pub(crate) fn pointwise_inputs(
 
 impl NativeContract for PointwiseV2Inputs {
     const CONTRACT: &'static str = POINTWISE_V2;
+    /// The binary form: a, b, y, then the dims and both inputs' strides.
+    const ARGUMENTS: (u32, u32) = (3, 15);
 
     /// The signature of the mode's arity (the binary one, 18 arguments, without values or
     /// with a mode outside the contract).

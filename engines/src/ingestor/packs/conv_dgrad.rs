@@ -27,6 +27,7 @@ use crate::ingestor::framework::conv::ConvFamily;
 use crate::ingestor::framework::conv::ConvInputs;
 use crate::ingestor::framework::conv::Direction;
 use crate::ingestor::framework::conv::GROUPS;
+use crate::ingestor::framework::launch::static_rule;
 use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
@@ -65,11 +66,13 @@ impl ConvFamily for ConvInputs<16> {
         let c = &self.config;
         let cg = self.shape[1] / self.shape[GROUPS];
         if c.spec && c.block[1] > 64 && c.block[1] > cg {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-channel tile leaves columns idle for C/groups = {cg}; a narrower tile serves this graph",
-                kernel.describe(),
-                c.block[1]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-channel tile leaves columns idle for C/groups = {cg}; a narrower tile serves this graph",
+                    c.block[1]
+                ),
+            ));
         }
         conv::min_tiles_rule(kernel, c, tiles)
     }
@@ -78,18 +81,6 @@ impl ConvFamily for ConvInputs<16> {
     /// tiles or 65535 groups`.
     fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
         let [n, h, w] = [self.shape[0], self.shape[2], self.shape[3]];
-        let tiles = n
-            .checked_mul(h)
-            .and_then(|x| x.checked_mul(w))
-            .filter(|x| *x <= i64::from(i32::MAX))
-            .map(|_| self.tiles())
-            .filter(|t| *t <= i64::from(i32::MAX) && self.shape[GROUPS] <= 65_535)
-            .ok_or_else(|| {
-                incompatible(format!(
-                    "launch values of dispatch '{}' give more than 2147483647 tiles or 65535 groups",
-                    quote(dispatch)
-                ))
-            })?;
-        Ok([tiles as u32, self.shape[GROUPS] as u32, 1])
+        conv::group_grid(dispatch, [n, h, w], self.shape[GROUPS], || self.tiles())
     }
 }

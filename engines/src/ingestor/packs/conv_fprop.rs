@@ -56,20 +56,22 @@ use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
 use crate::ingestor::dispatch::PreparedLaunch;
 use crate::ingestor::framework::conv::{
-    self, CONFIG, SHAPE, check_restored, dims_agree, offsets_fit, spatial,
+    self, SHAPE, check_offsets, check_restored, dims_agree, spatial,
 };
 use crate::ingestor::framework::gemm::{
-    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints, check_tiles,
+    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints,
 };
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::head::conv_fwd_head;
+use crate::ingestor::framework::launch::{check_tiles, static_rule};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::launch_values::LaunchValue;
 use crate::ingestor::payload::refusal::{incompatible, quote};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
-use hipdnn_schema::graph::{ConvMode, DataType};
+use hipdnn_schema::graph::DataType;
 
 /// Contract v1 (bias and ReLU epilogue; no residual or scale pointers): restored from plans
 /// saved before v2, never chosen for a new build.
@@ -86,16 +88,8 @@ const STRIDES: [&str; 12] = [
 
 /// Every value name of contract `version` (1 or 2), sorted.
 pub fn value_names(version: u8) -> Vec<&'static str> {
-    let mut v = vec!["x.uid", "w.uid", "y.uid", "bias.uid", "dtype", "epilogue"];
-    v.extend(SHAPE.map(|d| d.name));
-    v.extend(STRIDES);
-    v.extend(CONFIG.map(|d| d.name));
-    if version >= 2 {
-        v.extend(["res.uid", "scale.uid"]);
-        v.extend(RES_STRIDES);
-    }
-    v.sort_unstable();
-    v
+    let shape = [&SHAPE.map(|d| d.name)[..], &STRIDES].concat();
+    gemm::value_names::<ConvFpropInputs>(version, &shape)
 }
 
 /// The kernel parameter names of variant `variant` (0 generic, 1 spec, 2 nchw, 3 nchwt (v2
@@ -262,6 +256,7 @@ impl EpilogueGemm for ConvFpropInputs {
     const UIDS: [&'static str; 3] = ["x.uid", "w.uid", "y.uid"];
     const KERNEL: &'static str = "conv";
     const OPERANDS: &'static str = "x, w, y and the residual";
+    const RES_STRIDES: &'static [&'static str] = &RES_STRIDES;
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         match_graph(graph)
@@ -300,11 +295,13 @@ impl EpilogueGemm for ConvFpropInputs {
         let hinted = c.spec || c.channels_first || c.transposing;
         let kg = self.shape[4] / groups;
         if hinted && c.block[1] > 64 && c.block[1] > kg {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-channel tile leaves columns idle for K/groups = {kg}; a narrower tile serves this graph",
-                kernel.describe(),
-                c.block[1]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-channel tile leaves columns idle for K/groups = {kg}; a narrower tile serves this graph",
+                    c.block[1]
+                ),
+            ));
         }
         let big = hinted && c.block[0] * c.block[1] > 64 * 64;
         check_tiles(kernel, big, self.tiles() * groups)?;
@@ -316,11 +313,13 @@ impl EpilogueGemm for ConvFpropInputs {
             && cg > c.block[2]
             && taps > 1
         {
-            return Err(na(format!(
-                "kernel {}: static rule: C/groups = {cg} takes several {}-deep channel blocks per tap over {taps} taps; a 64-row tile serves this graph",
-                kernel.describe(),
-                c.block[2]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "C/groups = {cg} takes several {}-deep channel blocks per tap over {taps} taps; a 64-row tile serves this graph",
+                    c.block[2]
+                ),
+            ));
         }
         Ok(())
     }
@@ -340,10 +339,7 @@ impl EpilogueGemm for ConvFpropInputs {
     fn read_shape(r: &GemmReader<'_>) -> PluginResult<Self> {
         let (dispatch, version) = (r.dispatch, r.version);
         let d = quote(dispatch);
-        let mut shape = [0i64; 16];
-        for (x, v) in shape.iter_mut().zip(&SHAPE) {
-            *x = r.int(v.name, v.lo, v.hi)?;
-        }
+        let shape = r.values(&SHAPE)?;
         let strides = r.ints(&STRIDES, 0, i64::from(i32::MAX))?;
         let dtype = r.int("dtype", 1, 3)? as i8;
         let mut config = r.config("conv_fprop", 0)?;
@@ -389,10 +385,11 @@ impl EpilogueGemm for ConvFpropInputs {
     fn shape_values(&self) -> Vec<(&'static str, i64)> {
         let mut v: Vec<_> = SHAPE.map(|d| d.name).into_iter().zip(self.shape).collect();
         v.extend(STRIDES.into_iter().zip(self.strides));
-        if self.common.version >= 2 {
-            v.extend(RES_STRIDES.into_iter().zip(self.res_strides));
-        }
         v
+    }
+
+    fn res_strides(&self) -> &[i64] {
+        &self.res_strides
     }
 
     /// The variant's integers in kernel order (nchwt: ending with `phase` 1, the main
@@ -421,33 +418,14 @@ impl EpilogueGemm for ConvFpropInputs {
         ints
     }
 
-    /// Grid, block and shared memory (shared by build and restore).
+    /// (tiles, groups, 1).
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; …`, `launch values of dispatch '<d>' give more than 2147483647 tiles
-    /// or 65535 groups`.
-    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
-        let d = quote(dispatch);
-        let c = &self.common.config;
-        let threads = c.threads_per_block(dispatch)?;
+    /// `NOT_APPLICABLE` `launch values of dispatch '<d>' give more than 2147483647 tiles or
+    /// 65535 groups`.
+    fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
         let [n, p, q] = [self.shape[0], self.shape[5], self.shape[6]];
-        let tiles = n
-            .checked_mul(p)
-            .and_then(|x| x.checked_mul(q))
-            .filter(|x| *x <= i64::from(i32::MAX))
-            .map(|_| self.tiles())
-            .filter(|t| *t <= i64::from(i32::MAX) && self.shape[15] <= 65_535)
-            .ok_or_else(|| {
-                incompatible(format!(
-                    "launch values of dispatch '{d}' give more than 2147483647 tiles or 65535 groups"
-                ))
-            })?;
-        Ok(LaunchGeometry {
-            grid: [tiles as u32, self.shape[15] as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        conv::group_grid(dispatch, [n, p, q], self.shape[15], || self.tiles())
     }
 
     fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
@@ -513,15 +491,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
         graph,
         "conv_fprop",
         |node| {
-            let a = node.attributes_as_convolution_fwd_attributes().ok_or_else(|| {
-                na("the conv_fprop pack serves graphs that start with a convolution forward node")
-            })?;
-            if a.conv_mode() != ConvMode::CROSS_CORRELATION {
-                return Err(na(format!(
-                    "the conv_fprop pack serves cross-correlation only, not conv mode {:?}",
-                    a.conv_mode()
-                )));
-            }
+            let a = conv_fwd_head(node, "conv_fprop", "the conv_fprop pack")?;
             Ok((a, [a.x_tensor_uid(), a.w_tensor_uid(), a.y_tensor_uid()]))
         },
         "x and w",
@@ -549,13 +519,11 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
             && d[3] == 1
             && (d[1] == 1 || s[1] == 1)
     };
-    let fused = head.epilogue(
+    let (fused, cur_t) = head.epilogue(
         graph,
         &is_bias,
         "a bias of dims [1, K, 1, 1] with unit K stride",
     )?;
-    let cur = fused.out;
-    let cur_t = tensor(graph, cur)?;
     let (yd, ys) = dims_strides(&cur_t);
     if yd.len() != 4 || cur_t.data_type() != dtype {
         return Err(na(format!(
@@ -577,18 +545,15 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<ConvFpropInputs> {
         Some(u) => dims_strides(&tensor(graph, u)?),
         None => (yd.clone(), ys.clone()),
     };
-    for (d, s, what) in [
-        (&xd, &xs, "x"),
-        (&wd, &ws, "w"),
-        (&yd, &ys, "y"),
-        (&rd, &rs, "the residual"),
-    ] {
-        if !offsets_fit(d, s) {
-            return Err(na(format!(
-                "the conv_fprop pack needs non-negative strides and element offsets of {what} within 2147483647; dims {d:?}, strides {s:?}"
-            )));
-        }
-    }
+    check_offsets(
+        "conv_fprop",
+        [
+            (&xd, &xs, "x"),
+            (&wd, &ws, "w"),
+            (&yd, &ys, "y"),
+            (&rd, &rs, "the residual"),
+        ],
+    )?;
     let shape = [
         xd[0], xd[1], xd[2], xd[3], wd[0], yd[2], yd[3], wd[2], wd[3], pre[0], pre[1], stride[0],
         stride[1], dil[0], dil[1], groups,

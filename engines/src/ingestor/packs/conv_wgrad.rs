@@ -56,6 +56,7 @@ use crate::ingestor::framework::conv::ConvFamily;
 use crate::ingestor::framework::conv::ConvInputs;
 use crate::ingestor::framework::conv::Direction;
 use crate::ingestor::framework::conv::GROUPS;
+use crate::ingestor::framework::launch::static_rule;
 use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
@@ -140,11 +141,13 @@ impl ConvFamily for ConvInputs<17> {
         conv::min_tiles_rule(kernel, c, self.tiles() * self.shape[GROUPS])?;
         let cg = self.shape[1] / self.shape[GROUPS];
         if c.spec && c.block[2] > 64 && cg > 64 {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-deep reduction step is for C/groups ≤ 64 (here {cg}); a 64-deep entry serves this graph",
-                kernel.describe(),
-                c.block[2]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-deep reduction step is for C/groups ≤ 64 (here {cg}); a 64-deep entry serves this graph",
+                    c.block[2]
+                ),
+            ));
         }
         self.shape[SPLIT] = self.static_split();
         Ok(())

@@ -56,12 +56,12 @@
 //! stride_bn; v1 has no res/scale pointers or residual strides).
 
 use crate::ingestor::descriptor::KernelDescriptor;
-use crate::ingestor::device::LaunchGeometry;
 use crate::ingestor::framework::gemm::{
-    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints, check_tiles,
+    self, EpilogueGemm, GemmCommon, GemmGraph, GemmHandler, GemmReader, check_hints,
 };
 use crate::ingestor::framework::graph::tensor;
 use crate::ingestor::framework::graph::{dims_strides, na};
+use crate::ingestor::framework::launch::{check_tiles, static_rule};
 use crate::ingestor::framework::triton::TritonConfig;
 use crate::ingestor::kernel::KernelArgument;
 use crate::ingestor::payload::refusal::{incompatible, quote};
@@ -87,26 +87,19 @@ pub const EPILOGUE_BIAS: i64 = 1;
 pub const EPILOGUE_RELU: i64 = 2;
 
 /// The stride value names of A, B and C: (batch, row, column) each, in kernel order.
-const STRIDES: [[&str; 3]; 3] = [
-    ["stride_ab", "stride_am", "stride_ak"],
-    ["stride_bb", "stride_bk", "stride_bn"],
-    ["stride_cb", "stride_cm", "stride_cn"],
+#[rustfmt::skip]
+const STRIDES: [&str; 9] = [
+    "stride_ab", "stride_am", "stride_ak",
+    "stride_bb", "stride_bk", "stride_bn",
+    "stride_cb", "stride_cm", "stride_cn",
 ];
 /// The residual's stride value names (v2), in kernel order.
 const RES_STRIDES: [&str; 3] = ["stride_rb", "stride_rm", "stride_rn"];
 
 /// The value names of contract `version` (1 or 2), sorted.
 pub fn value_names(version: u8) -> Vec<&'static str> {
-    let mut v = vec!["a.uid", "b.uid", "c.uid", "bias.uid", "dtype", "epilogue"];
-    v.extend(["batch", "m", "n", "k"]);
-    v.extend(STRIDES.as_flattened());
-    v.extend(crate::ingestor::framework::conv::CONFIG.map(|d| d.name));
-    if version >= 2 {
-        v.extend(["res.uid", "scale.uid"]);
-        v.extend(RES_STRIDES);
-    }
-    v.sort_unstable();
-    v
+    let shape = [&["batch", "m", "n", "k"][..], &STRIDES].concat();
+    gemm::value_names::<MatmulInputs>(version, &shape)
 }
 
 /// The launch inputs of contracts v1 and v2.
@@ -170,6 +163,7 @@ impl EpilogueGemm for MatmulInputs {
     const UIDS: [&'static str; 3] = ["a.uid", "b.uid", "c.uid"];
     const KERNEL: &'static str = "matmul";
     const OPERANDS: &'static str = "A, B and C";
+    const RES_STRIDES: &'static [&'static str] = &RES_STRIDES;
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         match_graph(graph)
@@ -204,11 +198,13 @@ impl EpilogueGemm for MatmulInputs {
         let big = (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128;
         check_tiles(kernel, big, self.tiles() * self.batch)?;
         if big && c.dtype == "f32" && self.mnk[2] <= F32_SHORT_K {
-            return Err(na(format!(
-                "kernel {}: static rule: an f32 reduction of K = {} (at most {F32_SHORT_K}) runs faster on a 64×64 tile",
-                kernel.describe(),
-                self.mnk[2]
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "an f32 reduction of K = {} (at most {F32_SHORT_K}) runs faster on a 64×64 tile",
+                    self.mnk[2]
+                ),
+            ));
         }
         Ok(())
     }
@@ -226,10 +222,7 @@ impl EpilogueGemm for MatmulInputs {
         let (dispatch, version) = (r.dispatch, r.version);
         let max = i64::from(i32::MAX);
         let d = quote(dispatch);
-        let mut strides = [0i64; 9];
-        for (x, n) in strides.iter_mut().zip(STRIDES.as_flattened()) {
-            *x = r.int(n, 0, max)?;
-        }
+        let strides = r.ints(&STRIDES, 0, max)?;
         let dtype = r.int("dtype", 1, 3)? as i8;
         let spec = r.int("spec", 0, if version >= 2 { 4 } else { 1 })?;
         if !matches!(spec, 0 | 1 | 4) {
@@ -275,11 +268,12 @@ impl EpilogueGemm for MatmulInputs {
     fn shape_values(&self) -> Vec<(&'static str, i64)> {
         let mut v = vec![("batch", self.batch)];
         v.extend(["m", "n", "k"].into_iter().zip(self.mnk));
-        v.extend(STRIDES.as_flattened().iter().copied().zip(self.strides));
-        if self.common.version >= 2 {
-            v.extend(RES_STRIDES.into_iter().zip(self.res_strides));
-        }
+        v.extend(STRIDES.into_iter().zip(self.strides));
         v
+    }
+
+    fn res_strides(&self) -> &[i64] {
+        &self.res_strides
     }
 
     /// The integer parameters the variant keeps, in its parameter order.
@@ -291,42 +285,29 @@ impl EpilogueGemm for MatmulInputs {
             "N" => Some(self.mnk[1]),
             "K" => Some(self.mnk[2]),
             "epilogue" => Some(self.common.epilogue),
-            _ => (STRIDES
-                .as_flattened()
-                .iter()
-                .position(|x| *x == n)
-                .map(|i| s[i]))
-            .or_else(|| RES_STRIDES.iter().position(|x| *x == n).map(|i| r[i])),
+            _ => (STRIDES.iter().position(|x| *x == n).map(|i| s[i]))
+                .or_else(|| RES_STRIDES.iter().position(|x| *x == n).map(|i| r[i])),
         };
         let names = param_names(self.common.config.variant_code(), self.common.version);
         names.iter().filter_map(|n| value(n)).collect()
     }
 
-    /// Grid, block and shared memory (shared by build and restore).
+    /// (tiles, batch, 1).
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` `launch values 'warp_size' and 'num_warps' of dispatch '<d>' give <t>
-    /// threads per block; the contract takes warp size 32 or 64 and at most 1024 threads`;
-    /// `launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '<d>' give more than
-    /// 2147483647 tiles`.
-    fn geometry_for(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
-        let d = quote(dispatch);
-        let c = &self.common.config;
-        let threads = c.threads_per_block(dispatch)?;
-        let tiles = self.tiles();
-        let tiles = u32::try_from(tiles)
+    /// `NOT_APPLICABLE` `launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '<d>'
+    /// give more than 2147483647 tiles`.
+    fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
+        let tiles = u32::try_from(self.tiles())
             .ok()
             .filter(|t| *t <= i32::MAX as u32)
             .ok_or_else(|| {
                 incompatible(format!(
-                    "launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '{d}' give more than 2147483647 tiles"
+                    "launch values 'm', 'n', 'block_m' and 'block_n' of dispatch '{}' give more than 2147483647 tiles",
+                    quote(dispatch)
                 ))
             })?;
-        Ok(LaunchGeometry {
-            grid: [tiles, self.batch as u32, 1],
-            block: [threads as u32, 1, 1],
-            shared_mem_bytes: c.shared_bytes as u32,
-        })
+        Ok([tiles, self.batch as u32, 1])
     }
 
     fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
@@ -353,7 +334,7 @@ pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
         v.extend(["res_ptr", "scale_ptr"]);
     }
     v.extend(["M", "N", "K"]);
-    v.extend(STRIDES.as_flattened());
+    v.extend(STRIDES);
     if version >= 2 {
         v.extend(RES_STRIDES);
     }
@@ -434,13 +415,11 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             && d[d.len() - 1] == n_out
             && (n_out == 1 || s[s.len() - 1] == 1)
     };
-    let fused = head.epilogue(
+    let (fused, cur_t) = head.epilogue(
         graph,
         &is_bias,
         "a bias of dims [1, .., N] with unit N stride",
     )?;
-    let cur = fused.out;
-    let cur_t = tensor(graph, cur)?;
     let (cd, cs) = dims_strides(&cur_t);
     if cur_t.data_type() != dtype {
         return Err(na(format!(

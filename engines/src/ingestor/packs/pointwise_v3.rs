@@ -56,6 +56,8 @@
 //! threads, dynamic shared memory `shared_bytes`, workspace 0, scratch pointers null. Kernel
 //! arguments: x0..x3 (null when absent), y, n, [generic: d1..d4, the 20 input strides, sy0..sy4],
 //! flags, op0..op3 (`by_value` 4), p00..p32 (`by_value` 4, f32), the two scratch pointers.
+use crate::ingestor::framework::head::head_nodes;
+use crate::ingestor::framework::launch::static_rule;
 use crate::ingestor::framework::prelude::*;
 use hipdnn_backend::ops::pointwise as table;
 use hipdnn_schema::graph::PointwiseMode as M;
@@ -295,12 +297,14 @@ impl TritonFamily for PointwiseV3Inputs {
             )));
         }
         if config.block[0] > 1024 && self.count() < 1 << 20 {
-            return Err(na(format!(
-                "kernel {}: static rule: a {}-element block for {} elements; a smaller block serves this graph",
-                kernel.describe(),
-                config.block[0],
-                self.count()
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a {}-element block for {} elements; a smaller block serves this graph",
+                    config.block[0],
+                    self.count()
+                ),
+            ));
         }
         Ok(())
     }
@@ -642,14 +646,9 @@ fn type_code(dt: DataType, entry: DataType) -> Option<i64> {
 
 /// The graph's launch inputs (config still the placeholder; the handler picks the entry).
 fn read_graph(graph: &OperationGraph) -> PluginResult<PointwiseV3Inputs> {
-    let g = graph.graph();
-    let raw: Vec<Node<'_>> = g.nodes().map(|n| n.iter().collect()).unwrap_or_default();
-    if raw.is_empty() || raw.len() > MAX_NODES {
-        return Err(na(format!(
-            "the pointwise_fused pack fuses 1 to {MAX_NODES} pointwise nodes into one launch; this graph has {} nodes",
-            raw.len()
-        )));
-    }
+    let serves =
+        format!("the pointwise_fused pack fuses 1 to {MAX_NODES} pointwise nodes into one launch");
+    let raw = head_nodes(graph, MAX_NODES, &serves)?;
     let nodes = raw
         .iter()
         .map(read_node)

@@ -21,44 +21,28 @@ pub const SAVE_REFUSED_PREFIX: &str = "cannot save this plan here: ";
 /// Longest payload text quoted verbatim in a message, in characters.
 pub const QUOTE_LIMIT: usize = 80;
 
-/// `INVALID_VALUE` with [`DAMAGED_PREFIX`].
-pub fn damaged(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(
-        PluginStatus::InvalidValue,
-        format!("{DAMAGED_PREFIX}{}", what.as_ref()),
-    )
+/// Declares one refusal constructor per `name => status, prefix` row: each builds a
+/// [`PluginError`] of that status whose message is the prefix, then the given text.
+macro_rules! refusals {
+    ($($(#[$doc:meta])* $name:ident => $status:ident, $prefix:ident;)*) => {$(
+        $(#[$doc])*
+        pub fn $name(what: impl AsRef<str>) -> PluginError {
+            PluginError::new(PluginStatus::$status, format!("{}{}", $prefix, what.as_ref()))
+        }
+    )*};
 }
 
-/// `NOT_APPLICABLE` with [`INCOMPATIBLE_PREFIX`].
-pub fn incompatible(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(
-        PluginStatus::NotApplicable,
-        format!("{INCOMPATIBLE_PREFIX}{}", what.as_ref()),
-    )
-}
-
-/// `INTERNAL_ERROR` with [`ENCODE_PREFIX`].
-pub fn encode_fault(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(
-        PluginStatus::InternalError,
-        format!("{ENCODE_PREFIX}{}", what.as_ref()),
-    )
-}
-
-/// `NOT_APPLICABLE` with [`SAVE_REFUSED_PREFIX`].
-pub fn save_refused(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(
-        PluginStatus::NotApplicable,
-        format!("{SAVE_REFUSED_PREFIX}{}", what.as_ref()),
-    )
-}
-
-/// `INVALID_VALUE` with [`SAVE_DAMAGED_PREFIX`].
-pub fn save_damaged(what: impl AsRef<str>) -> PluginError {
-    PluginError::new(
-        PluginStatus::InvalidValue,
-        format!("{SAVE_DAMAGED_PREFIX}{}", what.as_ref()),
-    )
+refusals! {
+    /// `INVALID_VALUE` with [`DAMAGED_PREFIX`].
+    damaged => InvalidValue, DAMAGED_PREFIX;
+    /// `NOT_APPLICABLE` with [`INCOMPATIBLE_PREFIX`].
+    incompatible => NotApplicable, INCOMPATIBLE_PREFIX;
+    /// `INTERNAL_ERROR` with [`ENCODE_PREFIX`].
+    encode_fault => InternalError, ENCODE_PREFIX;
+    /// `NOT_APPLICABLE` with [`SAVE_REFUSED_PREFIX`].
+    save_refused => NotApplicable, SAVE_REFUSED_PREFIX;
+    /// `INVALID_VALUE` with [`SAVE_DAMAGED_PREFIX`].
+    save_damaged => InvalidValue, SAVE_DAMAGED_PREFIX;
 }
 
 /// Payload text as quoted in messages: at most [`QUOTE_LIMIT`] characters, a longer text cut
