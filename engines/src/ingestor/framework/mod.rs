@@ -10,4 +10,5 @@ pub mod gemm;
 pub mod graph;
 pub mod launch;
 pub(crate) mod prelude;
+pub mod tables;
 pub mod triton;
