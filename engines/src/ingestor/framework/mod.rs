@@ -11,4 +11,5 @@ pub mod graph;
 pub mod head;
 pub mod launch;
 pub(crate) mod prelude;
+pub mod tables;
 pub mod triton;

@@ -38,3 +38,7 @@ macro_rules! triton_handler {
         pub const $name: $name = $crate::ingestor::framework::family::TritonHandler::new();
     };
 }
+pub(crate) use super::{
+    family::concat,
+    tables::{strides, tile_config},
+};

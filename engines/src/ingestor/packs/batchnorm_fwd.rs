@@ -335,33 +335,34 @@ struct BnNode {
 }
 
 fn read_node(node: &Node<'_>) -> PluginResult<BnNode> {
+    // The two inference forms differ only in their variance tensor (inv_variance, or the
+    // variance with an epsilon).
+    macro_rules! inference {
+        ($a:expr, $var:ident, $eps:expr) => {{
+            let eps: Option<i64> = $eps;
+            BnNode {
+                x: $a.x_tensor_uid(),
+                scale: $a.scale_tensor_uid(),
+                bias: $a.bias_tensor_uid(),
+                y: $a.y_tensor_uid(),
+                stats: Some([$a.mean_tensor_uid(), $a.$var()]),
+                variance: eps.is_some(),
+                eps,
+                saved_mean: None,
+                saved_inv: None,
+                running: None,
+            }
+        }};
+    }
     if let Some(a) = node.attributes_as_batchnorm_inference_attributes() {
-        return Ok(BnNode {
-            x: a.x_tensor_uid(),
-            scale: a.scale_tensor_uid(),
-            bias: a.bias_tensor_uid(),
-            y: a.y_tensor_uid(),
-            stats: Some([a.mean_tensor_uid(), a.inv_variance_tensor_uid()]),
-            variance: false,
-            eps: None,
-            saved_mean: None,
-            saved_inv: None,
-            running: None,
-        });
+        return Ok(inference!(a, inv_variance_tensor_uid, None));
     }
     if let Some(a) = node.attributes_as_batchnorm_inference_attributes_variance_ext() {
-        return Ok(BnNode {
-            x: a.x_tensor_uid(),
-            scale: a.scale_tensor_uid(),
-            bias: a.bias_tensor_uid(),
-            y: a.y_tensor_uid(),
-            stats: Some([a.mean_tensor_uid(), a.variance_tensor_uid()]),
-            variance: true,
-            eps: Some(a.epsilon_tensor_uid()),
-            saved_mean: None,
-            saved_inv: None,
-            running: None,
-        });
+        return Ok(inference!(
+            a,
+            variance_tensor_uid,
+            Some(a.epsilon_tensor_uid())
+        ));
     }
     if let Some(a) = node.attributes_as_batchnorm_attributes() {
         if let Some(p) = a.peer_stats_tensor_uid().filter(|p| !p.is_empty()) {
@@ -611,22 +612,17 @@ impl TritonFamily for BatchnormFwdInputs {
     const FAMILY: &'static str = "batchnorm_fwd";
     const CONTRACT: &'static str = BATCHNORM_FWD_V1;
     #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &[
-        int("flags", 0, 32767),
-        uid("mean.uid"), uid("var.uid"), uid("saved_mean.uid"), uid("saved_inv.uid"),
-        uid("running_mean.uid"), uid("running_var.uid"), uid("next_mean.uid"), uid("next_var.uid"),
-        float("epsilon"), float("momentum"),
-        int("n", 1, MAX_EXTENT), int("c", 1, MAX_EXTENT), int("s", 1, MAX_EXTENT),
-        int("sxn", 0, I32_MAX), int("sxc", 0, I32_MAX), int("sxs", 0, I32_MAX),
-        int("syn", 0, I32_MAX), int("syc", 0, I32_MAX), int("sys", 0, I32_MAX),
-        int("ssc", 0, I32_MAX), int("sbc", 0, I32_MAX), int("smc", 0, I32_MAX),
-        int("svc", 0, I32_MAX), int("ssm", 0, I32_MAX), int("ssi", 0, I32_MAX),
-        int("snm", 0, I32_MAX), int("snv", 0, I32_MAX),
-        int("spec", 0, 2), int("block_m", 1, 4096), int("block_n", 1, 4096),
-        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
-        uid("x.uid"), uid("scale.uid"), uid("bias.uid"), uid("y.uid"), int("dtype", 1, 3),
-        int("splits", 1, 65_535),
-    ];
+    const VALUES: &'static [IntValue] = &concat::<40>(&[
+        &[int("flags", 0, 32767)],
+        &[uid("mean.uid"), uid("var.uid"), uid("saved_mean.uid"), uid("saved_inv.uid")],
+        &[uid("running_mean.uid"), uid("running_var.uid"), uid("next_mean.uid"), uid("next_var.uid")],
+        &[float("epsilon"), float("momentum")],
+        &[int("n", 1, MAX_EXTENT), int("c", 1, MAX_EXTENT), int("s", 1, MAX_EXTENT)],
+        &strides(STRIDES),
+        &tile_config(2, (1, 4096), (1, 4096)),
+        &[uid("x.uid"), uid("scale.uid"), uid("bias.uid"), uid("y.uid"), int("dtype", 1, 3)],
+        &[int("splits", 1, 65_535)],
+    ]);
     /// Kernel order: the m slot (mean or running mean) and the v slot (var or running var)
     /// each hold one of their two values.
     const POINTERS: &'static [&'static str] = &[

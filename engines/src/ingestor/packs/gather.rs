@@ -49,14 +49,12 @@ impl TritonFamily for GatherInputs {
     const FAMILY: &'static str = "gather";
     const CONTRACT: &'static str = GATHER_V1;
     #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &[
-        int("stv", 0, I32_MAX), int("sth", 0, I32_MAX), int("si", 0, I32_MAX),
-        int("syr", 0, I32_MAX), int("syc", 0, I32_MAX),
-        int("spec", 0, 1), int("block_m", 1, 1024), int("block_n", 16, 1024),
-        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
-        uid("table.uid"), uid("index.uid"), uid("y.uid"), int("dtype", 1, 3), int("idx64", 0, 1),
-        int("rows", 1, I32_MAX), int("cols", 1, I32_MAX), int("vocab", 1, I32_MAX),
-    ];
+    const VALUES: &'static [IntValue] = &concat::<19>(&[
+        &strides(STRIDES),
+        &tile_config(1, (1, 1024), (16, 1024)),
+        &[uid("table.uid"), uid("index.uid"), uid("y.uid"), int("dtype", 1, 3), int("idx64", 0, 1)],
+        &[int("rows", 1, I32_MAX), int("cols", 1, I32_MAX), int("vocab", 1, I32_MAX)],
+    ]);
     const POINTERS: &'static [&'static str] = &["table.uid", "index.uid", "y.uid"];
     const ALIGNED: &'static [&'static str] = &["table.uid", "y.uid"];
     const ALIGNED_TEXT: &'static str = "a 16-byte aligned table and y";

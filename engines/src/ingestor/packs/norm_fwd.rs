@@ -69,6 +69,8 @@ pub const FLAG_STATS_F32: i64 = 128;
 
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 8] = ["sxr", "sxc", "syr", "syc", "ssc", "sbc", "smr", "sir"];
+/// The tensors' UID values and the kernel's pointer parameters, in kernel order.
+const TENSORS: ([&str; 6], [&str; 6]) = crate::tensor_pointers!(x, scale, bias, y, mean, inv);
 /// Strides the spec variant holds constant 1 (indices into [`STRIDES`]).
 const SPEC_ONE: [usize; 4] = [1, 3, 4, 5];
 /// Optional tensor value names with the `flags` bit that makes each present.
@@ -128,25 +130,25 @@ impl NormFwdInputs {
 impl TritonFamily for NormFwdInputs {
     const FAMILY: &'static str = "norm_fwd";
     const CONTRACT: &'static str = NORM_FWD_V1;
-    #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &[
-        int("flags", 0, 255), uid("bias.uid"), uid("mean.uid"), uid("inv.uid"),
-        int("sxr", 0, I32_MAX), int("sxc", 0, I32_MAX), int("syr", 0, I32_MAX),
-        int("syc", 0, I32_MAX), int("ssc", 0, I32_MAX), int("sbc", 0, I32_MAX),
-        int("smr", 0, I32_MAX), int("sir", 0, I32_MAX), float("epsilon"),
-        int("spec", 0, 1), int("block_m", 1, 64), int("block_n", 16, 8192),
-        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
-        uid("x.uid"), uid("scale.uid"), uid("y.uid"), int("dtype", 1, 3),
-        int("rows", 1, I32_MAX), int("cols", 1, I32_MAX),
-    ];
-    const POINTERS: &'static [&'static str] = &[
-        "x.uid",
-        "scale.uid",
-        "bias.uid",
-        "y.uid",
-        "mean.uid",
-        "inv.uid",
-    ];
+    const VALUES: &'static [IntValue] = &concat::<25>(&[
+        &[
+            int("flags", 0, 255),
+            uid("bias.uid"),
+            uid("mean.uid"),
+            uid("inv.uid"),
+        ],
+        &strides(STRIDES),
+        &[float("epsilon")],
+        &tile_config(1, (1, 64), (16, 8192)),
+        &[
+            uid("x.uid"),
+            uid("scale.uid"),
+            uid("y.uid"),
+            int("dtype", 1, 3),
+        ],
+        &[int("rows", 1, I32_MAX), int("cols", 1, I32_MAX)],
+    ]);
+    const POINTERS: &'static [&'static str] = &TENSORS.0;
     const ALIGNED: &'static [&'static str] = &["x.uid", "scale.uid", "bias.uid", "y.uid"];
     const ALIGNED_TEXT: &'static str = "16-byte aligned x, scale, bias and y";
     const OPTIONAL: &'static [&'static str] = &["bias.uid", "mean.uid", "inv.uid"];
@@ -262,16 +264,8 @@ impl TritonFamily for NormFwdInputs {
     }
 
     fn param_names(spec: bool) -> Vec<&'static str> {
-        let mut v = vec![
-            "x_ptr",
-            "scale_ptr",
-            "bias_ptr",
-            "y_ptr",
-            "mean_ptr",
-            "inv_ptr",
-            "rows",
-            "cols",
-        ];
+        let mut v = TENSORS.1.to_vec();
+        v.extend(["rows", "cols"]);
         v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
         v.extend(["flags", "eps", "global_scratch", "profile_scratch"]);
         v

@@ -92,8 +92,20 @@ const STRIDES: [&str; 15] = [
     "sxn", "sxc", "sxd", "sxh", "sxw", "syn", "syc", "syd", "syh", "syw", "sin", "sic", "sid",
     "sih", "siw",
 ];
-/// Strides the spec variant holds constant 1 (indices into [`STRIDES`]): the channel strides.
-const SPEC_ONE: [usize; 3] = [1, 6, 11];
+/// The kernel arguments between the window and `op` the spec variant holds constant 1, as
+/// indices into [`STRIDES`] followed by `cl`: the channel strides and `cl`.
+const SPEC_ONE: [usize; 4] = [1, 6, 11, 15];
+/// The shape and window launch values, which the kernel takes by the same names and in this
+/// order after its pointers.
+#[rustfmt::skip]
+const SHAPE_WINDOW: [IntValue; 17] = [
+    int("batch", 1, I32_MAX), int("channels", 1, I32_MAX), int("in_d", 1, I32_MAX),
+    int("in_h", 1, I32_MAX), int("in_w", 1, I32_MAX), int("out_d", 1, I32_MAX),
+    int("out_h", 1, I32_MAX), int("out_w", 1, I32_MAX),
+    int("win_d", 1, I32_MAX), int("win_h", 1, I32_MAX), int("win_w", 1, I32_MAX),
+    int("str_d", 1, I32_MAX), int("str_h", 1, I32_MAX), int("str_w", 1, I32_MAX),
+    int("pad_d", 0, I32_MAX), int("pad_h", 0, I32_MAX), int("pad_w", 0, I32_MAX),
+];
 /// The largest window volume (the index and the divisor are exact in f32 up to it).
 const MAX_WINDOW: i64 = 1 << 24;
 /// The largest row or column count of a launch (int32 coordinates with a tile's overhang).
@@ -163,25 +175,20 @@ impl PoolFwdInputs {
 impl TritonFamily for PoolFwdInputs {
     const FAMILY: &'static str = "pool_fwd";
     const CONTRACT: &'static str = RESAMPLE_FWD_V1;
-    #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &[
-        int("op", 0, 31), uid("index.uid"),
-        int("batch", 1, I32_MAX), int("channels", 1, I32_MAX), int("in_d", 1, I32_MAX),
-        int("in_h", 1, I32_MAX), int("in_w", 1, I32_MAX), int("out_d", 1, I32_MAX),
-        int("out_h", 1, I32_MAX), int("out_w", 1, I32_MAX),
-        int("win_d", 1, I32_MAX), int("win_h", 1, I32_MAX), int("win_w", 1, I32_MAX),
-        int("str_d", 1, I32_MAX), int("str_h", 1, I32_MAX), int("str_w", 1, I32_MAX),
-        int("pad_d", 0, I32_MAX), int("pad_h", 0, I32_MAX), int("pad_w", 0, I32_MAX),
-        int("sxn", 0, I32_MAX), int("sxc", 0, I32_MAX), int("sxd", 0, I32_MAX),
-        int("sxh", 0, I32_MAX), int("sxw", 0, I32_MAX),
-        int("syn", 0, I32_MAX), int("syc", 0, I32_MAX), int("syd", 0, I32_MAX),
-        int("syh", 0, I32_MAX), int("syw", 0, I32_MAX),
-        int("sin", 0, I32_MAX), int("sic", 0, I32_MAX), int("sid", 0, I32_MAX),
-        int("sih", 0, I32_MAX), int("siw", 0, I32_MAX),
-        int("spec", 0, 1), int("block_m", 1, 64), int("block_n", 16, 128),
-        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
-        uid("x.uid"), uid("y.uid"), int("dtype", 1, 3), int("cl", 0, 1),
-    ];
+    /// `op`, `index.uid`; the shape and window values (in kernel order, the kernel's
+    /// arguments of the same names: [`SHAPE_WINDOW`]); the strides; the tile config; the rest.
+    const VALUES: &'static [IntValue] = &concat::<44>(&[
+        &[int("op", 0, 31), uid("index.uid")],
+        &SHAPE_WINDOW,
+        &strides(STRIDES),
+        &tile_config(1, (1, 64), (16, 128)),
+        &[
+            uid("x.uid"),
+            uid("y.uid"),
+            int("dtype", 1, 3),
+            int("cl", 0, 1),
+        ],
+    ]);
     const POINTERS: &'static [&'static str] = &["x.uid", "y.uid", "index.uid"];
     const ALIGNED: &'static [&'static str] = &["x.uid", "y.uid", "index.uid"];
     const ALIGNED_TEXT: &'static str = "16-byte aligned x, y and index";
@@ -509,28 +516,19 @@ impl TritonFamily for PoolFwdInputs {
 
     fn param_names(spec: bool) -> Vec<&'static str> {
         let mut v = vec!["x_ptr", "y_ptr", "i_ptr"];
-        v.extend([
-            "batch", "channels", "in_d", "in_h", "in_w", "out_d", "out_h", "out_w",
-        ]);
-        v.extend(["win_d", "win_h", "win_w", "str_d", "str_h", "str_w"]);
-        v.extend(["pad_d", "pad_h", "pad_w"]);
-        v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
-        if !spec {
-            v.push("cl");
-        }
+        v.extend(SHAPE_WINDOW.iter().map(|d| d.name));
+        let args = [&STRIDES[..], &["cl"]].concat();
+        v.extend(spec_kept(&args, spec, &SPEC_ONE));
         v.extend(["op", "global_scratch", "profile_scratch"]);
         v
     }
 
     /// The shape, the window, the variant's strides, cl (generic only), op.
     fn scalars(&self) -> Vec<i64> {
-        let spec = self.config.spec;
         let mut v = self.shape.to_vec();
         v.extend(self.window);
-        v.extend(spec_kept(&self.strides, spec, &SPEC_ONE));
-        if !spec {
-            v.push(i64::from(self.cl));
-        }
+        let args = [&self.strides[..], &[i64::from(self.cl)]].concat();
+        v.extend(spec_kept(&args, self.config.spec, &SPEC_ONE));
         v.push(self.op);
         v
     }

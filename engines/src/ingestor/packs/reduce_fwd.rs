@@ -86,8 +86,12 @@ pub const OP_Y_F32: i64 = 32;
 
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 8] = ["sxo", "sxi", "sxro", "sxri", "syo", "syi", "syro", "syri"];
-/// Strides the spec variant holds constant 1 (indices into [`STRIDES`]).
-const SPEC_ONE: [usize; 2] = [3, 7];
+/// The kernel arguments between the shape and `op` the spec variant holds constant 1, as
+/// indices into [`STRIDES`] followed by `yal` (y's rows aligned to 16 elements; the generic
+/// variant passes 0): `sxri`, `syri` and `yal`.
+const SPEC_ONE: [usize; 3] = [3, 7, 8];
+/// The tensors' UID values and the kernel's pointer parameters, in kernel order.
+const TENSORS: ([&str; 2], [&str; 2]) = crate::tensor_pointers!(x, y);
 /// Strides the spec variant needs to be multiples of 16 (indices into [`STRIDES`]): x's.
 const SPEC_DIV16: [usize; 3] = [0, 1, 2];
 /// y strides a spec softmax launch needs to be multiples of 16 (indices into [`STRIDES`]).
@@ -144,20 +148,16 @@ impl ReduceFwdInputs {
 impl TritonFamily for ReduceFwdInputs {
     const FAMILY: &'static str = "reduce_fwd";
     const CONTRACT: &'static str = REDUCE_FWD_V1;
-    #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &[
-        int("op", 1, 63),
-        int("rows", 1, I32_MAX), int("kin", 1, I32_MAX), int("rout", 1, I32_MAX),
-        int("rin", 1, I32_MAX),
-        int("sxo", 0, I32_MAX), int("sxi", 0, I32_MAX), int("sxro", 0, I32_MAX),
-        int("sxri", 0, I32_MAX), int("syo", 0, I32_MAX), int("syi", 0, I32_MAX),
-        int("syro", 0, I32_MAX), int("syri", 0, I32_MAX),
-        int("spec", 0, 1), int("block_m", 1, 64), int("block_n", 16, 16384),
-        int("num_warps", 1, 16), int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
-        uid("x.uid"), uid("y.uid"), int("dtype", 1, 3),
-    ];
-    const POINTERS: &'static [&'static str] = &["x.uid", "y.uid"];
-    const ALIGNED: &'static [&'static str] = &["x.uid", "y.uid"];
+    const VALUES: &'static [IntValue] = &concat::<22>(&[
+        &[int("op", 1, 63)],
+        &[int("rows", 1, I32_MAX), int("kin", 1, I32_MAX)],
+        &[int("rout", 1, I32_MAX), int("rin", 1, I32_MAX)],
+        &strides(STRIDES),
+        &tile_config(1, (1, 64), (16, 16384)),
+        &[uid("x.uid"), uid("y.uid"), int("dtype", 1, 3)],
+    ]);
+    const POINTERS: &'static [&'static str] = &TENSORS.0;
+    const ALIGNED: &'static [&'static str] = &TENSORS.0;
     const ALIGNED_TEXT: &'static str = "16-byte aligned x and y";
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
@@ -338,11 +338,10 @@ impl TritonFamily for ReduceFwdInputs {
     }
 
     fn param_names(spec: bool) -> Vec<&'static str> {
-        let mut v = vec!["x_ptr", "y_ptr", "rows", "kin", "rout", "rin"];
-        v.extend(spec_kept(&STRIDES, spec, &SPEC_ONE));
-        if !spec {
-            v.push("yal");
-        }
+        let mut v = TENSORS.1.to_vec();
+        v.extend(["rows", "kin", "rout", "rin"]);
+        let args = [&STRIDES[..], &["yal"]].concat();
+        v.extend(spec_kept(&args, spec, &SPEC_ONE));
         v.extend(["op", "global_scratch", "profile_scratch"]);
         v
     }
@@ -350,12 +349,9 @@ impl TritonFamily for ReduceFwdInputs {
     /// The shape, the variant's strides, yal (generic only: 0, the generic kernel takes no
     /// alignment of y's rows), op.
     fn scalars(&self) -> Vec<i64> {
-        let spec = self.config.spec;
         let mut v = self.shape.to_vec();
-        v.extend(spec_kept(&self.strides, spec, &SPEC_ONE));
-        if !spec {
-            v.push(0);
-        }
+        let args = [&self.strides[..], &[0]].concat();
+        v.extend(spec_kept(&args, self.config.spec, &SPEC_ONE));
         v.push(self.op);
         v
     }

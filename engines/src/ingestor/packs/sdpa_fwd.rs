@@ -62,6 +62,7 @@
 //! pointers (null when absent), H, REP, SQ, SKV, D, the strides (spec drops sqd, skd, svd,
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
 
+use crate::ingestor::framework::conv::CONFIG;
 use crate::ingestor::framework::family;
 use crate::ingestor::framework::prelude::*;
 use hipdnn_schema::graph::DiagonalAlignment;
@@ -98,14 +99,15 @@ const STRIDES: [&str; 23] = [
 const SPEC_UNIT: [usize; 4] = [3, 7, 11, 15];
 /// Indices in [`STRIDES`] of the strides the spec variant needs multiples of 16.
 const SPEC_DIV16: [usize; 12] = [0, 1, 2, 4, 5, 6, 8, 9, 10, 12, 13, 14];
-/// Optional tensor value names, in kernel pointer order after q, k, v, o.
-const OPTIONAL: [&str; 5] = [
-    "scale.uid",
-    "mask.uid",
-    "stats.uid",
-    "max.uid",
+/// The pointers' UID values, in kernel order: q, k, v and o (16-byte aligned for a spec
+/// entry), then the optional tensors ([`OPTIONAL`]).
+#[rustfmt::skip]
+const POINTER_UIDS: [&str; 9] = [
+    "q.uid", "k.uid", "v.uid", "o.uid", "scale.uid", "mask.uid", "stats.uid", "max.uid",
     "sum_exp.uid",
 ];
+/// Optional tensor value names, in kernel pointer order after q, k, v, o.
+const OPTIONAL: &[&str] = POINTER_UIDS.split_at(4).1;
 /// Index in `VALUES` of the first stride, of `scale_bits` (then mask_kind, flags, shift,
 /// right, left: kernel order) and of the first optional UID.
 const STRIDE0: usize = 11;
@@ -172,32 +174,21 @@ impl TritonFamily for SdpaFwdInputs {
     const FAMILY: &'static str = "sdpa_fwd";
     const CONTRACT: &'static str = SDPA_FWD_V1;
     #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &[
-        uid("q.uid"), uid("k.uid"), uid("v.uid"), uid("o.uid"), int("dtype", 1, 3),
-        int("b", 1, I32_MAX), int("h", 1, I32_MAX), int("rep", 1, I32_MAX),
-        int("sq", 1, SEQ_MAX), int("skv", 1, SEQ_MAX), int("d", 1, I32_MAX),
-        int("sqb", 0, I32_MAX), int("sqh", 0, I32_MAX), int("sqs", 0, I32_MAX), int("sqd", 0, I32_MAX),
-        int("skb", 0, I32_MAX), int("skh", 0, I32_MAX), int("sks", 0, I32_MAX), int("skd", 0, I32_MAX),
-        int("svb", 0, I32_MAX), int("svh", 0, I32_MAX), int("svs", 0, I32_MAX), int("svd", 0, I32_MAX),
-        int("sob", 0, I32_MAX), int("soh", 0, I32_MAX), int("sos", 0, I32_MAX), int("sod", 0, I32_MAX),
-        int("smb", 0, I32_MAX), int("smh", 0, I32_MAX), int("sms", 0, I32_MAX), int("smk", 0, I32_MAX),
-        int("stb", 0, I32_MAX), int("sth", 0, I32_MAX), int("sts", 0, I32_MAX),
-        int("scale_bits", i32::MIN as i64, I32_MAX), int("mask_kind", 0, 4), int("flags", 0, 255),
-        int("shift", -SEQ_MAX, SEQ_MAX), int("right", -BOUND_MAX, BOUND_MAX),
-        int("left", -BOUND_MAX, BOUND_MAX),
-        uid("scale.uid"), uid("mask.uid"), uid("stats.uid"), uid("max.uid"), uid("sum_exp.uid"),
-        int("spec", 0, 1), int("block_m", 16, 256), int("block_n", 16, 256),
-        int("block_k", 16, 256), int("group_m", 1, 64), int("num_warps", 1, 16),
-        int("shared_bytes", 0, 262_144), int("warp_size", 32, 64),
-    ];
-    #[rustfmt::skip]
-    const POINTERS: &'static [&'static str] = &[
-        "q.uid", "k.uid", "v.uid", "o.uid", "scale.uid", "mask.uid", "stats.uid", "max.uid",
-        "sum_exp.uid",
-    ];
-    const ALIGNED: &'static [&'static str] = &["q.uid", "k.uid", "v.uid", "o.uid"];
+    const VALUES: &'static [IntValue] = &concat::<53>(&[
+        &[uid("q.uid"), uid("k.uid"), uid("v.uid"), uid("o.uid"), int("dtype", 1, 3)],
+        &[int("b", 1, I32_MAX), int("h", 1, I32_MAX), int("rep", 1, I32_MAX)],
+        &[int("sq", 1, SEQ_MAX), int("skv", 1, SEQ_MAX), int("d", 1, I32_MAX)],
+        &strides(STRIDES),
+        &[int("scale_bits", i32::MIN as i64, I32_MAX), int("mask_kind", 0, 4), int("flags", 0, 255)],
+        &[int("shift", -SEQ_MAX, SEQ_MAX), int("right", -BOUND_MAX, BOUND_MAX)],
+        &[int("left", -BOUND_MAX, BOUND_MAX)],
+        &[uid("scale.uid"), uid("mask.uid"), uid("stats.uid"), uid("max.uid"), uid("sum_exp.uid")],
+        &CONFIG,
+    ]);
+    const POINTERS: &'static [&'static str] = &POINTER_UIDS;
+    const ALIGNED: &'static [&'static str] = POINTER_UIDS.split_at(4).0;
     const ALIGNED_TEXT: &'static str = "16-byte aligned q, k, v and o";
-    const OPTIONAL: &'static [&'static str] = &OPTIONAL;
+    const OPTIONAL: &'static [&'static str] = OPTIONAL;
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         read_graph(graph)
