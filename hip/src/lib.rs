@@ -26,5 +26,5 @@ pub mod sys;
 pub use result::{DriverError, Platform};
 pub use safe::{
     ArgKind, ArgSpec, Device, DeviceBuffer, DeviceCopy, DeviceInfo, Event, Function, GpuRuntime,
-    KernelArg, LaunchConfig, LaunchError, Module, NoGpu, Stream,
+    KernelArg, LaunchConfig, LaunchError, Module, NoGpu, PackedArgs, Stream,
 };

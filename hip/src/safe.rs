@@ -1070,6 +1070,155 @@ impl Function {
     }
 }
 
+/// A function's kernel arguments checked and packed once ([`Function::pack`]), for launches
+/// that replace only buffer addresses ([`Function::launch_packed`]): what a plan launches many
+/// times with the same scalars pays the per-argument checks and packing once.
+#[derive(Debug, Clone)]
+pub struct PackedArgs {
+    /// The function the block was packed for (its driver handle, compared at launch).
+    function: OpaqueHandle,
+    /// The kernarg block, as [`Function::launch`] builds it.
+    block: Vec<u64>,
+}
+
+thread_local! {
+    /// This thread's kernarg block and parameter pointers for [`Function::launch_packed`],
+    /// kept between launches so that a launch does not allocate.
+    static PACKED_SCRATCH: std::cell::RefCell<(Vec<u64>, Vec<*mut c_void>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
+impl Function {
+    /// Checks `args` against the recorded signature as [`Function::launch`] does and packs
+    /// them into a kernarg block for [`Function::launch_packed`]. The arguments are `'static`:
+    /// values, and buffers from [`KernelArg::device_ptr`] (whose caller vouched for the
+    /// address), since the block outlives this call.
+    ///
+    /// Errors: [`LaunchError::Signature`] as [`Function::launch`] (count, kinds, sizes, device).
+    pub fn pack(&self, args: &[KernelArg<'static>]) -> Result<PackedArgs, LaunchError> {
+        let block = pack_kernargs(
+            &self.name,
+            &self.signature,
+            self.kernarg_size,
+            self.module.dev.info.ordinal,
+            args,
+        )?;
+        Ok(PackedArgs {
+            function: OpaqueHandle(self.raw.0),
+            block,
+        })
+    }
+
+    /// Queues the kernel on `stream` with the arguments of `packed` (from [`Function::pack`] of
+    /// this function), the buffer arguments at the indices of `buffers` replaced by the given
+    /// buffers for this launch only (`packed` is not changed). Each replacement is checked as
+    /// [`Function::launch`] checks a buffer (a `global_buffer` of the signature, on this
+    /// function's device); the other arguments were checked by `pack`. No allocation: the
+    /// block is copied into a buffer kept per thread. Asynchronous as [`Function::launch`], with
+    /// the same rules for the buffers' lifetimes.
+    ///
+    /// Errors: [`LaunchError::Signature`] when `packed` was packed for another function, an
+    /// index is outside the signature, a replacement is not a buffer of this device or its
+    /// index is not a `global_buffer`, or the stream is another device's (nothing is
+    /// launched); [`LaunchError::Driver`] from the launch.
+    pub fn launch_packed(
+        &self,
+        stream: &Stream,
+        cfg: LaunchConfig,
+        packed: &PackedArgs,
+        buffers: &[(usize, KernelArg<'_>)],
+    ) -> Result<(), LaunchError> {
+        let bad = |detail: String| LaunchError::Signature {
+            kernel: self.name.clone(),
+            detail,
+        };
+        let dev = &self.module.dev;
+        if packed.function.0 != self.raw.0 {
+            return Err(bad(
+                "the packed arguments were packed for another function".to_string()
+            ));
+        }
+        if !Arc::ptr_eq(&stream.dev, dev) && stream.dev.info.ordinal != dev.info.ordinal {
+            return Err(bad(format!(
+                "stream belongs to device {}, the module to device {}",
+                stream.dev.info.ordinal, dev.info.ordinal
+            )));
+        }
+        PACKED_SCRATCH.with(|cell| {
+            let mut own = (Vec::new(), Vec::new());
+            let mut kept = cell.try_borrow_mut();
+            let (block, params) = match kept.as_deref_mut() {
+                Ok((b, p)) => (b, p),
+                Err(_) => (&mut own.0, &mut own.1),
+            };
+            block.clear();
+            block.extend_from_slice(&packed.block);
+            let bytes = as_bytes_mut(block);
+            for (i, arg) in buffers {
+                let spec = self.signature.get(*i).ok_or_else(|| {
+                    bad(format!(
+                        "argument {i} is outside the signature of {} arguments",
+                        self.signature.len()
+                    ))
+                })?;
+                let Arg::Buffer {
+                    ptr, device: owner, ..
+                } = arg.0
+                else {
+                    return Err(bad(format!(
+                        "argument {i} is replaced by a value; only buffers can be replaced"
+                    )));
+                };
+                if spec.kind != ArgKind::GlobalBuffer {
+                    return Err(bad(format!(
+                        "argument {i} is a buffer, the signature records by_value of {} bytes at offset {}",
+                        spec.size, spec.offset
+                    )));
+                }
+                if owner != dev.info.ordinal {
+                    return Err(bad(format!(
+                        "argument {i} is a buffer of device {owner}, the kernel runs on device {}",
+                        dev.info.ordinal
+                    )));
+                }
+                let o = spec.offset as usize;
+                bytes[o..o + 8].copy_from_slice(&ptr.to_le_bytes());
+            }
+            let base = block.as_mut_ptr().cast::<u8>();
+            params.clear();
+            params.extend(
+                self.signature
+                    .iter()
+                    .map(|s| base.wrapping_add(s.offset as usize).cast::<c_void>()),
+            );
+            if cfg.shared_bytes > STATIC_SHARED_LIMIT {
+                self.set_max_dynamic_shared_bytes(cfg.shared_bytes)?;
+            }
+            dev.bind()?;
+            // SAFETY: as in `launch`: `raw` is a function of the module kept loaded by
+            // `self.module`, on `dev` (current); the stream is a live stream of the same device
+            // (checked above); `params` holds one pointer per explicit argument into `block`,
+            // each to `spec.size` bytes written by `pack` (checked against this signature, the
+            // function compared above) or by the replacements above, alive until this call
+            // returns; buffer addresses come from `KernelArg::device_ptr` (whose caller
+            // promised a live allocation of this device until the launch completes) or from
+            // live `DeviceBuffer`s of the same device borrowed for `'_`.
+            unsafe {
+                result::launch_kernel(
+                    dev.api(),
+                    self.raw.0,
+                    cfg.grid,
+                    cfg.block,
+                    cfg.shared_bytes,
+                    stream.raw.0,
+                    params,
+                )?;
+            }
+            Ok(())
+        })
+    }
+}
+
 /// Dynamic shared memory a launch may use without raising the function's
 /// max-dynamic-shared-size attribute: 48 KiB (the CUDA default; AMD allows 64 KiB).
 pub const STATIC_SHARED_LIMIT: u32 = 48 * 1024;

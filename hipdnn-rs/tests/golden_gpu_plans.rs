@@ -14,7 +14,7 @@ use hipdnn::*;
 use hipdnn_engines::gpu::{GPU_ENGINE_NAME, load_packed_descriptors, load_triton_descriptors};
 use hipdnn_engines::ingestor::device::{
     DeviceError, FixedDevice, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction,
-    LaunchGeometry,
+    LaunchGeometry, PackedKernelArgs,
 };
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::{IngestorEngine, KernelDescriptor, KpackCodeObjectReader};
@@ -314,4 +314,188 @@ fn every_triton_family_saves_the_golden_bytes_and_a_reload_saves_them_again() {
     if write.is_none() {
         assert_eq!(checked, 12);
     }
+}
+
+/// What a recording device's launches passed: the argument list of each launch (for a packed
+/// launch, the packed list with the execute's addresses written in).
+type Launches = std::sync::Mutex<Vec<Vec<KernelArgValue>>>;
+
+/// Arguments a [`Recording`] device packed.
+struct Packed(Vec<KernelArgValue>);
+impl PackedKernelArgs for Packed {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+}
+
+/// An sm_90 device that records every launch's arguments; with `packs` it also packs
+/// arguments ([`IngestorDevice::pack_args`]) and counts its packed launches.
+struct Recording {
+    packs: bool,
+    launches: Launches,
+    packed_launches: std::sync::atomic::AtomicUsize,
+}
+impl IngestorDevice for Recording {
+    fn arch(&self) -> String {
+        "sm_90".into()
+    }
+    fn ordinal(&self) -> i32 {
+        0
+    }
+    fn load_module(&self, _code: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
+        Ok(Arc::new(Module))
+    }
+    fn launch(
+        &self,
+        _f: &dyn KernelFunction,
+        _g: LaunchGeometry,
+        a: &[KernelArgValue],
+        _s: &[KernelArgument],
+        _stream: u64,
+    ) -> Result<(), DeviceError> {
+        self.launches.lock().unwrap().push(a.to_vec());
+        Ok(())
+    }
+    fn pack_args(
+        &self,
+        _f: &dyn KernelFunction,
+        args: &[KernelArgValue],
+        _s: &[KernelArgument],
+    ) -> Option<Arc<dyn PackedKernelArgs>> {
+        self.packs
+            .then(|| Arc::new(Packed(args.to_vec())) as Arc<dyn PackedKernelArgs>)
+    }
+    fn launch_packed(
+        &self,
+        _f: &dyn KernelFunction,
+        packed: &dyn PackedKernelArgs,
+        _g: LaunchGeometry,
+        pointers: &[(usize, u64)],
+        _stream: u64,
+    ) -> Result<(), DeviceError> {
+        let mut a = packed.as_any().downcast_ref::<Packed>().unwrap().0.clone();
+        for &(i, p) in pointers {
+            a[i] = KernelArgValue::Pointer(p);
+        }
+        self.launches.lock().unwrap().push(a);
+        self.packed_launches
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Ok(())
+    }
+    fn memset_async(&self, _a: u64, _v: u8, _b: u64, _stream: u64) -> Result<(), DeviceError> {
+        Ok(())
+    }
+    fn synchronize(&self, _stream: u64) -> Result<(), DeviceError> {
+        Ok(())
+    }
+}
+
+/// Device memory the fake device never touches: an address and a length.
+struct FakeMemory(u64, usize);
+impl<'a> hipdnn::buffer::Bind<'a> for FakeMemory {
+    fn bind(self) -> hipdnn_backend::engine::BufferRef<'a> {
+        hipdnn_backend::engine::BufferRef::Device {
+            addr: self.0,
+            len: self.1,
+        }
+    }
+}
+
+/// Every case executed on a device that packs arguments passes the same arguments as on one
+/// that does not (the plan's packed launch writes exactly the addresses the handler would),
+/// for bindings at aligned addresses (packed) and at addresses only 4-byte aligned (the
+/// handler's path, or its refusal, on both).
+#[test]
+fn packed_launches_pass_the_handlers_arguments() {
+    let mut kernels = load_triton_descriptors(&packed()).unwrap();
+    kernels.extend(load_packed_descriptors(&packed()).unwrap());
+    let device = |packs| {
+        Arc::new(Recording {
+            packs,
+            launches: Default::default(),
+            packed_launches: Default::default(),
+        })
+    };
+    let on = |dev: &Arc<Recording>| {
+        let mut h = Handle::cpu().unwrap();
+        let engine = IngestorEngine::new(
+            GPU_ENGINE_NAME,
+            kernels.clone(),
+            Arc::new(FixedDevice(dev.clone())),
+            Arc::new(hipdnn_engines::registry::pack_registry()),
+            Arc::new(KpackCodeObjectReader),
+        );
+        h.backend_mut().register_engine(Arc::new(engine)).unwrap();
+        h
+    };
+    let (plain, packing) = (device(false), device(true));
+    let (hp, hk) = (on(&plain), on(&packing));
+    let mut checked = 0;
+    for (name, g) in cases() {
+        let run = |h: &Handle, offset: u64| {
+            let mut g = g.clone();
+            g.build(h).unwrap_or_else(|e| panic!("{name}: build: {e}"));
+            let uids: Vec<i64> = g
+                .tensors()
+                .filter(|(_, t)| !t.is_virtual)
+                .filter_map(|(_, t)| t.uid)
+                .collect();
+            let mut pack = VariantPack::new();
+            for (i, uid) in uids.iter().enumerate() {
+                pack = pack.with(
+                    *uid,
+                    FakeMemory(0x7f00_0000_0000 + (i as u64) * 0x10_0000 + offset, 1 << 30),
+                );
+            }
+            let ws = g.workspace_size().unwrap();
+            // A device workspace when the plan needs one.
+            if ws > 0 {
+                let mut b = hipdnn_backend::VariantPackDescriptor::new();
+                for (i, uid) in uids.iter().enumerate() {
+                    b.insert(
+                        *uid,
+                        hipdnn_backend::engine::BufferRef::Device {
+                            addr: 0x7f00_0000_0000 + (i as u64) * 0x10_0000 + offset,
+                            len: 1 << 30,
+                        },
+                    );
+                }
+                b.set_workspace(hipdnn_backend::engine::BufferRef::Device {
+                    addr: 0x7e00_0000_0000 + offset,
+                    len: ws,
+                });
+                let plan = hipdnn_backend::ExecutionPlanDescriptor::from_bytes(
+                    h.backend(),
+                    &g.to_compiled_plan_binary().unwrap(),
+                )
+                .unwrap();
+                plan.execute(h.backend(), b).map_err(|e| e.message)
+            } else {
+                g.execute(h, pack, None).map_err(|e| e.message)
+            }
+        };
+        for offset in [0u64, 4] {
+            let a = run(&hp, offset);
+            let b = run(&hk, offset);
+            assert_eq!(a, b, "{name} at offset {offset}: results differ");
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 12);
+    let (a, b) = (
+        plain.launches.lock().unwrap().clone(),
+        packing.launches.lock().unwrap().clone(),
+    );
+    assert!(!a.is_empty());
+    assert_eq!(a, b, "the packed launches passed other arguments");
+    let n = packing
+        .packed_launches
+        .load(std::sync::atomic::Ordering::Relaxed);
+    assert!(n >= 12, "only {n} packed launches");
+    assert_eq!(
+        plain
+            .packed_launches
+            .load(std::sync::atomic::Ordering::Relaxed),
+        0
+    );
 }

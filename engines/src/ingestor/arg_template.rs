@@ -121,17 +121,26 @@ impl ArgTemplate {
         })
     }
 
-    /// Writes the arguments for `tensors` and `workspace` (the address the handler would be
-    /// given) into `out` (cleared first) and returns true; false (with `out` unspecified) when
-    /// an address is not bound on the device at a multiple of 16, which the handler must judge.
-    pub fn fill(
+    /// The arguments with each supplied address as null.
+    pub fn args(&self) -> &[KernelArgValue] {
+        &self.args
+    }
+
+    /// Calls `each(argument index, address)` for every address the launch passes, for
+    /// `tensors` and `workspace` (the address the handler would be given), and returns true;
+    /// false (after calling `each` for some of them) when an address is not bound on the
+    /// device at a multiple of 16, which the handler must judge.
+    pub fn addresses(
         &self,
         tensors: &[TensorBinding<'_>],
         workspace: u64,
-        out: &mut Vec<KernelArgValue>,
+        mut each: impl FnMut(usize, u64),
     ) -> bool {
-        out.clear();
-        out.extend_from_slice(&self.args);
+        // A plan with a workspace needs the execute's workspace to be a device address the
+        // handler would accept, whether or not its kernel takes it as an argument.
+        if self.with_workspace && (workspace == 0 || workspace % 16 != 0) {
+            return false;
+        }
         for &(i, slot) in &self.slots {
             let addr = match slot {
                 Slot::Workspace => workspace,
@@ -146,10 +155,23 @@ impl ArgTemplate {
             if addr == 0 || addr % 16 != 0 {
                 return false;
             }
-            out[i] = KernelArgValue::Pointer(addr);
+            each(i, addr);
         }
-        // A plan with a workspace whose handler takes no workspace argument still needs the
-        // execute's workspace to be judged by the handler when it is not a device address.
-        !(self.with_workspace && (workspace == 0 || workspace % 16 != 0))
+        true
+    }
+
+    /// Writes the arguments for `tensors` and `workspace` into `out` (cleared first) and
+    /// returns true; false (with `out` unspecified) as [`Self::addresses`].
+    pub fn fill(
+        &self,
+        tensors: &[TensorBinding<'_>],
+        workspace: u64,
+        out: &mut Vec<KernelArgValue>,
+    ) -> bool {
+        out.clear();
+        out.extend_from_slice(&self.args);
+        self.addresses(tensors, workspace, |i, addr| {
+            out[i] = KernelArgValue::Pointer(addr)
+        })
     }
 }

@@ -44,6 +44,14 @@ pub trait KernelFunction: Send + Sync + Any {
     fn as_any(&self) -> &dyn Any;
 }
 
+/// A function's kernel arguments packed once by the device that launches them
+/// ([`IngestorDevice::pack_args`]), for launches that replace only pointer arguments
+/// ([`IngestorDevice::launch_packed`]).
+pub trait PackedKernelArgs: Send + Sync + Any {
+    /// Downcasting support: a device recognises its own packed arguments.
+    fn as_any(&self) -> &dyn Any;
+}
+
 /// A loaded code object (upstream `hipModule_t`); unloads itself when dropped.
 pub trait IngestorModule: Send + Sync {
     /// Looks up an `extern "C"` kernel symbol (upstream `hipModuleGetFunction`).
@@ -174,6 +182,43 @@ pub trait IngestorDevice: Send + Sync {
     ) -> Arc<dyn KernelFunction> {
         let _ = signature;
         function
+    }
+
+    /// `args` (a plan's kernel arguments as far as no execute changes them, pointer arguments
+    /// that change per execute as null) checked against `signature` and packed once for
+    /// `function`, when this device can launch packed arguments; `None` (the default) when it
+    /// cannot or `args` do not fit `signature`: the plan then launches with [`Self::launch`].
+    fn pack_args(
+        &self,
+        function: &dyn KernelFunction,
+        args: &[KernelArgValue],
+        signature: &[KernelArgument],
+    ) -> Option<Arc<dyn PackedKernelArgs>> {
+        let _ = (function, args, signature);
+        None
+    }
+
+    /// Queues `function` with the arguments `packed` ([`Self::pack_args`] of this device and
+    /// function), the pointer arguments at the indices of `pointers` replaced by the given
+    /// device addresses for this launch. The addresses obey [`Self::launch`]'s rules.
+    ///
+    /// # Errors
+    /// The default refuses (`hipModuleLaunchKernel: this device cannot launch packed
+    /// arguments`); a device reports a mismatch as [`Self::launch`] does, or the runtime's
+    /// launch failure.
+    fn launch_packed(
+        &self,
+        function: &dyn KernelFunction,
+        packed: &dyn PackedKernelArgs,
+        geometry: LaunchGeometry,
+        pointers: &[(usize, u64)],
+        stream: u64,
+    ) -> Result<(), DeviceError> {
+        let _ = (function, packed, geometry, pointers, stream);
+        Err(DeviceError::new(
+            "hipModuleLaunchKernel",
+            "this device cannot launch packed arguments",
+        ))
     }
 
     /// Queues a fill of `bytes` bytes at device address `addr` with `value` on `stream`,
@@ -365,6 +410,11 @@ impl KernelCode {
     pub fn with_signature(mut self, signature: Vec<KernelArgument>) -> Self {
         self.signature = Some(signature);
         self
+    }
+
+    /// The kernel's recorded signature, when the code carries one ([`Self::with_signature`]).
+    pub fn signature(&self) -> Option<&[KernelArgument]> {
+        self.signature.as_deref()
     }
     /// The code object bytes.
     pub fn bytes(&self) -> &SharedBytes {

@@ -25,15 +25,16 @@ use std::sync::Arc;
 
 use crate::ingestor::device::{
     DeviceError, IngestorDevice, IngestorModule, KernelArgValue, KernelFunction, LaunchGeometry,
-    ScratchMemory, timing_failed,
+    PackedKernelArgs, ScratchMemory, timing_failed,
 };
 use crate::ingestor::kernel::KernelArgument;
 use hipdnn_backend::status::PluginResult;
 use hipdnn_hip::DriverError;
 use hipdnn_hip::safe::{
     ArgKind, ArgSpec, Device, DeviceBuffer, Event, Function, KernelArg, LaunchConfig, LaunchError,
-    Module, Stream,
+    Module, PackedArgs, Stream,
 };
+use smallvec::SmallVec;
 
 fn device_error(e: DriverError) -> DeviceError {
     let call = match e.platform_call {
@@ -85,6 +86,41 @@ fn recorded_specs(kernel: &str, signature: &[KernelArgument]) -> Result<Vec<ArgS
             })
         })
         .collect()
+}
+
+/// `a` as a launch argument on device `ordinal`.
+fn to_arg(a: &KernelArgValue, ordinal: usize) -> KernelArg<'static> {
+    match *a {
+        // SAFETY: `p` is a variant-pack address for this execute on the handle's device
+        // (`ordinal`), or null for an absent optional tensor (or, in packed arguments, an
+        // address each launch replaces); the execute contract (hipdnnBackendExecute, the SDK's
+        // typed buffers) requires a bound address to be a live device allocation of that
+        // device, large enough for the tensor the recorded signature gives this argument,
+        // until the work on the stream completes. Nothing else here can check it.
+        KernelArgValue::Pointer(p) => unsafe { KernelArg::device_ptr(p, ordinal) },
+        KernelArgValue::I32(v) => v.into(),
+        KernelArgValue::U32(v) => v.into(),
+        KernelArgValue::I64(v) => v.into(),
+        KernelArgValue::F32(v) => v.into(),
+    }
+}
+
+/// The launch configuration of `geometry`.
+fn config_of(geometry: LaunchGeometry) -> LaunchConfig {
+    LaunchConfig {
+        grid: (geometry.grid[0], geometry.grid[1], geometry.grid[2]),
+        block: (geometry.block[0], geometry.block[1], geometry.block[2]),
+        shared_bytes: geometry.shared_mem_bytes,
+    }
+}
+
+/// Arguments packed by [`Function::pack`] for one of this device's functions.
+struct HipPackedArgs(PackedArgs);
+
+impl PackedKernelArgs for HipPackedArgs {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
 }
 
 thread_local! {
@@ -193,31 +229,68 @@ impl IngestorDevice for HipIngestorDevice {
             &unbound
         };
         let ordinal = self.dev.info().ordinal;
-        let to_arg = |a: &KernelArgValue| -> KernelArg<'static> {
-            match *a {
-                // SAFETY: `p` is a variant-pack address for this execute on the handle's device
-                // (`ordinal`); the execute contract (hipdnnBackendExecute, the SDK's typed
-                // buffers) requires it to be a live device allocation of that device, large
-                // enough for the tensor the recorded signature gives this argument, until the
-                // work on the stream completes. Nothing else here can check it.
-                KernelArgValue::Pointer(p) => unsafe { KernelArg::device_ptr(p, ordinal) },
-                KernelArgValue::I32(v) => v.into(),
-                KernelArgValue::U32(v) => v.into(),
-                KernelArgValue::I64(v) => v.into(),
-                KernelArgValue::F32(v) => v.into(),
-            }
-        };
-        let cfg = LaunchConfig {
-            grid: (geometry.grid[0], geometry.grid[1], geometry.grid[2]),
-            block: (geometry.block[0], geometry.block[1], geometry.block[2]),
-            shared_bytes: geometry.shared_mem_bytes,
-        };
+        let cfg = config_of(geometry);
         // The argument list is rebuilt in this thread's buffer: no allocation per launch.
         LAUNCH_ARGS.with_borrow_mut(|kargs| {
             kargs.clear();
-            kargs.extend(args.iter().map(to_arg));
+            kargs.extend(args.iter().map(|a| to_arg(a, ordinal)));
             f.launch(&self.stream, cfg, kargs).map_err(launch_error)
         })
+    }
+
+    /// The arguments converted as [`Self::launch`] converts them and packed by
+    /// [`Function::pack`] for the function's bound signature; `None` for a function not loaded
+    /// here, not bound to `signature`, or arguments that do not fit it.
+    fn pack_args(
+        &self,
+        function: &dyn KernelFunction,
+        args: &[KernelArgValue],
+        signature: &[KernelArgument],
+    ) -> Option<Arc<dyn PackedKernelArgs>> {
+        let f = function.as_any().downcast_ref::<HipFunction>()?;
+        if !f.bound || recorded_specs(f.function.name(), signature).ok()? != f.function.signature()
+        {
+            return None;
+        }
+        let ordinal = self.dev.info().ordinal;
+        let args: Vec<KernelArg<'static>> = args.iter().map(|a| to_arg(a, ordinal)).collect();
+        let packed = f.function.pack(&args).ok()?;
+        Some(Arc::new(HipPackedArgs(packed)))
+    }
+
+    fn launch_packed(
+        &self,
+        function: &dyn KernelFunction,
+        packed: &dyn PackedKernelArgs,
+        geometry: LaunchGeometry,
+        pointers: &[(usize, u64)],
+        stream: u64,
+    ) -> Result<(), DeviceError> {
+        default_stream_only("hipModuleLaunchKernel", stream)?;
+        let not_ours = |what: &str| {
+            DeviceError::new(
+                "hipModuleLaunchKernel",
+                format!("the {what} was not made by this device"),
+            )
+        };
+        let f = function
+            .as_any()
+            .downcast_ref::<HipFunction>()
+            .ok_or_else(|| not_ours("function"))?;
+        let packed = packed
+            .as_any()
+            .downcast_ref::<HipPackedArgs>()
+            .ok_or_else(|| not_ours("packed argument list"))?;
+        let ordinal = self.dev.info().ordinal;
+        let mut replaced: SmallVec<[(usize, KernelArg<'static>); 8]> = SmallVec::new();
+        replaced.extend(
+            pointers
+                .iter()
+                .map(|&(i, p)| (i, to_arg(&KernelArgValue::Pointer(p), ordinal))),
+        );
+        f.function
+            .launch_packed(&self.stream, config_of(geometry), &packed.0, &replaced)
+            .map_err(launch_error)
     }
 
     /// [`Function::with_signature`] with the recorded signature, once; `function` unchanged

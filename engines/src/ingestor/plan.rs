@@ -11,7 +11,7 @@ use super::arg_template::ArgTemplate;
 use super::descriptor::KernelDescriptor;
 use super::device::{
     DeviceResolver, IngestorDevice, KernelArgValue, KernelCode, LoadFailure, LoadStage,
-    LoadedKernel,
+    LoadedKernel, PackedKernelArgs,
 };
 use super::dispatch::{DispatchHandler, PreparedLaunch};
 use super::kernel::{
@@ -20,6 +20,7 @@ use super::kernel::{
 use hipdnn_backend::engine::{BufferRef, ExecuteArgs, ExecutionContext};
 use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
+use smallvec::SmallVec;
 use std::any::Any;
 use std::cell::RefCell;
 use std::fmt;
@@ -217,6 +218,10 @@ thread_local! {
 struct HomeKernel {
     device: Weak<dyn IngestorDevice>,
     kernel: LoadedKernel,
+    /// The template's arguments packed by the home device for its function
+    /// ([`IngestorDevice::pack_args`]), when the launch has a template and no prologue and the
+    /// device packs arguments: an execute there only writes the addresses.
+    packed: Option<Arc<dyn PackedKernelArgs>>,
 }
 
 impl fmt::Debug for ResolvedLaunch {
@@ -263,9 +268,18 @@ impl ResolvedLaunch {
             && r.check_device(device.as_ref()).is_ok()
             && let Ok(kernel) = code.load_on(device.as_ref())
         {
+            let packed = match (&r.template, code.signature()) {
+                (Some(t), Some(signature))
+                    if handler.prologue_launches(launch, t.args()).is_empty() =>
+                {
+                    device.pack_args(kernel.function.as_ref(), t.args(), signature)
+                }
+                _ => None,
+            };
             r.home = Some(HomeKernel {
                 device: Arc::downgrade(device),
                 kernel,
+                packed,
             });
         }
         r
@@ -322,6 +336,27 @@ impl ResolvedLaunch {
             Some(h)
                 if std::ptr::addr_eq(h.device.as_ptr(), device as *const dyn IngestorDevice) =>
             {
+                // On the home device with packed arguments: only the addresses are written.
+                if let (Some(packed), Some(t)) = (&h.packed, &self.template) {
+                    let mut pointers: SmallVec<[(usize, u64); 8]> = SmallVec::new();
+                    if t.addresses(args.tensors, workspace, |i, a| pointers.push((i, a))) {
+                        self.zero_workspace(device, args, workspace)?;
+                        return device
+                            .launch_packed(
+                                h.kernel.function.as_ref(),
+                                packed.as_ref(),
+                                launch.geometry,
+                                &pointers,
+                                args.stream,
+                            )
+                            .map_err(|e| {
+                                PluginError::internal(format!(
+                                    "launching {} failed: {e}",
+                                    self.label
+                                ))
+                            });
+                    }
+                }
                 &h.kernel
             }
             _ => {
@@ -368,29 +403,7 @@ impl ResolvedLaunch {
         workspace: u64,
         kargs: &[KernelArgValue],
     ) -> PluginResult<()> {
-        let zeroed = self.zeroed_bytes;
-        if zeroed > 0 && workspace == 0 {
-            return Err(PluginError::invalid_value(format!(
-                "{} requires {} bytes of device workspace; {} was provided",
-                self.label,
-                self.workspace_bytes,
-                if args.workspace.is_some() {
-                    "host memory"
-                } else {
-                    "no workspace"
-                }
-            )));
-        }
-        if zeroed > 0 {
-            device
-                .memset_async(workspace, 0, zeroed, args.stream)
-                .map_err(|e| {
-                    PluginError::internal(format!(
-                        "zeroing {zeroed} workspace bytes for {} failed: {e}",
-                        self.label
-                    ))
-                })?;
-        }
+        self.zero_workspace(device, args, workspace)?;
         for (geometry, pargs) in handler.prologue_launches(launch, kargs) {
             device
                 .launch(
@@ -416,6 +429,39 @@ impl ResolvedLaunch {
                 args.stream,
             )
             .map_err(|e| PluginError::internal(format!("launching {} failed: {e}", self.label)))
+    }
+
+    /// The workspace check and the fill of its zeroed prefix, before a launch.
+    fn zero_workspace(
+        &self,
+        device: &dyn IngestorDevice,
+        args: &ExecuteArgs<'_, '_>,
+        workspace: u64,
+    ) -> PluginResult<()> {
+        let zeroed = self.zeroed_bytes;
+        if zeroed > 0 && workspace == 0 {
+            return Err(PluginError::invalid_value(format!(
+                "{} requires {} bytes of device workspace; {} was provided",
+                self.label,
+                self.workspace_bytes,
+                if args.workspace.is_some() {
+                    "host memory"
+                } else {
+                    "no workspace"
+                }
+            )));
+        }
+        if zeroed > 0 {
+            device
+                .memset_async(workspace, 0, zeroed, args.stream)
+                .map_err(|e| {
+                    PluginError::internal(format!(
+                        "zeroing {zeroed} workspace bytes for {} failed: {e}",
+                        self.label
+                    ))
+                })?;
+        }
+        Ok(())
     }
 }
 
