@@ -511,8 +511,8 @@ where
         match_conv(graph, <Self as ConvFamily>::DIRECTION)
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
     /// The spec hints (channels-last tensors, groups 1, C, K and the other strides multiples
@@ -525,7 +525,7 @@ where
         );
         spec_hints(kernel, &config, self.fits_spec(), &hints)?;
         self.config = config;
-        self.rule(kernel)
+        <Self as ConvFamily>::rule(self, kernel)
     }
 
     fn ints(&self) -> Vec<i64> {

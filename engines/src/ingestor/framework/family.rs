@@ -29,6 +29,7 @@
 //! two null scratch pointers every packed entry takes).
 
 use super::graph::na;
+use super::launch::spec_hints;
 use super::triton::{TritonConfig, is_spec, natural_signature};
 use crate::ingestor::descriptor::KernelDescriptor;
 use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
@@ -142,13 +143,43 @@ pub trait TritonFamily: Clone + Send + Sync + Sized + 'static {
     /// # Errors
     /// `NOT_APPLICABLE` naming what the family does not serve.
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self>;
-    /// The graph's data type (a `DataType` value) that a kernel must be built for.
-    fn dtype(&self) -> i8;
-    /// Applies packed `config` of `kernel` (hints and static rule).
+    /// The launch's kernel configuration (a placeholder until [`Self::select`] sets it).
+    fn config_mut(&mut self) -> &mut TritonConfig;
+    /// The graph's data type (a `DataType` value) that a kernel must be built for: by default
+    /// the launch's `dtype` value ([`Self::ints`]; 0 where `VALUES` has none).
+    fn dtype(&self) -> i8 {
+        let at = Self::VALUES.iter().position(|d| d.name == "dtype");
+        at.map_or(0, |i| self.ints()[i] as i8)
+    }
+    /// The spec variant's hints as its refusal names them (`unit column strides of …`), which
+    /// the default [`Self::select`] checks with [`Self::fits_spec`]. Default none.
+    const SPEC_HINTS: &'static str = "";
+    /// Whether the launch satisfies [`Self::SPEC_HINTS`] (alignment is checked at execute).
+    /// Default true.
+    fn fits_spec(&self) -> bool {
+        true
+    }
+    /// The family's static rule on the launch with its config set, run last by the default
+    /// [`Self::select`]. Default none.
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` `kernel <k> …` naming the broken hint or rule.
-    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()>;
+    /// `NOT_APPLICABLE` `kernel <k>: static rule: …`.
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()> {
+        let _ = kernel;
+        Ok(())
+    }
+    /// Applies packed `config` of `kernel`. The default refuses a spec `config` the launch
+    /// does not fit ([`Self::fits_spec`], [`Self::SPEC_HINTS`]), sets the config, then runs
+    /// [`Self::rule`]; a family with other variant hints writes its own.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` `kernel <k> is the spec variant; the graph's layout does not satisfy
+    /// its hints (<SPEC_HINTS>)`; [`Self::rule`]'s texts.
+    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+        spec_hints(kernel, &config, self.fits_spec(), Self::SPEC_HINTS)?;
+        *self.config_mut() = config;
+        self.rule(kernel)
+    }
     /// The values of [`Self::VALUES`], in that order.
     fn ints(&self) -> Vec<i64>;
     /// The launch from values in [`Self::VALUES`] order (each already in range).

@@ -81,3 +81,28 @@ pub fn check_tiles(kernel: &KernelDescriptor, big: bool, tiles: i64) -> PluginRe
     }
     Ok(())
 }
+
+/// The static rule of the families that walk a row in chunks (norm, reduce): a chunk of `bn`
+/// elements, wider than `smallest`, is refused when it is at least twice the `extent` it
+/// walks (`what` names the extent).
+///
+/// # Errors
+/// `NOT_APPLICABLE` `kernel <k>: static rule: a <bn>-element chunk is at least twice <what> of
+/// <extent> elements; a narrower chunk serves this graph`.
+pub fn chunk_rule(
+    kernel: &KernelDescriptor,
+    bn: i64,
+    smallest: i64,
+    extent: i64,
+    what: &str,
+) -> PluginResult<()> {
+    if bn > smallest && extent * 2 <= bn {
+        return Err(static_rule(
+            kernel,
+            format_args!(
+                "a {bn}-element chunk is at least twice {what} of {extent} elements; a narrower chunk serves this graph"
+            ),
+        ));
+    }
+    Ok(())
+}

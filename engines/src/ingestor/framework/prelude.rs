@@ -12,7 +12,9 @@ pub(crate) use super::graph::{
     collapse, custom_op_node, dims_strides, f32_bit, float_dtype, na, one_node, scalar_value,
     tensor,
 };
-pub(crate) use super::launch::{block_geometry, spec_hints, tile_config_ints, tile_config_of};
+pub(crate) use super::launch::{
+    block_geometry, chunk_rule, spec_hints, static_rule, tile_config_ints, tile_config_of,
+};
 pub(crate) use super::triton::{TritonConfig, natural_signature};
 pub(crate) use crate::ingestor::descriptor::KernelDescriptor;
 pub(crate) use crate::ingestor::device::{KernelArgValue, LaunchGeometry};
@@ -27,13 +29,13 @@ pub(crate) use hipdnn_schema::graph::{DataType, Node, TensorAttributes};
 
 /// Declares a family's dispatch handler `$name`: the type `TritonHandler<$inputs>` and a const
 /// of the same name, so that the handler is used as a value as a unit struct's name is
-/// (`Arc::new(PoolFwdHandler)`). `$doc` documents both.
+/// (`Arc::new(PoolFwdHandler)`); both documented as the handler of `$inputs`' contract.
 #[macro_export]
 macro_rules! triton_handler {
-    ($(#[doc = $doc:expr])* $name:ident = $inputs:ty) => {
-        $(#[doc = $doc])*
+    ($name:ident = $inputs:ty) => {
+        #[doc = concat!("The dispatch handler of [`", stringify!($inputs), "`]'s contract (saves and restores).")]
         pub type $name = $crate::ingestor::framework::family::TritonHandler<$inputs>;
-        $(#[doc = $doc])*
+        #[doc = concat!("The dispatch handler of [`", stringify!($inputs), "`]'s contract, as a value.")]
         #[allow(non_upper_case_globals)]
         pub const $name: $name = $crate::ingestor::framework::family::TritonHandler::new();
     };

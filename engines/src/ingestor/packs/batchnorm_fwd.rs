@@ -591,10 +591,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     })
 }
 
-crate::triton_handler! {
-    /// The dispatch handler of contract v1 (type and value).
-    BatchnormFwdHandler = BatchnormFwdInputs
-}
+crate::triton_handler!(BatchnormFwdHandler = BatchnormFwdInputs);
 
 /// Whether saved launch values name a training launch (`flags` bit 1).
 fn is_training(launch: &PreparedLaunch) -> bool {
@@ -658,8 +655,8 @@ impl TritonFamily for BatchnormFwdInputs {
         read_graph(graph)
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
     /// The variant's hints, then the static rule (module docs): `kernel <k> is not a packed

@@ -58,6 +58,8 @@ impl TritonFamily for GatherInputs {
     const POINTERS: &'static [&'static str] = &["table.uid", "index.uid", "y.uid"];
     const ALIGNED: &'static [&'static str] = &["table.uid", "y.uid"];
     const ALIGNED_TEXT: &'static str = "a 16-byte aligned table and y";
+    const SPEC_HINTS: &'static str =
+        "unit column strides of the table and y, H and their row strides multiples of 16";
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         let (ins, outs, data) = custom_op_node(graph, "gather", GATHER_OP_ID)?;
@@ -128,32 +130,28 @@ impl TritonFamily for GatherInputs {
         }
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
-    /// The spec hints (unit column strides of the table and y, H and their row strides
-    /// multiples of 16), then the static rule: the 128-column tile for rows of more than 64
-    /// elements, the 32-column tile otherwise.
-    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
+    fn fits_spec(&self) -> bool {
         let (s, cols) = (self.strides, self.rows_cols_vocab[1]);
-        let fits_spec =
-            s[1] == 1 && s[4] == 1 && cols % 16 == 0 && s[0] % 16 == 0 && s[3] % 16 == 0;
-        spec_hints(
-            kernel,
-            &config,
-            fits_spec,
-            "unit column strides of the table and y, H and their row strides multiples of 16",
-        )?;
-        let bn = config.block[1];
+        s[1] == 1 && s[4] == 1 && cols % 16 == 0 && s[0] % 16 == 0 && s[3] % 16 == 0
+    }
+
+    /// The static rule: the 128-column tile for rows of more than 64 elements, the 32-column
+    /// tile otherwise.
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()> {
+        let (bn, cols) = (self.config.block[1], self.rows_cols_vocab[1]);
         if (bn > 64) != (cols > 64) {
-            return Err(na(format!(
-                "kernel {}: static rule: rows of {cols} elements take the {}-column tile, this entry has {bn} columns",
-                kernel.describe(),
-                if cols > 64 { 128 } else { 32 }
-            )));
+            let want = if cols > 64 { 128 } else { 32 };
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "rows of {cols} elements take the {want}-column tile, this entry has {bn} columns"
+                ),
+            ));
         }
-        self.config = config;
         Ok(())
     }
 

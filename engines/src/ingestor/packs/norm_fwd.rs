@@ -45,10 +45,7 @@ use crate::ingestor::framework::prelude::*;
 
 /// The versioned contract name.
 pub const NORM_FWD_V1: &str = "hipkernel.norm_fwd.dispatch.v1";
-crate::triton_handler! {
-    /// The dispatch handler of contract v1 (type and value).
-    NormFwdHandler = NormFwdInputs
-}
+crate::triton_handler!(NormFwdHandler = NormFwdInputs);
 
 /// `flags` bit: rmsnorm (no mean subtraction).
 pub const FLAG_RMS: i64 = 1;
@@ -113,20 +110,6 @@ pub struct NormFwdInputs {
     pub config: TritonConfig,
 }
 
-impl NormFwdInputs {
-    /// Whether the launch satisfies the spec hints (alignment is checked at execute).
-    pub fn fits_spec(&self) -> bool {
-        let s = self.strides;
-        s[1] == 1
-            && s[3] == 1
-            && s[4] == 1
-            && (self.bias_uid.is_none() || s[5] == 1)
-            && self.cols % 16 == 0
-            && s[0] % 16 == 0
-            && s[2] % 16 == 0
-    }
-}
-
 impl TritonFamily for NormFwdInputs {
     const FAMILY: &'static str = "norm_fwd";
     const CONTRACT: &'static str = NORM_FWD_V1;
@@ -152,33 +135,30 @@ impl TritonFamily for NormFwdInputs {
     const ALIGNED: &'static [&'static str] = &["x.uid", "scale.uid", "bias.uid", "y.uid"];
     const ALIGNED_TEXT: &'static str = "16-byte aligned x, scale, bias and y";
     const OPTIONAL: &'static [&'static str] = &["bias.uid", "mean.uid", "inv.uid"];
+    const SPEC_HINTS: &'static str = "unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16";
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         read_graph(graph)
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
-    /// The spec hints, then the static rule (module docs).
-    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        spec_hints(
-            kernel,
-            &config,
-            self.fits_spec(),
-            "unit column strides of x, y, scale and bias, cols and the row strides of x and y multiples of 16",
-        )?;
-        let bn = config.block[1];
-        if bn > 64 && self.cols * 2 <= bn {
-            return Err(na(format!(
-                "kernel {}: static rule: a {bn}-element chunk is at least twice the row of {} elements; a narrower chunk serves this graph",
-                kernel.describe(),
-                self.cols
-            )));
-        }
-        self.config = config;
-        Ok(())
+    fn fits_spec(&self) -> bool {
+        let s = self.strides;
+        s[1] == 1
+            && s[3] == 1
+            && s[4] == 1
+            && (self.bias_uid.is_none() || s[5] == 1)
+            && self.cols % 16 == 0
+            && s[0] % 16 == 0
+            && s[2] % 16 == 0
+    }
+
+    /// The static rule (module docs).
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()> {
+        chunk_rule(kernel, self.config.block[1], 64, self.cols, "the row")
     }
 
     fn ints(&self) -> Vec<i64> {

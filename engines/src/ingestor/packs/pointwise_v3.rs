@@ -116,10 +116,7 @@ pub const LIGHT_MODES: [M; 28] = [
     M::SUB,
 ];
 
-crate::triton_handler! {
-    /// The dispatch handler of contract v3 (type and value).
-    PointwiseV3Handler = PointwiseV3Inputs
-}
+crate::triton_handler!(PointwiseV3Handler = PointwiseV3Inputs);
 
 /// Index in `VALUES` of `d0`: dim k's values are `d<k>`, `sy<k>`, `s0<k>` … `s3<k>` from
 /// `DIM0 + 6k`.
@@ -272,8 +269,8 @@ impl TritonFamily for PointwiseV3Inputs {
         read_graph(graph)
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
     /// The spec hints, the light group, then the static rule (module docs).

@@ -67,10 +67,7 @@ use hipdnn_schema::graph::ResampleMode;
 
 /// The versioned contract name.
 pub const RESAMPLE_FWD_V1: &str = "hipkernel.resample_fwd.dispatch.v1";
-crate::triton_handler! {
-    /// The v1 handler (saves and restores).
-    PoolFwdHandler = PoolFwdInputs
-}
+crate::triton_handler!(PoolFwdHandler = PoolFwdInputs);
 
 /// `op` mode: MAXPOOL, padding skipped.
 pub const MODE_MAX: i64 = 0;
@@ -155,21 +152,6 @@ impl PoolFwdInputs {
             (prod([n, c, od, oh]), ow)
         }
     }
-
-    /// Whether the launch satisfies the spec hints (alignment is checked at execute).
-    pub fn fits_spec(&self) -> bool {
-        let s = self.strides;
-        let index = self.index_uid.is_some();
-        self.cl
-            && s[1] == 1
-            && s[6] == 1
-            && (!index || s[11] == 1)
-            && self.shape[1] % 16 == 0
-            && s.iter()
-                .enumerate()
-                .filter(|(i, _)| !SPEC_ONE.contains(i))
-                .all(|(_, v)| v % 16 == 0)
-    }
 }
 
 impl TritonFamily for PoolFwdInputs {
@@ -192,6 +174,7 @@ impl TritonFamily for PoolFwdInputs {
     const POINTERS: &'static [&'static str] = &["x.uid", "y.uid", "index.uid"];
     const ALIGNED: &'static [&'static str] = &["x.uid", "y.uid", "index.uid"];
     const ALIGNED_TEXT: &'static str = "16-byte aligned x, y and index";
+    const SPEC_HINTS: &'static str = "channels-last order, unit channel strides, the channel count and the other strides of x, y and the index multiples of 16";
     const OPTIONAL: &'static [&'static str] = &["index.uid"];
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
@@ -391,33 +374,40 @@ impl TritonFamily for PoolFwdInputs {
         Ok(inputs)
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
-    /// The spec hints, then the static rule (module docs).
-    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        spec_hints(
-            kernel,
-            &config,
-            self.fits_spec(),
-            "channels-last order, unit channel strides, the channel count and the other strides of x, y and the index multiples of 16",
-        )?;
+    fn fits_spec(&self) -> bool {
+        let s = self.strides;
+        let index = self.index_uid.is_some();
+        self.cl
+            && s[1] == 1
+            && s[6] == 1
+            && (!index || s[11] == 1)
+            && self.shape[1] % 16 == 0
+            && s.iter()
+                .enumerate()
+                .filter(|(i, _)| !SPEC_ONE.contains(i))
+                .all(|(_, v)| v % 16 == 0)
+    }
+
+    /// The static rule (module docs).
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()> {
         let (_, cols) = self.rows_cols();
         let want = static_block_n(cols);
-        if config.block[1] != want {
-            return Err(na(format!(
-                "kernel {}: static rule: {cols} {} take the {want}-column tile, not {}",
-                kernel.describe(),
-                if self.cl {
-                    "channels"
-                } else {
-                    "output columns"
-                },
-                config.block[1]
-            )));
+        let bn = self.config.block[1];
+        if bn != want {
+            let what = if self.cl {
+                "channels"
+            } else {
+                "output columns"
+            };
+            return Err(static_rule(
+                kernel,
+                format_args!("{cols} {what} take the {want}-column tile, not {bn}"),
+            ));
         }
-        self.config = config;
         Ok(())
     }
 

@@ -72,10 +72,7 @@ use std::collections::HashMap;
 
 /// The versioned contract name.
 pub const REDUCE_FWD_V1: &str = "hipkernel.reduce_fwd.dispatch.v1";
-crate::triton_handler! {
-    /// The v1 handler (saves and restores).
-    ReduceFwdHandler = ReduceFwdInputs
-}
+crate::triton_handler!(ReduceFwdHandler = ReduceFwdInputs);
 
 /// `op` code: softmax over the reduced axes.
 pub const OP_SOFTMAX: i64 = 16;
@@ -132,17 +129,6 @@ impl ReduceFwdInputs {
     pub fn is_softmax(&self) -> bool {
         self.op & 31 >= OP_SOFTMAX
     }
-
-    /// Whether the launch satisfies the spec hints (alignment is checked at execute): for
-    /// softmax also y's unit inner reduced stride and `syo syi syro` multiples of 16 (the spec
-    /// kernel's `yal` = 1 takes y's row offsets as multiples of 16).
-    pub fn fits_spec(&self) -> bool {
-        let s = self.strides;
-        s[3] == 1
-            && self.shape[3] % 16 == 0
-            && SPEC_DIV16.iter().all(|&i| s[i] % 16 == 0)
-            && (!self.is_softmax() || (s[7] == 1 && SPEC_Y_DIV16.iter().all(|&i| s[i] % 16 == 0)))
-    }
 }
 
 impl TritonFamily for ReduceFwdInputs {
@@ -159,6 +145,7 @@ impl TritonFamily for ReduceFwdInputs {
     const POINTERS: &'static [&'static str] = &TENSORS.0;
     const ALIGNED: &'static [&'static str] = &TENSORS.0;
     const ALIGNED_TEXT: &'static str = "16-byte aligned x and y";
+    const SPEC_HINTS: &'static str = "unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16; for softmax y's too";
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
         let p = match_pattern(graph)?;
@@ -247,33 +234,33 @@ impl TritonFamily for ReduceFwdInputs {
         })
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
-    /// The spec hints, then the static rule (module docs).
-    fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        spec_hints(
-            kernel,
-            &config,
-            self.fits_spec(),
-            "unit inner reduced strides, the inner reduced extent and x's other strides multiples of 16; for softmax y's too",
-        )?;
-        let bn = config.block[1];
+    /// For softmax also y's unit inner reduced stride and `syo syi syro` multiples of 16 (the
+    /// spec kernel's `yal` = 1 takes y's row offsets as multiples of 16).
+    fn fits_spec(&self) -> bool {
+        let s = self.strides;
+        s[3] == 1
+            && self.shape[3] % 16 == 0
+            && SPEC_DIV16.iter().all(|&i| s[i] % 16 == 0)
+            && (!self.is_softmax() || (s[7] == 1 && SPEC_Y_DIV16.iter().all(|&i| s[i] % 16 == 0)))
+    }
+
+    /// The static rule (module docs).
+    fn rule(&mut self, kernel: &KernelDescriptor) -> PluginResult<()> {
+        let bn = self.config.block[1];
         let rin = self.shape[3];
-        if bn > SMALLEST_CHUNK && rin * 2 <= bn {
-            return Err(na(format!(
-                "kernel {}: static rule: a {bn}-element chunk is at least twice the inner reduced extent of {rin} elements; a narrower chunk serves this graph",
-                kernel.describe()
-            )));
-        }
+        chunk_rule(kernel, bn, SMALLEST_CHUNK, rin, "the inner reduced extent")?;
         if !self.is_softmax() && bn > REDUCTION_MAX_CHUNK {
-            return Err(na(format!(
-                "kernel {}: static rule: a reduction walks its rows in chunks of at most {REDUCTION_MAX_CHUNK} elements, not {bn}",
-                kernel.describe()
-            )));
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "a reduction walks its rows in chunks of at most {REDUCTION_MAX_CHUNK} elements, not {bn}"
+                ),
+            ));
         }
-        self.config = config;
         Ok(())
     }
 

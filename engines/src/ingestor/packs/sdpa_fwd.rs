@@ -117,10 +117,7 @@ const OPT0: usize = 40;
 /// with head dim bucket 64 or 128 (module docs).
 const BANDED_MAX_ROWS: i64 = 64;
 
-crate::triton_handler! {
-    /// The dispatch handler of contract v1 (type and value).
-    SdpaFwdHandler = SdpaFwdInputs
-}
+crate::triton_handler!(SdpaFwdHandler = SdpaFwdInputs);
 
 /// Every value name of the contract, sorted.
 pub fn value_names() -> Vec<&'static str> {
@@ -194,8 +191,8 @@ impl TritonFamily for SdpaFwdInputs {
         read_graph(graph)
     }
 
-    fn dtype(&self) -> i8 {
-        self.dtype
+    fn config_mut(&mut self) -> &mut TritonConfig {
+        &mut self.config
     }
 
     /// The head-dim bucket, the spec hints, the mask-tensor group, then the static rule
