@@ -127,7 +127,10 @@ fn values(n: usize, row: usize, seed: u64) -> Vec<f32> {
 fn reference(x: &[f32], row: usize, log: bool) -> Vec<f64> {
     let mut out = Vec::with_capacity(x.len());
     for r in x.chunks(row) {
-        let m = r.iter().map(|&v| f64::from(v)).fold(f64::NEG_INFINITY, f64::max);
+        let m = r
+            .iter()
+            .map(|&v| f64::from(v))
+            .fold(f64::NEG_INFINITY, f64::max);
         let s: f64 = r.iter().map(|&v| (f64::from(v) - m).exp()).sum();
         out.extend(r.iter().map(|&v| {
             let d = f64::from(v) - m;
@@ -175,7 +178,10 @@ fn fused_softmax_matches_float64() {
             }
         }
     }
-    println!("worst relative error: softmax {:e}, log-softmax {:e}", worst[0], worst[1]);
+    println!(
+        "worst relative error: softmax {:e}, log-softmax {:e}",
+        worst[0], worst[1]
+    );
 }
 
 /// The fused step equals the graph run node by node bit for bit, special values included:
@@ -187,11 +193,22 @@ fn fused_softmax_equals_the_node_by_node_graph() {
     for log in [false, true] {
         let (fused, steps) = run(log, dims, red, &[], &x);
         assert_eq!(steps, ["Softmax"]);
-        let mids: &[i64] = if log { &[MAX, D, E, S, L] } else { &[MAX, D, E, S] };
+        let mids: &[i64] = if log {
+            &[MAX, D, E, S, L]
+        } else {
+            &[MAX, D, E, S]
+        };
         for &b in mids {
             let (plain, steps) = run(log, dims, red, &[b], &x);
-            assert!(!steps.contains(&"Softmax".to_string()), "bound {b}: not fused");
-            assert_eq!(bits(&fused), bits(&plain), "log {log}, intermediate {b} bound");
+            assert!(
+                !steps.contains(&"Softmax".to_string()),
+                "bound {b}: not fused"
+            );
+            assert_eq!(
+                bits(&fused),
+                bits(&plain),
+                "log {log}, intermediate {b} bound"
+            );
         }
     }
 }
@@ -225,12 +242,19 @@ fn fused_softmax_is_bit_identical_for_1_and_n_threads() {
             .unwrap()
             .install(f)
     };
-    for (dims, red) in [(&[513i64, 37][..], &[513i64, 1][..]), (&[33, 1000], &[33, 1])] {
+    for (dims, red) in [
+        (&[513i64, 37][..], &[513i64, 1][..]),
+        (&[33, 1000], &[33, 1]),
+    ] {
         let n = (dims[0] * dims[1]) as usize;
         let x = values(n, dims[1] as usize, 5);
         for log in [false, true] {
             let f = || run(log, dims, red, &[], &x).0;
-            assert_eq!(bits(&in_pool(1, &f)), bits(&in_pool(4, &f)), "{dims:?} log {log}");
+            assert_eq!(
+                bits(&in_pool(1, &f)),
+                bits(&in_pool(4, &f)),
+                "{dims:?} log {log}"
+            );
         }
     }
 }

@@ -7,9 +7,7 @@
 //! declared data type (so a fused graph equals running its nodes one at a time).
 
 use super::env::Env;
-use super::nodes::{
-    conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax,
-};
+use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax};
 use super::plan::Plan;
 use super::step::Op;
 use hipdnn_backend::{BufferRef, PluginError, PluginResult, TensorBinding};

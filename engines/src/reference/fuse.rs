@@ -184,14 +184,19 @@ pub(super) fn fuse_softmax(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>)
         };
         let found = if let Some(y) = pw(j_s, PointwiseMode::DIV, &[e, s]) {
             // softmax: d read by the EXP only, e by the ADD reduction and the DIV.
-            (d_readers == [j_exp] && e_readers == sorted(vec![j_add, j_s]))
-                .then_some((y, false, vec![i, j_sub, j_exp, j_add, j_s]))
+            (d_readers == [j_exp] && e_readers == sorted(vec![j_add, j_s])).then_some((
+                y,
+                false,
+                vec![i, j_sub, j_exp, j_add, j_s],
+            ))
         } else if let Some(l) = pw(j_s, PointwiseMode::LOG, &[s]) {
             // log-softmax: e read by the ADD reduction only, d by the EXP and the last SUB.
             match read_by(l).as_slice() {
-                &[j_y] if dims(l) == md && e_readers == [j_add] => pw(j_y, PointwiseMode::SUB, &[d, l])
-                    .filter(|_| d_readers == sorted(vec![j_exp, j_y]))
-                    .map(|y| (y, true, vec![i, j_sub, j_exp, j_add, j_s, j_y])),
+                &[j_y] if dims(l) == md && e_readers == [j_add] => {
+                    pw(j_y, PointwiseMode::SUB, &[d, l])
+                        .filter(|_| d_readers == sorted(vec![j_exp, j_y]))
+                        .map(|y| (y, true, vec![i, j_sub, j_exp, j_add, j_s, j_y]))
+                }
                 _ => None,
             }
         } else {

@@ -161,6 +161,7 @@ pub fn lane_sum(it: impl Iterator<Item = f32>, f: impl Fn(f32) -> f32) -> f32 {
 }
 
 /// [`lane_sum`] of a slice (the same bits), in whole blocks of [`LANES`].
+#[inline(always)]
 pub fn lane_sum_slice(v: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut acc = [0f32; LANES];
     let mut blocks = v.chunks_exact(LANES);
@@ -175,6 +176,7 @@ pub fn lane_sum_slice(v: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     combine(acc)
 }
 
+#[inline(always)]
 fn combine(mut acc: [f32; LANES]) -> f32 {
     let mut w = LANES;
     while w > 1 {
@@ -201,6 +203,7 @@ pub fn lane_max(it: impl Iterator<Item = f32>) -> f32 {
 }
 
 /// [`lane_max`] of a slice (the same bits), in whole blocks of [`LANES`].
+#[inline(always)]
 pub fn lane_max_slice(v: &[f32]) -> f32 {
     let mut acc = [f32::NEG_INFINITY; LANES];
     let mut blocks = v.chunks_exact(LANES);
@@ -215,6 +218,7 @@ pub fn lane_max_slice(v: &[f32]) -> f32 {
     combine_max(acc)
 }
 
+#[inline(always)]
 fn combine_max(mut acc: [f32; LANES]) -> f32 {
     let mut w = LANES;
     while w > 1 {
