@@ -95,8 +95,20 @@ fn run(log: bool, dims: &[i64], red: &[i64], bound: &[i64], x: &[f32]) -> (Vec<f
     (y, plan_steps(graph(log, dims, red, bound)).expect("plans"))
 }
 
-fn bits(v: &[f32]) -> Vec<u32> {
-    v.iter().map(|x| x.to_bits()).collect()
+/// Asserts `a` and `b` are the same bits, naming the first element that differs.
+fn assert_same_bits(a: &[f32], b: &[f32], what: &str) {
+    assert_eq!(a.len(), b.len(), "{what}: length");
+    let diff = a
+        .iter()
+        .zip(b)
+        .filter(|(x, y)| x.to_bits() != y.to_bits())
+        .count();
+    if let Some(i) = (0..a.len()).find(|&i| a[i].to_bits() != b[i].to_bits()) {
+        panic!(
+            "{what}: {diff} elements differ, the first at {i}: {:e} vs {:e}",
+            a[i], b[i]
+        );
+    }
 }
 
 /// Random values in [−30, 30) with special rows mixed in: ±0 (a zero maximum of either sign),
@@ -204,10 +216,10 @@ fn fused_softmax_equals_the_node_by_node_graph() {
                 !steps.contains(&"Softmax".to_string()),
                 "bound {b}: not fused"
             );
-            assert_eq!(
-                bits(&fused),
-                bits(&plain),
-                "log {log}, intermediate {b} bound"
+            assert_same_bits(
+                &fused,
+                &plain,
+                &format!("log {log}, intermediate {b} bound"),
             );
         }
     }
@@ -250,10 +262,10 @@ fn fused_softmax_is_bit_identical_for_1_and_n_threads() {
         let x = values(n, dims[1] as usize, 5);
         for log in [false, true] {
             let f = || run(log, dims, red, &[], &x).0;
-            assert_eq!(
-                bits(&in_pool(1, &f)),
-                bits(&in_pool(4, &f)),
-                "{dims:?} log {log}"
+            assert_same_bits(
+                &in_pool(1, &f),
+                &in_pool(4, &f),
+                &format!("{dims:?} log {log}"),
             );
         }
     }
