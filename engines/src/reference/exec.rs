@@ -7,7 +7,7 @@
 //! declared data type (so a fused graph equals running its nodes one at a time).
 
 use super::env::Env;
-use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
+use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax};
 use super::plan::Plan;
 use super::step::Op;
 use hipdnn_backend::{BufferRef, PluginError, PluginResult, TensorBinding};
@@ -91,5 +91,6 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::Resample(s) => resample::run(s, env, &e),
         Op::Sdpa(s) => sdpa::run(s, env, &e),
         Op::Gather(s) => gather::run(s, env, &e),
+        Op::Softmax(s) => softmax::run(s, env, &e),
     }
 }

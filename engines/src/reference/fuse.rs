@@ -1,16 +1,18 @@
-//! The epilogue fusion of the CPU reference engine's plan: folds `conv_fprop → ADD(bias) →
-//! activation` chains of the step list into the conv step's [`ConvEpilogue`], so they run in
-//! the GEMM output pass ([`super::nodes::conv`] runs it).
+//! The fusions of the CPU reference engine's plan: [`fuse_epilogues`] folds `conv_fprop →
+//! ADD(bias) → activation` chains of the step list into the conv step's [`ConvEpilogue`], so
+//! they run in the GEMM output pass ([`super::nodes::conv`] runs it); [`fuse_softmax`] replaces
+//! the five (six) nodes of a softmax (log-softmax) by one [`SoftmaxStep`].
 //!
-//! A pass over the whole step list, so it lives above the nodes: it reads the conv and
-//! pointwise step types and rewrites [`Step`]s; [`super::plan`] calls it once, after the
-//! topological sort.
+//! Passes over the whole step list, so they live above the nodes: they read the step types and
+//! rewrite [`Step`]s; [`super::plan`] calls them once, after the topological sort. Every
+//! fusion is bit-identical to running its nodes one at a time.
 
 use super::dtype::Elem;
 use super::nodes::conv::ConvEpilogue;
+use super::nodes::softmax::SoftmaxStep;
 use super::step::{Op, Step};
 use super::tensor::TensorDesc;
-use hipdnn_schema::graph::PointwiseMode;
+use hipdnn_schema::graph::{PointwiseMode, ReductionMode};
 use std::collections::{HashMap, HashSet};
 
 /// Folds `conv_fprop → pointwise ADD(bias) → unary pointwise` chains (either pointwise node
@@ -92,5 +94,143 @@ pub(super) fn fuse_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc
         .zip(folded)
         .filter(|(_, f)| !f)
         .map(|(s, _)| s)
+        .collect()
+}
+
+/// Replaces each softmax pattern of the step list — `m = reduce MAX(x)`, `d = SUB(x, m)`,
+/// `e = EXP(d)`, `s = reduce ADD(e)`, `y = DIV(e, s)`; log-softmax: `l = LOG(s)` and
+/// `y = SUB(d, l)` in place of the DIV (the patterns the GPU `reduce_fwd` pack serves, with
+/// the operands in that order) — by one [`SoftmaxStep`] at the position of y's node.
+///
+/// A pattern is fused only when the result is bit-identical to its nodes (the fused kernel
+/// does the same f32 operations in the same order): m, d, e, s (and l) are virtual and FLOAT
+/// (no rounding between the nodes) and read by the pattern's nodes only (e by the ADD
+/// reduction and the DIV, d by the EXP and for log-softmax the last SUB, the others by one
+/// node); d, e and y have x's dims; s (and l) m's dims; and the reduced axes are x's trailing
+/// axes (m's dims equal x's up to some axis and are 1 after it), so a row is contiguous.
+/// Anything else runs node by node, as before. x and y may be of any type, bound or virtual.
+pub(super) fn fuse_softmax(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
+    let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        for u in s.op.inputs() {
+            readers.entry(u).or_default().push(i);
+        }
+    }
+    // The steps reading the virtual FLOAT tensor `u`, sorted (empty when u is not such).
+    let read_by = |u: i64| -> Vec<usize> {
+        let t = &tensors[&u];
+        if !(t.is_virtual && t.elem == Elem::F32) {
+            return Vec::new();
+        }
+        let mut r = readers.get(&u).cloned().unwrap_or_default();
+        r.sort_unstable();
+        r
+    };
+    let pw = |i: usize, mode: PointwiseMode, ins: &[i64]| -> Option<i64> {
+        match &steps[i].op {
+            Op::Pointwise(p) if p.p.mode == mode && p.ins == ins => Some(p.out),
+            _ => None,
+        }
+    };
+    let sorted = |mut v: Vec<usize>| {
+        v.sort_unstable();
+        v
+    };
+    let dims = |u: i64| &tensors[&u].dims;
+    let mut fused: Vec<(usize, Vec<usize>, SoftmaxStep)> = Vec::new();
+    for i in 0..steps.len() {
+        let Op::Reduction(r) = &steps[i].op else {
+            continue;
+        };
+        if r.mode != ReductionMode::MAX_OP {
+            continue;
+        }
+        let (x, m) = (r.x, r.y);
+        let (xd, md) = (dims(x), dims(m));
+        // Reduced axes trailing: m = x's dims up to k, 1 after.
+        let k = md.len() - md.iter().rev().take_while(|&&v| v == 1).count();
+        if md.len() != xd.len() || md[..k] != xd[..k] {
+            continue;
+        }
+        let row: usize = xd[k..].iter().product();
+        let Some(&[j_sub]) = Some(read_by(m).as_slice()) else {
+            continue;
+        };
+        let Some(d) = pw(j_sub, PointwiseMode::SUB, &[x, m]) else {
+            continue;
+        };
+        let d_readers = read_by(d);
+        let Some((j_exp, e)) = d_readers
+            .iter()
+            .find_map(|&j| pw(j, PointwiseMode::EXP, &[d]).map(|e| (j, e)))
+        else {
+            continue;
+        };
+        let e_readers = read_by(e);
+        let Some(j_add) = e_readers.iter().copied().find(|&j| {
+            matches!(&steps[j].op, Op::Reduction(r) if r.mode == ReductionMode::ADD && r.x == e)
+        }) else {
+            continue;
+        };
+        let Op::Reduction(add) = &steps[j_add].op else {
+            unreachable!("matched above")
+        };
+        let s = add.y;
+        if dims(d) != xd || dims(e) != xd || dims(s) != md {
+            continue;
+        }
+        let Some(&[j_s]) = Some(read_by(s).as_slice()) else {
+            continue;
+        };
+        let found = if let Some(y) = pw(j_s, PointwiseMode::DIV, &[e, s]) {
+            // softmax: d read by the EXP only, e by the ADD reduction and the DIV.
+            (d_readers == [j_exp] && e_readers == sorted(vec![j_add, j_s])).then_some((
+                y,
+                false,
+                vec![i, j_sub, j_exp, j_add, j_s],
+            ))
+        } else if let Some(l) = pw(j_s, PointwiseMode::LOG, &[s]) {
+            // log-softmax: e read by the ADD reduction only, d by the EXP and the last SUB.
+            match read_by(l).as_slice() {
+                &[j_y] if dims(l) == md && e_readers == [j_add] => {
+                    pw(j_y, PointwiseMode::SUB, &[d, l])
+                        .filter(|_| d_readers == sorted(vec![j_exp, j_y]))
+                        .map(|y| (y, true, vec![i, j_sub, j_exp, j_add, j_s, j_y]))
+                }
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let Some((y, log, nodes)) = found else {
+            continue;
+        };
+        if dims(y) != xd {
+            continue;
+        }
+        let at = *nodes.last().expect("y's node");
+        fused.push((at, nodes, SoftmaxStep { x, y, row, log }));
+    }
+    if fused.is_empty() {
+        return steps;
+    }
+    let mut gone = vec![false; steps.len()];
+    let mut at: HashMap<usize, SoftmaxStep> = HashMap::new();
+    for (a, nodes, step) in fused {
+        for n in nodes {
+            gone[n] = true;
+        }
+        at.insert(a, step);
+    }
+    steps
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, s)| match at.remove(&i) {
+            Some(f) => Some(Step {
+                name: s.name,
+                op: Op::Softmax(f),
+            }),
+            None => (!gone[i]).then_some(s),
+        })
         .collect()
 }

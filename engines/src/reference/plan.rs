@@ -6,11 +6,12 @@
 //! touches buffers (see [`super::exec`]). The per-op checks live in [`super::nodes`] (one
 //! file per op kind, each checking through [`super::check::Cx`] and returning its own step
 //! type); this file holds the tensor reading, the dispatcher that wraps each node's step in
-//! its [`Op`], the topological sort, and the call of the epilogue fusion ([`super::fuse`]).
+//! its [`Op`], the topological sort, and the calls of the epilogue and softmax fusions
+//! ([`super::fuse`]).
 
 use super::check::{Cx, na};
 use super::dtype::Elem;
-use super::fuse::fuse_epilogues;
+use super::fuse::{fuse_epilogues, fuse_softmax};
 use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
 use super::step::{Op, Step};
 use super::tensor::{TensorDesc, tensor_value_f32};
@@ -184,6 +185,7 @@ impl Plan {
         }
         let steps = order.into_iter().map(|i| ops[i].clone()).collect();
         let steps = fuse_epilogues(steps, &tensors);
+        let steps = fuse_softmax(steps, &tensors);
         Ok(Plan { tensors, steps })
     }
 }

@@ -13,6 +13,7 @@ use super::nodes::pointwise::PointwiseStep;
 use super::nodes::reduction::ReductionStep;
 use super::nodes::resample::ResampleStep;
 use super::nodes::sdpa::SdpaStep;
+use super::nodes::softmax::SoftmaxStep;
 
 /// One op of the execution DAG, with tensor UIDs.
 #[derive(Debug, Clone)]
@@ -43,6 +44,9 @@ pub enum Op {
     Sdpa(SdpaStep),
     /// Row gather (the `hipdnn_rs.gather` custom op).
     Gather(GatherStep),
+    /// Softmax or log-softmax over trailing axes (made by [`super::fuse`] from the nodes of
+    /// the pattern, never parsed).
+    Softmax(SoftmaxStep),
 }
 
 macro_rules! each_step {
@@ -61,6 +65,7 @@ macro_rules! each_step {
             Op::Resample($s) => $e,
             Op::Sdpa($s) => $e,
             Op::Gather($s) => $e,
+            Op::Softmax($s) => $e,
         }
     };
 }

@@ -392,3 +392,24 @@ pub fn run_graph(
     drop(bindings);
     Ok(out_bufs.iter().map(|(u, b)| spec(*u).decode(b)).collect())
 }
+
+/// The kinds of the steps the CPU reference engine's plan runs for `builder`'s graph, in
+/// order (`"Reduction"`, `"Pointwise"`, `"Softmax"`, …: the [`super::step::Op`] variant
+/// names), after its fusions, so a test can tell whether a pattern was fused.
+///
+/// # Errors
+/// As [`run_graph`]'s planning.
+pub fn plan_steps(builder: GraphBuilder) -> hipdnn_backend::PluginResult<Vec<String>> {
+    let bytes = builder.build();
+    let graph = hipdnn_backend::OperationGraph::from_bytes(&bytes)
+        .map_err(|e| hipdnn_backend::PluginError::bad_param(e.message))?;
+    let plan = super::plan::Plan::from_graph(&graph.graph())?;
+    Ok(plan
+        .steps
+        .iter()
+        .map(|s| {
+            let d = format!("{:?}", s.op);
+            d[..d.find('(').unwrap_or(d.len())].to_string()
+        })
+        .collect())
+}

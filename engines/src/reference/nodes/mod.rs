@@ -4,6 +4,9 @@
 //! facts of [`hipdnn_backend::ops`] — and its `run` — host arrays in, outputs stored through
 //! the environment [`super::env::Env`], arithmetic in [`super::ops`].
 //!
+//! `softmax` is the one step no graph node parses to: [`super::fuse`] makes it from a
+//! softmax pattern of reduction and pointwise nodes.
+//!
 //! [`super::plan`] and [`super::exec`] only dispatch here ([`super::step::Op`] wraps the step
 //! types); nothing in this folder imports them, reads bytes or touches bindings directly.
 
@@ -15,3 +18,4 @@ pub(super) mod pointwise;
 pub(super) mod reduction;
 pub(super) mod resample;
 pub(super) mod sdpa;
+pub(super) mod softmax;

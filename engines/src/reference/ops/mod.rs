@@ -5,6 +5,7 @@
 //! any rayon thread count.
 
 pub mod conv;
+pub mod exp;
 pub mod gemm;
 pub mod matmul;
 pub mod norm;
@@ -12,4 +13,5 @@ pub mod pointwise;
 pub mod reduce;
 pub mod resample;
 pub mod sdpa;
+pub mod softmax;
 pub mod winograd;

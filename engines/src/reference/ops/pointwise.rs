@@ -2,8 +2,13 @@
 //! of inputs to the output dims, computed in f32 (upstream `hipdnn_sdk` CPU reference rules for
 //! relu clips and slope).
 //!
+//! EXP is [`super::exp::exp`] (the vectorizable exponential the fused softmax uses too, so a
+//! softmax graph gives the same bits fused or node by node); the other modes' transcendentals
+//! are the standard library's.
+//!
 //! Owns only element math; it never reads bytes or graph attributes.
 
+use super::exp::exp;
 use hipdnn_schema::graph::PointwiseMode as M;
 use ndarray::{ArrayD, IxDyn, Zip};
 
@@ -83,7 +88,7 @@ pub fn unary(p: &PointwiseParams, x: f32) -> f32 {
         M::ABS => x.abs(),
         M::CEIL => x.ceil(),
         M::ERF => erf(x),
-        M::EXP => x.exp(),
+        M::EXP => exp(x),
         M::FLOOR => x.floor(),
         M::IDENTITY => x,
         M::LOG => x.ln(),
@@ -212,7 +217,7 @@ pub fn pointwise(
         1 => {
             let z = Zip::from(&mut out).and(&views[0]);
             match p.mode {
-                M::EXP => z.par_for_each(|o, &x| *o = x.exp()),
+                M::EXP => z.par_for_each(|o, &x| *o = exp(x)),
                 M::IDENTITY => z.par_for_each(|o, &x| *o = x),
                 _ => z.par_for_each(|o, &x| *o = unary(p, x)),
             }

@@ -2,8 +2,9 @@
 //!
 //! An output dim of 1 where the input dim is larger marks a reduced axis. Each output element
 //! is reduced by one task over the reduced elements in row-major order — sums in the fixed
-//! 16-partial-sum order of [`lane_sum`], products, minima and maxima one after another — so
-//! results are bit-identical for any thread count. Owns only arithmetic.
+//! 16-partial-sum order of [`lane_sum`], maxima (MAX_OP) in the same 16 lanes ([`lane_max`],
+//! which the fused softmax shares), products and minima one after another — so results are
+//! bit-identical for any thread count. Owns only arithmetic.
 
 use hipdnn_schema::graph::ReductionMode as R;
 use ndarray::{ArrayD, IxDyn};
@@ -117,6 +118,7 @@ pub fn reduce(mode: R, x: &ArrayD<f32>, out_dims: &[usize]) -> ArrayD<f32> {
             Some(v) if mode == R::AVG => lane_sum_slice(v, |x| x) / n as f32,
             Some(v) if mode == R::NORM1 => lane_sum_slice(v, f32::abs),
             Some(v) if mode == R::NORM2 => lane_sum_slice(v, |x| x * x).sqrt(),
+            Some(v) if mode == R::MAX_OP => lane_max_slice(v),
             Some(v) => fold(mode, v.iter().copied(), n),
             None => fold(mode, g.offsets().iter().map(|&i| xs[g.base(o) + i]), n),
         })
@@ -124,14 +126,14 @@ pub fn reduce(mode: R, x: &ArrayD<f32>, out_dims: &[usize]) -> ArrayD<f32> {
     ArrayD::from_shape_vec(IxDyn(out_dims), out).expect("out volume")
 }
 
-/// One group's reduction. Sums (ADD, AVG, NORM1, NORM2) go through [`lane_sum`]; products,
-/// minima and maxima fold in iteration order.
+/// One group's reduction. Sums (ADD, AVG, NORM1, NORM2) go through [`lane_sum`], maxima
+/// through [`lane_max`]; products and minima fold in iteration order.
 fn fold(mode: R, it: impl Iterator<Item = f32>, n: usize) -> f32 {
     match mode {
         R::ADD => lane_sum(it, |v| v),
         R::MUL => it.fold(1.0, |a, v| a * v),
         R::MIN_OP => it.fold(f32::INFINITY, f32::min),
-        R::MAX_OP => it.fold(f32::NEG_INFINITY, f32::max),
+        R::MAX_OP => lane_max(it),
         R::AMAX => it.fold(0.0, |a: f32, v| a.max(v.abs())),
         R::AVG => lane_sum(it, |v| v) / n as f32,
         R::NORM1 => lane_sum(it, f32::abs),
@@ -159,6 +161,7 @@ pub fn lane_sum(it: impl Iterator<Item = f32>, f: impl Fn(f32) -> f32) -> f32 {
 }
 
 /// [`lane_sum`] of a slice (the same bits), in whole blocks of [`LANES`].
+#[inline(always)]
 pub fn lane_sum_slice(v: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     let mut acc = [0f32; LANES];
     let mut blocks = v.chunks_exact(LANES);
@@ -173,12 +176,55 @@ pub fn lane_sum_slice(v: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     combine(acc)
 }
 
+#[inline(always)]
 fn combine(mut acc: [f32; LANES]) -> f32 {
     let mut w = LANES;
     while w > 1 {
         w /= 2;
         for i in 0..w {
             acc[i] += acc[i + w];
+        }
+    }
+    acc[0]
+}
+
+/// `max v` (`f32::max`: a NaN loses to any number; −inf for no element or only NaNs) in the
+/// same 16 lanes as [`lane_sum`]: element `i` goes to lane `i mod 16` (each from −inf), the
+/// lanes combined pairwise (w = 8, 4, 2, 1). The value is the maximum whatever the order; the
+/// fixed order pins the one thing order can change, the sign of a zero maximum (`f32::max` of
+/// +0 and −0 may give either), so a contiguous or strided group, the MAX_OP reduction and the
+/// fused softmax agree bit for bit. Independent lanes also let the compiler vectorise.
+pub fn lane_max(it: impl Iterator<Item = f32>) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    for (i, v) in it.enumerate() {
+        acc[i % LANES] = acc[i % LANES].max(v);
+    }
+    combine_max(acc)
+}
+
+/// [`lane_max`] of a slice (the same bits), in whole blocks of [`LANES`].
+#[inline(always)]
+pub fn lane_max_slice(v: &[f32]) -> f32 {
+    let mut acc = [f32::NEG_INFINITY; LANES];
+    let mut blocks = v.chunks_exact(LANES);
+    for b in &mut blocks {
+        for (a, &x) in acc.iter_mut().zip(b) {
+            *a = a.max(x);
+        }
+    }
+    for (a, &x) in acc.iter_mut().zip(blocks.remainder()) {
+        *a = a.max(x);
+    }
+    combine_max(acc)
+}
+
+#[inline(always)]
+fn combine_max(mut acc: [f32; LANES]) -> f32 {
+    let mut w = LANES;
+    while w > 1 {
+        w /= 2;
+        for i in 0..w {
+            acc[i] = acc[i].max(acc[i + w]);
         }
     }
     acc[0]

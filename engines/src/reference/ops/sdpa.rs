@@ -5,8 +5,10 @@
 //! every score masked gives O = 0 and stats = −∞. Owns only arithmetic; each query row is
 //! computed by one task (a block of 64 query rows of one head: `Q·Kᵀ` and `P·V` as
 //! single-threaded GEMMs whose blocking depends on the shape only), so results are
-//! bit-identical for any thread count.
+//! bit-identical for any thread count. The softmax exponentiates with [`super::exp::exp`], the
+//! engine's one f32 exponential.
 
+use super::exp::exp;
 use super::gemm::sgemm;
 use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
 use rayon::prelude::*;
@@ -145,7 +147,7 @@ pub fn sdpa(
                     stats.push((f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0));
                     continue;
                 }
-                srow.mapv_inplace(|x| (x - mx).exp());
+                srow.mapv_inplace(|x| exp(x - mx));
                 let sum = srow.iter().fold(0f32, |a, &x| a + x);
                 stats.push((mx + sum.ln(), mx, sum));
             }
