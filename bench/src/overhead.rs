@@ -136,8 +136,13 @@ pub fn overhead(rounds: usize, batch: usize, out: Option<&str>) -> R<()> {
     };
     let (ix, iy) = (at(rx)?, at(ry)?);
     let raw_packed = || {
-        f.launch_packed(&stream, cfg, &packed_args, &[(ix, rx.into()), (iy, ry.into())])
-            .map_err(e)
+        f.launch_packed(
+            &stream,
+            cfg,
+            &packed_args,
+            &[(ix, rx.into()), (iy, ry.into())],
+        )
+        .map_err(e)
     };
 
     // Two sides in between, to show where the overhead goes. The engine's device layer: the
