@@ -1021,17 +1021,8 @@ impl Function {
         cfg: LaunchConfig,
         args: &[KernelArg<'_>],
     ) -> Result<(), LaunchError> {
-        let bad = |detail: String| LaunchError::Signature {
-            kernel: self.name.clone(),
-            detail,
-        };
         let dev = &self.module.dev;
-        if !Arc::ptr_eq(&stream.dev, dev) && stream.dev.info.ordinal != dev.info.ordinal {
-            return Err(bad(format!(
-                "stream belongs to device {}, the module to device {}",
-                stream.dev.info.ordinal, dev.info.ordinal
-            )));
-        }
+        self.check_stream(stream)?;
         let mut block = pack_kernargs(
             &self.name,
             &self.signature,
@@ -1039,22 +1030,55 @@ impl Function {
             dev.info.ordinal,
             args,
         )?;
+        let mut params = Vec::new();
+        self.launch_block(stream, cfg, &mut block, &mut params)
+    }
+
+    /// `stream` is of this function's device, else [`LaunchError::Signature`] naming both.
+    fn check_stream(&self, stream: &Stream) -> Result<(), LaunchError> {
+        let dev = &self.module.dev;
+        if !Arc::ptr_eq(&stream.dev, dev) && stream.dev.info.ordinal != dev.info.ordinal {
+            return Err(LaunchError::Signature {
+                kernel: self.name.clone(),
+                detail: format!(
+                    "stream belongs to device {}, the module to device {}",
+                    stream.dev.info.ordinal, dev.info.ordinal
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    /// Queues the kernel with the kernarg block `block` (written for this function's
+    /// signature: by `pack_kernargs` from checked arguments, plus checked buffer
+    /// replacements), `params` being scratch for the per-argument pointers into it. The stream
+    /// was checked to be of this function's device.
+    fn launch_block(
+        &self,
+        stream: &Stream,
+        cfg: LaunchConfig,
+        block: &mut [u64],
+        params: &mut Vec<*mut c_void>,
+    ) -> Result<(), LaunchError> {
+        let dev = &self.module.dev;
         let base = block.as_mut_ptr().cast::<u8>();
-        let mut params: Vec<*mut c_void> = self
-            .signature
-            .iter()
-            .map(|s| base.wrapping_add(s.offset as usize).cast::<c_void>())
-            .collect();
+        params.clear();
+        params.extend(
+            self.signature
+                .iter()
+                .map(|s| base.wrapping_add(s.offset as usize).cast::<c_void>()),
+        );
         if cfg.shared_bytes > STATIC_SHARED_LIMIT {
             self.set_max_dynamic_shared_bytes(cfg.shared_bytes)?;
         }
         dev.bind()?;
         // SAFETY: `raw` is a function of the module kept loaded by `self.module`, on `dev`
-        // (current); the stream is a live stream of the same device (checked above); `params`
-        // holds one pointer per explicit argument into `block`, each to `spec.size` bytes
-        // written above, alive until this call returns; buffer addresses come from live
-        // `DeviceBuffer`s of the same device borrowed for `'_`, or from `KernelArg::device_ptr`,
-        // whose caller promised a live allocation of this device until the launch completes.
+        // (current); the stream is a live stream of the same device (checked by the callers);
+        // `params` holds one pointer per explicit argument into `block`, each to `spec.size`
+        // bytes the callers wrote from arguments checked against this signature, alive until
+        // this call returns; buffer addresses come from live `DeviceBuffer`s of the same device
+        // borrowed for the caller's `'_`, or from `KernelArg::device_ptr`, whose caller
+        // promised a live allocation of this device until the launch completes.
         unsafe {
             result::launch_kernel(
                 dev.api(),
@@ -1063,7 +1087,7 @@ impl Function {
                 cfg.block,
                 cfg.shared_bytes,
                 stream.raw.0,
-                &mut params,
+                params,
             )?;
         }
         Ok(())
@@ -1138,12 +1162,7 @@ impl Function {
                 "the packed arguments were packed for another function".to_string()
             ));
         }
-        if !Arc::ptr_eq(&stream.dev, dev) && stream.dev.info.ordinal != dev.info.ordinal {
-            return Err(bad(format!(
-                "stream belongs to device {}, the module to device {}",
-                stream.dev.info.ordinal, dev.info.ordinal
-            )));
-        }
+        self.check_stream(stream)?;
         PACKED_SCRATCH.with(|cell| {
             let mut own = (Vec::new(), Vec::new());
             let mut kept = cell.try_borrow_mut();
@@ -1184,37 +1203,7 @@ impl Function {
                 let o = spec.offset as usize;
                 bytes[o..o + 8].copy_from_slice(&ptr.to_le_bytes());
             }
-            let base = block.as_mut_ptr().cast::<u8>();
-            params.clear();
-            params.extend(
-                self.signature
-                    .iter()
-                    .map(|s| base.wrapping_add(s.offset as usize).cast::<c_void>()),
-            );
-            if cfg.shared_bytes > STATIC_SHARED_LIMIT {
-                self.set_max_dynamic_shared_bytes(cfg.shared_bytes)?;
-            }
-            dev.bind()?;
-            // SAFETY: as in `launch`: `raw` is a function of the module kept loaded by
-            // `self.module`, on `dev` (current); the stream is a live stream of the same device
-            // (checked above); `params` holds one pointer per explicit argument into `block`,
-            // each to `spec.size` bytes written by `pack` (checked against this signature, the
-            // function compared above) or by the replacements above, alive until this call
-            // returns; buffer addresses come from `KernelArg::device_ptr` (whose caller
-            // promised a live allocation of this device until the launch completes) or from
-            // live `DeviceBuffer`s of the same device borrowed for `'_`.
-            unsafe {
-                result::launch_kernel(
-                    dev.api(),
-                    self.raw.0,
-                    cfg.grid,
-                    cfg.block,
-                    cfg.shared_bytes,
-                    stream.raw.0,
-                    params,
-                )?;
-            }
-            Ok(())
+            self.launch_block(stream, cfg, block, params)
         })
     }
 }

@@ -34,44 +34,17 @@ impl IngestorModule for Module {
         Ok(Arc::new(Function))
     }
 }
-/// An sm_90 device that loads any module and launches nothing.
-struct Sm90;
-impl IngestorDevice for Sm90 {
-    fn arch(&self) -> String {
-        "sm_90".into()
-    }
-    fn ordinal(&self) -> i32 {
-        0
-    }
-    fn load_module(&self, _code: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
-        Ok(Arc::new(Module))
-    }
-    fn launch(
-        &self,
-        _f: &dyn KernelFunction,
-        _g: LaunchGeometry,
-        _a: &[KernelArgValue],
-        _s: &[KernelArgument],
-        _stream: u64,
-    ) -> Result<(), DeviceError> {
-        Ok(())
-    }
-    fn synchronize(&self, _stream: u64) -> Result<(), DeviceError> {
-        Ok(())
-    }
-}
-
 fn packed() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../engines/kernels/packed/sm_90")
 }
 
-/// A CPU handle with the GPU engine over `kernels` on the fake sm_90 device.
+/// A CPU handle with the GPU engine over `kernels` on a fake sm_90 device ([`Recording`], not packing).
 fn handle(kernels: Vec<KernelDescriptor>) -> Handle {
     let mut h = Handle::cpu().unwrap();
     let engine = IngestorEngine::new(
         GPU_ENGINE_NAME,
         kernels,
-        Arc::new(FixedDevice(Arc::new(Sm90))),
+        Arc::new(FixedDevice(Arc::new(Recording::new(false)))),
         Arc::new(hipdnn_engines::registry::pack_registry()),
         Arc::new(KpackCodeObjectReader),
     );
@@ -335,6 +308,15 @@ struct Recording {
     launches: Launches,
     packed_launches: std::sync::atomic::AtomicUsize,
 }
+impl Recording {
+    fn new(packs: bool) -> Recording {
+        Recording {
+            packs,
+            launches: Default::default(),
+            packed_launches: Default::default(),
+        }
+    }
+}
 impl IngestorDevice for Recording {
     fn arch(&self) -> String {
         "sm_90".into()
@@ -409,13 +391,7 @@ impl<'a> hipdnn::buffer::Bind<'a> for FakeMemory {
 fn packed_launches_pass_the_handlers_arguments() {
     let mut kernels = load_triton_descriptors(&packed()).unwrap();
     kernels.extend(load_packed_descriptors(&packed()).unwrap());
-    let device = |packs| {
-        Arc::new(Recording {
-            packs,
-            launches: Default::default(),
-            packed_launches: Default::default(),
-        })
-    };
+    let device = |packs| Arc::new(Recording::new(packs));
     let on = |dev: &Arc<Recording>| {
         let mut h = Handle::cpu().unwrap();
         let engine = IngestorEngine::new(
