@@ -29,7 +29,7 @@
 //! the sides (spin-waiting worker threads go idle). ORT: CPU execution provider, graph
 //! optimization ALL, intra-op threads = our rayon threads, inter-op 1. Printed: every round,
 //! the medians over the rounds of ours, ORT and ORT ms / ours ms (the speed ratio "ours/ORT",
-//! > 1 = we are faster), and the load average at start and end. Before timing, our logits are
+//! above 1 when we are faster), and the load average at start and end. Before timing, our logits are
 //! compared with ORT's on the same input; the bench panics when `max |ours − ORT| / max |ORT|`
 //! exceeds [`TOLERANCE`].
 //!
@@ -39,7 +39,8 @@
 //!
 //! Environment: `RAYON_NUM_THREADS` (default 2; ORT's intra-op threads follow it),
 //! `HIPDNN_RESNET_ROUNDS` (default 3), `HIPDNN_RESNET_BATCHES` (default `1,8`),
-//! `HIPDNN_RESNET_PROFILE=N` (no ORT: N forwards of the first batch size only, for `perf`).
+//! `HIPDNN_RESNET_PROFILE=N` (no ORT: N forwards of the first batch size only, for `perf`),
+//! `HIPDNN_RESNET_BREAKDOWN=1` (no ORT: every node timed as a graph of its own, summed by kind).
 //! Needs `python3 -m pip install numpy onnx onnxruntime`.
 
 use std::io::{BufRead, BufReader, Write};
@@ -102,7 +103,11 @@ fn tensor<'a>(st: &'a safetensors::SafeTensors<'a>, name: &str) -> (Vec<usize>, 
     let t = st
         .tensor(name)
         .unwrap_or_else(|e| panic!("weights: {name}: {e}"));
-    assert_eq!(t.dtype(), safetensors::Dtype::F32, "weights: {name} not F32");
+    assert_eq!(
+        t.dtype(),
+        safetensors::Dtype::F32,
+        "weights: {name} not F32"
+    );
     let v = t
         .data()
         .chunks_exact(4)
@@ -142,10 +147,7 @@ fn fold(st: &safetensors::SafeTensors<'_>, conv: &str, bn: &str) -> Layer {
 fn load(path: &Path) -> (Vec<Layer>, Vec<f32>) {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
     let st = safetensors::SafeTensors::deserialize(&bytes).expect("weights: safetensors header");
-    let mut layers: Vec<Layer> = conv_names()
-        .iter()
-        .map(|(c, b)| fold(&st, c, b))
-        .collect();
+    let mut layers: Vec<Layer> = conv_names().iter().map(|(c, b)| fold(&st, c, b)).collect();
     let (fd, fw) = tensor(&st, "fc.weight");
     let (_, fb) = tensor(&st, "fc.bias");
     layers.push(Layer {
@@ -170,6 +172,18 @@ struct Builder<'l> {
     g: Graph,
     layers: &'l [Layer],
     next: usize,
+    /// Every conv built: (layer, x dims, stride, pad, relu), for the breakdown.
+    convs: Vec<ConvCall>,
+}
+
+/// One conv of the network as built: layer index, input dims, stride, padding, ReLU after.
+#[derive(Clone)]
+struct ConvCall {
+    layer: usize,
+    x: Vec<i64>,
+    stride: i64,
+    pad: i64,
+    relu: bool,
 }
 
 impl Builder<'_> {
@@ -177,6 +191,13 @@ impl Builder<'_> {
     fn conv(&mut self, x: TensorId, stride: i64, pad: i64, relu: bool) -> TensorId {
         let i = self.next;
         self.next += 1;
+        self.convs.push(ConvCall {
+            layer: i,
+            x: self.g.tensor_attributes(x).dims.clone(),
+            stride,
+            pad,
+            relu,
+        });
         let l = &self.layers[i];
         let (k, c, r) = (l.k as i64, l.c as i64, l.r as i64);
         let wd = [k, c, r, r];
@@ -214,33 +235,49 @@ impl Builder<'_> {
     }
 }
 
-fn build_graph(layers: &[Layer], n: usize) -> Graph {
-    let n = n as i64;
+fn f32_graph(name: String) -> Graph {
     let mut g = Graph::new();
-    g.set_name(format!("resnet50_v1_5_b{n}"));
+    g.set_name(name);
     g.set_io_data_type(DataType::Float)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let xd = [n, 3, 224, 224];
-    let x = g.tensor(
-        T::new("x")
-            .uid(U_X)
+    g
+}
+
+/// A bound dense NCHW f32 tensor.
+fn bound(g: &mut Graph, name: &str, uid: i64, dims: [i64; 4]) -> TensorId {
+    g.tensor(
+        T::new(name)
+            .uid(uid)
             .data_type(DataType::Float)
-            .dims(xd)
-            .strides(dense(xd)),
-    );
-    let mut b = Builder { g, layers, next: 0 };
+            .dims(dims)
+            .strides(dense(dims)),
+    )
+}
+
+fn max_pool() -> ResampleFwdAttributes {
+    ResampleFwdAttributes::new()
+        .window([3, 3])
+        .stride([2, 2])
+        .pre_padding([1, 1])
+        .post_padding([1, 1])
+        .resample_mode(ResampleMode::MaxPool)
+        .padding_mode(PaddingMode::NegInfPad)
+}
+
+/// The whole network for batch `n` as one graph, and the convs in the order built.
+fn build_graph(layers: &[Layer], n: usize) -> (Graph, Vec<ConvCall>) {
+    let n = n as i64;
+    let mut g = f32_graph(format!("resnet50_v1_5_b{n}"));
+    let x = bound(&mut g, "x", U_X, [n, 3, 224, 224]);
+    let mut b = Builder {
+        g,
+        layers,
+        next: 0,
+        convs: Vec::new(),
+    };
     let y = b.conv(x, 2, 3, true);
-    let mut y = b.g.resample_fwd(
-        y,
-        ResampleFwdAttributes::new()
-            .window([3, 3])
-            .stride([2, 2])
-            .pre_padding([1, 1])
-            .post_padding([1, 1])
-            .resample_mode(ResampleMode::MaxPool)
-            .padding_mode(PaddingMode::NegInfPad),
-    );
+    let mut y = b.g.resample_fwd(y, max_pool());
     for (s, &(blocks, _)) in STAGES.iter().enumerate() {
         for blk in 0..blocks {
             // v1.5: the stage's stride is on the first block's 3×3 conv.
@@ -253,9 +290,8 @@ fn build_graph(layers: &[Layer], n: usize) -> Graph {
             } else {
                 y
             };
-            let sum = b
-                .g
-                .pointwise(t, short, PointwiseAttributes::with_mode(PointwiseMode::Add));
+            let sum =
+                b.g.pointwise(t, short, PointwiseAttributes::with_mode(PointwiseMode::Add));
             y = b.relu(sum);
         }
     }
@@ -269,7 +305,7 @@ fn build_graph(layers: &[Layer], n: usize) -> Graph {
     assert_eq!(b.next, layers.len(), "every layer used once");
     let mut g = b.g;
     g.set_output(logits, true).set_uid(logits, U_LOGITS);
-    g
+    (g, b.convs)
 }
 
 /// One network for one batch size: the built graph, its input and output buffers.
@@ -297,6 +333,161 @@ impl Net<'_> {
             .execute(handle, pack, Some(&mut self.ws))
             .expect("execute");
         t.elapsed()
+    }
+}
+
+/// Median ms of 3 executions of `g` (after one warm-up) with `inputs` bound and a fresh
+/// output of `out_len` elements at [`U_LOGITS`].
+fn time_graph(
+    handle: &Handle,
+    g: &mut Graph,
+    inputs: &[(i64, &Buffer<f32>)],
+    out_len: usize,
+) -> f64 {
+    g.build(handle)
+        .expect("build: the CPU engine refused the graph");
+    let mut out = Buffer::<f32>::zeros(out_len);
+    let mut ws = Buffer::<u8>::zeros(g.workspace_size().expect("workspace size"));
+    let mut run = || {
+        let t = Instant::now();
+        let mut pack = VariantPack::new();
+        for &(u, b) in inputs {
+            pack = pack.input(u, b);
+        }
+        g.execute(handle, pack.output(U_LOGITS, &mut out), Some(&mut ws))
+            .expect("execute");
+        t.elapsed()
+    };
+    run();
+    ms(&(0..3).map(|_| run()).collect::<Vec<_>>())
+}
+
+fn volume(d: &[i64]) -> usize {
+    d.iter().product::<i64>() as usize
+}
+
+/// Where the time of one batch-`n` forward goes: every node of the network timed as its own
+/// graph (bound input and output, so each includes converting its input and storing its
+/// output, which the whole graph does not), summed by kind; the ten slowest convs.
+fn breakdown(handle: &Handle, layers: &[Layer], n: usize, whole_ms: f64) {
+    let (_, convs) = build_graph(layers, n);
+    let names: Vec<String> = conv_names()
+        .into_iter()
+        .map(|(c, _)| c)
+        .chain(["fc".to_string()])
+        .collect();
+    let mut kinds: Vec<(String, f64, usize)> = Vec::new();
+    let mut add = |kind: String, t: f64| match kinds.iter_mut().find(|k| k.0 == kind) {
+        Some(k) => {
+            k.1 += t;
+            k.2 += 1;
+        }
+        None => kinds.push((kind, t, 1)),
+    };
+    let mut per_conv = Vec::new();
+    for c in &convs {
+        let l = &layers[c.layer];
+        let xd: [i64; 4] = c.x.clone().try_into().expect("4-D");
+        let mut g = f32_graph(format!("layer{}", c.layer));
+        let x = bound(&mut g, "x", U_X, xd);
+        let mut b = Builder {
+            g,
+            layers,
+            next: c.layer,
+            convs: Vec::new(),
+        };
+        let y = b.conv(x, c.stride, c.pad, c.relu);
+        let mut g = b.g;
+        let yd = g.tensor_attributes(y).dims.clone();
+        g.set_output(y, true).set_uid(y, U_LOGITS);
+        let xb = Buffer::<f32>::filled(volume(&xd), 0.5);
+        let (wu, bu) = (W0 + 2 * c.layer as i64, W0 + 2 * c.layer as i64 + 1);
+        let t = time_graph(
+            handle,
+            &mut g,
+            &[(U_X, &xb), (wu, &l.w), (bu, &l.b)],
+            volume(&yd),
+        );
+        let kind = format!(
+            "conv {}×{} s{} + bias{}",
+            l.r,
+            l.r,
+            c.stride,
+            if c.relu { " + relu" } else { "" }
+        );
+        add(kind, t);
+        per_conv.push((t, names[c.layer].clone(), c.x.clone(), l.k, l.r, c.stride));
+    }
+    let n = n as i64;
+    // Max pool.
+    let mut g = f32_graph("maxpool".into());
+    let pd = [n, 64, 112, 112];
+    let x = bound(&mut g, "x", U_X, pd);
+    let y = g.resample_fwd(x, max_pool());
+    g.set_output(y, true).set_uid(y, U_LOGITS);
+    let xb = Buffer::<f32>::filled(volume(&pd), 0.5);
+    add(
+        "max pool 3×3 s2".into(),
+        time_graph(handle, &mut g, &[(U_X, &xb)], volume(&pd) / 4),
+    );
+    // Residual ADD + RELU, once per block.
+    let mut hw = 56;
+    for (s, &(blocks, width)) in STAGES.iter().enumerate() {
+        if s > 0 {
+            hw /= 2;
+        }
+        let d = [n, (width * EXPANSION) as i64, hw, hw];
+        let mut g = f32_graph("residual".into());
+        let a = bound(&mut g, "a", U_X, d);
+        let r = bound(&mut g, "r", 3, d);
+        let sum = g.pointwise(a, r, PointwiseAttributes::with_mode(PointwiseMode::Add));
+        let y = g.pointwise_unary(sum, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+        g.set_output(y, true).set_uid(y, U_LOGITS);
+        let ab = Buffer::<f32>::filled(volume(&d), 0.5);
+        let t = time_graph(handle, &mut g, &[(U_X, &ab), (3, &ab)], volume(&d));
+        for _ in 0..blocks {
+            add("residual add + relu".into(), t);
+        }
+    }
+    // Global average pool.
+    let mut g = f32_graph("avgpool".into());
+    let d = [n, 2048, 7, 7];
+    let x = bound(&mut g, "x", U_X, d);
+    let y = g.reduction(
+        x,
+        [n, 2048, 1, 1],
+        ReductionAttributes::new().mode(ReductionMode::Avg),
+    );
+    g.set_output(y, true).set_uid(y, U_LOGITS);
+    let xb = Buffer::<f32>::filled(volume(&d), 0.5);
+    add(
+        "global avg pool (reduction AVG)".into(),
+        time_graph(handle, &mut g, &[(U_X, &xb)], volume(&d) / 49),
+    );
+
+    let total: f64 = kinds.iter().map(|k| k.1).sum();
+    println!(
+        "\nbreakdown, batch {n}: nodes timed one graph each, sum {total:.1} ms (whole graph {whole_ms:.1} ms)\n"
+    );
+    println!("| node kind | count | ms (sum) | share of sum |");
+    println!("|---|---|---|---|");
+    kinds.sort_by(|a, b| b.1.total_cmp(&a.1));
+    for (k, t, c) in &kinds {
+        println!("| {k} | {c} | {t:.1} | {:.0} % |", 100.0 * t / total);
+    }
+    per_conv.sort_by(|a, b| b.0.total_cmp(&a.0));
+    println!("\n| slowest convs | x dims | K | filter | stride | ms | GFLOP/s |");
+    println!("|---|---|---|---|---|---|---|");
+    for (t, name, x, k, r, s) in per_conv.iter().take(10) {
+        let (oh, ow) = (
+            (x[2] + 2 * (*r as i64 / 2) - *r as i64) / s + 1,
+            (x[3] + 2 * (*r as i64 / 2) - *r as i64) / s + 1,
+        );
+        let flops = 2.0 * (x[0] * x[1] * *k as i64 * oh * ow) as f64 * (*r * *r) as f64;
+        println!(
+            "| {name} | {x:?} | {k} | {r}×{r} | {s} | {t:.1} | {:.1} |",
+            flops / t / 1e6
+        );
     }
 }
 
@@ -426,7 +617,11 @@ fn main() {
     let batches: Vec<usize> = std::env::var("HIPDNN_RESNET_BATCHES")
         .unwrap_or_else(|_| "1,8".into())
         .split(',')
-        .map(|b| b.trim().parse().expect("HIPDNN_RESNET_BATCHES: a list of sizes"))
+        .map(|b| {
+            b.trim()
+                .parse()
+                .expect("HIPDNN_RESNET_BATCHES: a list of sizes")
+        })
         .collect();
     assert!(
         batches.iter().all(|&b| (1..=MAX_BATCH).contains(&b)),
@@ -458,8 +653,9 @@ fn main() {
         .iter()
         .map(|&n| {
             let t = Instant::now();
-            let mut g = build_graph(&layers, n);
-            g.build(&handle).expect("build: the CPU engine refused the graph");
+            let (mut g, _) = build_graph(&layers, n);
+            g.build(&handle)
+                .expect("build: the CPU engine refused the graph");
             let ws = Buffer::<u8>::zeros(g.workspace_size().expect("workspace size"));
             println!(
                 "batch {n}: graph of {} tensors built in {:.0} ms",
@@ -477,6 +673,14 @@ fn main() {
         })
         .collect();
 
+    if env_usize("HIPDNN_RESNET_BREAKDOWN", 0) > 0 {
+        for net in &mut nets {
+            net.forward(&handle);
+            let whole = ms(&(0..3).map(|_| net.forward(&handle)).collect::<Vec<_>>());
+            breakdown(&handle, &layers, net.n, whole);
+        }
+        return;
+    }
     if profile > 0 {
         let net = &mut nets[0];
         let d: Vec<Duration> = (0..profile).map(|_| net.forward(&handle)).collect();
