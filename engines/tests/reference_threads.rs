@@ -265,6 +265,7 @@ fn tiled_product_matches_plain_loops_on_uneven_tiles() {
                 b: b.view(),
                 c: tiled.view_mut(),
                 row_base: 0,
+                res: None,
             }],
             false,
             &Epilogue::NONE,

@@ -1,6 +1,8 @@
 //! The fusions of the CPU reference engine's plan: [`fuse_epilogues`] folds `conv_fprop →
-//! ADD(bias) → activation` chains of the step list into the conv step's [`ConvEpilogue`], so
-//! they run in the GEMM output pass ([`super::nodes::conv`] runs it); [`fuse_softmax`] replaces
+//! ADD(bias) → activation` chains of the step list into the conv step's [`ConvEpilogue`] and
+//! `matmul → ADD(bias) → ADD(residual) → activation` chains into the matmul step's
+//! [`MatmulEpilogue`], so they run in the GEMM output pass ([`super::nodes::conv`] and
+//! [`super::nodes::matmul`] run them); [`fuse_softmax`] replaces
 //! the five (six) nodes of a softmax (log-softmax) by one [`SoftmaxStep`].
 //!
 //! Passes over the whole step list, so they live above the nodes: they read the step types and
@@ -9,6 +11,7 @@
 
 use super::dtype::Elem;
 use super::nodes::conv::ConvEpilogue;
+use super::nodes::matmul::MatmulEpilogue;
 use super::nodes::softmax::SoftmaxStep;
 use super::step::{Op, Step};
 use super::tensor::TensorDesc;
@@ -23,7 +26,19 @@ use std::collections::{HashMap, HashSet};
 /// the activation is a one-input mode other than GEN_INDEX; output dims equal y's. Steps stay
 /// in their order (the folded step runs where the conv ran; its bias is ready from the
 /// start and its output's readers come after the folded nodes).
+///
+/// Matmul steps take `matmul → ADD(bias) → ADD(residual) → unary pointwise` chains (each node
+/// may be absent) under the same rules, with a bias of dims `(1…, N)` (a per-column vector;
+/// a full-shape operand of the first ADD is taken as the residual instead) and a residual
+/// that broadcasts to c's dims and is not written by any node at or after the matmul step (a
+/// bound, constant or earlier-computed tensor).
 pub(super) fn fuse_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
+    let steps = fuse_conv_epilogues(steps, tensors);
+    fuse_matmul_epilogues(steps, tensors)
+}
+
+/// The conv half of [`fuse_epilogues`].
+fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
     let written: HashSet<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
     let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
     for (i, s) in steps.iter().enumerate() {
@@ -87,6 +102,119 @@ pub(super) fn fuse_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc
                 act,
                 out: cur,
             });
+        }
+    }
+    steps
+        .into_iter()
+        .zip(folded)
+        .filter(|(_, f)| !f)
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// The matmul half of [`fuse_epilogues`].
+fn fuse_matmul_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
+    let mut writer: HashMap<i64, usize> = HashMap::new();
+    let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        for u in s.op.outputs() {
+            writer.insert(u, i);
+        }
+        for u in s.op.inputs() {
+            readers.entry(u).or_default().push(i);
+        }
+    }
+    let sole_reader = |u: i64| -> Option<usize> {
+        let t = &tensors[&u];
+        match readers.get(&u).map(Vec::as_slice) {
+            Some(&[i]) if t.is_virtual && t.elem == Elem::F32 => Some(i),
+            _ => None,
+        }
+    };
+    // The other operand of the two-input ADD step `j` that reads `cur` and writes a tensor of
+    // `dims`, with that output.
+    let add_operand = |j: usize, cur: i64, dims: &[usize]| -> Option<(i64, i64)> {
+        let Op::Pointwise(p) = &steps[j].op else {
+            return None;
+        };
+        if p.p.mode != PointwiseMode::ADD || p.ins.len() != 2 || tensors[&p.out].dims != dims {
+            return None;
+        }
+        let other = if p.ins[0] == cur { p.ins[1] } else { p.ins[0] };
+        (other != cur).then_some((other, p.out))
+    };
+    let mut found: Vec<(usize, MatmulEpilogue, Vec<usize>)> = Vec::new();
+    for i in 0..steps.len() {
+        let Op::Matmul(m) = &steps[i].op else {
+            continue;
+        };
+        let c_dims = tensors[&m.c].dims.clone();
+        let n = *c_dims.last().expect("matmul c has 2+ dims");
+        // Ready when the matmul step runs: bound, constant, or written before it.
+        let ready = |u: i64| writer.get(&u).is_none_or(|&w| w < i);
+        let is_bias = |u: i64| {
+            let d = &tensors[&u].dims;
+            d.len() <= c_dims.len()
+                && d.last() == Some(&n)
+                && d[..d.len() - 1].iter().all(|&v| v == 1)
+                && n != 1
+        };
+        let broadcasts = |u: i64| {
+            let d = &tensors[&u].dims;
+            d.len() <= c_dims.len()
+                && d.iter()
+                    .rev()
+                    .zip(c_dims.iter().rev())
+                    .all(|(&a, &b)| a == b || a == 1)
+        };
+        let (mut cur, mut bias, mut residual, mut act, mut fused) =
+            (m.c, None, None, None, Vec::new());
+        for _ in 0..2 {
+            let Some(j) = sole_reader(cur) else { break };
+            let Some((other, out)) = add_operand(j, cur, &c_dims) else {
+                break;
+            };
+            if !ready(other) {
+                break;
+            }
+            if bias.is_none() && residual.is_none() && is_bias(other) {
+                bias = Some(other);
+            } else if residual.is_none() && broadcasts(other) {
+                residual = Some(other);
+            } else {
+                break;
+            }
+            cur = out;
+            fused.push(j);
+        }
+        if let Some(j) = sole_reader(cur)
+            && let Op::Pointwise(p) = &steps[j].op
+            && p.ins.len() == 1
+            && p.p.mode != PointwiseMode::GEN_INDEX
+            && tensors[&p.out].dims == c_dims
+        {
+            act = Some(p.p);
+            cur = p.out;
+            fused.push(j);
+        }
+        if !fused.is_empty() {
+            let ep = MatmulEpilogue {
+                bias,
+                residual,
+                act,
+                out: cur,
+            };
+            found.push((i, ep, fused));
+        }
+    }
+    let mut steps = steps;
+    let mut folded = vec![false; steps.len()];
+    for (i, ep, fused) in found {
+        for j in fused {
+            folded[j] = true;
+        }
+        if let Op::Matmul(m) = &mut steps[i].op {
+            m.epilogue = Some(ep);
         }
     }
     steps

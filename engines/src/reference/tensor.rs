@@ -8,7 +8,7 @@
 use super::dtype::Elem;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::tensor_value::TensorValue;
-use ndarray::{ArrayD, IxDyn};
+use ndarray::{ArrayD, ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 
 /// The engine's copy of one graph tensor.
 #[derive(Debug, Clone)]
@@ -99,30 +99,53 @@ impl TensorDesc {
         true
     }
 
-    /// Byte offsets of every logical element, row-major over `dims`.
-    fn offsets(&self) -> Vec<usize> {
-        let n = self.volume();
-        let mut out = Vec::with_capacity(n);
-        let rank = self.dims.len();
-        let mut idx = vec![0usize; rank];
+    /// Calls `f` with the byte offset of every logical element, row-major over `dims`: an
+    /// odometer over the outer dims and a strided run along the last (no table, no per-element
+    /// index product).
+    fn for_each_offset(&self, mut f: impl FnMut(usize)) {
+        if self.volume() == 0 {
+            return;
+        }
         let es = self.elem.size();
-        for _ in 0..n {
-            out.push(
-                idx.iter()
-                    .zip(&self.strides)
-                    .map(|(i, s)| i * s)
-                    .sum::<usize>()
-                    * es,
-            );
-            for d in (0..rank).rev() {
+        let Some((&inner, outer)) = self.dims.split_last() else {
+            f(0);
+            return;
+        };
+        let step = self.strides[self.dims.len() - 1] * es;
+        let mut idx = vec![0usize; outer.len()];
+        loop {
+            let base: usize = idx
+                .iter()
+                .zip(&self.strides)
+                .map(|(i, s)| i * s)
+                .sum::<usize>()
+                * es;
+            for j in 0..inner {
+                f(base + j * step);
+            }
+            let mut d = outer.len();
+            loop {
+                if d == 0 {
+                    return;
+                }
+                d -= 1;
                 idx[d] += 1;
-                if idx[d] < self.dims[d] {
+                if idx[d] < outer[d] {
                     break;
                 }
                 idx[d] = 0;
             }
         }
-        out
+    }
+
+    /// The f32 tensor read in place from `bytes` with its strides (`None` unless F32, 4-byte
+    /// aligned and long enough).
+    fn f32_view<'b>(&self, bytes: &'b [u8]) -> Option<ArrayViewD<'b, f32>> {
+        if self.elem != Elem::F32 {
+            return None;
+        }
+        let data: &[f32] = bytemuck::try_cast_slice(bytes.get(..self.required_bytes())?).ok()?;
+        ArrayViewD::from_shape(IxDyn(&self.dims).strides(IxDyn(&self.strides)), data).ok()
     }
 
     /// Reads `bytes` (laid out by `strides`) into a dense row-major array of `dims`.
@@ -132,17 +155,26 @@ impl TensorDesc {
     pub fn load(&self, bytes: &[u8]) -> PluginResult<ArrayD<f32>> {
         self.check_len(bytes.len())?;
         let es = self.elem.size();
-        let data: Vec<f32> = if self.is_dense_row_major() {
+        let dense = self.is_dense_row_major();
+        let data: Vec<f32> = if dense
+            && self.elem == Elem::F32
+            && let Ok(f) = bytemuck::try_cast_slice::<u8, f32>(&bytes[..self.volume() * es])
+        {
+            // Aligned dense f32: one memcpy.
+            f.to_vec()
+        } else if dense {
             // One pass over the buffer in order: no per-element offset table.
             bytes[..self.volume() * es]
                 .chunks_exact(es)
                 .map(|c| self.elem.read(c))
                 .collect()
+        } else if let Some(v) = self.f32_view(bytes) {
+            // Strided f32: ndarray's strided copy, in logical (row-major) order.
+            return Ok(v.as_standard_layout().into_owned());
         } else {
-            self.offsets()
-                .into_iter()
-                .map(|o| self.elem.read(&bytes[o..o + es]))
-                .collect()
+            let mut data = Vec::with_capacity(self.volume());
+            self.for_each_offset(|o| data.push(self.elem.read(&bytes[o..o + es])));
+            data
         };
         Ok(ArrayD::from_shape_vec(IxDyn(&self.dims), data).expect("volume matches dims"))
     }
@@ -171,10 +203,9 @@ impl TensorDesc {
                 .map(read)
                 .collect()
         } else {
-            self.offsets()
-                .into_iter()
-                .map(|o| read(&bytes[o..o + es]))
-                .collect()
+            let mut v = Vec::with_capacity(self.volume());
+            self.for_each_offset(|o| v.push(read(&bytes[o..o + es])));
+            v
         }))
     }
 
@@ -188,14 +219,46 @@ impl TensorDesc {
         let es = self.elem.size();
         if self.is_dense_row_major() {
             let n = self.volume();
-            for (c, v) in bytes[..n * es].chunks_exact_mut(es).zip(values.iter()) {
-                self.elem.write(*v, c);
+            let dst = &mut bytes[..n * es];
+            match values.as_slice() {
+                Some(vs) if self.elem == Elem::F32 => {
+                    match bytemuck::try_cast_slice_mut::<u8, f32>(dst) {
+                        // Aligned dense f32: one memcpy.
+                        Ok(d) => d.copy_from_slice(vs),
+                        Err(_) => dst
+                            .chunks_exact_mut(es)
+                            .zip(vs)
+                            .for_each(|(c, v)| c.copy_from_slice(&v.to_le_bytes())),
+                    }
+                }
+                Some(vs) => dst
+                    .chunks_exact_mut(es)
+                    .zip(vs)
+                    .for_each(|(c, v)| self.elem.write(*v, c)),
+                None => dst
+                    .chunks_exact_mut(es)
+                    .zip(values.iter())
+                    .for_each(|(c, v)| self.elem.write(*v, c)),
             }
             return Ok(());
         }
-        for (o, v) in self.offsets().into_iter().zip(values.iter()) {
-            self.elem.write(*v, &mut bytes[o..o + es]);
+        if self.elem == Elem::F32 {
+            let need = self.required_bytes();
+            if let Ok(data) = bytemuck::try_cast_slice_mut::<u8, f32>(&mut bytes[..need]) {
+                let shape = IxDyn(&self.dims).strides(IxDyn(&self.strides));
+                // Refused (Err) when the strides make elements overlap: then element by element.
+                if let Ok(mut v) = ArrayViewMutD::from_shape(shape, data) {
+                    v.assign(values);
+                    return Ok(());
+                }
+            }
         }
+        let mut vals = values.iter();
+        self.for_each_offset(|o| {
+            if let Some(v) = vals.next() {
+                self.elem.write(*v, &mut bytes[o..o + es]);
+            }
+        });
         Ok(())
     }
 

@@ -29,7 +29,6 @@ import struct
 import sys
 
 import numpy as np
-from tokenizers import Tokenizer
 
 HERE = pathlib.Path(__file__).resolve()
 REPO = HERE.parents[3]
@@ -112,6 +111,8 @@ def encode(w: dict, ids: list) -> np.ndarray:
 
 
 def load():
+    from tokenizers import Tokenizer  # here, so importers that need no tokenizer need no package
+
     d = model_dir()
     for f in ("model.safetensors", "tokenizer.json"):
         if not (d / f).is_file():

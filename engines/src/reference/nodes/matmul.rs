@@ -1,10 +1,12 @@
 //! Matmul nodes of the CPU reference engine: parse (inner dims, batch broadcast from the op
-//! table [`hipdnn_backend::ops::broadcast`]) and run ([`crate::reference::ops::matmul`]).
+//! table [`hipdnn_backend::ops::broadcast`]) and run ([`crate::reference::ops::matmul`]), with
+//! the epilogue the plan's fusion (`reference::fuse`) folds into the step.
 
 use crate::reference::check::Cx;
 use crate::reference::env::Env;
-use crate::reference::ops::gemm::Epilogue;
+use crate::reference::ops::gemm::{Bias, Epilogue};
 use crate::reference::ops::matmul as kernel;
+use crate::reference::ops::pointwise::PointwiseParams;
 use hipdnn_backend::ops::broadcast::broadcasts_to;
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
@@ -18,16 +20,38 @@ pub struct MatmulStep {
     pub b: i64,
     /// c UID.
     pub c: i64,
+    /// Pointwise nodes folded into the GEMM output pass (set by the plan's epilogue fusion).
+    pub epilogue: Option<MatmulEpilogue>,
+}
+
+/// Pointwise nodes folded into a matmul step: the step writes `out = act((c + bias) +
+/// residual)` instead of c (each part optional, in that order), and the fused nodes are not
+/// run.
+#[derive(Debug, Clone)]
+pub struct MatmulEpilogue {
+    /// Bias UID (dims 1 except the last, which is N), added first.
+    pub bias: Option<i64>,
+    /// Residual UID (broadcasts to c's dims), added second.
+    pub residual: Option<i64>,
+    /// Unary pointwise activation, applied last.
+    pub act: Option<PointwiseParams>,
+    /// The UID written instead of c (the last fused node's output).
+    pub out: i64,
 }
 
 impl MatmulStep {
     /// UIDs read.
     pub fn inputs(&self) -> Vec<i64> {
-        vec![self.a, self.b]
+        let mut v = vec![self.a, self.b];
+        if let Some(e) = &self.epilogue {
+            v.extend(e.bias);
+            v.extend(e.residual);
+        }
+        v
     }
     /// UIDs written.
     pub fn outputs(&self) -> Vec<i64> {
-        vec![self.c]
+        vec![self.epilogue.as_ref().map_or(self.c, |e| e.out)]
     }
 }
 
@@ -66,6 +90,7 @@ pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<MatmulStep> {
         a: ta.uid,
         b: tb.uid,
         c: tc.uid,
+        epilogue: None,
     })
 }
 
@@ -75,10 +100,35 @@ pub fn run(
     env: &mut Env<'_, '_, '_>,
     e: &impl Fn(String) -> PluginError,
 ) -> PluginResult<()> {
-    let MatmulStep { a, b, c } = s;
+    let MatmulStep { a, b, c, epilogue } = s;
     // In place when bound as f32 host inputs: weights are neither converted nor copied.
     let (av, bv) = (env.view(*a)?, env.view(*b)?);
-    let dims = &env.desc(*c).dims;
-    let r = kernel::matmul_views(av.view(), bv.view(), dims, &Epilogue::NONE).map_err(e)?;
-    env.put(*c, r)
+    let dims = env.desc(*c).dims.clone();
+    let Some(ep) = epilogue else {
+        let r = kernel::matmul_views(av.view(), bv.view(), &dims, &Epilogue::NONE).map_err(e)?;
+        return env.put(*c, r);
+    };
+    let bias = match ep.bias {
+        Some(u) => Some(env.view(u)?),
+        None => None,
+    };
+    // The fusion admits only biases whose dims are 1 but the last (N): their N values in order.
+    let bias: Option<Vec<f32>> = bias.map(|v| v.view().iter().copied().collect());
+    let res = match ep.residual {
+        Some(u) => Some(env.view(u)?),
+        None => None,
+    };
+    let epi = Epilogue {
+        bias: bias.as_deref().map_or(Bias::None, Bias::PerCol),
+        act: ep.act,
+    };
+    let r = kernel::matmul_views_res(
+        av.view(),
+        bv.view(),
+        res.as_ref().map(|v| v.view()),
+        &dims,
+        &epi,
+    )
+    .map_err(e)?;
+    env.put(ep.out, r)
 }

@@ -621,6 +621,7 @@ pub fn conv_fprop_with(
                 b: mat(crs, np, &col[grp * crs * np..]),
                 c: mat_mut(kg, np, yg),
                 row_base: grp * kg,
+                res: None,
             })
             .collect();
         gemm::run(jobs, false, epi);
@@ -655,7 +656,7 @@ pub fn conv_fprop_with(
                 let a = mat(kg, crs, &ws[grp * kg * crs..]);
                 gemm::sgemm(&a, &mat(crs, w_cols, buf), false, &mut tile);
             });
-            epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, &mut tile);
+            epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, None, &mut tile);
         });
         return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
     }
@@ -677,6 +678,7 @@ pub fn conv_fprop_with(
                 b: mat(crs, ovol, &cols[grp * crs * ovol..]),
                 c: mat_mut(kg, ovol, yg),
                 row_base: grp * kg,
+                res: None,
             })
             .collect();
         gemm::run(jobs, false, epi);
@@ -881,6 +883,7 @@ pub fn conv_dgrad(
                 b: mat(kg, ovol, &dyn_[grp * kg * ovol..]),
                 c: mat_mut(crs, ovol, dst),
                 row_base: 0,
+                res: None,
             })
             .collect();
         gemm::run(jobs, false, &Epilogue::NONE);
@@ -999,6 +1002,7 @@ pub fn conv_wgrad(
                 b: mat(crs, ovol, &cols[grp * crs * ovol..]).reversed_axes(),
                 c: mat_mut(kg, crs, dst),
                 row_base: 0,
+                res: None,
             })
             .collect();
         gemm::run(jobs, n > 0, &Epilogue::NONE);

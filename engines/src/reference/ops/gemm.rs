@@ -16,8 +16,8 @@
 //! different vector units. Reductions that span several GEMM calls (conv wgrad over the batch)
 //! are issued in a fixed order, accumulating into C.
 
-use super::pointwise::{PointwiseParams, unary};
-use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
+use super::pointwise::{PointwiseParams, unary_slice};
+use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2, Axis, s};
 use rayon::prelude::*;
 use std::ops::Range;
 
@@ -40,9 +40,10 @@ pub enum Bias<'a> {
     PerCol(&'a [f32]),
 }
 
-/// Pointwise work fused into the GEMM output pass: `c = act(c + bias)`, in that order, with the
-/// same f32 operations as the separate pointwise ADD and activation nodes (so fused and
-/// unfused results are bit-identical).
+/// Pointwise work fused into the GEMM output pass: `c = act((c + bias) + residual)`, in that
+/// order (the residual is the job's [`Job::res`], when it has one), with the same f32
+/// operations as the separate pointwise ADD and activation nodes (so fused and unfused results
+/// are bit-identical).
 #[derive(Debug, Clone, Copy)]
 pub struct Epilogue<'a> {
     /// Bias added first.
@@ -63,24 +64,29 @@ impl Epilogue<'_> {
     }
 
     /// Applies the epilogue to one tile whose rows are `rows` of the job (offset by
-    /// `row_base` into a per-row bias) and whose columns are `cols`.
+    /// `row_base` into a per-row bias) and whose columns are `cols`; `res` is the same tile
+    /// of the job's residual (added after the bias, before the activation).
     pub(crate) fn apply(
         &self,
         row_base: usize,
         rows: Range<usize>,
         cols: Range<usize>,
+        res: Option<ArrayView2<'_, f32>>,
         c: &mut ArrayViewMut2<'_, f32>,
     ) {
-        if self.is_none() {
+        if self.is_none() && res.is_none() {
             return;
         }
         for (i, mut line) in c.outer_iter_mut().enumerate() {
             let r = row_base + rows.start + i;
+            let res_line = res.as_ref().map(|t| t.row(i));
             match line.as_slice_mut() {
-                Some(vals) => self.apply_row(r, cols.start, vals),
-                None => line.iter_mut().enumerate().for_each(|(j, v)| {
-                    *v = self.one(r, cols.start + j, *v);
-                }),
+                Some(vals) => self.apply_row_res(r, cols.start, res_line, vals),
+                None => {
+                    let mut vals = line.to_vec();
+                    self.apply_row_res(r, cols.start, res_line, &mut vals);
+                    line.iter_mut().zip(vals).for_each(|(o, v)| *o = v);
+                }
             }
         }
     }
@@ -89,26 +95,34 @@ impl Epilogue<'_> {
     /// C (row and column index a [`Bias::PerRow`] / [`Bias::PerCol`] bias). The same f32
     /// operations as [`Epilogue::apply`].
     pub(crate) fn apply_row(&self, row: usize, col0: usize, vals: &mut [f32]) {
-        if self.is_none() {
-            return;
-        }
-        for (j, v) in vals.iter_mut().enumerate() {
-            *v = self.one(row, col0 + j, *v);
-        }
+        self.apply_row_res(row, col0, None, vals);
     }
 
-    /// The epilogue of one element of C at (row, col).
-    #[inline]
-    fn one(&self, row: usize, col: usize, mut x: f32) -> f32 {
+    /// [`Epilogue::apply_row`] with the row's residual values, added after the bias.
+    fn apply_row_res(
+        &self,
+        row: usize,
+        col0: usize,
+        res: Option<ArrayView1<'_, f32>>,
+        vals: &mut [f32],
+    ) {
         match self.bias {
             Bias::None => {}
-            Bias::PerRow(b) => x += b[row],
-            Bias::PerCol(b) => x += b[col],
+            Bias::PerRow(b) => {
+                let b = b[row];
+                vals.iter_mut().for_each(|v| *v += b);
+            }
+            Bias::PerCol(b) => vals.iter_mut().zip(&b[col0..]).for_each(|(v, b)| *v += b),
+        }
+        if let Some(r) = res {
+            match r.as_slice() {
+                Some(r) => vals.iter_mut().zip(r).for_each(|(v, r)| *v += r),
+                None => vals.iter_mut().zip(r.iter()).for_each(|(v, r)| *v += r),
+            }
         }
         if let Some(p) = &self.act {
-            x = unary(p, x);
+            unary_slice(p, vals);
         }
-        x
     }
 }
 
@@ -123,6 +137,9 @@ pub struct Job<'a> {
     pub c: ArrayViewMut2<'a, f32>,
     /// Index of C's row 0 in a [`Bias::PerRow`] vector.
     pub row_base: usize,
+    /// A residual `(M, N)` added to C by the epilogue (after the bias, before the
+    /// activation); `None` for none.
+    pub res: Option<ArrayView2<'a, f32>>,
 }
 
 /// Tile height and width for `jobs` products of `(m, n)` outputs: a function of the shape
@@ -233,21 +250,29 @@ pub fn run(jobs: Vec<Job<'_>>, accumulate: bool, epi: &Epilogue<'_>) {
     let (mb, nb) = tile_shape(jobs.len(), m, n);
     let mut tiles = Vec::new();
     for job in jobs {
-        let Job { a, b, c, row_base } = job;
+        let Job {
+            a,
+            b,
+            c,
+            row_base,
+            res,
+        } = job;
         assert_eq!(c.dim(), (m, n), "gemm jobs differ in shape");
+        assert!(res.is_none_or(|r| r.dim() == (m, n)), "residual shape");
         for (r0, rows) in pieces(c, Axis(0), mb) {
             for (c0, tile) in pieces(rows, Axis(1), nb) {
-                tiles.push((a, b, row_base, r0, c0, tile));
+                tiles.push((a, b, res, row_base, r0, c0, tile));
             }
         }
     }
     tiles
         .into_par_iter()
-        .for_each(|(a, b, row_base, r0, c0, mut tile)| {
+        .for_each(|(a, b, res, row_base, r0, c0, mut tile)| {
             let (h, w) = tile.dim();
             let at = a.slice(s![r0..r0 + h, ..]);
             let bt = b.slice(s![.., c0..c0 + w]);
             sgemm(&at, &bt, accumulate, &mut tile);
-            epi.apply(row_base, r0..r0 + h, c0..c0 + w, &mut tile);
+            let rt = res.map(|r| r.slice_move(s![r0..r0 + h, c0..c0 + w]));
+            epi.apply(row_base, r0..r0 + h, c0..c0 + w, rt, &mut tile);
         });
 }

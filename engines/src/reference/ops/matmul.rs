@@ -53,6 +53,22 @@ pub fn matmul_views(
     c_dims: &[usize],
     epi: &Epilogue<'_>,
 ) -> Result<ArrayD<f32>, String> {
+    matmul_views_res(a, b, None, c_dims, epi)
+}
+
+/// [`matmul_views`] with a residual: `C = act((A · B + bias) + res)`, `res` broadcast to
+/// `c_dims` (numpy rules) and added in the epilogue after the bias, before the activation —
+/// the f32 operations of the separate ADD nodes, so bit-identical to them.
+///
+/// # Errors
+/// As [`matmul`]; also when `res` does not broadcast to `c_dims`.
+pub fn matmul_views_res(
+    a: ArrayViewD<'_, f32>,
+    b: ArrayViewD<'_, f32>,
+    res: Option<ArrayViewD<'_, f32>>,
+    c_dims: &[usize],
+    epi: &Epilogue<'_>,
+) -> Result<ArrayD<f32>, String> {
     let r = c_dims.len();
     if r < 2 || a.ndim() < 2 || b.ndim() < 2 {
         return Err("matmul tensors need at least 2 dims".into());
@@ -79,12 +95,24 @@ pub fn matmul_views(
     let bv = b
         .broadcast(IxDyn(&bd))
         .ok_or_else(|| format!("b {:?} does not broadcast to {bd:?}", b.shape()))?;
+    let rv =
+        match &res {
+            Some(r) => Some(r.broadcast(IxDyn(c_dims)).ok_or_else(|| {
+                format!("residual {:?} does not broadcast to {c_dims:?}", r.shape())
+            })?),
+            None => None,
+        };
     let nb: usize = batch.iter().product();
     let mut c = vec![0f32; nb * m * n];
     if m * n > 0 {
         let (mut am, mut bm) = (Vec::with_capacity(nb), Vec::with_capacity(nb));
         matrices(av, &mut am);
         matrices(bv, &mut bm);
+        let mut rm = Vec::with_capacity(if rv.is_some() { nb } else { 0 });
+        if let Some(rv) = rv {
+            matrices(rv, &mut rm);
+        }
+        let mut rm = rm.into_iter();
         let jobs = c
             .chunks_mut(m * n)
             .zip(am.into_iter().zip(bm))
@@ -93,6 +121,7 @@ pub fn matmul_views(
                 b,
                 c: ArrayViewMut2::from_shape((m, n), cm).expect("c block"),
                 row_base: 0,
+                res: rm.next(),
             })
             .collect();
         gemm::run(jobs, false, epi);

@@ -10,7 +10,8 @@
 
 use super::exp::exp;
 use super::gemm::sgemm;
-use ndarray::{Array2, ArrayD, ArrayView2, IxDyn};
+use super::reduce::{lane_max_slice, lane_sum_slice};
+use ndarray::{Array2, ArrayD, ArrayView2, Ix4, IxDyn, s};
 use rayon::prelude::*;
 
 /// One query row: output, logsumexp, max, Σexp.
@@ -78,14 +79,15 @@ pub fn sdpa(
         vs.as_slice().unwrap(),
     );
     let sd = [b, h, sq, skv];
+    // Broadcast, never materialized: each row reads its own mask row through the strides.
     let mview = match mask {
         Some((m, _)) => Some(
             m.broadcast(IxDyn(&sd))
                 .ok_or_else(|| {
                     format!("attn_mask dims {:?} do not broadcast to {sd:?}", m.shape())
                 })?
-                .as_standard_layout()
-                .into_owned(),
+                .into_dimensionality::<Ix4>()
+                .expect("4 dims"),
         ),
         None => None,
     };
@@ -100,6 +102,7 @@ pub fn sdpa(
     // every element's summation order, and the result, is the same for any thread count).
     const QB: usize = 64;
     let blocks = sq.div_ceil(QB);
+    let arch = pulp::Arch::new();
     let rows: Vec<Row> = (0..b * h * blocks)
         .into_par_iter()
         .flat_map_iter(|t| {
@@ -117,39 +120,35 @@ pub fn sdpa(
             let mut sc = Array2::<f32>::zeros((qb, skv));
             sgemm(&qm, &km.t(), false, &mut sc.view_mut());
             let mut stats = Vec::with_capacity(qb);
+            let mut mrow_buf = Vec::new();
             for (ii, mut srow) in sc.outer_iter_mut().enumerate() {
-                let (i, r) = (i0 + ii, bh * sq + i0 + ii);
+                let i = i0 + ii;
                 let diag = i as i64 + shift;
-                for (j, sj) in srow.iter_mut().enumerate() {
-                    if band.right.is_some_and(|rb| j as i64 > diag + rb)
-                        || band.left.is_some_and(|lb| j as i64 <= diag - lb)
-                    {
-                        *sj = f32::NEG_INFINITY;
-                        continue;
-                    }
-                    let mut val = *sj * scale;
-                    if let Some(m) = &mview {
-                        let mv = m.as_slice().unwrap()[r * skv + j];
-                        if mask_bool {
-                            if mv == 0.0 {
-                                *sj = f32::NEG_INFINITY;
-                                continue;
-                            }
-                        } else {
-                            val += mv;
+                // The kept keys of this row are lo..hi (the band); the others are −∞.
+                let clamp = |j: i64| j.clamp(0, skv as i64) as usize;
+                let end = band.right.map_or(skv, |rb| clamp(diag + rb + 1));
+                let start = band.left.map_or(0, |lb| clamp(diag - lb + 1)).min(end);
+                let mrow: Option<&[f32]> = mview.as_ref().map(|m| {
+                    let r = m.slice(s![bi, hi, i, ..]);
+                    match r.to_slice() {
+                        Some(sl) => sl,
+                        None => {
+                            mrow_buf.clear();
+                            mrow_buf.extend(r.iter().copied());
+                            &mrow_buf[..]
                         }
                     }
-                    *sj = val;
-                }
-                let mx = srow.iter().copied().fold(f32::NEG_INFINITY, f32::max);
-                if mx == f32::NEG_INFINITY {
-                    srow.fill(0.0);
-                    stats.push((f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0));
-                    continue;
-                }
-                srow.mapv_inplace(|x| exp(x - mx));
-                let sum = srow.iter().fold(0f32, |a, &x| a + x);
-                stats.push((mx + sum.ln(), mx, sum));
+                });
+                let row = srow.as_slice_mut().expect("score rows are contiguous");
+                let task = ScoreRow {
+                    row,
+                    start,
+                    end,
+                    scale,
+                    mask: mrow,
+                    mask_bool,
+                };
+                stats.push(arch.dispatch(task));
             }
             let mut ob = Array2::<f32>::zeros((qb, dv));
             sgemm(&sc.view(), &vm, false, &mut ob.view_mut());
@@ -180,4 +179,59 @@ pub fn sdpa(
         max: col(|r| r.2),
         sum_exp: col(|r| r.3),
     })
+}
+
+/// One row of scores, turned into `exp(s − max)` in place: the scale, the band (keys outside
+/// `start..end` are −∞) and the mask (boolean: zero masks; else added), then the row's max,
+/// the exponentials and their sum — one loop each, compiled for the CPU's vector unit.
+/// Returns (logsumexp, max, Σexp); a row with every key masked becomes zeros with
+/// (−∞, −∞, 0).
+struct ScoreRow<'a> {
+    row: &'a mut [f32],
+    start: usize,
+    end: usize,
+    scale: f32,
+    mask: Option<&'a [f32]>,
+    mask_bool: bool,
+}
+
+impl pulp::WithSimd for ScoreRow<'_> {
+    type Output = (f32, f32, f32);
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) -> (f32, f32, f32) {
+        let ScoreRow {
+            row,
+            start,
+            end,
+            scale,
+            mask,
+            mask_bool,
+        } = self;
+        row[..start].fill(f32::NEG_INFINITY);
+        row[end..].fill(f32::NEG_INFINITY);
+        let kept = &mut row[start..end];
+        match mask {
+            None => kept.iter_mut().for_each(|v| *v *= scale),
+            Some(m) if mask_bool => kept.iter_mut().zip(&m[start..end]).for_each(|(v, &m)| {
+                *v = if m == 0.0 {
+                    f32::NEG_INFINITY
+                } else {
+                    *v * scale
+                };
+            }),
+            Some(m) => kept
+                .iter_mut()
+                .zip(&m[start..end])
+                .for_each(|(v, &m)| *v = *v * scale + m),
+        }
+        let mx = lane_max_slice(row);
+        if mx == f32::NEG_INFINITY {
+            row.fill(0.0);
+            return (f32::NEG_INFINITY, f32::NEG_INFINITY, 0.0);
+        }
+        row.iter_mut().for_each(|v| *v = exp(*v - mx));
+        let sum = lane_sum_slice(row, |v| v);
+        (mx + sum.ln(), mx, sum)
+    }
 }
