@@ -68,10 +68,16 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
         }
     }
     let mut env = Env::new(&plan.tensors, bindings, index);
-    for s in &plan.steps {
-        run_step(&mut env, &s.name, &s.op)?;
-    }
-    Ok(())
+    // The steps run on one of the pool's worker threads (the caller's, when it is one), so a
+    // step's parallel loop starts as local work the other workers steal, not as a job handed
+    // from this thread to the pool and waited for: one hand-off per execute, not one per
+    // parallel loop (which costs two thread wake-ups each, more than a small step's work).
+    rayon::scope(|_| {
+        for s in &plan.steps {
+            run_step(&mut env, &s.name, &s.op)?;
+        }
+        Ok(())
+    })
 }
 
 /// Runs one step: a short dispatcher to the op's file in [`super::nodes`].

@@ -103,26 +103,31 @@ impl TensorDesc {
     /// odometer over the outer dims and a strided run along the last (no table, no per-element
     /// index product).
     fn for_each_offset(&self, mut f: impl FnMut(usize)) {
+        let es = self.elem.size();
+        let inner = self.dims.last().copied().unwrap_or(1);
+        let step = self.strides.last().copied().unwrap_or(0) * es;
+        self.for_each_row(|base| {
+            for j in 0..inner {
+                f(base * es + j * step);
+            }
+        });
+    }
+
+    /// Calls `f` with the element offset of the first element of every row (the last dim's
+    /// run), rows in row-major order of the outer dims; nothing when the tensor is empty, once
+    /// with 0 for a scalar.
+    fn for_each_row(&self, mut f: impl FnMut(usize)) {
         if self.volume() == 0 {
             return;
         }
-        let es = self.elem.size();
-        let Some((&inner, outer)) = self.dims.split_last() else {
-            f(0);
-            return;
-        };
-        let step = self.strides[self.dims.len() - 1] * es;
+        let outer = &self.dims[..self.dims.len().saturating_sub(1)];
         let mut idx = vec![0usize; outer.len()];
         loop {
-            let base: usize = idx
+            f(idx
                 .iter()
                 .zip(&self.strides)
                 .map(|(i, s)| i * s)
-                .sum::<usize>()
-                * es;
-            for j in 0..inner {
-                f(base + j * step);
-            }
+                .sum::<usize>());
             let mut d = outer.len();
             loop {
                 if d == 0 {
@@ -136,6 +141,11 @@ impl TensorDesc {
                 idx[d] = 0;
             }
         }
+    }
+
+    /// True when the last dim is unit-stride (each row a contiguous run).
+    fn rows_contiguous(&self) -> bool {
+        self.dims.len() > 1 && self.strides.last() == Some(&1)
     }
 
     /// The f32 tensor read in place from `bytes` with its strides (`None` unless F32, 4-byte
@@ -168,8 +178,17 @@ impl TensorDesc {
                 .chunks_exact(es)
                 .map(|c| self.elem.read(c))
                 .collect()
+        } else if self.elem == Elem::F32
+            && self.rows_contiguous()
+            && let Ok(f) = bytemuck::try_cast_slice::<u8, f32>(&bytes[..self.required_bytes()])
+        {
+            // Strided f32 with contiguous rows (a head view): one copy per row.
+            let inner = self.dims[self.dims.len() - 1];
+            let mut data = Vec::with_capacity(self.volume());
+            self.for_each_row(|base| data.extend_from_slice(&f[base..base + inner]));
+            data
         } else if let Some(v) = self.f32_view(bytes) {
-            // Strided f32: ndarray's strided copy, in logical (row-major) order.
+            // Other strided f32: ndarray's strided copy, in logical (row-major) order.
             return Ok(v.as_standard_layout().into_owned());
         } else {
             let mut data = Vec::with_capacity(self.volume());
@@ -240,6 +259,22 @@ impl TensorDesc {
                     .zip(values.iter())
                     .for_each(|(c, v)| self.elem.write(*v, c)),
             }
+            return Ok(());
+        }
+        if self.elem == Elem::F32
+            && self.rows_contiguous()
+            && let Some(vs) = values.as_slice()
+            && let Ok(d) =
+                bytemuck::try_cast_slice_mut::<u8, f32>(&mut bytes[..self.required_bytes()])
+        {
+            // Strided f32 with contiguous rows (a head view): one copy per row.
+            let inner = self.dims[self.dims.len() - 1];
+            let mut rows = vs.chunks_exact(inner);
+            self.for_each_row(|base| {
+                if let Some(r) = rows.next() {
+                    d[base..base + inner].copy_from_slice(r);
+                }
+            });
             return Ok(());
         }
         if self.elem == Elem::F32 {
@@ -348,5 +383,44 @@ mod tests {
         let mut out = vec![0u8; 12];
         cols.store(&b, &mut out).unwrap();
         assert_eq!(out, bytes(&[0, 3, 1, 4, 2, 5]));
+    }
+
+    /// Every f32 path (dense memcpy, contiguous-row head views, other strides through ndarray,
+    /// a misaligned buffer element by element) gives the logical values, and a store writes
+    /// only the tensor's own elements.
+    #[test]
+    fn f32_fast_paths_agree_with_the_element_by_element_layout() {
+        // A (2, 3, 4) tensor as a head view of a (2, 4, 3·stride) buffer: rows of 4 contiguous
+        // floats, row stride 8 (gaps of 4 untouched floats), batch stride 3·8 + 5.
+        let (dims, strides) = ([2usize, 3, 4], [29usize, 8, 1]);
+        let logical: Vec<f32> = (0..24).map(|i| i as f32 * 0.5 - 3.0).collect();
+        let pos = |i: usize| (i / 12) * 29 + ((i / 4) % 3) * 8 + i % 4;
+        let head = desc(&dims, &strides, Elem::F32);
+        let cols = desc(&[4, 6], &[1, 4], Elem::F32);
+        let dense = desc(&dims, &[12, 4, 1], Elem::F32);
+        for (d, at) in [
+            (&head, &pos as &dyn Fn(usize) -> usize),
+            (&cols, &|i: usize| (i % 6) * 4 + i / 6),
+            (&dense, &|i: usize| i),
+        ] {
+            let n = d.required_bytes() / 4;
+            // One extra leading float: offset 4 is aligned, offset 1 is not.
+            for shift in [4usize, 1] {
+                let mut raw = vec![0x5Au8; n * 4 + shift];
+                for (i, v) in logical.iter().enumerate() {
+                    raw[shift + at(i) * 4..][..4].copy_from_slice(&v.to_le_bytes());
+                }
+                let a = d.load(&raw[shift..]).unwrap();
+                assert_eq!(
+                    a.as_slice().unwrap(),
+                    &logical[..],
+                    "{:?} shift {shift}",
+                    d.strides
+                );
+                let mut out = vec![0x5Au8; n * 4 + shift];
+                d.store(&a, &mut out[shift..]).unwrap();
+                assert_eq!(out, raw, "{:?} shift {shift}", d.strides);
+            }
+        }
     }
 }

@@ -3,7 +3,7 @@
 //! `O = softmax(scale · Q·Kᵀ + mask) · V` per (batch, head); grouped-query attention when K/V
 //! have fewer heads (head h reads K/V head `h / (H / H_kv)`). Masked scores are −∞; a row with
 //! every score masked gives O = 0 and stats = −∞. Owns only arithmetic; each query row is
-//! computed by one task (a block of 64 query rows of one head: `Q·Kᵀ` and `P·V` as
+//! computed by one task (one head, in blocks of 64 query rows: `Q·Kᵀ` and `P·V` as
 //! single-threaded GEMMs whose blocking depends on the shape only), so results are
 //! bit-identical for any thread count. The softmax exponentiates with [`super::exp::exp`], the
 //! engine's one f32 exponential.
@@ -11,11 +11,8 @@
 use super::exp::exp;
 use super::gemm::sgemm;
 use super::reduce::{lane_max_slice, lane_sum_slice};
-use ndarray::{Array2, ArrayD, ArrayView2, Ix4, IxDyn, s};
+use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewMut2, Ix4, IxDyn, s};
 use rayon::prelude::*;
-
-/// One query row: output, logsumexp, max, Σexp.
-type Row = (Vec<f32>, f32, f32, f32);
 
 /// Which scores are kept, relative to the diagonal `j = i + shift` where `shift = 0`
 /// (top-left alignment) or `S_kv − S_q` (bottom-right).
@@ -97,87 +94,89 @@ pub fn sdpa(
     } else {
         0
     };
-    // One task per (batch, head, block of QB query rows): S = Q_blk·Kᵀ and O = P·V on the
-    // tiled GEMM's single-threaded `sgemm` (the block shape depends on the problem only, so
-    // every element's summation order, and the result, is the same for any thread count).
+    // One task per (batch, head): blocks of QB query rows, each S = Q_blk·Kᵀ and O = P·V on
+    // the tiled GEMM's single-threaded `sgemm` (the block shape depends on the problem only,
+    // so every element's summation order, and the result, is the same for any thread count),
+    // written straight into the head's rows of O and of the statistics.
     const QB: usize = 64;
-    let blocks = sq.div_ceil(QB);
     let arch = pulp::Arch::new();
-    let rows: Vec<Row> = (0..b * h * blocks)
-        .into_par_iter()
-        .flat_map_iter(|t| {
-            let (bh, blk) = (t / blocks, t % blocks);
-            let (bi, hi) = (bh / h, bh % h);
-            let kvh = bi * hk + hi / rep;
-            let i0 = blk * QB;
-            let qb = QB.min(sq - i0);
-            let qm = ArrayView2::from_shape((qb, d), &qs[(bh * sq + i0) * d..][..qb * d])
-                .expect("q block");
-            let km = ArrayView2::from_shape((skv, d), &ks[kvh * skv * d..][..skv * d])
-                .expect("k matrix");
-            let vm = ArrayView2::from_shape((skv, dv), &vs[kvh * skv * dv..][..skv * dv])
-                .expect("v matrix");
-            let mut sc = Array2::<f32>::zeros((qb, skv));
-            sgemm(&qm, &km.t(), false, &mut sc.view_mut());
-            let mut stats = Vec::with_capacity(qb);
-            let mut mrow_buf = Vec::new();
-            for (ii, mut srow) in sc.outer_iter_mut().enumerate() {
-                let i = i0 + ii;
-                let diag = i as i64 + shift;
-                // The kept keys of this row are lo..hi (the band); the others are −∞.
-                let clamp = |j: i64| j.clamp(0, skv as i64) as usize;
-                let end = band.right.map_or(skv, |rb| clamp(diag + rb + 1));
-                let start = band.left.map_or(0, |lb| clamp(diag - lb + 1)).min(end);
-                let mrow: Option<&[f32]> = mview.as_ref().map(|m| {
-                    let r = m.slice(s![bi, hi, i, ..]);
-                    match r.to_slice() {
-                        Some(sl) => sl,
-                        None => {
-                            mrow_buf.clear();
-                            mrow_buf.extend(r.iter().copied());
-                            &mrow_buf[..]
+    let mut o = vec![0f32; b * h * sq * dv];
+    let (mut lse_v, mut max_v, mut sum_v) = (
+        vec![0f32; b * h * sq],
+        vec![0f32; b * h * sq],
+        vec![0f32; b * h * sq],
+    );
+    if sq > 0 && dv > 0 {
+        o.par_chunks_mut(sq * dv)
+            .zip(lse_v.par_chunks_mut(sq))
+            .zip(max_v.par_chunks_mut(sq))
+            .zip(sum_v.par_chunks_mut(sq))
+            .enumerate()
+            .for_each(|(bh, (((oh, lse_h), max_h), sum_h))| {
+                let (bi, hi) = (bh / h, bh % h);
+                let kvh = bi * hk + hi / rep;
+                let km = ArrayView2::from_shape((skv, d), &ks[kvh * skv * d..][..skv * d])
+                    .expect("k matrix");
+                let vm = ArrayView2::from_shape((skv, dv), &vs[kvh * skv * dv..][..skv * dv])
+                    .expect("v matrix");
+                let mut sc = Array2::<f32>::zeros((QB.min(sq), skv));
+                let mut mrow_buf = Vec::new();
+                for i0 in (0..sq).step_by(QB) {
+                    let qb = QB.min(sq - i0);
+                    let qm = ArrayView2::from_shape((qb, d), &qs[(bh * sq + i0) * d..][..qb * d])
+                        .expect("q block");
+                    let mut scb = sc.slice_mut(s![..qb, ..]);
+                    sgemm(&qm, &km.t(), false, &mut scb);
+                    for (ii, mut srow) in scb.outer_iter_mut().enumerate() {
+                        let i = i0 + ii;
+                        let diag = i as i64 + shift;
+                        // The kept keys of this row are start..end (the band); the others are −∞.
+                        let clamp = |j: i64| j.clamp(0, skv as i64) as usize;
+                        let end = band.right.map_or(skv, |rb| clamp(diag + rb + 1));
+                        let start = band.left.map_or(0, |lb| clamp(diag - lb + 1)).min(end);
+                        let mrow: Option<&[f32]> = mview.as_ref().map(|m| {
+                            let r = m.slice(s![bi, hi, i, ..]);
+                            match r.to_slice() {
+                                Some(sl) => sl,
+                                None => {
+                                    mrow_buf.clear();
+                                    mrow_buf.extend(r.iter().copied());
+                                    &mrow_buf[..]
+                                }
+                            }
+                        });
+                        let row = srow.as_slice_mut().expect("score rows are contiguous");
+                        let task = ScoreRow {
+                            row,
+                            start,
+                            end,
+                            scale,
+                            mask: mrow,
+                            mask_bool,
+                        };
+                        (lse_h[i], max_h[i], sum_h[i]) = arch.dispatch(task);
+                    }
+                    let ob = &mut oh[i0 * dv..(i0 + qb) * dv];
+                    let mut obv = ArrayViewMut2::from_shape((qb, dv), &mut *ob).expect("o block");
+                    sgemm(&scb.view(), &vm, false, &mut obv);
+                    for (ii, orow) in ob.chunks_exact_mut(dv).enumerate() {
+                        let (mx, sum) = (max_h[i0 + ii], sum_h[i0 + ii]);
+                        if mx == f32::NEG_INFINITY {
+                            orow.fill(0.0);
+                        } else {
+                            orow.iter_mut().for_each(|x| *x /= sum);
                         }
                     }
-                });
-                let row = srow.as_slice_mut().expect("score rows are contiguous");
-                let task = ScoreRow {
-                    row,
-                    start,
-                    end,
-                    scale,
-                    mask: mrow,
-                    mask_bool,
-                };
-                stats.push(arch.dispatch(task));
-            }
-            let mut ob = Array2::<f32>::zeros((qb, dv));
-            sgemm(&sc.view(), &vm, false, &mut ob.view_mut());
-            ob.outer_iter()
-                .zip(stats)
-                .map(|(orow, (lse, mx, sum))| {
-                    let o = if mx == f32::NEG_INFINITY {
-                        vec![0f32; dv]
-                    } else {
-                        orow.iter().map(|x| x / sum).collect()
-                    };
-                    (o, lse, mx, sum)
-                })
-                .collect::<Vec<Row>>()
-        })
-        .collect();
-    let mut o = Vec::with_capacity(b * h * sq * dv);
-    for row in &rows {
-        o.extend_from_slice(&row.0);
+                }
+            });
     }
     let sdims = [b, h, sq, 1];
-    let col = |f: fn(&Row) -> f32| {
-        ArrayD::from_shape_vec(IxDyn(&sdims), rows.iter().map(f).collect()).expect("dims")
-    };
+    let col = |v: Vec<f32>| ArrayD::from_shape_vec(IxDyn(&sdims), v).expect("dims");
     Ok(SdpaOut {
         o: ArrayD::from_shape_vec(IxDyn(&[b, h, sq, dv]), o).expect("dims"),
-        stats: col(|r| r.1),
-        max: col(|r| r.2),
-        sum_exp: col(|r| r.3),
+        stats: col(lse_v),
+        max: col(max_v),
+        sum_exp: col(sum_v),
     })
 }
 
