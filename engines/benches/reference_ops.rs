@@ -29,9 +29,9 @@
 
 use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_dgrad, conv_fprop, conv_wgrad};
 use hipdnn_engines::reference::ops::matmul::matmul;
-use hipdnn_engines::reference::ops::norm::{inv_std, moments, normalize};
+use hipdnn_engines::reference::ops::norm::layernorm_into;
 use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
-use hipdnn_engines::reference::ops::softmax::softmax;
+use hipdnn_engines::reference::ops::softmax::softmax_into;
 use ndarray::{ArrayD, IxDyn};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -332,10 +332,10 @@ fn main() {
     }
     let x = filled(&[rows_n, cols]);
     let (g, bias) = (filled(&[1, cols]), filled(&[1, cols]));
-    let ours_s = time(|| {
-        let (mean, var, _) = moments(&x, &[rows_n, 1]);
-        normalize(&x, Some(&mean), &inv_std(&var, 1e-5), &g, Some(&bias)).expect("dims")
-    });
+    // Written into a preallocated output, as the engine writes a bound f32 output buffer.
+    let mut out = vec![0f32; rows_n * cols];
+    let ours_s =
+        time(|| layernorm_into(&x, &[rows_n, 1], &g, &bias, 1e-5, &mut out).expect("dims"));
     let peers = peer(serde_json::json!({"op": "layernorm", "rows": rows_n, "cols": cols}));
     emit(Row {
         op: "layernorm".into(),
@@ -348,8 +348,10 @@ fn main() {
 
     // softmax over the last dim as the engine runs it: the graph of reduction MAX, SUB, EXP,
     // reduction ADD, DIV nodes is fused at plan build into one step (issue 30), this kernel.
+    // Written into a preallocated output, as the engine writes a bound f32 output buffer.
     let xv = x.view();
-    let ours_s = time(|| softmax(&xv, cols, false));
+    let mut out = vec![0f32; rows_n * cols];
+    let ours_s = time(|| softmax_into(&xv, cols, false, &mut out));
     let peers = peer(serde_json::json!({"op": "softmax", "rows": rows_n, "cols": cols}));
     emit(Row {
         op: "softmax".into(),

@@ -161,6 +161,28 @@ impl<'p, 'a, 'b> Env<'p, 'a, 'b> {
         Some((self.desc(uid), bytes))
     }
 
+    /// The bound output buffer of `uid` as its f32 elements in row-major order, when it is a
+    /// writable host buffer of an F32 tensor in dense row-major layout, 4-byte aligned, with
+    /// no value computed yet: a kernel writes its result there directly (no array allocated,
+    /// zeroed and copied). `None` otherwise (the caller computes an array and [`Env::put`]s
+    /// it). A later read of `uid` loads the buffer.
+    pub(super) fn dense_f32_output(&mut self, uid: i64) -> Option<&mut [f32]> {
+        if self.values.contains_key(&uid) {
+            return None;
+        }
+        let d: &'p TensorDesc = self.tensors.get(&uid)?;
+        if d.elem != Elem::F32 || !d.is_dense_row_major() {
+            return None;
+        }
+        let &i = self.index.get(&uid)?;
+        match &mut self.bindings[i].data {
+            BufferRef::HostMut(s) => {
+                bytemuck::try_cast_slice_mut(s.get_mut(..d.volume() * 4)?).ok()
+            }
+            _ => None,
+        }
+    }
+
     /// The exact integer values of the INT32 / INT64 tensor `uid` in row-major order: read
     /// from its bound buffer without going through f32; a computed (virtual) or constant
     /// tensor, which the engine holds as f32, is converted back.

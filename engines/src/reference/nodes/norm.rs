@@ -516,12 +516,15 @@ pub fn run_layernorm(
     } = s;
     let (xv, sv, bv) = (env.get(*x)?, env.get(*scale)?, env.get(*bias)?);
     let epsv = env.scalar(*eps)?;
-    let (m, var, _) = norm::moments(&xv, stat_dims);
-    let inv = norm::inv_std(&var, epsv);
-    env.put(
-        *y,
-        norm::normalize(&xv, Some(&m), &inv, &sv, Some(&bv)).map_err(e)?,
-    )?;
+    let (m, inv) = match env.dense_f32_output(*y) {
+        // Written straight into the bound output buffer.
+        Some(out) => norm::layernorm_into(&xv, stat_dims, &sv, &bv, epsv, out).map_err(e)?,
+        None => {
+            let (out, m, inv) = norm::layernorm(&xv, stat_dims, &sv, &bv, epsv).map_err(e)?;
+            env.put(*y, out)?;
+            (m, inv)
+        }
+    };
     if let Some(u) = mean {
         env.put(*u, m)?;
     }

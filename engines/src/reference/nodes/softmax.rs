@@ -3,7 +3,7 @@
 //! pointwise nodes; run by [`crate::reference::ops::softmax`].
 
 use crate::reference::env::Env;
-use crate::reference::ops::softmax::softmax;
+use crate::reference::ops::softmax::{softmax, softmax_into};
 use hipdnn_backend::{PluginError, PluginResult};
 
 /// A fused softmax step: x → y over rows of `row` elements (x's trailing axes).
@@ -38,6 +38,11 @@ pub fn run(
     _e: &impl Fn(String) -> PluginError,
 ) -> PluginResult<()> {
     let xv = env.view(s.x)?;
+    if let Some(out) = env.dense_f32_output(s.y) {
+        // Written straight into the bound output buffer.
+        softmax_into(&xv.view(), s.row, s.log, out);
+        return Ok(());
+    }
     let y = softmax(&xv.view(), s.row, s.log);
     drop(xv);
     env.put(s.y, y)

@@ -76,6 +76,94 @@ pub fn moments(x: &ArrayD<f32>, stat_dims: &[usize]) -> (ArrayD<f32>, ArrayD<f32
     (mean, var, cnt)
 }
 
+/// A normalization's output and statistics: `(y, mean, inv)`.
+pub type Normalized = (ArrayD<f32>, ArrayD<f32>, ArrayD<f32>);
+
+/// Layernorm forward: per group of x reduced to `stat_dims`, `mean`, population variance and
+/// `inv = 1 / sqrt(var + eps)`, then `y = (x − mean) · inv · scale + bias` → `(y, mean, inv)`.
+/// When the groups are x's rows (`stat_dims` = x's leading dims, then 1s; x dense) and scale
+/// and bias vary over the trailing dims only, each row is done in one task while it is in
+/// cache (statistics and output in one sweep over x); otherwise [`moments`], [`inv_std`] and
+/// [`normalize`]. Both paths do the same f32 operations in the same order: the same bits.
+///
+/// # Errors
+/// A message when scale or bias does not broadcast to x.
+pub fn layernorm(
+    x: &ArrayD<f32>,
+    stat_dims: &[usize],
+    scale: &ArrayD<f32>,
+    bias: &ArrayD<f32>,
+    eps: f32,
+) -> Result<Normalized, String> {
+    let mut y = vec![0f32; x.len()];
+    let (mean, inv) = layernorm_into(x, stat_dims, scale, bias, eps, &mut y)?;
+    let y = ArrayD::from_shape_vec(IxDyn(x.shape()), y).expect("x volume");
+    Ok((y, mean, inv))
+}
+
+/// [`layernorm`] with y written into `out` (x's elements in row-major order: a bound output
+/// buffer, so no array is allocated, zeroed and copied) → `(mean, inv)`; the same bits.
+///
+/// # Errors
+/// As [`layernorm`].
+///
+/// # Panics
+/// When `out` does not hold exactly x's volume.
+pub fn layernorm_into(
+    x: &ArrayD<f32>,
+    stat_dims: &[usize],
+    scale: &ArrayD<f32>,
+    bias: &ArrayD<f32>,
+    eps: f32,
+    y: &mut [f32],
+) -> Result<(ArrayD<f32>, ArrayD<f32>), String> {
+    assert_eq!(y.len(), x.len(), "output volume");
+    let d = x.shape();
+    let split = stat_dims.iter().rposition(|&v| v != 1).map_or(0, |i| i + 1);
+    let rows_form = stat_dims.len() == d.len()
+        && stat_dims[..split] == d[..split]
+        && [scale, bias].iter().all(|a| {
+            a.ndim() <= d.len() && {
+                let lead = d.len() - a.ndim();
+                (0..a.ndim()).all(|i| i + lead >= split || a.shape()[i] == 1)
+            }
+        });
+    let (Some(xs), true) = (x.as_slice(), rows_form) else {
+        let (m, var, _) = moments(x, stat_dims);
+        let inv = inv_std(&var, eps);
+        let out = normalize(x, Some(&m), &inv, scale, Some(bias))?;
+        y.iter_mut().zip(out.iter()).for_each(|(o, v)| *o = *v);
+        return Ok((m, inv));
+    };
+    let cols: usize = d[split..].iter().product();
+    let mut cd = vec![1usize; split];
+    cd.extend_from_slice(&d[split..]);
+    let sc: Vec<f32> = bcast(scale, &cd, "scale")?.iter().copied().collect();
+    let bi: Vec<f32> = bcast(bias, &cd, "bias")?.iter().copied().collect();
+    let rows = xs.len().checked_div(cols).unwrap_or(0);
+    let (mut mean, mut inv) = (vec![0f32; rows], vec![0f32; rows]);
+    if cols > 0 {
+        let n = cols as f32;
+        y.par_chunks_mut(cols)
+            .zip(xs.par_chunks(cols))
+            .zip(mean.par_iter_mut().zip(inv.par_iter_mut()))
+            .for_each(|((yr, xr), (mo, io))| {
+                let m = lane_sum_slice(xr, |v| v) / n;
+                let var = lane_sum_slice(xr, |v| {
+                    let dv = v - m;
+                    dv * dv
+                }) / n;
+                let iv = 1.0 / (var + eps).sqrt();
+                for (((y, &x), &s), &b) in yr.iter_mut().zip(xr).zip(&sc).zip(&bi) {
+                    *y = (x - m) * iv * s + b;
+                }
+                (*mo, *io) = (m, iv);
+            });
+    }
+    let st = |v: Vec<f32>| ArrayD::from_shape_vec(IxDyn(stat_dims), v).expect("stat dims");
+    Ok((st(mean), st(inv)))
+}
+
 /// `(x − mean) · inv · scale (+ bias)` with every operand broadcast to x.
 ///
 /// # Errors
@@ -201,4 +289,38 @@ pub fn inv_rms(x: &ArrayD<f32>, stat_dims: &[usize], eps: f32) -> ArrayD<f32> {
         })
         .collect();
     ArrayD::from_shape_vec(IxDyn(stat_dims), v).expect("dims")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array, ShapeBuilder};
+
+    /// The one-sweep row path of [`layernorm`] gives the bits of the general path (a
+    /// column-major x, which takes it), statistics included.
+    #[test]
+    fn layernorm_row_path_equals_the_general_path_bit_for_bit() {
+        let (rows, cols) = (37usize, 300usize);
+        let f = |(i, j): (usize, usize)| ((i * 131 + j * 17) % 97) as f32 / 13.0 - 3.0;
+        let dense = Array::from_shape_fn((rows, cols), f).into_dyn();
+        let colmajor = Array::from_shape_fn((rows, cols).f(), f).into_dyn();
+        assert!(dense.as_slice().is_some() && colmajor.as_slice().is_none());
+        let scale = Array::from_shape_fn((1, cols), |(_, j)| 0.5 + j as f32 / 100.0).into_dyn();
+        let bias = Array::from_shape_fn((1, cols), |(_, j)| j as f32 / 50.0 - 2.0).into_dyn();
+        let fast = layernorm(&dense, &[rows, 1], &scale, &bias, 1e-5).unwrap();
+        let slow = layernorm(&colmajor, &[rows, 1], &scale, &bias, 1e-5).unwrap();
+        let bits = |a: &ArrayD<f32>| a.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&fast.0), bits(&slow.0));
+        assert_eq!(bits(&fast.1), bits(&slow.1));
+        assert_eq!(bits(&fast.2), bits(&slow.2));
+        // And it is a layernorm: row 0 against float64.
+        let r: Vec<f64> = (0..cols).map(|j| f64::from(f((0, j)))).collect();
+        let m = r.iter().sum::<f64>() / cols as f64;
+        let v = r.iter().map(|x| (x - m) * (x - m)).sum::<f64>() / cols as f64;
+        for (j, &x) in r.iter().enumerate() {
+            let want =
+                (x - m) / (v + 1e-5).sqrt() * f64::from(scale[[0, j]]) + f64::from(bias[[0, j]]);
+            assert!((f64::from(fast.0[[0, j]]) - want).abs() < 1e-5, "col {j}");
+        }
+    }
 }

@@ -26,16 +26,26 @@ const TASK_ELEMS: usize = 4096;
 /// # Panics
 /// When `row` is 0 or does not divide `x`'s volume (checked at plan time).
 pub fn softmax(x: &ArrayViewD<'_, f32>, row: usize, log: bool) -> ArrayD<f32> {
+    let mut out = vec![0f32; x.len()];
+    softmax_into(x, row, log, &mut out);
+    ArrayD::from_shape_vec(IxDyn(x.shape()), out).expect("dims")
+}
+
+/// [`softmax`] written into `out` (x's elements in row-major order; a bound output buffer,
+/// so no array is allocated, zeroed and copied), the same bits.
+///
+/// # Panics
+/// As [`softmax`]; also when `out` does not hold exactly x's volume.
+pub fn softmax_into(x: &ArrayViewD<'_, f32>, row: usize, log: bool, out: &mut [f32]) {
     let xs = x.as_standard_layout();
     let xs = xs.as_slice().expect("standard layout");
     assert!(row > 0 && xs.len() % row == 0, "rows of {row} elements");
-    let mut out = vec![0f32; xs.len()];
+    assert_eq!(out.len(), xs.len(), "output volume");
     let task = row * TASK_ELEMS.div_ceil(row);
     let arch = pulp::Arch::new();
     out.par_chunks_mut(task)
         .zip(xs.par_chunks(task))
         .for_each(|(y, x)| arch.dispatch(Rows { x, y, row, log }));
-    ArrayD::from_shape_vec(IxDyn(x.shape()), out).expect("dims")
 }
 
 /// One task: whole rows of `x` into `y`.
