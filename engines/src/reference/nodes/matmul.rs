@@ -105,6 +105,10 @@ pub fn run(
     let (av, bv) = (env.view(*a)?, env.view(*b)?);
     let dims = env.desc(*c).dims.clone();
     let Some(ep) = epilogue else {
+        if let Some(out) = env.dense_f32_output(*c) {
+            let none = &Epilogue::NONE;
+            return kernel::matmul_into(av.view(), bv.view(), None, &dims, none, out).map_err(e);
+        }
         let r = kernel::matmul_views(av.view(), bv.view(), &dims, &Epilogue::NONE).map_err(e)?;
         return env.put(*c, r);
     };
@@ -122,13 +126,11 @@ pub fn run(
         bias: bias.as_deref().map_or(Bias::None, Bias::PerCol),
         act: ep.act,
     };
-    let r = kernel::matmul_views_res(
-        av.view(),
-        bv.view(),
-        res.as_ref().map(|v| v.view()),
-        &dims,
-        &epi,
-    )
-    .map_err(e)?;
+    let rv = res.as_ref().map(|v| v.view());
+    if let Some(out) = env.dense_f32_output(ep.out) {
+        // Written straight into the bound output buffer.
+        return kernel::matmul_into(av.view(), bv.view(), rv, &dims, &epi, out).map_err(e);
+    }
+    let r = kernel::matmul_views_res(av.view(), bv.view(), rv, &dims, &epi).map_err(e)?;
     env.put(ep.out, r)
 }

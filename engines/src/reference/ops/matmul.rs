@@ -69,6 +69,28 @@ pub fn matmul_views_res(
     c_dims: &[usize],
     epi: &Epilogue<'_>,
 ) -> Result<ArrayD<f32>, String> {
+    let mut c = vec![0f32; c_dims.iter().product()];
+    matmul_into(a, b, res, c_dims, epi, &mut c)?;
+    Ok(ArrayD::from_shape_vec(IxDyn(c_dims), c).expect("c volume"))
+}
+
+/// [`matmul_views_res`] with C written into `c` (`c_dims`' volume, row-major: a bound output
+/// buffer, so no array is allocated, zeroed and copied); the same bits.
+///
+/// # Errors
+/// As [`matmul_views_res`].
+///
+/// # Panics
+/// When `c` does not hold exactly `c_dims`' volume.
+pub fn matmul_into(
+    a: ArrayViewD<'_, f32>,
+    b: ArrayViewD<'_, f32>,
+    res: Option<ArrayViewD<'_, f32>>,
+    c_dims: &[usize],
+    epi: &Epilogue<'_>,
+    c: &mut [f32],
+) -> Result<(), String> {
+    assert_eq!(c.len(), c_dims.iter().product::<usize>(), "c volume");
     let r = c_dims.len();
     if r < 2 || a.ndim() < 2 || b.ndim() < 2 {
         return Err("matmul tensors need at least 2 dims".into());
@@ -103,7 +125,6 @@ pub fn matmul_views_res(
             None => None,
         };
     let nb: usize = batch.iter().product();
-    let mut c = vec![0f32; nb * m * n];
     if m * n > 0 {
         let (mut am, mut bm) = (Vec::with_capacity(nb), Vec::with_capacity(nb));
         matrices(av, &mut am);
@@ -126,5 +147,5 @@ pub fn matmul_views_res(
             .collect();
         gemm::run(jobs, false, epi);
     }
-    Ok(ArrayD::from_shape_vec(IxDyn(c_dims), c).expect("c volume"))
+    Ok(())
 }
