@@ -440,11 +440,13 @@ impl Geo3 {
 
 /// The filter flipped in every spatial dim (dims `(K, C/g, spatial…)`).
 pub fn flip_filter(w: &ArrayD<f32>) -> ArrayD<f32> {
-    let mut v = w.view();
-    for ax in 2..w.ndim() {
-        v.invert_axis(ndarray::Axis(ax));
+    // Reversing every spatial axis of a dense row-major filter block reverses its elements.
+    let taps: usize = w.shape()[2.min(w.ndim())..].iter().product();
+    let mut v = dense(w).into_owned();
+    if taps > 0 {
+        v.chunks_mut(taps).for_each(<[f32]>::reverse);
     }
-    v.as_standard_layout().into_owned()
+    ArrayD::from_shape_vec(w.raw_dim(), v).expect("w volume")
 }
 
 fn dense(a: &ArrayD<f32>) -> Cow<'_, [f32]> {
@@ -829,18 +831,28 @@ fn dgrad_winograd(
     if !fits {
         return None;
     }
-    // The transposed filter in CONVOLUTION mode: conv_fprop rotates it (flip_filter).
-    let wt = w
-        .view()
-        .permuted_axes(IxDyn(&[1, 0, 2, 3]))
-        .as_standard_layout()
-        .into_owned();
+    // The transposed filter `(C, K, 3, 3)`, rotated by 180° (what conv_fprop's CONVOLUTION
+    // mode would do with the plain transpose): one pass, the same values, so the same bits.
+    let (k, c, taps) = (w.shape()[0], w.shape()[1], 9);
+    let ws = dense(w);
+    let mut wt = vec![0f32; k * c * taps];
+    wt.par_chunks_mut(k * taps)
+        .enumerate()
+        .for_each(|(ci, dst)| {
+            for (ki, d) in dst.chunks_exact_mut(taps).enumerate() {
+                let src = &ws[(ki * c + ci) * taps..][..taps];
+                d.iter_mut()
+                    .zip(src.iter().rev())
+                    .for_each(|(o, &v)| *o = v);
+            }
+        });
+    let wt = ArrayD::from_shape_vec(IxDyn(&[c, k, 3, 3]), wt).expect("filter volume");
     let gt = ConvGeometry {
         pre: g.pre.iter().map(|p| 2 - p).collect(),
         post: g.post.iter().map(|p| 2 - p).collect(),
         stride: vec![1; 2],
         dilation: vec![1; 2],
-        flip: true,
+        flip: false,
     };
     Some(conv_fprop(dy, &wt, dx_dims, &gt))
 }
