@@ -99,7 +99,7 @@ impl Epilogue<'_> {
     }
 
     /// [`Epilogue::apply_row`] with the row's residual values, added after the bias.
-    fn apply_row_res(
+    pub(crate) fn apply_row_res(
         &self,
         row: usize,
         col0: usize,
