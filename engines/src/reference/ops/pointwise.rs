@@ -11,6 +11,10 @@
 use super::exp::exp;
 use hipdnn_schema::graph::PointwiseMode as M;
 use ndarray::{ArrayD, IxDyn, Zip};
+use rayon::prelude::*;
+
+/// Elements per rayon task of the slice path of [`pointwise`] (64 KiB).
+const UNARY_BLOCK: usize = 16 * 1024;
 
 /// Attributes of one pointwise node.
 #[derive(Debug, Clone, Copy)]
@@ -98,13 +102,24 @@ fn b(v: bool) -> f32 {
     if v { 1.0 } else { 0.0 }
 }
 
+/// RELU with clips and slope, as [`unary`] computes it but branch-free (both sides computed,
+/// one selected), so that a loop over a slice vectorizes: the same bits for every input and
+/// parameter (NaN stays NaN).
+#[inline(always)]
+fn relu(x: f32, lower_clip: f32, upper_clip: f32, lower_slope: f32) -> f32 {
+    let below = lower_slope * (x - lower_clip) + lower_clip;
+    let rest = if x >= upper_clip { upper_clip } else { x };
+    if x <= lower_clip { below } else { rest }
+}
+
 /// `vals[i] = unary(p, vals[i])` for every element, the same bits as [`unary`]; GELU (erf),
-/// EXP and plain RELU run as loops compiled for the CPU's vector unit (`pulp`'s run-time
-/// dispatch), the other modes element by element.
+/// EXP, RELU (any clips and slope), IDENTITY, ABS and NEG run as loops compiled for the CPU's
+/// vector unit (`pulp`'s run-time dispatch), the other modes element by element.
 pub fn unary_slice(p: &PointwiseParams, vals: &mut [f32]) {
     match p.mode {
-        M::GELU_FWD | M::EXP | M::ERF => {
-            pulp::Arch::new().dispatch(UnarySlice { mode: p.mode, vals })
+        M::IDENTITY => {}
+        M::GELU_FWD | M::EXP | M::ERF | M::RELU_FWD | M::ABS | M::NEG => {
+            pulp::Arch::new().dispatch(UnarySlice { p, vals })
         }
         _ => vals.iter_mut().for_each(|v| *v = unary(p, *v)),
     }
@@ -112,7 +127,7 @@ pub fn unary_slice(p: &PointwiseParams, vals: &mut [f32]) {
 
 /// One [`unary_slice`] call of a vectorizable mode.
 struct UnarySlice<'a> {
-    mode: M,
+    p: &'a PointwiseParams,
     vals: &'a mut [f32],
 }
 
@@ -121,10 +136,16 @@ impl pulp::WithSimd for UnarySlice<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let UnarySlice { mode, vals } = self;
-        match mode {
+        let UnarySlice { p, vals } = self;
+        match p.mode {
             M::GELU_FWD => vals.iter_mut().for_each(|v| *v = gelu(*v)),
             M::ERF => vals.iter_mut().for_each(|v| *v = erf(*v)),
+            M::RELU_FWD => {
+                let (lc, uc, sl) = (p.lower_clip, p.upper_clip, p.lower_slope);
+                vals.iter_mut().for_each(|v| *v = relu(*v, lc, uc, sl));
+            }
+            M::ABS => vals.iter_mut().for_each(|v| *v = v.abs()),
+            M::NEG => vals.iter_mut().for_each(|v| *v = -*v),
             _ => vals.iter_mut().for_each(|v| *v = exp(*v)),
         }
     }
@@ -261,6 +282,21 @@ pub fn pointwise(
     }
     // The commonest modes get a loop of their own (the same f32 operation as `unary` /
     // `binary`, so the same bits) instead of a per-element `match` on the mode.
+    // One dense input of the output's dims and a slice-vectorized mode: copy it, then run
+    // `unary_slice` on blocks in parallel (the same bits as `unary`, element by element).
+    if let [a] = inputs
+        && a.shape() == out_dims
+        && let Some(src) = a.as_slice()
+        && let Some(dst) = out.as_slice_mut()
+    {
+        dst.par_chunks_mut(UNARY_BLOCK)
+            .zip(src.par_chunks(UNARY_BLOCK))
+            .for_each(|(d, s)| {
+                d.copy_from_slice(s);
+                unary_slice(p, d);
+            });
+        return Ok(out);
+    }
     match views.len() {
         1 => {
             let z = Zip::from(&mut out).and(&views[0]);
