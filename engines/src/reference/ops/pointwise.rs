@@ -263,7 +263,11 @@ pub fn pointwise(
     out_dims: &[usize],
 ) -> Result<ArrayD<f32>, String> {
     let shape = IxDyn(out_dims);
-    let mut out = ArrayD::<f32>::zeros(shape.clone());
+    let len: usize = out_dims.iter().product();
+    // Zeroed by the rayon threads together (a reused block is not zeroed by one thread).
+    let mut zeroed = Vec::with_capacity(len);
+    zeroed.par_extend((0..len).into_par_iter().map(|_| 0f32));
+    let mut out = ArrayD::from_shape_vec(shape.clone(), zeroed).expect("volume of out_dims");
     let mut views = Vec::with_capacity(inputs.len());
     for (i, a) in inputs.iter().enumerate() {
         views.push(a.broadcast(shape.clone()).ok_or_else(|| {

@@ -82,11 +82,76 @@ pub fn pool_with(
         let v = (o * stride[d] + t) as isize - pre[d] as isize;
         (v >= 0 && v < ind[d] as isize).then_some(v as usize)
     };
+    // Outputs whose whole window lies inside the input, per dim: `lo..hi`.
+    let inner: [(usize, usize); 3] = std::array::from_fn(|d| {
+        let lo = pre[d].div_ceil(stride[d]);
+        let hi = if ind[d] + pre[d] >= win[d] {
+            ((ind[d] + pre[d] - win[d]) / stride[d] + 1).min(outd[d])
+        } else {
+            0
+        };
+        (lo, hi.max(lo))
+    });
     let plane = |src: &[f32], yp: &mut [f32], mut ip: Option<&mut [f32]>| {
+        // A row's outputs `a..b` (whole windows inside the input) are scanned together, tap
+        // by tap in window order, each output keeping its own maximum / sum (one allocation per
+        // plane); the others one by one with the padding checks.
+        let (a, b) = inner[2];
+        let is_max = matches!(kind, PoolKind::Max { .. });
+        let (mut best, mut best_i, mut sum) =
+            (vec![0f32; b - a], vec![0u32; b - a], vec![0f32; b - a]);
         let mut q = 0;
         for od in 0..outd[0] {
             for oh in 0..outd[1] {
+                let rows_inside = (inner[0].0..inner[0].1).contains(&od)
+                    && (inner[1].0..inner[1].1).contains(&oh);
+                if rows_inside && a < b {
+                    let r0 = (od * stride[0] - pre[0]) * ind[1] + oh * stride[1] - pre[1];
+                    let mut t = 0u32;
+                    for wd in 0..win[0] {
+                        for wh in 0..win[1] {
+                            let row = &src[(r0 + wd * ind[1] + wh) * ind[2]..][..ind[2]];
+                            for ww in 0..win[2] {
+                                let taps =
+                                    row[a * stride[2] + ww - pre[2]..].iter().step_by(stride[2]);
+                                if !is_max {
+                                    if t == 0 {
+                                        sum.fill(0.0);
+                                    }
+                                    sum.iter_mut().zip(taps).for_each(|(s, &v)| *s += v);
+                                } else if t == 0 {
+                                    best.iter_mut().zip(taps).for_each(|(m, &v)| *m = v);
+                                    best_i.fill(0);
+                                } else {
+                                    for ((m, i), &v) in best.iter_mut().zip(&mut best_i).zip(taps) {
+                                        let gt = v > *m;
+                                        *m = if gt { v } else { *m };
+                                        *i = if gt { t } else { *i };
+                                    }
+                                }
+                                t += 1;
+                            }
+                        }
+                    }
+                    let out = &mut yp[q + a..q + b];
+                    if is_max {
+                        out.copy_from_slice(&best);
+                    } else {
+                        out.iter_mut()
+                            .zip(&sum)
+                            .for_each(|(o, s)| *o = s / wvol as f32);
+                    }
+                    if let Some(ip) = ip.as_deref_mut() {
+                        ip[q + a..q + b]
+                            .iter_mut()
+                            .zip(&best_i)
+                            .for_each(|(o, &i)| *o = if is_max { i as f32 } else { 0.0 });
+                    }
+                }
                 for ow in 0..outd[2] {
+                    if rows_inside && (a..b).contains(&ow) {
+                        continue;
+                    }
                     let mut best = f32::NEG_INFINITY;
                     let mut best_i = 0usize;
                     let mut found = false;
@@ -131,7 +196,7 @@ pub fn pool_with(
                             }
                         }
                     }
-                    yp[q] = match kind {
+                    yp[q + ow] = match kind {
                         PoolKind::Max { .. } => best,
                         PoolKind::AvgIncludePadding => sum / wvol as f32,
                         PoolKind::AvgExcludePadding => {
@@ -143,13 +208,13 @@ pub fn pool_with(
                         }
                     };
                     if let Some(ip) = ip.as_deref_mut() {
-                        ip[q] = match kind {
+                        ip[q + ow] = match kind {
                             PoolKind::Max { .. } => best_i as f32,
                             _ => 0.0,
                         };
                     }
-                    q += 1;
                 }
+                q += outd[2];
             }
         }
     };
