@@ -196,10 +196,11 @@ impl<'p, 'a, 'b> Env<'p, 'a, 'b> {
             .ok_or_else(|| PluginError::bad_param(format!("tensor uid {uid} is empty")))
     }
 
-    /// Drops the environment's value of `uid` (after its last reader: its memory is freed or
-    /// reused by a later value); a later read would convert the bound buffer again or fail.
-    pub(super) fn release(&mut self, uid: i64) {
-        self.values.remove(&uid);
+    /// Removes and returns the environment's value of `uid` (after its last reader: its memory
+    /// is freed or recycled for a later value); a later read would convert the bound buffer
+    /// again or fail.
+    pub(super) fn release(&mut self, uid: i64) -> Option<Arc<ArrayD<f32>>> {
+        self.values.remove(&uid)
     }
 
     /// Stores `v` as `uid`: rounded to its data type in place (f32 values are kept as they

@@ -8,10 +8,12 @@
 
 use super::env::Env;
 use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax};
+use super::ops::recycle;
 use super::plan::Plan;
 use super::step::Op;
 use hipdnn_backend::{BufferRef, PluginError, PluginResult, TensorBinding};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 fn msg(step: &str) -> impl Fn(String) -> PluginError + '_ {
     move |m| PluginError::bad_param(format!("node '{step}': {m}"))
@@ -80,13 +82,22 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
         after[i].push(u);
     }
     let mut env = Env::new(&plan.tensors, bindings, index);
-    for (s, done) in plan.steps.iter().zip(&after) {
-        run_step(&mut env, &s.name, &s.op)?;
-        for &u in done {
-            env.release(u);
+    let mut run = || -> PluginResult<()> {
+        for (s, done) in plan.steps.iter().zip(&after) {
+            run_step(&mut env, &s.name, &s.op)?;
+            for &u in done {
+                // The last reference (no step holds it now): its memory is recycled.
+                if let Some(Ok(a)) = env.release(u).map(Arc::try_unwrap) {
+                    recycle::give(a.into_raw_vec_and_offset().0);
+                }
+            }
         }
-    }
-    Ok(())
+        Ok(())
+    };
+    let r = run();
+    // Nothing recycled outlives the execute.
+    recycle::clear();
+    r
 }
 
 /// Runs one step: a short dispatcher to the op's file in [`super::nodes`].

@@ -23,6 +23,7 @@
 //! Owns only arithmetic; shapes were checked by the caller.
 
 use super::gemm::{self, Epilogue, Job};
+use super::recycle;
 use super::winograd;
 use ndarray::{ArrayD, ArrayView1, ArrayView2, ArrayViewD, ArrayViewMut2, Axis, IxDyn, s};
 use rayon::prelude::*;
@@ -555,17 +556,6 @@ fn with_scratch<R>(len: usize, f: impl FnOnce(&mut [f32]) -> R) -> R {
     })
 }
 
-/// `len` zeros written by the rayon threads together: a large block that the allocator reuses
-/// is not zeroed by the calling thread alone while the others wait (small blocks: `vec!`).
-pub(crate) fn zeros(len: usize) -> Vec<f32> {
-    if len < 1 << 16 {
-        return vec![0f32; len];
-    }
-    let mut v = Vec::with_capacity(len);
-    v.par_extend((0..len).into_par_iter().map(|_| 0f32));
-    v
-}
-
 fn mat(rows: usize, cols: usize, v: &[f32]) -> ArrayView2<'_, f32> {
     ArrayView2::from_shape((rows, cols), &v[..rows * cols]).expect("matrix")
 }
@@ -630,7 +620,8 @@ pub fn conv_fprop_views(
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
     let kg = geo.k / geo.groups;
     let crs = geo.cg * geo.taps();
-    let mut y = zeros(geo.n * geo.k * ovol);
+    // Every element is written below (each path overwrites all of y).
+    let mut y = recycle::take(geo.n * geo.k * ovol);
     // With a residual, the paths that write y in a layout of their own run bare and the
     // epilogue is one pass over y afterwards (the same f32 operations, in the same order).
     let late = |y: &mut [f32], rs: &[f32]| {
@@ -656,7 +647,7 @@ pub fn conv_fprop_views(
         // Few output positions per image: all images' columns in one GEMM per group,
         // `Y' (K, N·P) = w · col (C·taps, N·P)`, then Y' is unpacked into y (N, K, P).
         let np = geo.n * ovol;
-        let mut col = zeros(geo.c * geo.taps() * np);
+        let mut col = recycle::take(geo.c * geo.taps() * np);
         if direct {
             col.par_chunks_mut(np).enumerate().for_each(|(c, line)| {
                 for (n, dst) in line.chunks_mut(ovol).enumerate() {
@@ -669,7 +660,7 @@ pub fn conv_fprop_views(
                 .collect();
             geo.im2col(&planes, &mut col);
         }
-        let mut yt = zeros(geo.k * np);
+        let mut yt = recycle::take(geo.k * np);
         let jobs = yt
             .chunks_mut(kg * np)
             .enumerate()

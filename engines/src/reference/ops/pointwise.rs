@@ -264,10 +264,9 @@ pub fn pointwise(
 ) -> Result<ArrayD<f32>, String> {
     let shape = IxDyn(out_dims);
     let len: usize = out_dims.iter().product();
-    // Zeroed by the rayon threads together (a reused block is not zeroed by one thread).
-    let mut zeroed = Vec::with_capacity(len);
-    zeroed.par_extend((0..len).into_par_iter().map(|_| 0f32));
-    let mut out = ArrayD::from_shape_vec(shape.clone(), zeroed).expect("volume of out_dims");
+    // Every element is written below (each mode's loop covers the whole output).
+    let buf = super::recycle::take(len);
+    let mut out = ArrayD::from_shape_vec(shape.clone(), buf).expect("volume of out_dims");
     let mut views = Vec::with_capacity(inputs.len());
     for (i, a) in inputs.iter().enumerate() {
         views.push(a.broadcast(shape.clone()).ok_or_else(|| {
