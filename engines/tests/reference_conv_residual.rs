@@ -308,3 +308,77 @@ fn a_residual_computed_after_the_conv_stops_the_fold_and_gives_the_node_by_node_
         "{steps:?}"
     );
 }
+
+/// A ResNet stage's first block end: `a = conv(x) + bias_a` (main path, built first),
+/// `d = conv(x) + bias_d` (downsample branch, built after), `z = RELU(a + d)`.
+fn block_end(fused: bool) -> GraphBuilder {
+    const WD: i64 = 20;
+    const BD: i64 = 21;
+    const A: i64 = 22;
+    const TA: i64 = 23;
+    const DY: i64 = 24;
+    const TD: i64 = 25;
+    const SUM: i64 = 26;
+    let p = PATHS[2].1;
+    let yd = p.out();
+    let mut g = GraphBuilder::new("block_end");
+    g.tensor(TensorSpec::new(X, "x", DT::FLOAT, &[p.n, p.c, p.h, p.w]))
+        .tensor(TensorSpec::new(W, "w", DT::FLOAT, &[p.k, p.c, 1, 1]))
+        .tensor(TensorSpec::new(B, "b", DT::FLOAT, &[1, p.k, 1, 1]))
+        .tensor(TensorSpec::new(WD, "wd", DT::FLOAT, &[p.k, p.c, 1, 1]))
+        .tensor(TensorSpec::new(BD, "bd", DT::FLOAT, &[1, p.k, 1, 1]))
+        .tensor(TensorSpec::new(Z, "z", DT::FLOAT, &yd));
+    for u in [A, TA, DY, TD, SUM] {
+        let t = TensorSpec::new(u, &format!("t{u}"), DT::FLOAT, &yd);
+        g.tensor(if fused { t.virtual_() } else { t });
+    }
+    let conv = |g: &mut GraphBuilder, w: i64, y: i64| {
+        g.node(
+            "conv",
+            Box::new(move |fbb| {
+                let (pre, post) = (fbb.create_vector(&[0i64, 0]), fbb.create_vector(&[0i64, 0]));
+                let (stride, dil) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
+                (
+                    NodeAttributes::ConvolutionFwdAttributes,
+                    ConvolutionFwdAttributes::create(
+                        fbb,
+                        &ConvolutionFwdAttributesArgs {
+                            x_tensor_uid: X,
+                            w_tensor_uid: w,
+                            y_tensor_uid: y,
+                            pre_padding: Some(pre),
+                            post_padding: Some(post),
+                            stride: Some(stride),
+                            dilation: Some(dil),
+                            conv_mode: ConvMode::CROSS_CORRELATION,
+                        },
+                    )
+                    .as_union_value(),
+                )
+            }),
+        );
+    };
+    conv(&mut g, W, A);
+    g.pointwise("bias_a", pw(M::ADD, &[A, B], TA));
+    conv(&mut g, WD, DY);
+    g.pointwise("bias_d", pw(M::ADD, &[DY, BD], TD));
+    g.pointwise("sum", pw(M::ADD, &[TA, TD], SUM));
+    g.pointwise("relu", pw(M::RELU_FWD, &[SUM], Z));
+    g
+}
+
+#[test]
+fn a_block_end_with_a_downsample_branch_folds_into_two_conv_steps() {
+    let p = PATHS[2].1;
+    let mut ins: Vec<_> = inputs(p).into_iter().filter(|(u, _)| *u != R).collect();
+    let n = (p.k * p.c) as usize;
+    ins.push((20, random_values(n, 25, -0.5, 0.5)));
+    ins.push((21, random_values(p.k as usize, 26, -1.0, 1.0)));
+    let fused = run_graph(block_end(true), &ins, &[Z]).expect("fused runs");
+    let plain = run_graph(block_end(false), &ins, &[Z, 26, 25, 24, 23, 22]).expect("plain runs");
+    assert_eq!(bits(&fused[0]), bits(&plain[0]));
+    // The main path's conv takes its bias; the downsample conv (planned after it) takes its
+    // bias, the main path's output as its residual, and the RELU.
+    let steps = plan_steps(block_end(true)).expect("plans");
+    assert_eq!(steps, ["ConvFprop", "ConvFprop"]);
+}
