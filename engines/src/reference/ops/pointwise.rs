@@ -106,7 +106,7 @@ fn b(v: bool) -> f32 {
 /// one selected), so that a loop over a slice vectorizes: the same bits for every input and
 /// parameter (NaN stays NaN).
 #[inline(always)]
-fn relu(x: f32, lower_clip: f32, upper_clip: f32, lower_slope: f32) -> f32 {
+fn relu_fn(x: f32, lower_clip: f32, upper_clip: f32, lower_slope: f32) -> f32 {
     let below = lower_slope * (x - lower_clip) + lower_clip;
     let rest = if x >= upper_clip { upper_clip } else { x };
     if x <= lower_clip { below } else { rest }
@@ -122,6 +122,64 @@ pub fn unary_slice(p: &PointwiseParams, vals: &mut [f32]) {
             pulp::Arch::new().dispatch(UnarySlice { p, vals })
         }
         _ => vals.iter_mut().for_each(|v| *v = unary(p, *v)),
+    }
+}
+
+/// `vals[i] = act((vals[i] + bias) + res[i])` (each part optional; `act` absent or RELU), in
+/// one loop compiled for the CPU's vector unit: the same f32 operations, in the same order, as
+/// adding the bias, then the residual, then [`unary_slice`] (so the same bits). `res` is as
+/// long as `vals`.
+pub(crate) fn bias_res_relu(
+    bias: Option<f32>,
+    res: Option<&[f32]>,
+    relu: Option<&PointwiseParams>,
+    vals: &mut [f32],
+) {
+    pulp::Arch::new().dispatch(BiasResRelu {
+        bias,
+        res,
+        relu: relu.map(|p| (p.lower_clip, p.upper_clip, p.lower_slope)),
+        vals,
+    })
+}
+
+/// One [`bias_res_relu`] call.
+struct BiasResRelu<'a> {
+    bias: Option<f32>,
+    res: Option<&'a [f32]>,
+    relu: Option<(f32, f32, f32)>,
+    vals: &'a mut [f32],
+}
+
+/// The loops of [`bias_res_relu`] for one activation `f`.
+#[inline(always)]
+fn bias_res_with(bias: Option<f32>, res: Option<&[f32]>, vals: &mut [f32], f: impl Fn(f32) -> f32) {
+    match (bias, res) {
+        (Some(b), Some(r)) => vals
+            .iter_mut()
+            .zip(r)
+            .for_each(|(v, r)| *v = f((*v + b) + r)),
+        (Some(b), None) => vals.iter_mut().for_each(|v| *v = f(*v + b)),
+        (None, Some(r)) => vals.iter_mut().zip(r).for_each(|(v, r)| *v = f(*v + r)),
+        (None, None) => vals.iter_mut().for_each(|v| *v = f(*v)),
+    }
+}
+
+impl pulp::WithSimd for BiasResRelu<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let BiasResRelu {
+            bias,
+            res,
+            relu,
+            vals,
+        } = self;
+        match relu {
+            Some((lc, uc, sl)) => bias_res_with(bias, res, vals, |x| relu_fn(x, lc, uc, sl)),
+            None => bias_res_with(bias, res, vals, |x| x),
+        }
     }
 }
 
@@ -142,7 +200,7 @@ impl pulp::WithSimd for UnarySlice<'_> {
             M::ERF => vals.iter_mut().for_each(|v| *v = erf(*v)),
             M::RELU_FWD => {
                 let (lc, uc, sl) = (p.lower_clip, p.upper_clip, p.lower_slope);
-                vals.iter_mut().for_each(|v| *v = relu(*v, lc, uc, sl));
+                vals.iter_mut().for_each(|v| *v = relu_fn(*v, lc, uc, sl));
             }
             M::ABS => vals.iter_mut().for_each(|v| *v = v.abs()),
             M::NEG => vals.iter_mut().for_each(|v| *v = -*v),
