@@ -218,6 +218,13 @@ impl<'p, 'a, 'b> Env<'p, 'a, 'b> {
             .ok_or_else(|| PluginError::bad_param(format!("tensor uid {uid} is empty")))
     }
 
+    /// Removes and returns the environment's value of `uid` (after its last reader: its memory
+    /// is freed or recycled for a later value); a later read would convert the bound buffer
+    /// again or fail.
+    pub(super) fn release(&mut self, uid: i64) -> Option<Arc<ArrayD<f32>>> {
+        self.values.remove(&uid)
+    }
+
     /// Stores `v` as `uid`: rounded to its data type in place (f32 values are kept as they
     /// are), written to its buffer when bound, and kept without another copy.
     pub(super) fn put(&mut self, uid: i64, v: ArrayD<f32>) -> PluginResult<()> {

@@ -8,10 +8,12 @@
 
 use super::env::Env;
 use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax};
+use super::ops::recycle;
 use super::plan::Plan;
 use super::step::Op;
 use hipdnn_backend::{BufferRef, PluginError, PluginResult, TensorBinding};
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 fn msg(step: &str) -> impl Fn(String) -> PluginError + '_ {
     move |m| PluginError::bad_param(format!("node '{step}': {m}"))
@@ -67,17 +69,39 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
             }
         }
     }
+    // Each value is dropped after the last step that reads it (a value no step reads, right
+    // after it is written): the memory of one layer's activations is reused by the next.
+    let mut last = HashMap::new();
+    for (i, s) in plan.steps.iter().enumerate() {
+        for u in s.op.outputs().into_iter().chain(s.op.inputs()) {
+            last.insert(u, i);
+        }
+    }
+    let mut after: Vec<Vec<i64>> = vec![Vec::new(); plan.steps.len()];
+    for (u, i) in last {
+        after[i].push(u);
+    }
     let mut env = Env::new(&plan.tensors, bindings, index);
+    let mut run = || -> PluginResult<()> {
+        for (s, done) in plan.steps.iter().zip(&after) {
+            run_step(&mut env, &s.name, &s.op)?;
+            for &u in done {
+                // The last reference (no step holds it now): its memory is recycled.
+                if let Some(Ok(a)) = env.release(u).map(Arc::try_unwrap) {
+                    recycle::give(a.into_raw_vec_and_offset().0);
+                }
+            }
+        }
+        Ok(())
+    };
     // The steps run on one of the pool's worker threads (the caller's, when it is one), so a
     // step's parallel loop starts as local work the other workers steal, not as a job handed
     // from this thread to the pool and waited for: one hand-off per execute, not one per
     // parallel loop (which costs two thread wake-ups each, more than a small step's work).
-    rayon::scope(|_| {
-        for s in &plan.steps {
-            run_step(&mut env, &s.name, &s.op)?;
-        }
-        Ok(())
-    })
+    let r = rayon::scope(|_| run());
+    // Nothing recycled outlives the execute.
+    recycle::clear();
+    r
 }
 
 /// Runs one step: a short dispatcher to the op's file in [`super::nodes`].

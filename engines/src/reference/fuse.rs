@@ -1,5 +1,6 @@
 //! The fusions of the CPU reference engine's plan: [`fuse_epilogues`] folds `conv_fprop →
-//! ADD(bias) → activation` chains of the step list into the conv step's [`ConvEpilogue`] and
+//! ADD(bias) → ADD(residual) → activation` chains of the step list into the conv step's
+//! [`ConvEpilogue`] and
 //! `matmul → ADD(bias) → ADD(residual) → activation` chains into the matmul step's
 //! [`MatmulEpilogue`], so they run in the GEMM output pass ([`super::nodes::conv`] and
 //! [`super::nodes::matmul`] run them); [`fuse_softmax`] replaces
@@ -18,14 +19,16 @@ use super::tensor::TensorDesc;
 use hipdnn_schema::graph::{PointwiseMode, ReductionMode};
 use std::collections::{HashMap, HashSet};
 
-/// Folds `conv_fprop → pointwise ADD(bias) → unary pointwise` chains (either pointwise node
-/// may be absent) into the conv step, so they run in the GEMM output pass. A node is folded
-/// only when the result is bit-identical to running it alone: the tensor it reads from the
-/// chain is virtual, FLOAT (no rounding between the nodes) and read by that node only; the
-/// bias has dims `(1, K, 1…)` and is not written by any node (a bound or constant tensor);
-/// the activation is a one-input mode other than GEN_INDEX; output dims equal y's. Steps stay
-/// in their order (the folded step runs where the conv ran; its bias is ready from the
-/// start and its output's readers come after the folded nodes).
+/// Folds `conv_fprop → pointwise ADD(bias) → pointwise ADD(residual) → unary pointwise`
+/// chains (each pointwise node may be absent; a ResNet block's end) into the conv step, so
+/// they run in the GEMM output pass. A node is folded only when the result is bit-identical
+/// to running it alone: the tensor it reads from the chain is virtual, FLOAT (no rounding
+/// between the nodes) and read by that node only; the bias has dims `(1, K, 1…)` and is not
+/// written by any node (a bound or constant tensor); the residual has y's dims and is not
+/// written by any node at or after the conv step (a bound, constant or earlier-computed
+/// tensor); the activation is a one-input mode other than GEN_INDEX; output dims equal y's.
+/// Steps stay in their order (the folded step runs where the conv ran; its bias and residual
+/// are ready by then and its output's readers come after the folded nodes).
 ///
 /// Matmul steps take `matmul → ADD(bias) → ADD(residual) → unary pointwise` chains (each node
 /// may be absent) under the same rules, with a bias of dims `(1…, N)` (a per-column vector;
@@ -40,8 +43,12 @@ pub(super) fn fuse_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc
 /// The conv half of [`fuse_epilogues`].
 fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
     let written: HashSet<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
+    let mut writer: HashMap<i64, usize> = HashMap::new();
     let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
     for (i, s) in steps.iter().enumerate() {
+        for u in s.op.outputs() {
+            writer.insert(u, i);
+        }
         for u in s.op.inputs() {
             readers.entry(u).or_default().push(i);
         }
@@ -62,23 +69,36 @@ fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> 
         };
         let y_dims = &tensors[&c.y].dims;
         let k = tensors[&c.w].dims[0];
-        let (mut cur, mut bias, mut act, mut fused) = (c.y, None, None, Vec::new());
-        if let Some(j) = sole_reader(cur)
-            && let Op::Pointwise(p) = &steps[j].op
-            && p.p.mode == PointwiseMode::ADD
-            && p.ins.len() == 2
-            && tensors[&p.out].dims == *y_dims
-        {
+        // Ready when the conv step runs: bound, constant, or written before it.
+        let ready = |u: i64| writer.get(&u).is_none_or(|&w| w < i);
+        let (mut cur, mut bias, mut residual, mut act, mut fused) =
+            (c.y, None, None, None, Vec::new());
+        for _ in 0..2 {
+            let Some(j) = sole_reader(cur) else { break };
+            let Op::Pointwise(p) = &steps[j].op else {
+                break;
+            };
+            if p.p.mode != PointwiseMode::ADD || p.ins.len() != 2 || tensors[&p.out].dims != *y_dims
+            {
+                break;
+            }
             let other = if p.ins[0] == cur { p.ins[1] } else { p.ins[0] };
+            if other == cur {
+                break;
+            }
             let bd = &tensors[&other].dims;
             let per_channel = bd.len() == y_dims.len()
                 && bd[1] == k
                 && bd.iter().enumerate().all(|(d, &v)| d == 1 || v == 1);
-            if other != cur && !written.contains(&other) && per_channel {
+            if bias.is_none() && residual.is_none() && !written.contains(&other) && per_channel {
                 bias = Some(other);
-                cur = p.out;
-                fused.push(j);
+            } else if residual.is_none() && bd == y_dims && ready(other) {
+                residual = Some(other);
+            } else {
+                break;
             }
+            cur = p.out;
+            fused.push(j);
         }
         if let Some(j) = sole_reader(cur)
             && let Op::Pointwise(p) = &steps[j].op
@@ -99,6 +119,7 @@ fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> 
         if let Op::ConvFprop(c) = &mut steps[i].op {
             c.epilogue = Some(ConvEpilogue {
                 bias,
+                residual,
                 act,
                 out: cur,
             });
@@ -210,6 +231,11 @@ fn fuse_matmul_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -
     let mut steps = steps;
     let mut folded = vec![false; steps.len()];
     for (i, ep, fused) in found {
+        // A node is folded into one matmul only (readiness already keeps two chains from
+        // sharing an ADD; this keeps it true whatever the rules become).
+        if fused.iter().any(|&j| folded[j]) {
+            continue;
+        }
         for j in fused {
             folded[j] = true;
         }

@@ -29,12 +29,15 @@ pub struct ConvFpropStep {
     pub epilogue: Option<ConvEpilogue>,
 }
 
-/// A per-channel bias and/or a unary activation folded into a conv fprop step: the step
-/// writes `out = act(conv + bias)` instead of y, and the fused nodes are not run.
+/// A per-channel bias, a residual and/or a unary activation folded into a conv fprop step:
+/// the step writes `out = act((conv + bias) + residual)` instead of y (each part optional, in
+/// that order), and the fused nodes are not run.
 #[derive(Debug, Clone)]
 pub struct ConvEpilogue {
     /// Bias UID (dims `(1, K, 1…)`), added first.
     pub bias: Option<i64>,
+    /// Residual UID (y's dims), added second.
+    pub residual: Option<i64>,
     /// Unary pointwise activation, applied last.
     pub act: Option<PointwiseParams>,
     /// The UID written instead of y (the last fused node's output).
@@ -71,7 +74,10 @@ impl ConvFpropStep {
     /// UIDs read.
     pub fn inputs(&self) -> Vec<i64> {
         let mut v = vec![self.x, self.w];
-        v.extend(self.epilogue.as_ref().and_then(|e| e.bias));
+        if let Some(e) = &self.epilogue {
+            v.extend(e.bias);
+            v.extend(e.residual);
+        }
         v
     }
     /// UIDs written.
@@ -290,20 +296,28 @@ pub fn run_fprop(
         geo,
         epilogue,
     } = s;
-    let (xv, wv) = (env.get(*x)?, env.get(*w)?);
+    // In place when bound as aligned f32 host inputs: weights are neither converted nor copied.
+    let (xv, wv) = (env.view(*x)?, env.view(*w)?);
     let dims = env.desc(*y).dims.clone();
     let Some(ep) = epilogue else {
-        return env.put(*y, kernel::conv_fprop(&xv, &wv, &dims, geo));
+        let r = kernel::conv_fprop_views(xv.view(), wv.view(), None, &dims, geo, &Epilogue::NONE);
+        return env.put(*y, r);
     };
     let bias: Option<Vec<f32>> = match ep.bias {
         Some(b) => Some(env.get(b)?.iter().copied().collect()),
+        None => None,
+    };
+    let res = match ep.residual {
+        Some(u) => Some(env.view(u)?),
         None => None,
     };
     let epi = Epilogue {
         bias: bias.as_deref().map_or(Bias::None, Bias::PerRow),
         act: ep.act,
     };
-    env.put(ep.out, kernel::conv_fprop_with(&xv, &wv, &dims, geo, &epi))
+    let res = res.as_ref().map(|v| v.view());
+    let r = kernel::conv_fprop_views(xv.view(), wv.view(), res, &dims, geo, &epi);
+    env.put(ep.out, r)
 }
 
 /// Runs one conv_dgrad step on host arrays.

@@ -123,9 +123,9 @@ pub fn run(
     } = s;
     let xv = env.get(*x)?;
     let dims = env.desc(*y).dims.clone();
-    let (yv, iv) = kernel::pool(&xv, &dims, *kind, geo);
+    let (yv, iv) = kernel::pool_with(&xv, &dims, *kind, geo, index.is_some());
     env.put(*y, yv)?;
-    if let Some(u) = index {
+    if let (Some(u), Some(iv)) = (index, iv) {
         env.put(*u, iv)?;
     }
     Ok(())

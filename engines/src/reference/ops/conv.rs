@@ -23,8 +23,9 @@
 //! Owns only arithmetic; shapes were checked by the caller.
 
 use super::gemm::{self, Epilogue, Job};
+use super::recycle;
 use super::winograd;
-use ndarray::{ArrayD, ArrayView2, ArrayViewMut2, Axis, IxDyn};
+use ndarray::{ArrayD, ArrayView1, ArrayView2, ArrayViewD, ArrayViewMut2, Axis, IxDyn, s};
 use rayon::prelude::*;
 use std::borrow::Cow;
 use std::cell::RefCell;
@@ -440,17 +441,38 @@ impl Geo3 {
 
 /// The filter flipped in every spatial dim (dims `(K, C/g, spatial…)`).
 pub fn flip_filter(w: &ArrayD<f32>) -> ArrayD<f32> {
+    flip_view(w.view())
+}
+
+/// [`flip_filter`] of a view (any strides).
+fn flip_view(v: ArrayViewD<'_, f32>) -> ArrayD<f32> {
     // Reversing every spatial axis of a dense row-major filter block reverses its elements.
-    let taps: usize = w.shape()[2.min(w.ndim())..].iter().product();
-    let mut v = dense(w).into_owned();
-    if taps > 0 {
-        v.chunks_mut(taps).for_each(<[f32]>::reverse);
+    if let Some(s) = v.as_slice() {
+        let taps: usize = v.shape()[2.min(v.ndim())..].iter().product();
+        let mut out = s.to_vec();
+        if taps > 0 {
+            out.chunks_mut(taps).for_each(<[f32]>::reverse);
+        }
+        return ArrayD::from_shape_vec(v.raw_dim(), out).expect("w volume");
     }
-    ArrayD::from_shape_vec(w.raw_dim(), v).expect("w volume")
+    let mut v = v;
+    for ax in 2..v.ndim() {
+        v.invert_axis(ndarray::Axis(ax));
+    }
+    v.as_standard_layout().into_owned()
 }
 
 fn dense(a: &ArrayD<f32>) -> Cow<'_, [f32]> {
     match a.as_slice() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(a.iter().copied().collect()),
+    }
+}
+
+/// The elements of `a` in row-major order: borrowed when it is in standard layout (a bound
+/// buffer read in place), else copied.
+fn dense_view<'a>(a: &ArrayViewD<'a, f32>) -> Cow<'a, [f32]> {
+    match a.to_slice() {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(a.iter().copied().collect()),
     }
@@ -575,13 +597,31 @@ pub fn conv_fprop_with(
     g: &ConvGeometry,
     epi: &Epilogue<'_>,
 ) -> ArrayD<f32> {
-    let w = if g.flip {
-        Cow::Owned(flip_filter(w))
+    conv_fprop_views(x.view(), w.view(), None, y_dims, g, epi)
+}
+
+/// [`conv_fprop_with`] on views of any strides (x and w are read in place when they are in
+/// standard layout: a bound weight buffer is not copied), with an optional residual `res` of
+/// y's dims added by the epilogue after the bias and before the activation: `y = act((conv +
+/// bias) + res)`, the same f32 operations as the separate ADD and activation nodes.
+pub fn conv_fprop_views(
+    x: ArrayViewD<'_, f32>,
+    w: ArrayViewD<'_, f32>,
+    res: Option<ArrayViewD<'_, f32>>,
+    y_dims: &[usize],
+    g: &ConvGeometry,
+    epi: &Epilogue<'_>,
+) -> ArrayD<f32> {
+    let w_dims = w.shape().to_vec();
+    let ws: Cow<'_, [f32]> = if g.flip {
+        Cow::Owned(flip_view(w).into_raw_vec_and_offset().0)
     } else {
-        Cow::Borrowed(w)
+        dense_view(&w)
     };
-    let mut geo = Geo3::new(x.shape(), w.shape(), y_dims, g);
-    let (mut xs, ws) = (dense(x), dense(&w));
+    let res = res.map(|r| dense_view(&r));
+    let rs = res.as_deref();
+    let mut geo = Geo3::new(x.shape(), &w_dims, y_dims, g);
+    let mut xs = dense_view(&x);
     if let Some(sub) = geo.subsample(&xs) {
         // A strided unpadded 1×1 filter reads one input per output: those inputs, packed,
         // are the GEMM's right operand as is (the 1×1 stride-1 case below).
@@ -590,9 +630,26 @@ pub fn conv_fprop_with(
     let (ivol, ovol) = (geo.ivol(), geo.ovol());
     let kg = geo.k / geo.groups;
     let crs = geo.cg * geo.taps();
-    let mut y = vec![0f32; geo.n * geo.k * ovol];
+    // Every element is written below (each path overwrites all of y).
+    let mut y = recycle::take(geo.n * geo.k * ovol);
+    // With a residual, the paths that write y in a layout of their own run bare and the
+    // epilogue is one pass over y afterwards (the same f32 operations, in the same order).
+    let late = |y: &mut [f32], rs: &[f32]| {
+        y.par_chunks_mut(ovol.max(1))
+            .zip(rs.par_chunks(ovol.max(1)))
+            .enumerate()
+            .for_each(|(nk, (dst, r))| {
+                epi.apply_row_res(nk % geo.k, 0, Some(ArrayView1::from(r)), dst);
+            });
+    };
     if let Some(s) = geo.winograd() {
-        winograd::fprop(&s, &xs, &ws, epi, &mut y);
+        match rs {
+            None => winograd::fprop(&s, &xs, &ws, epi, &mut y),
+            Some(rs) => {
+                winograd::fprop(&s, &xs, &ws, &Epilogue::NONE, &mut y);
+                late(&mut y, rs);
+            }
+        }
         return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
     }
     let direct = geo.is_pointwise();
@@ -600,7 +657,7 @@ pub fn conv_fprop_with(
         // Few output positions per image: all images' columns in one GEMM per group,
         // `Y' (K, N·P) = w · col (C·taps, N·P)`, then Y' is unpacked into y (N, K, P).
         let np = geo.n * ovol;
-        let mut col = vec![0f32; geo.c * geo.taps() * np];
+        let mut col = recycle::take(geo.c * geo.taps() * np);
         if direct {
             col.par_chunks_mut(np).enumerate().for_each(|(c, line)| {
                 for (n, dst) in line.chunks_mut(ovol).enumerate() {
@@ -613,7 +670,7 @@ pub fn conv_fprop_with(
                 .collect();
             geo.im2col(&planes, &mut col);
         }
-        let mut yt = vec![0f32; geo.k * np];
+        let mut yt = recycle::take(geo.k * np);
         let jobs = yt
             .chunks_mut(kg * np)
             .enumerate()
@@ -626,11 +683,18 @@ pub fn conv_fprop_with(
                 res: None,
             })
             .collect();
-        gemm::run(jobs, false, epi);
+        gemm::run(
+            jobs,
+            false,
+            if rs.is_some() { &Epilogue::NONE } else { epi },
+        );
         y.par_chunks_mut(ovol).enumerate().for_each(|(nk, dst)| {
             let (n, k) = (nk / geo.k, nk % geo.k);
             dst.copy_from_slice(&yt[k * np + n * ovol..][..ovol]);
         });
+        if let Some(rs) = rs {
+            late(&mut y, rs);
+        }
         return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
     }
     // One row tile per group (the usual case): each tile builds the im2col of its own columns
@@ -658,7 +722,11 @@ pub fn conv_fprop_with(
                 let a = mat(kg, crs, &ws[grp * kg * crs..]);
                 gemm::sgemm(&a, &mat(crs, w_cols, buf), false, &mut tile);
             });
-            epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, None, &mut tile);
+            let rt = rs.map(|r| {
+                mat(kg, ovol, &r[(n * geo.k + grp * kg) * ovol..])
+                    .slice_move(s![.., c0..c0 + w_cols])
+            });
+            epi.apply(grp * kg, 0..kg, c0..c0 + w_cols, rt, &mut tile);
         });
         return ArrayD::from_shape_vec(IxDyn(y_dims), y).expect("y volume");
     }
@@ -680,7 +748,7 @@ pub fn conv_fprop_with(
                 b: mat(crs, ovol, &cols[grp * crs * ovol..]),
                 c: mat_mut(kg, ovol, yg),
                 row_base: grp * kg,
-                res: None,
+                res: rs.map(|r| mat(kg, ovol, &r[(n * geo.k + grp * kg) * ovol..])),
             })
             .collect();
         gemm::run(jobs, false, epi);

@@ -16,7 +16,8 @@
 //! different vector units. Reductions that span several GEMM calls (conv wgrad over the batch)
 //! are issued in a fixed order, accumulating into C.
 
-use super::pointwise::{PointwiseParams, unary_slice};
+use super::pointwise::{PointwiseParams, bias_res_relu, unary_slice};
+use hipdnn_schema::graph::PointwiseMode;
 use ndarray::{ArrayView1, ArrayView2, ArrayViewMut2, Axis, s};
 use rayon::prelude::*;
 use std::ops::Range;
@@ -99,13 +100,33 @@ impl Epilogue<'_> {
     }
 
     /// [`Epilogue::apply_row`] with the row's residual values, added after the bias.
-    fn apply_row_res(
+    pub(crate) fn apply_row_res(
         &self,
         row: usize,
         col0: usize,
         res: Option<ArrayView1<'_, f32>>,
         vals: &mut [f32],
     ) {
+        // The common case (per-row or no bias, contiguous or no residual, RELU or no
+        // activation) in one vectorized loop: the same operations in the same order.
+        let bias = match self.bias {
+            Bias::None => Some(None),
+            Bias::PerRow(b) => Some(Some(b[row])),
+            Bias::PerCol(_) => None,
+        };
+        let res_slice = match &res {
+            None => Some(None),
+            Some(r) => r.as_slice().map(Some),
+        };
+        let relu = match &self.act {
+            None => Some(None),
+            Some(p) if p.mode == PointwiseMode::RELU_FWD => Some(Some(p)),
+            Some(_) => None,
+        };
+        if let (Some(b), Some(r), Some(a)) = (bias, res_slice, relu) {
+            bias_res_relu(b, r, a, vals);
+            return;
+        }
         match self.bias {
             Bias::None => {}
             Bias::PerRow(b) => {

@@ -10,6 +10,7 @@ pub mod gemm;
 pub mod matmul;
 pub mod norm;
 pub mod pointwise;
+pub(crate) mod recycle;
 pub mod reduce;
 pub mod resample;
 pub mod sdpa;

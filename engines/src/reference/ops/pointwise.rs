@@ -11,6 +11,10 @@
 use super::exp::exp;
 use hipdnn_schema::graph::PointwiseMode as M;
 use ndarray::{ArrayD, IxDyn, Zip};
+use rayon::prelude::*;
+
+/// Elements per rayon task of the slice path of [`pointwise`] (64 KiB).
+const UNARY_BLOCK: usize = 16 * 1024;
 
 /// Attributes of one pointwise node.
 #[derive(Debug, Clone, Copy)]
@@ -98,21 +102,90 @@ fn b(v: bool) -> f32 {
     if v { 1.0 } else { 0.0 }
 }
 
+/// RELU with clips and slope, as [`unary`] computes it but branch-free (both sides computed,
+/// one selected), so that a loop over a slice vectorizes: the same bits for every input and
+/// parameter (NaN stays NaN).
+#[inline(always)]
+fn relu_fn(x: f32, lower_clip: f32, upper_clip: f32, lower_slope: f32) -> f32 {
+    let below = lower_slope * (x - lower_clip) + lower_clip;
+    let rest = if x >= upper_clip { upper_clip } else { x };
+    if x <= lower_clip { below } else { rest }
+}
+
 /// `vals[i] = unary(p, vals[i])` for every element, the same bits as [`unary`]; GELU (erf),
-/// EXP and plain RELU run as loops compiled for the CPU's vector unit (`pulp`'s run-time
-/// dispatch), the other modes element by element.
+/// EXP, RELU (any clips and slope), IDENTITY, ABS and NEG run as loops compiled for the CPU's
+/// vector unit (`pulp`'s run-time dispatch), the other modes element by element.
 pub fn unary_slice(p: &PointwiseParams, vals: &mut [f32]) {
     match p.mode {
-        M::GELU_FWD | M::EXP | M::ERF => {
-            pulp::Arch::new().dispatch(UnarySlice { mode: p.mode, vals })
+        M::IDENTITY => {}
+        M::GELU_FWD | M::EXP | M::ERF | M::RELU_FWD | M::ABS | M::NEG => {
+            pulp::Arch::new().dispatch(UnarySlice { p, vals })
         }
         _ => vals.iter_mut().for_each(|v| *v = unary(p, *v)),
     }
 }
 
+/// `vals[i] = act((vals[i] + bias) + res[i])` (each part optional; `act` absent or RELU), in
+/// one loop compiled for the CPU's vector unit: the same f32 operations, in the same order, as
+/// adding the bias, then the residual, then [`unary_slice`] (so the same bits). `res` is as
+/// long as `vals`.
+pub(crate) fn bias_res_relu(
+    bias: Option<f32>,
+    res: Option<&[f32]>,
+    relu: Option<&PointwiseParams>,
+    vals: &mut [f32],
+) {
+    pulp::Arch::new().dispatch(BiasResRelu {
+        bias,
+        res,
+        relu: relu.map(|p| (p.lower_clip, p.upper_clip, p.lower_slope)),
+        vals,
+    })
+}
+
+/// One [`bias_res_relu`] call.
+struct BiasResRelu<'a> {
+    bias: Option<f32>,
+    res: Option<&'a [f32]>,
+    relu: Option<(f32, f32, f32)>,
+    vals: &'a mut [f32],
+}
+
+/// The loops of [`bias_res_relu`] for one activation `f`.
+#[inline(always)]
+fn bias_res_with(bias: Option<f32>, res: Option<&[f32]>, vals: &mut [f32], f: impl Fn(f32) -> f32) {
+    match (bias, res) {
+        (Some(b), Some(r)) => vals
+            .iter_mut()
+            .zip(r)
+            .for_each(|(v, r)| *v = f((*v + b) + r)),
+        (Some(b), None) => vals.iter_mut().for_each(|v| *v = f(*v + b)),
+        (None, Some(r)) => vals.iter_mut().zip(r).for_each(|(v, r)| *v = f(*v + r)),
+        (None, None) => vals.iter_mut().for_each(|v| *v = f(*v)),
+    }
+}
+
+impl pulp::WithSimd for BiasResRelu<'_> {
+    type Output = ();
+
+    #[inline(always)]
+    fn with_simd<S: pulp::Simd>(self, _simd: S) {
+        let BiasResRelu {
+            bias,
+            res,
+            relu,
+            vals,
+        } = self;
+        match relu {
+            Some((lc, uc, sl)) => bias_res_with(bias, res, vals, |x| relu_fn(x, lc, uc, sl)),
+            None => bias_res_with(bias, res, vals, |x| x),
+        }
+    }
+}
+
 /// One [`unary_slice`] call of a vectorizable mode.
 struct UnarySlice<'a> {
-    mode: M,
+    p: &'a PointwiseParams,
     vals: &'a mut [f32],
 }
 
@@ -121,10 +194,16 @@ impl pulp::WithSimd for UnarySlice<'_> {
 
     #[inline(always)]
     fn with_simd<S: pulp::Simd>(self, _simd: S) {
-        let UnarySlice { mode, vals } = self;
-        match mode {
+        let UnarySlice { p, vals } = self;
+        match p.mode {
             M::GELU_FWD => vals.iter_mut().for_each(|v| *v = gelu(*v)),
             M::ERF => vals.iter_mut().for_each(|v| *v = erf(*v)),
+            M::RELU_FWD => {
+                let (lc, uc, sl) = (p.lower_clip, p.upper_clip, p.lower_slope);
+                vals.iter_mut().for_each(|v| *v = relu_fn(*v, lc, uc, sl));
+            }
+            M::ABS => vals.iter_mut().for_each(|v| *v = v.abs()),
+            M::NEG => vals.iter_mut().for_each(|v| *v = -*v),
             _ => vals.iter_mut().for_each(|v| *v = exp(*v)),
         }
     }
@@ -242,7 +321,10 @@ pub fn pointwise(
     out_dims: &[usize],
 ) -> Result<ArrayD<f32>, String> {
     let shape = IxDyn(out_dims);
-    let mut out = ArrayD::<f32>::zeros(shape.clone());
+    let len: usize = out_dims.iter().product();
+    // Every element is written below (each mode's loop covers the whole output).
+    let buf = super::recycle::take(len);
+    let mut out = ArrayD::from_shape_vec(shape.clone(), buf).expect("volume of out_dims");
     let mut views = Vec::with_capacity(inputs.len());
     for (i, a) in inputs.iter().enumerate() {
         views.push(a.broadcast(shape.clone()).ok_or_else(|| {
@@ -261,6 +343,21 @@ pub fn pointwise(
     }
     // The commonest modes get a loop of their own (the same f32 operation as `unary` /
     // `binary`, so the same bits) instead of a per-element `match` on the mode.
+    // One dense input of the output's dims and a slice-vectorized mode: copy it, then run
+    // `unary_slice` on blocks in parallel (the same bits as `unary`, element by element).
+    if let [a] = inputs
+        && a.shape() == out_dims
+        && let Some(src) = a.as_slice()
+        && let Some(dst) = out.as_slice_mut()
+    {
+        dst.par_chunks_mut(UNARY_BLOCK)
+            .zip(src.par_chunks(UNARY_BLOCK))
+            .for_each(|(d, s)| {
+                d.copy_from_slice(s);
+                unary_slice(p, d);
+            });
+        return Ok(out);
+    }
     match views.len() {
         1 => {
             let z = Zip::from(&mut out).and(&views[0]);

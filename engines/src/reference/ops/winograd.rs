@@ -89,7 +89,8 @@ fn give(v: Vec<f32>) {
 /// `U[k][ξ][c] = (G g_kc Gᵀ)[ξ]` for every filter `g_kc` of `w` `(k, c, 3, 3)` (output
 /// channels in parallel).
 fn filter_transform(s: &Shape, w: &[f32]) -> Vec<f32> {
-    let mut u = vec![0f32; 16 * s.k * s.c];
+    // Every element is written below (16 MiB for a 512 × 512 layer, every execute).
+    let mut u = super::recycle::take(16 * s.k * s.c);
     u.par_chunks_mut(16 * s.c)
         .zip(w.par_chunks(9 * s.c))
         .for_each(|(uk, wk)| {
