@@ -7,11 +7,11 @@
 //! a node that runs after the conv stops the fold at the residual ADD.
 
 use hipdnn_engines::reference::testing::{
-    GraphBuilder, TensorSpec, plan_steps, random_values, run_graph,
+    GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
 };
 use hipdnn_schema::graph::{
     ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    NodeAttributes, PointwiseAttributesArgs, PointwiseMode as M,
+    NodeAttributes, PointwiseMode as M,
 };
 
 const X: i64 = 1;
@@ -142,7 +142,7 @@ fn graph(
         let t = TensorSpec::new(R2, "r2", DT::FLOAT, &yd);
         g.tensor(if fused { t.virtual_() } else { t });
         if !computed_late {
-            g.pointwise("exp", pw(M::EXP, &[R], R2));
+            g.pointwise("exp", pw_args(M::EXP, &[R], R2));
         }
     }
     let mut outs = vec![Y];
@@ -190,32 +190,22 @@ fn graph(
     let mut cur = Y;
     if chain.bias {
         let out = it.next().unwrap();
-        g.pointwise("bias", pw(M::ADD, &[cur, B], out));
+        g.pointwise("bias", pw_args(M::ADD, &[cur, B], out));
         cur = out;
     }
     let out = it.next().unwrap();
     // residual first, to check that the operand order does not matter.
-    g.pointwise("residual", pw(M::ADD, &[res, cur], out));
+    g.pointwise("residual", pw_args(M::ADD, &[res, cur], out));
     cur = out;
     if let Some(m) = chain.act {
         let out = it.next().unwrap();
-        g.pointwise("act", pw(m, &[cur], out));
+        g.pointwise("act", pw_args(m, &[cur], out));
     }
     if res == R2 && computed_late {
-        g.pointwise("exp", pw(M::EXP, &[R], R2));
+        g.pointwise("exp", pw_args(M::EXP, &[R], R2));
     }
     outs.reverse();
     (g, outs)
-}
-
-fn pw(m: M, ins: &[i64], out: i64) -> PointwiseAttributesArgs {
-    PointwiseAttributesArgs {
-        operation: m,
-        in_0_tensor_uid: ins[0],
-        in_1_tensor_uid: ins.get(1).copied(),
-        out_0_tensor_uid: out,
-        ..Default::default()
-    }
 }
 
 fn inputs(p: Conv) -> Vec<(i64, Vec<f32>)> {
@@ -359,11 +349,11 @@ fn block_end(fused: bool) -> GraphBuilder {
         );
     };
     conv(&mut g, W, A);
-    g.pointwise("bias_a", pw(M::ADD, &[A, B], TA));
+    g.pointwise("bias_a", pw_args(M::ADD, &[A, B], TA));
     conv(&mut g, WD, DY);
-    g.pointwise("bias_d", pw(M::ADD, &[DY, BD], TD));
-    g.pointwise("sum", pw(M::ADD, &[TA, TD], SUM));
-    g.pointwise("relu", pw(M::RELU_FWD, &[SUM], Z));
+    g.pointwise("bias_d", pw_args(M::ADD, &[DY, BD], TD));
+    g.pointwise("sum", pw_args(M::ADD, &[TA, TD], SUM));
+    g.pointwise("relu", pw_args(M::RELU_FWD, &[SUM], Z));
     g
 }
 

@@ -6,11 +6,10 @@
 //! that another node computes after the matmul step stops the fold there.
 
 use hipdnn_engines::reference::testing::{
-    GraphBuilder, TensorSpec, plan_steps, random_values, run_graph,
+    GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
 };
 use hipdnn_schema::graph::{
-    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
-    PointwiseAttributesArgs, PointwiseMode as M,
+    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes, PointwiseMode as M,
 };
 
 const A: i64 = 1;
@@ -95,30 +94,20 @@ fn graph_with(
     if chain.bias {
         let out = it.next().unwrap();
         // bias first, to check that the operand order does not matter.
-        g.pointwise("bias", pw(M::ADD, &[BIAS, cur], out));
+        g.pointwise("bias", pw_args(M::ADD, &[BIAS, cur], out));
         cur = out;
     }
     if chain.res {
         let out = it.next().unwrap();
-        g.pointwise("residual", pw(M::ADD, &[cur, res], out));
+        g.pointwise("residual", pw_args(M::ADD, &[cur, res], out));
         cur = out;
     }
     if let Some(m) = chain.act {
         let out = it.next().unwrap();
-        g.pointwise("act", pw(m, &[cur], out));
+        g.pointwise("act", pw_args(m, &[cur], out));
         cur = out;
     }
     (g, cur, outs)
-}
-
-fn pw(m: M, ins: &[i64], out: i64) -> PointwiseAttributesArgs {
-    PointwiseAttributesArgs {
-        operation: m,
-        in_0_tensor_uid: ins[0],
-        in_1_tensor_uid: ins.get(1).copied(),
-        out_0_tensor_uid: out,
-        ..Default::default()
-    }
 }
 
 fn inputs() -> Vec<(i64, Vec<f32>)> {
@@ -261,7 +250,7 @@ fn a_residual_computed_by_another_node_gives_the_node_by_node_result() {
         let (mut g, out, all) = graph_with(chain, fused, R2, false);
         let t = TensorSpec::new(R2, "res2", DT::FLOAT, &DIMS_C);
         g.tensor(if fused { t.virtual_() } else { t });
-        g.pointwise("exp", pw(M::EXP, &[RES], R2));
+        g.pointwise("exp", pw_args(M::EXP, &[RES], R2));
         (g, out, all)
     };
     let (g, out, _) = build(true);

@@ -6,10 +6,12 @@
 
 use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_fprop};
 use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, unary};
-use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
+use hipdnn_engines::reference::testing::{
+    GraphBuilder, TensorSpec, pw_args, random_values, run_graph,
+};
 use hipdnn_schema::graph::{
     ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    NodeAttributes, PointwiseAttributesArgs, PointwiseMode as M,
+    NodeAttributes, PointwiseMode as M,
 };
 use ndarray::{ArrayD, IxDyn};
 
@@ -56,16 +58,6 @@ fn conv(g: &mut GraphBuilder, x: i64, w: i64, y: i64, pad: i64) {
     );
 }
 
-fn pw(m: M, ins: &[i64], out: i64) -> PointwiseAttributesArgs {
-    PointwiseAttributesArgs {
-        operation: m,
-        in_0_tensor_uid: ins[0],
-        in_1_tensor_uid: ins.get(1).copied(),
-        out_0_tensor_uid: out,
-        ..Default::default()
-    }
-}
-
 fn graph() -> GraphBuilder {
     let mut g = GraphBuilder::new("recycle");
     g.tensor(TensorSpec::new(X, "x", DT::FLOAT, &D))
@@ -76,11 +68,11 @@ fn graph() -> GraphBuilder {
     for u in [E, Y1, R1, Y2, S] {
         g.tensor(TensorSpec::new(u, &format!("t{u}"), DT::FLOAT, &D).virtual_());
     }
-    g.pointwise("exp", pw(M::EXP, &[X], E));
+    g.pointwise("exp", pw_args(M::EXP, &[X], E));
     conv(&mut g, E, W1, Y1, 1);
-    g.pointwise("relu", pw(M::RELU_FWD, &[Y1], R1));
+    g.pointwise("relu", pw_args(M::RELU_FWD, &[Y1], R1));
     conv(&mut g, R1, W2, Y2, 0);
-    g.pointwise("residual", pw(M::ADD, &[Y2, E], S));
+    g.pointwise("residual", pw_args(M::ADD, &[Y2, E], S));
     conv(&mut g, S, W3, OUT, 1);
     g
 }

@@ -5,11 +5,11 @@
 //! output keeps the pattern unfused), and the same bits for 1 and N rayon threads.
 
 use hipdnn_engines::reference::testing::{
-    GraphBuilder, TensorSpec, plan_steps, random_values, run_graph,
+    GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
 };
 use hipdnn_schema::graph::{
-    DataType as DT, NodeAttributes, PointwiseAttributesArgs, PointwiseMode as M,
-    ReductionAttributes, ReductionAttributesArgs, ReductionMode as R,
+    DataType as DT, NodeAttributes, PointwiseMode as M, ReductionAttributes,
+    ReductionAttributesArgs, ReductionMode as R,
 };
 
 const X: i64 = 1;
@@ -41,16 +41,6 @@ fn reduction(g: &mut GraphBuilder, name: &str, mode: R, x: i64, y: i64) {
     );
 }
 
-fn pw(m: M, ins: &[i64], out: i64) -> PointwiseAttributesArgs {
-    PointwiseAttributesArgs {
-        operation: m,
-        in_0_tensor_uid: ins[0],
-        in_1_tensor_uid: ins.get(1).copied(),
-        out_0_tensor_uid: out,
-        ..Default::default()
-    }
-}
-
 /// Softmax (`log`: log-softmax) of x (`dims`) over the axes where `red` is 1; the tensors in
 /// `bound` are graph outputs (FLOAT, not virtual), the other intermediates virtual FLOAT.
 fn graph(log: bool, dims: &[i64], red: &[i64], bound: &[i64]) -> GraphBuilder {
@@ -72,15 +62,15 @@ fn graph_with(log: bool, dims: &[i64], red: &[i64], bound: &[i64], e_type: DT) -
         .tensor(t(S, "s", red))
         .tensor(TensorSpec::new(Y, "y", DT::FLOAT, dims));
     reduction(&mut g, "max", R::MAX_OP, X, MAX);
-    g.pointwise("sub", pw(M::SUB, &[X, MAX], D));
-    g.pointwise("exp", pw(M::EXP, &[D], E));
+    g.pointwise("sub", pw_args(M::SUB, &[X, MAX], D));
+    g.pointwise("exp", pw_args(M::EXP, &[D], E));
     reduction(&mut g, "sum", R::ADD, E, S);
     if log {
         g.tensor(t(L, "l", red));
-        g.pointwise("log", pw(M::LOG, &[S], L));
-        g.pointwise("y", pw(M::SUB, &[D, L], Y));
+        g.pointwise("log", pw_args(M::LOG, &[S], L));
+        g.pointwise("y", pw_args(M::SUB, &[D, L], Y));
     } else {
-        g.pointwise("y", pw(M::DIV, &[E, S], Y));
+        g.pointwise("y", pw_args(M::DIV, &[E, S], Y));
     }
     g
 }

@@ -40,27 +40,56 @@ pub(super) fn fuse_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc
     fuse_matmul_epilogues(steps, tensors)
 }
 
-/// The conv half of [`fuse_epilogues`].
-fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
-    let written: HashSet<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
-    let mut writer: HashMap<i64, usize> = HashMap::new();
-    let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, s) in steps.iter().enumerate() {
-        for u in s.op.outputs() {
-            writer.insert(u, i);
+/// Who writes and who reads each tensor of a step list.
+struct Uses {
+    /// The step that writes each UID.
+    writer: HashMap<i64, usize>,
+    /// The steps that read each UID, in order.
+    readers: HashMap<i64, Vec<usize>>,
+}
+
+impl Uses {
+    fn new(steps: &[Step]) -> Uses {
+        let mut uses = Uses {
+            writer: HashMap::new(),
+            readers: HashMap::new(),
+        };
+        for (i, s) in steps.iter().enumerate() {
+            for u in s.op.outputs() {
+                uses.writer.insert(u, i);
+            }
+            for u in s.op.inputs() {
+                uses.readers.entry(u).or_default().push(i);
+            }
         }
-        for u in s.op.inputs() {
-            readers.entry(u).or_default().push(i);
-        }
+        uses
     }
-    // The one step that reads `u`, when `u` is a virtual FLOAT tensor read once.
-    let sole_reader = |u: i64| -> Option<usize> {
+
+    /// The one step that reads `u`, when `u` is a virtual FLOAT tensor read once.
+    fn sole_reader(&self, u: i64, tensors: &HashMap<i64, TensorDesc>) -> Option<usize> {
         let t = &tensors[&u];
-        match readers.get(&u).map(Vec::as_slice) {
+        match self.readers.get(&u).map(Vec::as_slice) {
             Some(&[i]) if t.is_virtual && t.elem == Elem::F32 => Some(i),
             _ => None,
         }
-    };
+    }
+}
+
+/// `steps` without those marked in `folded`, in order.
+fn without(steps: Vec<Step>, folded: &[bool]) -> Vec<Step> {
+    steps
+        .into_iter()
+        .zip(folded)
+        .filter(|(_, f)| !**f)
+        .map(|(s, _)| s)
+        .collect()
+}
+
+/// The conv half of [`fuse_epilogues`].
+fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
+    let written: HashSet<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
+    let uses = Uses::new(&steps);
+    let sole_reader = |u: i64| uses.sole_reader(u, tensors);
     let mut steps = steps;
     let mut folded = vec![false; steps.len()];
     for i in 0..steps.len() {
@@ -70,7 +99,7 @@ fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> 
         let y_dims = &tensors[&c.y].dims;
         let k = tensors[&c.w].dims[0];
         // Ready when the conv step runs: bound, constant, or written before it.
-        let ready = |u: i64| writer.get(&u).is_none_or(|&w| w < i);
+        let ready = |u: i64| uses.writer.get(&u).is_none_or(|&w| w < i);
         let (mut cur, mut bias, mut residual, mut act, mut fused) =
             (c.y, None, None, None, Vec::new());
         for _ in 0..2 {
@@ -125,33 +154,13 @@ fn fuse_conv_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> 
             });
         }
     }
-    steps
-        .into_iter()
-        .zip(folded)
-        .filter(|(_, f)| !f)
-        .map(|(s, _)| s)
-        .collect()
+    without(steps, &folded)
 }
 
 /// The matmul half of [`fuse_epilogues`].
 fn fuse_matmul_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -> Vec<Step> {
-    let mut writer: HashMap<i64, usize> = HashMap::new();
-    let mut readers: HashMap<i64, Vec<usize>> = HashMap::new();
-    for (i, s) in steps.iter().enumerate() {
-        for u in s.op.outputs() {
-            writer.insert(u, i);
-        }
-        for u in s.op.inputs() {
-            readers.entry(u).or_default().push(i);
-        }
-    }
-    let sole_reader = |u: i64| -> Option<usize> {
-        let t = &tensors[&u];
-        match readers.get(&u).map(Vec::as_slice) {
-            Some(&[i]) if t.is_virtual && t.elem == Elem::F32 => Some(i),
-            _ => None,
-        }
-    };
+    let uses = Uses::new(&steps);
+    let sole_reader = |u: i64| uses.sole_reader(u, tensors);
     // The other operand of the two-input ADD step `j` that reads `cur` and writes a tensor of
     // `dims`, with that output.
     let add_operand = |j: usize, cur: i64, dims: &[usize]| -> Option<(i64, i64)> {
@@ -172,7 +181,7 @@ fn fuse_matmul_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -
         let c_dims = tensors[&m.c].dims.clone();
         let n = *c_dims.last().expect("matmul c has 2+ dims");
         // Ready when the matmul step runs: bound, constant, or written before it.
-        let ready = |u: i64| writer.get(&u).is_none_or(|&w| w < i);
+        let ready = |u: i64| uses.writer.get(&u).is_none_or(|&w| w < i);
         let is_bias = |u: i64| {
             let d = &tensors[&u].dims;
             d.len() <= c_dims.len()
@@ -243,12 +252,7 @@ fn fuse_matmul_epilogues(steps: Vec<Step>, tensors: &HashMap<i64, TensorDesc>) -
             m.epilogue = Some(ep);
         }
     }
-    steps
-        .into_iter()
-        .zip(folded)
-        .filter(|(_, f)| !f)
-        .map(|(s, _)| s)
-        .collect()
+    without(steps, &folded)
 }
 
 /// Replaces each softmax pattern of the step list — `m = reduce MAX(x)`, `d = SUB(x, m)`,

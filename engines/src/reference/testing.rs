@@ -9,7 +9,7 @@ use super::dtype::Elem;
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 use hipdnn_schema::graph::{
     DataType, Graph, GraphArgs, Node, NodeArgs, NodeAttributes, PointwiseAttributes,
-    PointwiseAttributesArgs, TensorAttributes,
+    PointwiseAttributesArgs, PointwiseMode, TensorAttributes,
 };
 use hipdnn_schema::tensor_value::{TensorValue, add_tensor_value, push_tensor_value};
 
@@ -391,6 +391,19 @@ pub fn run_graph(
     })?;
     drop(bindings);
     Ok(out_bufs.iter().map(|(u, b)| spec(*u).decode(b)).collect())
+}
+
+/// The attributes of a pointwise node `mode(ins…) → out` with every optional attribute at its
+/// default (`ins`: 1–3 input UIDs).
+pub fn pw_args(mode: PointwiseMode, ins: &[i64], out: i64) -> PointwiseAttributesArgs {
+    PointwiseAttributesArgs {
+        operation: mode,
+        in_0_tensor_uid: ins[0],
+        in_1_tensor_uid: ins.get(1).copied(),
+        in_2_tensor_uid: ins.get(2).copied(),
+        out_0_tensor_uid: out,
+        ..Default::default()
+    }
 }
 
 /// The kinds of the steps the CPU reference engine's plan runs for `builder`'s graph, in
