@@ -4,11 +4,10 @@
 //! convolution modes, give the same bits, equal to the graph whose filter is computed by a
 //! node (an IDENTITY of the bound filter, held as a converted array).
 
-use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
-use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    NodeAttributes, PointwiseAttributesArgs, PointwiseMode as M,
+use hipdnn_engines::reference::testing::{
+    ConvSpec, GraphBuilder, TensorSpec, random_values, run_graph,
 };
+use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
 
 const X: i64 = 1;
 const W: i64 = 2;
@@ -38,29 +37,18 @@ fn graph(mode: ConvMode, nhwc_w: bool, computed_w: bool) -> GraphBuilder {
     } else {
         W
     };
-    g.node(
+    g.conv_fprop(
         "conv",
-        Box::new(move |fbb| {
-            let (pre, post) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
-            let (stride, dil) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
-            (
-                NodeAttributes::ConvolutionFwdAttributes,
-                ConvolutionFwdAttributes::create(
-                    fbb,
-                    &ConvolutionFwdAttributesArgs {
-                        x_tensor_uid: X,
-                        w_tensor_uid: wu,
-                        y_tensor_uid: Y,
-                        pre_padding: Some(pre),
-                        post_padding: Some(post),
-                        stride: Some(stride),
-                        dilation: Some(dil),
-                        conv_mode: mode,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
+        X,
+        wu,
+        Y,
+        ConvSpec {
+            pre: vec![1, 1],
+            post: vec![1, 1],
+            stride: vec![1, 1],
+            dilation: vec![1, 1],
+            mode: mode,
+        },
     );
     g
 }

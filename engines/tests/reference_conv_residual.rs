@@ -7,12 +7,9 @@
 //! a node that runs after the conv stops the fold at the residual ADD.
 
 use hipdnn_engines::reference::testing::{
-    GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
+    ConvSpec, GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
 };
-use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    NodeAttributes, PointwiseMode as M,
-};
+use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseMode as M};
 
 const X: i64 = 1;
 const W: i64 = 2;
@@ -159,32 +156,18 @@ fn graph(
         g.tensor(if fused && u != last { t.virtual_() } else { t });
     }
     let (pad, st) = (p.pad, p.st);
-    g.node(
+    g.conv_fprop(
         "conv",
-        Box::new(move |fbb| {
-            let (pre, post) = (
-                fbb.create_vector(&[pad, pad]),
-                fbb.create_vector(&[pad, pad]),
-            );
-            let (stride, dil) = (fbb.create_vector(&[st, st]), fbb.create_vector(&[1i64, 1]));
-            (
-                NodeAttributes::ConvolutionFwdAttributes,
-                ConvolutionFwdAttributes::create(
-                    fbb,
-                    &ConvolutionFwdAttributesArgs {
-                        x_tensor_uid: X,
-                        w_tensor_uid: W,
-                        y_tensor_uid: Y,
-                        pre_padding: Some(pre),
-                        post_padding: Some(post),
-                        stride: Some(stride),
-                        dilation: Some(dil),
-                        conv_mode: ConvMode::CROSS_CORRELATION,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
+        X,
+        W,
+        Y,
+        ConvSpec {
+            pre: vec![pad, pad],
+            post: vec![pad, pad],
+            stride: vec![st, st],
+            dilation: vec![1, 1],
+            mode: ConvMode::CROSS_CORRELATION,
+        },
     );
     let mut it = outs.iter().copied().skip(1);
     let mut cur = Y;
@@ -323,29 +306,18 @@ fn block_end(fused: bool) -> GraphBuilder {
         g.tensor(if fused { t.virtual_() } else { t });
     }
     let conv = |g: &mut GraphBuilder, w: i64, y: i64| {
-        g.node(
+        g.conv_fprop(
             "conv",
-            Box::new(move |fbb| {
-                let (pre, post) = (fbb.create_vector(&[0i64, 0]), fbb.create_vector(&[0i64, 0]));
-                let (stride, dil) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
-                (
-                    NodeAttributes::ConvolutionFwdAttributes,
-                    ConvolutionFwdAttributes::create(
-                        fbb,
-                        &ConvolutionFwdAttributesArgs {
-                            x_tensor_uid: X,
-                            w_tensor_uid: w,
-                            y_tensor_uid: y,
-                            pre_padding: Some(pre),
-                            post_padding: Some(post),
-                            stride: Some(stride),
-                            dilation: Some(dil),
-                            conv_mode: ConvMode::CROSS_CORRELATION,
-                        },
-                    )
-                    .as_union_value(),
-                )
-            }),
+            X,
+            w,
+            y,
+            ConvSpec {
+                pre: vec![0, 0],
+                post: vec![0, 0],
+                stride: vec![1, 1],
+                dilation: vec![1, 1],
+                mode: ConvMode::CROSS_CORRELATION,
+            },
         );
     };
     conv(&mut g, W, A);

@@ -4,11 +4,10 @@
 //! NCHW and NHWC, with and without each pointwise node; a HALF intermediate (rounded between
 //! the nodes) is not folded and keeps its rounding.
 
-use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
-use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    NodeAttributes, PointwiseAttributesArgs, PointwiseMode as M,
+use hipdnn_engines::reference::testing::{
+    ConvSpec, GraphBuilder, TensorSpec, random_values, run_graph,
 };
+use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
 
 const X: i64 = 1;
 const W: i64 = 2;
@@ -53,29 +52,18 @@ fn graph(chain: Chain, fused: bool, mid: DT, nhwc: bool) -> (GraphBuilder, i64) 
     } else {
         inter(Y, "y")
     });
-    g.node(
+    g.conv_fprop(
         "conv",
-        Box::new(|fbb| {
-            let (pre, post) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
-            let (stride, dil) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
-            (
-                NodeAttributes::ConvolutionFwdAttributes,
-                ConvolutionFwdAttributes::create(
-                    fbb,
-                    &ConvolutionFwdAttributesArgs {
-                        x_tensor_uid: X,
-                        w_tensor_uid: W,
-                        y_tensor_uid: Y,
-                        pre_padding: Some(pre),
-                        post_padding: Some(post),
-                        stride: Some(stride),
-                        dilation: Some(dil),
-                        conv_mode: ConvMode::CROSS_CORRELATION,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
+        X,
+        W,
+        Y,
+        ConvSpec {
+            pre: vec![1, 1],
+            post: vec![1, 1],
+            stride: vec![1, 1],
+            dilation: vec![1, 1],
+            mode: ConvMode::CROSS_CORRELATION,
+        },
     );
     let mut cur = Y;
     if chain.bias {

@@ -2,11 +2,11 @@
 //! (`tests/golden/make_golden.py`; little-endian f32 `.bin` files, shapes in `golden.json`).
 
 use hipdnn_engines::reference::testing::{
-    GraphBuilder, TensorSpec, assert_close, run_graph, tolerance,
+    ConvSpec, GraphBuilder, TensorSpec, assert_close, run_graph, tolerance,
 };
 use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    MatmulAttributes, MatmulAttributesArgs, NodeAttributes, SdpaAttributes, SdpaAttributesArgs,
+    ConvMode, DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
+    SdpaAttributes, SdpaAttributesArgs,
 };
 
 fn bin(name: &str) -> Vec<f32> {
@@ -25,29 +25,18 @@ fn conv_fprop_matches_numpy_golden() {
     g.tensor(TensorSpec::new(1, "x", DT::FLOAT, &[1, 4, 7, 6]).channels_last())
         .tensor(TensorSpec::new(2, "w", DT::FLOAT, &[6, 2, 3, 3]))
         .tensor(TensorSpec::new(3, "y", DT::FLOAT, &y_dims));
-    g.node(
+    g.conv_fprop(
         "conv",
-        Box::new(|fbb| {
-            let (pre, post) = (fbb.create_vector(&[1i64, 2]), fbb.create_vector(&[0i64, 1]));
-            let (stride, dil) = (fbb.create_vector(&[2i64, 1]), fbb.create_vector(&[1i64, 2]));
-            (
-                NodeAttributes::ConvolutionFwdAttributes,
-                ConvolutionFwdAttributes::create(
-                    fbb,
-                    &ConvolutionFwdAttributesArgs {
-                        x_tensor_uid: 1,
-                        w_tensor_uid: 2,
-                        y_tensor_uid: 3,
-                        pre_padding: Some(pre),
-                        post_padding: Some(post),
-                        stride: Some(stride),
-                        dilation: Some(dil),
-                        conv_mode: ConvMode::CROSS_CORRELATION,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
+        1,
+        2,
+        3,
+        ConvSpec {
+            pre: vec![1, 2],
+            post: vec![0, 1],
+            stride: vec![2, 1],
+            dilation: vec![1, 2],
+            mode: ConvMode::CROSS_CORRELATION,
+        },
     );
     let y = run_graph(g, &[(1, bin("conv_x")), (2, bin("conv_w"))], &[3])
         .expect("run")

@@ -7,12 +7,9 @@
 use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_fprop};
 use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, unary};
 use hipdnn_engines::reference::testing::{
-    GraphBuilder, TensorSpec, pw_args, random_values, run_graph,
+    ConvSpec, GraphBuilder, TensorSpec, pw_args, random_values, run_graph,
 };
-use hipdnn_schema::graph::{
-    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType as DT,
-    NodeAttributes, PointwiseMode as M,
-};
+use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseMode as M};
 use ndarray::{ArrayD, IxDyn};
 
 const X: i64 = 1;
@@ -29,32 +26,18 @@ const OUT: i64 = 15;
 const D: [i64; 4] = [1, 16, 64, 64];
 
 fn conv(g: &mut GraphBuilder, x: i64, w: i64, y: i64, pad: i64) {
-    g.node(
+    g.conv_fprop(
         "conv",
-        Box::new(move |fbb| {
-            let (pre, post) = (
-                fbb.create_vector(&[pad, pad]),
-                fbb.create_vector(&[pad, pad]),
-            );
-            let (stride, dil) = (fbb.create_vector(&[1i64, 1]), fbb.create_vector(&[1i64, 1]));
-            (
-                NodeAttributes::ConvolutionFwdAttributes,
-                ConvolutionFwdAttributes::create(
-                    fbb,
-                    &ConvolutionFwdAttributesArgs {
-                        x_tensor_uid: x,
-                        w_tensor_uid: w,
-                        y_tensor_uid: y,
-                        pre_padding: Some(pre),
-                        post_padding: Some(post),
-                        stride: Some(stride),
-                        dilation: Some(dil),
-                        conv_mode: ConvMode::CROSS_CORRELATION,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
+        x,
+        w,
+        y,
+        ConvSpec {
+            pre: vec![pad, pad],
+            post: vec![pad, pad],
+            stride: vec![1, 1],
+            dilation: vec![1, 1],
+            mode: ConvMode::CROSS_CORRELATION,
+        },
     );
 }
 

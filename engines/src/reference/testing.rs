@@ -8,8 +8,9 @@
 use super::dtype::Elem;
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 use hipdnn_schema::graph::{
-    DataType, Graph, GraphArgs, Node, NodeArgs, NodeAttributes, PointwiseAttributes,
-    PointwiseAttributesArgs, PointwiseMode, TensorAttributes,
+    ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType, Graph, GraphArgs,
+    Node, NodeArgs, NodeAttributes, PointwiseAttributes, PointwiseAttributesArgs, PointwiseMode,
+    TensorAttributes,
 };
 use hipdnn_schema::tensor_value::{TensorValue, add_tensor_value, push_tensor_value};
 
@@ -209,6 +210,34 @@ impl GraphBuilder {
             }),
         )
     }
+    /// Adds a convolution forward node `x, w → y` with per-spatial-dim padding, stride and
+    /// dilation (`spec`).
+    pub fn conv_fprop(&mut self, name: &str, x: i64, w: i64, y: i64, spec: ConvSpec) -> &mut Self {
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                let (pre, post) = (fbb.create_vector(&spec.pre), fbb.create_vector(&spec.post));
+                let (stride, dil) = (
+                    fbb.create_vector(&spec.stride),
+                    fbb.create_vector(&spec.dilation),
+                );
+                let args = ConvolutionFwdAttributesArgs {
+                    x_tensor_uid: x,
+                    w_tensor_uid: w,
+                    y_tensor_uid: y,
+                    pre_padding: Some(pre),
+                    post_padding: Some(post),
+                    stride: Some(stride),
+                    dilation: Some(dil),
+                    conv_mode: spec.mode,
+                };
+                (
+                    NodeAttributes::ConvolutionFwdAttributes,
+                    ConvolutionFwdAttributes::create(fbb, &args).as_union_value(),
+                )
+            }),
+        )
+    }
     /// The tensor spec with `uid`.
     ///
     /// # Panics
@@ -391,6 +420,35 @@ pub fn run_graph(
     })?;
     drop(bindings);
     Ok(out_bufs.iter().map(|(u, b)| spec(*u).decode(b)).collect())
+}
+
+/// The spatial attributes of a convolution node, one entry per spatial dim
+/// ([`GraphBuilder::conv_fprop`]).
+#[derive(Debug, Clone)]
+pub struct ConvSpec {
+    /// Padding before each spatial dim.
+    pub pre: Vec<i64>,
+    /// Padding after each spatial dim.
+    pub post: Vec<i64>,
+    /// Stride per spatial dim.
+    pub stride: Vec<i64>,
+    /// Dilation per spatial dim.
+    pub dilation: Vec<i64>,
+    /// Cross-correlation or convolution.
+    pub mode: ConvMode,
+}
+
+impl ConvSpec {
+    /// 2-D cross-correlation with padding `pad` on every side, stride `stride`, dilation 1.
+    pub fn square(pad: i64, stride: i64) -> ConvSpec {
+        ConvSpec {
+            pre: vec![pad; 2],
+            post: vec![pad; 2],
+            stride: vec![stride; 2],
+            dilation: vec![1; 2],
+            mode: ConvMode::CROSS_CORRELATION,
+        }
+    }
 }
 
 /// The attributes of a pointwise node `mode(ins…) → out` with every optional attribute at its
