@@ -47,7 +47,7 @@ fn graph(mode: ConvMode, nhwc_w: bool, computed_w: bool) -> GraphBuilder {
             post: vec![1, 1],
             stride: vec![1, 1],
             dilation: vec![1, 1],
-            mode: mode,
+            mode,
         },
     );
     g
