@@ -4,9 +4,8 @@
 //! convolution modes, give the same bits, equal to the graph whose filter is computed by a
 //! node (an IDENTITY of the bound filter, held as a converted array).
 
-use hipdnn_engines::reference::testing::{
-    ConvSpec, GraphBuilder, TensorSpec, random_values, run_graph,
-};
+use hipdnn_engines::reference::ops::conv::ConvGeometry;
+use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
 use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
 
 const X: i64 = 1;
@@ -42,12 +41,12 @@ fn graph(mode: ConvMode, nhwc_w: bool, computed_w: bool) -> GraphBuilder {
         X,
         wu,
         Y,
-        ConvSpec {
+        &ConvGeometry {
             pre: vec![1, 1],
             post: vec![1, 1],
             stride: vec![1, 1],
             dilation: vec![1, 1],
-            mode,
+            flip: mode == ConvMode::CONVOLUTION,
         },
     );
     g

@@ -6,10 +6,11 @@
 //! intermediates), and the plan shows the fold (one `ConvFprop` step). A residual computed by
 //! a node that runs after the conv stops the fold at the residual ADD.
 
+use hipdnn_engines::reference::ops::conv::ConvGeometry;
 use hipdnn_engines::reference::testing::{
-    ConvSpec, GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
+    GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
 };
-use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseMode as M};
+use hipdnn_schema::graph::{DataType as DT, PointwiseMode as M};
 
 const X: i64 = 1;
 const W: i64 = 2;
@@ -155,18 +156,18 @@ fn graph(
         let t = TensorSpec::new(u, &format!("t{u}"), DT::FLOAT, &yd);
         g.tensor(if fused && u != last { t.virtual_() } else { t });
     }
-    let (pad, st) = (p.pad, p.st);
+    let (pad, st) = (p.pad as usize, p.st as usize);
     g.conv_fprop(
         "conv",
         X,
         W,
         Y,
-        ConvSpec {
+        &ConvGeometry {
             pre: vec![pad, pad],
             post: vec![pad, pad],
             stride: vec![st, st],
             dilation: vec![1, 1],
-            mode: ConvMode::CROSS_CORRELATION,
+            flip: false,
         },
     );
     let mut it = outs.iter().copied().skip(1);
@@ -311,12 +312,12 @@ fn block_end(fused: bool) -> GraphBuilder {
             X,
             w,
             y,
-            ConvSpec {
+            &ConvGeometry {
                 pre: vec![0, 0],
                 post: vec![0, 0],
                 stride: vec![1, 1],
                 dilation: vec![1, 1],
-                mode: ConvMode::CROSS_CORRELATION,
+                flip: false,
             },
         );
     };

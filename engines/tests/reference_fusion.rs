@@ -4,10 +4,9 @@
 //! NCHW and NHWC, with and without each pointwise node; a HALF intermediate (rounded between
 //! the nodes) is not folded and keeps its rounding.
 
-use hipdnn_engines::reference::testing::{
-    ConvSpec, GraphBuilder, TensorSpec, random_values, run_graph,
-};
-use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
+use hipdnn_engines::reference::ops::conv::ConvGeometry;
+use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
+use hipdnn_schema::graph::{DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
 
 const X: i64 = 1;
 const W: i64 = 2;
@@ -57,12 +56,12 @@ fn graph(chain: Chain, fused: bool, mid: DT, nhwc: bool) -> (GraphBuilder, i64) 
         X,
         W,
         Y,
-        ConvSpec {
+        &ConvGeometry {
             pre: vec![1, 1],
             post: vec![1, 1],
             stride: vec![1, 1],
             dilation: vec![1, 1],
-            mode: ConvMode::CROSS_CORRELATION,
+            flip: false,
         },
     );
     let mut cur = Y;

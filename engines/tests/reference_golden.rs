@@ -1,12 +1,13 @@
 //! CPU reference conv, matmul and SDPA against golden outputs computed once with numpy
 //! (`tests/golden/make_golden.py`; little-endian f32 `.bin` files, shapes in `golden.json`).
 
+use hipdnn_engines::reference::ops::conv::ConvGeometry;
 use hipdnn_engines::reference::testing::{
-    ConvSpec, GraphBuilder, TensorSpec, assert_close, run_graph, tolerance,
+    GraphBuilder, TensorSpec, assert_close, run_graph, tolerance,
 };
 use hipdnn_schema::graph::{
-    ConvMode, DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
-    SdpaAttributes, SdpaAttributesArgs,
+    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes, SdpaAttributes,
+    SdpaAttributesArgs,
 };
 
 fn bin(name: &str) -> Vec<f32> {
@@ -30,12 +31,12 @@ fn conv_fprop_matches_numpy_golden() {
         1,
         2,
         3,
-        ConvSpec {
+        &ConvGeometry {
             pre: vec![1, 2],
             post: vec![0, 1],
             stride: vec![2, 1],
             dilation: vec![1, 2],
-            mode: ConvMode::CROSS_CORRELATION,
+            flip: false,
         },
     );
     let y = run_graph(g, &[(1, bin("conv_x")), (2, bin("conv_w"))], &[3])

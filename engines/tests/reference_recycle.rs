@@ -7,9 +7,9 @@
 use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_fprop};
 use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, unary};
 use hipdnn_engines::reference::testing::{
-    ConvSpec, GraphBuilder, TensorSpec, pw_args, random_values, run_graph,
+    GraphBuilder, TensorSpec, pw_args, random_values, run_graph,
 };
-use hipdnn_schema::graph::{ConvMode, DataType as DT, PointwiseMode as M};
+use hipdnn_schema::graph::{DataType as DT, PointwiseMode as M};
 use ndarray::{ArrayD, IxDyn};
 
 const X: i64 = 1;
@@ -25,20 +25,8 @@ const OUT: i64 = 15;
 
 const D: [i64; 4] = [1, 16, 64, 64];
 
-fn conv(g: &mut GraphBuilder, x: i64, w: i64, y: i64, pad: i64) {
-    g.conv_fprop(
-        "conv",
-        x,
-        w,
-        y,
-        ConvSpec {
-            pre: vec![pad, pad],
-            post: vec![pad, pad],
-            stride: vec![1, 1],
-            dilation: vec![1, 1],
-            mode: ConvMode::CROSS_CORRELATION,
-        },
-    );
+fn conv(g: &mut GraphBuilder, x: i64, w: i64, y: i64, pad: usize) {
+    g.conv_fprop("conv", x, w, y, &geo(pad));
 }
 
 fn graph() -> GraphBuilder {
@@ -81,16 +69,7 @@ fn layers_on_recycled_buffers_give_the_bits_of_fresh_kernels() {
     ];
     let arr = |dims: &[usize], v: &[f32]| ArrayD::from_shape_vec(IxDyn(dims), v.to_vec()).unwrap();
     let d = [1usize, 16, 64, 64];
-    let relu = PointwiseParams {
-        mode: M::RELU_FWD,
-        lower_clip: 0.0,
-        upper_clip: f32::MAX,
-        lower_slope: 0.0,
-        swish_beta: 1.0,
-        elu_alpha: 1.0,
-        softplus_beta: 1.0,
-        axis: 0,
-    };
+    let relu = PointwiseParams::defaults(M::RELU_FWD);
     let exp = PointwiseParams {
         mode: M::EXP,
         ..relu

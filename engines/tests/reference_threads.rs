@@ -33,16 +33,7 @@ fn bits(a: &ArrayD<f32>) -> Vec<u32> {
 }
 
 fn pw(mode: PointwiseMode) -> PointwiseParams {
-    PointwiseParams {
-        mode,
-        lower_clip: 0.0,
-        upper_clip: f32::MAX,
-        lower_slope: 0.0,
-        swish_beta: 1.0,
-        elu_alpha: 1.0,
-        softplus_beta: 1.0,
-        axis: 0,
-    }
+    PointwiseParams::defaults(mode)
 }
 
 /// Convolutions that take every path: im2col with stride, dilation, asymmetric padding and

@@ -9,16 +9,7 @@ use hipdnn_schema::graph::PointwiseMode as M;
 use ndarray::{ArrayD, IxDyn};
 
 fn params(mode: M) -> PointwiseParams {
-    PointwiseParams {
-        mode,
-        lower_clip: 0.0,
-        upper_clip: f32::MAX,
-        lower_slope: 0.0,
-        swish_beta: 1.0,
-        elu_alpha: 1.0,
-        softplus_beta: 1.0,
-        axis: 0,
-    }
+    PointwiseParams::defaults(mode)
 }
 
 fn values() -> Vec<f32> {

@@ -6,6 +6,7 @@
 //! that write their attribute table into the same builder. Owns no engine logic.
 
 use super::dtype::Elem;
+use super::ops::conv::ConvGeometry;
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 use hipdnn_schema::graph::{
     ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType, Graph, GraphArgs,
@@ -210,17 +211,29 @@ impl GraphBuilder {
             }),
         )
     }
-    /// Adds a convolution forward node `x, w → y` with per-spatial-dim padding, stride and
-    /// dilation (`spec`).
-    pub fn conv_fprop(&mut self, name: &str, x: i64, w: i64, y: i64, spec: ConvSpec) -> &mut Self {
+    /// Adds a convolution forward node `x, w → y` with the padding, stride, dilation and mode
+    /// of `geo` (the engine's own parsed form of those attributes).
+    pub fn conv_fprop(
+        &mut self,
+        name: &str,
+        x: i64,
+        w: i64,
+        y: i64,
+        geo: &ConvGeometry,
+    ) -> &mut Self {
+        let i64s = |v: &[usize]| v.iter().map(|&e| e as i64).collect::<Vec<_>>();
+        let (pre_v, post_v) = (i64s(&geo.pre), i64s(&geo.post));
+        let (stride_v, dil_v) = (i64s(&geo.stride), i64s(&geo.dilation));
+        let mode = if geo.flip {
+            ConvMode::CONVOLUTION
+        } else {
+            ConvMode::CROSS_CORRELATION
+        };
         self.node(
             name,
             Box::new(move |fbb| {
-                let (pre, post) = (fbb.create_vector(&spec.pre), fbb.create_vector(&spec.post));
-                let (stride, dil) = (
-                    fbb.create_vector(&spec.stride),
-                    fbb.create_vector(&spec.dilation),
-                );
+                let (pre, post) = (fbb.create_vector(&pre_v), fbb.create_vector(&post_v));
+                let (stride, dil) = (fbb.create_vector(&stride_v), fbb.create_vector(&dil_v));
                 let args = ConvolutionFwdAttributesArgs {
                     x_tensor_uid: x,
                     w_tensor_uid: w,
@@ -229,7 +242,7 @@ impl GraphBuilder {
                     post_padding: Some(post),
                     stride: Some(stride),
                     dilation: Some(dil),
-                    conv_mode: spec.mode,
+                    conv_mode: mode,
                 };
                 (
                     NodeAttributes::ConvolutionFwdAttributes,
@@ -420,35 +433,6 @@ pub fn run_graph(
     })?;
     drop(bindings);
     Ok(out_bufs.iter().map(|(u, b)| spec(*u).decode(b)).collect())
-}
-
-/// The spatial attributes of a convolution node, one entry per spatial dim
-/// ([`GraphBuilder::conv_fprop`]).
-#[derive(Debug, Clone)]
-pub struct ConvSpec {
-    /// Padding before each spatial dim.
-    pub pre: Vec<i64>,
-    /// Padding after each spatial dim.
-    pub post: Vec<i64>,
-    /// Stride per spatial dim.
-    pub stride: Vec<i64>,
-    /// Dilation per spatial dim.
-    pub dilation: Vec<i64>,
-    /// Cross-correlation or convolution.
-    pub mode: ConvMode,
-}
-
-impl ConvSpec {
-    /// 2-D cross-correlation with padding `pad` on every side, stride `stride`, dilation 1.
-    pub fn square(pad: i64, stride: i64) -> ConvSpec {
-        ConvSpec {
-            pre: vec![pad; 2],
-            post: vec![pad; 2],
-            stride: vec![stride; 2],
-            dilation: vec![1; 2],
-            mode: ConvMode::CROSS_CORRELATION,
-        }
-    }
 }
 
 /// The attributes of a pointwise node `mode(ins…) → out` with every optional attribute at its

@@ -112,6 +112,23 @@ fn relu_fn(x: f32, lower_clip: f32, upper_clip: f32, lower_slope: f32) -> f32 {
     if x <= lower_clip { below } else { rest }
 }
 
+impl PointwiseParams {
+    /// `mode` with every attribute at its schema default: RELU clips 0 and `f32::MAX`, slope
+    /// 0, SWISH/ELU/SOFTPLUS parameters 1, GEN_INDEX axis 0.
+    pub fn defaults(mode: M) -> PointwiseParams {
+        PointwiseParams {
+            mode,
+            lower_clip: 0.0,
+            upper_clip: f32::MAX,
+            lower_slope: 0.0,
+            swish_beta: 1.0,
+            elu_alpha: 1.0,
+            softplus_beta: 1.0,
+            axis: 0,
+        }
+    }
+}
+
 /// `vals[i] = unary(p, vals[i])` for every element, the same bits as [`unary`]; GELU (erf),
 /// EXP, RELU (any clips and slope), IDENTITY, ABS and NEG run as loops compiled for the CPU's
 /// vector unit (`pulp`'s run-time dispatch), the other modes element by element.
