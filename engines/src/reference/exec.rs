@@ -69,21 +69,10 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
             }
         }
     }
-    // Each value is dropped after the last step that reads it (a value no step reads, right
-    // after it is written): the memory of one layer's activations is reused by the next.
-    let mut last = HashMap::new();
-    for (i, s) in plan.steps.iter().enumerate() {
-        for u in s.op.outputs().into_iter().chain(s.op.inputs()) {
-            last.insert(u, i);
-        }
-    }
-    let mut after: Vec<Vec<i64>> = vec![Vec::new(); plan.steps.len()];
-    for (u, i) in last {
-        after[i].push(u);
-    }
     let mut env = Env::new(&plan.tensors, bindings, index);
     let mut run = || -> PluginResult<()> {
-        for (s, done) in plan.steps.iter().zip(&after) {
+        // Each value is dropped after its last use (decided at plan build, `Plan::last_use`).
+        for (s, done) in plan.steps.iter().zip(&plan.last_use) {
             run_step(&mut env, &s.name, &s.op)?;
             for &u in done {
                 // The last reference (no step holds it now): its memory is recycled.

@@ -27,6 +27,24 @@ pub struct Plan {
     pub tensors: HashMap<i64, TensorDesc>,
     /// Steps in execution order.
     pub steps: Vec<Step>,
+    /// For each step, the UIDs whose last use it is (read or written by no later step): the
+    /// executor drops their values right after it, so one layer's memory serves the next.
+    pub last_use: Vec<Vec<i64>>,
+}
+
+/// [`Plan::last_use`] of `steps`: each UID listed under the last step that reads or writes it.
+fn last_uses(steps: &[Step]) -> Vec<Vec<i64>> {
+    let mut last = HashMap::new();
+    for (i, s) in steps.iter().enumerate() {
+        for u in s.op.outputs().into_iter().chain(s.op.inputs()) {
+            last.insert(u, i);
+        }
+    }
+    let mut out: Vec<Vec<i64>> = vec![Vec::new(); steps.len()];
+    for (u, i) in last {
+        out[i].push(u);
+    }
+    out
 }
 
 fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
@@ -186,6 +204,11 @@ impl Plan {
         let steps = order.into_iter().map(|i| ops[i].clone()).collect();
         let steps = fuse_epilogues(steps, &tensors);
         let steps = fuse_softmax(steps, &tensors);
-        Ok(Plan { tensors, steps })
+        let last_use = last_uses(&steps);
+        Ok(Plan {
+            tensors,
+            steps,
+            last_use,
+        })
     }
 }
