@@ -104,33 +104,29 @@ pub fn run(
     // In place when bound as f32 host inputs: weights are neither converted nor copied.
     let (av, bv) = (env.view(*a)?, env.view(*b)?);
     let dims = env.desc(*c).dims.clone();
-    let Some(ep) = epilogue else {
-        if let Some(out) = env.dense_f32_output(*c) {
-            let none = &Epilogue::NONE;
-            return kernel::matmul_into(av.view(), bv.view(), None, &dims, none, out).map_err(e);
-        }
-        let r = kernel::matmul_views(av.view(), bv.view(), &dims, &Epilogue::NONE).map_err(e)?;
-        return env.put(*c, r);
-    };
-    let bias = match ep.bias {
-        Some(u) => Some(env.view(u)?),
-        None => None,
+    // Without an epilogue the step writes c itself, with nothing fused.
+    let (out_uid, bias, residual, act) = match epilogue {
+        Some(ep) => (ep.out, ep.bias, ep.residual, ep.act),
+        None => (*c, None, None, None),
     };
     // The fusion admits only biases whose dims are 1 but the last (N): their N values in order.
-    let bias: Option<Vec<f32>> = bias.map(|v| v.view().iter().copied().collect());
-    let res = match ep.residual {
+    let bias: Option<Vec<f32>> = match bias {
+        Some(u) => Some(env.view(u)?.view().iter().copied().collect()),
+        None => None,
+    };
+    let res = match residual {
         Some(u) => Some(env.view(u)?),
         None => None,
     };
     let epi = Epilogue {
         bias: bias.as_deref().map_or(Bias::None, Bias::PerCol),
-        act: ep.act,
+        act,
     };
     let rv = res.as_ref().map(|v| v.view());
-    if let Some(out) = env.dense_f32_output(ep.out) {
+    if let Some(out) = env.dense_f32_output(out_uid) {
         // Written straight into the bound output buffer.
         return kernel::matmul_into(av.view(), bv.view(), rv, &dims, &epi, out).map_err(e);
     }
     let r = kernel::matmul_views_res(av.view(), bv.view(), rv, &dims, &epi).map_err(e)?;
-    env.put(ep.out, r)
+    env.put(out_uid, r)
 }

@@ -39,26 +39,14 @@ pub fn matmul_with(
     c_dims: &[usize],
     epi: &Epilogue<'_>,
 ) -> Result<ArrayD<f32>, String> {
-    matmul_views(a.view(), b.view(), c_dims, epi)
+    matmul_views_res(a.view(), b.view(), None, c_dims, epi)
 }
 
-/// [`matmul_with`] on views of any strides (a bound buffer read in place, a column-major B):
-/// the GEMM reads them as they lie, with the same tiles and sums as for dense arrays.
-///
-/// # Errors
-/// As [`matmul`].
-pub fn matmul_views(
-    a: ArrayViewD<'_, f32>,
-    b: ArrayViewD<'_, f32>,
-    c_dims: &[usize],
-    epi: &Epilogue<'_>,
-) -> Result<ArrayD<f32>, String> {
-    matmul_views_res(a, b, None, c_dims, epi)
-}
-
-/// [`matmul_views`] with a residual: `C = act((A · B + bias) + res)`, `res` broadcast to
-/// `c_dims` (numpy rules) and added in the epilogue after the bias, before the activation —
-/// the f32 operations of the separate ADD nodes, so bit-identical to them.
+/// [`matmul_with`] on views of any strides (a bound buffer read in place, a column-major B:
+/// the GEMM reads them as they lie, with the same tiles and sums as for dense arrays), with an
+/// optional residual: `C = act((A · B + bias) + res)`, `res` broadcast to `c_dims` (numpy
+/// rules) and added in the epilogue after the bias, before the activation — the f32
+/// operations of the separate ADD nodes, so bit-identical to them.
 ///
 /// # Errors
 /// As [`matmul`]; also when `res` does not broadcast to `c_dims`.
