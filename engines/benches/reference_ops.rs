@@ -3,7 +3,8 @@
 //! Rows: matmul 256…2048 (f32, square), the ResNet-50 conv layer table (every distinct conv
 //! shape of ResNet-50 v1.5) at batch 1 and 8 — fprop against ORT's `Conv`, and our dgrad and
 //! wgrad on the same shape against our own fprop — layernorm, softmax (the fused step the
-//! engine makes of the five-node graph) and SDPA forward (seq 128 and 512). Our kernels (`reference::ops`, rayon's default pool) and the peers
+//! engine makes of the five-node graph), SDPA forward (seq 128 and 512) and the row gather (the
+//! `hipdnn_rs.gather` custom op through a whole engine execute, against numpy `take`). Our kernels (`reference::ops`, rayon's default pool) and the peers
 //! alternate row by row (matmul and conv fprop: two interleaved rounds each), so both see the
 //! same machine load. Each figure is the fastest of ≥ 3 timed calls (≥ 0.2 s in all, per
 //! round) after one warm-up call: on a machine shared with other builds, the fastest call is
@@ -27,11 +28,17 @@
 //! cargo bench -p hipdnn-engines --bench reference_ops
 //! ```
 
+use hipdnn_backend::engine::{BufferRef, Engine, EngineConfig, ExecuteArgs, TensorBinding};
+use hipdnn_backend::graph::OperationGraph;
+use hipdnn_backend::ops::gather::GATHER_OP_ID;
+use hipdnn_engines::reference::ReferenceEngine;
 use hipdnn_engines::reference::ops::conv::{ConvGeometry, conv_dgrad, conv_fprop, conv_wgrad};
 use hipdnn_engines::reference::ops::matmul::matmul;
 use hipdnn_engines::reference::ops::norm::layernorm_into;
 use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
 use hipdnn_engines::reference::ops::softmax::softmax_into;
+use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
+use hipdnn_schema::graph::{CustomOpAttributes, CustomOpAttributesArgs, DataType, NodeAttributes};
 use ndarray::{ArrayD, IxDyn};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -170,6 +177,8 @@ struct Row {
     peers: Option<(f64, f64)>,
     /// Our dgrad / wgrad seconds (conv rows).
     grads: Option<(f64, f64)>,
+    /// The ratio column is against numpy instead of ORT (the gather rows).
+    vs_numpy: bool,
 }
 
 impl Row {
@@ -180,7 +189,11 @@ impl Row {
             Some((o, n)) => (
                 format!("{:.1}", g(o)),
                 format!("{:.1}", g(n)),
-                format!("**{:.2}**", o / self.ours_s),
+                if self.vs_numpy {
+                    format!("**{:.2}** (vs numpy)", n / self.ours_s)
+                } else {
+                    format!("**{:.2}**", o / self.ours_s)
+                },
             ),
             None => ("–".into(), "–".into(), "–".into()),
         };
@@ -284,6 +297,7 @@ fn main() {
             ours_s,
             peers,
             grads: None,
+            vs_numpy: false,
         });
     }
 
@@ -320,6 +334,7 @@ fn main() {
                 ours_s,
                 peers,
                 grads: Some((d, wg)),
+                vs_numpy: false,
             });
         }
     }
@@ -344,6 +359,7 @@ fn main() {
         ours_s,
         peers,
         grads: None,
+        vs_numpy: false,
     });
 
     // softmax over the last dim as the engine runs it: the graph of reduction MAX, SUB, EXP,
@@ -360,6 +376,7 @@ fn main() {
         ours_s,
         peers,
         grads: None,
+        vs_numpy: false,
     });
 
     for &s in if quick {
@@ -380,6 +397,28 @@ fn main() {
             ours_s,
             peers,
             grads: None,
+            vs_numpy: false,
+        });
+    }
+
+    // Row gather as the MiniLM word embedding runs it: a (30522, 384) f32 table bound in
+    // place, INT64 ids, a whole engine execute (plan built once) against numpy `take`.
+    for &n in if quick {
+        &[4096usize][..]
+    } else {
+        &[16, 4096][..]
+    } {
+        let (v, h) = (30522usize, 384usize);
+        let ours_s = time_gather(v, h, n);
+        let peers = peer(serde_json::json!({"op": "gather", "v": v, "h": h, "n": n}));
+        emit(Row {
+            op: "gather".into(),
+            shape: format!("{v}×{h} f32 table, {n} int64 ids (GB/s of y written)"),
+            gflop: (n * h * 4) as f64 / 1e9,
+            ours_s,
+            peers,
+            grads: None,
+            vs_numpy: true,
         });
     }
 
@@ -407,6 +446,79 @@ fn main() {
     if !quick {
         write_doc(&md);
     }
+}
+
+/// Seconds of one CPU-engine execute of `y = table[ids]` (table `(v, h)` f32, `n` INT64 ids
+/// spread over the table), the plan built once.
+fn time_gather(v: usize, h: usize, n: usize) -> f64 {
+    let mut g = GraphBuilder::new("gather");
+    g.tensor(TensorSpec::new(
+        1,
+        "table",
+        DataType::FLOAT,
+        &[v as i64, h as i64],
+    ))
+    .tensor(TensorSpec::new(2, "ids", DataType::INT64, &[n as i64]))
+    .tensor(TensorSpec::new(
+        3,
+        "y",
+        DataType::FLOAT,
+        &[n as i64, h as i64],
+    ));
+    g.node(
+        "gather",
+        Box::new(|fbb| {
+            let args = CustomOpAttributesArgs {
+                custom_op_id: Some(fbb.create_string(GATHER_OP_ID)),
+                input_tensor_uids: Some(fbb.create_vector(&[1i64, 2])),
+                output_tensor_uids: Some(fbb.create_vector(&[3i64])),
+                data: None,
+            };
+            (
+                NodeAttributes::CustomOpAttributes,
+                CustomOpAttributes::create(fbb, &args).as_union_value(),
+            )
+        }),
+    );
+    let graph = OperationGraph::from_bytes(&g.build()).expect("gather graph");
+    let engine = ReferenceEngine::new();
+    let config = EngineConfig {
+        engine_id: engine.id(),
+        knob_choices: vec![],
+    };
+    let ctx = engine
+        .create_execution_context(&config, &graph)
+        .expect("gather plan");
+    let table: Vec<u8> = filled(&[v * h])
+        .iter()
+        .flat_map(|x| x.to_le_bytes())
+        .collect();
+    let ids: Vec<u8> = (0..n)
+        .flat_map(|i| (((i * 7919) % v) as i64).to_le_bytes())
+        .collect();
+    let mut y = vec![0u8; n * h * 4];
+    time(|| {
+        let mut b = [
+            TensorBinding {
+                uid: 1,
+                data: BufferRef::Host(&table),
+            },
+            TensorBinding {
+                uid: 2,
+                data: BufferRef::Host(&ids),
+            },
+            TensorBinding {
+                uid: 3,
+                data: BufferRef::HostMut(&mut y),
+            },
+        ];
+        ctx.execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut b,
+        })
+        .expect("gather execute");
+    })
 }
 
 /// The 1, 5 and 15 minute load averages (`/proc/loadavg`), or `?` where unreadable.

@@ -124,6 +124,17 @@ def case(r):
         ]
         s = session(nodes, [vi("q", q.shape), vi("k", k.shape), vi("v", v.shape)], [vi("o", q.shape)], [numpy_helper.from_array(scale, "scale")])
         return (lambda: s.run(None, {"q": q, "k": k, "v": v})), (lambda: softmax(q @ k.transpose(0, 1, 3, 2) * scale) @ v)
+    if op == "gather":
+        v, h, n = r["v"], r["h"], r["n"]
+        table = rand(v, h)
+        ids = ((np.arange(n) * 7919) % v).astype(np.int64)
+        node = helper.make_node("Gather", ["t", "i"], ["y"], axis=0)
+        s = session(
+            [node],
+            [vi("t", table.shape), helper.make_tensor_value_info("i", TensorProto.INT64, [n])],
+            [vi("y", (n, h))],
+        )
+        return (lambda: s.run(None, {"t": table, "i": ids})), (lambda: np.take(table, ids, axis=0))
     raise ValueError(f"unknown op {op}")
 
 

@@ -161,6 +161,20 @@ impl<'p, 'a, 'b> Env<'p, 'a, 'b> {
         Some((self.desc(uid), bytes))
     }
 
+    /// The read-only bound host bytes of `uid` ([`BufferRef::Host`]) and its descriptor, for
+    /// the whole execute (a later [`Env::dense_f32_output`] may be taken while they are
+    /// held); `None` when `uid` is not bound read-only or already has a value.
+    pub(super) fn bound_input_bytes(&self, uid: i64) -> Option<(&'p TensorDesc, &'b [u8])> {
+        if self.values.contains_key(&uid) {
+            return None;
+        }
+        let &i = self.index.get(&uid)?;
+        match &self.bindings[i].data {
+            BufferRef::Host(s) => Some((self.desc(uid), s)),
+            _ => None,
+        }
+    }
+
     /// The bound output buffer of `uid` as its f32 elements in row-major order, when it is a
     /// writable host buffer of an F32 tensor in dense row-major layout, 4-byte aligned, with
     /// no value computed yet: a kernel writes its result there directly (no array allocated,

@@ -5,11 +5,14 @@
 use crate::reference::check::Cx;
 use crate::reference::dtype::Elem;
 use crate::reference::env::Env;
+use crate::reference::tensor::TensorDesc;
 use half::{bf16, f16};
 use hipdnn_backend::ops::gather::{GATHER_OP_ID, output_dims, table_rows_cols};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::Node;
 use ndarray::{ArrayD, IxDyn};
+use rayon::prelude::*;
+use std::sync::Arc;
 
 /// A gather step: `y[r, :] = table[index[r], :]`.
 #[derive(Debug, Clone)]
@@ -112,38 +115,95 @@ pub fn parse(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<GatherStep> {
     })
 }
 
+/// Rows of y per parallel task: big enough that a task's copy (≥ 64 rows) outweighs its
+/// scheduling, small enough that 2–64 threads share a batch of sentences.
+const ROWS_PER_TASK: usize = 64;
+
 /// Runs one gather step on host arrays. A bound table is read in place, only the rows the
 /// index names (the table is never converted whole: a 30522×384 embedding costs the ~24 rows a
-/// sentence reads); a constant or computed table is read from its value.
+/// sentence reads); a constant or computed table is read from its value. A table bound
+/// read-only is written from straight into a dense f32 output buffer. Rows are copied in
+/// parallel (a copy: the result does not depend on the thread count).
 pub fn run(
     s: &GatherStep,
     env: &mut Env<'_, '_, '_>,
     _e: &impl Fn(String) -> PluginError,
 ) -> PluginResult<()> {
     let index = env.get_ints(s.index)?;
-    let (v, h) = (s.rows, s.cols);
-    let mut out = vec![0.0f32; index.len() * h];
-    let rows = out.chunks_exact_mut(h.max(1)).zip(&index);
-    let inside = |i: i64| (0..v as i64).contains(&i).then_some(i as usize);
-    if let Some((d, bytes)) = env.bound_bytes(s.table) {
-        // Leading dims are 1: the row and column strides are those of the last two dims.
-        let r = d.dims.len();
-        let (rs, cs) = (d.strides[r - 2], d.strides[r - 1]);
-        for (row, i) in rows.filter_map(|(row, &i)| Some((row, inside(i)?))) {
-            read_row(d.elem, bytes, i * rs, cs, row);
+    let table = (s.rows, s.cols);
+    if let Some((d, bytes)) = env.bound_input_bytes(s.table) {
+        let source = Source::bound(d, bytes);
+        if let Some(out) = env.dense_f32_output(s.y) {
+            fill(&source, table, &index, out);
+            return Ok(());
         }
-    } else {
-        let table = env.get(s.table)?;
-        let table = table
-            .as_slice()
-            .expect("the engine's arrays are dense row-major");
-        for (row, i) in rows.filter_map(|(row, &i)| Some((row, inside(i)?))) {
-            row.copy_from_slice(&table[i * h..(i + 1) * h]);
-        }
+    }
+    let mut out = vec![0.0f32; index.len() * s.cols];
+    match env.bound_bytes(s.table) {
+        Some((d, bytes)) => fill(&Source::bound(d, bytes), table, &index, &mut out),
+        None => fill(&Source::Value(env.get(s.table)?), table, &index, &mut out),
     }
     let dims = env.desc(s.y).dims.clone();
     let y = ArrayD::from_shape_vec(IxDyn(&dims), out).expect("volume checked at parse");
     env.put(s.y, y)
+}
+
+/// `out[r, :] = table[index[r], :]` for a `(v, h)` table, zero rows for indices outside it;
+/// `ROWS_PER_TASK` rows per parallel task once there is more than one task.
+fn fill(source: &Source<'_>, (v, h): (usize, usize), index: &[i64], out: &mut [f32]) {
+    let task = |(t, rows): (usize, &mut [f32])| {
+        let ids = &index[t * ROWS_PER_TASK..];
+        for (row, &i) in rows.chunks_exact_mut(h.max(1)).zip(ids) {
+            match (0..v as i64).contains(&i).then_some(i as usize) {
+                Some(i) => source.read(i, row),
+                None => row.fill(0.0),
+            }
+        }
+    };
+    let len = (ROWS_PER_TASK * h).max(1);
+    if index.len() > ROWS_PER_TASK {
+        out.par_chunks_mut(len).enumerate().for_each(task);
+    } else {
+        out.chunks_mut(len).enumerate().for_each(task);
+    }
+}
+
+/// Where the table's rows are read from.
+enum Source<'b> {
+    /// A bound, aligned f32 table with unit column stride: row `i` starts at element `i · rs`.
+    Rows(&'b [f32], usize),
+    /// Any other bound table: element type, bytes, row and column strides (elements).
+    Bytes(Elem, &'b [u8], usize, usize),
+    /// A constant or computed table (dense row-major).
+    Value(Arc<ArrayD<f32>>),
+}
+
+impl<'b> Source<'b> {
+    /// The rows of the table `d` bound as `bytes`.
+    fn bound(d: &TensorDesc, bytes: &'b [u8]) -> Self {
+        // Leading dims are 1: the row and column strides are those of the last two dims.
+        let r = d.dims.len();
+        let (rs, cs) = (d.strides[r - 2], d.strides[r - 1]);
+        match bytemuck::try_cast_slice::<u8, f32>(bytes) {
+            Ok(f) if d.elem == Elem::F32 && cs == 1 => Source::Rows(f, rs),
+            _ => Source::Bytes(d.elem, bytes, rs, cs),
+        }
+    }
+
+    /// Copies row `i` (inside the table) into `row`.
+    fn read(&self, i: usize, row: &mut [f32]) {
+        let h = row.len();
+        match self {
+            Source::Rows(f, rs) => row.copy_from_slice(&f[i * rs..i * rs + h]),
+            Source::Bytes(elem, bytes, rs, cs) => read_row(*elem, bytes, i * rs, *cs, row),
+            Source::Value(t) => {
+                let t = t
+                    .as_slice()
+                    .expect("the engine's arrays are dense row-major");
+                row.copy_from_slice(&t[i * h..(i + 1) * h]);
+            }
+        }
+    }
 }
 
 /// Reads `row.len()` elements of type `elem` from `bytes`, the first at element offset
