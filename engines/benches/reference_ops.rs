@@ -20,8 +20,8 @@
 //! Output: the table on stdout, and written into `docs/PERFORMANCE.md` between the
 //! `cpu-bench:begin` / `cpu-bench:end` markers. `HIPDNN_CPU_BENCH_QUICK=1` runs one row per
 //! kind and leaves the doc alone; `HIPDNN_CPU_BENCH_ONLY=<text>` runs only the rows whose
-//! "op shape" label contains the text (for example `n1 c64 56² k64 3×3`) and leaves the doc
-//! alone.
+//! "op shape" label contains the text (for example `n1 c64 56² k64 3×3`, `softmax`, `gather`)
+//! and leaves the doc alone.
 //!
 //! ```text
 //! python3 -m pip install numpy onnx onnxruntime threadpoolctl
@@ -341,43 +341,45 @@ fn main() {
 
     // layernorm over the last dim of (4096, 1024), scale and bias per column.
     let (rows_n, cols) = (4096usize, 1024usize);
-    if only.is_some() {
-        // Filtered run: the matmul and conv rows asked for, no table written.
-        return;
-    }
     let x = filled(&[rows_n, cols]);
-    let (g, bias) = (filled(&[1, cols]), filled(&[1, cols]));
-    // Written into a preallocated output, as the engine writes a bound f32 output buffer.
-    let mut out = vec![0f32; rows_n * cols];
-    let ours_s =
-        time(|| layernorm_into(&x, &[rows_n, 1], &g, &bias, 1e-5, &mut out).expect("dims"));
-    let peers = peer(serde_json::json!({"op": "layernorm", "rows": rows_n, "cols": cols}));
-    emit(Row {
-        op: "layernorm".into(),
-        shape: format!("{rows_n}×{cols}, last dim"),
-        gflop: 8.0 * (rows_n * cols) as f64 / 1e9,
-        ours_s,
-        peers,
-        grads: None,
-        vs_numpy: false,
-    });
+    let ln_shape = format!("{rows_n}×{cols}, last dim");
+    if wanted("layernorm", &ln_shape) {
+        let (g, bias) = (filled(&[1, cols]), filled(&[1, cols]));
+        // Written into a preallocated output, as the engine writes a bound f32 output buffer.
+        let mut out = vec![0f32; rows_n * cols];
+        let ours_s =
+            time(|| layernorm_into(&x, &[rows_n, 1], &g, &bias, 1e-5, &mut out).expect("dims"));
+        let peers = peer(serde_json::json!({"op": "layernorm", "rows": rows_n, "cols": cols}));
+        emit(Row {
+            op: "layernorm".into(),
+            shape: ln_shape,
+            gflop: 8.0 * (rows_n * cols) as f64 / 1e9,
+            ours_s,
+            peers,
+            grads: None,
+            vs_numpy: false,
+        });
+    }
 
     // softmax over the last dim as the engine runs it: the graph of reduction MAX, SUB, EXP,
     // reduction ADD, DIV nodes is fused at plan build into one step (issue 30), this kernel.
     // Written into a preallocated output, as the engine writes a bound f32 output buffer.
-    let xv = x.view();
-    let mut out = vec![0f32; rows_n * cols];
-    let ours_s = time(|| softmax_into(&xv, cols, false, &mut out));
-    let peers = peer(serde_json::json!({"op": "softmax", "rows": rows_n, "cols": cols}));
-    emit(Row {
-        op: "softmax".into(),
-        shape: format!("{rows_n}×{cols}, last dim (fused 5-node graph)"),
-        gflop: 5.0 * (rows_n * cols) as f64 / 1e9,
-        ours_s,
-        peers,
-        grads: None,
-        vs_numpy: false,
-    });
+    let sm_shape = format!("{rows_n}×{cols}, last dim (fused 5-node graph)");
+    if wanted("softmax", &sm_shape) {
+        let xv = x.view();
+        let mut out = vec![0f32; rows_n * cols];
+        let ours_s = time(|| softmax_into(&xv, cols, false, &mut out));
+        let peers = peer(serde_json::json!({"op": "softmax", "rows": rows_n, "cols": cols}));
+        emit(Row {
+            op: "softmax".into(),
+            shape: sm_shape,
+            gflop: 5.0 * (rows_n * cols) as f64 / 1e9,
+            ours_s,
+            peers,
+            grads: None,
+            vs_numpy: false,
+        });
+    }
 
     for &s in if quick {
         &[128usize][..]
@@ -385,6 +387,9 @@ fn main() {
         &[128, 512][..]
     } {
         let (b, h, d) = (1usize, 8usize, 64usize);
+        if !wanted("sdpa fwd", &format!("b{b} h{h} s{s} d{d}")) {
+            continue;
+        }
         let q = filled(&[b, h, s, d]);
         let ours_s = time(|| {
             sdpa(&q, &q, &q, 1.0 / (d as f32).sqrt(), None, Band::default()).expect("dims")
@@ -409,11 +414,15 @@ fn main() {
         &[16, 4096][..]
     } {
         let (v, h) = (30522usize, 384usize);
+        let shape = format!("{v}×{h} f32 table, {n} int64 ids (GB/s of y written)");
+        if !wanted("gather", &shape) {
+            continue;
+        }
         let ours_s = time_gather(v, h, n);
         let peers = peer(serde_json::json!({"op": "gather", "v": v, "h": h, "n": n}));
         emit(Row {
             op: "gather".into(),
-            shape: format!("{v}×{h} f32 table, {n} int64 ids (GB/s of y written)"),
+            shape,
             gflop: (n * h * 4) as f64 / 1e9,
             ours_s,
             peers,
@@ -443,7 +452,7 @@ fn main() {
         md.push('\n');
     }
     println!("\n{md}");
-    if !quick {
+    if !quick && only.is_none() {
         write_doc(&md);
     }
 }

@@ -176,6 +176,30 @@ pub fn lane_sum_slice(v: &[f32], f: impl Fn(f32) -> f32) -> f32 {
     combine(acc)
 }
 
+/// `out[i] = f(x[i])` for every `i`, returning [`lane_sum_slice`]`(out, |v| v)` (the same
+/// bits) from the same sweep: one pass over the elements where a map then a sum takes two.
+///
+/// # Panics
+/// When `out` and `x` differ in length.
+#[inline(always)]
+pub fn lane_sum_map_into(out: &mut [f32], x: &[f32], f: impl Fn(f32) -> f32) -> f32 {
+    assert_eq!(out.len(), x.len(), "lengths");
+    let mut acc = [0f32; LANES];
+    let mut o = out.chunks_exact_mut(LANES);
+    let mut i = x.chunks_exact(LANES);
+    for (ob, ib) in (&mut o).zip(&mut i) {
+        for ((a, o), &x) in acc.iter_mut().zip(ob).zip(ib) {
+            *o = f(x);
+            *a += *o;
+        }
+    }
+    for ((a, o), &x) in acc.iter_mut().zip(o.into_remainder()).zip(i.remainder()) {
+        *o = f(x);
+        *a += *o;
+    }
+    combine(acc)
+}
+
 #[inline(always)]
 fn combine(mut acc: [f32; LANES]) -> f32 {
     let mut w = LANES;
@@ -228,4 +252,24 @@ fn combine_max(mut acc: [f32; LANES]) -> f32 {
         }
     }
     acc[0]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{lane_sum_map_into, lane_sum_slice};
+
+    /// The one-sweep map-and-sum gives the map's elements and the bits of the two-pass sum,
+    /// for lengths around whole blocks of lanes (remainders 0..16).
+    #[test]
+    fn lane_sum_map_into_is_the_map_then_the_lane_sum() {
+        for n in 0..50usize {
+            let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 97) as f32 * 0.37 - 11.0).collect();
+            let f = |v: f32| v * 1.001 + 0.3;
+            let mut out = vec![f32::NAN; n];
+            let s = lane_sum_map_into(&mut out, &x, f);
+            let mapped: Vec<f32> = x.iter().map(|&v| f(v)).collect();
+            assert_eq!(out, mapped, "n {n}");
+            assert_eq!(s.to_bits(), lane_sum_slice(&mapped, |v| v).to_bits(), "n {n}");
+        }
+    }
 }

@@ -1,14 +1,15 @@
 //! The fused softmax and log-softmax of the CPU reference engine: one pass per row of a dense
 //! row-major array, the same f32 operations in the same order as the five (six) nodes it
 //! replaces — `m = `[`lane_max_slice`], `d = x − m`, `e = `[`super::exp::exp`]`(d)`,
-//! `s = `[`lane_sum_slice`]`(e)`, then `e / s` (softmax) or `d − ln s` (log-softmax) — so its
+//! `s = `[`super::reduce::lane_sum_slice`]`(e)` (the last two in one sweep,
+//! [`lane_sum_map_into`]), then `e / s` (softmax) or `d − ln s` (log-softmax) — so its
 //! output is bit-identical to running the nodes one at a time, for any thread count (each
 //! row is one task).
 //!
 //! Owns only arithmetic: which graphs run it is decided by [`crate::reference`]'s plan.
 
-use super::exp::exp_shifted;
-use super::reduce::{lane_max_slice, lane_sum_slice};
+use super::exp::exp;
+use super::reduce::{lane_max_slice, lane_sum_map_into};
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
 
@@ -66,14 +67,12 @@ impl pulp::WithSimd for Rows<'_> {
         for (y, x) in y.chunks_exact_mut(row).zip(x.chunks_exact(row)) {
             let m = lane_max_slice(x);
             if log {
-                exp_shifted(&mut scratch, x, m);
-                let l = lane_sum_slice(&scratch, |v| v).ln();
+                let l = lane_sum_map_into(&mut scratch, x, |v| exp(v - m)).ln();
                 for (o, &v) in y.iter_mut().zip(x) {
                     *o = (v - m) - l;
                 }
             } else {
-                exp_shifted(y, x, m);
-                let s = lane_sum_slice(y, |v| v);
+                let s = lane_sum_map_into(y, x, |v| exp(v - m));
                 for o in y.iter_mut() {
                     *o /= s;
                 }
