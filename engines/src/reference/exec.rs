@@ -108,6 +108,7 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::Rmsnorm(s) => norm::run_rmsnorm(s, env, &e),
         Op::Reduction(s) => reduction::run(s, env, &e),
         Op::Resample(s) => resample::run(s, env, &e),
+        Op::ResampleBwd(s) => resample::run_bwd(s, env, &e),
         Op::Sdpa(s) => sdpa::run(s, env, &e),
         Op::Gather(s) => gather::run(s, env, &e),
         Op::Softmax(s) => softmax::run(s, env, &e),

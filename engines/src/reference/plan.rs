@@ -116,6 +116,9 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
         NA::RMSNormAttributes => norm::parse_rmsnorm(node, &cx("rmsnorm")).map(Op::Rmsnorm),
         NA::ReductionAttributes => reduction::parse(node, &cx("reduction")).map(Op::Reduction),
         NA::ResampleFwdAttributes => resample::parse(node, &cx("resample_fwd")).map(Op::Resample),
+        NA::ResampleBwdAttributes => {
+            resample::parse_bwd(node, &cx("resample_bwd")).map(Op::ResampleBwd)
+        }
         NA::SdpaAttributes => sdpa::parse(node, &cx("sdpa")).map(Op::Sdpa),
         NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")).map(Op::Gather),
         other => Err(na(format!(

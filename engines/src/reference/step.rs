@@ -11,7 +11,7 @@ use super::nodes::matmul::MatmulStep;
 use super::nodes::norm::{BnInferenceStep, BnTrainingStep, LayernormStep, RmsnormStep};
 use super::nodes::pointwise::PointwiseStep;
 use super::nodes::reduction::ReductionStep;
-use super::nodes::resample::ResampleStep;
+use super::nodes::resample::{ResampleBwdStep, ResampleStep};
 use super::nodes::sdpa::SdpaStep;
 use super::nodes::softmax::SoftmaxStep;
 
@@ -40,6 +40,8 @@ pub enum Op {
     Reduction(ReductionStep),
     /// Resample (pooling) forward.
     Resample(ResampleStep),
+    /// Resample (pooling) backward.
+    ResampleBwd(ResampleBwdStep),
     /// SDPA forward.
     Sdpa(SdpaStep),
     /// Row gather (the `hipdnn_rs.gather` custom op).
@@ -63,6 +65,7 @@ macro_rules! each_step {
             Op::Rmsnorm($s) => $e,
             Op::Reduction($s) => $e,
             Op::Resample($s) => $e,
+            Op::ResampleBwd($s) => $e,
             Op::Sdpa($s) => $e,
             Op::Gather($s) => $e,
             Op::Softmax($s) => $e,

@@ -468,3 +468,97 @@ pub fn plan_steps(builder: GraphBuilder) -> hipdnn_backend::PluginResult<Vec<Str
         })
         .collect())
 }
+
+/// The pooling attributes of a test resample node: the engine's own parsed geometry, the mode
+/// and the padding mode.
+#[derive(Debug, Clone)]
+pub struct PoolSpec {
+    /// Window, stride, pre and post padding.
+    pub geo: super::ops::resample::PoolGeometry,
+    /// `MAXPOOL`, `AVGPOOL_INCLUDE_PADDING`, `AVGPOOL_EXCLUDE_PADDING` (or any other, to test
+    /// refusals).
+    pub mode: hipdnn_schema::graph::ResampleMode,
+    /// Padding mode.
+    pub padding: hipdnn_schema::graph::PaddingMode,
+}
+
+impl GraphBuilder {
+    /// Adds a resample forward node `x → y` (and the max-pool `index` when given, with
+    /// `generate_index` set) with the attributes of `p`.
+    pub fn resample_fwd(
+        &mut self,
+        name: &str,
+        x: i64,
+        y: i64,
+        index: Option<i64>,
+        p: &PoolSpec,
+    ) -> &mut Self {
+        use hipdnn_schema::graph::{ResampleFwdAttributes, ResampleFwdAttributesArgs};
+        let p = p.clone();
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                let [window, stride, pre, post] = pool_vectors(fbb, &p.geo);
+                let args = ResampleFwdAttributesArgs {
+                    x_tensor_uid: x,
+                    y_tensor_uid: y,
+                    index_tensor_uid: index,
+                    pre_padding: Some(pre),
+                    post_padding: Some(post),
+                    stride: Some(stride),
+                    window: Some(window),
+                    resample_mode: p.mode,
+                    padding_mode: p.padding,
+                    generate_index: Some(index.is_some()),
+                };
+                (
+                    NodeAttributes::ResampleFwdAttributes,
+                    ResampleFwdAttributes::create(fbb, &args).as_union_value(),
+                )
+            }),
+        )
+    }
+
+    /// Adds a resample backward node `dy (, index) → dx` with the attributes of `p`.
+    pub fn resample_bwd(
+        &mut self,
+        name: &str,
+        dy: i64,
+        index: Option<i64>,
+        dx: i64,
+        p: &PoolSpec,
+    ) -> &mut Self {
+        use hipdnn_schema::graph::{ResampleBwdAttributes, ResampleBwdAttributesArgs};
+        let p = p.clone();
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                let [window, stride, pre, post] = pool_vectors(fbb, &p.geo);
+                let args = ResampleBwdAttributesArgs {
+                    dy_tensor_uid: dy,
+                    dx_tensor_uid: dx,
+                    index_tensor_uid: index,
+                    pre_padding: Some(pre),
+                    post_padding: Some(post),
+                    stride: Some(stride),
+                    window: Some(window),
+                    resample_mode: p.mode,
+                    padding_mode: p.padding,
+                };
+                (
+                    NodeAttributes::ResampleBwdAttributes,
+                    ResampleBwdAttributes::create(fbb, &args).as_union_value(),
+                )
+            }),
+        )
+    }
+}
+
+/// The window, stride, pre and post padding vectors of `g`, written into `fbb`.
+fn pool_vectors(
+    fbb: &mut FlatBufferBuilder<'static>,
+    g: &super::ops::resample::PoolGeometry,
+) -> [WIPOffset<flatbuffers::Vector<'static, i64>>; 4] {
+    let i64s = |v: &[usize]| v.iter().map(|&e| e as i64).collect::<Vec<_>>();
+    [&g.window, &g.stride, &g.pre, &g.post].map(|v| fbb.create_vector(&i64s(v)))
+}
