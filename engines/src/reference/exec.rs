@@ -106,6 +106,7 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::BnTraining(s) => norm::run_batchnorm(s, env, &e),
         Op::Layernorm(s) => norm::run_layernorm(s, env, &e),
         Op::Rmsnorm(s) => norm::run_rmsnorm(s, env, &e),
+        Op::NormBackward(s) => norm::run_norm_backward(s, env, &e),
         Op::Reduction(s) => reduction::run(s, env, &e),
         Op::Resample(s) => resample::run(s, env, &e),
         Op::ResampleBwd(s) => resample::run_bwd(s, env, &e),

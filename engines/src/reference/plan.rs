@@ -114,6 +114,15 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
         }
         NA::LayernormAttributes => norm::parse_layernorm(node, &cx("layernorm")).map(Op::Layernorm),
         NA::RMSNormAttributes => norm::parse_rmsnorm(node, &cx("rmsnorm")).map(Op::Rmsnorm),
+        NA::BatchnormBackwardAttributes => {
+            norm::parse_batchnorm_backward(node, &cx("batchnorm_backward")).map(Op::NormBackward)
+        }
+        NA::LayernormBackwardAttributes => {
+            norm::parse_layernorm_backward(node, &cx("layernorm_backward")).map(Op::NormBackward)
+        }
+        NA::RMSNormBackwardAttributes => {
+            norm::parse_rmsnorm_backward(node, &cx("rmsnorm_backward")).map(Op::NormBackward)
+        }
         NA::ReductionAttributes => reduction::parse(node, &cx("reduction")).map(Op::Reduction),
         NA::ResampleFwdAttributes => resample::parse(node, &cx("resample_fwd")).map(Op::Resample),
         NA::ResampleBwdAttributes => {

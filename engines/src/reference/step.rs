@@ -8,7 +8,9 @@
 use super::nodes::conv::{ConvDgradStep, ConvFpropStep, ConvWgradStep};
 use super::nodes::gather::GatherStep;
 use super::nodes::matmul::MatmulStep;
-use super::nodes::norm::{BnInferenceStep, BnTrainingStep, LayernormStep, RmsnormStep};
+use super::nodes::norm::{
+    BnInferenceStep, BnTrainingStep, LayernormStep, NormBackwardStep, RmsnormStep,
+};
 use super::nodes::pointwise::PointwiseStep;
 use super::nodes::reduction::ReductionStep;
 use super::nodes::resample::{ResampleBwdStep, ResampleStep};
@@ -36,6 +38,8 @@ pub enum Op {
     Layernorm(LayernormStep),
     /// RMSNorm forward.
     Rmsnorm(RmsnormStep),
+    /// Batchnorm, layernorm or rmsnorm backward.
+    NormBackward(NormBackwardStep),
     /// Reduction.
     Reduction(ReductionStep),
     /// Resample (pooling) forward.
@@ -63,6 +67,7 @@ macro_rules! each_step {
             Op::BnTraining($s) => $e,
             Op::Layernorm($s) => $e,
             Op::Rmsnorm($s) => $e,
+            Op::NormBackward($s) => $e,
             Op::Reduction($s) => $e,
             Op::Resample($s) => $e,
             Op::ResampleBwd($s) => $e,

@@ -1,5 +1,6 @@
 //! Normalization nodes of the CPU reference engine — batchnorm inference, batchnorm training
-//! forward, layernorm, rmsnorm: parse (operand broadcast, statistics shapes) and run
+//! forward, layernorm, rmsnorm, and the backward of batchnorm, layernorm and rmsnorm (one
+//! step type, [`NormBackwardStep`]): parse (operand broadcast, statistics shapes) and run
 //! ([`crate::reference::ops::norm`]).
 
 use crate::reference::check::Cx;
@@ -562,6 +563,338 @@ pub fn run_rmsnorm(
     )?;
     if let Some(u) = inv_rms {
         env.put(*u, inv)?;
+    }
+    Ok(())
+}
+
+/// Where a normalization backward step takes its statistics from.
+#[derive(Debug, Clone, Copy)]
+pub enum BwdStats {
+    /// Saved by the forward: mean UID (`None` for rmsnorm, whose statistics are about 0) and
+    /// inverse variance / inverse RMS UID.
+    Saved {
+        /// Mean UID.
+        mean: Option<i64>,
+        /// Inverse variance (or inverse RMS) UID.
+        inv: i64,
+    },
+    /// Recomputed from x (mean, population variance, `1/√(var + ε)`, as the layernorm
+    /// forward does), epsilon UID.
+    FromX {
+        /// Epsilon UID.
+        eps: i64,
+    },
+}
+
+/// A batchnorm, layernorm or rmsnorm backward step (one step type: the three share
+/// [`norm::norm_backward`]; they differ in the statistics groups and whether the statistics
+/// are centered).
+#[derive(Debug, Clone)]
+pub struct NormBackwardStep {
+    /// Output-gradient UID (x's dims).
+    pub dy: i64,
+    /// Input UID.
+    pub x: i64,
+    /// Scale UID (broadcasts to x).
+    pub scale: i64,
+    /// The statistics.
+    pub stats: BwdStats,
+    /// Statistics dims (x dims with the normalized axes set to 1).
+    pub stat_dims: Vec<usize>,
+    /// Input-gradient UID (x's dims).
+    pub dx: i64,
+    /// Scale-gradient UID (scale's dims).
+    pub dscale: i64,
+    /// Bias-gradient UID (scale's dims), when requested.
+    pub dbias: Option<i64>,
+}
+
+impl NormBackwardStep {
+    /// UIDs read.
+    pub fn inputs(&self) -> Vec<i64> {
+        let mut v = vec![self.dy, self.x, self.scale];
+        match self.stats {
+            BwdStats::Saved { mean, inv } => {
+                v.extend(mean);
+                v.push(inv);
+            }
+            BwdStats::FromX { eps } => v.push(eps),
+        }
+        v
+    }
+    /// UIDs written.
+    pub fn outputs(&self) -> Vec<i64> {
+        let mut v = vec![self.dx, self.dscale];
+        v.extend(self.dbias);
+        v
+    }
+}
+
+/// The checks every normalization backward shares: dy and dx float with x's dims, scale
+/// float and broadcasting to x, dscale (and dbias) float with scale's dims. Returns x's dims
+/// and scale's dims.
+fn bwd_tensors(
+    cx: &Cx<'_>,
+    (dy, x, scale, dx, dscale): (i64, i64, i64, i64, i64),
+    dbias: Option<i64>,
+) -> PluginResult<(Vec<usize>, Vec<usize>)> {
+    let xd = cx.float("x_tensor_uid", x)?.dims.clone();
+    cx.dims_eq("dy_tensor_uid", cx.float("dy_tensor_uid", dy)?, &xd)?;
+    cx.dims_eq("dx_tensor_uid", cx.float("dx_tensor_uid", dx)?, &xd)?;
+    let s = cx.float("scale_tensor_uid", scale)?;
+    cx.bcast("scale_tensor_uid", s, &xd)?;
+    let sd = s.dims.clone();
+    cx.dims_eq(
+        "dscale_tensor_uid",
+        cx.float("dscale_tensor_uid", dscale)?,
+        &sd,
+    )?;
+    if let Some(b) = dbias {
+        cx.dims_eq("dbias_tensor_uid", cx.float("dbias_tensor_uid", b)?, &sd)?;
+    }
+    Ok((xd, sd))
+}
+
+/// Refuses a saved statistic whose volume is not the statistics groups' count.
+fn stat_volume(cx: &Cx<'_>, attr: &str, u: i64, stat_dims: &[usize]) -> PluginResult<()> {
+    let t = cx.float(attr, u)?;
+    let sv: usize = stat_dims.iter().product();
+    if t.volume() != sv {
+        return Err(cx.bad(format!(
+            "{attr} (uid {u}) dims {:?} must hold {sv} values (dims {stat_dims:?})",
+            t.dims
+        )));
+    }
+    Ok(())
+}
+
+/// Reads and checks one batchnorm backward node into a [`NormBackwardStep`]: channel dim 1,
+/// statistics over every other dim (as the training forward), x at least 2 dims, the saved
+/// mean and inverse variance (C values each) required.
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value for anything the engine cannot run: peer
+/// statistics (`peer_stats_tensor_uid`); an absent `mean_tensor_uid` or
+/// `inv_variance_tensor_uid` (the node carries no epsilon to recompute them from x); a
+/// non-float tensor; dims that do not fit (dy/dx ≠ x, dscale/dbias ≠ scale, scale not
+/// broadcasting to x, statistics not C values).
+pub fn parse_batchnorm_backward(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<NormBackwardStep> {
+    let a = node
+        .attributes_as_batchnorm_backward_attributes()
+        .expect("type checked");
+    if let Some(p) = a.peer_stats_tensor_uid().filter(|p| !p.is_empty()) {
+        return Err(cx.refuse(
+            "peer_stats_tensor_uid",
+            format!("{:?}", p.iter().collect::<Vec<_>>()),
+        ));
+    }
+    let (xd, _) = bwd_tensors(
+        cx,
+        (
+            a.dy_tensor_uid(),
+            a.x_tensor_uid(),
+            a.scale_tensor_uid(),
+            a.dx_tensor_uid(),
+            a.dscale_tensor_uid(),
+        ),
+        Some(a.dbias_tensor_uid()),
+    )?;
+    if xd.len() < 2 {
+        return Err(cx.bad("x needs at least 2 dims (N, C, …)"));
+    }
+    let stat_dims = channel_stats_dims(&xd);
+    let mut saved = Vec::new();
+    for (attr, u) in [
+        ("mean_tensor_uid", a.mean_tensor_uid()),
+        ("inv_variance_tensor_uid", a.inv_variance_tensor_uid()),
+    ] {
+        let Some(u) = u else {
+            return Err(cx.bad(format!(
+                "{attr} is absent: the CPU reference engine needs the saved mean and \
+                 inv_variance (batchnorm backward carries no epsilon to recompute them from x)"
+            )));
+        };
+        stat_volume(cx, attr, u, &stat_dims)?;
+        saved.push(u);
+    }
+    Ok(NormBackwardStep {
+        dy: a.dy_tensor_uid(),
+        x: a.x_tensor_uid(),
+        scale: a.scale_tensor_uid(),
+        stats: BwdStats::Saved {
+            mean: Some(saved[0]),
+            inv: saved[1],
+        },
+        stat_dims,
+        dx: a.dx_tensor_uid(),
+        dscale: a.dscale_tensor_uid(),
+        dbias: Some(a.dbias_tensor_uid()),
+    })
+}
+
+/// Reads and checks one layernorm backward node into a [`NormBackwardStep`]: the normalized
+/// axes as the forward ([`parse_layernorm`]: the last `normalized_dim_count` dims, or with
+/// count 0 from the first non-1 scale dim on); the saved mean and inverse variance when both
+/// are given, else (neither given) recomputed from x with `epsilon_tensor_uid`.
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value: `normalized_dim_count` negative or past
+/// x's rank; only one of `mean_tensor_uid` / `inv_variance_tensor_uid`; neither and no
+/// `epsilon_tensor_uid`; a non-float tensor; dims that do not fit (dy/dx ≠ x, dscale/dbias ≠
+/// scale, scale not broadcasting to x, statistics not one value per normalized group).
+pub fn parse_layernorm_backward(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<NormBackwardStep> {
+    let a = node
+        .attributes_as_layernorm_backward_attributes()
+        .expect("type checked");
+    let (xd, sd) = bwd_tensors(
+        cx,
+        (
+            a.dy_tensor_uid(),
+            a.x_tensor_uid(),
+            a.scale_tensor_uid(),
+            a.dx_tensor_uid(),
+            a.dscale_tensor_uid(),
+        ),
+        Some(a.dbias_tensor_uid()),
+    )?;
+    let ndc = a.normalized_dim_count();
+    let stat_dims = if ndc == 0 {
+        stat_dims_from_scale(&xd, &sd)
+    } else if ndc < 0 || ndc as usize > xd.len() {
+        return Err(cx.refuse("normalized_dim_count", ndc));
+    } else {
+        let r = xd.len();
+        xd.iter()
+            .enumerate()
+            .map(|(i, &d)| if i >= r - ndc as usize { 1 } else { d })
+            .collect()
+    };
+    let stats = match (a.mean_tensor_uid(), a.inv_variance_tensor_uid()) {
+        (Some(m), Some(iv)) => {
+            stat_volume(cx, "mean_tensor_uid", m, &stat_dims)?;
+            stat_volume(cx, "inv_variance_tensor_uid", iv, &stat_dims)?;
+            if let Some(e) = a.epsilon_tensor_uid() {
+                cx.t("epsilon_tensor_uid", e)?;
+            }
+            BwdStats::Saved {
+                mean: Some(m),
+                inv: iv,
+            }
+        }
+        (None, None) => match a.epsilon_tensor_uid() {
+            Some(e) => {
+                cx.t("epsilon_tensor_uid", e)?;
+                BwdStats::FromX { eps: e }
+            }
+            None => {
+                return Err(cx.bad(
+                    "mean_tensor_uid and inv_variance_tensor_uid are absent and so is \
+                     epsilon_tensor_uid: the statistics can be neither read nor recomputed",
+                ));
+            }
+        },
+        (m, _) => {
+            let (given, absent) = if m.is_some() {
+                ("mean_tensor_uid", "inv_variance_tensor_uid")
+            } else {
+                ("inv_variance_tensor_uid", "mean_tensor_uid")
+            };
+            return Err(cx.bad(format!(
+                "{given} is given but {absent} is absent: the CPU reference engine takes \
+                 both saved statistics or neither (recomputed from x with epsilon)"
+            )));
+        }
+    };
+    Ok(NormBackwardStep {
+        dy: a.dy_tensor_uid(),
+        x: a.x_tensor_uid(),
+        scale: a.scale_tensor_uid(),
+        stats,
+        stat_dims,
+        dx: a.dx_tensor_uid(),
+        dscale: a.dscale_tensor_uid(),
+        dbias: Some(a.dbias_tensor_uid()),
+    })
+}
+
+/// Reads and checks one rmsnorm backward node into a [`NormBackwardStep`]: the normalized
+/// axes from the scale dims as the forward ([`parse_rmsnorm`]), the saved `inv_rms` (required
+/// by the schema, which carries no epsilon), dbias only when `dbias_tensor_uid` is set.
+///
+/// # Errors
+/// `NOT_APPLICABLE` naming the attribute and value: a non-float tensor; dims that do not fit
+/// (dy/dx ≠ x, dscale/dbias ≠ scale, scale not broadcasting to x, inv_rms not one value per
+/// normalized group).
+pub fn parse_rmsnorm_backward(node: &Node<'_>, cx: &Cx<'_>) -> PluginResult<NormBackwardStep> {
+    let a = node
+        .attributes_as_rmsnorm_backward_attributes()
+        .expect("type checked");
+    let (xd, sd) = bwd_tensors(
+        cx,
+        (
+            a.dy_tensor_uid(),
+            a.x_tensor_uid(),
+            a.scale_tensor_uid(),
+            a.dx_tensor_uid(),
+            a.dscale_tensor_uid(),
+        ),
+        a.dbias_tensor_uid(),
+    )?;
+    let stat_dims = stat_dims_from_scale(&xd, &sd);
+    stat_volume(cx, "inv_rms_tensor_uid", a.inv_rms_tensor_uid(), &stat_dims)?;
+    Ok(NormBackwardStep {
+        dy: a.dy_tensor_uid(),
+        x: a.x_tensor_uid(),
+        scale: a.scale_tensor_uid(),
+        stats: BwdStats::Saved {
+            mean: None,
+            inv: a.inv_rms_tensor_uid(),
+        },
+        stat_dims,
+        dx: a.dx_tensor_uid(),
+        dscale: a.dscale_tensor_uid(),
+        dbias: a.dbias_tensor_uid(),
+    })
+}
+
+/// Runs one normalization backward step on host arrays ([`norm::norm_backward`]).
+pub fn run_norm_backward(
+    s: &NormBackwardStep,
+    env: &mut Env<'_, '_, '_>,
+    e: &impl Fn(String) -> PluginError,
+) -> PluginResult<()> {
+    let (dyv, xv, sv) = (env.get(s.dy)?, env.get(s.x)?, env.get(s.scale)?);
+    // Saved statistics arrive with their declared dims (C values, or the groups' count):
+    // the small copies reshape owns.
+    let stat = |a: Arc<ArrayD<f32>>| reshape(ArrayD::clone(&a), &s.stat_dims);
+    let (mean, inv) = match s.stats {
+        BwdStats::Saved { mean, inv } => {
+            let m = match mean {
+                Some(u) => Some(stat(env.get(u)?)),
+                None => None,
+            };
+            (m, stat(env.get(inv)?))
+        }
+        BwdStats::FromX { eps } => {
+            let epsv = env.scalar(eps)?;
+            let (m, var, _) = norm::moments(&xv, &s.stat_dims);
+            (Some(m), norm::inv_std(&var, epsv))
+        }
+    };
+    let g = norm::norm_backward(
+        &dyv,
+        &xv,
+        mean.as_ref(),
+        &inv,
+        &sv,
+        &s.stat_dims,
+        s.dbias.is_some(),
+    )
+    .map_err(e)?;
+    env.put(s.dx, g.dx)?;
+    env.put(s.dscale, g.dscale)?;
+    if let (Some(u), Some(v)) = (s.dbias, g.dbias) {
+        env.put(u, v)?;
     }
     Ok(())
 }

@@ -1,5 +1,6 @@
 //! Normalizations over dense row-major arrays: batchnorm inference (mean/inv_variance and
-//! variance+epsilon forms) and training forward, layernorm and rmsnorm.
+//! variance+epsilon forms) and training forward, layernorm and rmsnorm, and their backward
+//! ([`norm_backward`], one formula for the three, summed in f64).
 //!
 //! Statistics are two-pass (mean, then Σ(x−mean)²), population variance, each group summed by
 //! one task in the fixed order of [`super::reduce::lane_sum`] (16 interleaved partial sums):
@@ -289,6 +290,121 @@ pub fn inv_rms(x: &ArrayD<f32>, stat_dims: &[usize], eps: f32) -> ArrayD<f32> {
         })
         .collect();
     ArrayD::from_shape_vec(IxDyn(stat_dims), v).expect("dims")
+}
+
+/// The gradients of a normalization backward: `(dx, dscale, dbias)`; dbias only when asked.
+#[derive(Debug, Clone)]
+pub struct NormGrads {
+    /// Gradient of x, x's dims (dense row-major).
+    pub dx: ArrayD<f32>,
+    /// Gradient of scale, scale's dims.
+    pub dscale: ArrayD<f32>,
+    /// Gradient of bias, scale's dims; `None` when not asked for.
+    pub dbias: Option<ArrayD<f32>>,
+}
+
+/// Backward of `y = (x − mean) · inv · scale (+ bias)` with the statistics `mean` and `inv`
+/// given (saved by the forward, or recomputed by the caller) and treated as functions of x —
+/// the training-mode gradient of batchnorm, layernorm (PyTorch `native_batch_norm_backward`
+/// / `native_layer_norm_backward`) and, with `mean` = `None` (statistics about 0, `inv` =
+/// `1/√(mean(x²)+ε)`), rmsnorm. With `x̂ = (x − mean)·inv`, `g = dy·scale` and, per group of
+/// `N` elements reduced to `stat_dims`, `ḡ = Σg/N` (0 for rmsnorm) and `c = Σ(g·x̂)/N`:
+///
+/// `dx = inv · (g − ḡ − x̂·c)`, `dscale = Σ dy·x̂`, `dbias = Σ dy` (the sums over the x dims
+/// where scale is broadcast, giving scale's dims).
+///
+/// Shapes: `dy` and `x` the same dims; `mean` and `inv` `stat_dims` (x's dims with the
+/// normalized axes set to 1); `scale` broadcasts to x (right-aligned). Accuracy: every sum
+/// and every per-element expression is computed in f64 from the f32 inputs, rounded once to
+/// f32 at the end (the sums cancel — `g − ḡ − x̂·c` is a difference of nearly equal terms
+/// when dy is smooth — so f64 keeps dx within an f32 rounding of the exact value).
+/// Determinism: each group's sum is one task adding its elements sequentially in increasing
+/// flat index ([`Groups`] order), so the result does not depend on the thread count.
+///
+/// # Errors
+/// A message when dy's dims differ from x's or a statistic or scale does not broadcast to x.
+pub fn norm_backward(
+    dy: &ArrayD<f32>,
+    x: &ArrayD<f32>,
+    mean: Option<&ArrayD<f32>>,
+    inv: &ArrayD<f32>,
+    scale: &ArrayD<f32>,
+    stat_dims: &[usize],
+    want_dbias: bool,
+) -> Result<NormGrads, String> {
+    let d = x.shape().to_vec();
+    if dy.shape() != d.as_slice() {
+        return Err(format!("dy dims {:?} differ from x dims {d:?}", dy.shape()));
+    }
+    let zero = ArrayD::zeros(IxDyn(&[1]));
+    let centered = mean.is_some();
+    let mean_b = bcast(mean.unwrap_or(&zero), &d, "mean")?;
+    let inv_b = bcast(inv, &d, "statistics")?;
+    let scale_b = bcast(scale, &d, "scale")?;
+    // x̂ and g per element, in x's (row-major) order.
+    let xg = Zip::from(x)
+        .and(dy)
+        .and(&mean_b)
+        .and(&inv_b)
+        .and(&scale_b)
+        .par_map_collect(|&x, &dy, &m, &iv, &s| {
+            let xh = (f64::from(x) - f64::from(m)) * f64::from(iv);
+            (xh, f64::from(dy) * f64::from(s))
+        });
+    let xg = xg.as_standard_layout().into_owned();
+    let xgs = xg.as_slice().expect("standard");
+    let dys = dy.as_standard_layout();
+    let dys = dys.as_slice().expect("standard");
+    // Per statistics group: ḡ and c.
+    let g = Groups::new(&d, stat_dims);
+    let n = g.count() as f64;
+    let invs: Vec<f32> = bcast(inv, stat_dims, "statistics")?
+        .iter()
+        .copied()
+        .collect();
+    let coef: Vec<(f64, f64, f64)> = (0..g.len())
+        .into_par_iter()
+        .map(|o| {
+            let (mut sg, mut sgx) = (0f64, 0f64);
+            for &i in g.offsets() {
+                let (xh, gv) = xgs[g.base(o) + i];
+                sg += gv;
+                sgx += gv * xh;
+            }
+            let gbar = if centered { sg / n } else { 0.0 };
+            (f64::from(invs[o]), gbar, sgx / n)
+        })
+        .collect();
+    let coef = ArrayD::from_shape_vec(IxDyn(stat_dims), coef).expect("stat dims");
+    let coef_b = coef
+        .broadcast(IxDyn(&d))
+        .ok_or_else(|| format!("statistics dims {stat_dims:?} do not broadcast to {d:?}"))?;
+    let dx = Zip::from(&xg)
+        .and(&coef_b)
+        .par_map_collect(|&(xh, gv), &(iv, gbar, c)| (iv * (gv - gbar - xh * c)) as f32);
+    // dscale and dbias: sums over the axes where scale is broadcast.
+    let mut sfull = vec![1usize; d.len().saturating_sub(scale.ndim())];
+    sfull.extend_from_slice(scale.shape());
+    let sg = Groups::new(&d, &sfull);
+    let sums: Vec<(f32, f32)> = (0..sg.len())
+        .into_par_iter()
+        .map(|o| {
+            let (mut ds, mut db) = (0f64, 0f64);
+            for &i in sg.offsets() {
+                let k = sg.base(o) + i;
+                let dyv = f64::from(dys[k]);
+                ds += dyv * xgs[k].0;
+                db += dyv;
+            }
+            (ds as f32, db as f32)
+        })
+        .collect();
+    let st = |v: Vec<f32>| ArrayD::from_shape_vec(IxDyn(scale.shape()), v).expect("scale dims");
+    Ok(NormGrads {
+        dx: dx.as_standard_layout().into_owned(),
+        dscale: st(sums.iter().map(|p| p.0).collect()),
+        dbias: want_dbias.then(|| st(sums.iter().map(|p| p.1).collect())),
+    })
 }
 
 #[cfg(test)]
