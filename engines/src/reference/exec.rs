@@ -109,6 +109,7 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::Reduction(s) => reduction::run(s, env, &e),
         Op::Resample(s) => resample::run(s, env, &e),
         Op::Sdpa(s) => sdpa::run(s, env, &e),
+        Op::SdpaBackward(s) => sdpa::run_backward(s, env, &e),
         Op::Gather(s) => gather::run(s, env, &e),
         Op::Softmax(s) => softmax::run(s, env, &e),
     }

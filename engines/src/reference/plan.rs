@@ -117,6 +117,9 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
         NA::ReductionAttributes => reduction::parse(node, &cx("reduction")).map(Op::Reduction),
         NA::ResampleFwdAttributes => resample::parse(node, &cx("resample_fwd")).map(Op::Resample),
         NA::SdpaAttributes => sdpa::parse(node, &cx("sdpa")).map(Op::Sdpa),
+        NA::SdpaBackwardAttributes => {
+            sdpa::parse_backward(node, &cx("sdpa_backward")).map(Op::SdpaBackward)
+        }
         NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")).map(Op::Gather),
         other => Err(na(format!(
             "node '{name}': operation {} is not supported by the CPU reference engine",

@@ -12,7 +12,7 @@ use super::nodes::norm::{BnInferenceStep, BnTrainingStep, LayernormStep, Rmsnorm
 use super::nodes::pointwise::PointwiseStep;
 use super::nodes::reduction::ReductionStep;
 use super::nodes::resample::ResampleStep;
-use super::nodes::sdpa::SdpaStep;
+use super::nodes::sdpa::{SdpaBackwardStep, SdpaStep};
 use super::nodes::softmax::SoftmaxStep;
 
 /// One op of the execution DAG, with tensor UIDs.
@@ -42,6 +42,8 @@ pub enum Op {
     Resample(ResampleStep),
     /// SDPA forward.
     Sdpa(SdpaStep),
+    /// SDPA backward.
+    SdpaBackward(SdpaBackwardStep),
     /// Row gather (the `hipdnn_rs.gather` custom op).
     Gather(GatherStep),
     /// Softmax or log-softmax over trailing axes (made by [`super::fuse`] from the nodes of
@@ -64,6 +66,7 @@ macro_rules! each_step {
             Op::Reduction($s) => $e,
             Op::Resample($s) => $e,
             Op::Sdpa($s) => $e,
+            Op::SdpaBackward($s) => $e,
             Op::Gather($s) => $e,
             Op::Softmax($s) => $e,
         }
