@@ -601,13 +601,15 @@ fn bits(v: &[Vec<f32>]) -> Vec<Vec<u32>> {
 
 #[test]
 fn sdpa_backward_is_bit_identical_for_1_2_and_5_threads() {
+    // Case 1 (GQA, dbias, strided) and case 4 (two query blocks, band).
     for n in [1usize, 4] {
         let c = &cases()[n];
         let x = inputs(c, 300);
         let run = || bits(&run_graph(graph(c), &bound(&x), &outs(c)).expect("run"));
         let one = with_threads(1, run);
         for t in [2, 5] {
-            assert_eq!(one, with_threads(t, run), "case {n}, {t} threads");
+            // (`assert!`, not `assert_eq!`: the bit vectors are long.)
+            assert!(one == with_threads(t, run), "case {n}, {t} threads differ");
         }
     }
 }
