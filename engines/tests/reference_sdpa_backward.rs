@@ -669,7 +669,10 @@ fn saved_and_reloaded_plan_gives_bit_identical_gradients() {
         .create_execution_context_from_serialized(&p)
         .expect("load");
     let want = execute(ctx.as_ref(), c, &x);
-    assert!(execute(loaded.as_ref(), c, &x) == want, "reloaded plan differs");
+    assert!(
+        execute(loaded.as_ref(), c, &x) == want,
+        "reloaded plan differs"
+    );
     assert!(want.iter().all(|b| b.iter().any(|&v| v != 0)));
 }
 
@@ -863,7 +866,11 @@ fn unsupported_attributes_are_refused_at_plan_build_by_name() {
     let mut b = c.clone();
     b.mask = Mask::Bool(vec![1, 1, 3, 4]);
     let db = TensorSpec::new(DBIAS, "dbias", DT::FLOAT, &[1, 1, 3, 4]);
-    let (st, msg) = refusal(&b, |a| a.dbias_tensor_uid = Some(DBIAS), &[db.clone()]);
+    let (st, msg) = refusal(
+        &b,
+        |a| a.dbias_tensor_uid = Some(DBIAS),
+        std::slice::from_ref(&db),
+    );
     assert_eq!(st, PluginStatus::NotApplicable, "{msg}");
     assert!(
         msg.contains("dbias_tensor_uid (uid 12) of a BOOLEAN attn_mask"),
