@@ -111,6 +111,7 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::Resample(s) => resample::run(s, env, &e),
         Op::ResampleBwd(s) => resample::run_bwd(s, env, &e),
         Op::Sdpa(s) => sdpa::run(s, env, &e),
+        Op::SdpaBackward(s) => sdpa::run_backward(s, env, &e),
         Op::Gather(s) => gather::run(s, env, &e),
         Op::Softmax(s) => softmax::run(s, env, &e),
     }

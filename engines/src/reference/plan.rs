@@ -129,6 +129,9 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             resample::parse_bwd(node, &cx("resample_bwd")).map(Op::ResampleBwd)
         }
         NA::SdpaAttributes => sdpa::parse(node, &cx("sdpa")).map(Op::Sdpa),
+        NA::SdpaBackwardAttributes => {
+            sdpa::parse_backward(node, &cx("sdpa_backward")).map(Op::SdpaBackward)
+        }
         NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")).map(Op::Gather),
         other => Err(na(format!(
             "node '{name}': operation {} is not supported by the CPU reference engine",

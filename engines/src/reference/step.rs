@@ -14,7 +14,7 @@ use super::nodes::norm::{
 use super::nodes::pointwise::PointwiseStep;
 use super::nodes::reduction::ReductionStep;
 use super::nodes::resample::{ResampleBwdStep, ResampleStep};
-use super::nodes::sdpa::SdpaStep;
+use super::nodes::sdpa::{SdpaBackwardStep, SdpaStep};
 use super::nodes::softmax::SoftmaxStep;
 
 /// One op of the execution DAG, with tensor UIDs.
@@ -48,6 +48,8 @@ pub enum Op {
     ResampleBwd(ResampleBwdStep),
     /// SDPA forward.
     Sdpa(SdpaStep),
+    /// SDPA backward.
+    SdpaBackward(SdpaBackwardStep),
     /// Row gather (the `hipdnn_rs.gather` custom op).
     Gather(GatherStep),
     /// Softmax or log-softmax over trailing axes (made by [`super::fuse`] from the nodes of
@@ -72,6 +74,7 @@ macro_rules! each_step {
             Op::Resample($s) => $e,
             Op::ResampleBwd($s) => $e,
             Op::Sdpa($s) => $e,
+            Op::SdpaBackward($s) => $e,
             Op::Gather($s) => $e,
             Op::Softmax($s) => $e,
         }

@@ -562,3 +562,40 @@ fn pool_vectors(
     let i64s = |v: &[usize]| v.iter().map(|&e| e as i64).collect::<Vec<_>>();
     [&g.window, &g.stride, &g.pre, &g.post].map(|v| fbb.create_vector(&i64s(v)))
 }
+
+/// SDPA node helpers (forward and backward).
+impl GraphBuilder {
+    /// Adds an SDPA forward node with attributes `args`.
+    pub fn sdpa(
+        &mut self,
+        name: &str,
+        args: hipdnn_schema::graph::SdpaAttributesArgs,
+    ) -> &mut Self {
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                (
+                    NodeAttributes::SdpaAttributes,
+                    hipdnn_schema::graph::SdpaAttributes::create(fbb, &args).as_union_value(),
+                )
+            }),
+        )
+    }
+    /// Adds an SDPA backward node with attributes `args`.
+    pub fn sdpa_backward(
+        &mut self,
+        name: &str,
+        args: hipdnn_schema::graph::SdpaBackwardAttributesArgs,
+    ) -> &mut Self {
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                (
+                    NodeAttributes::SdpaBackwardAttributes,
+                    hipdnn_schema::graph::SdpaBackwardAttributes::create(fbb, &args)
+                        .as_union_value(),
+                )
+            }),
+        )
+    }
+}

@@ -263,13 +263,19 @@ mod tests {
     #[test]
     fn lane_sum_map_into_is_the_map_then_the_lane_sum() {
         for n in 0..50usize {
-            let x: Vec<f32> = (0..n).map(|i| ((i * 7919) % 97) as f32 * 0.37 - 11.0).collect();
+            let x: Vec<f32> = (0..n)
+                .map(|i| ((i * 7919) % 97) as f32 * 0.37 - 11.0)
+                .collect();
             let f = |v: f32| v * 1.001 + 0.3;
             let mut out = vec![f32::NAN; n];
             let s = lane_sum_map_into(&mut out, &x, f);
             let mapped: Vec<f32> = x.iter().map(|&v| f(v)).collect();
             assert_eq!(out, mapped, "n {n}");
-            assert_eq!(s.to_bits(), lane_sum_slice(&mapped, |v| v).to_bits(), "n {n}");
+            assert_eq!(
+                s.to_bits(),
+                lane_sum_slice(&mapped, |v| v).to_bits(),
+                "n {n}"
+            );
         }
     }
 }
