@@ -128,6 +128,81 @@ fn outputs_take_the_layout_of_the_first_input() {
     assert_eq!(g.tensor_attributes(y).strides, vec![256, 1, 32, 4]);
 }
 
+/// A broadcast input (stride 0) carries no layout: the output of an elementwise op on it is
+/// row-major, so its bytes read back in the order a user expects (issue 32 item 1: it used to
+/// come out column-major, `[0,0,0,0,0,0,5,5]`).
+#[test]
+fn an_elementwise_op_on_a_broadcast_input_writes_row_major() {
+    let mut g = Graph::new();
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .data_type(DataType::Float)
+            .dims([2, 4])
+            .strides([0, 1]),
+    );
+    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    g.set_output(y, true).set_uid(y, 2);
+    assert_eq!(g.tensor_attributes(y).strides, vec![4, 1]);
+    let handle = Handle::cpu().unwrap();
+    g.build(&handle).unwrap();
+    let xb = Buffer::from_slice(&[-1.0f32, 0.0, -2.0, 5.0]);
+    let mut yb = Buffer::<f32>::zeros(8);
+    g.execute(
+        &handle,
+        VariantPack::new().input(1, &xb).output(2, &mut yb),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        yb.to_vec().unwrap(),
+        vec![0.0, 0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 5.0]
+    );
+}
+
+/// The product of a transposed view (`hᵀ·d`, the weight gradient of a linear layer) is
+/// row-major, as `torch.matmul`'s: it used to take a's column-major layout.
+#[test]
+fn a_matmul_of_a_transposed_view_writes_row_major() {
+    let (b, f, k) = (5i64, 3i64, 2i64);
+    let mut g = Graph::new();
+    let ht = g.tensor(
+        TensorAttributes::new("h_t")
+            .uid(1)
+            .data_type(DataType::Float)
+            .dims([f, b])
+            .strides([1, f]),
+    );
+    let d = t(&mut g, "d", 2, &[b, k]);
+    let y = g.matmul(ht, d, MatmulAttributes::new());
+    g.set_output(y, true).set_uid(y, 3);
+    assert_eq!(g.tensor_attributes(y).strides, vec![k, 1]);
+    let handle = Handle::cpu().unwrap();
+    g.build(&handle).unwrap();
+    let h: Vec<f32> = (0..b * f).map(|i| i as f32).collect(); // (b, f) row-major
+    let dv: Vec<f32> = (0..b * k).map(|i| (i % 3) as f32).collect();
+    let (hb, db) = (Buffer::from_slice(&h), Buffer::from_slice(&dv));
+    let mut yb = Buffer::<f32>::zeros((f * k) as usize);
+    g.execute(
+        &handle,
+        VariantPack::new()
+            .input(1, &hb)
+            .input(2, &db)
+            .output(3, &mut yb),
+        None,
+    )
+    .unwrap();
+    let (bu, fu, ku) = (b as usize, f as usize, k as usize);
+    let want: Vec<f32> = (0..fu * ku)
+        .map(|e| {
+            (0..bu)
+                .map(|n| h[n * fu + e / ku] * dv[n * ku + e % ku])
+                .sum()
+        })
+        .collect();
+    assert_eq!(yb.to_vec().unwrap(), want);
+}
+
 #[test]
 fn matmul_and_pointwise_broadcast() {
     let mut g = Graph::new();

@@ -9,7 +9,7 @@
 //! is not from this graph.
 
 use super::ops::*;
-use super::tensor::{TensorAttributes, TensorId, packed_strides, stride_order};
+use super::tensor::{TensorAttributes, TensorId, layout_order, packed_strides};
 use super::types::*;
 use super::{Graph, Operation};
 use hipdnn_backend::ops::conv::{self as conv_rule, ExtentError, Window};
@@ -67,7 +67,9 @@ impl Graph {
         }
     }
 
-    /// Creates a virtual output tensor `<op>::<ROLE>` laid out like `like`.
+    /// Creates a virtual output tensor `<op>::<ROLE>` laid out like `like` ([`layout_order`]
+    /// of its dims and strides: broadcast and extent-1 axes carry no layout), row-major when
+    /// the ranks differ.
     fn output(
         &mut self,
         op: &str,
@@ -76,12 +78,24 @@ impl Graph {
         like: TensorId,
         data_type: DataType,
     ) -> TensorId {
-        let like_strides = &self.tensors[like.index()].strides;
-        let order = if like_strides.len() == dims.len() {
-            stride_order(like_strides)
+        let l = &self.tensors[like.index()];
+        let order = if l.strides.len() == dims.len() && l.dims.len() == dims.len() {
+            layout_order(&l.dims, &l.strides)
         } else {
             (0..dims.len()).collect()
         };
+        self.output_in(op, role, dims, order, data_type)
+    }
+
+    /// Creates a virtual output tensor `<op>::<ROLE>` packed in dim `order` (outermost first).
+    fn output_in(
+        &mut self,
+        op: &str,
+        role: &str,
+        dims: Vec<i64>,
+        order: Vec<usize>,
+        data_type: DataType,
+    ) -> TensorId {
         let strides = packed_strides(&dims, &order);
         self.tensor(TensorAttributes {
             name: format!("{op}::{role}"),
@@ -243,12 +257,15 @@ impl Graph {
         dw
     }
 
-    /// Matrix product: a (..batch, M, K) × b (..batch, K, N) → c (..broadcast batch, M, N).
+    /// Matrix product: a (..batch, M, K) × b (..batch, K, N) → c (..broadcast batch, M, N),
+    /// c packed row-major whatever the layouts of a and b (as `torch.matmul`: the product of a
+    /// transposed view is not itself transposed).
     pub fn matmul(&mut self, a: TensorId, b: TensorId, mut attrs: MatmulAttributes) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Matmul");
         let (ad, bd) = (self.dims_of(a), self.dims_of(b));
         let dims = matmul::output_dims(&ad, &bd);
-        let c = self.output(&name, "C", dims, a, self.output_type(a));
+        let order = (0..dims.len()).collect();
+        let c = self.output_in(&name, "C", dims, order, self.output_type(a));
         attrs.a = Some(a);
         attrs.b = Some(b);
         attrs.c = Some(c);

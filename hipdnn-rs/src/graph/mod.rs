@@ -43,7 +43,9 @@ pub use bytes::NOT_A_GRAPH;
 pub use error::{Cause, Error, ErrorCode, Result};
 pub use flatbuffer_json::JSON_VERSION;
 pub use ops::*;
-pub use tensor::{NodeId, TensorAttributes, TensorId, TensorValue, packed_strides, stride_order};
+pub use tensor::{
+    NodeId, TensorAttributes, TensorId, TensorValue, layout_order, packed_strides, stride_order,
+};
 pub use types::{
     AttentionImplementation, ConvMode, DataType, DiagonalAlignment, EngineApiVersion,
     MoeGroupedMatmulMode, NormFwdPhase, PaddingMode, PointwiseMode, ReductionMode, ResampleMode,

@@ -118,11 +118,56 @@ pub fn packed_strides(dims: &[i64], order: &[usize]) -> Vec<i64> {
 }
 
 /// The dim order (outermost first) implied by `strides`: indices sorted by decreasing stride,
-/// ties keeping the lower index outer. Used to give op outputs the layout of their first input.
+/// ties keeping the lower index outer. [`Graph::set_dims`](crate::Graph::set_dims) keeps a
+/// tensor's layout with it.
 pub fn stride_order(strides: &[i64]) -> Vec<usize> {
     let mut idx: Vec<usize> = (0..strides.len()).collect();
     idx.sort_by(|&a, &b| strides[b].cmp(&strides[a]).then(a.cmp(&b)));
     idx
+}
+
+/// The dim order (outermost first) of the dense layout `strides` describes for `dims`, with
+/// broadcast axes (stride 0) and axes of extent 1 kept where they are: they carry no layout,
+/// so they are never compared (PyTorch's rule for the outputs of elementwise ops). The other
+/// axes are ordered by decreasing stride, ties keeping the lower index outer. Used to give op
+/// outputs the layout of their first input: `dims [2, 4]` with `strides [0, 1]` (a broadcast
+/// row) gives `[0, 1]`, a row-major output, where [`stride_order`] gives `[1, 0]`, a
+/// column-major one.
+///
+/// ```
+/// use hipdnn::layout_order;
+/// assert_eq!(layout_order(&[2, 4], &[0, 1]), vec![0, 1]);
+/// assert_eq!(layout_order(&[2, 3, 4, 5], &[60, 1, 15, 3]), vec![0, 2, 3, 1]); // NHWC
+/// assert_eq!(layout_order(&[4, 1, 3], &[1, 1, 4]), vec![2, 1, 0]); // column-major, a 1 between
+/// ```
+pub fn layout_order(dims: &[i64], strides: &[i64]) -> Vec<usize> {
+    let n = dims.len().min(strides.len());
+    let real = |a: usize| dims[a] != 1 && strides[a] != 0;
+    // +1: `a` (now outer) should go inside `b`; -1: keep; 0: no layout to compare.
+    let cmp = |a: usize, b: usize| -> i8 {
+        if !real(a) || !real(b) {
+            0
+        } else if strides[a] < strides[b] {
+            1
+        } else {
+            -1
+        }
+    };
+    let mut order: Vec<usize> = (0..n).collect();
+    for i in 1..n {
+        let mut cur = i;
+        for j in (0..i).rev() {
+            match cmp(order[j], order[cur]) {
+                1 => {
+                    order.swap(j, cur);
+                    cur = j;
+                }
+                -1 => break,
+                _ => {}
+            }
+        }
+    }
+    order
 }
 
 impl TensorAttributes {
