@@ -26,6 +26,8 @@
 //!    4096, head dim 64 and 128, causal and not, f16 and bf16) vs PyTorch's flash backend.
 //! 7. Max / average pooling ([`pool`], `--only pool` only): bit-exact checks and ResNet-50
 //!    pooling rows (NCHW and NHWC, f16 and f32) vs `F.max_pool2d` / `F.avg_pool2d`.
+//! 8. Layernorm / rmsnorm backward ([`norm_bwd`], `--only normbwd` only): checks against the
+//!    CPU reference and rows vs PyTorch eager and replayed from a CUDA graph.
 //!
 //! `HIPDNN_BENCH_SWEEP=1`: the reduce and sdpa rows are also built with
 //! `Graph::build_benchmarked` and timed (`benchmarked_ms` in the JSON); the engine's
@@ -43,6 +45,7 @@ use hipdnn::{
 use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
+mod norm_bwd;
 mod pointwise;
 mod pool;
 mod reduce;
@@ -1269,17 +1272,26 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
     [64, 56, 256, 1, 0, 1],
 ];
 
-/// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`) and, for
+/// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`,
+/// `normbwd`) and, for
 /// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
 /// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
     let names: Vec<&str> = only.split(',').map(str::trim).collect();
-    if let Some(bad) = names
-        .iter()
-        .find(|n| !["dgrad", "wgrad", "pointwise", "reduce", "sdpa", "pool"].contains(n))
-    {
+    if let Some(bad) = names.iter().find(|n| {
+        ![
+            "dgrad",
+            "wgrad",
+            "pointwise",
+            "reduce",
+            "sdpa",
+            "pool",
+            "normbwd",
+        ]
+        .contains(n)
+    }) {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce, sdpa and pool, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool and normbwd, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1345,6 +1357,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("pool_checks".into(), json!(checks));
         report.insert("pool".into(), json!(rows));
         report.insert("torch_pool".into(), torch);
+    }
+    if names.contains(&"normbwd") {
+        let (checks, rows, torch) = norm_bwd::section(gpu, cpu)?;
+        t += &norm_bwd::table(checks.len(), &rows, &torch);
+        report.insert("normbwd_checks".into(), json!(checks));
+        report.insert("normbwd".into(), json!(rows));
+        report.insert("torch_normbwd".into(), torch);
     }
     if names.contains(&"sdpa") {
         let (checks, rows, torch) = sdpa::section(gpu, cpu)?;
