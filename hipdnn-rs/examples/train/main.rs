@@ -290,7 +290,13 @@ fn load_plans<P>(
     let mut bins = Vec::new();
     for f in files {
         let p = dir.join(f);
-        bins.push(io(&p, std::fs::read(&p))?);
+        let bytes = std::fs::read(&p).map_err(|e| {
+            format!(
+                "{}: {e} (resume with the --model and --optimizer of the saved run)",
+                p.display()
+            )
+        })?;
+        bins.push(bytes);
     }
     let plans = hipdnn("loading the plans", load(&bins))?;
     for ((f, saved), again) in files
