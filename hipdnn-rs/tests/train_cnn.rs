@@ -12,14 +12,20 @@
 mod cnn;
 #[path = "../examples/train/data.rs"]
 mod data;
+#[path = "../examples/train/optim.rs"]
+mod optim;
 
 use cnn::{Batch, Hyper, Plans, State};
 use hipdnn::Handle;
+use optim::Opt;
 
-const HYPER: Hyper = Hyper {
-    batch: 32,
+const OPT: Opt = Opt::Sgd {
     lr: 0.05,
     momentum: 0.9,
+};
+const HYPER: Hyper = Hyper {
+    batch: 32,
+    opt: OPT,
 };
 const SEED: u64 = 7;
 
@@ -71,13 +77,9 @@ fn loss_curve_follows_the_float64_numpy_peer() {
     let Some(d) = digits() else { return };
     let handle = Handle::cpu().unwrap();
     let plans = Plans::build(&handle, HYPER).unwrap();
-    let mut state = State::init(SEED);
+    let mut state = State::init(SEED, OPT);
     let dir = tempfile::tempdir().unwrap();
-    std::fs::write(
-        dir.path().join("init.safetensors"),
-        data::write_state(&state),
-    )
-    .unwrap();
+    std::fs::write(dir.path().join("init.safetensors"), state.to_bytes(OPT)).unwrap();
     let order = data::batches(SEED, d.train_len(), HYPER.batch, 30);
     std::fs::write(
         dir.path().join("batches.json"),
@@ -86,7 +88,10 @@ fn loss_curve_follows_the_float64_numpy_peer() {
     .unwrap();
     let ours = train(&plans, &handle, &d, &mut state, &order, 30);
     assert!(ours[0] > 2.0 && ours[29] < 1.0, "{ours:?}");
-    let peer = match data::run_peer(dir.path(), HYPER.lr, HYPER.momentum) {
+    let peer = match data::run_peer(
+        dir.path(),
+        &["--lr", "0.05", "--momentum", "0.9"].map(String::from),
+    ) {
         Ok(p) => p,
         Err(e) if std::env::var_os("HIPDNN_DIGITS_REQUIRED").is_some() => panic!("{e}"),
         Err(e) => {
@@ -113,9 +118,9 @@ fn one_and_many_threads_train_bit_identically() {
     let run = || {
         let handle = Handle::cpu().unwrap();
         let plans = Plans::build(&handle, HYPER).unwrap();
-        let mut state = State::init(SEED);
+        let mut state = State::init(SEED, OPT);
         let losses = train(&plans, &handle, &d, &mut state, &order, 12);
-        (losses, data::write_state(&state))
+        (losses, state.to_bytes(OPT))
     };
     let one = rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -140,13 +145,13 @@ fn a_resumed_run_is_bit_identical_to_an_uninterrupted_one() {
     let handle = Handle::cpu().unwrap();
     let order = data::batches(SEED, d.train_len(), HYPER.batch, 16);
     let plans = Plans::build(&handle, HYPER).unwrap();
-    let mut straight = State::init(SEED);
+    let mut straight = State::init(SEED, OPT);
     let want = train(&plans, &handle, &d, &mut straight, &order, 16);
 
-    let mut state = State::init(SEED);
+    let mut state = State::init(SEED, OPT);
     let mut got = train(&plans, &handle, &d, &mut state, &order, 8);
     let bins = plans.save().unwrap();
-    let state_bytes = data::write_state(&state);
+    let state_bytes = state.to_bytes(OPT);
     drop(plans);
     let handle = Handle::cpu().unwrap();
     let loaded = Plans::load(&handle, &bins).unwrap();
@@ -154,12 +159,12 @@ fn a_resumed_run_is_bit_identical_to_an_uninterrupted_one() {
         loaded.save().unwrap() == bins,
         "a reloaded plan re-saved other bytes"
     );
-    let mut state = data::read_state(&state_bytes).unwrap();
+    let mut state = State::from_bytes(&state_bytes, OPT).unwrap();
     assert_eq!(state.step, 8);
     got.extend(train(&loaded, &handle, &d, &mut state, &order, 16));
     assert_eq!(got, want, "losses");
     assert!(
-        data::write_state(&state) == data::write_state(&straight),
+        state.to_bytes(OPT) == straight.to_bytes(OPT),
         "the resumed state differs from the uninterrupted one"
     );
 }

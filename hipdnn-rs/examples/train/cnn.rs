@@ -9,15 +9,17 @@
 //!             → conv 3×3 pad 1 (16) → batchnorm → ReLU → max pool 2×2 → (B,16,2,2) = h (B,64)
 //!             → linear (64 → 10) → logits;  loss = mean over the batch of −log softmax[label]
 //! ```
-//! Plans (one graph each, [`PLAN_FILES`]): `features` (the convolutional forward in training
+//! Plans (one graph each, [`plan_files`]): `features` (the convolutional forward in training
 //! mode: batch statistics, running statistics updated, every tensor backward needs written),
 //! `head` (linear, loss, and the head's backward: dW, db and dh from `softmax − onehot`),
 //! `features_backward` (max-pool backward through the saved index, ReLU backward, batchnorm
-//! backward, conv wgrad / dgrad), `sgd` (momentum update of every parameter), and the
-//! inference pair `eval_features` (batchnorm from running statistics) / `eval_head`.
+//! backward, conv wgrad / dgrad), `sgd` or `adamw` (the update of every parameter,
+//! `optim.rs`), and the inference pair `eval_features` (batchnorm from running statistics) / `eval_head`.
 
 #![allow(dead_code)] // the test and the example use different parts
 
+use crate::data::{self, Rng};
+use crate::optim::{self, GRAD, Opt, OptState, PARAM};
 use hipdnn::{
     BatchnormAttributes, BatchnormBackwardAttributes, BatchnormInferenceVarianceExtAttributes,
     Buffer, ConvDgradAttributes, ConvFpropAttributes, ConvWgradAttributes, DataType, Graph, Handle,
@@ -38,15 +40,17 @@ pub const FEAT: i64 = C2 * 4;
 pub const BN_EPS: f32 = 1e-5;
 pub const BN_MOMENTUM: f32 = 0.1;
 
-/// File names of the saved plans, in [`Plan`] order.
-pub const PLAN_FILES: [&str; 6] = [
-    "features.hdgp",
-    "head.hdgp",
-    "features_backward.hdgp",
-    "sgd.hdgp",
-    "eval_features.hdgp",
-    "eval_head.hdgp",
-];
+/// File names of the saved plans, in [`Plan`] order (`sgd.hdgp` or `adamw.hdgp` fourth).
+pub fn plan_files(opt: Opt) -> [&'static str; 6] {
+    [
+        "features.hdgp",
+        "head.hdgp",
+        "features_backward.hdgp",
+        opt.plan_file(),
+        "eval_features.hdgp",
+        "eval_head.hdgp",
+    ]
+}
 
 /// The plans, indices into [`Plans::graphs`].
 #[derive(Debug, Clone, Copy)]
@@ -55,7 +59,7 @@ pub enum Plan {
     Features,
     Head,
     FeaturesBackward,
-    Sgd,
+    Update,
     EvalFeatures,
     EvalHead,
 }
@@ -85,15 +89,7 @@ const EPS: i64 = 21;
 const MOMENTUM: i64 = 22;
 const NEG_INV_B: i64 = 23;
 const INV_B: i64 = 24;
-const LR: i64 = 25;
-const MU: i64 = 26;
-/// Parameters: UID `PARAM + i`; their gradients `GRAD + i`, velocities `VEL + i`, updated
-/// parameters `PARAM_OUT + i`, updated velocities `VEL_OUT + i`.
-const PARAM: i64 = 100;
-const GRAD: i64 = 200;
-const VEL: i64 = 300;
-const PARAM_OUT: i64 = 400;
-const VEL_OUT: i64 = 500;
+// Parameters and gradients: `optim::PARAM + i`, `optim::GRAD + i`.
 /// Running statistics: mean1, var1, mean2, var2 at `RUN + i`, their updates at `RUN_OUT + i`.
 const RUN: i64 = 600;
 const RUN_OUT: i64 = 700;
@@ -426,27 +422,6 @@ fn features_backward_graph(b: i64) -> Graph {
     g
 }
 
-/// `sgd`: for every parameter, `v' = μ·v + g`, `w' = w − lr·v'` (PyTorch's SGD with momentum,
-/// no dampening, no weight decay).
-fn sgd_graph(lr: f32, mu: f32) -> Graph {
-    let mut g = graph("train_sgd");
-    let lr = scalar(&mut g, "lr", LR, lr);
-    let mu = scalar(&mut g, "momentum", MU, mu);
-    for (i, (name, dims)) in PARAMS.iter().enumerate() {
-        let i = i as i64;
-        let w = t(&mut g, name, PARAM + i, dims);
-        let grad = t(&mut g, &format!("d_{name}"), GRAD + i, dims);
-        let v = t(&mut g, &format!("v_{name}"), VEL + i, dims);
-        let mv = g.pointwise(v, mu, pw(PM::Mul));
-        let v2 = g.pointwise(mv, grad, pw(PM::Add));
-        out(&mut g, v2, VEL_OUT + i, &format!("next_v_{name}"));
-        let step = g.pointwise(v2, lr, pw(PM::Mul));
-        let w2 = g.pointwise(w, step, pw(PM::Sub));
-        out(&mut g, w2, PARAM_OUT + i, &format!("next_{name}"));
-    }
-    g
-}
-
 /// One inference block: conv → batchnorm from running statistics → ReLU → max pool.
 fn eval_block(
     g: &mut Graph,
@@ -500,10 +475,8 @@ fn eval_head_graph(b: i64) -> Graph {
 pub struct Hyper {
     /// Batch size (training and evaluation).
     pub batch: usize,
-    /// Learning rate.
-    pub lr: f32,
-    /// SGD momentum.
-    pub momentum: f32,
+    /// The optimizer.
+    pub opt: Opt,
 }
 
 /// The six built (or loaded) plans.
@@ -519,7 +492,7 @@ impl Plans {
             features_graph(b),
             head_graph(b),
             features_backward_graph(b),
-            sgd_graph(hyper.lr, hyper.momentum),
+            optim::graph(hyper.opt, &PARAMS),
             eval_features_graph(b),
             eval_head_graph(b),
         ];
@@ -529,7 +502,7 @@ impl Plans {
         Ok(Plans { graphs })
     }
 
-    /// Loads saved plans (`to_binary` bytes, [`PLAN_FILES`] order).
+    /// Loads saved plans (`to_binary` bytes, [`plan_files`] order).
     pub fn load(handle: &Handle, bins: &[Vec<u8>]) -> hipdnn::Result<Plans> {
         let graphs = bins
             .iter()
@@ -556,41 +529,23 @@ impl Plans {
     }
 }
 
-/// Everything that changes during training: parameters, velocities, running statistics, and
-/// the number of steps taken.
+/// Everything that changes during training: parameters, the optimizer's state, running
+/// statistics, and the number of steps taken.
 #[derive(Debug, Clone, PartialEq)]
 pub struct State {
     pub params: Vec<Vec<f32>>,
-    pub velocities: Vec<Vec<f32>>,
+    pub opt: OptState,
     pub running: Vec<Vec<f32>>,
     pub step: usize,
-}
-
-/// splitmix64: the example's one random source (weights, batch order), so the numpy peer can
-/// draw the same numbers.
-pub struct Rng(pub u64);
-
-impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    /// Uniform in [0, 1) with 24 bits (exact in f32).
-    pub fn unit(&mut self) -> f32 {
-        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
-    }
 }
 
 impl State {
     /// PyTorch's default initialisation scheme (uniform ±1/√fan_in for conv and linear
     /// weights and the linear bias; batchnorm weight 1, bias 0; running mean 0, variance 1),
-    /// drawn from [`Rng`] seeded with `seed`.
-    pub fn init(seed: u64) -> State {
+    /// drawn from [`Rng`] seeded with `seed`; the optimizer's state from [`OptState::init`].
+    pub fn init(seed: u64, opt: Opt) -> State {
         let mut rng = Rng(seed);
-        let params = PARAMS
+        let params: Vec<Vec<f32>> = PARAMS
             .iter()
             .enumerate()
             .map(|(i, (_, d))| {
@@ -611,7 +566,7 @@ impl State {
                 }
             })
             .collect();
-        let velocities = PARAMS.iter().map(|(_, d)| vec![0.0; volume(d)]).collect();
+        let sizes: Vec<usize> = params.iter().map(Vec::len).collect();
         let running = RUNNING
             .iter()
             .enumerate()
@@ -619,10 +574,79 @@ impl State {
             .collect();
         State {
             params,
-            velocities,
+            opt: OptState::init(opt, &sizes),
             running,
             step: 0,
         }
+    }
+
+    /// The state file's tensors for `opt`: name, element count (with [`Self::to_bytes`]'s dims).
+    fn layout(opt: Opt) -> Vec<(String, Vec<usize>)> {
+        let dims = |d: &[i64]| d.iter().map(|&x| x as usize).collect::<Vec<_>>();
+        let mut v: Vec<(String, Vec<usize>)> = PARAMS
+            .iter()
+            .map(|(n, d)| (n.to_string(), dims(d)))
+            .collect();
+        for slot in opt.slot_names() {
+            v.extend(PARAMS.iter().map(|(n, d)| (format!("{slot}.{n}"), dims(d))));
+        }
+        v.extend(
+            opt.scalar_names()
+                .iter()
+                .map(|(n, _)| (n.to_string(), vec![1])),
+        );
+        v.extend(
+            RUNNING
+                .iter()
+                .map(|(n, c)| (n.to_string(), vec![*c as usize])),
+        );
+        v
+    }
+
+    /// The state as safetensors (`data::write_state`): every parameter, the optimizer's
+    /// slots (`v.<name>` for SGD; `exp_avg.<name>`, `exp_avg_sq.<name>`, `beta1_power`,
+    /// `beta2_power` for AdamW), the running statistics and `step`.
+    pub fn to_bytes(&self, opt: Opt) -> Vec<u8> {
+        let values = self
+            .params
+            .iter()
+            .chain(self.opt.slots.iter().flatten())
+            .map(Vec::as_slice)
+            .chain(self.opt.scalars.iter().map(std::slice::from_ref))
+            .chain(self.running.iter().map(Vec::as_slice));
+        let named: Vec<data::Named<'_>> = Self::layout(opt)
+            .into_iter()
+            .zip(values)
+            .map(|((n, d), v)| (n, d, v))
+            .collect();
+        data::write_state(&named, self.step)
+    }
+
+    /// Reads [`Self::to_bytes`]'s bytes.
+    ///
+    /// # Errors
+    /// Not safetensors, or a tensor missing or of the wrong size.
+    pub fn from_bytes(bytes: &[u8], opt: Opt) -> Result<State, String> {
+        let want: Vec<(String, usize)> = Self::layout(opt)
+            .into_iter()
+            .map(|(n, d)| (n, d.iter().product()))
+            .collect();
+        let (mut t, step) = data::read_state(bytes, &want)?;
+        let np = PARAMS.len();
+        let running = t.split_off(t.len() - RUNNING.len());
+        let scalars: Vec<f32> = t
+            .split_off(t.len() - opt.scalar_names().len())
+            .into_iter()
+            .map(|v| v[0])
+            .collect();
+        let slots_flat = t.split_off(np);
+        let slots = slots_flat.chunks(np).map(<[Vec<f32>]>::to_vec).collect();
+        Ok(State {
+            params: t,
+            opt: OptState { slots, scalars },
+            running,
+            step,
+        })
     }
 }
 
@@ -664,8 +688,8 @@ fn zeros(n: usize) -> Buffer<f32> {
 }
 
 impl Plans {
-    /// One SGD step on `batch`: features → head (loss, head gradients) → features backward
-    /// → update. `state` is replaced by the updated parameters, velocities and running
+    /// One training step on `batch`: features → head (loss, head gradients) → features backward
+    /// → update. `state` is replaced by the updated parameters, optimizer state and running
     /// statistics.
     ///
     /// # Errors
@@ -782,34 +806,13 @@ impl Plans {
             self.get(Plan::FeaturesBackward)
                 .execute(handle, pack, None)?;
         }
-        let vels: Vec<Buffer<f32>> = state.velocities.iter().map(|v| buf(v)).collect();
-        let mut new_params: Vec<Buffer<f32>> =
-            PARAMS.iter().map(|(_, d)| zeros(volume(d))).collect();
-        let mut new_vels: Vec<Buffer<f32>> = PARAMS.iter().map(|(_, d)| zeros(volume(d))).collect();
-        {
-            let mut pack = VariantPack::new();
-            for i in 0..PARAMS.len() {
-                let u = i as i64;
-                pack = pack
-                    .input(PARAM + u, &params[i])
-                    .input(GRAD + u, &grads[i])
-                    .input(VEL + u, &vels[i]);
-            }
-            for (i, (p, v)) in new_params.iter_mut().zip(new_vels.iter_mut()).enumerate() {
-                pack = pack
-                    .output(PARAM_OUT + i as i64, p)
-                    .output(VEL_OUT + i as i64, v);
-            }
-            self.get(Plan::Sgd).execute(handle, pack, None)?;
-        }
-        state.params = new_params
-            .iter()
-            .map(|p| p.to_vec())
-            .collect::<hipdnn::Result<_>>()?;
-        state.velocities = new_vels
-            .iter()
-            .map(|v| v.to_vec())
-            .collect::<hipdnn::Result<_>>()?;
+        optim::update(
+            self.get(Plan::Update),
+            handle,
+            &mut state.params,
+            &grads,
+            &mut state.opt,
+        )?;
         state.running = next_running
             .iter()
             .map(|r| r.to_vec())

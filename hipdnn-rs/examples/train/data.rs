@@ -1,13 +1,12 @@
-//! The `train` example's host side: the digits data set, the batch order, the state file
-//! (safetensors), the numpy peer and the loss-curve PNG.
+//! The `train` example's host side: the random source, the digits data set, the synthetic
+//! sequence task, the batch order, the state file (safetensors), the numpy peer and the
+//! loss-curve PNG. It knows no model and runs no graph.
 
 #![allow(dead_code)] // the test and the example use different parts
 
 use std::path::{Path, PathBuf};
 
 use sha2::{Digest, Sha256};
-
-use crate::cnn::{PARAMS, RUNNING, Rng, State};
 
 /// SHA-256 of `digits.csv` (as `fetch_digits.py` pins it).
 pub const DIGITS_SHA256: &str = "6ebb3d2fee246a4e99363262ddf8a00a3c41bee6014c373ed9d9216ba7f651b8";
@@ -96,7 +95,97 @@ impl Digits {
     }
 }
 
-/// The image indices of every step: each epoch a Fisher–Yates shuffle of `0..train` drawn
+/// splitmix64: the example's one random source (weights, data, batch order), so the numpy
+/// peer can draw the same numbers.
+pub struct Rng(pub u64);
+
+impl Rng {
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    /// Uniform in [0, 1) with 24 bits (exact in f32).
+    pub fn unit(&mut self) -> f32 {
+        (self.next_u64() >> 40) as f32 / (1u64 << 24) as f32
+    }
+    /// Uniform in `0..n` (modulo; the bias is irrelevant here and the peer never redraws).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+}
+
+/// Tokens per sequence and vocabulary size of the synthetic task.
+pub const SEQ: usize = 16;
+pub const VOCAB: usize = 16;
+/// Sequences of the synthetic task used for training (the next [`SEQ_TEST`] are the test set).
+pub const SEQ_TRAIN: usize = 1440;
+pub const SEQ_TEST: usize = 320;
+
+/// The synthetic sequence task: [`SEQ`] tokens from a vocabulary of [`VOCAB`]; the label is the
+/// token that appears most often (4 to 6 times, every other token fewer times).
+pub struct Sequences {
+    /// `SEQ` tokens a sequence.
+    pub tokens: Vec<u8>,
+    pub labels: Vec<u8>,
+}
+
+impl Sequences {
+    /// [`SEQ_TRAIN`] + [`SEQ_TEST`] sequences drawn from `Rng(seed ^ 0xda7a…)`: per sequence
+    /// the label `l = below(16)`, its count `c = 4 + below(3)`, every position filled with
+    /// `(l + 1 + below(15)) % 16` in order, then `c` positions set to `l` by a partial
+    /// Fisher–Yates shuffle of `0..16` (`j = i + below(16 − i)`); a sequence in which another
+    /// token appears `c` times or more is drawn again.
+    pub fn generate(seed: u64) -> Sequences {
+        let mut rng = Rng(seed ^ 0xda7a_da7a_da7a_da7a);
+        let (mut tokens, mut labels) = (Vec::new(), Vec::new());
+        while labels.len() < SEQ_TRAIN + SEQ_TEST {
+            let l = rng.below(VOCAB);
+            let c = 4 + rng.below(3);
+            let mut s: Vec<usize> = (0..SEQ)
+                .map(|_| (l + 1 + rng.below(VOCAB - 1)) % VOCAB)
+                .collect();
+            let mut pos: Vec<usize> = (0..SEQ).collect();
+            for i in 0..c {
+                let j = i + rng.below(SEQ - i);
+                pos.swap(i, j);
+                s[pos[i]] = l;
+            }
+            let mut count = [0usize; VOCAB];
+            s.iter().for_each(|&t| count[t] += 1);
+            if (0..VOCAB).any(|t| t != l && count[t] >= c) {
+                continue;
+            }
+            tokens.extend(s.iter().map(|&t| t as u8));
+            labels.push(l as u8);
+        }
+        Sequences { tokens, labels }
+    }
+
+    /// The tokens and labels at `idx` (training indices).
+    pub fn gather(&self, idx: &[usize]) -> (Vec<u8>, Vec<u8>) {
+        let t = idx
+            .iter()
+            .flat_map(|&i| self.tokens[i * SEQ..(i + 1) * SEQ].iter().copied())
+            .collect();
+        (t, idx.iter().map(|&i| self.labels[i]).collect())
+    }
+
+    /// The test tokens and labels.
+    pub fn test(&self) -> (&[u8], &[u8]) {
+        (&self.tokens[SEQ_TRAIN * SEQ..], &self.labels[SEQ_TRAIN..])
+    }
+
+    /// The training set as JSON `{"tokens": [[16 ints]…], "labels": […]}` (for the peer).
+    pub fn train_json(&self) -> String {
+        let rows: Vec<&[u8]> = self.tokens[..SEQ_TRAIN * SEQ].chunks_exact(SEQ).collect();
+        serde_json::json!({"tokens": rows, "labels": &self.labels[..SEQ_TRAIN]}).to_string()
+    }
+}
+
+/// The example indices of every step: each epoch a Fisher–Yates shuffle of `0..train` drawn
 /// from `Rng(seed + 1 + epoch)`, cut into whole batches.
 pub fn batches(seed: u64, train: usize, batch: usize, steps: usize) -> Vec<Vec<usize>> {
     let per_epoch = train / batch;
@@ -116,29 +205,22 @@ pub fn batches(seed: u64, train: usize, batch: usize, steps: usize) -> Vec<Vec<u
     out
 }
 
-/// The state as safetensors: every parameter, `v.<name>` momentum buffers, the running
-/// statistics, and `step` (one u64 as 8 bytes, dtype U64).
-pub fn write_state(s: &State) -> Vec<u8> {
+/// A named f32 tensor of the state file: name, dims, values.
+pub type Named<'a> = (String, Vec<usize>, &'a [f32]);
+
+/// The state as safetensors: every tensor of `tensors` (F32) and `step` (one u64 as 8
+/// bytes, dtype U64). The bytes do not depend on the order of `tensors` (safetensors sorts).
+pub fn write_state(tensors: &[Named<'_>], step: usize) -> Vec<u8> {
     use safetensors::tensor::{Dtype, TensorView};
     let bytes = |v: &[f32]| -> Vec<u8> { v.iter().flat_map(|x| x.to_le_bytes()).collect() };
-    let mut owned: Vec<(String, Vec<usize>, Vec<u8>, Dtype)> = Vec::new();
-    for (i, (name, dims)) in PARAMS.iter().enumerate() {
-        let d: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
-        owned.push((name.to_string(), d.clone(), bytes(&s.params[i]), Dtype::F32));
-        owned.push((format!("v.{name}"), d, bytes(&s.velocities[i]), Dtype::F32));
-    }
-    for (i, (name, c)) in RUNNING.iter().enumerate() {
-        owned.push((
-            name.to_string(),
-            vec![*c as usize],
-            bytes(&s.running[i]),
-            Dtype::F32,
-        ));
-    }
+    let mut owned: Vec<(String, Vec<usize>, Vec<u8>, Dtype)> = tensors
+        .iter()
+        .map(|(n, d, v)| (n.clone(), d.clone(), bytes(v), Dtype::F32))
+        .collect();
     owned.push((
         "step".into(),
         vec![1],
-        (s.step as u64).to_le_bytes().to_vec(),
+        (step as u64).to_le_bytes().to_vec(),
         Dtype::U64,
     ));
     let views: Vec<(String, TensorView<'_>)> = owned
@@ -153,13 +235,18 @@ pub fn write_state(s: &State) -> Vec<u8> {
     safetensors::serialize(views, None).expect("serializable")
 }
 
-/// Reads [`write_state`]'s bytes.
+/// Reads [`write_state`]'s bytes: the tensors named in `want` (name, element count), in that
+/// order, and the step.
 ///
 /// # Errors
 /// Not safetensors, or a tensor missing or of the wrong size.
-pub fn read_state(bytes: &[u8]) -> Result<State, String> {
+pub fn read_state(
+    bytes: &[u8],
+    want: &[(String, usize)],
+) -> Result<(Vec<Vec<f32>>, usize), String> {
     let st = safetensors::SafeTensors::deserialize(bytes).map_err(|e| e.to_string())?;
-    let f32s = |name: &str, n: usize| -> Result<Vec<f32>, String> {
+    let mut out = Vec::new();
+    for (name, n) in want {
         let t = st.tensor(name).map_err(|e| format!("{name}: {e}"))?;
         if t.data().len() != n * 4 {
             return Err(format!(
@@ -168,44 +255,32 @@ pub fn read_state(bytes: &[u8]) -> Result<State, String> {
                 n * 4
             ));
         }
-        Ok(t.data()
-            .chunks_exact(4)
-            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-            .collect())
-    };
-    let mut s = State {
-        params: vec![],
-        velocities: vec![],
-        running: vec![],
-        step: 0,
-    };
-    for (name, dims) in PARAMS {
-        let n = dims.iter().product::<i64>() as usize;
-        s.params.push(f32s(name, n)?);
-        s.velocities.push(f32s(&format!("v.{name}"), n)?);
-    }
-    for (name, c) in RUNNING {
-        s.running.push(f32s(name, c as usize)?);
+        out.push(
+            t.data()
+                .chunks_exact(4)
+                .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+                .collect(),
+        );
     }
     let step = st.tensor("step").map_err(|e| format!("step: {e}"))?;
     let b: [u8; 8] = step
         .data()
         .try_into()
         .map_err(|_| "step: not 8 bytes".to_string())?;
-    s.step = u64::from_le_bytes(b) as usize;
-    Ok(s)
+    Ok((out, u64::from_le_bytes(b) as usize))
 }
 
-/// Runs `numpy_peer.py` on the saved run and returns its per-step losses.
+/// Runs `numpy_peer.py` on the saved run (with `args`, e.g. `--lr 0.05 --momentum 0.9`) and
+/// returns its per-step losses.
 ///
 /// # Errors
 /// python3 or numpy missing, the script failing, or its output unreadable.
-pub fn run_peer(out: &Path, lr: f32, momentum: f32) -> Result<Vec<f64>, String> {
+pub fn run_peer(out: &Path, args: &[String]) -> Result<Vec<f64>, String> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/train/numpy_peer.py");
     let o = std::process::Command::new("python3")
         .arg(&script)
         .arg(out)
-        .args(["--lr", &lr.to_string(), "--momentum", &momentum.to_string()])
+        .args(args)
         .output()
         .map_err(|e| format!("python3 not runnable ({e}); the peer needs python3 with numpy"))?;
     if !o.status.success() {
