@@ -167,8 +167,8 @@ fn scalar(g: &mut Graph, name: &str, uid: i64, v: f32) -> TensorId {
     g.tensor(T::scalar(TensorValue::Float32(v)).name(name).uid(uid))
 }
 
-/// Marks `t` as an output with `uid` and `name`, packed row-major (the SDK would otherwise
-/// infer strides from the inputs' layout: a product of a transposed view comes out transposed).
+/// Marks `t` as an output with `uid` and `name`, packed row-major (stated, not left to the
+/// SDK's inference, since the host reads these buffers row-major).
 fn out(g: &mut Graph, t: TensorId, uid: i64, name: &str) {
     let strides = packed(&g.tensor_attributes(t).dims);
     g.set_output(t, true)

@@ -226,8 +226,8 @@ fn param_t(g: &mut Graph, i: usize) -> TensorId {
     tview(g, &format!("{}_t", PARAMS[i].0), WT + i as i64, PARAMS[i].1)
 }
 
-/// Packed row-major strides on `t` (the SDK would otherwise infer a layout from an input's:
-/// a product of a transposed view comes out transposed).
+/// Packed row-major strides on `t` (stated, not left to the SDK's inference, since the host
+/// and the next plan read these buffers row-major).
 fn pack(g: &mut Graph, t: TensorId) -> TensorId {
     let strides = packed(&g.tensor_attributes(t).dims);
     g.set_strides(t, strides);
