@@ -485,17 +485,22 @@ pub struct Plans {
 }
 
 impl Plans {
-    /// Builds every plan for `hyper` on `handle`.
-    pub fn build(handle: &Handle, hyper: Hyper) -> hipdnn::Result<Plans> {
+    /// The graphs of every plan for `hyper`, unbuilt, in plan order.
+    pub fn graphs(hyper: Hyper) -> Vec<Graph> {
         let b = hyper.batch as i64;
-        let mut graphs = vec![
+        vec![
             features_graph(b),
             head_graph(b),
             features_backward_graph(b),
             optim::graph(hyper.opt, &PARAMS),
             eval_features_graph(b),
             eval_head_graph(b),
-        ];
+        ]
+    }
+
+    /// Builds every plan for `hyper` on `handle`.
+    pub fn build(handle: &Handle, hyper: Hyper) -> hipdnn::Result<Plans> {
+        let mut graphs = Self::graphs(hyper);
         for g in &mut graphs {
             g.build(handle)?;
         }

@@ -104,6 +104,10 @@ struct Args {
     /// Also train in float64 numpy (numpy_peer.py) and compare the loss curves.
     #[arg(long)]
     peer: bool,
+    /// Train nothing: build every plan of the model on the GPU handle and print, per plan,
+    /// the engine that took it or why none did (what training on the GPU still needs).
+    #[arg(long, conflicts_with_all = ["resume", "peer"])]
+    gpu_census: bool,
 }
 
 impl Args {
@@ -382,7 +386,52 @@ fn open(args: &Args, handle: &Handle, out: &Path) -> Res<Box<dyn Session>> {
     })
 }
 
+/// `--gpu-census`: every plan of the model built on `Handle::gpu()`, one line each.
+fn gpu_census(args: &Args) -> Res<()> {
+    let handle = match Handle::gpu() {
+        Ok(h) => h,
+        Err(e) => {
+            println!("gpu census: no GPU handle ({e})");
+            return Ok(());
+        }
+    };
+    let opt = args.opt();
+    let graphs = match args.model {
+        ModelArg::Cnn => cnn::Plans::graphs(cnn::Hyper {
+            batch: args.batch,
+            opt,
+        }),
+        ModelArg::Transformer => transformer::Plans::graphs(transformer::Hyper {
+            batch: args.batch,
+            opt,
+        }),
+    };
+    let mut refused = 0;
+    for mut g in graphs {
+        let name = g.name().to_string();
+        match g.build(&handle) {
+            Ok(()) => println!(
+                "gpu census: {name}: {}",
+                g.engine_name().unwrap_or("(no engine name)")
+            ),
+            Err(e) => {
+                refused += 1;
+                let msg = e.to_string();
+                println!(
+                    "gpu census: {name}: refused: {}",
+                    msg.lines().next().unwrap_or("")
+                );
+            }
+        }
+    }
+    println!("gpu census: {refused} plan(s) refused on the GPU");
+    Ok(())
+}
+
 fn run(args: &Args) -> Res<()> {
+    if args.gpu_census {
+        return gpu_census(args);
+    }
     let name = match args.model {
         ModelArg::Cnn => "cnn",
         ModelArg::Transformer => "transformer",

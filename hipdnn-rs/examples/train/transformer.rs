@@ -467,15 +467,20 @@ pub struct Plans {
 }
 
 impl Plans {
-    /// Builds every plan for `hyper` on `handle`.
-    pub fn build(handle: &Handle, hyper: Hyper) -> hipdnn::Result<Plans> {
+    /// The graphs of every plan for `hyper`, unbuilt, in plan order.
+    pub fn graphs(hyper: Hyper) -> Vec<Graph> {
         let b = hyper.batch as i64;
-        let mut graphs = vec![
+        vec![
             forward_graph(b),
             loss_graph(b),
             backward_graph(b),
             optim::graph(hyper.opt, &PARAMS),
-        ];
+        ]
+    }
+
+    /// Builds every plan for `hyper` on `handle`.
+    pub fn build(handle: &Handle, hyper: Hyper) -> hipdnn::Result<Plans> {
+        let mut graphs = Self::graphs(hyper);
         for g in &mut graphs {
             g.build(handle)?;
         }
