@@ -1043,7 +1043,7 @@ except Exception as ex:
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
-out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": []}
+out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": [], "graph_ms": []}
 for (n, c, h, k, r, pad, stride, nhwc, dt) in json.loads(sys.argv[1]):
     dt = {"f16": torch.float16, "f32": torch.float32}[dt]
     mf = torch.channels_last if nhwc else torch.contiguous_format
@@ -1059,6 +1059,21 @@ for (n, c, h, k, r, pad, stride, nhwc, dt) in json.loads(sys.argv[1]):
         for _ in range(20): f()
         t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
     rs.sort(); out["ms"].append(rs[2])
+    try:
+        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            for _ in range(3): f()
+        torch.cuda.current_stream().wait_stream(st)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(20): f()
+        g.replay(); torch.cuda.synchronize()
+        gs = []
+        for _ in range(5):
+            s.record(); g.replay(); t.record(); t.synchronize(); gs.append(s.elapsed_time(t) / 20)
+        gs.sort(); out["graph_ms"].append(gs[2])
+    except Exception as ex:
+        out["graph_ms"].append(None); out.setdefault("graph_errors", []).append(str(ex)[:200])
 print(json.dumps(out))
 "#;
 
@@ -1146,10 +1161,12 @@ pub fn conv_section(
         println!("benchmarking build for conv {n} {l:?} {dt} nhwc={nhwc}:");
         let bench_ms = time(true)?;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
+        let graph_ms = torch["graph_ms"].get(i).and_then(|v| v.as_f64());
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let row = json!({"n": n, "layer": l, "dtype": dt, "layout": if *nhwc {"NHWC"} else {"NCHW"},
             "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
-            "ratio_vs_torch": torch_ms.map(|t| t / ms), "bench_ms": bench_ms,
+            "ratio_vs_torch": torch_ms.map(|t| t / ms), "torch_graph_ms": graph_ms,
+            "ratio_vs_graph": graph_ms.map(|t| t / ms), "bench_ms": bench_ms,
             "ratio_bench_vs_torch": torch_ms.map(|t| t / bench_ms)});
         println!("conv: {row}");
         rows.push(row);
@@ -1299,12 +1316,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
     if names.contains(&"dgrad") {
         let (checks, rows) = dgrad_section(gpu, cpu)?;
         t += &format!(
-            "Conv dgrad f16 NHWC, batch 32 ({} checks passed):\n\n| layer | hipdnn-rs | PyTorch | ours/torch speed |\n|---|---|---|---|\n",
+            "Conv dgrad f16 NHWC, batch 32 ({} checks passed), vs PyTorch eager and replayed from a CUDA graph:\n\n| layer | hipdnn-rs | PyTorch eager | ours/eager | PyTorch graph | ours/graph |\n|---|---|---|---|---|---|\n",
             checks.len()
         );
         for r in &rows {
             t += &format!(
-                "| {} | {:.3} ms | {} | {} |\n",
+                "| {} | {:.3} ms | {} | {} | {} | {} |\n",
                 r["layer"],
                 r["ms"].as_f64().unwrap_or(0.0),
                 r["torch_ms"]
@@ -1312,6 +1329,14 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
                     .map(|v| format!("{v:.3} ms"))
                     .unwrap_or_else(|| "n/a".into()),
                 r["ratio_vs_torch"]
+                    .as_f64()
+                    .map(|v| format!("{v:.2}×"))
+                    .unwrap_or_else(|| "n/a".into()),
+                r["torch_graph_ms"]
+                    .as_f64()
+                    .map(|v| format!("{v:.3} ms"))
+                    .unwrap_or_else(|| "n/a".into()),
+                r["ratio_vs_graph"]
                     .as_f64()
                     .map(|v| format!("{v:.2}×"))
                     .unwrap_or_else(|| "n/a".into()),
@@ -1395,7 +1420,7 @@ except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
-out = {"ms": []}
+out = {"ms": [], "graph_ms": []}
 for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
     cl = torch.channels_last
     x = torch.randn(n, c, h, h, device="cuda", dtype=torch.float16).to(memory_format=cl)
@@ -1411,6 +1436,21 @@ for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
         for _ in range(20): f()
         t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
     rs.sort(); out["ms"].append(rs[2])
+    try:
+        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            for _ in range(3): f()
+        torch.cuda.current_stream().wait_stream(st)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(20): f()
+        g.replay(); torch.cuda.synchronize()
+        gs = []
+        for _ in range(5):
+            s.record(); g.replay(); t.record(); t.synchronize(); gs.append(s.elapsed_time(t) / 20)
+        gs.sort(); out["graph_ms"].append(gs[2])
+    except Exception as ex:
+        out["graph_ms"].append(None); out.setdefault("graph_errors", []).append(str(ex)[:200])
 print(json.dumps(out))
 "#;
 
@@ -1464,8 +1504,10 @@ pub fn dgrad_section(
         let c = cc(32, l[0], l[1], l[2], l[3], l[4], l[5], true);
         let ms = time_dgrad(gpu, c)?;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
+        let graph_ms = torch["graph_ms"].get(i).and_then(|v| v.as_f64());
         let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms,
-            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms)});
+            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms),
+            "torch_graph_ms": graph_ms, "ratio_vs_graph": graph_ms.map(|t| t / ms)});
         println!("dgrad: {row}");
         rows.push(row);
     }

@@ -215,7 +215,7 @@ except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
-out = {"ms": [], "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
+out = {"ms": [], "graph_ms": [], "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
 for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
     cl = torch.channels_last
     x = torch.randn(n, c, h, h, device="cuda", dtype=torch.float16).to(memory_format=cl)
@@ -231,6 +231,21 @@ for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
         for _ in range(20): f()
         t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
     rs.sort(); out["ms"].append(rs[2])
+    try:
+        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            for _ in range(3): f()
+        torch.cuda.current_stream().wait_stream(st)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(20): f()
+        g.replay(); torch.cuda.synchronize()
+        gs = []
+        for _ in range(5):
+            s.record(); g.replay(); t.record(); t.synchronize(); gs.append(s.elapsed_time(t) / 20)
+        gs.sort(); out["graph_ms"].append(gs[2])
+    except Exception as ex:
+        out["graph_ms"].append(None); out.setdefault("graph_errors", []).append(str(ex)[:200])
 print(json.dumps(out))
 "#;
 
@@ -287,9 +302,11 @@ pub fn section(
         let (bench_ms, _) = time(gpu, c, true)?;
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
+        let graph_ms = torch["graph_ms"].get(i).and_then(|v| v.as_f64());
         let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms,
             "tflops": flops / (ms * 1e-3) / 1e12, "workspace_bytes": workspace,
             "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms),
+            "torch_graph_ms": graph_ms, "ratio_vs_graph": graph_ms.map(|t| t / ms),
             "bench_ms": bench_ms, "ratio_bench_vs_torch": torch_ms.map(|t| t / bench_ms)});
         println!("wgrad: {row}");
         rows.push(row);
@@ -300,12 +317,12 @@ pub fn section(
 /// The markdown table of [`section`]'s rows.
 pub fn table(checks: usize, rows: &[serde_json::Value], torch: &serde_json::Value) -> String {
     let mut t = format!(
-        "\nConv wgrad f16 NHWC, batch 32 ({checks} wgrad correctness cases passed, each executed twice with identical bits) vs PyTorch `aten.convolution_backward` (weight gradient only, cuDNN), torch {} cuDNN {}:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs (static rule) | TFLOP/s | workspace | PyTorch | ours/torch speed | benchmarked plan | its speed vs torch |\n|---|---|---|---|---|---|---|---|\n",
+        "\nConv wgrad f16 NHWC, batch 32 ({checks} wgrad correctness cases passed, each executed twice with identical bits) vs PyTorch `aten.convolution_backward` (weight gradient only, cuDNN), torch {} cuDNN {}, eager and replayed from a CUDA graph:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs (static rule) | TFLOP/s | workspace | PyTorch eager | ours/eager | PyTorch graph | ours/graph | benchmarked plan | its speed vs eager |\n|---|---|---|---|---|---|---|---|---|---|\n",
         torch["torch"], torch["cudnn"]
     );
     for r in rows {
         t += &format!(
-            "| {} | {:.3} ms | {:.0} | {} KiB | {} | {} | {:.3} ms | {} |\n",
+            "| {} | {:.3} ms | {:.0} | {} KiB | {} | {} | {} | {} | {:.3} ms | {} |\n",
             r["layer"],
             r["ms"].as_f64().unwrap_or(0.0),
             r["tflops"].as_f64().unwrap_or(0.0),
@@ -315,6 +332,14 @@ pub fn table(checks: usize, rows: &[serde_json::Value], torch: &serde_json::Valu
                 .map(|v| format!("{v:.3} ms"))
                 .unwrap_or_else(|| "n/a".into()),
             r["ratio_vs_torch"]
+                .as_f64()
+                .map(|v| format!("{v:.2}×"))
+                .unwrap_or_else(|| "n/a".into()),
+            r["torch_graph_ms"]
+                .as_f64()
+                .map(|v| format!("{v:.3} ms"))
+                .unwrap_or_else(|| "n/a".into()),
+            r["ratio_vs_graph"]
                 .as_f64()
                 .map(|v| format!("{v:.2}×"))
                 .unwrap_or_else(|| "n/a".into()),
