@@ -24,6 +24,7 @@ use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
 use crate::ingestor::packs::gather;
 use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
+use crate::ingestor::packs::norm_bwd;
 use crate::ingestor::packs::norm_fwd;
 use crate::ingestor::packs::pointwise_v3;
 use crate::ingestor::packs::pool_fwd;
@@ -93,6 +94,9 @@ pack_families! {
     BatchnormFwd => FamilyDecl::triton::<batchnorm_fwd::BatchnormFwdInputs>(),
     /// Triton row gather, the `hipdnn_rs.gather` custom op (`family: "gather"`).
     Gather => FamilyDecl::triton::<gather::GatherInputs>(),
+    /// Triton layernorm and rmsnorm backward: dx, and dscale/dbias through a deterministic
+    /// split reduction (`family: "norm_bwd"`).
+    NormBwd => FamilyDecl::triton::<norm_bwd::NormBwdInputs>(),
 }
 
 impl PackFamily {
@@ -130,7 +134,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
 /// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`,
-/// `hipkernel.gather.dispatch.v1`) under their
+/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`) under their
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();

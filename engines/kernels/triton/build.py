@@ -28,7 +28,8 @@ FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdp
             "reduce_fwd",
             "pool_fwd",
             "batchnorm_fwd",
-            "gather"]
+            "gather",
+            "norm_bwd"]
 
 
 def entries(arches, families):

@@ -13,6 +13,7 @@ pub mod conv_fprop;
 pub mod conv_wgrad;
 pub mod gather;
 pub mod matmul;
+pub mod norm_bwd;
 pub mod norm_fwd;
 pub mod pointwise_v3;
 pub mod pool_fwd;
