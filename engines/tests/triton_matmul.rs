@@ -21,6 +21,7 @@ use hipdnn_engines::ingestor::packs::gather::{GATHER_V1, GatherInputs};
 use hipdnn_engines::ingestor::packs::matmul::{
     MATMUL_V1, MATMUL_V2, MatmulHandler, MatmulInputs, param_names, signature,
 };
+use hipdnn_engines::ingestor::packs::norm_bwd::{self, NORM_BWD_V1};
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
 use hipdnn_engines::ingestor::packs::pool_fwd::{self, RESAMPLE_FWD_V1};
@@ -37,6 +38,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "conv_dgrad" => conv_dgrad::signature(spec),
         "conv_wgrad" => conv_wgrad::signature(spec),
         "norm_fwd" => norm_fwd::signature(spec),
+        "norm_bwd" => norm_bwd::signature(spec),
         "sdpa_fwd" => sdpa_fwd::signature(spec),
         "pointwise_fused" => pointwise_v3::signature(spec),
         "reduce_fwd" => reduce_fwd::signature(spec),
@@ -191,6 +193,24 @@ fn every_triton_entry_records_its_launch_facts() {
                     k["divisibility_16"],
                     serde_json::json!(["C", "K", "res_ptr", "w_ptr", "ws_ptr", "x_ptr", "y_ptr"])
                 );
+            } else if spec && family == "norm_bwd" {
+                for n in ["sdyc", "sxc", "sdxc", "ssc", "sdsc", "sdbc"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!([
+                        "cols",
+                        "dx_ptr",
+                        "dy_ptr",
+                        "scale_ptr",
+                        "sdxr",
+                        "sdyr",
+                        "sxr",
+                        "x_ptr"
+                    ])
+                );
+                assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
             } else if spec && family == "norm_fwd" {
                 for n in ["sxc", "syc", "ssc", "sbc"] {
                     assert_eq!(ce[n], 1, "{n}");
@@ -429,6 +449,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "conv_dgrad" => (CONV_DGRAD_V1, "hipdnn_conv_dgrad"),
                 "conv_wgrad" => (CONV_WGRAD_V1, "hipdnn_conv_wgrad"),
                 "norm_fwd" => (NORM_FWD_V1, "hipdnn_norm_fwd"),
+                "norm_bwd" => (NORM_BWD_V1, "hipdnn_norm_bwd"),
                 "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
                 "pointwise_fused" if cfg.spec => (POINTWISE_V3, "hipdnn_pointwise_flat"),
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
@@ -494,6 +515,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "conv_wgrad",
             "gather",
             "matmul",
+            "norm_bwd",
             "norm_fwd",
             "pointwise_fused",
             "pool_fwd",
