@@ -406,16 +406,20 @@ fn gpu_census(args: &Args) -> Res<()> {
             opt,
         }),
     };
-    let mut refused = 0;
+    let (n, mut on_gpu) = (graphs.len(), 0);
     for mut g in graphs {
         let name = g.name().to_string();
         match g.build(&handle) {
-            Ok(()) => println!(
-                "gpu census: {name}: {}",
-                g.engine_name().unwrap_or("(no engine name)")
-            ),
+            Ok(()) => {
+                let engine = g.engine_name().unwrap_or("(no engine name)").to_string();
+                // A GPU handle also has the CPU reference engine: a plan no GPU engine takes
+                // lands there.
+                let gpu = !engine.starts_with("hipdnn.reference");
+                on_gpu += usize::from(gpu);
+                let where_ = if gpu { "GPU" } else { "CPU fallback" };
+                println!("gpu census: {name}: {engine} ({where_})");
+            }
             Err(e) => {
-                refused += 1;
                 let msg = e.to_string();
                 println!(
                     "gpu census: {name}: refused: {}",
@@ -424,7 +428,7 @@ fn gpu_census(args: &Args) -> Res<()> {
             }
         }
     }
-    println!("gpu census: {refused} plan(s) refused on the GPU");
+    println!("gpu census: {on_gpu} of {n} plans run on a GPU engine");
     Ok(())
 }
 
