@@ -11,5 +11,6 @@ pub mod graph;
 pub mod head;
 pub mod launch;
 pub(crate) mod prelude;
+pub mod rows;
 pub mod tables;
 pub mod triton;

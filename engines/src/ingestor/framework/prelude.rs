@@ -15,6 +15,7 @@ pub(crate) use super::graph::{
 pub(crate) use super::launch::{
     block_geometry, chunk_rule, spec_hints, static_rule, tile_config_ints, tile_config_of,
 };
+pub(crate) use super::rows::NormRows;
 pub(crate) use super::triton::{TritonConfig, natural_signature};
 pub(crate) use crate::ingestor::descriptor::KernelDescriptor;
 pub(crate) use crate::ingestor::device::{KernelArgValue, LaunchGeometry};

@@ -327,63 +327,10 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let n = read_node(&one_node(graph, "norm_fwd", "layernorm or rmsnorm")?)?;
     let xt = tensor(graph, n.x)?;
     let dtype = float_dtype(&xt, "norm_fwd", "x")?;
-    let (xd, _) = dims_strides(&xt);
-    let r = xd.len();
-    if r == 0 || xd.iter().any(|d| *d < 1) {
-        return Err(na(format!(
-            "the norm_fwd pack needs x dims of at least 1; x {xd:?}"
-        )));
-    }
     let st = tensor(graph, n.scale)?;
-    let (sd, _) = dims_strides(&st);
-    if sd.len() > r {
-        return Err(na(format!(
-            "the norm_fwd pack: scale dims {sd:?} have more axes than x {xd:?}"
-        )));
-    }
-    let off = r - sd.len();
-    let aligned = |d: &[i64], i: usize| if i >= off { d[i - off] } else { 1 };
-    // First normalized axis (the reference engine's rule).
-    let first = if n.ndc == 0 {
-        (1..r).find(|&i| aligned(&sd, i) != 1).unwrap_or(1).min(r)
-    } else if n.ndc < 0 || n.ndc as usize > r {
-        return Err(na(format!(
-            "the norm_fwd pack: normalized_dim_count {} is not in [0, {r}]",
-            n.ndc
-        )));
-    } else {
-        r - n.ndc as usize
-    };
-    let max = i64::from(i32::MAX);
-    let volume = |d: &[i64]| d.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-    let (rows, cols) = match (volume(&xd[..first]), volume(&xd[first..])) {
-        (Some(r), Some(c)) if r <= max && c <= max => (r, c),
-        _ => {
-            return Err(na(format!(
-                "the norm_fwd pack needs at most 2147483647 rows and columns; x {xd:?} normalized from axis {first}"
-            )));
-        }
-    };
-    let fits = |v: i64| (0..=max).contains(&v);
-    let row_col = |what: &str, t: &TensorAttributes<'_>| -> PluginResult<(i64, i64)> {
-        let (d, s) = dims_strides(t);
-        if d != xd {
-            return Err(na(format!(
-                "the norm_fwd pack: {what} dims {d:?} differ from x {xd:?}"
-            )));
-        }
-        match (
-            collapse(&d[..first], &s[..first]),
-            collapse(&d[first..], &s[first..]),
-        ) {
-            (Some(a), Some(b)) if fits(a) && fits(b) => Ok((a, b)),
-            _ => Err(na(format!(
-                "the norm_fwd pack needs {what}'s row axes {:?} and normalized axes {:?} each to collapse to one stride in [0, 2147483647]; strides {s:?}",
-                &d[..first],
-                &d[first..]
-            ))),
-        }
-    };
+    let view = NormRows::read("norm_fwd", &xt, &st, n.ndc)?;
+    let (rows, cols) = (view.rows, view.cols);
+    let row_col = |what: &str, t: &TensorAttributes<'_>| view.row_col(what, t);
     let yt = tensor(graph, n.y)?;
     let (sxr, sxc) = row_col("x", &xt)?;
     let (syr, syc) = row_col("y", &yt)?;
@@ -392,34 +339,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
         |what: &str, t: &TensorAttributes<'_>, bit| f32_bit(t, dtype, "norm_fwd", what, bit);
     flags |= typed("y", &yt, FLAG_Y_F32)?;
     // scale and bias: dim 1 on the row axes; x's dims or all 1 on the normalized axes.
-    let affine = |what: &str, t: &TensorAttributes<'_>| -> PluginResult<i64> {
-        let (d, s) = dims_strides(t);
-        if d.len() > r {
-            return Err(na(format!(
-                "the norm_fwd pack: {what} dims {d:?} have more axes than x {xd:?}"
-            )));
-        }
-        let o = r - d.len();
-        let dim = |i: usize| if i >= o { d[i - o] } else { 1 };
-        let stride = |i: usize| if i >= o { s[i - o] } else { 0 };
-        let rows_one = (0..first).all(|i| dim(i) == 1);
-        let all_one = (first..r).all(|i| dim(i) == 1);
-        let full = (first..r).all(|i| dim(i) == xd[i]);
-        let st = if rows_one && all_one {
-            Some(0)
-        } else if rows_one && full {
-            let nd: Vec<i64> = (first..r).map(dim).collect();
-            let ns: Vec<i64> = (first..r).map(stride).collect();
-            collapse(&nd, &ns).filter(|v| fits(*v))
-        } else {
-            None
-        };
-        st.ok_or_else(|| {
-            na(format!(
-                "the norm_fwd pack needs {what} with dim 1 on x's row axes and x's dims (collapsing to one stride) or 1 on the normalized axes; {what} dims {d:?} strides {s:?}, x {xd:?}, normalized from axis {first}"
-            ))
-        })
-    };
+    let affine = |what: &str, t: &TensorAttributes<'_>| view.per_column(what, t, true);
     flags |= typed("scale", &st, FLAG_SCALE_F32)?;
     let ssc = affine("scale", &st)?;
     let mut sbc = 0;
@@ -431,13 +351,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<NormFwdInputs> {
     let stat = |what: &str, u: i64| -> PluginResult<(i64, i64)> {
         let t = tensor(graph, u)?;
         let bit = typed(what, &t, FLAG_STATS_F32)?;
-        let (d, s) = dims_strides(&t);
-        match (volume(&d), collapse(&d, &s)) {
-            (Some(v), Some(c)) if v == rows && fits(c) => Ok((c, bit)),
-            _ => Err(na(format!(
-                "the norm_fwd pack needs {what} with {rows} values whose dims collapse to one stride; dims {d:?} strides {s:?}"
-            ))),
-        }
+        Ok((view.per_row(what, &t)?, bit))
     };
     let (mut smr, mut sir) = (0, 0);
     if let Some(u) = n.mean {
