@@ -63,12 +63,39 @@ fn sweep() -> bool {
     std::env::var_os("HIPDNN_BENCH_SWEEP").is_some()
 }
 
+/// Put before every PyTorch peer script: `graph_ms(f)`, the median ms per call of `f` replayed
+/// from a CUDA graph of 20 calls (5 rounds between CUDA events, after 3 warm-up calls on a side
+/// stream), or `None` when the capture fails (the reason appended to `GRAPH_ERRORS`): the
+/// kernel-only peer beside the eager one.
+const TORCH_PRELUDE: &str = r#"
+GRAPH_ERRORS = []
+def graph_ms(f, calls=20):
+    import torch
+    try:
+        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(st):
+            for _ in range(3): f()
+        torch.cuda.current_stream().wait_stream(st)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            for _ in range(calls): f()
+        g.replay(); torch.cuda.synchronize()
+        s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        rs = []
+        for _ in range(5):
+            s.record(); g.replay(); t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / calls)
+        rs.sort(); return rs[2]
+    except Exception as ex:
+        GRAPH_ERRORS.append(str(ex)[:200]); return None
+"#;
+
 /// Runs a PyTorch peer script (`python3 -c script arg`) and parses the JSON it prints on
 /// stdout; when python3 cannot start or prints no JSON, `{"error": <why or its stderr>}`
 /// (the tables then show `n/a` for the peer).
 fn torch_json(script: &str, arg: &str) -> serde_json::Value {
+    let script = format!("{TORCH_PRELUDE}{script}");
     match std::process::Command::new("python3")
-        .args(["-c", script, arg])
+        .args(["-c", &script, arg])
         .output()
     {
         Ok(o) => serde_json::from_slice(&o.stdout)
@@ -1059,21 +1086,8 @@ for (n, c, h, k, r, pad, stride, nhwc, dt) in json.loads(sys.argv[1]):
         for _ in range(20): f()
         t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
     rs.sort(); out["ms"].append(rs[2])
-    try:
-        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(st):
-            for _ in range(3): f()
-        torch.cuda.current_stream().wait_stream(st)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(20): f()
-        g.replay(); torch.cuda.synchronize()
-        gs = []
-        for _ in range(5):
-            s.record(); g.replay(); t.record(); t.synchronize(); gs.append(s.elapsed_time(t) / 20)
-        gs.sort(); out["graph_ms"].append(gs[2])
-    except Exception as ex:
-        out["graph_ms"].append(None); out.setdefault("graph_errors", []).append(str(ex)[:200])
+    out["graph_ms"].append(graph_ms(f))
+out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
 
@@ -1436,21 +1450,8 @@ for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
         for _ in range(20): f()
         t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
     rs.sort(); out["ms"].append(rs[2])
-    try:
-        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(st):
-            for _ in range(3): f()
-        torch.cuda.current_stream().wait_stream(st)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(20): f()
-        g.replay(); torch.cuda.synchronize()
-        gs = []
-        for _ in range(5):
-            s.record(); g.replay(); t.record(); t.synchronize(); gs.append(s.elapsed_time(t) / 20)
-        gs.sort(); out["graph_ms"].append(gs[2])
-    except Exception as ex:
-        out["graph_ms"].append(None); out.setdefault("graph_errors", []).append(str(ex)[:200])
+    out["graph_ms"].append(graph_ms(f))
+out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
 

@@ -272,19 +272,8 @@ for rows, cols in json.loads(sys.argv[1]):
             twenty = lambda: [f() for _ in range(20)]
             for _ in range(5): f()
             out["eager_ms"][key] = timed(twenty)
-            try:
-                s = torch.cuda.Stream(); s.wait_stream(torch.cuda.current_stream())
-                with torch.cuda.stream(s):
-                    for _ in range(3): f()
-                torch.cuda.current_stream().wait_stream(s)
-                g = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(g):
-                    twenty()
-                g.replay(); torch.cuda.synchronize()
-                out["graph_ms"][key] = timed(g.replay)
-            except Exception as ex:
-                out["graph_ms"][key] = None
-                out.setdefault("graph_errors", {})[key] = str(ex)[:200]
+            out["graph_ms"][key] = graph_ms(f)
+out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
 

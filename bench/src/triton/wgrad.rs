@@ -231,21 +231,8 @@ for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
         for _ in range(20): f()
         t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
     rs.sort(); out["ms"].append(rs[2])
-    try:
-        st = torch.cuda.Stream(); st.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(st):
-            for _ in range(3): f()
-        torch.cuda.current_stream().wait_stream(st)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            for _ in range(20): f()
-        g.replay(); torch.cuda.synchronize()
-        gs = []
-        for _ in range(5):
-            s.record(); g.replay(); t.record(); t.synchronize(); gs.append(s.elapsed_time(t) / 20)
-        gs.sort(); out["graph_ms"].append(gs[2])
-    except Exception as ex:
-        out["graph_ms"].append(None); out.setdefault("graph_errors", []).append(str(ex)[:200])
+    out["graph_ms"].append(graph_ms(f))
+out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
 
