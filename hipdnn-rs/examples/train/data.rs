@@ -185,6 +185,41 @@ impl Sequences {
     }
 }
 
+/// Builds every graph of a model's step on `handle`, in order.
+///
+/// # Errors
+/// The first graph's build error.
+pub fn build_graphs(
+    handle: &hipdnn::Handle,
+    mut graphs: Vec<hipdnn::Graph>,
+) -> hipdnn::Result<Vec<hipdnn::Graph>> {
+    for g in &mut graphs {
+        g.build(handle)?;
+    }
+    Ok(graphs)
+}
+
+/// Loads a model's saved plans (`to_binary` bytes, in plan order) on `handle`.
+///
+/// # Errors
+/// The first `Graph::from_binary` error.
+pub fn load_graphs(
+    handle: &hipdnn::Handle,
+    bins: &[Vec<u8>],
+) -> hipdnn::Result<Vec<hipdnn::Graph>> {
+    bins.iter()
+        .map(|b| hipdnn::Graph::from_binary(handle, b))
+        .collect()
+}
+
+/// Every plan's `to_binary` bytes, in order.
+///
+/// # Errors
+/// The first `to_binary` error.
+pub fn save_graphs(graphs: &[hipdnn::Graph]) -> hipdnn::Result<Vec<Vec<u8>>> {
+    graphs.iter().map(hipdnn::Graph::to_binary).collect()
+}
+
 /// The example indices of every step: each epoch a Fisher–Yates shuffle of `0..train` drawn
 /// from `Rng(seed + 1 + epoch)`, cut into whole batches.
 pub fn batches(seed: u64, train: usize, batch: usize, steps: usize) -> Vec<Vec<usize>> {

@@ -480,25 +480,19 @@ impl Plans {
 
     /// Builds every plan for `hyper` on `handle`.
     pub fn build(handle: &Handle, hyper: Hyper) -> hipdnn::Result<Plans> {
-        let mut graphs = Self::graphs(hyper);
-        for g in &mut graphs {
-            g.build(handle)?;
-        }
+        let graphs = data::build_graphs(handle, Self::graphs(hyper))?;
         Ok(Plans { graphs })
     }
 
     /// Loads saved plans (`to_binary` bytes, [`plan_files`] order).
     pub fn load(handle: &Handle, bins: &[Vec<u8>]) -> hipdnn::Result<Plans> {
-        let graphs = bins
-            .iter()
-            .map(|b| Graph::from_binary(handle, b))
-            .collect::<hipdnn::Result<Vec<_>>>()?;
+        let graphs = data::load_graphs(handle, bins)?;
         Ok(Plans { graphs })
     }
 
     /// Every plan's `to_binary` bytes.
     pub fn save(&self) -> hipdnn::Result<Vec<Vec<u8>>> {
-        self.graphs.iter().map(|g| g.to_binary()).collect()
+        data::save_graphs(&self.graphs)
     }
 
     fn get(&self, p: Plan) -> &Graph {
