@@ -38,7 +38,7 @@ use hipdnn_engines::reference::ops::norm::layernorm_into;
 use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
 use hipdnn_engines::reference::ops::softmax::softmax_into;
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec};
-use hipdnn_schema::graph::{CustomOpAttributes, CustomOpAttributesArgs, DataType, NodeAttributes};
+use hipdnn_schema::graph::DataType;
 use ndarray::{ArrayD, IxDyn};
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write};
@@ -474,21 +474,7 @@ fn time_gather(v: usize, h: usize, n: usize) -> f64 {
         DataType::FLOAT,
         &[n as i64, h as i64],
     ));
-    g.node(
-        "gather",
-        Box::new(|fbb| {
-            let args = CustomOpAttributesArgs {
-                custom_op_id: Some(fbb.create_string(GATHER_OP_ID)),
-                input_tensor_uids: Some(fbb.create_vector(&[1i64, 2])),
-                output_tensor_uids: Some(fbb.create_vector(&[3i64])),
-                data: None,
-            };
-            (
-                NodeAttributes::CustomOpAttributes,
-                CustomOpAttributes::create(fbb, &args).as_union_value(),
-            )
-        }),
-    );
+    g.custom_op("gather", GATHER_OP_ID, &[1, 2], &[3], &[]);
     let graph = OperationGraph::from_bytes(&g.build()).expect("gather graph");
     let engine = ReferenceEngine::new();
     let config = EngineConfig {

@@ -8,9 +8,7 @@ use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::ops::gather::GATHER_OP_ID;
 use hipdnn_engines::reference::ReferenceEngine;
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, run_graph};
-use hipdnn_schema::graph::{
-    CustomOpAttributes, CustomOpAttributesArgs, DataType as DT, NodeAttributes,
-};
+use hipdnn_schema::graph::DataType as DT;
 
 /// table (UID 1, (v, h) of `dt`, column-major when asked) gathered by INT64 ids (UID 2, (n))
 /// into y (UID 3, (n, h) of `dt`).
@@ -23,21 +21,7 @@ fn gather(dt: DT, (v, h, n): (i64, i64, i64), column_major: bool) -> GraphBuilde
     g.tensor(t)
         .tensor(TensorSpec::new(2, "ids", DT::INT64, &[n]))
         .tensor(TensorSpec::new(3, "y", dt, &[n, h]));
-    g.node(
-        "gather",
-        Box::new(|fbb| {
-            let args = CustomOpAttributesArgs {
-                custom_op_id: Some(fbb.create_string(GATHER_OP_ID)),
-                input_tensor_uids: Some(fbb.create_vector(&[1i64, 2])),
-                output_tensor_uids: Some(fbb.create_vector(&[3i64])),
-                data: None,
-            };
-            (
-                NodeAttributes::CustomOpAttributes,
-                CustomOpAttributes::create(fbb, &args).as_union_value(),
-            )
-        }),
-    );
+    g.custom_op("gather", GATHER_OP_ID, &[1, 2], &[3], &[]);
     g
 }
 

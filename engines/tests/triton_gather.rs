@@ -22,9 +22,7 @@ use hipdnn_engines::ingestor::payload::decode_payload;
 use hipdnn_engines::ingestor::{KernelDescriptor, KpackCodeObjectReader};
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, run_graph};
 use hipdnn_engines::registry::pack_registry;
-use hipdnn_schema::graph::{
-    CustomOpAttributes, CustomOpAttributesArgs, DataType as DT, NodeAttributes,
-};
+use hipdnn_schema::graph::DataType as DT;
 use std::path::PathBuf;
 use std::sync::Arc;
 use support::FakeDevice;
@@ -62,25 +60,7 @@ fn gather_builder(
     g.tensor(t)
         .tensor(TensorSpec::new(2, "ids", idx, &[n]))
         .tensor(TensorSpec::new(3, "y", y_dt, &[n, h]));
-    g.node(
-        "gather",
-        Box::new(move |fbb| {
-            let id = fbb.create_string(GATHER_OP_ID);
-            let ins = fbb.create_vector(&[1i64, 2]);
-            let outs = fbb.create_vector(&[3i64]);
-            let data = (!data.is_empty()).then(|| fbb.create_vector(data));
-            let args = CustomOpAttributesArgs {
-                custom_op_id: Some(id),
-                input_tensor_uids: Some(ins),
-                output_tensor_uids: Some(outs),
-                data,
-            };
-            (
-                NodeAttributes::CustomOpAttributes,
-                CustomOpAttributes::create(fbb, &args).as_union_value(),
-            )
-        }),
-    );
+    g.custom_op("gather", GATHER_OP_ID, &[1, 2], &[3], data);
     g
 }
 

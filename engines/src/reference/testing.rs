@@ -211,6 +211,34 @@ impl GraphBuilder {
             }),
         )
     }
+    /// Adds a custom-op node `custom_op_id(ins) → outs` carrying `data` (no data vector when
+    /// empty), e.g. the `hipdnn_rs.gather` row gather.
+    pub fn custom_op(
+        &mut self,
+        name: &str,
+        id: &'static str,
+        ins: &[i64],
+        outs: &[i64],
+        data: &'static [u8],
+    ) -> &mut Self {
+        use hipdnn_schema::graph::{CustomOpAttributes, CustomOpAttributesArgs};
+        let (ins, outs) = (ins.to_vec(), outs.to_vec());
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                let args = CustomOpAttributesArgs {
+                    custom_op_id: Some(fbb.create_string(id)),
+                    input_tensor_uids: Some(fbb.create_vector(&ins)),
+                    output_tensor_uids: Some(fbb.create_vector(&outs)),
+                    data: (!data.is_empty()).then(|| fbb.create_vector(data)),
+                };
+                (
+                    NodeAttributes::CustomOpAttributes,
+                    CustomOpAttributes::create(fbb, &args).as_union_value(),
+                )
+            }),
+        )
+    }
     /// Adds a convolution forward node `x, w → y` with the padding, stride, dilation and mode
     /// of `geo` (the engine's own parsed form of those attributes).
     pub fn conv_fprop(
