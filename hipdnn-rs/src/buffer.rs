@@ -5,11 +5,13 @@
 //! asks for up to 64). Host buffers live in ordinary memory; device buffers (when a GPU engine
 //! serves the handle) live on the handle's GPU and are copied on `to_vec`.
 //!
-//! A [`VariantPack`] binds tensor UIDs to buffers for one `execute` call (upstream: the
-//! `std::unordered_map<int64_t, void*>` variant pack). Inputs are bound by shared reference,
-//! outputs by mutable reference, so the borrow checker rules out a buffer written while read.
+//! A [`VariantPack`] binds tensors to buffers for one `execute` call (upstream: the
+//! `std::unordered_map<int64_t, void*>` variant pack) — by UID, by [`crate::TensorId`] or by
+//! tensor name (as cuDNN frontend binds by tensor object), the last two resolved against the
+//! graph at execute time. Inputs are bound by shared reference, outputs by mutable reference,
+//! so the borrow checker rules out a buffer written while read.
 
-use crate::{Error, ErrorCode, Handle};
+use crate::{Error, ErrorCode, Graph, Handle, TensorId};
 use bytemuck::{Pod, Zeroable};
 use half::{bf16, f16};
 use hipdnn_backend::BufferRef;
@@ -701,16 +703,50 @@ impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
     }
 }
 
-/// Tensor UID → buffer bindings for one `execute` call.
+/// Tensor → buffer bindings for one `execute` call.
 ///
-/// The pack must contain every non-virtual tensor of the graph (runtime pass-by-value scalars
-/// too, as host buffers). Sizes and alignments are checked before the engine runs.
+/// A tensor is named by its UID ([`VariantPack::with`], [`VariantPack::input`],
+/// [`VariantPack::output`]), by its [`TensorId`] ([`VariantPack::bind`]) or by its name
+/// ([`VariantPack::named`]); the last two are resolved against the graph when
+/// `Graph::execute` runs, so they work with UIDs the build assigned. The pack must contain
+/// every non-virtual tensor of the graph (runtime pass-by-value scalars too, as host buffers;
+/// compile-time constant scalars need none). Sizes, element types and alignments are checked
+/// before the engine runs.
+///
+/// A tensor bound twice keeps its last binding, whichever way it was named.
+///
+/// # Example
+/// ```
+/// use hipdnn::{Buffer, Graph, Handle, PointwiseAttributes, PointwiseMode, TensorAttributes as T};
+/// use hipdnn::{DataType, VariantPack};
+/// # fn main() -> hipdnn::Result<()> {
+/// let mut g = Graph::new();
+/// let a = g.tensor(T::new("a").data_type(DataType::Float).dims([3]));
+/// let b = g.tensor(T::new("b").data_type(DataType::Float).dims([3]).uid(7));
+/// let y = g.pointwise(a, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
+/// g.set_output(y, true).set_tensor_name(y, "sum");
+/// let handle = Handle::cpu()?;
+/// g.build(&handle)?;
+/// let (ab, bb) = (Buffer::from_slice(&[1.0f32, 2.0, 3.0]), Buffer::from_slice(&[10.0f32; 3]));
+/// let mut yb = Buffer::<f32>::zeros(3);
+/// // By TensorId, by UID and by name: inputs `&buffer`, outputs `&mut buffer`.
+/// let pack = VariantPack::new().bind(a, &ab).input(7, &bb).named("sum", &mut yb);
+/// g.execute(&handle, pack, None)?;
+/// assert_eq!(yb.to_vec()?, [11.0, 12.0, 13.0]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Default)]
 pub struct VariantPack<'a> {
-    /// The bindings in binding order, handed to the backend as they are (no copy per execute).
+    /// The UID bindings in binding order, handed to the backend as they are (no copy per
+    /// execute).
     pub(crate) bindings: Vec<TensorBinding<'a>>,
     /// What `execute` checks of each binding, parallel to `bindings` (inline: no allocation).
     pub(crate) meta: smallvec::SmallVec<[BindMeta; 8]>,
+    /// Bindings by [`TensorId`] or name, resolved to UIDs by [`VariantPack::resolve`].
+    pending: Vec<Pending<'a>>,
+    /// Binding counter: which of two bindings of one tensor came last.
+    seq: u32,
 }
 
 /// What [`VariantPack`] keeps of a binding besides the memory.
@@ -721,6 +757,23 @@ pub(crate) struct BindMeta {
     pub(crate) element_type: Option<crate::DataType>,
     /// Bound read-only (by `&Buffer`): must not be a tensor the graph writes.
     pub(crate) read_only: bool,
+    /// When the binding was made (the pack's counter).
+    seq: u32,
+}
+
+/// How a binding made by [`VariantPack::bind`] or [`VariantPack::named`] names its tensor.
+#[derive(Debug)]
+enum TensorKey {
+    Id(TensorId),
+    Name(String),
+}
+
+/// A binding whose UID is found at execute time.
+#[derive(Debug)]
+struct Pending<'a> {
+    key: TensorKey,
+    data: BufferRef<'a>,
+    meta: BindMeta,
 }
 
 impl<'a> VariantPack<'a> {
@@ -729,6 +782,17 @@ impl<'a> VariantPack<'a> {
         VariantPack {
             bindings: Vec::new(),
             meta: smallvec::SmallVec::new(),
+            pending: Vec::new(),
+            seq: 0,
+        }
+    }
+
+    fn meta_of(&mut self, buffer: &impl Bind<'a>) -> BindMeta {
+        self.seq += 1;
+        BindMeta {
+            element_type: buffer.element_type(),
+            read_only: buffer.is_read_only(),
+            seq: self.seq,
         }
     }
 
@@ -737,19 +801,19 @@ impl<'a> VariantPack<'a> {
     /// `Graph::execute` refuses a `Buffer<T>` whose element type differs from the tensor's data
     /// type (a `Buffer<u8>` may carry a type without a Rust element, e.g. FP8).
     pub fn with(mut self, uid: i64, buffer: impl Bind<'a>) -> Self {
+        let meta = self.meta_of(&buffer);
+        self.push(uid, buffer.bind(), meta);
+        self
+    }
+
+    /// Adds a UID binding, replacing an earlier one of the same UID.
+    fn push(&mut self, uid: i64, data: BufferRef<'a>, meta: BindMeta) {
         if let Some(i) = self.bindings.iter().position(|b| b.uid == uid) {
             self.bindings.remove(i);
             self.meta.remove(i);
         }
-        self.meta.push(BindMeta {
-            element_type: buffer.element_type(),
-            read_only: buffer.is_read_only(),
-        });
-        self.bindings.push(TensorBinding {
-            uid,
-            data: buffer.bind(),
-        });
-        self
+        self.meta.push(meta);
+        self.bindings.push(TensorBinding { uid, data });
     }
 
     /// Binds `uid` to an input buffer (read only). `Graph::execute` refuses the pack when the
@@ -764,18 +828,151 @@ impl<'a> VariantPack<'a> {
         self.with(uid, buffer)
     }
 
-    /// Number of bound UIDs.
+    /// Binds the tensor `tensor` (the handle the graph returned for it) to a buffer:
+    /// `&buffer` for an input, `&mut buffer` for an output. The handle is resolved to the
+    /// tensor's UID when `Graph::execute` runs, so UIDs assigned by the build need not be
+    /// known. The checks of [`VariantPack::with`] apply.
+    ///
+    /// A [`TensorId`] is an index into its graph: a handle of another graph that happens to be
+    /// in range names this graph's tensor of that index.
+    ///
+    /// # Errors (at `Graph::execute`)
+    /// `INVALID_VALUE` when `tensor` is not a tensor of the graph (`the variant pack binds
+    /// tensor #9, but the graph has 4 tensors; …`) or is virtual (`the variant pack binds
+    /// tensor 'Matmul_0::C' (#2), which is virtual …`).
+    pub fn bind(mut self, tensor: TensorId, buffer: impl Bind<'a>) -> Self {
+        let meta = self.meta_of(&buffer);
+        self.pending.push(Pending {
+            key: TensorKey::Id(tensor),
+            data: buffer.bind(),
+            meta,
+        });
+        self
+    }
+
+    /// Binds the tensor named `name` ([`crate::TensorAttributes::name`]; an op output's
+    /// default name is `"<node>::<ROLE>"`, e.g. `Matmul_0::C`) to a buffer: `&buffer` for an
+    /// input, `&mut buffer` for an output. Resolved when `Graph::execute` runs.
+    ///
+    /// # Errors (at `Graph::execute`)
+    /// `INVALID_VALUE` when no tensor of the graph has that name (`the variant pack binds
+    /// tensor name 'q', but no tensor of the graph has that name; …`, listing the names
+    /// that take a buffer), when several do (`… names 2 tensors of the graph …`), or when the
+    /// one it names is virtual.
+    pub fn named(mut self, name: impl Into<String>, buffer: impl Bind<'a>) -> Self {
+        let meta = self.meta_of(&buffer);
+        self.pending.push(Pending {
+            key: TensorKey::Name(name.into()),
+            data: buffer.bind(),
+            meta,
+        });
+        self
+    }
+
+    /// Number of bindings (a tensor bound twice by different keys counts twice until
+    /// `execute` resolves them).
     pub fn len(&self) -> usize {
-        self.bindings.len()
+        self.bindings.len() + self.pending.len()
     }
 
     /// True when nothing is bound.
     pub fn is_empty(&self) -> bool {
-        self.bindings.is_empty()
+        self.bindings.is_empty() && self.pending.is_empty()
     }
 
-    /// The bound UIDs in binding order.
+    /// The UIDs bound by UID, in binding order (bindings by [`TensorId`] or name are resolved
+    /// at execute time and not listed).
     pub fn uids(&self) -> Vec<i64> {
         self.bindings.iter().map(|e| e.uid).collect()
     }
+
+    /// Turns the bindings by [`TensorId`] and by name into UID bindings against `g`; a later
+    /// binding of a tensor replaces an earlier one, whichever way each named it.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` naming the binding: a handle outside the graph, a name no tensor or
+    /// several tensors have, a virtual tensor, a tensor without a UID.
+    pub(crate) fn resolve(&mut self, g: &Graph) -> Result<(), Error> {
+        for p in std::mem::take(&mut self.pending) {
+            let uid = resolve_key(g, &p.key)?;
+            match self.bindings.iter().position(|b| b.uid == uid) {
+                Some(i) if self.meta[i].seq > p.meta.seq => {}
+                _ => self.push(uid, p.data, p.meta),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The UID of the tensor `key` names in `g`.
+fn resolve_key(g: &Graph, key: &TensorKey) -> Result<i64, Error> {
+    let id = match key {
+        TensorKey::Id(id) => {
+            if id.index() >= g.tensor_count() {
+                return Err(Error::invalid_value(format!(
+                    "the variant pack binds tensor #{}, but the graph has {} tensors; bind a TensorId this graph returned{}",
+                    id.index(),
+                    g.tensor_count(),
+                    if g.tensor_count() == 0 {
+                        " (a plan loaded without its graph binds by UID only)"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+            *id
+        }
+        TensorKey::Name(name) => match g.tensors_by_name(name).as_slice() {
+            [id] => *id,
+            [] => {
+                let names: Vec<String> = g
+                    .tensors()
+                    .filter(|(_, t)| {
+                        !t.is_virtual && (t.value.is_none() || t.is_runtime_pass_by_value)
+                    })
+                    .map(|(_, t)| format!("'{}'", t.name))
+                    .collect();
+                return Err(Error::invalid_value(if names.is_empty() {
+                    format!(
+                        "the variant pack binds tensor name '{name}', but the graph has no tensor that takes a buffer (a plan loaded without its graph binds by UID only)"
+                    )
+                } else {
+                    format!(
+                        "the variant pack binds tensor name '{name}', but no tensor of the graph has that name; the tensors that take a buffer are {}",
+                        names.join(", ")
+                    )
+                }));
+            }
+            many => {
+                let uids: Vec<String> = many
+                    .iter()
+                    .map(|&t| {
+                        g.tensor_attributes(t)
+                            .uid
+                            .map_or_else(|| format!("#{}", t.index()), |u| format!("uid {u}"))
+                    })
+                    .collect();
+                return Err(Error::invalid_value(format!(
+                    "the variant pack binds tensor name '{name}', which names {} tensors of the graph ({}); rename them (Graph::set_tensor_name) or bind by TensorId or UID",
+                    many.len(),
+                    uids.join(", ")
+                )));
+            }
+        },
+    };
+    let t = g.tensor_attributes(id);
+    if t.is_virtual {
+        return Err(Error::invalid_value(format!(
+            "the variant pack binds tensor '{}' (#{}), which is virtual: an intermediate has no buffer; mark it an output with Graph::set_output before build, or do not bind it",
+            t.name,
+            id.index()
+        )));
+    }
+    t.uid.ok_or_else(|| {
+        Error::invalid_value(format!(
+            "the variant pack binds tensor '{}' (#{}), which has no UID yet; build the graph first (build assigns UIDs)",
+            t.name,
+            id.index()
+        ))
+    })
 }

@@ -381,9 +381,11 @@ impl Graph {
         Ok(self.plan()?.workspace_size())
     }
 
-    /// Executes the active plan on the buffers of `pack` (tensor UID → buffer).
+    /// Executes the active plan on the buffers of `pack` (tensor → buffer).
     ///
-    /// Before the engine runs, every non-virtual tensor of the graph must be bound, and each
+    /// Bindings made by [`crate::TensorId`] or by name ([`VariantPack::bind`],
+    /// [`VariantPack::named`]) are first resolved to UIDs against this graph. Before the
+    /// engine runs, every non-virtual tensor of the graph must be bound, and each
     /// bound buffer must hold at least the tensor's extent (`(1 + Σ (dim−1)·stride)` elements
     /// of its data type, computed with checked arithmetic) and hold elements of the tensor's
     /// data type (`Buffer<T>` with `T::DATA_TYPE`); a plan loaded without a graph is checked
@@ -392,16 +394,19 @@ impl Graph {
     /// and may be `None` when that is 0.
     ///
     /// # Errors
-    /// `INVALID_VALUE` without a plan, for a missing tensor, a short buffer or workspace;
+    /// `INVALID_VALUE` without a plan, for a binding by id or name that does not resolve (a
+    /// handle outside the graph, an unknown or ambiguous name, a virtual tensor), for a
+    /// missing tensor, a short buffer or workspace;
     /// `HIPDNN_BACKEND_ERROR` when the backend or engine refuses (alignment, unknown UID,
     /// execution failure), with the backend status and message.
     pub fn execute(
         &self,
         handle: &Handle,
-        pack: VariantPack<'_>,
+        mut pack: VariantPack<'_>,
         workspace: Option<&mut Buffer<u8>>,
     ) -> Result<()> {
         let plan = self.plan()?;
+        pack.resolve(self)?;
         self.check_pack(&pack)?;
         // The backend's one workspace rule and message, reported as INVALID_VALUE here as the
         // SDK's other variant-pack refusals are.
