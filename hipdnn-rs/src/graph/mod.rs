@@ -31,6 +31,7 @@ mod build;
 mod bytes;
 pub mod error;
 mod flatbuffer_json;
+mod helpers;
 mod json;
 mod kinds;
 pub mod ops;
@@ -42,6 +43,7 @@ pub use build::BatchnormOutputs;
 pub use bytes::NOT_A_GRAPH;
 pub use error::{Cause, Error, ErrorCode, Result};
 pub use flatbuffer_json::JSON_VERSION;
+pub use helpers::Activation;
 pub use ops::*;
 pub use tensor::{
     NodeId, TensorAttributes, TensorId, TensorValue, layout_order, packed_strides, stride_order,
