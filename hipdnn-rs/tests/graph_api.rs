@@ -754,3 +754,235 @@ fn full_precision_and_non_finite_scalars_survive() {
         e.message
     );
 }
+
+/// The layout table of issue 32 item 1: the exact strides inferred for op outputs, per op and
+/// input layout. Outputs are packed (no padding, no stride 0) in the order the user reads:
+/// row-major over the output dims, or channels-last when the input that sets the layout is
+/// channels-last. An elementwise op keeps a permuted (transposed) input's order, as cuDNN
+/// frontend and PyTorch do; matmul is always row-major. For a binary op the layout comes from
+/// the first input that spans the output (a broadcast bias carries none).
+#[test]
+fn inferred_output_strides_follow_the_layout_table() {
+    fn input(g: &mut Graph, name: &str, dims: &[i64], strides: &[i64]) -> TensorId {
+        g.tensor(
+            TensorAttributes::new(name)
+                .data_type(DataType::Float)
+                .dims(dims.to_vec())
+                .strides(strides.to_vec()),
+        )
+    }
+    let relu = || PointwiseAttributes::with_mode(PointwiseMode::ReluFwd);
+    let add = || PointwiseAttributes::with_mode(PointwiseMode::Add);
+    // (case, input dims, input strides, output strides) for a unary pointwise op.
+    let unary: &[(&str, &[i64], &[i64], &[i64])] = &[
+        ("row-major", &[2, 3], &[3, 1], &[3, 1]),
+        ("broadcast row", &[2, 4], &[0, 1], &[4, 1]),
+        ("broadcast column", &[2, 4], &[1, 0], &[4, 1]),
+        ("broadcast middle", &[2, 3, 4], &[4, 0, 1], &[12, 4, 1]),
+        ("transposed", &[3, 2], &[1, 3], &[1, 3]),
+        ("padded rows", &[2, 3], &[8, 1], &[3, 1]),
+        ("padded transposed", &[3, 2], &[1, 4], &[1, 3]),
+        ("NCHW", &[2, 3, 4, 5], &[60, 20, 5, 1], &[60, 20, 5, 1]),
+        (
+            "NCHW padded W",
+            &[1, 3, 4, 4],
+            &[96, 32, 8, 1],
+            &[48, 16, 4, 1],
+        ),
+        ("NHWC", &[2, 3, 4, 5], &[60, 1, 15, 3], &[60, 1, 15, 3]),
+        (
+            "NHWC padded C",
+            &[1, 3, 2, 2],
+            &[16, 1, 8, 4],
+            &[12, 1, 6, 3],
+        ),
+        (
+            "NHWC one channel",
+            &[2, 1, 4, 5],
+            &[20, 1, 5, 1],
+            &[20, 20, 5, 1],
+        ),
+        (
+            "NDHWC",
+            &[1, 2, 2, 2, 2],
+            &[16, 1, 8, 4, 2],
+            &[16, 1, 8, 4, 2],
+        ),
+    ];
+    for (case, dims, strides, want) in unary {
+        let mut g = Graph::new();
+        let x = input(&mut g, "x", dims, strides);
+        let y = g.pointwise_unary(x, relu());
+        assert_eq!(&g.tensor_attributes(y).strides, want, "pointwise {case}");
+    }
+    // Binary ops: (case, a, b, output strides).
+    type T<'a> = (&'a [i64], &'a [i64]);
+    let binary: &[(&str, T, T, &[i64])] = &[
+        (
+            "NHWC + bias",
+            (&[2, 3, 2, 2], &[12, 1, 6, 3]),
+            (&[1, 3, 1, 1], &[3, 1, 1, 1]),
+            &[12, 1, 6, 3],
+        ),
+        (
+            "bias + NHWC",
+            (&[1, 3, 1, 1], &[3, 1, 1, 1]),
+            (&[2, 3, 2, 2], &[12, 1, 6, 3]),
+            &[12, 1, 6, 3],
+        ),
+        (
+            "broadcast + transposed",
+            (&[2, 4], &[0, 1]),
+            (&[2, 4], &[1, 2]),
+            &[1, 2],
+        ),
+        (
+            "row + column vector",
+            (&[4, 1], &[1, 1]),
+            (&[1, 5], &[5, 1]),
+            &[5, 1],
+        ),
+        (
+            "padded + NCHW",
+            (&[1, 2, 2, 2], &[16, 8, 4, 1]),
+            (&[1, 2, 2, 2], &[4, 1, 4, 2]),
+            &[8, 4, 2, 1],
+        ),
+    ];
+    for (case, (ad, as_), (bd, bs), want) in binary {
+        let mut g = Graph::new();
+        let a = input(&mut g, "a", ad, as_);
+        let b = input(&mut g, "b", bd, bs);
+        let y = g.pointwise(a, b, add());
+        assert_eq!(&g.tensor_attributes(y).strides, want, "pointwise {case}");
+    }
+    // Matmul: row-major whatever the operands' layouts.
+    let matmul: &[(&str, T, T, &[i64])] = &[
+        (
+            "transposed a",
+            (&[3, 2], &[1, 3]),
+            (&[2, 4], &[4, 1]),
+            &[4, 1],
+        ),
+        (
+            "transposed b",
+            (&[3, 2], &[2, 1]),
+            (&[2, 4], &[1, 2]),
+            &[4, 1],
+        ),
+        (
+            "broadcast batch",
+            (&[2, 3, 2], &[0, 2, 1]),
+            (&[2, 4], &[4, 1]),
+            &[12, 4, 1],
+        ),
+        (
+            "padded rows",
+            (&[3, 2], &[8, 1]),
+            (&[2, 4], &[8, 1]),
+            &[4, 1],
+        ),
+    ];
+    for (case, (ad, as_), (bd, bs), want) in matmul {
+        let mut g = Graph::new();
+        let a = input(&mut g, "a", ad, as_);
+        let b = input(&mut g, "b", bd, bs);
+        let y = g.matmul(a, b, MatmulAttributes::new());
+        assert_eq!(&g.tensor_attributes(y).strides, want, "matmul {case}");
+    }
+    // Reductions (global pooling) and normalizations keep x's layout.
+    let reduce: &[(&str, &[i64], &[i64], &[i64], &[i64])] = &[
+        (
+            "NCHW pool",
+            &[2, 3, 4, 5],
+            &[60, 20, 5, 1],
+            &[2, 3, 1, 1],
+            &[3, 1, 1, 1],
+        ),
+        (
+            "NHWC pool",
+            &[2, 3, 4, 5],
+            &[60, 1, 15, 3],
+            &[2, 3, 1, 1],
+            &[3, 1, 3, 3],
+        ),
+        ("padded rows", &[2, 3], &[8, 1], &[2, 1], &[1, 1]),
+        ("transposed rows", &[3, 2], &[1, 3], &[1, 2], &[1, 1]),
+    ];
+    for (case, dims, strides, out, want) in reduce {
+        let mut g = Graph::new();
+        let x = input(&mut g, "x", dims, strides);
+        let y = g.reduction(
+            x,
+            out.to_vec(),
+            ReductionAttributes::new().mode(ReductionMode::Add),
+        );
+        assert_eq!(&g.tensor_attributes(y).strides, want, "reduction {case}");
+    }
+    let mut g = Graph::new();
+    let x = input(&mut g, "x", &[2, 3, 2, 2], &[12, 1, 6, 3]);
+    let w = input(&mut g, "w", &[4, 3, 1, 1], &[3, 1, 3, 3]);
+    let y = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([0, 0])
+            .stride([1, 1])
+            .dilation([1, 1]),
+    );
+    assert_eq!(g.tensor_attributes(y).strides, [16, 1, 8, 4], "conv NHWC");
+    let s = input(&mut g, "s", &[1, 3, 1, 1], &[3, 1, 1, 1]);
+    let b = input(&mut g, "b", &[1, 3, 1, 1], &[3, 1, 1, 1]);
+    let e = g.scalar("eps", TensorValue::Float32(1e-5));
+    let attrs = LayernormAttributes::new()
+        .epsilon(e)
+        .forward_phase(NormFwdPhase::Inference);
+    let (ln, _, _) = g.layernorm(x, s, b, attrs);
+    assert_eq!(
+        g.tensor_attributes(ln).strides,
+        [12, 1, 6, 3],
+        "layernorm NHWC"
+    );
+}
+
+/// A per-channel bias added to a channels-last activation, bias first: the output is
+/// channels-last like the activation (it used to take the bias's row-major order), and its
+/// bytes are the activation's order plus the bias.
+#[test]
+fn a_bias_plus_a_channels_last_input_writes_channels_last() {
+    let mut g = Graph::new();
+    let bias = g.tensor(
+        TensorAttributes::new("bias")
+            .data_type(DataType::Float)
+            .dims([1, 2, 1, 1]),
+    );
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .data_type(DataType::Float)
+            .dims([1, 2, 1, 3])
+            .packed_nhwc(),
+    );
+    let y = g.pointwise(bias, x, PointwiseAttributes::with_mode(PointwiseMode::Add));
+    g.set_output(y, true);
+    // Channels-last (H has extent 1, so its stride is not a layout choice).
+    assert_eq!(g.tensor_attributes(y).strides, [6, 1, 2, 2]);
+    let handle = Handle::cpu().unwrap();
+    g.build(&handle).unwrap();
+    let bb = Buffer::from_slice(&[100.0f32, 200.0]);
+    // NHWC memory: (w0: c0 c1) (w1: c0 c1) (w2: c0 c1).
+    let xb = Buffer::from_slice(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0]);
+    let mut yb = Buffer::<f32>::zeros(6);
+    g.execute(
+        &handle,
+        VariantPack::new()
+            .bind(bias, &bb)
+            .bind(x, &xb)
+            .bind(y, &mut yb),
+        None,
+    )
+    .unwrap();
+    assert_eq!(
+        yb.to_vec().unwrap(),
+        [101.0, 202.0, 103.0, 204.0, 105.0, 206.0]
+    );
+}

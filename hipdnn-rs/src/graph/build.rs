@@ -3,10 +3,11 @@
 //!
 //! Naming (upstream rule): an unnamed op becomes `"<Kind>_<nodeIndex>"` (e.g. `ConvFprop_0`),
 //! its outputs `"<opname>::<ROLE>"` (e.g. `ConvFprop_0::Y`). Outputs get packed strides in the
-//! layout (stride order) of the op's first input when the ranks agree, row-major otherwise, and
-//! the graph's intermediate type when set, else the first input's type. Shape inference only
-//! fills what it can; [`Graph::validate`] reports what is wrong. All methods panic if a handle
-//! is not from this graph.
+//! layout (stride order) of the op's first input when the ranks agree (for a binary or ternary
+//! pointwise op, the first input that is not broadcast), row-major otherwise (and always for
+//! matmul), and the graph's intermediate type when set, else the first input's type. Shape
+//! inference only fills what it can; [`Graph::validate`] reports what is wrong. All methods
+//! panic if a handle is not from this graph.
 
 use super::ops::*;
 use super::tensor::{TensorAttributes, TensorId, layout_order, packed_strides};
@@ -107,6 +108,26 @@ impl Graph {
         })
     }
 
+    /// The input whose layout an elementwise op's output takes: the first of `inputs` that
+    /// spans the output (its dims are the output's and no axis of extent > 1 is broadcast),
+    /// else the first input. A broadcast operand (a per-channel bias) carries no layout, so
+    /// `bias + x` is laid out like `x`, as `x + bias` is.
+    fn layout_source(&self, inputs: &[TensorId], dims: &[i64]) -> TensorId {
+        inputs
+            .iter()
+            .copied()
+            .find(|&t| {
+                let a = &self.tensors[t.index()];
+                a.dims == dims
+                    && a.strides.len() == dims.len()
+                    && a.dims
+                        .iter()
+                        .zip(&a.strides)
+                        .all(|(&d, &s)| d == 1 || s != 0)
+            })
+            .unwrap_or(inputs[0])
+    }
+
     fn push(&mut self, op: impl Into<Operation>) {
         self.add_node(op);
     }
@@ -121,7 +142,9 @@ impl Graph {
         y
     }
 
-    /// Binary pointwise op (`ADD`, `MUL`, ...): `out_0 = f(in_0, in_1)`, numpy-broadcast dims.
+    /// Binary pointwise op (`ADD`, `MUL`, ...): `out_0 = f(in_0, in_1)`, numpy-broadcast dims,
+    /// packed in the layout of the first input that is not broadcast (`bias + x` is laid out
+    /// like `x`), else of `a`.
     pub fn pointwise(
         &mut self,
         a: TensorId,
@@ -130,7 +153,8 @@ impl Graph {
     ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Pointwise");
         let dims = broadcast_shape(&[&self.dims_of(a), &self.dims_of(b)]);
-        let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
+        let like = self.layout_source(&[a, b], &dims);
+        let y = self.output(&name, "OUT_0", dims, like, self.output_type(a));
         attrs.in_0 = Some(a);
         attrs.in_1 = Some(b);
         attrs.out_0 = Some(y);
@@ -138,7 +162,8 @@ impl Graph {
         y
     }
 
-    /// Ternary pointwise op (`BINARY_SELECT`), numpy-broadcast dims of the three inputs.
+    /// Ternary pointwise op (`BINARY_SELECT`), numpy-broadcast dims of the three inputs, laid
+    /// out as [`Graph::pointwise`]'s output.
     pub fn pointwise_ternary(
         &mut self,
         a: TensorId,
@@ -148,7 +173,8 @@ impl Graph {
     ) -> TensorId {
         let name = self.node_name(&mut attrs.name, "Pointwise");
         let dims = broadcast_shape(&[&self.dims_of(a), &self.dims_of(b), &self.dims_of(c)]);
-        let y = self.output(&name, "OUT_0", dims, a, self.output_type(a));
+        let like = self.layout_source(&[a, b, c], &dims);
+        let y = self.output(&name, "OUT_0", dims, like, self.output_type(a));
         attrs.in_0 = Some(a);
         attrs.in_1 = Some(b);
         attrs.in_2 = Some(c);
