@@ -199,6 +199,7 @@ pub fn app_lines(source: &str, name: &str) -> usize {
         .count()
 }
 
+/// Runs both apps, checks they agree and that the helper app is at most 60% of the lines.
 pub fn main() -> Result<(), Box<dyn std::error::Error>> {
     let (h, d) = (Handle::cpu()?, Data::new());
     let with_helpers = classify_with_helpers(&h, &d)?;

@@ -774,7 +774,9 @@ fn inferred_output_strides_follow_the_layout_table() {
     let relu = || PointwiseAttributes::with_mode(PointwiseMode::ReluFwd);
     let add = || PointwiseAttributes::with_mode(PointwiseMode::Add);
     // (case, input dims, input strides, output strides) for a unary pointwise op.
-    let unary: &[(&str, &[i64], &[i64], &[i64])] = &[
+    /// Dims or strides.
+    type L = &'static [i64];
+    let unary: &[(&str, L, L, L)] = &[
         ("row-major", &[2, 3], &[3, 1], &[3, 1]),
         ("broadcast row", &[2, 4], &[0, 1], &[4, 1]),
         ("broadcast column", &[2, 4], &[1, 0], &[4, 1]),
@@ -816,8 +818,8 @@ fn inferred_output_strides_follow_the_layout_table() {
         assert_eq!(&g.tensor_attributes(y).strides, want, "pointwise {case}");
     }
     // Binary ops: (case, a, b, output strides).
-    type T<'a> = (&'a [i64], &'a [i64]);
-    let binary: &[(&str, T, T, &[i64])] = &[
+    type T = (L, L);
+    let binary: &[(&str, T, T, L)] = &[
         (
             "NHWC + bias",
             (&[2, 3, 2, 2], &[12, 1, 6, 3]),
@@ -857,7 +859,7 @@ fn inferred_output_strides_follow_the_layout_table() {
         assert_eq!(&g.tensor_attributes(y).strides, want, "pointwise {case}");
     }
     // Matmul: row-major whatever the operands' layouts.
-    let matmul: &[(&str, T, T, &[i64])] = &[
+    let matmul: &[(&str, T, T, L)] = &[
         (
             "transposed a",
             (&[3, 2], &[1, 3]),
@@ -891,7 +893,7 @@ fn inferred_output_strides_follow_the_layout_table() {
         assert_eq!(&g.tensor_attributes(y).strides, want, "matmul {case}");
     }
     // Reductions (global pooling) and normalizations keep x's layout.
-    let reduce: &[(&str, &[i64], &[i64], &[i64], &[i64])] = &[
+    let reduce: &[(&str, L, L, L, L)] = &[
         (
             "NCHW pool",
             &[2, 3, 4, 5],

@@ -356,7 +356,8 @@ fn linear_layers_match_an_f64_reference() {
     let x = logical(&[m, k], 5);
     let w = logical(&[k, n], 6).mapv(|v| v * 0.25);
     let bias = logical(&[1, n], 7);
-    let acts: [(Activation, fn(f64) -> f64); 4] = [
+    type F = fn(f64) -> f64;
+    let acts: [(Activation, F); 4] = [
         (Activation::Relu, |v| v.max(0.0)),
         (Activation::Gelu, gelu),
         (Activation::Silu, |v| v / (1.0 + (-v).exp())),
