@@ -758,8 +758,9 @@ fn full_precision_and_non_finite_scalars_survive() {
 /// The layout table of issue 32 item 1: the exact strides inferred for op outputs, per op and
 /// input layout. Outputs are packed (no padding, no stride 0) in the order the user reads:
 /// row-major over the output dims, or channels-last when the input that sets the layout is
-/// channels-last. An elementwise op keeps a permuted (transposed) input's order, as cuDNN
-/// frontend and PyTorch do; matmul is always row-major. For a binary op the layout comes from
+/// channels-last. A permuted (transposed) input gives a row-major output, not the input's
+/// order as PyTorch keeps it: `Buffer::to_vec` returns memory order, so the packed order is
+/// what a user reads; matmul is always row-major. For a binary op the layout comes from
 /// the first input that spans the output (a broadcast bias carries none).
 #[test]
 fn inferred_output_strides_follow_the_layout_table() {
@@ -781,9 +782,16 @@ fn inferred_output_strides_follow_the_layout_table() {
         ("broadcast row", &[2, 4], &[0, 1], &[4, 1]),
         ("broadcast column", &[2, 4], &[1, 0], &[4, 1]),
         ("broadcast middle", &[2, 3, 4], &[4, 0, 1], &[12, 4, 1]),
-        ("transposed", &[3, 2], &[1, 3], &[1, 3]),
+        ("transposed", &[3, 2], &[1, 3], &[2, 1]),
         ("padded rows", &[2, 3], &[8, 1], &[3, 1]),
-        ("padded transposed", &[3, 2], &[1, 4], &[1, 3]),
+        ("padded transposed", &[3, 2], &[1, 4], &[2, 1]),
+        ("permuted 3-D", &[2, 3, 4], &[1, 8, 2], &[12, 4, 1]),
+        (
+            "column-major 4-D",
+            &[2, 3, 4, 5],
+            &[1, 2, 6, 24],
+            &[60, 20, 5, 1],
+        ),
         ("NCHW", &[2, 3, 4, 5], &[60, 20, 5, 1], &[60, 20, 5, 1]),
         (
             "NCHW padded W",
@@ -836,7 +844,7 @@ fn inferred_output_strides_follow_the_layout_table() {
             "broadcast + transposed",
             (&[2, 4], &[0, 1]),
             (&[2, 4], &[1, 2]),
-            &[1, 2],
+            &[4, 1],
         ),
         (
             "row + column vector",
@@ -909,7 +917,7 @@ fn inferred_output_strides_follow_the_layout_table() {
             &[3, 1, 3, 3],
         ),
         ("padded rows", &[2, 3], &[8, 1], &[2, 1], &[1, 1]),
-        ("transposed rows", &[3, 2], &[1, 3], &[1, 2], &[1, 1]),
+        ("transposed rows", &[3, 2], &[1, 3], &[1, 2], &[2, 1]),
     ];
     for (case, dims, strides, out, want) in reduce {
         let mut g = Graph::new();
@@ -966,8 +974,8 @@ fn a_bias_plus_a_channels_last_input_writes_channels_last() {
     );
     let y = g.pointwise(bias, x, PointwiseAttributes::with_mode(PointwiseMode::Add));
     g.set_output(y, true);
-    // Channels-last (H has extent 1, so its stride is not a layout choice).
-    assert_eq!(g.tensor_attributes(y).strides, [6, 1, 2, 2]);
+    // Packed channels-last, N·H·W·C (H has extent 1).
+    assert_eq!(g.tensor_attributes(y).strides, [6, 1, 6, 2]);
     let handle = Handle::cpu().unwrap();
     g.build(&handle).unwrap();
     let bb = Buffer::from_slice(&[100.0f32, 200.0]);
@@ -987,4 +995,32 @@ fn a_bias_plus_a_channels_last_input_writes_channels_last() {
         yb.to_vec().unwrap(),
         [101.0, 202.0, 103.0, 204.0, 105.0, 206.0]
     );
+}
+
+/// A transposed input (`[3, 2]` stored column-major) through an elementwise op: the output is
+/// packed row-major, so `to_vec` reads it in the order the dims are written (issue 32 item 1).
+#[test]
+fn an_elementwise_op_on_a_transposed_input_reads_back_row_major() {
+    let mut g = Graph::new();
+    let x = g.tensor(
+        TensorAttributes::new("x")
+            .data_type(DataType::Float)
+            .dims([3, 2])
+            .strides([1, 3]),
+    );
+    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::Identity));
+    g.set_output(y, true);
+    assert_eq!(g.tensor_attributes(y).strides, [2, 1]);
+    let handle = Handle::cpu().unwrap();
+    g.build(&handle).unwrap();
+    // Column-major memory: x[i][j] = mem[i + 3·j].
+    let xb = Buffer::from_slice(&[0.0f32, 1.0, 2.0, 3.0, 4.0, 5.0]);
+    let mut yb = Buffer::<f32>::zeros(6);
+    g.execute(
+        &handle,
+        VariantPack::new().bind(x, &xb).bind(y, &mut yb),
+        None,
+    )
+    .unwrap();
+    assert_eq!(yb.to_vec().unwrap(), [0.0, 3.0, 1.0, 4.0, 2.0, 5.0]);
 }

@@ -48,6 +48,36 @@ fn at(v: &[i64], i: usize, default: i64) -> i64 {
     v.get(i).copied().unwrap_or(default)
 }
 
+/// The dim order (outermost first) of an op output laid out after an input with `dims` and
+/// `strides`: the channels-last order `[0, 2, …, n−1, 1]` when the input's axes that carry a
+/// layout ([`layout_order`]: not broadcast, extent > 1) are in channels-last order and not
+/// also in row-major order, else row-major `[0, 1, …, n−1]`. Every other layout (transposed,
+/// permuted, column-major) is read back row-major, the order `Buffer::to_vec` users expect.
+fn reading_order(dims: &[i64], strides: &[i64]) -> Vec<usize> {
+    let n = dims.len();
+    let row_major: Vec<usize> = (0..n).collect();
+    if n < 3 {
+        return row_major;
+    }
+    let channels_last: Vec<usize> = std::iter::once(0)
+        .chain(2..n)
+        .chain(std::iter::once(1))
+        .collect();
+    let laid_out = |order: &[usize]| -> Vec<usize> {
+        order
+            .iter()
+            .copied()
+            .filter(|&a| dims[a] != 1 && strides[a] != 0)
+            .collect()
+    };
+    let input = laid_out(&layout_order(dims, strides));
+    if input == laid_out(&channels_last) && input != laid_out(&row_major) {
+        channels_last
+    } else {
+        row_major
+    }
+}
+
 impl Graph {
     fn dims_of(&self, t: TensorId) -> Vec<i64> {
         self.tensors[t.index()].dims.clone()
@@ -68,9 +98,10 @@ impl Graph {
         }
     }
 
-    /// Creates a virtual output tensor `<op>::<ROLE>` laid out like `like` ([`layout_order`]
-    /// of its dims and strides: broadcast and extent-1 axes carry no layout), row-major when
-    /// the ranks differ.
+    /// Creates a virtual output tensor `<op>::<ROLE>` packed in the order a user reads:
+    /// channels-last (`N, spatial…, C`) when `like` is channels-last, row-major otherwise
+    /// (a transposed, permuted, padded or broadcast input gives a row-major output; see
+    /// [`reading_order`]).
     fn output(
         &mut self,
         op: &str,
@@ -81,7 +112,7 @@ impl Graph {
     ) -> TensorId {
         let l = &self.tensors[like.index()];
         let order = if l.strides.len() == dims.len() && l.dims.len() == dims.len() {
-            layout_order(&l.dims, &l.strides)
+            reading_order(&l.dims, &l.strides)
         } else {
             (0..dims.len()).collect()
         };

@@ -129,10 +129,10 @@ pub fn stride_order(strides: &[i64]) -> Vec<usize> {
 /// The dim order (outermost first) of the dense layout `strides` describes for `dims`, with
 /// broadcast axes (stride 0) and axes of extent 1 kept where they are: they carry no layout,
 /// so they are never compared (PyTorch's rule for the outputs of elementwise ops). The other
-/// axes are ordered by decreasing stride, ties keeping the lower index outer. Used to give op
-/// outputs the layout of their first input: `dims [2, 4]` with `strides [0, 1]` (a broadcast
-/// row) gives `[0, 1]`, a row-major output, where [`stride_order`] gives `[1, 0]`, a
-/// column-major one.
+/// axes are ordered by decreasing stride, ties keeping the lower index outer. Op outputs use
+/// it to tell a channels-last input from the rest (their outputs are channels-last or
+/// row-major): `dims [2, 4]` with `strides [0, 1]` (a broadcast row) gives `[0, 1]`, row-major,
+/// where [`stride_order`] gives `[1, 0]`, column-major.
 ///
 /// ```
 /// use hipdnn::layout_order;
