@@ -27,7 +27,20 @@ pub const BUFFER_ALIGNMENT: usize = 64;
 #[repr(C, align(64))]
 struct Chunk([u8; BUFFER_ALIGNMENT]);
 
-/// An element type a buffer can hold, with its schema data type and little-endian codec.
+/// An element type a buffer can hold, with its schema data type and little-endian codec:
+/// `f32` (FLOAT), `f64` (DOUBLE), [`half::f16`] (HALF), [`half::bf16`] (BFLOAT16), `i32`
+/// (INT32), `i64` (INT64), `i8` (INT8), `u8` (UINT8), `bool` (BOOLEAN). Types without a Rust
+/// element (FP8 and narrower) are carried as `Buffer<u8>` of their bytes.
+///
+/// ```
+/// use hipdnn::{DataType, Element, half::bf16};
+/// fn tensor_type<T: Element>(_: &[T]) -> DataType {
+///     T::DATA_TYPE
+/// }
+/// assert_eq!(tensor_type(&[1f32]), DataType::Float);
+/// assert_eq!(tensor_type(&[bf16::ONE]), DataType::BFloat16);
+/// assert_eq!(<i64 as Element>::SIZE, 8);
+/// ```
 pub trait Element: Copy + Send + Sync + PartialEq + std::fmt::Debug + 'static {
     /// Schema `DataType` of this element (e.g. `FLOAT` for `f32`).
     const DATA_TYPE: crate::DataType;
@@ -107,6 +120,31 @@ enum Storage {
 /// Host buffers are made by [`Buffer::zeros`], [`Buffer::filled`], [`Buffer::from_slice`] and
 /// [`Buffer::from_ndarray`]; buffers on a handle's device (the host for a CPU handle) by
 /// [`Buffer::alloc`], [`Buffer::from_slice_on`] and [`Buffer::to_handle`].
+///
+/// A buffer is untyped with respect to shape: it holds the elements of one tensor in the
+/// layout the tensor's strides describe (row-major for a tensor given dims only), at least
+/// `1 + Σ (dim−1)·stride` of them. `T` must match the tensor's data type (`f32` for FLOAT,
+/// [`half::f16`] for HALF, [`half::bf16`] for BFLOAT16, `i32` for INT32, `bool` for BOOLEAN,
+/// … — [`Element::DATA_TYPE`]); `execute` refuses another `T`. On a GPU handle, allocate
+/// through the handle ([`Buffer::alloc`], [`Buffer::from_slice_on`]) so the buffers live
+/// where its engines run; code written that way runs unchanged on a CPU handle.
+///
+/// ```
+/// use hipdnn::{Buffer, Handle};
+/// let a = Buffer::from_slice(&[1f32, 2., 3., 4., 5., 6.]); // host
+/// assert_eq!((a.len(), a.byte_len(), a.is_device()), (6, 24, false));
+/// assert_eq!(a.to_ndarray(&[2, 3])?, hipdnn::ndarray::arr2(&[[1f32, 2., 3.], [4., 5., 6.]]).into_dyn());
+///
+/// let handle = Handle::new()?;
+/// let mut b = Buffer::<f32>::alloc(&handle, 6)?; // on the handle's device, zero-filled
+/// b.copy_from_slice(&[0.5; 6])?;                  // refill without a new allocation
+/// b.copy_from_slice_at(4, &[9., 9.])?;
+/// assert_eq!(b.to_vec()?, [0.5, 0.5, 0.5, 0.5, 9., 9.]);
+///
+/// let m = Buffer::from_ndarray(&hipdnn::ndarray::arr2(&[[1i32, 2], [3, 4]]).t()); // a transposed view
+/// assert_eq!(m.to_vec()?, [1, 3, 2, 4]); // copied in logical row-major order
+/// # Ok::<(), hipdnn::Error>(())
+/// ```
 pub struct Buffer<T: Element> {
     storage: Storage,
     len: usize,
@@ -565,6 +603,18 @@ where
 ///
 /// Plain-data element types only (`f32`, `f64`, `f16`, `bf16`, the integers): every bit
 /// pattern must be a value, which `bool` is not.
+///
+/// ```
+/// use hipdnn::{Buffer, Handle, PinnedBuffer};
+/// let handle = Handle::new()?;
+/// let mut staging = PinnedBuffer::<f32>::alloc(&handle, 4)?;
+/// assert_eq!(staging.is_page_locked(), handle.is_gpu());
+/// staging.copy_from_slice(&[1., 2., 3., 4.]); // filled like a slice
+/// let mut input = Buffer::<f32>::alloc(&handle, 4)?;
+/// input.copy_from_slice(&staging)?;
+/// assert_eq!(input.to_vec()?, [1., 2., 3., 4.]);
+/// # Ok::<(), hipdnn::Error>(())
+/// ```
 pub struct PinnedBuffer<T: Element + Pod> {
     storage: PinnedStorage,
     len: usize,
@@ -662,6 +712,14 @@ fn device_error(e: hipdnn_hip::DriverError) -> Error {
 
 /// Something a variant pack can bind to a UID: `&Buffer<T>` (an input) or `&mut Buffer<T>`
 /// (an output).
+///
+/// ```
+/// use hipdnn::{Bind, Buffer, DataType};
+/// let (input, mut output) = (Buffer::<f32>::zeros(2), Buffer::<i32>::zeros(2));
+/// assert!((&input).is_read_only());
+/// assert!(!(&mut output).is_read_only());
+/// assert_eq!((&mut output).element_type(), Some(DataType::Int32));
+/// ```
 pub trait Bind<'a> {
     /// The engine-facing view of the memory.
     fn bind(self) -> BufferRef<'a>;
@@ -713,7 +771,11 @@ impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
 /// compile-time constant scalars need none). Sizes, element types and alignments are checked
 /// before the engine runs.
 ///
-/// A tensor bound twice keeps its last binding, whichever way it was named.
+/// A tensor bound twice keeps its last binding, whichever way it was named. A pack borrows
+/// its buffers and is consumed by `execute`, so it is made anew for every execute. UIDs are
+/// those of [`TensorAttributes::uid`](crate::TensorAttributes::uid) /
+/// [`Graph::set_uid`](crate::Graph::set_uid); UIDs left unset are auto-assigned at build
+/// ([`Graph::tensor_attributes`](crate::Graph::tensor_attributes) shows them after).
 ///
 /// # Example
 /// ```
@@ -735,6 +797,33 @@ impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
 /// assert_eq!(yb.to_vec()?, [11.0, 12.0, 13.0]);
 /// # Ok(())
 /// # }
+/// ```
+///
+/// By UID only, and a missing binding:
+/// ```
+/// use hipdnn::{Buffer, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode,
+///              TensorAttributes, VariantPack};
+/// let handle = Handle::cpu()?;
+/// let mut g = Graph::new();
+/// g.set_io_data_type(DataType::Float).set_intermediate_data_type(DataType::Float);
+/// let a = g.tensor(TensorAttributes::new("a").uid(10).dims([4]));
+/// let b = g.tensor(TensorAttributes::new("b").uid(11).dims([4]));
+/// let c = g.pointwise(a, b, PointwiseAttributes::with_mode(PointwiseMode::Mul));
+/// g.set_output(c, true).set_uid(c, 12);
+/// g.build(&handle)?;
+///
+/// let (x, y) = (Buffer::from_slice(&[1f32, 2., 3., 4.]), Buffer::filled(4, 10f32));
+/// let mut z = Buffer::<f32>::zeros(4);
+/// // `input` / `output` say the direction; `with` takes either `&buf` or `&mut buf`.
+/// let pack = VariantPack::new().input(10, &x).with(11, &y).output(12, &mut z);
+/// assert_eq!((pack.len(), pack.uids()), (3, vec![10, 11, 12]));
+/// g.execute(&handle, pack, None)?; // the CPU engine needs no workspace
+/// assert_eq!(z.to_vec()?, [10., 20., 30., 40.]);
+///
+/// // A missing binding is refused before anything runs.
+/// let err = g.execute(&handle, VariantPack::new().input(10, &x).output(12, &mut z), None);
+/// assert_eq!(err.unwrap_err().code, hipdnn::ErrorCode::InvalidValue);
+/// # Ok::<(), hipdnn::Error>(())
 /// ```
 #[derive(Debug, Default)]
 pub struct VariantPack<'a> {

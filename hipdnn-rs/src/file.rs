@@ -1,4 +1,4 @@
-//! Saving and loading graphs to files atomically (issue 12, class 6).
+//! Saving and loading graphs to files atomically.
 //!
 //! A save writes the whole image to a temporary file in the destination's directory, fsyncs
 //! it, renames it over the destination and fsyncs the directory, so a reader (another thread
@@ -14,6 +14,26 @@ use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 /// What [`Graph::save_to_file`] writes.
+///
+/// ```
+/// use hipdnn::{DataType, Form, Graph, Handle, PointwiseAttributes, PointwiseMode,
+///              TensorAttributes};
+/// let handle = Handle::cpu()?;
+/// let mut g = Graph::new();
+/// g.set_io_data_type(DataType::Float);
+/// let x = g.tensor(TensorAttributes::new("x").uid(1).dims([4]));
+/// let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::Abs));
+/// g.set_output(y, true).set_uid(y, 2);
+/// g.build(&handle)?;
+///
+/// let path = std::env::temp_dir().join(format!("hipdnn-form-doc-{}.hdgp", std::process::id()));
+/// g.save_to_file(&path, Form::GraphAndPlan)?;
+/// let loaded = Graph::load_from_file(&handle, &path)?; // the plan is restored, not rebuilt
+/// assert!(loaded.has_plan());
+/// assert_eq!(loaded.to_binary()?, g.to_binary()?);
+/// # std::fs::remove_file(&path).ok();
+/// # Ok::<(), hipdnn::Error>(())
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Form {
     /// [`Graph::to_binary`]: an `HDGP` container with the graph and its plan (or the bare graph
@@ -71,7 +91,7 @@ impl Graph {
     ///
     /// # Errors
     /// The errors of [`Graph::to_binary`] / [`Graph::to_compiled_plan_binary`] (nothing is
-    /// written then); `INVALID_VALUE` "cannot save to '<path>': <io error>" when a file step
+    /// written then); `INVALID_VALUE` `cannot save to '<path>': <io error>` when a file step
     /// fails (the destination is untouched).
     pub fn save_to_file(&self, path: impl AsRef<Path>, form: Form) -> Result<()> {
         let path = path.as_ref();
@@ -87,7 +107,7 @@ impl Graph {
     /// to [`Graph::from_compiled_plan_binary`].
     ///
     /// # Errors
-    /// `INVALID_VALUE` "cannot read '<path>': <io error>"; otherwise the errors of the loader
+    /// `INVALID_VALUE` `cannot read '<path>': <io error>`; otherwise the errors of the loader
     /// the bytes went to.
     pub fn load_from_file(handle: &Handle, path: impl AsRef<Path>) -> Result<Graph> {
         let path = path.as_ref();

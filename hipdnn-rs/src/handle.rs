@@ -11,7 +11,18 @@ use crate::Error;
 use hipdnn_backend::BackendError;
 use std::sync::Arc;
 
-/// The device a handle executes on.
+/// The device a handle executes on ([`Handle::device`]).
+///
+/// ```
+/// use hipdnn::{ExecutionDevice, Handle};
+/// let handle = Handle::new()?; // the GPU when one is usable, else the CPU
+/// match handle.device() {
+///     ExecutionDevice::Cpu => assert!(!handle.is_gpu()),
+///     ExecutionDevice::Gpu { arch, .. } => println!("running on {arch}"),
+/// }
+/// assert_eq!(Handle::cpu()?.device(), &ExecutionDevice::Cpu);
+/// # Ok::<(), hipdnn::Error>(())
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ExecutionDevice {
     /// Host memory and the CPU reference engine.
@@ -28,6 +39,32 @@ pub enum ExecutionDevice {
 }
 
 /// A hipDNN handle: a backend handle with its registered engines, bound to one device.
+///
+/// Make one per process (or per device) and reuse it: [`Graph::build`](crate::Graph::build),
+/// [`Graph::execute`](crate::Graph::execute), the loaders and the device-side [`Buffer`]
+/// constructors take it by reference. [`Handle::cpu`] always works (the CPU reference engine
+/// `hipdnn.reference.cpu`); [`Handle::new`] prefers a GPU and falls back to the CPU;
+/// [`Handle::gpu`] insists on a GPU. A plan executes on the handle it was built or loaded
+/// with; buffers for a GPU handle come from [`Buffer::alloc`] / [`Buffer::from_slice_on`].
+///
+/// [`Buffer`]: crate::Buffer
+/// [`Buffer::alloc`]: crate::Buffer::alloc
+/// [`Buffer::from_slice_on`]: crate::Buffer::from_slice_on
+///
+/// ```
+/// use hipdnn::{Buffer, Handle};
+/// let cpu = Handle::cpu()?;
+/// assert!(!cpu.is_gpu());
+/// assert_eq!(cpu.engine_names(), ["hipdnn.reference.cpu"]);
+///
+/// // Portable code: the best device available, with buffers made for it.
+/// let handle = Handle::new()?;
+/// let x = Buffer::from_slice_on(&handle, &[1f32, 2., 3.])?; // host memory on a CPU handle
+/// assert_eq!(x.is_device(), handle.is_gpu());
+/// assert_eq!(x.to_vec()?, [1., 2., 3.]);
+/// assert_eq!(handle.engine_names().last().map(String::as_str), Some("hipdnn.reference.cpu"));
+/// # Ok::<(), hipdnn::Error>(())
+/// ```
 pub struct Handle {
     backend: hipdnn_backend::BackendHandle,
     device: ExecutionDevice,
@@ -93,7 +130,14 @@ impl Handle {
         }
     }
 
-    /// A handle on the CPU with the CPU reference engine.
+    /// A handle on the CPU with the CPU reference engine (`hipdnn.reference.cpu`): host
+    /// buffers, every op of README's "Which ops run where" CPU column, saveable plans.
+    ///
+    /// ```
+    /// let handle = hipdnn::Handle::cpu()?;
+    /// assert_eq!(handle.device(), &hipdnn::ExecutionDevice::Cpu);
+    /// # Ok::<(), hipdnn::Error>(())
+    /// ```
     ///
     /// # Errors
     /// `HIPDNN_BACKEND_ERROR` if registering the engine fails.
@@ -122,6 +166,13 @@ impl Handle {
     /// from `HIPDNN_KERNEL_DIR/<arch>`, an install location, or the kernels compiled into the
     /// binary, in that order (see [`hipdnn_engines::kernel_location`]). The engine `hipkernel.ingestor.gpu` is registered first, then
     /// `hipdnn.reference.cpu`, which serves what the GPU kernels refuse.
+    ///
+    /// ```
+    /// match hipdnn::Handle::gpu() {
+    ///     Ok(h) => assert!(h.is_gpu()),
+    ///     Err(e) => assert!(e.is_gpu_unavailable(), "{e}"), // e.g. no driver on this machine
+    /// }
+    /// ```
     pub fn gpu() -> Result<Self, Error> {
         Self::on_gpu(hipdnn_engines::gpu::open(0)?)
     }

@@ -60,6 +60,20 @@
 //! assume **ndarray 0.16**, re-exported as [`hipdnn::ndarray`](crate::ndarray) so that an
 //! application on another ndarray version can use this one without a type mismatch.
 //!
+//! # half
+//! Buffers of HALF and BFLOAT16 tensors are `Buffer<f16>` / `Buffer<bf16>` of the `half` crate
+//! (version 2), re-exported as [`hipdnn::half`](crate::half) so that no separate dependency
+//! (or version match) is needed:
+//! ```
+//! use hipdnn::half::f16;
+//! use hipdnn::{Buffer, DataType, Element};
+//! let b = Buffer::from_slice(&[f16::from_f32(1.5), f16::from_f32(-2.0)]);
+//! assert_eq!(<f16 as Element>::DATA_TYPE, DataType::Half);
+//! assert_eq!(b.byte_len(), 4);
+//! assert_eq!(b.to_vec()?[0].to_f32(), 1.5);
+//! # Ok::<(), hipdnn::Error>(())
+//! ```
+//!
 //! # Minimum Rust version
 //! Rust 1.89 (edition 2024, let-chains; the CPU engine's GEMM, `gemm` 0.19 with its `x86-v4`
 //! AVX-512 kernels, needs the AVX-512 intrinsics stabilised in 1.89), checked by CI with that
@@ -76,6 +90,9 @@ pub mod graph;
 pub mod handle;
 mod persist;
 
+/// The `half` crate whose `f16` and `bf16` are the element types of HALF and BFLOAT16
+/// buffers (version 2): `Buffer<hipdnn::half::f16>`.
+pub use half;
 /// The `ndarray` crate this SDK's array API uses (version 0.16).
 pub use ndarray;
 
@@ -84,7 +101,32 @@ pub use file::{Form, write_atomically};
 #[doc(inline)]
 pub use graph::*;
 pub use handle::{ExecutionDevice, Handle};
-pub use hipdnn_backend::{BehaviorNote, HeuristicMode};
+/// What an engine says about a graph's plan (upstream `hipdnnBackendBehaviorNote_t`), for
+/// writers of engines ([`hipdnn_backend::engine::Engine::behavior_notes`]); a plan saves with
+/// [`Graph::to_binary`] only when its engine reports `SupportsExecutionPlanSerialization`.
+///
+/// ```
+/// use hipdnn::BehaviorNote;
+/// assert_eq!(BehaviorNote::SupportsExecutionPlanSerialization as i32, 4);
+/// ```
+pub use hipdnn_backend::BehaviorNote;
+/// How the heuristic orders engines ([`Graph::build_with`]); `Fallback`, the default, is the
+/// one mode: every applicable engine, the graph's preferred engine first, then the handle's
+/// registration order (GPU engines before the CPU engine).
+///
+/// ```
+/// use hipdnn::{DataType, Graph, Handle, HeuristicMode, PointwiseAttributes, PointwiseMode,
+///              TensorAttributes};
+/// let mut g = Graph::new();
+/// g.set_io_data_type(DataType::Float);
+/// let x = g.tensor(TensorAttributes::new("x").uid(1).dims([4]));
+/// let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::Sqrt));
+/// g.set_output(y, true).set_uid(y, 2);
+/// g.build_with(&Handle::cpu()?, &[HeuristicMode::Fallback])?;
+/// assert_eq!(HeuristicMode::default(), HeuristicMode::Fallback);
+/// # Ok::<(), hipdnn::Error>(())
+/// ```
+pub use hipdnn_backend::HeuristicMode;
 pub use persist::{
     NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE, NOT_A_GRAPH_OR_CONTAINER, PLAN_ONLY_FILE,
 };

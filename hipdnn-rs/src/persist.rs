@@ -1,5 +1,4 @@
-//! Building, executing, saving and loading a graph's execution plan (module `persist`; it was
-//! `compiled.rs` before issue 9).
+//! Building, executing, saving and loading a graph's execution plan (module `persist`).
 //!
 //! This module wires [`Graph`] to the backend: `build` (validate → operation graph → engine
 //! configs → execution plan), `execute`, `workspace_size`, and the four save/load entry points
@@ -294,7 +293,7 @@ impl Graph {
         ))
     }
 
-    /// Refuses a tensor whose extent cannot be computed (issue 12): with non-negative dims
+    /// Refuses a tensor whose extent cannot be computed: with non-negative dims
     /// and strides of equal rank, the buffer's byte span `(1 + Σ (dim−1)·stride) · element
     /// size` and the element count `Π dims` must fit `isize::MAX`, computed with checked
     /// arithmetic. Other malformed layouts are left to `validate`.
@@ -425,7 +424,7 @@ impl Graph {
     }
 
     /// Checks `pack` against the plan's [`PackRule`]s (one rule for built and loaded plans:
-    /// bound, typed and sized; issue 12).
+    /// bound, typed and sized).
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
         for t in self.compiled.pack_rules.iter() {
             let uid = t.uid;

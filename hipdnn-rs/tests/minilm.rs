@@ -34,6 +34,19 @@ const GPU_TOL: f64 = 1e-6;
 /// Which handle the fresh-process child opens (`cpu` or `gpu`).
 const CHILD_DEVICE_ENV: &str = "HIPDNN_MINILM_CHILD_DEVICE";
 
+#[test]
+fn gather_stage_label_names_the_device_its_plan_runs_on() {
+    // Built plans only: no model files needed.
+    let plans = Plans::build(&Handle::cpu().expect("CPU handle"), 1, 4).expect("plans");
+    assert_eq!(
+        model::gather_stage_label(&plans).expect("label"),
+        "word-embedding gather (CPU)"
+    );
+    assert_eq!(model::engine_device("hipkernel.ingestor.gpu"), "GPU");
+    assert_eq!(model::engine_device("hipdnn.reference.cpu"), "CPU");
+    assert_eq!(model::engine_device("vendor.engine"), "vendor.engine");
+}
+
 fn model() -> Option<(Handle, MiniLm)> {
     model_on(Handle::cpu().expect("CPU handle"))
 }

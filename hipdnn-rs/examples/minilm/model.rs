@@ -622,6 +622,27 @@ impl Plans {
 /// Per-stage wall times, in execution order.
 pub type Timings = Vec<(String, Duration)>;
 
+/// The device an engine runs on, for stage labels: `"GPU"` for the GPU engine
+/// (`hipkernel.ingestor.gpu`), `"CPU"` for the CPU reference engine (`hipdnn.reference.cpu`),
+/// the engine's own name for any other.
+pub fn engine_device(engine: &str) -> &str {
+    match engine {
+        hipdnn_engines::gpu::GPU_ENGINE_NAME => "GPU",
+        hipdnn_engines::reference::ENGINE_NAME => "CPU",
+        other => other,
+    }
+}
+
+/// The label of the word-embedding gather stage, naming the device its plan actually runs on
+/// (`"word-embedding gather (CPU)"` on a CPU handle).
+///
+/// # Errors
+/// [`MiniLmError::Graph`] when the gather graph has no plan.
+pub fn gather_stage_label(plans: &Plans) -> Result<String> {
+    let engine = plans.get(Plan::WordGather).engine_name()?;
+    Ok(format!("word-embedding gather ({})", engine_device(engine)))
+}
+
 fn timed<R>(t: &mut Timings, name: impl Into<String>, f: impl FnOnce() -> R) -> R {
     let start = Instant::now();
     let r = f();
@@ -995,7 +1016,7 @@ impl MiniLm {
             pool_weights.copy_from_slice(&weights)?;
             Ok::<(), MiniLmError>(())
         })?;
-        timed(timings, "word-embedding gather (device)", || {
+        timed(timings, gather_stage_label(plans)?, || {
             let pack = VariantPack::new()
                 .with(U_X, &*ids)
                 .with(U_W, &self.word_table)

@@ -20,6 +20,25 @@ use hipdnn_backend::ops::{
 };
 
 /// Outputs of [`Graph::batchnorm`].
+///
+/// ```
+/// use hipdnn::{BatchnormAttributes, Graph, TensorAttributes, TensorValue};
+/// let mut g = Graph::new();
+/// let x = g.tensor(TensorAttributes::new("x").dims([8, 3, 4, 4]));
+/// let [scale, bias, prev_mean, prev_var] = ["scale", "bias", "prev_mean", "prev_var"]
+///     .map(|n| g.tensor(TensorAttributes::new(n).dims([1, 3, 1, 1])));
+/// let eps = g.tensor(TensorAttributes::scalar(TensorValue::Float32(1e-5)));
+/// let momentum = g.tensor(TensorAttributes::scalar(TensorValue::Float32(0.1)));
+/// let attrs = BatchnormAttributes::new()
+///     .epsilon(eps)
+///     .prev_running_mean(prev_mean)
+///     .prev_running_variance(prev_var)
+///     .momentum(momentum);
+/// let out = g.batchnorm(x, scale, bias, attrs);
+/// assert_eq!(g.tensor_attributes(out.y).dims, [8, 3, 4, 4]);
+/// let next_mean = out.next_running_mean.expect("all three running inputs are set");
+/// assert_eq!(g.tensor_attributes(next_mean).dims, [1, 3, 1, 1]);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct BatchnormOutputs {
     /// Normalized output (dims of x).
@@ -217,6 +236,44 @@ impl Graph {
     /// Convolution forward: x (N, C, spatial..), w (K, C/groups, kernel..) → y (N, K, out..)
     /// with `out = floor((in + pre + post - dilation*(k-1) - 1)/stride) + 1` (missing list
     /// entries count as pad 0, stride 1, dilation 1 for inference; validate requires them).
+    ///
+    /// There is no `groups` attribute: the group count is `C / w.C` (x's channels over the
+    /// filter's input channels), and each group's `K / groups` output channels read only its
+    /// own `w.C` input channels (depthwise: `w.C = 1`, `groups = C`). `pre_padding`,
+    /// `post_padding`, `stride` and `dilation` are required, one entry per spatial dim
+    /// ([`ConvFpropAttributes`]). y takes x's layout (NHWC in, NHWC out).
+    ///
+    /// # Example: a grouped 1×1 convolution (2 groups)
+    /// ```
+    /// use hipdnn::{Buffer, ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes,
+    ///              VariantPack};
+    /// # fn main() -> hipdnn::Result<()> {
+    /// let mut g = Graph::new();
+    /// g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
+    /// let x = g.tensor(TensorAttributes::new("x").uid(1).dims([1, 4, 2, 2])); // N C H W
+    /// let w = g.tensor(TensorAttributes::new("w").uid(2).dims([2, 2, 1, 1])); // K C/groups R S
+    /// let attrs = ConvFpropAttributes::new()
+    ///     .padding([0, 0])
+    ///     .stride([1, 1])
+    ///     .dilation([1, 1]);
+    /// let y = g.conv_fprop(x, w, attrs);
+    /// assert_eq!(g.tensor_attributes(y).dims, [1, 2, 2, 2]);
+    /// g.set_output(y, true).set_uid(y, 3);
+    ///
+    /// let handle = Handle::cpu()?;
+    /// g.build(&handle)?;
+    /// // x channel c, pixel p = 10·c + p.
+    /// let xs: Vec<f32> = (0..4).flat_map(|c| (0..4).map(move |p| (10 * c + p) as f32)).collect();
+    /// let xb = Buffer::from_slice(&xs);
+    /// // Group 0: y0 = x0 + x1; group 1: y1 = x2 − x3.
+    /// let wb = Buffer::from_slice(&[1f32, 1., 1., -1.]);
+    /// let mut yb = Buffer::<f32>::zeros(8);
+    /// let mut ws = Buffer::<u8>::zeros(g.workspace_size()?);
+    /// g.execute(&handle, VariantPack::new().input(1, &xb).input(2, &wb).output(3, &mut yb), Some(&mut ws))?;
+    /// assert_eq!(yb.to_vec()?, [10., 12., 14., 16., -10., -10., -10., -10.]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn conv_fprop(
         &mut self,
         x: TensorId,
@@ -464,6 +521,50 @@ impl Graph {
     /// Layer normalization: x, scale, bias (epsilon on `attrs`). Returns `(y, mean,
     /// inv_variance)`; the statistics (x's dims with the normalized dims set to 1) exist only
     /// when `forward_phase` is `Training`.
+    ///
+    /// `y = (x − mean) / √(var + ε) · scale + bias`, the statistics taken over the normalized
+    /// dims: scale and bias have x's rank with 1 on every dim that is not normalized and x's
+    /// extent on every normalized (trailing) dim — `(1, …, 1, H)` to normalize each row of
+    /// `(…, H)`. Epsilon is not a number but a **tensor**: a scalar
+    /// ([`TensorAttributes::scalar`]) given with [`LayernormAttributes::epsilon`] (required),
+    /// and [`LayernormAttributes::forward_phase`] is required too (`Inference`, or `Training`
+    /// for the mean and inverse-variance outputs). y takes x's dims and layout.
+    ///
+    /// # Example: layernorm over the last dim, ε = 1e-5
+    /// ```
+    /// use hipdnn::{Buffer, DataType, Graph, Handle, LayernormAttributes, NormFwdPhase,
+    ///              TensorAttributes, TensorValue, VariantPack};
+    /// # fn main() -> hipdnn::Result<()> {
+    /// let mut g = Graph::new();
+    /// g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
+    /// let x = g.tensor(TensorAttributes::new("x").uid(1).dims([2, 4]));
+    /// let scale = g.tensor(TensorAttributes::new("scale").uid(2).dims([1, 4]));
+    /// let bias = g.tensor(TensorAttributes::new("bias").uid(3).dims([1, 4]));
+    /// // A compile-time constant: FLOAT, dims [1], not bound at execute.
+    /// let eps = g.tensor(TensorAttributes::scalar(TensorValue::Float32(1e-5)).name("eps"));
+    /// let attrs = LayernormAttributes::new()
+    ///     .epsilon(eps)
+    ///     .forward_phase(NormFwdPhase::Inference);
+    /// let (y, mean, inv_variance) = g.layernorm(x, scale, bias, attrs);
+    /// assert_eq!((mean, inv_variance), (None, None)); // Training would create them, dims [2, 1]
+    /// g.set_output(y, true).set_uid(y, 4);
+    ///
+    /// let handle = Handle::cpu()?;
+    /// g.build(&handle)?;
+    /// let xb = Buffer::from_slice(&[1f32, 3., 1., 3., 0., 0., 4., 4.]); // rows: var 1, var 4
+    /// let sb = Buffer::from_slice(&[1f32, 2., 1., 2.]);
+    /// let bb = Buffer::from_slice(&[0f32, 0., 10., 10.]);
+    /// let mut yb = Buffer::<f32>::zeros(8);
+    /// let mut ws = Buffer::<u8>::zeros(g.workspace_size()?);
+    /// let pack = VariantPack::new().input(1, &xb).input(2, &sb).input(3, &bb).output(4, &mut yb);
+    /// g.execute(&handle, pack, Some(&mut ws))?;
+    /// let want = [-1f32, 2., 9., 12., -1., -2., 11., 12.];
+    /// for (got, want) in yb.to_vec()?.iter().zip(want) {
+    ///     assert!((got - want).abs() < 1e-4, "{got} vs {want}");
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn layernorm(
         &mut self,
         x: TensorId,
@@ -568,6 +669,50 @@ impl Graph {
     /// `(o, stats)`: o (B, H, Sq, Dv); stats (B, H, Sq, 1) FLOAT when `generate_stats ==
     /// Some(true)` and `attrs.stats` is not already set. Masks, dropout, scales and the other
     /// optional tensors are set on `attrs`.
+    ///
+    /// `o = softmax(scale · q·kᵀ + mask) · v` per head; `Hk` divides `H` (grouped-query
+    /// attention). The scale is [`SdpaAttributes::attn_scale_value`] (a number), else the
+    /// [`SdpaAttributes::scale`] tensor, else 1 — set `1/√D` yourself. The mask
+    /// ([`SdpaAttributes::attn_mask`]) broadcasts to (B, H, Sq, Skv): a BOOLEAN mask keeps the
+    /// `true` positions (a padding mask `(B, 1, 1, Skv)` per key), a float mask is added to
+    /// the scores. Causal masking is [`SdpaAttributes::causal_mask`].
+    ///
+    /// # Example: a key-padding mask
+    /// ```
+    /// use hipdnn::{Buffer, DataType, Graph, Handle, SdpaAttributes, TensorAttributes,
+    ///              VariantPack};
+    /// # fn main() -> hipdnn::Result<()> {
+    /// let mut g = Graph::new();
+    /// g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
+    /// let q = g.tensor(TensorAttributes::new("q").uid(1).dims([1, 1, 2, 2])); // B H Sq D
+    /// let k = g.tensor(TensorAttributes::new("k").uid(2).dims([1, 1, 3, 2])); // B H Skv D
+    /// let v = g.tensor(TensorAttributes::new("v").uid(3).dims([1, 1, 3, 1])); // B H Skv Dv
+    /// let mask = g.tensor(
+    ///     TensorAttributes::new("key_mask").uid(4).data_type(DataType::Boolean).dims([1, 1, 1, 3]),
+    /// );
+    /// let attrs = SdpaAttributes::new().attn_mask(mask).attn_scale_value(1.0);
+    /// let (o, stats) = g.sdpa(q, k, v, attrs);
+    /// assert_eq!((g.tensor_attributes(o).dims.as_slice(), stats), (&[1, 1, 2, 1][..], None));
+    /// g.set_output(o, true).set_uid(o, 5);
+    ///
+    /// let handle = Handle::cpu()?;
+    /// g.build(&handle)?;
+    /// let ln3 = 3f32.ln();
+    /// let qb = Buffer::from_slice(&[0f32, 0., 1., 0.]);
+    /// let kb = Buffer::from_slice(&[0f32, 0., ln3, 0., 5., 0.]);
+    /// let vb = Buffer::from_slice(&[1f32, 3., 100.]);
+    /// let mb = Buffer::from_slice(&[true, true, false]); // the third key is padding
+    /// let mut ob = Buffer::<f32>::zeros(2);
+    /// let mut ws = Buffer::<u8>::zeros(g.workspace_size()?);
+    /// let pack = VariantPack::new()
+    ///     .input(1, &qb).input(2, &kb).input(3, &vb).input(4, &mb).output(5, &mut ob);
+    /// g.execute(&handle, pack, Some(&mut ws))?;
+    /// // Row 0: scores [0, 0, masked] → weights [1/2, 1/2]; row 1: [0, ln 3, masked] → [1/4, 3/4].
+    /// let o = ob.to_vec()?;
+    /// assert!((o[0] - 2.0).abs() < 1e-5 && (o[1] - 2.5).abs() < 1e-5, "{o:?}");
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn sdpa(
         &mut self,
         q: TensorId,

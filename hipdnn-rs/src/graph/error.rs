@@ -1,6 +1,12 @@
 //! Errors of the graph API: upstream's `hipdnn_frontend::Error` (Error.hpp) as a Rust type.
 
 /// Error category, numbered like upstream `hipdnn_frontend::ErrorCode` (OK = 0 is `Ok(..)`).
+///
+/// ```
+/// use hipdnn::ErrorCode;
+/// assert_eq!(ErrorCode::AttributeNotSet.as_str(), "ATTRIBUTE_NOT_SET");
+/// assert_eq!(ErrorCode::GraphNotSupported as i32, 4);
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum ErrorCode {
     /// `INVALID_VALUE` (1): bad, damaged or over-constrained input.
@@ -36,6 +42,24 @@ impl std::fmt::Display for ErrorCode {
 ///
 /// Displayed as `"<CODE>: <message>"`. Match on [`Error::code`] for upstream's category and on
 /// [`Error::cause`] for what failed underneath (never on the message text).
+///
+/// ```
+/// use hipdnn::{DataType, ErrorCode, Graph, LayernormAttributes, TensorAttributes, TensorValue};
+/// let mut g = Graph::new();
+/// g.set_io_data_type(DataType::Float);
+/// let x = g.tensor(TensorAttributes::new("x").dims([2, 4]));
+/// let s = g.tensor(TensorAttributes::new("scale").dims([1, 4]));
+/// let b = g.tensor(TensorAttributes::new("bias").dims([1, 4]));
+/// let eps = g.tensor(TensorAttributes::scalar(TensorValue::Float32(1e-5)));
+/// // forward_phase is required and left unset.
+/// let (y, ..) = g.layernorm(x, s, b, LayernormAttributes::new().epsilon(eps));
+/// g.set_output(y, true);
+/// let err = g.validate().unwrap_err();
+/// assert_eq!(err.code, ErrorCode::AttributeNotSet);
+/// assert!(err.message.contains("'forward_phase'"), "{err}");
+/// assert!(err.to_string().starts_with("ATTRIBUTE_NOT_SET: "));
+/// assert!(err.cause().is_none()); // a graph check, no lower layer involved
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{code}: {message}")]
 pub struct Error {
@@ -50,6 +74,14 @@ pub struct Error {
 }
 
 /// The typed error of a layer below the SDK that made an SDK call fail.
+///
+/// ```
+/// use hipdnn::{Cause, Handle};
+/// if let Err(e) = Handle::gpu() {
+///     // No GPU here: the engines crate's typed reason, not just a message.
+///     assert!(matches!(e.cause(), Some(Cause::GpuUnavailable(_))));
+/// }
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum Cause {
@@ -125,4 +157,11 @@ impl From<hipdnn_engines::gpu::GpuUnavailable> for Error {
 }
 
 /// `Result` with the graph [`Error`].
+///
+/// ```
+/// fn engines() -> hipdnn::Result<Vec<String>> {
+///     Ok(hipdnn::Handle::cpu()?.engine_names())
+/// }
+/// assert_eq!(engines().unwrap(), ["hipdnn.reference.cpu"]);
+/// ```
 pub type Result<T, E = Error> = std::result::Result<T, E>;

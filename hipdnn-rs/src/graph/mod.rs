@@ -58,6 +58,64 @@ pub use types::{
 /// Tensors and nodes live in arenas and are addressed by [`TensorId`] / [`NodeId`] handles
 /// (insertion indices). Methods taking a handle **panic** if the handle does not belong to this
 /// graph (like slice indexing); everything reading external data returns [`Error`] instead.
+///
+/// The methods, by group:
+/// - **Graph settings**: [`Graph::set_io_data_type`] (type of bound tensors left `Unset`),
+///   [`Graph::set_intermediate_data_type`] (type of op outputs and other virtual tensors),
+///   [`Graph::set_compute_data_type`] (nodes' arithmetic type), [`Graph::set_name`]. All
+///   default to `Unset` / empty; a graph whose tensors all carry their own types needs none.
+/// - **Tensors**: [`Graph::tensor`] adds one ([`TensorAttributes`] says which fields are
+///   required), [`Graph::set_output`] / [`Graph::set_uid`] / [`Graph::set_dims`] /
+///   [`Graph::set_strides`] / [`Graph::set_data_type`] change one, [`Graph::tensor_attributes`]
+///   / [`Graph::tensors_by_name`] / [`Graph::tensor_by_uid`] read them.
+/// - **Operations**: one method per node kind ([`Graph::conv_fprop`], [`Graph::matmul`],
+///   [`Graph::pointwise`], [`Graph::layernorm`], [`Graph::sdpa`], [`Graph::reduction`],
+///   [`Graph::resample`], …; README's "Which ops run where" says which engine runs what), each
+///   taking the input handles and an attributes value (`*Attributes::new()` plus setters) and
+///   returning the new output handles: virtual tensors with inferred dims, packed strides in
+///   the first input's layout, and the intermediate (else the first input's) data type.
+/// - **Checking and running**: [`Graph::validate`] (no handle needed), [`Graph::build`],
+///   [`Graph::workspace_size`], [`Graph::execute`], [`Graph::engine_name`].
+/// - **Saving**: [`Graph::to_binary`] / [`Graph::from_binary`], [`Graph::save_to_file`] /
+///   [`Graph::load_from_file`], [`Graph::to_json`] / [`Graph::from_json`].
+///
+/// # Example: `relu(x + bias)` with a broadcast bias
+/// ```
+/// use hipdnn::{Buffer, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode,
+///              TensorAttributes, VariantPack};
+/// # fn main() -> hipdnn::Result<()> {
+/// let mut g = Graph::new();
+/// g.set_name("bias_relu")
+///     .set_io_data_type(DataType::Float)
+///     .set_intermediate_data_type(DataType::Float)
+///     .set_compute_data_type(DataType::Float);
+/// // Dims without strides get packed row-major strides.
+/// let x = g.tensor(TensorAttributes::new("x").uid(1).dims([2, 3]));
+/// let bias = g.tensor(TensorAttributes::new("bias").uid(2).dims([1, 3])); // broadcast over rows
+/// assert_eq!(g.tensor_attributes(x).strides, [3, 1]);
+///
+/// let sum = g.pointwise(x, bias, PointwiseAttributes::with_mode(PointwiseMode::Add));
+/// let y = g.pointwise_unary(sum, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+/// // Op outputs are virtual until marked as outputs; they need a UID to be bound.
+/// g.set_output(y, true).set_uid(y, 3);
+/// let out = g.tensor_attributes(y);
+/// assert_eq!((out.name.as_str(), &out.dims[..], &out.strides[..]), ("Pointwise_1::OUT_0", &[2, 3][..], &[3, 1][..]));
+/// assert_eq!(g.tensors_by_name("bias"), [bias]);
+/// g.validate()?;
+///
+/// let handle = Handle::cpu()?;
+/// g.build(&handle)?;
+/// assert_eq!(g.engine_name()?, "hipdnn.reference.cpu");
+/// let xb = Buffer::from_slice(&[-1f32, 0., 1., 2., -3., 4.]);
+/// let bb = Buffer::from_slice(&[1f32, -1., 0.5]);
+/// let mut yb = Buffer::<f32>::zeros(6);
+/// let mut ws = Buffer::<u8>::zeros(g.workspace_size()?);
+/// let pack = VariantPack::new().input(1, &xb).input(2, &bb).output(3, &mut yb);
+/// g.execute(&handle, pack, Some(&mut ws))?;
+/// assert_eq!(yb.to_vec()?, [0., 0., 1.5, 3., 0., 4.5]);
+/// # Ok(())
+/// # }
+/// ```
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct Graph {
     name: String,

@@ -3,6 +3,16 @@
 //! A tensor is identified at execute time by its int64 UID; inside a [`crate::Graph`] it is
 //! addressed by a [`TensorId`], a `Copy` index into the graph's tensor arena.
 
+/// The value of a pass-by-value scalar tensor ([`TensorAttributes::scalar`],
+/// [`TensorAttributes::runtime_parameter_with_default`]); its variant decides the tensor's
+/// data type.
+///
+/// ```
+/// use hipdnn::{DataType, TensorAttributes, TensorValue};
+/// let eps = TensorAttributes::scalar(TensorValue::Float32(1e-5));
+/// assert_eq!(eps.data_type, DataType::Float);
+/// assert_eq!(TensorAttributes::scalar(TensorValue::Int64(3)).data_type, DataType::Int64);
+/// ```
 pub use hipdnn_schema::tensor_value::TensorValue;
 
 use super::error::{Error, Result};
@@ -10,6 +20,16 @@ use super::types::DataType;
 
 /// Handle of a tensor in one [`crate::Graph`]'s arena (insertion index). Only meaningful for
 /// the graph that returned it.
+///
+/// ```
+/// use hipdnn::{Graph, TensorAttributes, TensorId};
+/// let mut g = Graph::new();
+/// let a = g.tensor(TensorAttributes::new("a").dims([2]));
+/// let b = g.tensor(TensorAttributes::new("b").dims([2]));
+/// assert_eq!((a.index(), b.index()), (0, 1));
+/// assert_eq!(TensorId::from_index(1), b);
+/// assert_eq!(g.tensor_attributes(b).name, "b");
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct TensorId(pub(crate) u32);
 
@@ -26,6 +46,15 @@ impl TensorId {
 }
 
 /// Handle of a node (operation) in one [`crate::Graph`]'s arena (insertion index).
+///
+/// ```
+/// use hipdnn::{Graph, NodeId, PointwiseAttributes, PointwiseMode, TensorAttributes};
+/// let mut g = Graph::new();
+/// let x = g.tensor(TensorAttributes::new("x").dims([2]));
+/// let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::Neg));
+/// let node: NodeId = g.producer(y).expect("y is written by the NEG node");
+/// assert_eq!((node.index(), g.node(node).name()), (0, "Pointwise_0"));
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct NodeId(pub(crate) u32);
 
@@ -53,6 +82,35 @@ pub const DEFAULT_ALIGNMENT: i64 = 16;
 /// Pass-by-value scalars (RFC16) are described by (`is_runtime_pass_by_value`, `value`):
 /// compile-time constant (false, Some), runtime with default (true, Some), runtime
 /// user-supplied (true, None).
+///
+/// What a tensor needs by the time the graph is validated:
+///
+/// | field | required | default | notes |
+/// |---|---|---|---|
+/// | `dims` | yes | none | every dim > 0 |
+/// | `strides` | yes | [`Graph::tensor`](crate::Graph::tensor) fills packed row-major strides when only dims are given | one per dim, in elements |
+/// | `data_type` | yes, unless the graph's io / intermediate type is set | `Unset` | which types each engine runs: README's "Which ops run where" (CPU: f32, f16, bf16, f64, the integers, bool; GPU kernels: f16, bf16, f32) |
+/// | `uid` | for every tensor bound at execute | auto-assigned at build | the key of the [`VariantPack`](crate::VariantPack) |
+/// | `name` | no | empty | names in messages and [`Graph::tensors_by_name`](crate::Graph::tensors_by_name) |
+/// | `is_virtual` | no | false for tensors you add, true for op outputs | a virtual tensor has no buffer |
+/// | `alignment` | no | 16 bytes | every [`Buffer`](crate::Buffer) is 64-byte aligned |
+///
+/// ```
+/// use hipdnn::{DataType, Graph, TensorAttributes, TensorValue};
+/// let x = TensorAttributes::new("x")
+///     .uid(1)
+///     .data_type(DataType::Half)
+///     .dims([8, 3, 32, 32])
+///     .packed_nhwc(); // channels-last: strides [3072, 1, 96, 3]
+/// assert_eq!(x.strides, [3072, 1, 96, 3]);
+/// assert_eq!(x.volume(), 8 * 3 * 32 * 32);
+/// let eps = TensorAttributes::scalar(TensorValue::Float32(1e-5)); // FLOAT, dims [1]
+/// assert_eq!((eps.data_type, eps.dims.as_slice()), (DataType::Float, &[1][..]));
+///
+/// let mut g = Graph::new();
+/// let t = g.tensor(x);
+/// assert!(g.tensor_attributes(t).validate("x").is_ok());
+/// ```
 #[derive(Debug, Clone, PartialEq)]
 pub struct TensorAttributes {
     /// Unique id used in the variant pack; `None` until set or auto-assigned.
@@ -221,27 +279,41 @@ impl TensorAttributes {
         }
     }
 
-    /// Sets the UID.
+    /// Sets the UID: the key that binds the tensor's buffer in a
+    /// [`VariantPack`](crate::VariantPack). Optional: unset UIDs are auto-assigned at build
+    /// (read them back with [`Graph::tensor_attributes`](crate::Graph::tensor_attributes));
+    /// two tensors with one UID are refused at validation.
     pub fn uid(mut self, uid: i64) -> Self {
         self.uid = Some(uid);
         self
     }
-    /// Sets the name.
+    /// Sets the name. Optional (default empty); names appear in error messages and are looked
+    /// up by [`Graph::tensors_by_name`](crate::Graph::tensors_by_name).
     pub fn name(mut self, name: impl Into<String>) -> Self {
         self.name = name.into();
         self
     }
-    /// Sets the element type.
+    /// Sets the element type. Required unless the graph supplies one (default `Unset`:
+    /// [`Graph::set_io_data_type`](crate::Graph::set_io_data_type) for bound tensors,
+    /// [`Graph::set_intermediate_data_type`](crate::Graph::set_intermediate_data_type) for
+    /// virtual ones). The CPU engine stores FLOAT, HALF, BFLOAT16, DOUBLE, INT8, UINT8, INT32,
+    /// INT64 and BOOLEAN (arithmetic in f32) and refuses FP8/FP6/FP4/INT4; the GPU kernels
+    /// take HALF, BFLOAT16 and FLOAT (BOOLEAN for pointwise) and leave other types to the CPU.
     pub fn data_type(mut self, t: DataType) -> Self {
         self.data_type = t;
         self
     }
-    /// Sets the logical dims (outermost first).
+    /// Sets the logical dims (outermost first). Required; every dim > 0. The order is the
+    /// op's logical order (NCHW for convolutions and pooling whatever the memory layout;
+    /// `(…, M, K)` for matmul; `(B, H, S, D)` for SDPA); the layout is given by the strides.
     pub fn dims(mut self, dims: impl Into<Vec<i64>>) -> Self {
         self.dims = dims.into();
         self
     }
-    /// Sets the strides (elements).
+    /// Sets the strides (elements), one per dim. Required, but [`Graph::tensor`](crate::Graph::tensor)
+    /// fills packed row-major strides when dims are given without strides. The CPU engine
+    /// reads any strides (padded, transposed, broadcast stride 0); the GPU kernels take the
+    /// layouts each family lists (docs/gpu.md) and leave others to the CPU.
     pub fn strides(mut self, strides: impl Into<Vec<i64>>) -> Self {
         self.strides = strides.into();
         self
@@ -267,22 +339,26 @@ impl TensorAttributes {
         self.strides = packed_strides(&self.dims, &order);
         self
     }
-    /// Marks the tensor virtual (no buffer).
+    /// Marks the tensor virtual (no buffer; an intermediate between two nodes). Default `false`
+    /// for tensors you add; op outputs start virtual (see [`TensorAttributes::output`]).
     pub fn is_virtual(mut self, v: bool) -> Self {
         self.is_virtual = v;
         self
     }
-    /// `set_output(b)` upstream: an output is not virtual (`is_virtual = !b`).
+    /// `set_output(b)` upstream: an output is not virtual (`is_virtual = !b`). For op outputs,
+    /// which the graph creates, use [`Graph::set_output`](crate::Graph::set_output).
     pub fn output(mut self, b: bool) -> Self {
         self.is_virtual = !b;
         self
     }
-    /// Sets the buffer alignment in bytes (default 16).
+    /// Sets the buffer alignment in bytes. Optional (default 16, must be ≥ 1); every
+    /// [`Buffer`](crate::Buffer) is 64-byte aligned, so values up to 64 always hold.
     pub fn alignment(mut self, bytes: i64) -> Self {
         self.alignment = bytes;
         self
     }
-    /// Sets the tensor holding this tensor's ragged offsets.
+    /// Sets the tensor holding this tensor's ragged offsets. Optional (default none); no engine
+    /// of this crate runs ragged tensors.
     pub fn ragged_offset(mut self, t: TensorId) -> Self {
         self.ragged_offset = Some(t);
         self

@@ -91,6 +91,12 @@ macro_rules! schema_enum {
 schema_enum! {
     /// Element type of a tensor (`DataType : byte`, schema numbering; differs from the frontend
     /// numbering for INT4/FP6 and from the C numbering everywhere).
+    ///
+    /// ```
+    /// use hipdnn::DataType;
+    /// assert_eq!(DataType::default(), DataType::Unset);
+    /// assert_eq!((DataType::Half.schema_name(), DataType::Half.schema_value()), ("HALF", 2));
+    /// ```
     DataType => DataType {
         /// `UNSET` (0): not set; filled from the graph's io/intermediate type.
         Unset = 0 => UNSET,
@@ -135,6 +141,12 @@ schema_enum! {
 
 schema_enum! {
     /// Pointwise operation (`PointwiseMode : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{PointwiseAttributes, PointwiseMode};
+    /// let relu = PointwiseAttributes::with_mode(PointwiseMode::ReluFwd);
+    /// assert_eq!((relu.mode.arity(), PointwiseMode::Add.arity()), (1, 2));
+    /// ```
     PointwiseMode => PointwiseMode {
         /// `UNSET` (0).
         Unset = 0 => UNSET,
@@ -246,6 +258,11 @@ impl PointwiseMode {
 
 schema_enum! {
     /// Convolution mode (`ConvMode : byte`, schema numbering: reversed vs the frontend).
+    ///
+    /// ```
+    /// use hipdnn::{ConvFpropAttributes, ConvMode};
+    /// assert_eq!(ConvFpropAttributes::new().conv_mode, ConvMode::CrossCorrelation);
+    /// ```
     ConvMode => ConvMode {
         /// `UNSET` (0).
         Unset = 0 => UNSET,
@@ -258,6 +275,12 @@ schema_enum! {
 
 schema_enum! {
     /// Forward phase of a normalization (`NormFwdPhase : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{LayernormAttributes, NormFwdPhase};
+    /// let a = LayernormAttributes::new().forward_phase(NormFwdPhase::Training);
+    /// assert_eq!(a.forward_phase.schema_name(), "TRAINING");
+    /// ```
     NormFwdPhase => NormFwdPhase {
         /// `NOT_SET` (0).
         NotSet = 0 => NOT_SET,
@@ -270,6 +293,12 @@ schema_enum! {
 
 schema_enum! {
     /// Reduction operator (`ReductionMode : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{ReductionAttributes, ReductionMode};
+    /// let mean = ReductionAttributes::new().mode(ReductionMode::Avg);
+    /// assert_eq!(mean.mode.schema_name(), "AVG");
+    /// ```
     ReductionMode => ReductionMode {
         /// `NOT_SET` (0).
         NotSet = 0 => NOT_SET,
@@ -296,6 +325,12 @@ schema_enum! {
 
 schema_enum! {
     /// Resampling (pooling) mode (`ResampleMode : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{ResampleFwdAttributes, ResampleMode};
+    /// let max_pool = ResampleFwdAttributes::new().resample_mode(ResampleMode::MaxPool);
+    /// assert_eq!(max_pool.resample_mode.schema_value(), 1);
+    /// ```
     ResampleMode => ResampleMode {
         /// `NOT_SET` (0).
         NotSet = 0 => NOT_SET,
@@ -310,6 +345,12 @@ schema_enum! {
 
 schema_enum! {
     /// Padding value of a resample (`PaddingMode : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{PaddingMode, ResampleFwdAttributes};
+    /// let a = ResampleFwdAttributes::new().padding_mode(PaddingMode::ZeroPad);
+    /// assert_eq!(a.padding_mode.schema_name(), "ZERO_PAD");
+    /// ```
     PaddingMode => PaddingMode {
         /// `PADDING_NOT_SET` (0).
         NotSet = 0 => PADDING_NOT_SET,
@@ -322,6 +363,13 @@ schema_enum! {
 
 schema_enum! {
     /// Diagonal alignment of an SDPA band mask (`DiagonalAlignment : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{DiagonalAlignment, SdpaAttributes};
+    /// // Causal, aligned to the bottom-right corner (keys after the queries' end are hidden).
+    /// let a = SdpaAttributes::new().diagonal_alignment(DiagonalAlignment::BottomRight).right_bound(0);
+    /// assert_eq!(a.right_bound, Some(0));
+    /// ```
     DiagonalAlignment => DiagonalAlignment {
         /// `TOP_LEFT` (0), the default.
         TopLeft = 0 => TOP_LEFT,
@@ -332,6 +380,11 @@ schema_enum! {
 
 schema_enum! {
     /// SDPA implementation choice (`AttentionImplementation : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{AttentionImplementation, SdpaAttributes};
+    /// assert_eq!(SdpaAttributes::new().implementation, AttentionImplementation::Auto);
+    /// ```
     AttentionImplementation => AttentionImplementation {
         /// `AUTO` (0), the default.
         Auto = 0 => AUTO,
@@ -344,6 +397,11 @@ schema_enum! {
 
 schema_enum! {
     /// Mixture-of-experts grouped matmul mode (`MoeGroupedMatmulMode : byte`).
+    ///
+    /// ```
+    /// use hipdnn::{MoeGroupedMatmulAttributes, MoeGroupedMatmulMode};
+    /// assert_eq!(MoeGroupedMatmulAttributes::new().mode, MoeGroupedMatmulMode::None);
+    /// ```
     MoeGroupedMatmulMode => MoeGroupedMatmulMode {
         /// `NONE` (0), the default.
         None = 0 => NONE,
@@ -356,6 +414,15 @@ schema_enum! {
 
 /// `EngineApiVersion { major, minor, patch }` (a 12-byte struct on the wire); a Graph without
 /// it requires 1.0.0.
+///
+/// ```
+/// use hipdnn::{EngineApiVersion, Graph};
+/// let mut g = Graph::new();
+/// assert_eq!(g.min_required_engine_api_version(), None); // absent: 1.0.0
+/// let v = EngineApiVersion { major: 1, minor: 2, patch: 0 };
+/// g.set_min_required_engine_api_version(Some(v));
+/// assert!(v > EngineApiVersion { major: 1, minor: 0, patch: 0 });
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Default)]
 pub struct EngineApiVersion {
     /// Major version.
