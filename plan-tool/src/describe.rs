@@ -8,6 +8,12 @@
 //!
 //! Top-level keys, in the order `diff` compares them: `form`, `container`, `envelope`,
 //! `graph`, `payload` (the engine's payload, with the CPU plan's graph inside it).
+//!
+//! Recognised besides the saved binaries: graph JSON in upstream's format
+//! ([`hipdnn::Graph::from_json`]) and in the legacy field-for-field format
+//! ([`hipdnn::Graph::from_flatbuffer_json`]), read through the SDK and shown as a graph; kpack
+//! archives and bare GPU code objects, which are no saved graph or plan: [`Form::foreign`]
+//! says what they are and where they are used.
 
 use hipdnn_backend::engine_id_from_name;
 use hipdnn_backend::hdgp::{
@@ -19,6 +25,7 @@ use hipdnn_engines::ingestor::payload::header::{
 };
 use hipdnn_engines::reference::ENGINE_NAME as CPU_ENGINE_NAME;
 use hipdnn_engines::reference::payload as cpu_payload;
+use hipdnn_kpack::{ELF_MAGIC, KPACK_MAGIC, OFFLOAD_BUNDLE_MAGIC};
 use hipdnn_schema::execution_plan::SerializedExecutionPlan;
 use hipdnn_schema::graph as wire;
 use hipdnn_schema::ingestor_plan as fb;
@@ -41,6 +48,15 @@ pub enum Form {
     IngestorPayload,
     /// A bare CPU reference plan payload (`HRCP` header ‖ Graph), as the engine writes it.
     CpuPayload,
+    /// Graph JSON in upstream's format (`Graph::to_json`, the C ABI's JSON graph).
+    GraphJson,
+    /// Graph JSON in the legacy field-for-field format (`Graph::to_flatbuffer_json`; has the
+    /// `json_version` / `hipdnn_frontend_version` keys).
+    FlatbufferJson,
+    /// A kpack kernel archive (`KPAK` magic): kernels, not a graph or plan.
+    Kpack,
+    /// A bare GPU code object (ELF or clang offload bundle): a kernel, not a graph or plan.
+    CodeObject,
     /// None of the above verifies.
     Unknown,
 }
@@ -54,9 +70,106 @@ impl Form {
             Form::Plan => "plan",
             Form::IngestorPayload => "ingestor-payload",
             Form::CpuPayload => "cpu-plan-payload",
+            Form::GraphJson => "graph-json",
+            Form::FlatbufferJson => "flatbuffer-json",
+            Form::Kpack => "kpack-archive",
+            Form::CodeObject => "code-object",
             Form::Unknown => "unknown",
         }
     }
+
+    /// For a file that is no saved graph or plan (a kpack archive, a code object): what it is
+    /// and what reads it, as one sentence that follows `<file> is `. `None` for the forms the
+    /// tool reads.
+    pub fn foreign(self) -> Option<&'static str> {
+        match self {
+            Form::Kpack => Some(
+                "a kpack kernel archive (magic \"KPAK\"), not a saved graph or plan: the GPU \
+                 engine loads it from its kernel directory (HIPDNN_KERNEL_DIR, docs/install.md) \
+                 and `cargo run -p xtask -- pack-kernels` writes it; hipdnn-plan reads what \
+                 Graph::to_binary, Graph::to_compiled_plan_binary and Graph::to_json write",
+            ),
+            Form::CodeObject => Some(
+                "a GPU code object (ELF or clang offload bundle), not a saved graph or plan: \
+                 kpack archives carry code objects (`cargo run -p xtask -- pack-kernels`); \
+                 hipdnn-plan reads what Graph::to_binary, Graph::to_compiled_plan_binary and \
+                 Graph::to_json write",
+            ),
+            _ => None,
+        }
+    }
+}
+
+/// What `unknown` means, as one sentence that follows `<file> is `.
+pub const UNKNOWN_FORM: &str = "none of the formats hipdnn-plan reads (HDGP container, Graph \
+     FlatBuffer, plan envelope, HKIP or HRCP payload, graph JSON, legacy graph JSON; it also \
+     names kpack archives and code objects)";
+
+/// The text of `bytes` when, after leading whitespace (and a UTF-8 byte-order mark), it starts
+/// with `{`: a JSON document.
+fn json_text(bytes: &[u8]) -> Option<&str> {
+    let bytes = bytes.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(bytes);
+    let first = bytes.iter().find(|b| !b.is_ascii_whitespace())?;
+    if *first != b'{' {
+        return None;
+    }
+    std::str::from_utf8(bytes).ok()
+}
+
+/// True when the JSON text carries a key only the legacy format has (`json_version`,
+/// `hipdnn_frontend_version`, or a node's `attributes_type`, which flatc's output has too).
+fn is_legacy_json(text: &str) -> bool {
+    serde_json::from_str::<Value>(text).is_ok_and(|v| {
+        v.get("json_version").is_some()
+            || v.get("hipdnn_frontend_version").is_some()
+            || v.get("nodes")
+                .and_then(Value::as_array)
+                .is_some_and(|n| n.iter().any(|n| n.get("attributes_type").is_some()))
+    })
+}
+
+/// The graph of a JSON file of `form`, through the SDK's reader, as a bare Graph FlatBuffer.
+///
+/// # Errors
+/// The SDK reader's message (`JSON graph: …`, the legacy reader's `InvalidValue`), or the
+/// writer's when the graph cannot be written as a FlatBuffer.
+pub fn json_graph(bytes: &[u8], form: Form) -> Result<hipdnn::Graph, String> {
+    let text =
+        std::str::from_utf8(bytes).map_err(|e| format!("the file is not UTF-8 text: {e}"))?;
+    let g = if form == Form::FlatbufferJson {
+        hipdnn::Graph::from_flatbuffer_json(text)
+    } else {
+        hipdnn::Graph::from_json(text)
+    };
+    g.map_err(|e| e.to_string())
+}
+
+/// The bare Graph FlatBuffer a file of `form` carries (the container's graph blob, the file
+/// itself, the CPU plan's graph, a JSON graph written as a FlatBuffer); `None` when it carries
+/// none or it cannot be read.
+pub fn graph_blob(bytes: &[u8], form: Form) -> Option<Vec<u8>> {
+    match form {
+        Form::Container => GraphAndPlan::parse(bytes)
+            .ok()?
+            .graph_blob()
+            .map(<[u8]>::to_vec),
+        Form::Graph => Some(bytes.to_vec()),
+        Form::Plan => {
+            let env = flatbuffers::root::<SerializedExecutionPlan>(bytes).ok()?;
+            cpu_graph(env.plugin_payload()?.bytes())
+        }
+        Form::CpuPayload => cpu_graph(bytes),
+        Form::GraphJson | Form::FlatbufferJson => {
+            json_graph(bytes, form).ok()?.to_graph_bytes().ok()
+        }
+        Form::IngestorPayload | Form::Kpack | Form::CodeObject | Form::Unknown => None,
+    }
+}
+
+/// The graph body of a CPU reference plan payload.
+fn cpu_graph(p: &[u8]) -> Option<Vec<u8>> {
+    let h = cpu_payload::describe(p)?;
+    p.get(usize::from(h.header_size)..).map(<[u8]>::to_vec)
 }
 
 /// True when `bytes` verify as a `Graph` with at least one node.
@@ -73,7 +186,7 @@ fn looks_like_plan(bytes: &[u8]) -> Option<bool> {
 }
 
 /// The form of `bytes`: the `HDGP` marker first (as the loaders do), then the engine payload
-/// magics, then whichever of the Graph and envelope verifiers accepts the bytes (neither format
+/// magics, the kpack and code-object magics, JSON text (a `{` first), then whichever of the Graph and envelope verifiers accepts the bytes (neither format
 /// has an identifier; when both accept, a payload with a known magic decides for the plan).
 pub fn sniff(bytes: &[u8]) -> Form {
     if is_graph_and_plan_container(bytes) {
@@ -84,6 +197,19 @@ pub fn sniff(bytes: &[u8]) -> Form {
     }
     if bytes.starts_with(&cpu_payload::MAGIC) {
         return Form::CpuPayload;
+    }
+    if bytes.starts_with(&KPACK_MAGIC) {
+        return Form::Kpack;
+    }
+    if bytes.starts_with(ELF_MAGIC) || bytes.starts_with(OFFLOAD_BUNDLE_MAGIC) {
+        return Form::CodeObject;
+    }
+    if let Some(text) = json_text(bytes) {
+        return if is_legacy_json(text) {
+            Form::FlatbufferJson
+        } else {
+            Form::GraphJson
+        };
     }
     match (looks_like_graph(bytes), looks_like_plan(bytes)) {
         (_, Some(true)) => Form::Plan,
@@ -149,6 +275,22 @@ pub fn describe(bytes: &[u8], form: Form) -> Value {
         }
         Form::CpuPayload => {
             doc.insert("payload".into(), describe_cpu(bytes));
+        }
+        Form::GraphJson | Form::FlatbufferJson => {
+            let graph = json_graph(bytes, form).and_then(|g| {
+                g.to_graph_bytes()
+                    .map_err(|e| format!("the graph cannot be written as a FlatBuffer: {e}"))
+            });
+            doc.insert(
+                "graph".into(),
+                match graph {
+                    Ok(b) => describe_graph(&b),
+                    Err(m) => json!({ "unreadable": m }),
+                },
+            );
+        }
+        Form::Kpack | Form::CodeObject => {
+            doc.insert("not_a_plan".into(), json!(form.foreign()));
         }
         Form::Unknown => {
             let why = |r: Result<(), flatbuffers::InvalidFlatbuffer>| match r {

@@ -7,6 +7,8 @@
 //!   payload's recorded kpack target, so ingestor plans run the payload decode and the restore
 //!   checks (target, dispatch handler, signature, launch values). The stand-in accepts any
 //!   module load: the only check left out is loading the code object on a real device.
+//! - Graph JSON: the SDK's [`hipdnn::Graph::from_json`] (upstream's format) or
+//!   [`hipdnn::Graph::from_flatbuffer_json`] (the legacy format).
 //! - Bare engine payloads: the ingestor's [`restore_plan`] with the same stand-in device; the
 //!   CPU reference engine's [`hipdnn_engines::reference::payload::decode`].
 //!
@@ -167,6 +169,18 @@ pub fn verify(bytes: &[u8], form: Form, doc: &serde_json::Value) -> Report {
                     .map_err(|e| e.to_string()),
             );
         }
+        Form::GraphJson => check("from_json", describe::json_graph(bytes, form).map(drop)),
+        Form::FlatbufferJson => check(
+            "from_flatbuffer_json",
+            describe::json_graph(bytes, form).map(drop),
+        ),
+        Form::Kpack | Form::CodeObject => check(
+            "form",
+            Err(format!(
+                "the file is {}",
+                form.foreign().unwrap_or_default()
+            )),
+        ),
         Form::CpuPayload => check(
             "cpu plan decode",
             hipdnn_engines::reference::payload::decode(bytes)

@@ -2,7 +2,11 @@
 //! plans), on the committed ingestor samples (bare and in an envelope), and on damaged copies:
 //! exact exit codes, and refusals carrying the loader's own message for the same bytes.
 
-use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes};
+use hipdnn::{
+    ConvFpropAttributes, DataType, Graph, Handle, LayernormAttributes, MatmulAttributes,
+    NormFwdPhase, PointwiseAttributes, PointwiseMode, ReductionAttributes, ReductionMode,
+    TensorAttributes, TensorValue,
+};
 use hipdnn_backend::{engine_id_from_name, write_envelope};
 use hipdnn_engines::gpu::GPU_ENGINE_NAME;
 use hipdnn_engines::ingestor::payload::decode_payload;
@@ -90,6 +94,70 @@ fn sdk_files(xw: i64) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
     )
 }
 
+/// An 11-node MLP block: x 1x4x8 → matmul w1 (8x16) + b1 → relu → matmul w2 (16x8) + b2 →
+/// layernorm (scale, bias, epsilon 1e-5) → softmax over the last dim (max, sub, exp, sum, div).
+fn mlp_graph() -> Graph {
+    let mut g = Graph::new();
+    g.set_name("mlp")
+        .set_io_data_type(DataType::Float)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let t = |g: &mut Graph, name: &str, uid: i64, dims: [i64; 3]| {
+        let strides = [dims[1] * dims[2], dims[2], 1];
+        g.tensor(
+            TensorAttributes::new(name)
+                .uid(uid)
+                .dims(dims)
+                .strides(strides),
+        )
+    };
+    let x = t(&mut g, "x", 1, [1, 4, 8]);
+    let w1 = t(&mut g, "w1", 2, [1, 8, 16]);
+    let b1 = t(&mut g, "b1", 3, [1, 1, 16]);
+    let w2 = t(&mut g, "w2", 4, [1, 16, 8]);
+    let b2 = t(&mut g, "b2", 5, [1, 1, 8]);
+    let scale = t(&mut g, "scale", 6, [1, 1, 8]);
+    let bias = t(&mut g, "bias", 7, [1, 1, 8]);
+    let eps = g.tensor(
+        TensorAttributes::scalar(TensorValue::Float32(1e-5))
+            .name("eps")
+            .uid(8),
+    );
+    let pw = PointwiseAttributes::with_mode;
+    let h = g.matmul(x, w1, MatmulAttributes::new().name("fc1"));
+    let h = g.pointwise(h, b1, pw(PointwiseMode::Add).name("fc1_bias"));
+    let h = g.pointwise_unary(h, pw(PointwiseMode::ReluFwd).name("relu"));
+    let h = g.matmul(h, w2, MatmulAttributes::new().name("fc2"));
+    let h = g.pointwise(h, b2, pw(PointwiseMode::Add).name("fc2_bias"));
+    let (h, _, _) = g.layernorm(
+        h,
+        scale,
+        bias,
+        LayernormAttributes::new()
+            .name("ln")
+            .epsilon(eps)
+            .forward_phase(NormFwdPhase::Inference),
+    );
+    let red = |mode| ReductionAttributes::new().mode(mode);
+    let m = g.reduction(h, [1, 4, 1], red(ReductionMode::MaxOp).name("row_max"));
+    let d = g.pointwise(h, m, pw(PointwiseMode::Sub).name("shift"));
+    let e = g.pointwise_unary(d, pw(PointwiseMode::Exp).name("exp"));
+    let s = g.reduction(e, [1, 4, 1], red(ReductionMode::Add).name("row_sum"));
+    let y = g.pointwise(e, s, pw(PointwiseMode::Div).name("softmax"));
+    g.set_output(y, true).set_uid(y, 20).set_tensor_name(y, "y");
+    g
+}
+
+/// (graph only, container) bytes of the MLP graph, built on the CPU.
+fn mlp_files() -> (Vec<u8>, Vec<u8>) {
+    let h = Handle::cpu().unwrap();
+    let mut g = mlp_graph();
+    g.fill_from_context().validate().unwrap();
+    let graph_only = g.to_binary().unwrap();
+    g.build(&h).unwrap();
+    (graph_only, g.to_binary().unwrap())
+}
+
 /// What the SDK loader says for `bytes` (`None` when it loads them).
 fn sdk_from_binary(bytes: &[u8]) -> Option<String> {
     Graph::from_binary(&Handle::cpu().unwrap(), bytes)
@@ -134,7 +202,7 @@ fn inspect_shows_a_graph_only_file_tensor_by_tensor_and_node_by_node() {
     assert_eq!(d["validation"]["passed"], json!(["from_binary"]));
     assert!(d.get("envelope").is_none());
 
-    let text = run(&["inspect", &f]);
+    let text = run(&["inspect", &f, "--full"]);
     assert_eq!(text.code, 0);
     assert!(text.stdout.starts_with("form: graph\n"), "{}", text.stdout);
     assert!(
@@ -204,6 +272,18 @@ fn inspect_and_verify_accept_a_plan_only_file() {
     let dir = tempfile::tempdir().unwrap();
     let (_, _, plan) = sdk_files(8);
     let f = write(dir.path(), "p.bin", &plan);
+    let text = run(&["inspect", &f]).stdout;
+    assert!(
+        text.starts_with(
+            "form: plan, 824 bytes; plan-only SerializedExecutionPlan envelope\n\
+             graph (unnamed): io FLOAT, compute FLOAT, intermediate UNSET; 3 tensors, 1 nodes\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("\n  [0] conv_fprop \"ConvFprop_0\": x(1), w(2) -> ConvFprop_0::Y(3)\n"),
+        "{text}"
+    );
     let d = json_of(&run(&["inspect", &f, "--json"]));
     assert_eq!(d["form"], "plan");
     assert_eq!(d["envelope"]["version"], 2);
@@ -396,7 +476,25 @@ fn inspect_shows_a_wire_valid_graph_the_sdk_refuses_and_names_the_failure() {
         d["validation"]["failures"],
         json!([{ "check": "from_binary", "message": sdk }])
     );
-    let text = run(&["inspect", &f]);
+    // The summary falls back to the wire fields and says why.
+    let summary = run(&["inspect", &f]);
+    assert_eq!(summary.code, 1);
+    assert!(
+        summary.stdout.contains(&format!(
+            "\nnodes:\n  (inputs and outputs not resolved: the SDK cannot read this graph: {sdk})\n  \
+             [0] PointwiseAttributes RELU_FWD \"\": in_0_tensor_uid=1 out_0_tensor_uid=2\n"
+        )),
+        "{}",
+        summary.stdout
+    );
+    assert!(
+        summary
+            .stdout
+            .contains("\n  1    x     [4]   [1]      FLOAT  non-virtual\n"),
+        "{}",
+        summary.stdout
+    );
+    let text = run(&["inspect", &f, "--full"]);
     assert_eq!(text.code, 1);
     assert!(
         text.stdout.contains("ragged_offset_tensor_uid=99"),
@@ -493,6 +591,19 @@ fn verify_restores_an_ingestor_plan_in_an_envelope_on_a_stand_in_device() {
     let id = engine_id_from_name(GPU_ENGINE_NAME);
     let env = write_envelope(id, 0, &[21, 22, 23], &[0, 0, 0], false, &payload);
     let f = write(dir.path(), "ingestor.plan", &env);
+    let text = run(&["inspect", &f]).stdout;
+    assert_eq!(
+        text,
+        "form: plan, 1456 bytes; plan-only SerializedExecutionPlan envelope\n\
+         plan: engine hipkernel.ingestor.gpu (id -1884736383226708858), envelope v2, workspace 0 \
+         bytes, knobs not saved (the kernel below is what they chose), payload 1328 bytes\n\
+         payload: ingestor-plan 1.0, contract hipkernel.conv_fwd.dispatch.v1, workspace 0 bytes, \
+         11 launch values\n\
+         kernel: conv_fwd_nchw for gfx90a (KPACK), code object 58 bytes, sha256 \
+         a3352828086cd02efcc1d095fd2e4f54d2afc50fa0b45a982581b1a0b863225f\n\
+         validation: ok (from_compiled_plan_binary)\n  \
+         not checked (needs a device): ingestor code object load on a device (hipModuleLoadData)\n"
+    );
     let d = json_of(&run(&["inspect", &f, "--json"]));
     assert_eq!(d["form"], "plan");
     assert_eq!(d["envelope"]["engine_name"], GPU_ENGINE_NAME);
@@ -532,13 +643,20 @@ fn diff_names_the_first_differing_field() {
 
     let r = run(&["diff", &a, &b]);
     assert_eq!(r.code, 1);
-    assert_eq!(r.stdout, "differ at graph.tensors[0].dims[3]: 8 vs 16\n");
+    assert_eq!(
+        r.stdout,
+        "tensor changed: uid 1 \"x\": dims [1,3,8,8] vs [1,3,8,16]; \
+         strides [192,64,8,1] vs [384,128,16,1]\n\
+         tensor changed: uid 3 \"ConvFprop_0::Y\": dims [1,4,8,8] vs [1,4,8,16]; \
+         strides [256,64,8,1] vs [512,128,16,1]\n\
+         differ at graph.tensors[0].dims[3]: 8 vs 16\n"
+    );
 
     let r = run(&["diff", &c, &p, "--json"]);
     assert_eq!(r.code, 1);
     assert_eq!(
         json_of(&r),
-        json!({ "equal": false, "path": "form", "a": "hdgp-container", "b": "plan" })
+        json!({ "equal": false, "graph": [], "path": "form", "a": "hdgp-container", "b": "plan" })
     );
 
     let s = samples();
@@ -549,6 +667,26 @@ fn diff_names_the_first_differing_field() {
     ]);
     assert_eq!(r.code, 1);
     assert_eq!(r.stdout, "differ at payload.launch_values.h: 33 vs 40\n");
+
+    // A CPU plan against an ingestor plan: the graph and the engine are named first.
+    let payload = std::fs::read(s.join("conv_fwd_v1_launchable.hkip")).unwrap();
+    let env = write_envelope(
+        engine_id_from_name(GPU_ENGINE_NAME),
+        0,
+        &[21, 22, 23],
+        &[0, 0, 0],
+        false,
+        &payload,
+    );
+    let q = write(dir.path(), "ingestor.plan", &env);
+    let r = run(&["diff", &p, &q]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stdout,
+        "graph: present vs none\n\
+         plan engine: hipdnn.reference.cpu vs hipkernel.ingestor.gpu\n\
+         differ at envelope.engine_id: 7488299829507879281 vs -1884736383226708858\n"
+    );
 }
 
 #[test]
@@ -684,15 +822,35 @@ fn a_file_of_no_known_form_names_both_verifiers_and_both_loaders() {
     assert_eq!(d["form"], "unknown");
     assert!(d["unreadable"]["graph_verifier"].is_string());
     assert!(d["unreadable"]["execution_plan_verifier"].is_string());
+    let (fb, fp) = (
+        sdk_from_binary(&bytes).unwrap(),
+        sdk_from_plan(&bytes).unwrap(),
+    );
     let r = run(&["verify", &f]);
     assert_eq!(r.code, 1);
     assert_eq!(
         r.stderr,
         format!(
-            "FAILED from_binary: {}\nFAILED from_compiled_plan_binary: {}\n",
-            sdk_from_binary(&bytes).unwrap(),
-            sdk_from_plan(&bytes).unwrap()
+            "hipdnn-plan: {f} is none of the formats hipdnn-plan reads (HDGP container, Graph \
+             FlatBuffer, plan envelope, HKIP or HRCP payload, graph JSON, legacy graph JSON; it \
+             also names kpack archives and code objects); the loaders say:\n\
+             FAILED from_binary: {fb}\nFAILED from_compiled_plan_binary: {fp}\n"
         )
+    );
+    let r = run(&["inspect", &f]);
+    assert_eq!(r.code, 1);
+    let unaligned = "Type `i32` at position 4294967295 is unaligned.";
+    assert!(
+        r.stdout.starts_with(&format!(
+            "form: unknown, 24 bytes; none of the formats hipdnn-plan reads (HDGP container, \
+             Graph FlatBuffer, plan envelope, HKIP or HRCP payload, graph JSON, legacy graph \
+             JSON; it also names kpack archives and code objects)\n  \
+             as a Graph FlatBuffer: {unaligned}\n  \
+             as a plan envelope: {unaligned}\n\
+             validation: FAILED\n  from_binary: {fb}\n"
+        )),
+        "{}",
+        r.stdout
     );
 }
 
@@ -720,4 +878,309 @@ fn a_container_whose_graph_and_plan_disagree_is_shown_and_refused_by_the_loaders
     let r = run(&["verify", &f]);
     assert_eq!(r.code, 1);
     assert_eq!(r.stderr, format!("FAILED from_binary: {want}\n"));
+    // The summary names where the CPU plan's graph departs from the container's.
+    let r = run(&["inspect", &f]);
+    assert!(
+        r.stdout.contains(
+            "\npayload: cpu-reference-plan 1.0 (648 body bytes, body SHA-256 matches), carries a \
+             graph that differs from the container's at graph.tensors[0].dims[3]: 8 vs 16\n"
+        ),
+        "{}",
+        r.stdout
+    );
+}
+
+#[test]
+fn inspect_summarizes_an_11_node_graph_in_a_few_lines_and_full_keeps_every_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, container) = mlp_files();
+    let f = write(dir.path(), "mlp.bin", &container);
+    let r = run(&["inspect", &f]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 38, "{}", r.stdout);
+    for (at, line) in [
+        (
+            0,
+            "form: hdgp-container, 6536 bytes; HDGP container: graph 3032 bytes, execution plan \
+             3464 bytes",
+        ),
+        (
+            1,
+            "graph \"mlp\": io FLOAT, compute FLOAT, intermediate FLOAT; 19 tensors, 11 nodes",
+        ),
+        (2, "tensors:"),
+        (
+            3,
+            "  uid  name             dims      strides     dtype  kind",
+        ),
+        (
+            4,
+            "  1    x                [1,4,8]   [32,8,1]    FLOAT  input",
+        ),
+        (
+            11,
+            "  8    eps              [1]       [1]         FLOAT  value",
+        ),
+        (
+            12,
+            "  0    fc1::C           [1,4,16]  [64,16,1]   FLOAT  virtual",
+        ),
+        (
+            22,
+            "  20   y                [1,4,8]   [32,8,1]    FLOAT  output",
+        ),
+        (23, "nodes:"),
+        (24, "  [0] matmul \"fc1\": x(1), w1(2) -> fc1::C(0)"),
+        (
+            29,
+            "  [5] layernorm \"ln\": fc2_bias::OUT_0(12), scale(6), bias(7), eps(8) -> ln::Y(13)",
+        ),
+        (
+            30,
+            "  [6] reduction MAX_OP \"row_max\": ln::Y(13) -> row_max::Y(14)",
+        ),
+        (
+            34,
+            "  [10] pointwise DIV \"softmax\": exp::OUT_0(16), row_sum::Y(17) -> y(20)",
+        ),
+        (
+            35,
+            "plan: engine hipdnn.reference.cpu (id 7488299829507879281), envelope v2, workspace 0 \
+             bytes, knobs none (the CPU reference engine has none), payload 3084 bytes",
+        ),
+        (
+            36,
+            "payload: cpu-reference-plan 1.0 (3032 body bytes, body SHA-256 matches), carries the \
+             graph above",
+        ),
+    ] {
+        assert_eq!(lines[at], line, "line {at}:\n{}", r.stdout);
+    }
+    assert!(r.stdout.ends_with("\nvalidation: ok (from_binary)\n"));
+
+    let full = run(&["inspect", &f, "--full"]);
+    assert_eq!(full.code, 0);
+    // The whole description, as `inspect` printed it by default before the summary (the 411
+    // lines of issue 32).
+    assert_eq!(full.stdout.lines().count(), 411, "{}", full.stdout);
+    assert!(full.stdout.starts_with("form: hdgp-container\n"));
+    assert!(
+        full.stdout.ends_with("\nvalidation: ok (from_binary)\n"),
+        "{}",
+        full.stdout
+    );
+}
+
+#[test]
+fn diff_of_two_unrelated_graphs_names_tensors_nodes_and_types_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_, mlp) = mlp_files();
+    let (_, conv, _) = sdk_files(8);
+    let a = write(dir.path(), "mlp.bin", &mlp);
+    let b = write(dir.path(), "conv.bin", &conv);
+    let r = run(&["diff", &a, &b]);
+    assert_eq!(r.code, 1);
+    let lines: Vec<&str> = r.stdout.lines().collect();
+    assert_eq!(lines.len(), 33, "{}", r.stdout);
+    for (at, line) in [
+        (0, "graph name mlp vs -"),
+        (1, "graph intermediate_data_type FLOAT vs UNSET"),
+        (
+            2,
+            "tensor removed: uid 4 \"w2\" dims [1,16,8] strides [128,8,1] FLOAT",
+        ),
+        (
+            7,
+            "tensor removed: uid 0 \"fc1::C\" dims [1,4,16] strides [64,16,1] FLOAT virtual",
+        ),
+        (
+            18,
+            "tensor changed: uid 1 \"x\": dims [1,4,8] vs [1,3,8,8]; strides [32,8,1] vs \
+             [192,64,8,1]",
+        ),
+        (
+            19,
+            "tensor changed: uid 2 \"w1\": name w1 vs w; dims [1,8,16] vs [4,3,3,3]; strides \
+             [128,16,1] vs [27,9,3,1]",
+        ),
+        (
+            21,
+            "node changed: [0] MatmulAttributes \"fc1\" vs [0] ConvolutionFwdAttributes \
+             \"ConvFprop_0\"",
+        ),
+        (22, "node removed: [1] PointwiseAttributes \"fc1_bias\""),
+        (31, "node removed: [10] PointwiseAttributes \"softmax\""),
+        (32, "differ at container.graph_blob_bytes: 3032 vs 648"),
+    ] {
+        assert_eq!(lines[at], line, "line {at}:\n{}", r.stdout);
+    }
+    // The same lines under "graph" in --json, before the first differing field.
+    let j = json_of(&run(&["diff", &a, &b, "--json"]));
+    assert_eq!(j["equal"], false);
+    assert_eq!(j["graph"].as_array().unwrap().len(), 32);
+    assert_eq!(j["path"], "container.graph_blob_bytes");
+}
+
+#[test]
+fn inspect_and_verify_read_graph_json_in_both_formats_as_a_graph() {
+    let dir = tempfile::tempdir().unwrap();
+    let (graph, _) = mlp_files();
+    let mut g = mlp_graph();
+    g.fill_from_context().validate().unwrap();
+    let upstream = write(dir.path(), "mlp.json", g.to_json().unwrap().as_bytes());
+    let pretty = write(
+        dir.path(),
+        "mlp-pretty.json",
+        g.to_json_pretty().unwrap().as_bytes(),
+    );
+    let legacy = write(
+        dir.path(),
+        "mlp-legacy.json",
+        g.to_flatbuffer_json().unwrap().as_bytes(),
+    );
+    let bin = write(dir.path(), "mlp.bin", &graph);
+    let bin_doc = json_of(&run(&["inspect", &bin, "--json"]));
+    for (f, form, check) in [
+        (&upstream, "graph-json", "from_json"),
+        (&pretty, "graph-json", "from_json"),
+        (&legacy, "flatbuffer-json", "from_flatbuffer_json"),
+    ] {
+        let r = run(&["verify", f]);
+        assert_eq!(
+            (r.code, r.stdout.clone()),
+            (0, format!("ok: {form} ({check})\n")),
+            "{}",
+            r.stderr
+        );
+        let d = json_of(&run(&["inspect", f, "--json"]));
+        assert_eq!(d["form"], form);
+        assert_eq!(d["graph"], bin_doc["graph"], "{f}");
+        let text = run(&["inspect", f]);
+        assert_eq!(text.code, 0);
+        let first = text.stdout.lines().next().unwrap();
+        let size = std::fs::metadata(f).unwrap().len();
+        let what = if form == "graph-json" {
+            "graph JSON in upstream's format (Graph::from_json)"
+        } else {
+            "graph JSON in the legacy format (Graph::from_flatbuffer_json)"
+        };
+        assert_eq!(first, format!("form: {form}, {size} bytes; {what}"));
+        assert!(
+            text.stdout
+                .contains("\n  [0] matmul \"fc1\": x(1), w1(2) -> fc1::C(0)\n"),
+            "{}",
+            text.stdout
+        );
+        assert!(
+            text.stdout
+                .ends_with(&format!("\nvalidation: ok ({check})\n")),
+            "{}",
+            text.stdout
+        );
+    }
+    // A JSON file the SDK's reader refuses: named as graph JSON, with the reader's message.
+    let bad = write(dir.path(), "bad.json", b"{\"tensors\": 1}");
+    let want = Graph::from_json("{\"tensors\": 1}")
+        .unwrap_err()
+        .to_string();
+    let r = run(&["verify", &bad]);
+    assert_eq!(r.code, 1);
+    assert_eq!(r.stderr, format!("FAILED from_json: {want}\n"));
+    let r = run(&["inspect", &bad]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stdout,
+        format!(
+            "form: graph-json, 14 bytes; graph JSON in upstream's format (Graph::from_json)\n\
+             graph: unreadable: {want}\n\
+             validation: FAILED\n  from_json: {want}\n"
+        )
+    );
+}
+
+#[test]
+fn a_kpack_archive_or_a_code_object_is_named_with_the_command_that_takes_it() {
+    let kpack = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../engines/kernels/packed/gfx90a/hipdnn_kernels-gfx90a.kpack");
+    let kpack = kpack.to_str().unwrap();
+    let want = format!(
+        "hipdnn-plan: {kpack} is a kpack kernel archive (magic \"KPAK\"), not a saved graph or \
+         plan: the GPU engine loads it from its kernel directory (HIPDNN_KERNEL_DIR, \
+         docs/install.md) and `cargo run -p xtask -- pack-kernels` writes it; hipdnn-plan reads \
+         what Graph::to_binary, Graph::to_compiled_plan_binary and Graph::to_json write\n"
+    );
+    for cmd in ["inspect", "verify"] {
+        let r = run(&[cmd, kpack]);
+        assert_eq!((r.code, r.stdout.as_str()), (2, ""), "{cmd}");
+        assert_eq!(r.stderr, want, "{cmd}");
+    }
+    let r = run(&["diff", kpack, kpack]);
+    assert_eq!((r.code, r.stderr.as_str()), (2, want.as_str()));
+
+    let dir = tempfile::tempdir().unwrap();
+    let elf = write(
+        dir.path(),
+        "k.hsaco",
+        b"\x7fELF\x02\x01\x01\x40rest-of-a-code-object",
+    );
+    let r = run(&["inspect", &elf]);
+    assert_eq!(r.code, 2);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "hipdnn-plan: {elf} is a GPU code object (ELF or clang offload bundle), not a saved \
+             graph or plan: kpack archives carry code objects (`cargo run -p xtask -- \
+             pack-kernels`); hipdnn-plan reads what Graph::to_binary, \
+             Graph::to_compiled_plan_binary and Graph::to_json write\n"
+        )
+    );
+}
+
+#[test]
+fn json_prints_the_graph_of_a_saved_file_compact_or_pretty() {
+    let dir = tempfile::tempdir().unwrap();
+    let (graph, container, _) = sdk_files(8);
+    let mut g = conv_graph(8);
+    g.fill_from_context().validate().unwrap();
+    for bytes in [&graph, &container] {
+        let f = write(dir.path(), "g.bin", bytes);
+        let r = run(&["json", &f]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.stdout, format!("{}\n", g.to_json().unwrap()));
+        let r = run(&["json", &f, "--pretty"]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert_eq!(r.stdout, format!("{}\n", g.to_json_pretty().unwrap()));
+    }
+    let pretty = g.to_json_pretty().unwrap();
+    assert!(
+        pretty.starts_with(
+            "{\n    \"compute_data_type\": \"float\",\n    \"intermediate_data_type\": \"unset\",\n    \
+             \"io_data_type\": \"float\",\n    \"is_override_shape_enabled\": false,\n    \
+             \"name\": \"\",\n    \"nodes\": [\n        {\n            \"compute_data_type\": \"float\",\n"
+        ),
+        "{pretty}"
+    );
+    assert!(
+        pretty.contains(
+            "\"dilation\": [\n                    1,\n                    1\n                ],\n"
+        ),
+        "{pretty}"
+    );
+    assert!(pretty.ends_with("\n    ]\n}"), "{pretty}");
+    assert_eq!(
+        Graph::from_json(&pretty).unwrap().to_json().unwrap(),
+        g.to_json().unwrap()
+    );
+    let samples = samples();
+    let hkip = samples.join("pointwise_v1.hkip");
+    let r = run(&["json", hkip.to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert_eq!(
+        r.stderr,
+        format!(
+            "hipdnn-plan: no JSON for {}: a file of form ingestor-payload carries no graph\n",
+            hkip.display()
+        )
+    );
 }

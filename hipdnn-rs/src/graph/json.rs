@@ -6,7 +6,8 @@
 //! double and printed with nlohmann's rules (`1.0`, `0.10000000149011612`, `1e-07`,
 //! `1e+16`), nodes grouped into `inputs` / `outputs` / `parameters` / `attributes` per op as
 //! upstream's per-op JSON converters do, enum spellings as upstream's tables. The same graph
-//! gives the same text. Reader: stricter than upstream where upstream is silent or lenient —
+//! gives the same text; [`Graph::to_json_pretty`] gives the same document indented (nlohmann
+//! `dump(4)`). Reader: stricter than upstream where upstream is silent or lenient —
 //! an unknown enum spelling, an unknown node `type` or a duplicate key is refused
 //! (`InvalidValue`) with a message naming the key and value; unknown keys are accepted
 //! (forward compatibility).
@@ -142,6 +143,50 @@ fn emit(j: &J, out: &mut String) {
             }
             out.push('}');
         }
+    }
+}
+
+/// Indented text of `j`, as nlohmann's `dump(indent)`: one member or element a line,
+/// `indent` spaces a level, `": "` after keys, `{}` / `[]` for empty containers, scalars as
+/// [`dump`] prints them, no trailing newline.
+pub fn dump_pretty(j: &J, indent: usize) -> String {
+    let mut out = String::new();
+    emit_pretty(j, indent, 0, &mut out);
+    out
+}
+
+fn emit_pretty(j: &J, indent: usize, level: usize, out: &mut String) {
+    let pad = |out: &mut String, l: usize| out.push_str(&" ".repeat(indent * l));
+    match j {
+        J::A(v) if !v.is_empty() => {
+            out.push_str("[\n");
+            for (i, x) in v.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                pad(out, level + 1);
+                emit_pretty(x, indent, level + 1, out);
+            }
+            out.push('\n');
+            pad(out, level);
+            out.push(']');
+        }
+        J::O(m) if !m.is_empty() => {
+            out.push_str("{\n");
+            for (i, (k, v)) in m.iter().enumerate() {
+                if i > 0 {
+                    out.push_str(",\n");
+                }
+                pad(out, level + 1);
+                esc(k, out);
+                out.push_str(": ");
+                emit_pretty(v, indent, level + 1, out);
+            }
+            out.push('\n');
+            pad(out, level);
+            out.push('}');
+        }
+        scalar_or_empty => emit(scalar_or_empty, out),
     }
 }
 
@@ -692,6 +737,34 @@ impl Graph {
     /// other than 1.
     pub fn from_json(json: &str) -> Result<Graph> {
         read(json)
+    }
+}
+
+impl Graph {
+    /// [`Graph::to_json`] indented for reading: the same document (same keys, order and
+    /// numbers; [`Graph::from_json`] reads it back to the same graph) as nlohmann's `dump(4)`
+    /// prints it — one member or element a line, four spaces a level, `": "` after keys,
+    /// no trailing newline.
+    ///
+    /// # Errors
+    /// As [`Graph::to_json`].
+    ///
+    /// # Example
+    /// ```
+    /// use hipdnn::{DataType, Graph, PointwiseAttributes, PointwiseMode, TensorAttributes};
+    /// let mut g = Graph::new();
+    /// g.set_io_data_type(DataType::Float).set_compute_data_type(DataType::Float);
+    /// let x = g.tensor(TensorAttributes::new("x").uid(1).dims([2, 3]).strides([3, 1]));
+    /// let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(PointwiseMode::ReluFwd));
+    /// g.set_output(y, true).set_uid(y, 2);
+    /// let pretty = g.to_json_pretty()?;
+    /// assert!(pretty.starts_with("{\n    \"compute_data_type\": \"float\",\n"));
+    /// let again = Graph::from_json(&pretty)?;
+    /// assert_eq!(again.to_json()?, g.to_json()?);
+    /// # Ok::<(), hipdnn::Error>(())
+    /// ```
+    pub fn to_json_pretty(&self) -> Result<String> {
+        Ok(dump_pretty(&parse(&write(self)?)?, 4))
     }
 }
 
