@@ -34,6 +34,7 @@ mod flatbuffer_json;
 mod json;
 mod kinds;
 pub mod ops;
+mod shapes;
 pub mod tensor;
 pub mod types;
 mod validate;
