@@ -31,7 +31,18 @@ pub struct BackendHandle {
     /// `engines[i].id()`, computed once at registration (an id hashes the engine's name; the
     /// execute path looks engines up by id on every call).
     engine_ids: Vec<i64>,
+    /// Engines this handle knows of but does not have, with why and what to do instead
+    /// ([`BackendHandle::note_absent_engine`]); used only to explain a plan load.
+    absent: Vec<AbsentEngine>,
     stream: u64,
+}
+
+/// An engine a handle does not have, noted so that a plan saved by it is explained on load.
+#[derive(Debug, Clone)]
+struct AbsentEngine {
+    name: String,
+    id: i64,
+    note: String,
 }
 
 impl std::fmt::Debug for BackendHandle {
@@ -96,6 +107,58 @@ impl BackendHandle {
                 Status::InternalError,
                 format!("Invalid engine ID: {engine_id}"),
             )
+        })
+    }
+
+    /// Notes that this handle does not have the engine named `name`, with `note` saying why and
+    /// what to do instead (e.g. "this handle is on the CPU: …"). The note only explains a plan
+    /// load that names this engine ([`Self::engine_for_plan`]); nothing is registered.
+    pub fn note_absent_engine(&mut self, name: &str, note: impl Into<String>) {
+        let id = crate::engine::engine_id_from_name(name);
+        self.absent.retain(|a| a.id != id);
+        self.absent.push(AbsentEngine {
+            name: name.to_string(),
+            id,
+            note: note.into(),
+        });
+    }
+
+    /// The engine a saved plan names (its envelope's engine id), as plan loading needs it.
+    ///
+    /// # Errors
+    /// `NOT_SUPPORTED` "Invalid engine ID: N: …" (upstream's text first) when no engine of this
+    /// handle has that id. The message names the engine when the handle noted it as absent
+    /// ([`Self::note_absent_engine`]: its name and the note), else says the plan comes from an
+    /// engine this handle does not have; it then lists this handle's engines. Upstream's
+    /// deserialization answers `INTERNAL_ERROR` here; a plan from an engine the handle lacks
+    /// is a plan this handle does not support (upstream's status for an engine id or name the
+    /// handle does not know, `hipdnnGetEngineNameById_ext` / `hipdnnGetEngineIdByName_ext`),
+    /// not an internal fault.
+    pub fn engine_for_plan(&self, engine_id: i64) -> BackendResult<&Arc<dyn Engine>> {
+        self.engine(engine_id).ok_or_else(|| {
+            let have = self
+                .engines
+                .iter()
+                .map(|e| format!("\"{}\"", e.name()))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let have = if have.is_empty() {
+                "no engines".to_string()
+            } else {
+                have
+            };
+            let message = match self.absent.iter().find(|a| a.id == engine_id) {
+                Some(a) => format!(
+                    "Invalid engine ID: {engine_id}: the plan was saved by engine \"{}\", which \
+                     this handle does not have (it has {have}); {}",
+                    a.name, a.note
+                ),
+                None => format!(
+                    "Invalid engine ID: {engine_id}: the plan was saved by an engine this handle \
+                     does not have (it has {have}); load it on a handle that registers that engine"
+                ),
+            };
+            BackendError::new(Status::NotSupported, message)
         })
     }
 

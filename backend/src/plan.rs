@@ -153,8 +153,10 @@ impl ExecutionPlanDescriptor {
     /// - Envelope checks: `BAD_PARAM` "Serialized execution plan FlatBuffer is invalid.",
     ///   `NOT_SUPPORTED` for version 0 or > 2, `BAD_PARAM` for missing/empty payload or UIDs,
     ///   missing or mismatched v2 alignments, negative workspace.
-    /// - `INTERNAL_ERROR` "Invalid engine ID: N" when no engine of `handle` serves the id (no
-    ///   engine is called).
+    /// - `NOT_SUPPORTED` "Invalid engine ID: N: the plan was saved by …" when no engine of
+    ///   `handle` serves the id (no engine is called; the message names the engine and the fix
+    ///   when the handle noted it absent, and lists the handle's engines:
+    ///   [`BackendHandle::engine_for_plan`]).
     /// - `NOT_SUPPORTED` "Engine plugin does not support execution context serialization" when
     ///   the engine has no hooks.
     /// - `PLUGIN_ERROR` "engine refused to restore the execution plan …: \<engine message\>"
@@ -242,7 +244,7 @@ impl ExecutionPlanDescriptor {
         handle: &'h BackendHandle,
         env: &PlanEnvelope<'_>,
     ) -> BackendResult<(Arc<dyn Engine>, &'h dyn crate::engine::PlanSerialization)> {
-        let engine = handle.engine_for(env.engine_id)?;
+        let engine = handle.engine_for_plan(env.engine_id)?;
         let hooks = engine
             .serialization()
             .ok_or_else(|| BackendError::new(Status::NotSupported, NO_SERIALIZATION_MESSAGE))?;

@@ -554,17 +554,45 @@ fn failed_restore_yields_no_descriptor_and_keeps_the_engine_message() {
 }
 
 #[test]
-fn unknown_engine_id_on_load_is_internal_error_and_no_hook_is_called() {
+fn unknown_engine_id_on_load_is_not_supported_and_no_hook_is_called() {
     let (handle, engine) = counting_handle();
     let bytes = Env {
         engine_id: 777,
         ..Env::v2()
     }
     .bytes();
-    assert_err(
-        ExecutionPlanDescriptor::from_bytes(&handle, &bytes),
-        Status::InternalError,
-        "Invalid engine ID: 777",
+    let e = err_of(ExecutionPlanDescriptor::from_bytes(&handle, &bytes));
+    assert_eq!(e.status, Status::NotSupported, "message: {}", e.message);
+    assert_eq!(
+        e.message,
+        "Invalid engine ID: 777: the plan was saved by an engine this handle does not have \
+         (it has \"test.counting\"); load it on a handle that registers that engine"
+    );
+    assert_eq!(engine.loads(), 0);
+}
+
+#[test]
+fn a_plan_of_an_engine_noted_absent_names_that_engine_and_the_note() {
+    let (mut handle, engine) = counting_handle();
+    handle.note_absent_engine(
+        "test.gpu",
+        "this handle is on the CPU: load it on a GPU handle",
+    );
+    let id = engine_id_from_name("test.gpu");
+    let bytes = Env {
+        engine_id: id,
+        ..Env::v2()
+    }
+    .bytes();
+    let e = err_of(ExecutionPlanDescriptor::from_bytes(&handle, &bytes));
+    assert_eq!(e.status, Status::NotSupported, "message: {}", e.message);
+    assert_eq!(
+        e.message,
+        format!(
+            "Invalid engine ID: {id}: the plan was saved by engine \"test.gpu\", which this \
+             handle does not have (it has \"test.counting\"); this handle is on the CPU: load \
+             it on a GPU handle"
+        )
     );
     assert_eq!(engine.loads(), 0);
 }

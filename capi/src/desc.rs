@@ -1002,13 +1002,24 @@ fn tensor_bytes(t: &TensorAttributes) -> Ffi<usize> {
     })
 }
 
+/// What a plan's variant pack must hold, from its graph ([`buffer_lengths`]).
+struct PlanBuffers {
+    /// Buffer length per tensor UID, with [`SCALAR_MARK`] set for runtime pass-by-value
+    /// scalars.
+    lens: HashMap<i64, usize>,
+    /// The tensors every execute must bind, `(uid, name)` in tensor order: the non-virtual
+    /// ones that are not baked scalars (the SDK's variant-pack rule).
+    required: Vec<(i64, String)>,
+}
+
 /// Buffer length per tensor UID for a plan, with [`SCALAR_MARK`] set for runtime
-/// pass-by-value scalars: from its graph, or for a loaded plan of the CPU reference engine
-/// from the graph its context carries.
+/// pass-by-value scalars, and the tensors a pack must bind: from its graph, or for a loaded
+/// plan of the CPU reference engine from the graph its context carries (neither for a plan
+/// without a graph: its engine checks the pack).
 ///
 /// # Errors
 /// [`tensor_bytes`]'s.
-fn buffer_lengths(p: &FinalPlan) -> Ffi<HashMap<i64, usize>> {
+fn buffer_lengths(p: &FinalPlan) -> Ffi<PlanBuffers> {
     let graph = match &p.graph {
         Some(g) => Some(g.graph.clone()),
         None => p
@@ -1018,10 +1029,13 @@ fn buffer_lengths(p: &FinalPlan) -> Ffi<HashMap<i64, usize>> {
             .downcast_ref::<hipdnn_engines::reference::ReferenceContext>()
             .and_then(|c| Graph::from_graph_bytes(c.graph_bytes()).ok()),
     };
-    let Some(g) = graph else {
-        return Ok(HashMap::new());
+    let mut out = PlanBuffers {
+        lens: HashMap::new(),
+        required: Vec::new(),
     };
-    let mut lens = HashMap::new();
+    let Some(g) = graph else {
+        return Ok(out);
+    };
     for (_, t) in g.tensors() {
         let Some(uid) = t.uid else { continue };
         let len = if t.is_runtime_pass_by_value {
@@ -1030,16 +1044,24 @@ fn buffer_lengths(p: &FinalPlan) -> Ffi<HashMap<i64, usize>> {
         } else {
             tensor_bytes(t)?
         };
-        lens.insert(uid, len);
+        out.lens.insert(uid, len);
+        let baked = t.value.is_some() && !t.is_runtime_pass_by_value;
+        if !t.is_virtual && !baked {
+            out.required.push((uid, t.name.clone()));
+        }
     }
-    Ok(lens)
+    Ok(out)
 }
 
 /// Marks a runtime pass-by-value scalar in [`buffer_lengths`] (host memory on every device).
 const SCALAR_MARK: usize = 1 << (usize::BITS - 1);
 
 /// `hipdnnBackendExecute`: runs a finalized plan on a finalized variant pack. Wrong descriptor
-/// types or unfinalized descriptors → BAD_PARAM. On a CPU handle the pointers are host memory
+/// types or unfinalized descriptors → BAD_PARAM. When the plan's graph is known (a plan
+/// finalized here, or a loaded CPU plan), a non-virtual tensor that is not a baked scalar and
+/// has no buffer in the pack → BAD_PARAM "the variant pack has no buffer for tensor uid N
+/// ('name') …" before the engine runs (as the SDK checks; the engine would refuse it as a
+/// PLUGIN_ERROR). On a CPU handle the pointers are host memory
 /// whose extents come from the plan's graph; two bound buffers must not overlap (BAD_PARAM).
 /// On a GPU handle they are device addresses (a plan of the CPU reference engine then fails
 /// with BAD_PARAM: it needs host memory). Runtime pass-by-value scalars are host pointers to
@@ -1085,7 +1107,17 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
         // (the CPU reference engine then refuses with BAD_PARAM instead of reading device
         // memory; HIPDNN_RS_DEVICE=cpu gives CPU handles for host buffers).
         let host = !h.sdk.read().unwrap_or_else(|p| p.into_inner()).is_gpu();
-        let lens = buffer_lengths(&fp)?;
+        let PlanBuffers { lens, required } = buffer_lengths(&fp)?;
+        if let Some((uid, name)) = required.iter().find(|(u, _)| !uids.contains(u)) {
+            return Err(err(
+                Status::BadParam,
+                format!(
+                    "the variant pack has no buffer for tensor uid {uid} ('{name}'), a \
+                     non-virtual tensor of the plan; add it to VARIANT_PACK_UNIQUE_IDS and \
+                     VARIANT_PACK_DATA_POINTERS"
+                ),
+            ));
+        }
         let mut ranges: Vec<(usize, usize, i64)> = Vec::new();
         let mut vp = VariantPackDescriptor::new();
         for (uid, ptr) in uids.iter().zip(&ptrs) {

@@ -225,8 +225,9 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedExecutionPlan_ext(
 /// `hipdnnBackendCreateAndDeserializeExecutionPlan_ext`: a **finalized** plan on `handle` from
 /// a bare envelope or an `HDGP` container (its plan part). Null handle, output or bytes →
 /// NULL_POINTER; size 0 or damaged bytes → BAD_PARAM; unknown envelope version →
-/// NOT_SUPPORTED; an engine id the handle does not serve → INTERNAL_ERROR "Invalid engine ID:
-/// N"; engine refusal → PLUGIN_ERROR. On failure `*descriptor` is untouched.
+/// NOT_SUPPORTED; an engine id the handle does not serve → NOT_SUPPORTED "Invalid engine ID:
+/// N: …" (naming the engine when known, and the handle's engines; upstream says
+/// INTERNAL_ERROR); engine refusal → PLUGIN_ERROR. On failure `*descriptor` is untouched.
 ///
 /// # Safety
 /// `out` null or valid for a write; `bytes` null or valid for `len` bytes.

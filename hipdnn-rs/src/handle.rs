@@ -104,6 +104,21 @@ pub(crate) fn backend_error(context: &str, e: BackendError) -> Error {
 /// follows it (one failure per candidate library) is logged at DEBUG, not INFO.
 const NO_DRIVER_LIBRARY: &str = "no GPU: no HIP or CUDA driver library could be loaded";
 
+/// One line saying why no GPU is usable: the [`GpuUnavailable`] text, except that the list of
+/// driver libraries tried (one failure per candidate, hundreds of characters) is logged at
+/// DEBUG and replaced by a pointer to it.
+///
+/// [`GpuUnavailable`]: hipdnn_engines::gpu::GpuUnavailable
+fn no_gpu_reason(e: &hipdnn_engines::gpu::GpuUnavailable) -> String {
+    let full = e.to_string();
+    if full.starts_with(NO_DRIVER_LIBRARY) {
+        log::debug!("hipdnn: {full}");
+        format!("{NO_DRIVER_LIBRARY}; RUST_LOG=debug lists the libraries tried")
+    } else {
+        full
+    }
+}
+
 impl Handle {
     /// A handle on the GPU when one is usable, else on the CPU, logged at INFO as one line
     /// `hipdnn: using the CPU (<reason>)` (when no runtime library loads, the libraries tried are
@@ -116,16 +131,11 @@ impl Handle {
         match hipdnn_engines::gpu::open(0) {
             Ok(g) => Self::on_gpu(g),
             Err(e) => {
-                let full = e.to_string();
-                if full.starts_with(NO_DRIVER_LIBRARY) {
-                    log::debug!("hipdnn: {full}");
-                    log::info!(
-                        "hipdnn: using the CPU ({NO_DRIVER_LIBRARY}; RUST_LOG=debug lists the libraries tried)"
-                    );
-                } else {
-                    log::info!("hipdnn: using the CPU ({full})");
-                }
-                Self::cpu()
+                let reason = no_gpu_reason(&e);
+                log::info!("hipdnn: using the CPU ({reason})");
+                let mut h = Self::cpu_handle()?;
+                h.note_gpu_engine_absent(&reason);
+                Ok(h)
             }
         }
     }
@@ -139,9 +149,32 @@ impl Handle {
     /// # Ok::<(), hipdnn::Error>(())
     /// ```
     ///
+    /// The handle knows that it lacks the GPU engine: loading a GPU plan on it
+    /// ([`crate::Graph::from_binary`], [`crate::Graph::from_compiled_plan_binary`]) fails with
+    /// `NOT_SUPPORTED` "Invalid engine ID: N: the plan was saved by engine
+    /// "hipkernel.ingestor.gpu", which this handle does not have …", naming the fix.
+    ///
     /// # Errors
     /// `HIPDNN_BACKEND_ERROR` if registering the engine fails.
     pub fn cpu() -> Result<Self, Error> {
+        let mut h = Self::cpu_handle()?;
+        h.note_gpu_engine_absent("this handle is on the CPU");
+        Ok(h)
+    }
+
+    /// Notes the GPU engine as absent (why: `why`), so that loading a GPU plan here names it
+    /// and the fix ([`hipdnn_backend::BackendHandle::engine_for_plan`]).
+    fn note_gpu_engine_absent(&mut self, why: &str) {
+        self.backend.note_absent_engine(
+            hipdnn_engines::gpu::GPU_ENGINE_NAME,
+            format!(
+                "{why}. Load the plan with Handle::gpu() on a machine with the GPU it was built \
+                 for, or build the graph again on this handle"
+            ),
+        );
+    }
+
+    fn cpu_handle() -> Result<Self, Error> {
         let mut backend = hipdnn_backend::BackendHandle::new();
         backend
             .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
@@ -160,7 +193,12 @@ impl Handle {
     /// # Errors
     /// `GRAPH_NOT_SUPPORTED` "no GPU: …" with [`crate::Cause::GpuUnavailable`] as its cause
     /// ([`Error::is_gpu_unavailable`]) when no driver, no device, or no kernel archive for the
-    /// device's architecture is found.
+    /// device's architecture is found. The message is one line: the reason, then the fix,
+    /// ending "use Handle::new() or Handle::cpu() to run on the CPU". When no driver library
+    /// loads it reads "no GPU: no HIP or CUDA driver library could be loaded; RUST_LOG=debug
+    /// lists the libraries tried; install the GPU driver (ROCm or CUDA), or use Handle::new()
+    /// or Handle::cpu() to run on the CPU": the libraries tried are logged at DEBUG and kept in
+    /// the cause, not in the message.
     ///
     /// The GPU is device 0 of the HIP runtime (or the CUDA driver on NVIDIA); its kernels come
     /// from `HIPDNN_KERNEL_DIR/<arch>`, an install location, or the kernels compiled into the
@@ -174,7 +212,25 @@ impl Handle {
     /// }
     /// ```
     pub fn gpu() -> Result<Self, Error> {
-        Self::on_gpu(hipdnn_engines::gpu::open(0)?)
+        match hipdnn_engines::gpu::open(0) {
+            Ok(g) => Self::on_gpu(g),
+            Err(e) => {
+                use hipdnn_engines::gpu::GpuUnavailable as G;
+                let fix = match &e {
+                    G::NoGpu(_) => "install the GPU driver (ROCm or CUDA), or ",
+                    G::NoKernels { .. } => {
+                        "set HIPDNN_KERNEL_DIR to the packed kernels of this GPU (docs/install.md), or "
+                    }
+                    _ => "",
+                };
+                let reason = no_gpu_reason(&e);
+                Err(Error::new(
+                    crate::ErrorCode::GraphNotSupported,
+                    format!("{reason}; {fix}use Handle::new() or Handle::cpu() to run on the CPU"),
+                )
+                .with_cause(e))
+            }
+        }
     }
 
     fn on_gpu(g: hipdnn_engines::gpu::GpuEngines) -> Result<Self, Error> {

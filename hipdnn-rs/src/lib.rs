@@ -55,6 +55,33 @@
 //! # }
 //! ```
 //!
+//! # Logging
+//! hipdnn logs through the [`log`](https://docs.rs/log) facade (targets `hipdnn::…`,
+//! `hipdnn_engines::…`, `hipdnn_hip::…`); like every library on that facade it prints nothing
+//! until the application installs a logger. With [`env_logger`](https://docs.rs/env_logger)
+//! (`env_logger::init()` at the start of `main`), `RUST_LOG=info` shows which device a
+//! [`Handle`] uses and why, `RUST_LOG=hipdnn=debug` adds the GPU runtime libraries that were
+//! tried; a `tracing` application sees the records through `tracing-log`'s `LogTracer`. What
+//! is logged: INFO the handle's device and engines (or why the CPU is used); WARN a plan saved
+//! as the graph alone ([`Graph::to_binary`]); DEBUG the driver libraries tried when none
+//! loads. Errors are never only logged: every failure is also the returned [`Error`].
+//!
+//! Any `log::Log` implementation works; this one keeps the records:
+//! ```
+//! use std::sync::Mutex;
+//! static SEEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+//! struct Keep;
+//! impl log::Log for Keep {
+//!     fn enabled(&self, m: &log::Metadata<'_>) -> bool { m.level() <= log::Level::Info }
+//!     fn log(&self, r: &log::Record<'_>) { SEEN.lock().unwrap().push(r.args().to_string()) }
+//!     fn flush(&self) {}
+//! }
+//! log::set_logger(&Keep).unwrap();
+//! log::set_max_level(log::LevelFilter::Info);
+//! let _handle = hipdnn::Handle::cpu().unwrap();
+//! assert!(SEEN.lock().unwrap().iter().any(|m| m == "hipdnn: handle on the CPU (engine hipdnn.reference.cpu)"));
+//! ```
+//!
 //! # ndarray
 //! `ndarray` is part of this API ([`Buffer::from_ndarray`], [`Buffer::to_ndarray`]); the docs
 //! assume **ndarray 0.16**, re-exported as [`hipdnn::ndarray`](crate::ndarray) so that an

@@ -543,7 +543,11 @@ impl Graph {
     /// `INVALID_VALUE` when the graph bytes do not verify (a bare plan given here is refused
     /// this way, and no graph is created); `HIPDNN_BACKEND_ERROR` with the backend status for a
     /// damaged container (`BAD_PARAM`), a container without a graph, or a plan the engines
-    /// refuse (`PLUGIN_ERROR`, `INTERNAL_ERROR` "Invalid engine ID: N", …).
+    /// refuse (`PLUGIN_ERROR`, …). A plan saved by an engine `handle` does not have (a GPU
+    /// plan on a CPU handle) gives `HIPDNN_BACKEND_ERROR` "Cannot load the execution plan
+    /// (HIPDNN_STATUS_NOT_SUPPORTED): Invalid engine ID: N: the plan was saved by engine
+    /// "hipkernel.ingestor.gpu", which this handle does not have (it has
+    /// "hipdnn.reference.cpu"); …" followed by the fix.
     pub fn from_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
         let read_error = |e| backend_error("Cannot read the graph.", e);
         if !hdgp::is_graph_and_plan_container(bytes) {
@@ -621,7 +625,9 @@ impl Graph {
     /// # Errors
     /// `HIPDNN_BACKEND_ERROR` with the backend status: `BAD_PARAM` for damaged bytes or a
     /// container without a plan, `NOT_SUPPORTED` for an unknown envelope version,
-    /// `INTERNAL_ERROR` "Invalid engine ID: N", `PLUGIN_ERROR` when the engine refuses.
+    /// `NOT_SUPPORTED` "Invalid engine ID: N: the plan was saved by engine …" (naming the
+    /// engine, the handle's engines and the fix) for a plan of an engine `handle` does not have,
+    /// `PLUGIN_ERROR` when the engine refuses.
     pub fn from_compiled_plan_binary(handle: &Handle, bytes: &[u8]) -> Result<Graph> {
         let plan = ExecutionPlanDescriptor::from_copy(handle.backend(), bytes)
             .map_err(|e| backend_error("Cannot load the execution plan.", e))?;

@@ -35,6 +35,7 @@ mod helpers;
 mod json;
 mod kinds;
 pub mod ops;
+mod shapes;
 pub mod tensor;
 pub mod types;
 mod validate;

@@ -11,7 +11,7 @@ use super::tensor::TensorId;
 use super::types::*;
 use super::{Graph, NodeId, Operation};
 use hipdnn_backend::ops::conv::SpatialAttr;
-use hipdnn_backend::ops::{gather, matmul, reduction, sdpa};
+use hipdnn_backend::ops::{gather, reduction, sdpa};
 
 fn label(op: &Operation) -> String {
     format!("{} '{}'", op.method(), op.name())
@@ -202,7 +202,15 @@ impl Graph {
     /// 6. per-node attributes: required tensors and settings present (`AttributeNotSet`),
     ///    geometry lists match the spatial rank and are positive, modes fit the inputs
     ///    (`InvalidValue`); a `hipdnn_rs.gather` custom op follows its rule
-    ///    ([`hipdnn_backend::ops::gather`]; `InvalidValue`).
+    ///    ([`hipdnn_backend::ops::gather`]; `InvalidValue`);
+    /// 7. per-node shapes, the op table's rule for each op (`InvalidValue` "<op> '<node>':
+    ///    shape mismatch: <tensors with their dims>; rule: <rule>"): pointwise inputs
+    ///    broadcast to the output; matmul inner dims agree, batch dims broadcast, c is
+    ///    (..batch, M, N); convolutions (all three directions) have one rank, channels that
+    ///    group, y's N and K from x and w and the output extents of the geometry;
+    ///    normalization parameters broadcast to x and y has x's dims; SDPA q, k, v agree in
+    ///    batch, head dim, key/value heads and length and o is (B, H, S_q, D_v); a reduction's
+    ///    y keeps x's rank with each dim kept or 1; a resample's y has the pooled extents.
     ///
     /// Does not modify the graph.
     ///
@@ -359,11 +367,6 @@ impl Graph {
                         db.len()
                     )));
                 }
-                if !matmul::inner_dims_agree(da, db) {
-                    return Err(Error::invalid(format!(
-                        "{l}: inner dims differ: a is {da:?}, b is {db:?} (a[-1] must equal b[-2])"
-                    )));
-                }
             }
             Operation::Reduction(a) => need(reduction::is_operator(a.mode.to_wire()), "mode")?,
             Operation::ResampleFwd(a) => {
@@ -439,7 +442,7 @@ impl Graph {
             }
             _ => {}
         }
-        Ok(())
+        self.check_shapes(&l, op)
     }
 
     #[allow(clippy::too_many_arguments)]
