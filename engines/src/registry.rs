@@ -19,6 +19,7 @@ use crate::ingestor::native::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::native::pointwise::PointwiseV1Handler;
 use crate::ingestor::native::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::packs::batchnorm_fwd;
+use crate::ingestor::packs::bn_bwd;
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
@@ -97,6 +98,9 @@ pack_families! {
     /// Triton layernorm and rmsnorm backward: dx, and dscale/dbias through a deterministic
     /// split reduction (`family: "norm_bwd"`).
     NormBwd => FamilyDecl::triton::<norm_bwd::NormBwdInputs>(),
+    /// Triton batchnorm backward with the optional fused ReLU backward: dscale/dbias through
+    /// a deterministic split reduction, then dx (`family: "bn_bwd"`).
+    BnBwd => FamilyDecl::triton::<bn_bwd::BnBwdInputs>(),
 }
 
 impl PackFamily {
