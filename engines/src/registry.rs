@@ -138,7 +138,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
 /// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`,
-/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`) under their
+/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`, `hipkernel.bn_bwd.dispatch.v1`) under their
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();
