@@ -19,6 +19,7 @@ use crate::ingestor::native::conv_fwd_v2::{CONV_FWD_V2, ConvFwdV2Handler};
 use crate::ingestor::native::pointwise::PointwiseV1Handler;
 use crate::ingestor::native::pointwise_v2::{POINTWISE_V2, PointwiseV2Handler};
 use crate::ingestor::packs::batchnorm_fwd;
+use crate::ingestor::packs::bn_bwd;
 use crate::ingestor::packs::conv_dgrad::{CONV_DGRAD_V1, ConvDgradV1Handler};
 use crate::ingestor::packs::conv_fprop::{CONV_FPROP_V2, ConvFpropHandler};
 use crate::ingestor::packs::conv_wgrad::{CONV_WGRAD_V1, ConvWgradV1Handler};
@@ -97,6 +98,9 @@ pack_families! {
     /// Triton layernorm and rmsnorm backward: dx, and dscale/dbias through a deterministic
     /// split reduction (`family: "norm_bwd"`).
     NormBwd => FamilyDecl::triton::<norm_bwd::NormBwdInputs>(),
+    /// Triton batchnorm backward with the optional fused ReLU backward: dscale/dbias through
+    /// a deterministic split reduction, then dx (`family: "bn_bwd"`).
+    BnBwd => FamilyDecl::triton::<bn_bwd::BnBwdInputs>(),
 }
 
 impl PackFamily {
@@ -134,7 +138,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
 /// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`,
-/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`) under their
+/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`, `hipkernel.bn_bwd.dispatch.v1`) under their
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();

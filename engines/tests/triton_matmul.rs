@@ -12,6 +12,7 @@ use hipdnn_engines::ingestor::framework::triton::TritonConfig;
 use hipdnn_engines::ingestor::kernel::KernelArgument;
 use hipdnn_engines::ingestor::launch_values::LaunchValue;
 use hipdnn_engines::ingestor::packs::batchnorm_fwd::{self, BATCHNORM_FWD_V1};
+use hipdnn_engines::ingestor::packs::bn_bwd::{self, BN_BWD_V1};
 use hipdnn_engines::ingestor::packs::conv_dgrad::{self, CONV_DGRAD_V1};
 use hipdnn_engines::ingestor::packs::conv_fprop::{
     self, CONV_FPROP_V1, CONV_FPROP_V2, ConvFpropHandler, ConvFpropInputs,
@@ -44,6 +45,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "reduce_fwd" => reduce_fwd::signature(spec),
         "pool_fwd" => pool_fwd::signature(spec),
         "batchnorm_fwd" => batchnorm_fwd::signature(variant),
+        "bn_bwd" => bn_bwd::signature(variant),
         "gather" => GatherInputs::signature(spec),
         f => panic!("unknown family {f}"),
     }
@@ -105,6 +107,7 @@ fn every_triton_entry_records_its_launch_facts() {
                 ("pointwise_fused", Some("spec")) => "hipdnn_pointwise_flat".to_string(),
                 ("pointwise_fused", _) => "hipdnn_pointwise".to_string(),
                 ("batchnorm_fwd", Some("spec")) => "hipdnn_batchnorm_fwd_cl".to_string(),
+                ("bn_bwd", Some("spec")) => "hipdnn_bn_bwd_cl".to_string(),
                 _ => format!("hipdnn_{family}{suffix}"),
             };
             assert_eq!(k["kernel_source"]["symbol"].as_str().unwrap(), symbol);
@@ -175,6 +178,31 @@ fn every_triton_entry_records_its_launch_facts() {
                 }
                 assert_eq!(k["divisibility_16"], serde_json::json!(hinted));
                 assert_eq!(ce["BLOCK_N"], k["block"]["n"]);
+            } else if family == "bn_bwd" && (spec || nchw) {
+                // spec: channels-last (unit channel strides of dy, x, r, dx); nchw:
+                // channels-first (unit spatial strides); dy, x and dx aligned, their other
+                // strides hinted.
+                let (ones, hinted) = if spec {
+                    (
+                        ["sdyc", "sxc", "src", "sdxc"],
+                        [
+                            "C", "dx_ptr", "dy_ptr", "sdxn", "sdxs", "sdyn", "sdys", "sxn", "sxs",
+                            "x_ptr",
+                        ],
+                    )
+                } else {
+                    (
+                        ["sdys", "sxs", "srs", "sdxs"],
+                        [
+                            "S", "dx_ptr", "dy_ptr", "sdxc", "sdxn", "sdyc", "sdyn", "sxc", "sxn",
+                            "x_ptr",
+                        ],
+                    )
+                };
+                for n in ones {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(k["divisibility_16"], serde_json::json!(hinted));
             } else if nchw {
                 assert_eq!(family, "conv_fprop");
                 for n in ["sxw", "syq", "srq"] {
@@ -461,6 +489,9 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                     (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd_cf")
                 }
                 "batchnorm_fwd" => (BATCHNORM_FWD_V1, "hipdnn_batchnorm_fwd"),
+                "bn_bwd" if cfg.spec => (BN_BWD_V1, "hipdnn_bn_bwd_cl"),
+                "bn_bwd" if cfg.channels_first => (BN_BWD_V1, "hipdnn_bn_bwd_cf"),
+                "bn_bwd" => (BN_BWD_V1, "hipdnn_bn_bwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
                 _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
@@ -510,6 +541,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
         }
         let want = vec![
             "batchnorm_fwd",
+            "bn_bwd",
             "conv_dgrad",
             "conv_fprop",
             "conv_wgrad",

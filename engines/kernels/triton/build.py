@@ -29,7 +29,8 @@ FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdp
             "pool_fwd",
             "batchnorm_fwd",
             "gather",
-            "norm_bwd"]
+            "norm_bwd",
+            "bn_bwd"]
 
 
 def entries(arches, families):

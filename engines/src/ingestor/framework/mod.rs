@@ -3,6 +3,7 @@
 //! matmul and conv fprop families share ([`epilogue`]). Families (`super::packs`) and the
 //! hand-written native packs (`super::native`) import from here; nothing here imports a pack.
 
+pub mod channels;
 pub mod conv;
 pub mod epilogue;
 pub mod family;

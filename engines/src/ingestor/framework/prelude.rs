@@ -4,6 +4,7 @@
 //! and schema types every matcher names; plus [`triton_handler!`](crate::triton_handler),
 //! which declares a family's handler.
 
+pub(crate) use super::channels::Channels;
 pub(crate) use super::family::{
     I32_MAX, IntValue, TritonFamily, TritonHandler, ValueReader, check_aligned, f32_of, float, int,
     pointer_args, slot_of, spec_kept, uid,

@@ -109,13 +109,9 @@ pub const FLAG_NEXT_MEAN_F32: i64 = 8192;
 /// `flags` bit: the next running variance is f32.
 pub const FLAG_NEXT_VAR_F32: i64 = 16384;
 
-/// The largest `n`, `c`, `s` and `n·s` the kernel takes (2^30).
-pub const MAX_EXTENT: i64 = 1 << 30;
-/// Programs the static rule aims at per launch.
-pub const TARGET_PROGRAMS: i64 = 1024;
-/// The family's tiles (`block_m` along the unit-stride axis, `block_n` along the other),
-/// longest `block_m` first.
-pub const TILES: [(i64, i64); 4] = [(1024, 2), (256, 8), (64, 32), (16, 128)];
+pub use crate::ingestor::framework::channels::{
+    MAX_EXTENT, TARGET_PROGRAMS, TILES, rule_block_m, rule_splits,
+};
 
 /// Stride value names, in kernel order.
 const STRIDES: [&str; 14] = [
@@ -187,31 +183,6 @@ pub fn signature(variant: i64) -> Vec<KernelArgument> {
 
 fn cdiv(a: i64, b: i64) -> i64 {
     (a + b - 1) / b
-}
-
-/// The static rule's `block_m` for a path: 16 for channels-last; for channels-first the
-/// longest of [`TILES`] whose padding `cdiv(s, bm)·bm` stays within 4/3 of `s` (16 when none
-/// does).
-pub fn rule_block_m(channels_first: bool, s: i64) -> i64 {
-    if !channels_first {
-        return 16;
-    }
-    TILES
-        .iter()
-        .map(|t| t.0)
-        .find(|&m| cdiv(s, m) * m * 3 <= 4 * s)
-        .unwrap_or(16)
-}
-
-/// The static rule's `splits` for `pairs` (n, position block) pairs over `cblocks` channel
-/// blocks of positions-per-tile `tp` (module docs).
-pub fn rule_splits(pairs: i64, cblocks: i64, tp: i64, training: bool) -> i64 {
-    let mut sp = cdiv(TARGET_PROGRAMS, cblocks).min(pairs);
-    if training {
-        sp = sp.min((pairs.saturating_mul(tp) / 12).isqrt());
-    }
-    let sp = sp.max(1);
-    cdiv(pairs, cdiv(pairs, sp))
 }
 
 /// The launch inputs of contract v1.
@@ -414,62 +385,10 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     let b = read_node(&node)?;
     let xt = tensor(graph, b.x)?;
     let dtype = float_dtype(&xt, "batchnorm_fwd", "x")?;
-    let (xd, _) = dims_strides(&xt);
-    let r = xd.len();
-    if r < 2 || xd.iter().any(|d| *d < 1) {
-        return Err(na(format!(
-            "the batchnorm_fwd pack needs x with at least 2 dims (N, C, …), each at least 1; x {xd:?}"
-        )));
-    }
-    let max = i64::from(i32::MAX);
-    let (n, c) = (xd[0], xd[1]);
-    let s = xd[2..].iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-    let s = match (s, s.and_then(|s| s.checked_mul(n))) {
-        (Some(s), Some(ns)) if n <= MAX_EXTENT && c <= MAX_EXTENT && ns <= MAX_EXTENT => s,
-        _ => {
-            return Err(na(format!(
-                "the batchnorm_fwd pack needs N, C and N·spatial volume each at most {MAX_EXTENT}; x {xd:?}"
-            )));
-        }
-    };
-    let fits = |v: i64| (0..=max).contains(&v);
-    // (batch, channel, spatial) strides of x or y.
-    let ncs = |what: &str, t: &TensorAttributes<'_>| -> PluginResult<[i64; 3]> {
-        let (d, st) = dims_strides(t);
-        if d != xd {
-            return Err(na(format!(
-                "the batchnorm_fwd pack: {what} dims {d:?} differ from x {xd:?}"
-            )));
-        }
-        match collapse(&d[2..], &st[2..]) {
-            Some(ss) if st.iter().all(|v| fits(*v)) && fits(ss) => Ok([st[0], st[1], ss]),
-            _ => Err(na(format!(
-                "the batchnorm_fwd pack needs {what}'s strides in [0, 2147483647] and its spatial axes {:?} collapsing to one stride; strides {st:?}",
-                &d[2..]
-            ))),
-        }
-    };
     let yt = tensor(graph, b.y)?;
-    let [mut sxn, sxc, mut sxs] = ncs("x", &xt)?;
-    let [mut syn, syc, mut sys] = ncs("y", &yt)?;
-    let (mut n_k, mut s_k) = (n, s);
-    let mergeable = |bn: i64, bs: i64| n == 1 || s == 1 || bn == s * bs;
-    if mergeable(sxn, sxs) && mergeable(syn, sys) {
-        if s == 1 {
-            sxs = sxn;
-            sys = syn;
-        }
-        n_k = 1;
-        s_k = n * s;
-    }
-    if n_k == 1 {
-        sxn = 0;
-        syn = 0;
-    }
-    if s_k == 1 {
-        sxs = 0;
-        sys = 0;
-    }
+    let (view, st) = Channels::read("batchnorm_fwd", &xt, &[("y", &yt)])?;
+    let [[sxn, sxc, sxs], [syn, syc, sys]] = [st[0], st[1]];
+    let [n_k, c, s_k] = view.shape;
     let typed =
         |what: &str, t: &TensorAttributes<'_>, bit| f32_bit(t, dtype, "batchnorm_fwd", what, bit);
     let mut flags = typed("y", &yt, FLAG_Y_F32)?;
@@ -477,36 +396,13 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<BatchnormFwdInputs> {
     let per_channel_in = |what: &str, u: i64, bit: i64| -> PluginResult<(i64, i64)> {
         let t = tensor(graph, u)?;
         let bit = typed(what, &t, bit)?;
-        let (d, st) = dims_strides(&t);
-        let o = r.checked_sub(d.len());
-        let dim = |i: usize| match o {
-            Some(o) if i >= o => d[i - o],
-            _ => 1,
-        };
-        let ok = o.is_some() && (0..r).all(|i| dim(i) == 1 || (i == 1 && dim(i) == c));
-        let stride = match o {
-            Some(o) if o <= 1 && dim(1) > 1 => st[1 - o],
-            _ => 0,
-        };
-        if !ok || !fits(stride) {
-            return Err(na(format!(
-                "the batchnorm_fwd pack needs {what} with one value per channel (dims right-aligned to x's, 1 except x's channel axis, which holds C = {c} or 1) and a stride in [0, 2147483647]; {what} dims {d:?} strides {st:?}, x {xd:?}"
-            )));
-        }
-        Ok((stride, bit))
+        Ok((view.per_channel_in(what, &t, false)?, bit))
     };
     // A per-channel output or running tensor: C values whose dims collapse to one stride.
     let per_channel = |what: &str, u: i64, bit: i64| -> PluginResult<(i64, i64)> {
         let t = tensor(graph, u)?;
         let bit = typed(what, &t, bit)?;
-        let (d, st) = dims_strides(&t);
-        let vol = d.iter().try_fold(1i64, |a, v| a.checked_mul(*v));
-        match (vol, collapse(&d, &st)) {
-            (Some(v), Some(cs)) if v == c && fits(cs) => Ok((cs, bit)),
-            _ => Err(na(format!(
-                "the batchnorm_fwd pack needs {what} with C = {c} values whose dims collapse to one stride in [0, 2147483647]; dims {d:?} strides {st:?}"
-            ))),
-        }
+        Ok((view.per_channel(what, &t)?, bit))
     };
     let (ssc, f) = per_channel_in("scale", b.scale, FLAG_SCALE_F32)?;
     flags |= f;

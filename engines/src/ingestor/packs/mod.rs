@@ -8,6 +8,7 @@
 //! What families share lives in [`crate::ingestor::framework`]; no family imports another.
 
 pub mod batchnorm_fwd;
+pub mod bn_bwd;
 pub mod conv_dgrad;
 pub mod conv_fprop;
 pub mod conv_wgrad;
