@@ -28,6 +28,9 @@
 //!    pooling rows (NCHW and NHWC, f16 and f32) vs `F.max_pool2d` / `F.avg_pool2d`.
 //! 8. Layernorm / rmsnorm backward ([`norm_bwd`], `--only normbwd` only): checks against the
 //!    CPU reference and rows vs PyTorch eager and replayed from a CUDA graph.
+//! 9. Batchnorm backward, alone and behind a fused ReLU backward ([`bn_bwd`], `--only bnbwd`
+//!    only): checks against the CPU reference and ResNet-50 batch-32 channels-last rows vs
+//!    PyTorch eager and replayed from a CUDA graph.
 //!
 //! `HIPDNN_BENCH_SWEEP=1`: the reduce and sdpa rows are also built with
 //! `Graph::build_benchmarked` and timed (`benchmarked_ms` in the JSON); the engine's
@@ -45,6 +48,7 @@ use hipdnn::{
 use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
+mod bn_bwd;
 mod norm_bwd;
 mod pointwise;
 mod pool;
@@ -1304,7 +1308,7 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
 ];
 
 /// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`,
-/// `normbwd`) and, for
+/// `normbwd`, `bnbwd`) and, for
 /// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
 /// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
@@ -1318,11 +1322,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
             "sdpa",
             "pool",
             "normbwd",
+            "bnbwd",
         ]
         .contains(n)
     }) {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool and normbwd, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd and bnbwd, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1403,6 +1408,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("normbwd_checks".into(), json!(checks));
         report.insert("normbwd".into(), json!(rows));
         report.insert("torch_normbwd".into(), torch);
+    }
+    if names.contains(&"bnbwd") {
+        let (checks, rows, torch) = bn_bwd::section(gpu, cpu)?;
+        t += &bn_bwd::table(checks.len(), &rows, &torch);
+        report.insert("bnbwd_checks".into(), json!(checks));
+        report.insert("bnbwd".into(), json!(rows));
+        report.insert("torch_bnbwd".into(), torch);
     }
     if names.contains(&"sdpa") {
         let (checks, rows, torch) = sdpa::section(gpu, cpu)?;

@@ -75,11 +75,12 @@ fn graph(op: &str, rows: i64, cols: i64, dt: DataType) -> Graph {
 }
 
 /// Inputs (x, dy, scale in the io type; mean and inverse std / inverse RMS as f32 computed in
-/// f64 from the rounded x, eps 1e-5) and the output lengths by UID.
-struct Inputs<T> {
-    io: Vec<(i64, Vec<T>)>,
-    stats: Vec<(i64, Vec<f32>)>,
-    outs: Vec<(i64, usize)>,
+/// f64 from the rounded x, eps 1e-5) and the output lengths by UID. Also the batchnorm
+/// backward section's (`bn_bwd`), which keeps its f32 per-channel tensors in `stats`.
+pub(super) struct Inputs<T> {
+    pub(super) io: Vec<(i64, Vec<T>)>,
+    pub(super) stats: Vec<(i64, Vec<f32>)>,
+    pub(super) outs: Vec<(i64, usize)>,
 }
 
 fn inputs<T: Num>(op: &str, rows: i64, cols: i64) -> Inputs<T> {
@@ -117,13 +118,13 @@ fn inputs<T: Num>(op: &str, rows: i64, cols: i64) -> Inputs<T> {
 }
 
 /// Device buffers of `ins` on `h`: (io inputs, stats, outputs).
-type Bufs<T> = (
+pub(super) type Bufs<T> = (
     Vec<(i64, Buffer<T>)>,
     Vec<(i64, Buffer<f32>)>,
     Vec<(i64, Buffer<T>)>,
 );
 
-fn buffers<T: Num>(h: &Handle, ins: &Inputs<T>) -> R<Bufs<T>> {
+pub(super) fn buffers<T: Num>(h: &Handle, ins: &Inputs<T>) -> R<Bufs<T>> {
     let io = ins
         .io
         .iter()
@@ -145,7 +146,12 @@ fn buffers<T: Num>(h: &Handle, ins: &Inputs<T>) -> R<Bufs<T>> {
     Ok((io, stats, outs))
 }
 
-fn execute<T: Num>(h: &Handle, g: &Graph, b: &mut Bufs<T>, ws: &mut Buffer<u8>) -> R<()> {
+pub(super) fn execute<T: Num>(
+    h: &Handle,
+    g: &Graph,
+    b: &mut Bufs<T>,
+    ws: &mut Buffer<u8>,
+) -> R<()> {
     let (io, stats, outs) = b;
     let mut pack = VariantPack::new();
     for (u, b) in io.iter() {
