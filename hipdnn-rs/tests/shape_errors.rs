@@ -183,6 +183,118 @@ fn cases() -> Vec<(&'static str, Graph, &'static str)> {
         "resample 'pool': shape mismatch: x 'x' [1, 2, 8, 8] and y 'pool::Y' [1, 2, 4, 5]; \
          rule: resample x (N, C, spatial..)",
     ));
+    let mut g = graph();
+    let (dy, x) = (
+        t(&mut g, "dy", &[2, 3, 4, 4]),
+        t(&mut g, "x", &[2, 3, 5, 5]),
+    );
+    let (s, m, iv) = (
+        t(&mut g, "s", &[1, 3, 1, 1]),
+        t(&mut g, "m", &[1, 3, 1, 1]),
+        t(&mut g, "iv", &[1, 3, 1, 1]),
+    );
+    g.batchnorm_backward(
+        dy,
+        x,
+        s,
+        BatchnormBackwardAttributes::new()
+            .mean(m)
+            .inv_variance(iv)
+            .name("bnb"),
+    );
+    cases.push((
+        "batchnorm backward dy",
+        g,
+        "batchnorm_backward 'bnb': shape mismatch: dy 'dy' [2, 3, 4, 4] differs from x 'x' \
+         [2, 3, 5, 5]; rule: batchnorm backward's dy and dx have x's dims",
+    ));
+
+    let mut g = graph();
+    let (dy, x) = (t(&mut g, "dy", &[4, 6]), t(&mut g, "x", &[4, 6]));
+    let (s, m, iv) = (
+        t(&mut g, "s", &[1, 5]),
+        t(&mut g, "m", &[4, 1]),
+        t(&mut g, "iv", &[4, 1]),
+    );
+    g.layernorm_backward(
+        dy,
+        x,
+        s,
+        LayernormBackwardAttributes::new()
+            .mean(m)
+            .inv_variance(iv)
+            .name("lnb"),
+    );
+    cases.push((
+        "layernorm backward scale",
+        g,
+        "layernorm_backward 'lnb': shape mismatch: scale 's' [1, 5] does not broadcast to x \
+         'x' [4, 6]; rule: layernorm parameters broadcast to x",
+    ));
+
+    let mut g = graph();
+    let (dy, x) = (t(&mut g, "dy", &[4, 6]), t(&mut g, "x", &[4, 6]));
+    let (s, r) = (t(&mut g, "s", &[1, 6]), t(&mut g, "r", &[3, 1]));
+    g.rmsnorm_backward(
+        dy,
+        x,
+        s,
+        r,
+        false,
+        RmsNormBackwardAttributes::new().name("rmsb"),
+    );
+    cases.push((
+        "rmsnorm backward inv_rms",
+        g,
+        "rmsnorm_backward 'rmsb': shape mismatch: inv_rms 'r' [3, 1] does not broadcast to x \
+         'x' [4, 6]; rule: rmsnorm parameters broadcast to x",
+    ));
+
+    let mut g = graph();
+    let qkv = [1, 2, 8, 16];
+    let (q, k, v) = (
+        t(&mut g, "q", &qkv),
+        t(&mut g, "k", &qkv),
+        t(&mut g, "v", &qkv),
+    );
+    let (o, d_o) = (t(&mut g, "o", &qkv), t(&mut g, "do", &[1, 2, 8, 8]));
+    let stats = t(&mut g, "stats", &[1, 2, 8, 1]);
+    g.sdpa_backward(
+        q,
+        k,
+        v,
+        o,
+        d_o,
+        stats,
+        SdpaBackwardAttributes::new().name("sdpab"),
+    );
+    cases.push((
+        "sdpa backward do",
+        g,
+        "sdpa_backward 'sdpab': shape mismatch: do 'do' [1, 2, 8, 8] differs from o 'o' [1, 2, \
+         8, 16]; rule: sdpa backward's do has o's dims",
+    ));
+
+    let mut g = graph();
+    let dy = t(&mut g, "dy", &[1, 2, 4, 4]);
+    let dx = g.resample_bwd(
+        dy,
+        None,
+        ResampleBwdAttributes::new()
+            .resample_mode(ResampleMode::AvgPoolIncludePadding)
+            .window([2, 2])
+            .stride([2, 2])
+            .pre_padding([0, 0])
+            .post_padding([0, 0])
+            .name("poolb"),
+    );
+    g.set_dims(dx, [1, 2, 8, 11]);
+    cases.push((
+        "resample backward extent",
+        g,
+        "resample_bwd 'poolb': shape mismatch: dx 'poolb::DX' [1, 2, 8, 11] and dy 'dy' [1, 2, \
+         4, 4]; rule: resample dx (N, C, spatial..) gives dy (N, C, out..)",
+    ));
     cases
 }
 

@@ -3,7 +3,10 @@
 //!
 //! This module owns the per-op shape checks over the tensors a node names: pointwise
 //! broadcasting, matmul inner and batch dims, convolution channels, groups and extents,
-//! normalization parameter shapes, SDPA head dims, reduction output dims, resample extents.
+//! normalization parameter shapes, SDPA head dims, reduction output dims, resample extents,
+//! and the backward nodes' gradients (each has the dims of what it is the gradient of).
+//! Block-scale (de)quantize, MoE grouped matmul and custom ops carry their own layout rules
+//! and are checked by the engines that serve them.
 //! The rules themselves come from the op table ([`hipdnn_backend::ops`]), the one definition
 //! the engines check against too. It never changes the graph.
 //!
@@ -207,38 +210,7 @@ impl Graph {
                 let (Some(q), Some(k), Some(v)) = (a.q, a.k, a.v) else {
                     return Ok(());
                 };
-                let (dq, dk, dv) = (self.d(q), self.d(k), self.d(v));
-                if [dq, dk, dv].iter().any(|d| d.len() != sdpa::RANK) {
-                    return Ok(());
-                }
-                let all = format!(
-                    "{}, {}, {}",
-                    self.td("q", q),
-                    self.td("k", k),
-                    self.td("v", v)
-                );
-                let agree = dk[0] == dq[0]
-                    && dv[0] == dq[0]
-                    && dk[3] == dq[3]
-                    && dv[1] == dk[1]
-                    && dv[2] == dk[2]
-                    && sdpa::heads_compatible(dq[1], dk[1]);
-                if !agree {
-                    return bad(
-                        all,
-                        "sdpa q (B, H, S_q, D), k (B, H_kv, S_kv, D), v (B, H_kv, S_kv, D_v): \
-                         same B, q and k share D, k and v share H_kv and S_kv, H_kv divides H",
-                    );
-                }
-                if let Some(o) = a.o {
-                    let want = sdpa::output_dims(dq, dv);
-                    if self.d(o) != want.as_slice() {
-                        return bad(
-                            format!("{} is not {want:?}: {all}", self.td("o", o)),
-                            "sdpa o is (B, H, S_q, D_v)",
-                        );
-                    }
-                }
+                self.check_sdpa_qkv(l, q, k, v, a.o)?;
             }
             Operation::Reduction(a) => {
                 let (Some(x), Some(y)) = (a.x, a.y) else {
@@ -256,33 +228,209 @@ impl Graph {
                 let (Some(x), Some(y)) = (a.x, a.y) else {
                     return Ok(());
                 };
-                let (dx, dy) = (self.d(x), self.d(y));
-                let n = dx.len().saturating_sub(2);
-                let want: Option<Vec<i64>> = (0..n)
-                    .map(|i| {
-                        resample::output_extent(
-                            dx[i + 2],
-                            *a.window.get(i)?,
-                            *a.pre_padding.get(i)?,
-                            *a.post_padding.get(i)?,
-                            *a.stride.get(i)?,
-                        )
-                        .ok()
-                    })
-                    .collect();
-                let ok = dx.len() >= 2
-                    && dy.len() == dx.len()
-                    && dy[..2] == dx[..2]
-                    && want.as_deref().is_some_and(|w| w == &dy[2..]);
-                if !ok {
-                    return bad(
-                        format!("{} and {}", self.td("x", x), self.td("y", y)),
-                        "resample x (N, C, spatial..) gives y (N, C, out..) with out = \
-                         floor((in + pre + post - window) / stride) + 1",
-                    );
+                let w = [&a.window, &a.pre_padding, &a.post_padding, &a.stride];
+                self.check_resample_shapes(l, ("x", x), ("y", y), w)?;
+            }
+            Operation::ResampleBwd(a) => {
+                let (Some(dx), Some(dy)) = (a.dx, a.dy) else {
+                    return Ok(());
+                };
+                let w = [&a.window, &a.pre_padding, &a.post_padding, &a.stride];
+                self.check_resample_shapes(l, ("dx", dx), ("dy", dy), w)?;
+                self.check_same_dims(
+                    l,
+                    ("dy", dy),
+                    &[("index", a.index)],
+                    "resample backward's index has dy's dims",
+                )?;
+            }
+            Operation::BatchnormBackward(a) => self.check_norm_backward(
+                l,
+                [a.x, a.dy, a.dx],
+                &[
+                    ("mean", a.mean),
+                    ("inv_variance", a.inv_variance),
+                    ("scale", a.scale),
+                ],
+                (a.scale, a.dscale, a.dbias),
+                "batchnorm",
+            )?,
+            Operation::LayernormBackward(a) => self.check_norm_backward(
+                l,
+                [a.x, a.dy, a.dx],
+                &[
+                    ("mean", a.mean),
+                    ("inv_variance", a.inv_variance),
+                    ("scale", a.scale),
+                ],
+                (a.scale, a.dscale, a.dbias),
+                "layernorm",
+            )?,
+            Operation::RmsNormBackward(a) => self.check_norm_backward(
+                l,
+                [a.x, a.dy, a.dx],
+                &[("inv_rms", a.inv_rms), ("scale", a.scale)],
+                (a.scale, a.dscale, a.dbias),
+                "rmsnorm",
+            )?,
+            Operation::SdpaBackward(a) => {
+                let (Some(q), Some(k), Some(v)) = (a.q, a.k, a.v) else {
+                    return Ok(());
+                };
+                self.check_sdpa_qkv(l, q, k, v, a.o)?;
+                if let Some(o) = a.o {
+                    self.check_same_dims(
+                        l,
+                        ("o", o),
+                        &[("do", a.d_o)],
+                        "sdpa backward's do has o's dims",
+                    )?;
+                }
+                for (role, base, grad) in [("q", q, "dq"), ("k", k, "dk"), ("v", v, "dv")] {
+                    let g = match grad {
+                        "dq" => a.dq,
+                        "dk" => a.dk,
+                        _ => a.dv,
+                    };
+                    self.check_same_dims(
+                        l,
+                        (role, base),
+                        &[(grad, g)],
+                        "sdpa backward's dq, dk and dv have the dims of q, k and v",
+                    )?;
                 }
             }
             _ => {}
+        }
+        Ok(())
+    }
+
+    /// SDPA's q, k, v and (when given) o: see the rule texts.
+    fn check_sdpa_qkv(
+        &self,
+        l: &str,
+        q: TensorId,
+        k: TensorId,
+        v: TensorId,
+        o: Option<TensorId>,
+    ) -> Result<()> {
+        let (dq, dk, dv) = (self.d(q), self.d(k), self.d(v));
+        if [dq, dk, dv].iter().any(|d| d.len() != sdpa::RANK) {
+            return Ok(());
+        }
+        let all = format!(
+            "{}, {}, {}",
+            self.td("q", q),
+            self.td("k", k),
+            self.td("v", v)
+        );
+        let agree = dk[0] == dq[0]
+            && dv[0] == dq[0]
+            && dk[3] == dq[3]
+            && dv[1] == dk[1]
+            && dv[2] == dk[2]
+            && sdpa::heads_compatible(dq[1], dk[1]);
+        if !agree {
+            return Err(Error::invalid(format!(
+                "{l}: {SHAPE_MISMATCH}: {all}; rule: sdpa q (B, H, S_q, D), k (B, H_kv, S_kv, \
+                 D), v (B, H_kv, S_kv, D_v): same B, q and k share D, k and v share H_kv and \
+                 S_kv, H_kv divides H"
+            )));
+        }
+        if let Some(o) = o {
+            let want = sdpa::output_dims(dq, dv);
+            if self.d(o) != want.as_slice() {
+                return Err(Error::invalid(format!(
+                    "{l}: {SHAPE_MISMATCH}: {} is not {want:?}: {all}; rule: sdpa o is (B, H, \
+                     S_q, D_v)",
+                    self.td("o", o)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Each of `others` (when given) has the dims of `base`.
+    fn check_same_dims(
+        &self,
+        l: &str,
+        base: (&str, TensorId),
+        others: &[(&str, Option<TensorId>)],
+        rule: &str,
+    ) -> Result<()> {
+        for (role, t) in others {
+            let Some(t) = *t else { continue };
+            if self.d(t) != self.d(base.1) {
+                return Err(Error::invalid(format!(
+                    "{l}: {SHAPE_MISMATCH}: {} differs from {}; rule: {rule}",
+                    self.td(role, t),
+                    self.td(base.0, base.1)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// A normalization backward: dy and dx have x's dims, the saved statistics and scale
+    /// broadcast to x, dscale and dbias have scale's dims.
+    fn check_norm_backward(
+        &self,
+        l: &str,
+        [x, dy, dx]: [Option<TensorId>; 3],
+        params: &[(&str, Option<TensorId>)],
+        (scale, dscale, dbias): (Option<TensorId>, Option<TensorId>, Option<TensorId>),
+        op: &str,
+    ) -> Result<()> {
+        let Some(x) = x else { return Ok(()) };
+        let rule = format!("{op} backward's dy and dx have x's dims");
+        self.check_same_dims(l, ("x", x), &[("dy", dy), ("dx", dx)], &rule)?;
+        self.check_norm_params(l, Some(x), None, params, op)?;
+        if let Some(scale) = scale {
+            let rule = format!("{op} backward's dscale and dbias have scale's dims");
+            self.check_same_dims(
+                l,
+                ("scale", scale),
+                &[("dscale", dscale), ("dbias", dbias)],
+                &rule,
+            )?;
+        }
+        Ok(())
+    }
+
+    /// A resample in either direction, as the forward problem: `x` (N, C, in..) gives `y`
+    /// (N, C, out..) through the window, paddings and strides `w` (in that order).
+    fn check_resample_shapes(
+        &self,
+        l: &str,
+        (xr, x): (&str, TensorId),
+        (yr, y): (&str, TensorId),
+        [window, pre, post, stride]: [&Vec<i64>; 4],
+    ) -> Result<()> {
+        let (dx, dy) = (self.d(x), self.d(y));
+        let n = dx.len().saturating_sub(2);
+        let want: Option<Vec<i64>> = (0..n)
+            .map(|i| {
+                resample::output_extent(
+                    dx[i + 2],
+                    *window.get(i)?,
+                    *pre.get(i)?,
+                    *post.get(i)?,
+                    *stride.get(i)?,
+                )
+                .ok()
+            })
+            .collect();
+        let ok = dx.len() >= 2
+            && dy.len() == dx.len()
+            && dy[..2] == dx[..2]
+            && want.as_deref().is_some_and(|w| w == &dy[2..]);
+        if !ok {
+            return Err(Error::invalid(format!(
+                "{l}: {SHAPE_MISMATCH}: {} and {}; rule: resample {xr} (N, C, spatial..) gives \
+                 {yr} (N, C, out..) with out = floor((in + pre + post - window) / stride) + 1",
+                self.td(xr, x),
+                self.td(yr, y)
+            )));
         }
         Ok(())
     }
