@@ -93,6 +93,20 @@ def graph_ms(f, calls=20):
         GRAPH_ERRORS.append(str(ex)[:200]); return None
 "#;
 
+/// A table cell of milliseconds (`0.1234 ms`), `n/a` when the JSON value is not a number.
+fn ms_cell(v: &serde_json::Value) -> String {
+    v.as_f64()
+        .map(|v| format!("{v:.4} ms"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
+/// A table cell of a ratio (`1.23×`), `n/a` when the JSON value is not a number.
+fn ratio_cell(v: &serde_json::Value) -> String {
+    v.as_f64()
+        .map(|v| format!("{v:.2}×"))
+        .unwrap_or_else(|| "n/a".into())
+}
+
 /// Runs a PyTorch peer script (`python3 -c script arg`) and parses the JSON it prints on
 /// stdout; when python3 cannot start or prints no JSON, `{"error": <why or its stderr>}`
 /// (the tables then show `n/a` for the peer).

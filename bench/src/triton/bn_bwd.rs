@@ -314,16 +314,8 @@ pub(super) fn table(
     rows: &[serde_json::Value],
     torch: &serde_json::Value,
 ) -> String {
-    let ms = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(|v| format!("{v:.4} ms"))
-            .unwrap_or_else(|| "n/a".into())
-    };
-    let x = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(|v| format!("{v:.2}×"))
-            .unwrap_or_else(|| "n/a".into())
-    };
+    let ms = super::ms_cell;
+    let x = super::ratio_cell;
     let mut t = format!(
         "\nBatchnorm backward (dx, dscale, dbias; channels-last x, f32 scale and statistics), alone and behind a fused ReLU backward ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (cuDNN {}; autograd of `F.batch_norm` in training mode, with `F.relu` for the ReLU rows), eager and replayed from a CUDA graph; CUDA events around 20 executes, median of 5 rounds; GB/s counts x and dy (ReLU: dy_in, r) read twice and dx written once:\n\n| N×C×H×W | dtype | ReLU | hipdnn-rs | GB/s | PyTorch eager | PyTorch graph | ours/eager | ours/graph |\n|---|---|---|---|---|---|---|---|---|\n",
         torch["torch"], torch["cudnn"]

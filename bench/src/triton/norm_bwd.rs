@@ -341,16 +341,8 @@ pub(super) fn table(
     rows: &[serde_json::Value],
     torch: &serde_json::Value,
 ) -> String {
-    let ms = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(|v| format!("{v:.4} ms"))
-            .unwrap_or_else(|| "n/a".into())
-    };
-    let x = |v: &serde_json::Value| {
-        v.as_f64()
-            .map(|v| format!("{v:.2}×"))
-            .unwrap_or_else(|| "n/a".into())
-    };
+    let ms = super::ms_cell;
+    let x = super::ratio_cell;
     let mut t = format!(
         "\nLayernorm / rmsnorm backward (dx, dscale, dbias; rmsnorm dx, dscale) over the last axis ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (`aten.native_layer_norm_backward`; rmsnorm: {}), eager and replayed from a CUDA graph; CUDA events around 20 executes, median of 5 rounds; GB/s counts x and dy read and dx written once:\n\n| op | rows × cols | dtype | hipdnn-rs | GB/s | PyTorch eager | PyTorch graph | ours/eager | ours/graph |\n|---|---|---|---|---|---|---|---|---|\n",
         torch["torch"],
