@@ -444,9 +444,10 @@ impl PointwiseAttributes {
 }
 
 op_table! {
-    /// Batchnorm backward (`BatchnormBackwardAttributes`). Engines: CPU only (float types,
-    /// sums in f64); the saved `mean` and `inv_variance` are required there and peer stats
-    /// are refused.
+    /// Batchnorm backward (`BatchnormBackwardAttributes`). Engines: CPU (float types, sums in
+    /// f64) and GPU (f16, bf16, f32; NCHW or channels-last; a `RELU_BWD` node feeding dy is
+    /// fused; deterministic split reduction); both require the saved `mean` and
+    /// `inv_variance` and refuse peer stats.
     ///
     /// ```
     /// use hipdnn::{BatchnormBackwardAttributes, Graph, TensorAttributes};
