@@ -17,6 +17,12 @@ use super::types::*;
 ///
 /// The CPU reference engine folds the activation into the matmul's output pass (with the
 /// bias add), as the GPU matmul epilogue kernels do for the modes they list.
+///
+/// ```
+/// use hipdnn::{Activation, PointwiseMode};
+/// assert_eq!(Activation::Silu.mode(), Some(PointwiseMode::SwishFwd));
+/// assert_eq!(Activation::default().mode(), None); // the layer ends with the bias add
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Activation {
     /// No activation: the layer ends with the bias add (or the matmul).
