@@ -1,6 +1,6 @@
 //! `hipdnn-engines`: the engines behind a hipDNN handle.
 //!
-//! - [`reference`]: the CPU reference engine (`hipdnn.reference.cpu`), always present, saveable
+//! - [`mod@reference`]: the CPU reference engine (`hipdnn.reference.cpu`), always present, saveable
 //!   plans; also the numerical reference of every GPU test.
 //! - [`ingestor`]: the kernel-ingestor engine core (kernel descriptors, HKIP/HKSP payload,
 //!   capture and restore) and the [`ingestor::HipIngestorDevice`] adapter over `hipdnn-hip`.

@@ -9,8 +9,9 @@
 //!   module load: the only check left out is loading the code object on a real device.
 //! - Graph JSON: the SDK's [`hipdnn::Graph::from_json`] (upstream's format) or
 //!   [`hipdnn::Graph::from_flatbuffer_json`] (the legacy format).
-//! - Bare engine payloads: the ingestor's [`restore_plan`] with the same stand-in device; the
-//!   CPU reference engine's [`hipdnn_engines::reference::payload::decode`].
+//! - Bare engine payloads: the ingestor's [`hipdnn_engines::ingestor::restore_plan`] with the
+//!   same stand-in device; the CPU reference engine's
+//!   [`hipdnn_engines::reference::payload::decode`].
 //!
 //! This module never re-implements a check and never launches anything.
 

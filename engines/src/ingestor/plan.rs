@@ -6,6 +6,8 @@
 //! (reference `ingestor-payload.md` §8 "Result", §9 per-launch rule, §10). This module owns
 //! launching through the [`Device`] seam and the per-launch device checks; it never encodes or
 //! decodes payloads.
+//!
+//! [`Device`]: super::device::IngestorDevice
 
 use super::arg_template::ArgTemplate;
 use super::descriptor::KernelDescriptor;

@@ -445,7 +445,7 @@ pub fn offsets_fit(d: &[i64], s: &[i64]) -> bool {
 }
 
 /// The pre-padding, post-padding, stride and dilation attributes of a 2-D convolution node as
-/// pairs ([`pair`]; padding defaults to 0, stride and dilation to 1); `None` unless each has
+/// pairs (`pair`; padding defaults to 0, stride and dilation to 1); `None` unless each has
 /// 2 spatial values.
 pub fn spatial(
     [pre, post, stride, dil]: [Option<hipdnn_schema::flatbuffers::Vector<'_, i64>>; 4],

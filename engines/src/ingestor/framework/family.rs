@@ -18,7 +18,7 @@
 //!   [`TritonFamily::check`] (the rules beyond the value ranges, shared by build and restore),
 //!   [`TritonFamily::param_names`] and [`TritonFamily::launch`] (geometry and integers);
 //! - where the contract needs them: `OPTIONAL` values a launch may lack (with
-//!   [`TritonFamily::has`]), and [`TritonFamily::check_read`], a rule a restore applies as
+//!   [`TritonFamily::present`]), and [`TritonFamily::check_read`], a rule a restore applies as
 //!   soon as the values it needs are read (so it refuses before reading the later values).
 //!
 //! The handler supplies the rest, the same for every family: contract and signature (the

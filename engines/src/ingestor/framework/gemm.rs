@@ -140,6 +140,8 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
     ///
     /// # Errors
     /// `BAD_PARAM` naming what the workspace breaks.
+    ///
+    /// [`DispatchHandler::kernel_args`]: crate::ingestor::DispatchHandler::kernel_args
     fn with_workspace(
         launch: &PreparedLaunch,
         args: Vec<KernelArgValue>,
@@ -218,10 +220,10 @@ pub trait EpilogueGemm: Sized + Send + Sync + 'static {
     }
 
     /// Reads values saved under `dispatch` for contract `version`: the shared reader rules,
-    /// `epilogue` and the optional UIDs ([`read_saved`]), then [`Self::read_shape`].
+    /// `epilogue` and the optional UIDs (`read_saved`), then [`Self::read_shape`].
     ///
     /// # Errors
-    /// `NOT_APPLICABLE` (load prefix): the reader texts, [`read_saved`]'s, then
+    /// `NOT_APPLICABLE` (load prefix): the reader texts, `read_saved`'s, then
     /// [`Self::read_shape`]'s.
     fn from_values(dispatch: &str, values: &LaunchValues, version: u8) -> PluginResult<Self> {
         let names = Self::value_names(version);

@@ -1,5 +1,5 @@
 //! ConvFwd pack, contract `hipkernel.conv_fwd.dispatch.v2`: 2-D convolution forward with
-//! padding, stride, dilation and a fused epilogue (+bias[k], ReLU), f32/f16, as ONE launch.
+//! padding, stride, dilation and a fused epilogue (+bias\[k\], ReLU), f32/f16, as ONE launch.
 //!
 //! Kernels: `hipdnn_conv_fwd_<t>` of `engines/kernels/conv_fwd.cu` (ABI in
 //! `engines/kernels/README.md`). Registered beside v1 with
@@ -16,7 +16,7 @@
 //! | `n`, `c`, `h`, `width`, `k`, `r`, `s`, `p`, `q` | int | [1, 2147483647] |
 //! | `pad_h`, `pad_w` | int | [0, 2147483647] (pre-padding) |
 //! | `stride_h`, `stride_w`, `dil_h`, `dil_w` | int | [1, 2147483647] |
-//! | `epilogue` | int | [0, 3]: bit 1 = + bias[k], bit 2 = ReLU after it |
+//! | `epilogue` | int | [0, 3]: bit 1 = + bias\[k\], bit 2 = ReLU after it |
 //! | `dtype` | int | `DataType` FLOAT (1) or HALF (2) |
 //! | `block_size` | int | [1, 1024] |
 //!
@@ -52,7 +52,7 @@ use hipdnn_schema::graph::{DataType, PointwiseMode};
 pub const CONV_FWD_V2: &str = "hipkernel.conv_fwd.dispatch.v2";
 /// Block size this pack builds with, in threads.
 pub const CONV_FWD_V2_BLOCK_SIZE: u32 = 256;
-/// Epilogue bit: add bias[k].
+/// Epilogue bit: add bias\[k\].
 pub const EPILOGUE_BIAS: i32 = 1;
 /// Epilogue bit: ReLU after the bias.
 pub const EPILOGUE_RELU: i32 = 2;
@@ -140,7 +140,7 @@ impl ConvFwdV2Inputs {
         grid_1d(total, self.block_size, too_big)
     }
 
-    /// The prepared launch of these inputs. `pointer_uids` are x, w, [bias,] y; the kernel
+    /// The prepared launch of these inputs. `pointer_uids` are x, w, \[bias,\] y; the kernel
     /// arguments put a null bias pointer in third place without one.
     ///
     /// # Errors

@@ -21,7 +21,7 @@
 //! value per channel (a scale of one value for every channel sums dscale over everything); a
 //! RELU_BWD with other clips or slope, over a stored (not virtual) intermediate, whose
 //! intermediate rounds (16-bit while dy_in is f32); any other second node. Layout (from
-//! [`Channels`], as batchnorm_fwd's): x at least 2-D `(N, C, spatial…)`, dy, dx, dy_in and r
+//! `Channels`, as batchnorm_fwd's): x at least 2-D `(N, C, spatial…)`, dy, dx, dy_in and r
 //! of x's dims, each with its spatial axes collapsing to one stride; the batch merged into the
 //! positions when all allow it. x is f32, f16 or bf16; every other tensor of x's type or f32.
 //!
@@ -155,7 +155,7 @@ pub struct BnBwdInputs {
     pub dtype: i8,
     /// n, c, s (after the batch merge).
     pub shape: [i64; 3],
-    /// The strides of [`STRIDES`] (elements).
+    /// The strides of `STRIDES` (elements).
     pub strides: [i64; 17],
     /// The kernel's flags (module docs).
     pub flags: i64,
@@ -520,8 +520,8 @@ impl TritonFamily for BnBwdInputs {
     /// `launch values of dispatch '<d>' give n·s = <v>, above 1073741824`; `… name the spec
     /// variant, whose channel strides of dy, x, r and dx must be 1`; `… the nchw variant,
     /// whose spatial strides … must be 1`; `… set flags bit 2 (channels-first path), which
-    /// needs the generic variant and unit spatial strides`; `… give splits <v>, above the
-    /// <p> (image, position block) pairs`; then the geometry.
+    /// needs the generic variant and unit spatial strides`; `… give splits <v>, above
+    /// the <p> (image, position block) pairs`; then the geometry.
     fn check(&self, dispatch: &str) -> PluginResult<()> {
         let refuse = |what: String| {
             Err(incompatible(format!(

@@ -1,8 +1,9 @@
 //! Conv fprop pack, contract `hipkernel.conv_fprop.dispatch.v2`: 2-D convolution forward as
-//! an implicit GEMM with a fused epilogue (scale, bias[k], residual, activation;
-//! [`super::epilogue`]) on the Triton kernels of `engines/kernels/triton/conv_fprop.py`, ONE
-//! launch. (`hipkernel.conv_fprop.dispatch.v1` — bias and ReLU only, no residual or scale
-//! pointers — is still restored from plans saved before v2; new builds use v2.)
+//! an implicit GEMM with a fused epilogue (scale, bias\[k\], residual, activation;
+//! [`crate::ingestor::framework::epilogue`]) on the Triton kernels of
+//! `engines/kernels/triton/conv_fprop.py`, ONE launch. (`hipkernel.conv_fprop.dispatch.v1` —
+//! bias and ReLU only, no residual or scale pointers — is still restored from plans saved
+//! before v2; new builds use v2.)
 //!
 //! Graphs served: `conv_fprop` followed by up to five pointwise nodes that form the epilogue
 //! (`MUL(scale)`, `ADD(bias)`, `ADD(residual)`, one activation, `ADD(residual)`, in that
@@ -76,7 +77,8 @@ use hipdnn_schema::graph::DataType;
 /// Contract v1 (bias and ReLU epilogue; no residual or scale pointers): restored from plans
 /// saved before v2, never chosen for a new build.
 pub const CONV_FPROP_V1: &str = "hipkernel.conv_fprop.dispatch.v1";
-/// Contract v2: residual and scale pointers, residual strides, [`super::epilogue`]'s code.
+/// Contract v2: residual and scale pointers, residual strides,
+/// [`crate::ingestor::framework::epilogue`]'s code.
 pub const CONV_FPROP_V2: &str = "hipkernel.conv_fprop.dispatch.v2";
 
 /// Residual stride value names (v2), in kernel order.

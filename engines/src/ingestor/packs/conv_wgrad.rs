@@ -50,6 +50,8 @@
 //!
 //! The graph matcher, hints and restore rules are the conv problem shared with conv_dgrad
 //! ([`crate::ingestor::framework::conv`]).
+//!
+//! [`DispatchHandler::zeroed_workspace_bytes`]: crate::ingestor::DispatchHandler::zeroed_workspace_bytes
 
 use crate::ingestor::framework::conv;
 use crate::ingestor::framework::conv::ConvFamily;

@@ -1,6 +1,6 @@
 //! Matmul pack, contract `hipkernel.matmul.dispatch.v2`: batched C = A·B with a fused
-//! epilogue (scale, bias[n], residual, activation; [`super::epilogue`]) on the Triton kernels
-//! of `engines/kernels/triton/matmul.py` (gpu-toolchain.md §12), ONE launch.
+//! epilogue (scale, bias\[n\], residual, activation; [`crate::ingestor::framework::epilogue`]) on
+//! the Triton kernels of `engines/kernels/triton/matmul.py` (gpu-toolchain.md §12), ONE launch.
 //! (`hipkernel.matmul.dispatch.v1` — bias and ReLU only, no residual or scale pointers — is
 //! still restored from plans saved before v2; new builds use v2.)
 //!
@@ -38,7 +38,7 @@
 //! | `batch` | int | [1, 65535] |
 //! | `m`, `n`, `k` | int | [1, 2147483647] |
 //! | `stride_ab`, `stride_am`, `stride_ak`, `stride_bb`, `stride_bk`, `stride_bn`, `stride_cb`, `stride_cm`, `stride_cn`, `stride_rb`, `stride_rm`, `stride_rn` | int | [0, 2147483647] (elements; the residual's are C's without one) |
-//! | `epilogue` | int | [0, 127], [`super::epilogue`]'s code (v1: [0, 3], bit 0 bias, bit 1 ReLU) |
+//! | `epilogue` | int | [0, 127], [`crate::ingestor::framework::epilogue`]'s code (v1: [0, 3], bit 0 bias, bit 1 ReLU) |
 //! | `spec` | int | 0 generic, 1 spec, 4 bcol (v2 only); spec and bcol need their unit strides to be 1 |
 //! | `block_m`, `block_n`, `block_k` | int | [16, 256] |
 //! | `group_m` | int | [1, 64] |
@@ -50,8 +50,8 @@
 //! 48 KiB), workspace 0 (every packed entry has zero global and profile scratch, so both
 //! trailing scratch pointers are null). Kernel arguments, named as the descriptor's parameter
 //! list: a_ptr, b_ptr, c_ptr, bias_ptr, res_ptr, scale_ptr (null when absent), M, N, K,
-//! stride_ab, stride_am, [stride_ak,] stride_bb, stride_bk, [stride_bn,] stride_cb, stride_cm,
-//! [stride_cn,] stride_rb, stride_rm, [stride_rn,] epilogue, global_scratch, profile_scratch
+//! stride_ab, stride_am, \[stride_ak,\] stride_bb, stride_bk, \[stride_bn,\] stride_cb, stride_cm,
+//! \[stride_cn,\] stride_rb, stride_rm, \[stride_rn,\] epilogue, global_scratch, profile_scratch
 //! (bracketed ones only in the generic variant — the bcol variant drops stride_bk instead of
 //! stride_bn; v1 has no res/scale pointers or residual strides).
 
@@ -72,7 +72,7 @@ use hipdnn_backend::status::PluginResult;
 /// saved before v2, never chosen for a new build.
 pub const MATMUL_V1: &str = "hipkernel.matmul.dispatch.v1";
 /// Contract v2: the kernel takes residual and scale pointers and residual strides, and the
-/// epilogue is [`super::epilogue`]'s code.
+/// epilogue is [`crate::ingestor::framework::epilogue`]'s code.
 pub const MATMUL_V2: &str = "hipkernel.matmul.dispatch.v2";
 /// Largest K at which the static rule refuses an f32 (IEEE; not `tf32`) spec or bcol tile
 /// larger than 64×128: over a short reduction the big tile's pipeline fill and 8-warp
@@ -81,7 +81,7 @@ pub const MATMUL_V2: &str = "hipkernel.matmul.dispatch.v2";
 /// 64×64×32 tile ran in 0.126 ms against 0.140 ms for 128×128; 2048³ and 4096³ keep the
 /// 128×128 tile (issue 10's f32 rows).
 pub const F32_SHORT_K: i64 = 512;
-/// Epilogue bit: add bias[n].
+/// Epilogue bit: add bias\[n\].
 pub const EPILOGUE_BIAS: i64 = 1;
 /// Epilogue code of ReLU after the bias (activation 1 in bits 1–3).
 pub const EPILOGUE_RELU: i64 = 2;

@@ -158,7 +158,7 @@ impl TritonFamily for PoolFwdInputs {
     const FAMILY: &'static str = "pool_fwd";
     const CONTRACT: &'static str = RESAMPLE_FWD_V1;
     /// `op`, `index.uid`; the shape and window values (in kernel order, the kernel's
-    /// arguments of the same names: [`SHAPE_WINDOW`]); the strides; the tile config; the rest.
+    /// arguments of the same names: `SHAPE_WINDOW`); the strides; the tile config; the rest.
     const VALUES: &'static [IntValue] = &concat::<44>(&[
         &[int("op", 0, 31), uid("index.uid")],
         &SHAPE_WINDOW,

@@ -145,7 +145,7 @@ pub struct SdpaFwdInputs {
     pub dtype: i8,
     /// b, h, rep (= H / H_kv), sq, skv, d.
     pub shape: [i64; 6],
-    /// The 23 element strides in [`STRIDES`] order.
+    /// The 23 element strides in `STRIDES` order.
     pub strides: [i64; 23],
     /// scale_bits, mask_kind, flags, shift, right, left.
     pub misc: [i64; 6],

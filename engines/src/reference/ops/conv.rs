@@ -1,4 +1,4 @@
-//! Convolution kernels (fprop, dgrad, wgrad) over dense row-major NC[D]HW arrays, 1 to 3
+//! Convolution kernels (fprop, dgrad, wgrad) over dense row-major NC\[D\]HW arrays, 1 to 3
 //! spatial dims, with pre/post padding, stride, dilation, groups and the CONVOLUTION
 //! (flipped filter) mode, lowered to the tiled GEMM of [`super::gemm`].
 //!
@@ -8,8 +8,8 @@
 //!
 //! Lowering, per image n and group g (`crs` = C/g · filter taps, `P` = output positions):
 //! - fprop: `y[n,g] (K/g, P) = w[g] (K/g, crs) · col (crs, P)`, where col is the im2col of
-//!   x[n] (skipped for a 1×1, stride 1, unpadded filter: col is x[n] itself);
-//! - dgrad: `dcol (crs, P) = w[g]ᵀ · dy[n,g]`, then col2im adds dcol into dx[n] (one rayon task
+//!   x\[n\] (skipped for a 1×1, stride 1, unpadded filter: col is x\[n\] itself);
+//! - dgrad: `dcol (crs, P) = w[g]ᵀ · dy[n,g]`, then col2im adds dcol into dx\[n\] (one rayon task
 //!   per input channel, taps in order, so the adds are in a fixed order); a planar layer with
 //!   at most 1024 im2col rows computes dcol block by block of output rows and adds each block
 //!   while it is in cache (`dgrad_fused`); a 3×3 stride-1 layer Winograd serves runs as the

@@ -11,7 +11,7 @@
 //! tiled `gemm` crate ([`super::gemm::sgemm`]). That is 2.25× fewer multiplications than the
 //! direct sum (16 per 4 outputs and channel pair instead of 36), and no im2col matrix.
 //!
-//! Blocks: each image's tile rows are cut into blocks of about [`TILE_TARGET`] tiles (whole
+//! Blocks: each image's tile rows are cut into blocks of about `TILE_TARGET` tiles (whole
 //! tile rows), or, for images of at most half that many tiles, whole images are grouped into
 //! blocks of at most that many (a function of the shape only); a block transforms its input patches, runs its
 //! 16 GEMMs and writes its output rows, so its transformed data stays in cache. Blocks,
