@@ -203,14 +203,15 @@ impl Graph {
     ///    geometry lists match the spatial rank and are positive, modes fit the inputs
     ///    (`InvalidValue`); a `hipdnn_rs.gather` custom op follows its rule
     ///    ([`hipdnn_backend::ops::gather`]; `InvalidValue`);
-    /// 7. per-node shapes, the op table's rule for each op (`InvalidValue` "<op> '<node>':
-    ///    shape mismatch: <tensors with their dims>; rule: <rule>"): pointwise inputs
+    /// 7. per-node shapes, the op table's rule for each op (`InvalidValue`
+    ///    `"<op> '<node>': shape mismatch: <tensors with their dims>; rule: <rule>"`): pointwise inputs
     ///    broadcast to the output; matmul inner dims agree, batch dims broadcast, c is
     ///    (..batch, M, N); convolutions (all three directions) have one rank, channels that
     ///    group, y's N and K from x and w and the output extents of the geometry;
     ///    normalization parameters broadcast to x and y has x's dims; SDPA q, k, v agree in
     ///    batch, head dim, key/value heads and length and o is (B, H, S_q, D_v); a reduction's
-    ///    y keeps x's rank with each dim kept or 1; a resample's y has the pooled extents.
+    ///    y keeps x's rank with each dim kept or 1; a resample's y has the pooled extents;
+    ///    a backward node's gradients have the dims of what they differentiate.
     ///
     /// Does not modify the graph.
     ///
