@@ -237,9 +237,11 @@ for dims in json.loads(sys.argv[1]):
     for name, dt in [("f16", torch.float16), ("f32", torch.float32)]:
         for relu in [False, True]:
             cl = torch.channels_last
-            x = (torch.rand(dims, device="cuda", dtype=dt) * 4 - 2).to(memory_format=cl).requires_grad_()
-            dy = (torch.rand(dims, device="cuda", dtype=dt) * 2 - 1).to(memory_format=cl)
-            wt = (torch.rand((c,), device="cuda") + 0.5).requires_grad_()
+            # Inputs from the CPU generator: a failed capture can leave the CUDA one unusable.
+            cpu = lambda shape: torch.rand(shape, dtype=torch.float32).to("cuda")
+            x = (cpu(dims) * 4 - 2).to(dt).to(memory_format=cl).requires_grad_()
+            dy = (cpu(dims) * 2 - 1).to(dt).to(memory_format=cl)
+            wt = (cpu((c,)) + 0.5).requires_grad_()
             b = torch.zeros((c,), device="cuda").requires_grad_()
             y = F.batch_norm(x, None, None, wt, b, training=True, eps=1e-5)
             if relu: y = F.relu(y)
