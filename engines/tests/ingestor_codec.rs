@@ -521,6 +521,21 @@ fn verifier_rejects_a_body_without_a_provider_version() {
     );
 }
 
+/// An empty provider version passes the verifier but the writer refuses it, so the reader
+/// refuses it as damage: every decoded payload re-encodes (found by the `ingestor_payload`
+/// fuzz target, which re-encodes what decodes).
+#[test]
+fn rejects_an_empty_provider_version_the_writer_would_refuse() {
+    let mut raw = Raw::valid();
+    raw.provider_version = Some(String::new());
+    let e = raw.decode().unwrap_err();
+    assert_eq!(
+        e.message,
+        format!("{DAMAGED_PREFIX}the provider version is empty")
+    );
+    assert_eq!(e.status, PluginStatus::InvalidValue);
+}
+
 #[test]
 fn rejects_a_malformed_kernel_digest() {
     let good = Raw::valid().sha256;

@@ -308,7 +308,9 @@ pub fn decode_payload(payload: &[u8]) -> PluginResult<IngestorPlanPayload> {
 /// 1–5 header ([`decode_header`]); 6 body size outside `[limits.min, limits.max)` (`body size
 /// <n> is outside the FlatBuffers limits: ...`); 7 `body digest mismatch: ...`; 8 verifier or
 /// identifier (`the FlatBuffers verifier rejects the payload body, ...`); 9 structure
-/// (workspace_bytes present, source kind known, digest text 64 lowercase hex, each launch value
+/// (workspace_bytes present; provider version, kernel symbol and dispatch symbol non-empty, as
+/// the writer requires: `the provider version is empty` …; source kind known, digest text 64
+/// lowercase hex, each launch value
 /// named, unique, typed and carrying data); 9b kernel digest vs code object; 10 a non-empty
 /// runtime pass-by-value list (`NOT_APPLICABLE`). Quoted payload text is cut at 80 characters.
 pub fn decode_payload_with_limits(
@@ -381,6 +383,19 @@ pub fn decode_payload_in_place(
     let workspace_bytes = plan
         .workspace_bytes()
         .ok_or_else(|| damaged("the required field workspace_bytes is missing"))?;
+    // What the writer refuses to write is damage here: a decoded payload always re-encodes.
+    for (text, what) in [
+        (plan.provider_version(), "the provider version is empty"),
+        (plan.kernel_image().symbol(), "the kernel symbol is empty"),
+        (
+            plan.dispatch_data().dispatch_symbol(),
+            "the dispatch symbol is empty",
+        ),
+    ] {
+        if text.is_empty() {
+            return Err(damaged(what));
+        }
+    }
     let image = plan.kernel_image();
     let source_kind = KernelSourceKind::from_wire(image.source_kind().0).ok_or_else(|| {
         damaged(format!(
