@@ -286,12 +286,11 @@ impl Graph {
                         "sdpa backward's do has o's dims",
                     )?;
                 }
-                for (role, base, grad) in [("q", q, "dq"), ("k", k, "dk"), ("v", v, "dv")] {
-                    let g = match grad {
-                        "dq" => a.dq,
-                        "dk" => a.dk,
-                        _ => a.dv,
-                    };
+                for (role, base, grad, g) in [
+                    ("q", q, "dq", a.dq),
+                    ("k", k, "dk", a.dk),
+                    ("v", v, "dv", a.dv),
+                ] {
                     self.check_same_dims(
                         l,
                         (role, base),
