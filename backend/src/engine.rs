@@ -8,7 +8,7 @@
 //! |---|---|
 //! | `GetAllEngineIds` / `GetEngineName` | [`Engine::name`], [`Engine::id`] (64-bit FNV-1a of the name) |
 //! | `GetApplicableEngineIds` | [`Engine::check_applicable`] |
-//! | `GetEngineDetails` (behavior notes, knobs) | [`Engine::behavior_notes`], [`Engine::knobs`] |
+//! | `GetEngineDetails` (behavior notes, knobs) | [`Engine::behavior_notes`], [`Engine::knobs`], [`Engine::numerical_notes`] |
 //! | `CreateExecutionContext` / `DestroyExecutionContext` | [`Engine::create_execution_context`] / `Drop` |
 //! | `GetWorkspaceSizeFromExecutionContext` | [`ExecutionContext::workspace_size`] |
 //! | `ExecuteOpGraph` | [`ExecutionContext::execute`] |
@@ -49,6 +49,53 @@ pub enum BehaviorNote {
     /// `HIPDNN_BEHAVIOR_NOTE_SUPPORTS_EXECUTION_PLAN_SERIALIZATION` (4): plans of this engine
     /// can be saved and loaded; `to_binary()` embeds the plan only for such engines.
     SupportsExecutionPlanSerialization = 4,
+}
+
+/// What a plan's arithmetic does that a user may need to know or refuse (the engine
+/// descriptor's `NUMERICAL_NOTE` attribute, 1003, of type `NUMERICAL_NOTE`, 10). Upstream's C
+/// headers define the attribute but no values; these are cuDNN's `cudnnBackendNumericalNote_t`
+/// values, which hipDNN's attribute numbering otherwise follows.
+#[repr(i32)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum NumericalNote {
+    /// `TENSOR_CORE` (0): products run on matrix (tensor-core / MFMA) units.
+    TensorCore = 0,
+    /// `DOWN_CONVERT_INPUTS` (1): inputs are rounded to a narrower type before the products
+    /// (f32 as TF32: 10-bit mantissas), accumulation stays f32.
+    DownConvertInputs = 1,
+    /// `REDUCED_PRECISION_REDUCTION` (2): sums are accumulated in a type narrower than f32.
+    ReducedPrecisionReduction = 2,
+    /// `FFT` (3): convolution through a Fourier transform.
+    Fft = 3,
+    /// `NONDETERMINISTIC` (4): repeated executes on the same inputs may give different bits
+    /// (atomics, order of parallel sums that depends on scheduling).
+    Nondeterministic = 4,
+    /// `WINOGRAD` (5): convolution through a Winograd transform (rounding differs from a
+    /// direct sum; still deterministic).
+    Winograd = 5,
+    /// `WINOGRAD_TILE_4x4` (6).
+    WinogradTile4x4 = 6,
+    /// `WINOGRAD_TILE_6x6` (7).
+    WinogradTile6x6 = 7,
+    /// `WINOGRAD_TILE_13x13` (8).
+    WinogradTile13x13 = 8,
+}
+
+impl NumericalNote {
+    /// The C enumerator's name without its prefix (`"NONDETERMINISTIC"`), for messages.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::TensorCore => "TENSOR_CORE",
+            Self::DownConvertInputs => "DOWN_CONVERT_INPUTS",
+            Self::ReducedPrecisionReduction => "REDUCED_PRECISION_REDUCTION",
+            Self::Fft => "FFT",
+            Self::Nondeterministic => "NONDETERMINISTIC",
+            Self::Winograd => "WINOGRAD",
+            Self::WinogradTile4x4 => "WINOGRAD_TILE_4x4",
+            Self::WinogradTile6x6 => "WINOGRAD_TILE_6x6",
+            Self::WinogradTile13x13 => "WINOGRAD_TILE_13x13",
+        }
+    }
 }
 
 /// A knob an engine exposes (upstream `KNOB_INFO`): an integer choice in `[min, max]`.
@@ -226,6 +273,18 @@ pub trait Engine: Send + Sync {
 
     /// Behavior notes of this engine for `graph`.
     fn behavior_notes(&self, graph: &OperationGraph) -> Vec<BehaviorNote>;
+
+    /// Numerical notes of the plan this engine builds for `graph` with `config` (its knob
+    /// choices can change them: TF32 adds [`NumericalNote::DownConvertInputs`]); none by
+    /// default. A note describes every kernel the engine may pick for that graph and config,
+    /// so a filter on notes applied before the build holds for whatever plan is built.
+    fn numerical_notes(
+        &self,
+        _graph: &OperationGraph,
+        _config: &EngineConfig,
+    ) -> Vec<NumericalNote> {
+        Vec::new()
+    }
 
     /// Knobs this engine exposes for `graph` (none by default).
     fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {

@@ -25,7 +25,7 @@ pub mod variant_pack;
 pub use bytes::SharedBytes;
 pub use engine::{
     BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
-    PlanSerialization, TensorBinding, engine_id_from_name,
+    NumericalNote, PlanSerialization, TensorBinding, engine_id_from_name,
 };
 pub use envelope::{PlanEnvelope, write_envelope};
 pub use graph::OperationGraph;

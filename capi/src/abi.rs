@@ -35,6 +35,7 @@ pub mod ty {
         VOID_PTR = 6;
         HEUR_MODE = 7;
         KNOB_TYPE = 8;
+        NUMERICAL_NOTE = 10;
         BACKEND_DESCRIPTOR = 13;
         BEHAVIOR_NOTE = 16;
         CHAR = 19;
@@ -302,7 +303,7 @@ attributes! {
     ENGINE_OPERATION_GRAPH = 1000 => Descriptor [ENGINE] set_get;
     ENGINE_GLOBAL_INDEX = 1001 => Int [ENGINE] set_get;
     ENGINE_KNOB_INFO = 1002 => Descriptors [ENGINE] get;
-    ENGINE_NUMERICAL_NOTE = 1003 => Unsupported [] none;
+    ENGINE_NUMERICAL_NOTE = 1003 => Enums(ty::NUMERICAL_NOTE) [ENGINE] get;
     ENGINE_LAYOUT_INFO = 1004 => Unsupported [] none;
     ENGINE_BEHAVIOR_NOTE = 1005 => Enums(ty::BEHAVIOR_NOTE) [ENGINE] get;
     ENGINE_CU_COUNT_TARGET_EXT = 1006 => Unsupported [] none;

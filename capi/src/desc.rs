@@ -704,6 +704,21 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
                         .collect();
                     o.put(ty::BEHAVIOR_NOTE, &notes)
                 }
+                abi::ENGINE_NUMERICAL_NOTE => {
+                    // cuDNN's `cudnnBackendNumericalNote_t` values (upstream's header names the
+                    // type, 10, but no values), for the engine's default knobs.
+                    let config = hipdnn_backend::EngineConfig {
+                        engine_id: e.id,
+                        knob_choices: Vec::new(),
+                    };
+                    let notes: Vec<i32> = e
+                        .engine
+                        .numerical_notes(&e.graph.op, &config)
+                        .into_iter()
+                        .map(|n| n as i32)
+                        .collect();
+                    o.put(ty::NUMERICAL_NOTE, &notes)
+                }
                 abi::ENGINE_NAME_EXT => o.put_text(e.engine.name()),
                 abi::ENGINE_OPERATION_GRAPH => {
                     if o.begin(ty::BACKEND_DESCRIPTOR, 1)?.is_some() {

@@ -1190,3 +1190,54 @@ fn the_conv_backward_families_share_one_matcher_with_their_own_names() {
         "the conv_wgrad pack: dy dims [2, 16, 8, 8] disagree with x [2, 16, 9, 8], dw [16, 16, 3, 3], padding [1, 1]/[1, 1], stride [1, 1], dilation [1, 1]"
     );
 }
+
+/// The engine's numerical notes: `TENSOR_CORE` where a `tl.dot` entry on f16/bf16 serves the
+/// graph, plus `DOWN_CONVERT_INPUTS` for an f32 graph when the TF32 knob lets a TF32 entry
+/// serve it; nothing for f32 IEEE products, for graphs without products, and never
+/// `NONDETERMINISTIC`.
+#[test]
+fn numerical_notes_name_tensor_cores_and_tf32_where_such_an_entry_serves() {
+    use hipdnn_backend::NumericalNote::{DownConvertInputs, TensorCore};
+    use hipdnn_engines::ingestor::engine::KNOB_TF32;
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    let config = |tf32: bool| EngineConfig {
+        engine_id: e.id(),
+        knob_choices: if tf32 { vec![(KNOB_TF32, 1)] } else { vec![] },
+    };
+    let mm16 = matmul_graph(DT::HALF, 128, 128, 64);
+    let mm32 = matmul_graph(DT::FLOAT, 128, 128, 64);
+    assert_eq!(e.numerical_notes(&mm16, &config(false)), [TensorCore]);
+    assert_eq!(
+        e.numerical_notes(&matmul_graph(DT::BFLOAT16, 128, 128, 64), &config(false)),
+        [TensorCore]
+    );
+    assert_eq!(e.numerical_notes(&mm32, &config(false)), []);
+    assert_eq!(
+        e.numerical_notes(&mm32, &config(true)),
+        [TensorCore, DownConvertInputs]
+    );
+    assert_eq!(
+        e.numerical_notes(&conv_graph(DT::HALF, true, 1, 64, 14, 64), &config(false)),
+        [TensorCore]
+    );
+    assert_eq!(
+        e.numerical_notes(&conv_graph(DT::FLOAT, true, 1, 64, 14, 64), &config(false)),
+        []
+    );
+}
+
+/// [`hipdnn_engines::ingestor::engine::TENSOR_CORE_FAMILIES`] is exactly the Triton sources
+/// that call `tl.dot` (the families' module names are their file stems).
+#[test]
+fn tensor_core_families_are_the_triton_sources_that_call_tl_dot() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/triton");
+    let mut dot: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "py"))
+        .filter(|p| std::fs::read_to_string(p).unwrap().contains("tl.dot("))
+        .map(|p| p.file_stem().unwrap().to_string_lossy().into_owned())
+        .collect();
+    dot.sort();
+    assert_eq!(dot, hipdnn_engines::ingestor::engine::TENSOR_CORE_FAMILIES);
+}

@@ -69,6 +69,8 @@ pub struct Handle {
     backend: hipdnn_backend::BackendHandle,
     device: ExecutionDevice,
     gpu: Option<Arc<hipdnn_hip::safe::Device>>,
+    /// Builds refuse engines noted `NONDETERMINISTIC` ([`Handle::set_deterministic_only`]).
+    deterministic_only: bool,
 }
 
 impl std::fmt::Debug for Handle {
@@ -184,6 +186,7 @@ impl Handle {
             backend,
             device: ExecutionDevice::Cpu,
             gpu: None,
+            deterministic_only: false,
         })
     }
 
@@ -257,6 +260,7 @@ impl Handle {
             backend,
             device,
             gpu: Some(g.device),
+            deterministic_only: false,
         })
     }
 
@@ -283,6 +287,33 @@ impl Handle {
     /// Mutable backend handle (to register extra engines or set the stream).
     pub fn backend_mut(&mut self) -> &mut hipdnn_backend::BackendHandle {
         &mut self.backend
+    }
+
+    /// Deterministic-only mode (off by default): when on, [`crate::Graph::build`] and its
+    /// variants skip every engine whose numerical notes for the graph include
+    /// [`crate::NumericalNote::Nondeterministic`] (the skip and the engine's name are in the
+    /// build error when no other engine is left), so every plan built on this handle gives the
+    /// same bits on every execute with the same inputs. It applies to builds: a plan loaded
+    /// with `from_compiled_plan_binary` runs the engine it was saved with. Every engine this crate ships is
+    /// deterministic today (`docs/engines.md` lists each engine's notes), so the mode refuses
+    /// only engines registered by the application.
+    ///
+    /// ```
+    /// # use hipdnn::*;
+    /// let mut handle = Handle::cpu()?;
+    /// handle.set_deterministic_only(true);
+    /// assert!(handle.deterministic_only());
+    /// # Ok::<(), hipdnn::Error>(())
+    /// ```
+    pub fn set_deterministic_only(&mut self, on: bool) -> &mut Self {
+        self.deterministic_only = on;
+        self
+    }
+
+    /// Whether builds on this handle refuse nondeterministic engines
+    /// ([`Handle::set_deterministic_only`]).
+    pub fn deterministic_only(&self) -> bool {
+        self.deterministic_only
     }
 
     /// Names of the registered engines in heuristic order.

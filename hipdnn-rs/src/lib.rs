@@ -116,6 +116,7 @@ pub mod file;
 pub mod graph;
 pub mod handle;
 mod persist;
+mod select;
 
 /// The `half` crate whose `f16` and `bf16` are the element types of HALF and BFLOAT16
 /// buffers (version 2): `Buffer<hipdnn::half::f16>`.
@@ -154,6 +155,17 @@ pub use hipdnn_backend::BehaviorNote;
 /// # Ok::<(), hipdnn::Error>(())
 /// ```
 pub use hipdnn_backend::HeuristicMode;
+/// What a plan's arithmetic does (cuDNN's `cudnnBackendNumericalNote_t` values; the engine
+/// descriptor's `NUMERICAL_NOTE` attribute): filter engines on it with
+/// [`Graph::deselect_numeric_notes`] / [`Graph::select_numeric_notes`] and
+/// [`Handle::set_deterministic_only`]; [`Graph::numerical_notes`] reads a built plan's.
+///
+/// ```
+/// use hipdnn::NumericalNote;
+/// assert_eq!(NumericalNote::Nondeterministic as i32, 4);
+/// assert_eq!(NumericalNote::Nondeterministic.name(), "NONDETERMINISTIC");
+/// ```
+pub use hipdnn_backend::NumericalNote;
 pub use persist::{
     NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE, NOT_A_GRAPH_OR_CONTAINER, PLAN_ONLY_FILE,
 };

@@ -30,7 +30,8 @@ use crate::buffer::{Buffer, VariantPack};
 use crate::handle::{Handle, backend_error};
 use crate::{Error, ErrorCode, Graph, Result};
 use hipdnn_backend::{
-    BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, SharedBytes, hdgp,
+    BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, NumericalNote, OperationGraph,
+    SharedBytes, hdgp,
 };
 use std::sync::Arc;
 
@@ -106,6 +107,22 @@ pub(crate) struct CompiledState {
     /// built or loaded: the graph's non-virtual tensors as they were then; for a plan loaded
     /// without a graph, those of the graph its engine keeps (the CPU engine), else none.
     pack_rules: Arc<[PackRule]>,
+    /// The plan's numerical notes, decided when it is built or loaded; `None` for a plan
+    /// loaded without a graph from an engine that keeps none.
+    numerical_notes: Option<Vec<NumericalNote>>,
+}
+
+/// The numerical notes `plan`'s engine gives for `op` with the plan's engine config (a
+/// loaded plan has none: its engine's defaults).
+fn notes_of(plan: &ExecutionPlanDescriptor, op: &OperationGraph) -> Vec<NumericalNote> {
+    let config = plan
+        .engine_config()
+        .cloned()
+        .unwrap_or_else(|| hipdnn_backend::EngineConfig {
+            engine_id: plan.engine_id(),
+            knob_choices: Vec::new(),
+        });
+    plan.engine().numerical_notes(op, &config)
 }
 
 /// One non-virtual tensor's variant-pack rule, decided when the plan is built or loaded.
@@ -252,6 +269,8 @@ impl Graph {
             )
         })?;
         let mut failures = Vec::new();
+        // Engines the filters skipped, each with the filter's reason.
+        let mut skipped = Vec::new();
         for config in &configs {
             let mut config = config.clone();
             if let Some(engine) = handle.backend().engine(config.engine_id) {
@@ -264,9 +283,27 @@ impl Graph {
                         config.knob_choices.push((t, v));
                     }
                 }
+                let refusal = self.filter.refuse_before_build(
+                    engine.as_ref(),
+                    &config,
+                    &op,
+                    handle.deterministic_only(),
+                );
+                if let Some(why) = refusal {
+                    log::info!("hipdnn: engine {} skipped: {why}", engine.name());
+                    skipped.push(format!("{}: {why}", engine.name()));
+                    continue;
+                }
             }
             match ExecutionPlanDescriptor::finalize(handle.backend(), &config, &op) {
                 Ok(plan) => {
+                    if let Some(why) = self.filter.refuse_after_build(plan.workspace_size()) {
+                        let name = plan.engine().name().to_string();
+                        log::info!("hipdnn: engine {name} skipped: {why}");
+                        skipped.push(format!("{name}: {why}"));
+                        continue;
+                    }
+                    let notes = plan.engine().numerical_notes(&op, &config);
                     let engine = plan.engine();
                     let serializable = engine
                         .behavior_notes(&op)
@@ -281,11 +318,22 @@ impl Graph {
                         serializable,
                         loaded: None,
                         pack_rules: pack_rules(self),
+                        numerical_notes: Some(notes),
                     };
                     return Ok(());
                 }
                 Err(e) => failures.push(format!("{}: {}", e.status.name(), e.message)),
             }
+        }
+        if !skipped.is_empty() {
+            let mut message = format!(
+                "No engine is left after the engine filters: {}",
+                skipped.join("; ")
+            );
+            if !failures.is_empty() {
+                message.push_str(&format!("; the others failed: {}", failures.join("; ")));
+            }
+            return Err(Error::new(ErrorCode::GraphNotSupported, message));
         }
         Err(Error::new(
             ErrorCode::HipdnnBackendError,
@@ -370,6 +418,25 @@ impl Graph {
             .plan
             .as_ref()
             .ok_or_else(|| Error::new(ErrorCode::InvalidValue, NO_PLAN_MESSAGE))
+    }
+
+    /// The active plan's numerical notes ([`NumericalNote`]: what its engine's arithmetic does
+    /// for this graph: `WINOGRAD` for a CPU 3×3 conv, `TENSOR_CORE` for a GPU f16 GEMM, …),
+    /// decided when the plan was built or loaded.
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` [`NO_PLAN_MESSAGE`] without a plan, and "the plan was loaded without its
+    /// graph" for a plan from [`Graph::from_compiled_plan_binary`] whose engine keeps
+    /// no graph (the GPU engine: load it with [`Graph::from_binary`] to know its notes).
+    pub fn numerical_notes(&self) -> Result<&[NumericalNote]> {
+        self.plan()?;
+        self.compiled.numerical_notes.as_deref().ok_or_else(|| {
+            Error::new(
+                ErrorCode::InvalidValue,
+                "the plan was loaded without its graph, so its numerical notes are unknown; \
+                 load it with Graph::from_binary to know them",
+            )
+        })
     }
 
     /// Workspace in bytes the active plan needs for every execute.
@@ -586,7 +653,9 @@ impl Graph {
                 format!("Cannot load the container: {}", e.message),
             )
         })?;
+        let notes = notes_of(&plan, &op);
         g.compiled = CompiledState {
+            numerical_notes: Some(notes),
             engine_name: plan.engine().name().to_string(),
             plan: Some(Arc::new(plan)),
             serializable: true,
@@ -633,14 +702,17 @@ impl Graph {
             .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
         // The graph the engine runs, when it keeps one (the CPU engine), read once here: every
         // execute checks its variant pack against its tensors.
-        let pack_rules = plan
-            .execution_context()
-            .source_graph()
+        let source = plan.execution_context().source_graph();
+        let pack_rules = source
             .and_then(|src| Graph::from_graph_bytes(src).ok())
             .map_or_else(|| Arc::from([]), |src| self::pack_rules(&src));
+        let numerical_notes = source
+            .and_then(|src| OperationGraph::from_shared(SharedBytes::from(src.to_vec())).ok())
+            .map(|op| notes_of(&plan, &op));
         let mut g = Graph::new();
         g.set_override_shape_enabled(plan.is_override_shape_enabled());
         g.compiled = CompiledState {
+            numerical_notes,
             engine_name: plan.engine().name().to_string(),
             plan: Some(Arc::new(plan)),
             serializable: true,

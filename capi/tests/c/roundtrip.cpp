@@ -185,6 +185,14 @@ hipdnnBackendDescriptor_t build_plan(hipdnnHandle_t h, hipdnnBackendDescriptor_t
     for(int64_t i = 0; i < n_notes; ++i)
         serializable |= notes[i] == HIPDNN_BEHAVIOR_NOTE_SUPPORTS_EXECUTION_PLAN_SERIALIZATION;
     EXPECT(serializable, "engine does not report SUPPORTS_EXECUTION_PLAN_SERIALIZATION");
+    // Its numerical notes (cuDNN's values; upstream's header names the type only): readable,
+    // each a known note, and never NONDETERMINISTIC (4): every engine here is deterministic.
+    int32_t numeric[16];
+    int64_t n_numeric = -1;
+    CHECK(hipdnnBackendGetAttribute(engine, HIPDNN_ATTR_ENGINE_NUMERICAL_NOTE, HIPDNN_TYPE_NUMERICAL_NOTE, 16, &n_numeric, numeric));
+    EXPECT(n_numeric >= 0 && n_numeric <= 2, "engine gave %lld numerical notes", (long long)n_numeric);
+    for(int64_t i = 0; i < n_numeric; ++i)
+        EXPECT(numeric[i] >= 0 && numeric[i] <= 8 && numeric[i] != 4, "numerical note %d", numeric[i]);
 
     hipdnnBackendDescriptor_t plan = create(HIPDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
     CHECK(hipdnnBackendSetAttribute(plan, HIPDNN_ATTR_EXECUTION_PLAN_HANDLE, HIPDNN_TYPE_HANDLE, 1, &h));

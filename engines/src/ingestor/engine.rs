@@ -19,7 +19,7 @@ use super::restore::{RestoreEnvironment, restore_plan, restore_plan_shared};
 use hipdnn_backend::SharedBytes;
 use hipdnn_backend::engine::{
     BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
-    PlanSerialization, TensorBinding,
+    NumericalNote, PlanSerialization, TensorBinding,
 };
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_backend::status::{PluginError, PluginResult};
@@ -45,6 +45,17 @@ pub const KNOB_TF32: i64 = 2;
 pub const FALLBACK_DISPATCHES: [&str; 1] = ["hipkernel.conv_fwd.dispatch.v2"];
 
 /// True for a kernel whose products use TF32 inputs (a Triton entry of dtype `tf32`).
+/// The Triton families whose kernels compute their products with `tl.dot` (matrix units for
+/// f16/bf16 and TF32 inputs; f32 entries run it in IEEE precision): the engine's
+/// `TENSOR_CORE` note. A test checks the list against the kernel sources.
+pub const TENSOR_CORE_FAMILIES: [&str; 5] = [
+    "conv_dgrad",
+    "conv_fprop",
+    "conv_wgrad",
+    "matmul",
+    "sdpa_fwd",
+];
+
 fn is_tf32(kernel: &KernelDescriptor) -> bool {
     kernel.config.as_ref().is_some_and(|c| c.dtype == "tf32")
 }
@@ -424,6 +435,45 @@ impl Engine for IngestorEngine {
         } else {
             Vec::new()
         }
+    }
+
+    /// `TENSOR_CORE` when a kernel that may serve the graph computes its products with
+    /// `tl.dot` on f16/bf16 inputs ([`TENSOR_CORE_FAMILIES`]); with the TF32 knob set, also
+    /// `DOWN_CONVERT_INPUTS` when a TF32 entry serves it (f32 inputs rounded to 10-bit
+    /// mantissas). Never `NONDETERMINISTIC`: every family sums split reductions in a fixed order
+    /// (no float atomics), so repeated launches give the same bits (`engines/kernels/README.md`).
+    fn numerical_notes(&self, graph: &OperationGraph, config: &EngineConfig) -> Vec<NumericalNote> {
+        let tf32 = config
+            .knob_choices
+            .iter()
+            .any(|(t, v)| *t == KNOB_TF32 && *v != 0);
+        // (tensor cores, narrowed inputs) found so far among the kernels that serve the graph.
+        let (mut tc, mut down) = (false, false);
+        for k in self.kernels.iter().filter(|k| tf32 || !is_tf32(k)) {
+            let Some(c) = k.config.as_ref() else { continue };
+            let narrow = match c.dtype.as_str() {
+                "f16" | "bf16" => false,
+                "tf32" => true,
+                _ => continue,
+            };
+            if !TENSOR_CORE_FAMILIES.contains(&c.family.as_str()) || down || (tc && !narrow) {
+                continue;
+            }
+            let serves = self
+                .registry
+                .resolve(&k.dispatch)
+                .is_some_and(|h| h.prepare_kernel(k, graph).is_ok());
+            tc |= serves;
+            down |= serves && narrow;
+        }
+        let mut notes = Vec::new();
+        if tc {
+            notes.push(NumericalNote::TensorCore);
+        }
+        if down {
+            notes.push(NumericalNote::DownConvertInputs);
+        }
+        notes
     }
 
     fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {

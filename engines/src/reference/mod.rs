@@ -35,8 +35,8 @@ pub mod tensor;
 pub mod testing;
 
 use hipdnn_backend::{
-    BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, OperationGraph,
-    PlanSerialization, PluginError, PluginResult,
+    BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, NumericalNote,
+    OperationGraph, PlanSerialization, PluginError, PluginResult,
 };
 use std::any::Any;
 
@@ -109,6 +109,20 @@ impl Engine for ReferenceEngine {
 
     fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
         vec![BehaviorNote::SupportsExecutionPlanSerialization]
+    }
+
+    /// `WINOGRAD` when a 3×3 stride-1 convolution (fprop or dgrad) of the graph may run
+    /// Winograd F(2×2, 3×3); nothing else: every step is deterministic (1 and N threads give
+    /// the same bits), sums are f32 or f64, no input is narrowed.
+    fn numerical_notes(
+        &self,
+        graph: &OperationGraph,
+        _config: &EngineConfig,
+    ) -> Vec<NumericalNote> {
+        match plan::Plan::from_graph(&graph.graph()) {
+            Ok(p) if p.may_use_winograd() => vec![NumericalNote::Winograd],
+            _ => Vec::new(),
+        }
     }
 
     fn create_execution_context(

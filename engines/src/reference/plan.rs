@@ -148,6 +148,25 @@ impl Plan {
     /// (unsupported op, mode, data type, shape, a virtual tensor nobody produces, a cycle);
     /// `INVALID_VALUE` for an unreadable `TensorValue` or a tensor whose dims × strides
     /// overflow ([`TensorDesc::check_extents`], naming the tensor).
+    /// Whether a conv fprop or dgrad step may run Winograd
+    /// ([`crate::reference::ops::conv::may_use_winograd`] on its filter's dims): the engine's
+    /// `WINOGRAD` numerical note.
+    pub fn may_use_winograd(&self) -> bool {
+        use crate::reference::ops::conv::may_use_winograd;
+        self.steps.iter().any(|s| {
+            let (geo, x, w) = match &s.op {
+                Op::ConvFprop(c) => (&c.geo, c.x, c.w),
+                Op::ConvDgrad(c) => (&c.geo, c.dx, c.w),
+                _ => return false,
+            };
+            let (xd, wd) = (&self.tensors[&x].dims, &self.tensors[&w].dims);
+            if xd.len() != 4 || wd.len() != 4 || wd[1] == 0 {
+                return false;
+            }
+            may_use_winograd(geo, xd[1], wd[0], xd[1] / wd[1], &wd[2..])
+        })
+    }
+
     pub fn from_graph(graph: &Graph<'_>) -> PluginResult<Plan> {
         let tensors = read_tensors(graph)?;
         let mut ops = Vec::new();

@@ -235,6 +235,7 @@ impl Graph {
                 b
             }),
             compiled: Default::default(),
+            filter: Default::default(),
         })
     }
 }

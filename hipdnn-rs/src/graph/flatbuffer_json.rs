@@ -532,6 +532,7 @@ impl Graph {
             min_required_engine_api_version: version,
             id,
             compiled: Default::default(),
+            filter: Default::default(),
         })
     }
 }

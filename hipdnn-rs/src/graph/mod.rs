@@ -131,6 +131,8 @@ pub struct Graph {
     id: Option<[u8; 16]>,
     /// The active execution plan (built or loaded); not part of graph equality.
     pub(crate) compiled: crate::persist::CompiledState,
+    /// Engine filters of the next build; not part of graph equality.
+    pub(crate) filter: crate::select::EngineFilter,
 }
 
 impl Graph {

@@ -45,6 +45,26 @@ pub struct ConvGeometry {
     pub flip: bool,
 }
 
+/// Whether the forward or data-gradient step of a convolution with this geometry, input
+/// channels `c`, output channels `k`, `groups` groups and filter spatial dims `filter` may
+/// run Winograd F(2×2, 3×3) ([`winograd`]): 2-D, 3×3, stride and dilation 1, one group, at
+/// least `MIN_CHANNELS` (16) channels in and out. (The data gradient also needs padding
+/// ≤ 2, so this may say yes where that step computes directly: a note, not a promise.)
+pub fn may_use_winograd(
+    geo: &ConvGeometry,
+    c: usize,
+    k: usize,
+    groups: usize,
+    filter: &[usize],
+) -> bool {
+    filter == [3, 3]
+        && geo.stride.iter().all(|&s| s == 1)
+        && geo.dilation.iter().all(|&d| d == 1)
+        && groups == 1
+        && c >= winograd::MIN_CHANNELS
+        && k >= winograd::MIN_CHANNELS
+}
+
 /// 3-D view of the problem: every shape promoted to 3 spatial dims (leading 1s).
 struct Geo3 {
     n: usize,
