@@ -27,8 +27,8 @@ fn sdk_bad_param(what: &str, e: hipdnn::Error) -> crate::error::BackendErrorAlia
 }
 
 /// The graph's bytes and SDK graph of the OPERATIONGRAPH at `d` (finalized or not).
-/// An SDK JSON-codec error as the C ABI's: `GraphNotSupported` (a node kind outside upstream's
-/// JSON format) → NOT_SUPPORTED, anything else → BAD_PARAM; the message is the SDK's, unchanged.
+/// An SDK JSON-codec error as the C ABI's: `GraphNotSupported` (a ragged-offset multiplier
+/// other than 1) → NOT_SUPPORTED, anything else → BAD_PARAM; the message is the SDK's, unchanged.
 fn json_error(e: hipdnn::Error) -> crate::error::BackendErrorAlias {
     let status = match e.code {
         hipdnn::ErrorCode::GraphNotSupported => Status::NotSupported,
@@ -144,8 +144,7 @@ pub unsafe extern "C" fn hipdnnBackendGetSerializedBinaryGraph_ext(
 
 /// `hipdnnBackendGetSerializedJsonGraph_ext`: the graph as JSON in upstream's format
 /// ([`hipdnn::Graph::to_json`], the SDK's writer: byte-identical to upstream's), two-call; the
-/// size includes the NUL terminator. A node kind outside that format's scope → NOT_SUPPORTED
-/// naming it.
+/// size includes the NUL terminator. Every node kind is covered; duplicate UIDs → BAD_PARAM.
 ///
 /// # Safety
 /// `size` null or valid; `out` null or valid for `requested` bytes.

@@ -8,15 +8,18 @@
 //! upstream's per-op JSON converters do, enum spellings as upstream's tables. The same graph
 //! gives the same text; [`Graph::to_json_pretty`] gives the same document indented (nlohmann
 //! `dump(4)`). Reader: stricter than upstream where upstream is silent or lenient —
-//! an unknown enum spelling, an unknown node `type` or a duplicate key is refused
-//! (`InvalidValue`) with a message naming the key and value; unknown keys are accepted
-//! (forward compatibility).
+//! an unknown enum spelling, an unknown node `type`, a duplicate key or an int32 / byte
+//! value out of range (upstream wraps it) is refused (`InvalidValue`) with a message naming
+//! the key and value; unknown keys are accepted (forward compatibility).
 //!
-//! Scope: the node kinds upstream's JSON converters have (conv fprop/dgrad/wgrad, pointwise,
-//! matmul, batchnorm inference, inference-variance, training and backward, layernorm and
-//! rmsnorm with their backward forms, reduction, resample forward, SDPA forward). Other node
-//! kinds are refused with `GraphNotSupported` naming them; the legacy format
-//! ([`Graph::to_flatbuffer_json`], module `flatbuffer_json`) covers every kind.
+//! Scope: all 23 node kinds, as upstream's per-op JSON converters
+//! (`flatbuffers_sdk/include/hipdnn_flatbuffers_sdk/utilities/json/<Table>.hpp`) write them:
+//! conv fprop/dgrad/wgrad, pointwise, matmul, batchnorm inference, inference-variance,
+//! training and backward, layernorm and rmsnorm with their backward forms, reduction,
+//! resample forward and backward, SDPA forward and backward, block-scale quantize and
+//! dequantize, custom op, MoE grouped matmul and its backward. The legacy format
+//! ([`Graph::to_flatbuffer_json`], module `flatbuffer_json`) is a field-for-field image of the
+//! schema instead.
 
 use super::error::{Error, ErrorCode, Result};
 use super::tensor::{TensorId, TensorValue};
@@ -218,8 +221,7 @@ fn obj(pairs: Vec<(&str, J)>) -> J {
 /// [`Graph::assign_uids`] would give them; the graph is unchanged).
 ///
 /// # Errors
-/// `GraphNotSupported` naming a node kind outside the scope (module docs); `InvalidValue` for
-/// duplicate UIDs.
+/// `InvalidValue` for duplicate UIDs.
 pub fn write(g: &Graph) -> Result<String> {
     let uids = g.checked_uids()?;
     let uid = |t: TensorId| uids[t.index()];
@@ -645,15 +647,178 @@ pub fn write(g: &Graph) -> Result<String> {
                     ),
                 ],
             ),
-            other => {
-                return Err(Error::new(
-                    ErrorCode::GraphNotSupported,
-                    format!(
-                        "JSON in upstream's format is not implemented for {} nodes",
-                        other.schema_table()
+            // SdpaBackwardAttributes.hpp `to_json`: three groups, the third named
+            // `parameters`; optional uids and scalars written as `null` when absent.
+            Operation::SdpaBackward(a) => (
+                "SdpaBackwardAttributes",
+                vec![
+                    (
+                        "inputs",
+                        obj(vec![
+                            ("q_tensor_uid", u(a.q)),
+                            ("k_tensor_uid", u(a.k)),
+                            ("v_tensor_uid", u(a.v)),
+                            ("o_tensor_uid", u(a.o)),
+                            ("do_tensor_uid", u(a.d_o)),
+                            ("stats_tensor_uid", u(a.stats)),
+                            ("scale_tensor_uid", u(a.scale)),
+                            ("attn_mask_tensor_uid", u(a.attn_mask)),
+                            ("seq_len_q_tensor_uid", u(a.seq_len_q)),
+                            ("seq_len_kv_tensor_uid", u(a.seq_len_kv)),
+                            ("seed_tensor_uid", u(a.seed)),
+                            ("offset_tensor_uid", u(a.offset)),
+                            ("dropout_mask_tensor_uid", u(a.dropout_mask)),
+                            ("dropout_scale_tensor_uid", u(a.dropout_scale)),
+                            ("dropout_scale_inv_tensor_uid", u(a.dropout_scale_inv)),
+                        ]),
                     ),
-                ));
+                    (
+                        "outputs",
+                        obj(vec![
+                            ("dq_tensor_uid", u(a.dq)),
+                            ("dk_tensor_uid", u(a.dk)),
+                            ("dv_tensor_uid", u(a.dv)),
+                            ("dbias_tensor_uid", u(a.dbias)),
+                        ]),
+                    ),
+                    (
+                        "parameters",
+                        obj(vec![
+                            ("alibi_mask", J::B(a.alibi_mask)),
+                            ("padding_mask", J::B(a.padding_mask)),
+                            ("causal_mask", J::B(a.causal_mask)),
+                            ("causal_mask_bottom_right", J::B(a.causal_mask_bottom_right)),
+                            ("dropout_probability", opt_f(a.dropout_probability)),
+                            ("attn_scale_value", opt_f(a.attn_scale_value)),
+                            ("left_bound", a.left_bound.map_or(J::Null, J::I)),
+                            ("right_bound", a.right_bound.map_or(J::Null, J::I)),
+                            (
+                                "diagonal_alignment",
+                                upper(a.diagonal_alignment.schema_name()),
+                            ),
+                        ]),
+                    ),
+                ],
+            ),
+            // BlockScaleDequantizeAttributes.hpp `to_json`: `block_size` (int32 array) and
+            // `is_negative_scale` always written, beside the groups.
+            Operation::BlockScaleDequantize(a) => (
+                "BlockScaleDequantizeAttributes",
+                vec![
+                    (
+                        "inputs",
+                        obj(vec![
+                            ("x_tensor_uid", u(a.x)),
+                            ("scale_tensor_uid", u(a.scale)),
+                        ]),
+                    ),
+                    ("outputs", obj(vec![("y_tensor_uid", u(a.y))])),
+                    (
+                        "block_size",
+                        J::A(a.block_size.iter().map(|x| J::I(i64::from(*x))).collect()),
+                    ),
+                    ("is_negative_scale", J::B(a.is_negative_scale)),
+                ],
+            ),
+            // BlockScaleQuantizeAttributes.hpp `to_json`: `block_size` omitted when 0,
+            // `axis` omitted when absent, `transpose` always written.
+            Operation::BlockScaleQuantize(a) => {
+                let mut m = vec![
+                    ("inputs", obj(vec![("x_tensor_uid", u(a.x))])),
+                    (
+                        "outputs",
+                        obj(vec![
+                            ("y_tensor_uid", u(a.y)),
+                            ("scale_tensor_uid", u(a.scale)),
+                        ]),
+                    ),
+                    ("transpose", J::B(a.transpose)),
+                ];
+                if a.block_size != 0 {
+                    m.push(("block_size", J::I(i64::from(a.block_size))));
+                }
+                if let Some(axis) = a.axis {
+                    m.push(("axis", J::I(axis)));
+                }
+                ("BlockScaleQuantizeAttributes", m)
             }
+            // CustomOpAttributes.hpp `to_json`: flat; `data` as integers 0-255. An absent
+            // `custom_op_id` (upstream's writer would dereference null) is written as "".
+            Operation::CustomOp(a) => (
+                "CustomOpAttributes",
+                vec![
+                    ("custom_op_id", J::S(a.custom_op_id.clone())),
+                    (
+                        "input_tensor_uids",
+                        J::A(a.inputs.iter().map(|t| J::I(uid(*t))).collect()),
+                    ),
+                    (
+                        "output_tensor_uids",
+                        J::A(a.outputs.iter().map(|t| J::I(uid(*t))).collect()),
+                    ),
+                    (
+                        "data",
+                        J::A(a.data.iter().map(|b| J::I(i64::from(*b))).collect()),
+                    ),
+                ],
+            ),
+            // ResampleBwdAttributes.hpp `to_json`: flat, as resample forward without
+            // `generate_index`; `index_tensor_uid` omitted when absent.
+            Operation::ResampleBwd(a) => {
+                let mut m = vec![
+                    ("dy_tensor_uid", u(a.dy)),
+                    ("dx_tensor_uid", u(a.dx)),
+                    ("pre_padding", ints(&a.pre_padding)),
+                    ("post_padding", ints(&a.post_padding)),
+                    ("stride", ints(&a.stride)),
+                    ("window", ints(&a.window)),
+                    ("resample_mode", lower(a.resample_mode.schema_name())),
+                    ("padding_mode", lower(a.padding_mode.schema_name())),
+                ];
+                if a.index.is_some() {
+                    m.push(("index_tensor_uid", u(a.index)));
+                }
+                ("ResampleBwdAttributes", m)
+            }
+            // MoeGroupedMatmulAttributes.hpp `to_json`: `token_index_tensor_uid` and
+            // `token_ks_tensor_uid` omitted when absent; `mode` lowercase; `top_k` int32.
+            Operation::MoeGroupedMatmul(a) => {
+                let mut inputs = vec![
+                    ("token_tensor_uid", u(a.token)),
+                    ("weight_tensor_uid", u(a.weight)),
+                    ("first_token_offset_tensor_uid", u(a.first_token_offset)),
+                ];
+                if a.token_index.is_some() {
+                    inputs.push(("token_index_tensor_uid", u(a.token_index)));
+                }
+                if a.token_ks.is_some() {
+                    inputs.push(("token_ks_tensor_uid", u(a.token_ks)));
+                }
+                (
+                    "MoeGroupedMatmulAttributes",
+                    vec![
+                        ("inputs", obj(inputs)),
+                        ("outputs", obj(vec![("output_tensor_uid", u(a.output))])),
+                        ("mode", lower(a.mode.schema_name())),
+                        ("top_k", J::I(i64::from(a.top_k))),
+                    ],
+                )
+            }
+            // MoeGroupedMatmulBwdAttributes.hpp `to_json`.
+            Operation::MoeGroupedMatmulBwd(a) => (
+                "MoeGroupedMatmulBwdAttributes",
+                vec![
+                    (
+                        "inputs",
+                        obj(vec![
+                            ("doutput_tensor_uid", u(a.doutput)),
+                            ("token_tensor_uid", u(a.token)),
+                            ("first_token_offset_tensor_uid", u(a.first_token_offset)),
+                        ]),
+                    ),
+                    ("outputs", obj(vec![("dweight_tensor_uid", u(a.dweight))])),
+                ],
+            ),
         };
         m.push(("compute_data_type", dt(op.compute_data_type())));
         m.push(("name", J::S(op.name().to_string())));
@@ -715,14 +880,13 @@ fn uuid_text(b: &[u8; 16]) -> String {
 
 impl Graph {
     /// The graph as JSON in upstream's format (module docs): compact text, keys sorted,
-    /// floats as upstream's writer prints them. Deterministic; for a graph in scope,
+    /// floats as upstream's writer prints them. Deterministic; for a graph whose floats are finite (a
+    /// non-finite float is written as `null`, as upstream's writer does),
     /// `Graph::from_json(&s)?.to_json()? == s`. Tensors without a UID are written with the
     /// UIDs [`Graph::assign_uids`] would give them (the graph is unchanged).
     ///
     /// # Errors
-    /// `GraphNotSupported` naming a node kind outside upstream's format (SDPA backward, block
-    /// scale (de)quantize, custom op, resample backward, MoE grouped matmul and its backward;
-    /// use [`Graph::to_flatbuffer_json`] for those); `InvalidValue` for duplicate UIDs.
+    /// `InvalidValue` for duplicate UIDs.
     pub fn to_json(&self) -> Result<String> {
         write(self)
     }
@@ -732,9 +896,8 @@ impl Graph {
     /// # Errors
     /// `InvalidValue` with a message starting `JSON graph:` that names the key (and value)
     /// for malformed JSON, a duplicate key, a missing required key, a wrong value type, an
-    /// unknown enum spelling or node `type`, or a UID that names no tensor;
-    /// `GraphNotSupported` for a node kind outside the scope or a ragged-offset multiplier
-    /// other than 1.
+    /// unknown enum spelling or node `type`, a UID that names no tensor, or an int32 or byte
+    /// value out of range; `GraphNotSupported` for a ragged-offset multiplier other than 1.
     pub fn from_json(json: &str) -> Result<Graph> {
         read(json)
     }
@@ -1070,9 +1233,9 @@ fn data_type(v: &J, at: &str) -> Result<DataType> {
 ///
 /// # Errors
 /// BAD_PARAM naming the key (and value) for malformed JSON, a duplicate key, a missing
-/// required key, a wrong type, an unknown enum spelling or node `type`, or a uid that names no
-/// tensor; NOT_SUPPORTED for a node kind outside the scope or a ragged-offset multiplier other
-/// than 1.
+/// required key, a wrong type, an unknown enum spelling or node `type`, a uid that names no
+/// tensor, or an int32 or byte value out of range; NOT_SUPPORTED for a ragged-offset
+/// multiplier other than 1.
 pub fn read(json: &str) -> Result<Graph> {
     let root = parse(json)?;
     let top = as_obj(&root, "graph")?;
@@ -1241,6 +1404,12 @@ fn opt_int_n(o: &Obj, k: &str, at: &str) -> Result<Option<i64>> {
         J::Null => Ok(None),
         v => int(v, k).map(Some),
     }
+}
+
+/// `x` as a 32-bit integer (upstream's int32 fields: `block_size`, `top_k`); out of range is
+/// refused naming the key (upstream wraps).
+fn int32(x: i64, at: &str, k: &str) -> Result<i32> {
+    i32::try_from(x).map_err(|_| bad(format!("{at}: {k} {x} is outside the 32-bit range")))
 }
 
 fn group<'a>(n: &'a Obj, k: &str, at: &str) -> Result<&'a Obj> {
@@ -1599,19 +1768,143 @@ fn read_node(n: &Obj, at: &str, by_uid: &BTreeMap<i64, TensorId>) -> Result<Oper
             )?;
             a.into()
         }
-        "SdpaBackwardAttributes"
-        | "BlockScaleDequantizeAttributes"
-        | "BlockScaleQuantizeAttributes"
-        | "CustomOpAttributes"
-        | "ResampleBwdAttributes"
-        | "MoeGroupedMatmulAttributes"
-        | "MoeGroupedMatmulBwdAttributes" => {
-            return Err(Error::new(
-                ErrorCode::GraphNotSupported,
-                format!(
-                    "JSON graph: {at}: JSON in upstream's format is not implemented for {ty} nodes"
-                ),
-            ));
+        "SdpaBackwardAttributes" => {
+            let (i, o) = (group(n, "inputs", at)?, group(n, "outputs", at)?);
+            let p = group(n, "parameters", at)?;
+            let mut a = super::SdpaBackwardAttributes::new();
+            a.q = u.req(i, "q_tensor_uid")?;
+            a.k = u.req(i, "k_tensor_uid")?;
+            a.v = u.req(i, "v_tensor_uid")?;
+            a.o = u.req(i, "o_tensor_uid")?;
+            a.d_o = u.req(i, "do_tensor_uid")?;
+            a.stats = u.req(i, "stats_tensor_uid")?;
+            a.scale = u.n(i, "scale_tensor_uid")?;
+            a.attn_mask = u.n(i, "attn_mask_tensor_uid")?;
+            a.seq_len_q = u.n(i, "seq_len_q_tensor_uid")?;
+            a.seq_len_kv = u.n(i, "seq_len_kv_tensor_uid")?;
+            a.seed = u.n(i, "seed_tensor_uid")?;
+            a.offset = u.n(i, "offset_tensor_uid")?;
+            a.dropout_mask = u.n(i, "dropout_mask_tensor_uid")?;
+            a.dropout_scale = u.n(i, "dropout_scale_tensor_uid")?;
+            a.dropout_scale_inv = u.n(i, "dropout_scale_inv_tensor_uid")?;
+            a.dq = u.req(o, "dq_tensor_uid")?;
+            a.dk = u.req(o, "dk_tensor_uid")?;
+            a.dv = u.req(o, "dv_tensor_uid")?;
+            a.dbias = u.n(o, "dbias_tensor_uid")?;
+            a.alibi_mask = boolean(req(p, "alibi_mask", at)?, "alibi_mask")?;
+            a.padding_mask = boolean(req(p, "padding_mask", at)?, "padding_mask")?;
+            a.causal_mask = boolean(req(p, "causal_mask", at)?, "causal_mask")?;
+            a.causal_mask_bottom_right = boolean(
+                req(p, "causal_mask_bottom_right", at)?,
+                "causal_mask_bottom_right",
+            )?;
+            a.dropout_probability = opt_float_n(p, "dropout_probability", at)?;
+            a.attn_scale_value = opt_float_n(p, "attn_scale_value", at)?;
+            a.left_bound = opt_int_n(p, "left_bound", at)?;
+            a.right_bound = opt_int_n(p, "right_bound", at)?;
+            a.diagonal_alignment = spelled(
+                super::DiagonalAlignment::ALL,
+                |m| m.schema_name().to_string(),
+                req(p, "diagonal_alignment", at)?,
+                &format!("{at}.parameters.diagonal_alignment"),
+            )?;
+            a.into()
+        }
+        "BlockScaleDequantizeAttributes" => {
+            let (i, o) = (group(n, "inputs", at)?, group(n, "outputs", at)?);
+            let mut a = super::BlockScaleDequantizeAttributes::new();
+            a.x = u.req(i, "x_tensor_uid")?;
+            a.scale = u.req(i, "scale_tensor_uid")?;
+            a.y = u.req(o, "y_tensor_uid")?;
+            if let Some(v) = n.get("block_size") {
+                a.block_size = ints_of(v, "block_size")?
+                    .into_iter()
+                    .map(|x| int32(x, at, "block_size"))
+                    .collect::<Result<_>>()?;
+            }
+            if let Some(v) = n.get("is_negative_scale") {
+                a.is_negative_scale = boolean(v, "is_negative_scale")?;
+            }
+            a.into()
+        }
+        "BlockScaleQuantizeAttributes" => {
+            let (i, o) = (group(n, "inputs", at)?, group(n, "outputs", at)?);
+            let mut a = super::BlockScaleQuantizeAttributes::new();
+            a.x = u.req(i, "x_tensor_uid")?;
+            a.y = u.req(o, "y_tensor_uid")?;
+            a.scale = u.req(o, "scale_tensor_uid")?;
+            if let Some(v) = n.get("block_size") {
+                a.block_size = int32(int(v, "block_size")?, at, "block_size")?;
+            }
+            a.axis = n.get("axis").map(|v| int(v, "axis")).transpose()?;
+            if let Some(v) = n.get("transpose") {
+                a.transpose = boolean(v, "transpose")?;
+            }
+            a.into()
+        }
+        "CustomOpAttributes" => {
+            let mut a = super::CustomOpAttributes::new();
+            a.custom_op_id = text(req(n, "custom_op_id", at)?, "custom_op_id")?.to_string();
+            a.inputs = u.list(n, "input_tensor_uids")?;
+            a.outputs = u.list(n, "output_tensor_uids")?;
+            a.data = ints_of(req(n, "data", at)?, "data")?
+                .into_iter()
+                .map(|x| {
+                    u8::try_from(x)
+                        .map_err(|_| bad(format!("{at}: data byte {x} is outside 0..=255")))
+                })
+                .collect::<Result<_>>()?;
+            a.into()
+        }
+        "ResampleBwdAttributes" => {
+            let mut a = super::ResampleBwdAttributes::new();
+            a.dy = u.req(n, "dy_tensor_uid")?;
+            a.dx = u.req(n, "dx_tensor_uid")?;
+            a.index = u.o(n, "index_tensor_uid")?;
+            a.pre_padding = ints_of(req(n, "pre_padding", at)?, "pre_padding")?;
+            a.post_padding = ints_of(req(n, "post_padding", at)?, "post_padding")?;
+            a.stride = ints_of(req(n, "stride", at)?, "stride")?;
+            a.window = ints_of(req(n, "window", at)?, "window")?;
+            a.resample_mode = spelled(
+                super::ResampleMode::ALL,
+                |m| m.schema_name().to_ascii_lowercase(),
+                req(n, "resample_mode", at)?,
+                &format!("{at}.resample_mode"),
+            )?;
+            a.padding_mode = spelled(
+                super::PaddingMode::ALL,
+                |m| m.schema_name().to_ascii_lowercase(),
+                req(n, "padding_mode", at)?,
+                &format!("{at}.padding_mode"),
+            )?;
+            a.into()
+        }
+        "MoeGroupedMatmulAttributes" => {
+            let (i, o) = (group(n, "inputs", at)?, group(n, "outputs", at)?);
+            let mut a = super::MoeGroupedMatmulAttributes::new();
+            a.token = u.req(i, "token_tensor_uid")?;
+            a.weight = u.req(i, "weight_tensor_uid")?;
+            a.first_token_offset = u.req(i, "first_token_offset_tensor_uid")?;
+            a.token_index = u.o(i, "token_index_tensor_uid")?;
+            a.token_ks = u.o(i, "token_ks_tensor_uid")?;
+            a.output = u.req(o, "output_tensor_uid")?;
+            a.mode = spelled(
+                super::MoeGroupedMatmulMode::ALL,
+                |m| m.schema_name().to_ascii_lowercase(),
+                req(n, "mode", at)?,
+                &format!("{at}.mode"),
+            )?;
+            a.top_k = int32(int(req(n, "top_k", at)?, "top_k")?, at, "top_k")?;
+            a.into()
+        }
+        "MoeGroupedMatmulBwdAttributes" => {
+            let (i, o) = (group(n, "inputs", at)?, group(n, "outputs", at)?);
+            let mut a = super::MoeGroupedMatmulBwdAttributes::new();
+            a.doutput = u.req(i, "doutput_tensor_uid")?;
+            a.token = u.req(i, "token_tensor_uid")?;
+            a.first_token_offset = u.req(i, "first_token_offset_tensor_uid")?;
+            a.dweight = u.req(o, "dweight_tensor_uid")?;
+            a.into()
         }
         other => return Err(bad(format!("'{at}.type': \"{other}\" is not a node type"))),
     };

@@ -13,10 +13,9 @@
 //!   C ABI (`libhipdnn_backend.so`) calls these same functions, so both give the same text for
 //!   the same graph. The reader refuses what upstream reads leniently (an unknown enum
 //!   spelling or node `type`, a duplicate key) with a message naming the key and value, and
-//!   accepts unknown keys. Node kinds upstream has no JSON for (SDPA backward, block scale
-//!   (de)quantize, custom op, resample backward, MoE grouped matmul and its backward) are
-//!   refused with `GraphNotSupported`; non-finite floats are written as `null`, as upstream's
-//!   writer does, and do not survive.
+//!   accepts unknown keys. Every node kind is covered (the 23 of upstream's per-op JSON
+//!   converters); non-finite floats are written as `null`, as upstream's writer does, and do
+//!   not survive.
 //! - [`Graph::to_flatbuffer_json`] / [`Graph::from_flatbuffer_json`] are the **legacy** format
 //!   (this crate's earlier `to_json`): a field-for-field image of the schema in flatc's JSON
 //!   conventions, for every node kind, with `json_version` [`JSON_VERSION`]. Kept for files
