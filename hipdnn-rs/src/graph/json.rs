@@ -1204,6 +1204,36 @@ fn text<'a>(v: &'a J, at: &str) -> Result<&'a str> {
     }
 }
 
+/// A resample node's window geometry (forward and backward share it): `pre_padding`,
+/// `post_padding`, `stride`, `window`, each required.
+fn resample_window(n: &Obj, at: &str) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)> {
+    let list = |key: &str| ints_of(req(n, key, at)?, key);
+    Ok((
+        list("pre_padding")?,
+        list("post_padding")?,
+        list("stride")?,
+        list("window")?,
+    ))
+}
+
+/// A resample node's `resample_mode` and `padding_mode`, spelled in lower case.
+fn resample_modes(n: &Obj, at: &str) -> Result<(super::ResampleMode, super::PaddingMode)> {
+    Ok((
+        spelled(
+            super::ResampleMode::ALL,
+            |m| m.schema_name().to_ascii_lowercase(),
+            req(n, "resample_mode", at)?,
+            &format!("{at}.resample_mode"),
+        )?,
+        spelled(
+            super::PaddingMode::ALL,
+            |m| m.schema_name().to_ascii_lowercase(),
+            req(n, "padding_mode", at)?,
+            &format!("{at}.padding_mode"),
+        )?,
+    ))
+}
+
 fn ints_of(v: &J, at: &str) -> Result<Vec<i64>> {
     match v {
         J::A(a) => a.iter().map(|x| int(x, at)).collect(),
@@ -1676,22 +1706,8 @@ fn read_node(n: &Obj, at: &str, by_uid: &BTreeMap<i64, TensorId>) -> Result<Oper
             a.x = u.req(n, "x_tensor_uid")?;
             a.y = u.req(n, "y_tensor_uid")?;
             a.index = u.o(n, "index_tensor_uid")?;
-            a.pre_padding = ints_of(req(n, "pre_padding", at)?, "pre_padding")?;
-            a.post_padding = ints_of(req(n, "post_padding", at)?, "post_padding")?;
-            a.stride = ints_of(req(n, "stride", at)?, "stride")?;
-            a.window = ints_of(req(n, "window", at)?, "window")?;
-            a.resample_mode = spelled(
-                super::ResampleMode::ALL,
-                |m| m.schema_name().to_ascii_lowercase(),
-                req(n, "resample_mode", at)?,
-                &format!("{at}.resample_mode"),
-            )?;
-            a.padding_mode = spelled(
-                super::PaddingMode::ALL,
-                |m| m.schema_name().to_ascii_lowercase(),
-                req(n, "padding_mode", at)?,
-                &format!("{at}.padding_mode"),
-            )?;
+            (a.pre_padding, a.post_padding, a.stride, a.window) = resample_window(n, at)?;
+            (a.resample_mode, a.padding_mode) = resample_modes(n, at)?;
             a.generate_index = n
                 .get("generate_index")
                 .map(|v| boolean(v, "generate_index"))
@@ -1861,22 +1877,8 @@ fn read_node(n: &Obj, at: &str, by_uid: &BTreeMap<i64, TensorId>) -> Result<Oper
             a.dy = u.req(n, "dy_tensor_uid")?;
             a.dx = u.req(n, "dx_tensor_uid")?;
             a.index = u.o(n, "index_tensor_uid")?;
-            a.pre_padding = ints_of(req(n, "pre_padding", at)?, "pre_padding")?;
-            a.post_padding = ints_of(req(n, "post_padding", at)?, "post_padding")?;
-            a.stride = ints_of(req(n, "stride", at)?, "stride")?;
-            a.window = ints_of(req(n, "window", at)?, "window")?;
-            a.resample_mode = spelled(
-                super::ResampleMode::ALL,
-                |m| m.schema_name().to_ascii_lowercase(),
-                req(n, "resample_mode", at)?,
-                &format!("{at}.resample_mode"),
-            )?;
-            a.padding_mode = spelled(
-                super::PaddingMode::ALL,
-                |m| m.schema_name().to_ascii_lowercase(),
-                req(n, "padding_mode", at)?,
-                &format!("{at}.padding_mode"),
-            )?;
+            (a.pre_padding, a.post_padding, a.stride, a.window) = resample_window(n, at)?;
+            (a.resample_mode, a.padding_mode) = resample_modes(n, at)?;
             a.into()
         }
         "MoeGroupedMatmulAttributes" => {
