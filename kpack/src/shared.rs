@@ -111,7 +111,23 @@ pub fn open_shared_archive(path: &Path) -> Result<Arc<KpackArchive>, KpackError>
     if let Some(a) = kept.as_ref() {
         return Ok(Arc::clone(a));
     }
-    let archive = open_counted(path)?;
+    let archive = match open_counted(path) {
+        Ok(a) => a,
+        Err(e) => {
+            // A failed open keeps nothing: its empty slot goes, so loads of many distinct
+            // missing or damaged paths under a lease do not grow the set.
+            drop(kept);
+            let mut st = lock(&STATE);
+            if st
+                .slots
+                .get(path)
+                .is_some_and(|s| Arc::ptr_eq(s, &slot) && lock(&s.archive).is_none())
+            {
+                st.slots.remove(path);
+            }
+            return Err(e);
+        }
+    };
     *kept = Some(Arc::clone(&archive));
     Ok(archive)
 }
@@ -150,6 +166,11 @@ pub mod test_hooks {
     pub fn is_kept(path: &Path) -> bool {
         let slot = lock(&STATE).slots.get(path).cloned();
         slot.is_some_and(|s| lock(&s.archive).is_some())
+    }
+
+    /// The number of paths the shared set holds a slot for (kept or being opened).
+    pub fn slot_count() -> usize {
+        lock(&STATE).slots.len()
     }
 
     /// The number of live [`ArchiveLease`]s.
