@@ -361,6 +361,7 @@ fn small_gemm_is_one_fma_chain_per_element_on_every_edge() {
         (32, 16, 1),
         (3, 5, 0),
         (8, 48, 200),
+        (17, 100, 300),
     ] {
         let a = random_values(m * k, 80, -1.0, 1.0);
         let b = random_values(k * n, 81, -1.0, 1.0);

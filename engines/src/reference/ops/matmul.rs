@@ -1,7 +1,7 @@
 //! Batched matrix multiply `C (…, M, N) = A (…, M, K) · B (…, K, N)` with numpy broadcasting of
 //! the batch dims, over arrays of any strides (broadcast and transposed views are read in
 //! place, never copied), on the tiled GEMM of [`super::gemm`], or on [`super::small_gemm`]
-//! when C has few rows ([`super::small_gemm::fits`]).
+//! when C has few rows ([`super::small_gemm::fits`]) and B is column-major.
 //!
 //! Determinism: see [`super::gemm`] — the tiling depends on the shape only and each element is
 //! summed in one fixed order, so results are bit-identical for any thread count. Owns only
@@ -124,7 +124,12 @@ pub fn matmul_into(
             matrices(rv, &mut rm);
         }
         let mut rm = rm.into_iter();
-        let small = small_gemm::fits(m) && bm.iter().all(|b| small_gemm::reads_in_place(b, m));
+        // Column-major B (a `Linear` weight bound as it is) at few rows: the small GEMM reads
+        // it in place; row-major B stays on the tiled `gemm`-crate path (as fast there).
+        let small = small_gemm::fits(m)
+            && bm
+                .iter()
+                .all(|b| !b.is_standard_layout() && small_gemm::reads_in_place(b, m));
         let jobs = c
             .chunks_mut(m * n)
             .zip(am.into_iter().zip(bm))

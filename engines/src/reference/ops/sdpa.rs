@@ -4,16 +4,14 @@
 //! have fewer heads (head h reads K/V head `h / (H / H_kv)`). Masked scores are −∞; a row with
 //! every score masked gives O = 0 and stats = −∞. Owns only arithmetic; each query row is
 //! computed by one task (one head, in blocks of 64 query rows: `Q·Kᵀ` and `P·V` as
-//! single-threaded GEMMs whose summation order depends on the shape only — the forward's on
-//! [`super::small_gemm`] with Kᵀ packed once per head, the backward's on the `gemm` crate),
-//! so results are bit-identical for any thread count. The softmax exponentiates with [`super::exp::exp`], the
+//! single-threaded GEMMs whose blocking depends on the shape only), so results are
+//! bit-identical for any thread count. The softmax exponentiates with [`super::exp::exp`], the
 //! engine's one f32 exponential. The backward ([`sdpa_backward`]) recomputes P from the
 //! forward's logsumexp with the same scale, band and mask, one task per (batch, query head).
 
 use super::exp::exp;
 use super::gemm::sgemm;
 use super::reduce::{lane_max_slice, lane_sum, lane_sum_slice};
-use super::small_gemm::gemm_dense;
 use ndarray::{Array2, ArrayD, ArrayView2, ArrayViewMut2, Ix4, IxDyn, s};
 use rayon::prelude::*;
 
@@ -110,9 +108,9 @@ pub fn sdpa(
         0
     };
     // One task per (batch, head): blocks of QB query rows, each S = Q_blk·Kᵀ and O = P·V on
-    // the single-threaded small GEMM (each element one FMA chain in key / feature order, the
-    // same for any thread count), written straight into the head's rows of O and of the
-    // statistics.
+    // the tiled GEMM's single-threaded `sgemm` (the block shape depends on the problem only,
+    // so every element's summation order, and the result, is the same for any thread count),
+    // written straight into the head's rows of O and of the statistics.
     const QB: usize = 64;
     let arch = pulp::Arch::new();
     let mut o = vec![0f32; b * h * sq * dv];
@@ -132,21 +130,17 @@ pub fn sdpa(
                 let kvh = bi * hk + hi / rep;
                 let km = ArrayView2::from_shape((skv, d), &ks[kvh * skv * d..][..skv * d])
                     .expect("k matrix");
-                let vh = &vs[kvh * skv * dv..][..skv * dv];
-                // Kᵀ packed row-major once per head, so both products read B by rows.
-                let mut kt = vec![0f32; d * skv];
-                ArrayViewMut2::from_shape((d, skv), &mut kt[..])
-                    .expect("kt")
-                    .assign(&km.t());
-                let mut sc = vec![0f32; QB.min(sq) * skv];
+                let vm = ArrayView2::from_shape((skv, dv), &vs[kvh * skv * dv..][..skv * dv])
+                    .expect("v matrix");
+                let mut sc = Array2::<f32>::zeros((QB.min(sq), skv));
                 let mut mrow_buf = Vec::new();
                 for i0 in (0..sq).step_by(QB) {
                     let qb = QB.min(sq - i0);
-                    let qm = &qs[(bh * sq + i0) * d..][..qb * d];
-                    let scb = &mut sc[..qb * skv];
-                    gemm_dense(arch, (qb, skv, d), qm, d, &kt, skv, scb, skv, false);
-                    for ii in 0..qb {
-                        let row = &mut scb[ii * skv..(ii + 1) * skv];
+                    let qm = ArrayView2::from_shape((qb, d), &qs[(bh * sq + i0) * d..][..qb * d])
+                        .expect("q block");
+                    let mut scb = sc.slice_mut(s![..qb, ..]);
+                    sgemm(&qm, &km.t(), false, &mut scb);
+                    for (ii, mut srow) in scb.outer_iter_mut().enumerate() {
                         let i = i0 + ii;
                         let diag = i as i64 + shift;
                         // The kept keys of this row are start..end (the band); the others are −∞.
@@ -162,6 +156,7 @@ pub fn sdpa(
                                 }
                             }
                         });
+                        let row = srow.as_slice_mut().expect("score rows are contiguous");
                         let task = ScoreRow {
                             row,
                             start,
@@ -173,7 +168,8 @@ pub fn sdpa(
                         (lse_h[i], max_h[i], sum_h[i]) = arch.dispatch(task);
                     }
                     let ob = &mut oh[i0 * dv..(i0 + qb) * dv];
-                    gemm_dense(arch, (qb, dv, skv), scb, skv, vh, dv, ob, dv, false);
+                    let mut obv = ArrayViewMut2::from_shape((qb, dv), &mut *ob).expect("o block");
+                    sgemm(&scb.view(), &vm, false, &mut obv);
                     for (ii, orow) in ob.chunks_exact_mut(dv).enumerate() {
                         let (mx, sum) = (max_h[i0 + ii], sum_h[i0 + ii]);
                         if mx == f32::NEG_INFINITY {

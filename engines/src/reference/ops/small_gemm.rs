@@ -27,6 +27,8 @@ pub const MAX_M: usize = 32;
 const MR: usize = 8;
 /// Vectors of columns per micro-kernel call.
 const NV: usize = 3;
+/// Reduction block: a `KC × 48` block of B (24 KiB) stays in L1 for every row block.
+const KC: usize = 128;
 /// Fewest column panels [`run`] aims for (so 2…8 threads have work), when N allows.
 const MIN_TASKS: usize = 8;
 /// Panel widths are multiples of this many columns (3 AVX-512 vectors).
@@ -128,44 +130,48 @@ impl pulp::WithSimd for Dense<'_> {
     }
 }
 
-/// Every row of C for the `NV` vectors of columns starting at `j`, [`MR`] rows at a time.
+/// Every row of C for the `V` vectors of columns starting at `j`: the reduction in blocks of
+/// [`KC`] (so each block of B is read from L1 by every [`MR`]-row block after the first), C
+/// carrying the chain from one block to the next.
 #[inline(always)]
 fn rows<S: Simd, const V: usize>(
     simd: S,
     (m, k): (usize, usize),
-    a: (&[f32], usize),
-    b: (&[f32], usize),
-    c: (&mut [f32], usize),
+    (a, lda): (&[f32], usize),
+    (b, ldb): (&[f32], usize),
+    (c, ldc): (&mut [f32], usize),
     j: usize,
     accumulate: bool,
 ) {
-    let (a, lda) = a;
-    let (c, ldc) = c;
-    let mut i = 0;
-    while i + MR <= m {
-        micro::<S, MR, V>(
-            simd,
-            k,
-            (&a[i * lda..], lda),
-            b,
-            (&mut c[i * ldc..], ldc),
-            j,
-            accumulate,
-        );
-        i += MR;
-    }
-    let (ia, ic) = ((i * lda).min(a.len()), (i * ldc).min(c.len()));
-    let (a, c) = (&a[ia..], &mut c[ic..]);
-    let args = (k, (a, lda), b, j, accumulate);
-    match m - i {
-        7 => micro::<S, 7, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        6 => micro::<S, 6, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        5 => micro::<S, 5, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        4 => micro::<S, 4, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        3 => micro::<S, 3, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        2 => micro::<S, 2, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        1 => micro::<S, 1, V>(simd, args.0, args.1, args.2, (c, ldc), args.3, args.4),
-        _ => {}
+    let mut p0 = 0;
+    loop {
+        let kc = KC.min(k - p0);
+        let carry = accumulate || p0 > 0;
+        let ak = &a[p0.min(a.len())..];
+        let bk = &b[(p0 * ldb).min(b.len())..];
+        let mut i = 0;
+        while i + MR <= m {
+            let (ai, ci) = (&ak[i * lda..], &mut c[i * ldc..]);
+            micro::<S, MR, V>(simd, kc, (ai, lda), (bk, ldb), (ci, ldc), j, carry);
+            i += MR;
+        }
+        let (ia, ic) = ((i * lda).min(ak.len()), (i * ldc).min(c.len()));
+        let (ai, ci) = ((&ak[ia..], lda), (&mut c[ic..], ldc));
+        let bk = (bk, ldb);
+        match m - i {
+            7 => micro::<S, 7, V>(simd, kc, ai, bk, ci, j, carry),
+            6 => micro::<S, 6, V>(simd, kc, ai, bk, ci, j, carry),
+            5 => micro::<S, 5, V>(simd, kc, ai, bk, ci, j, carry),
+            4 => micro::<S, 4, V>(simd, kc, ai, bk, ci, j, carry),
+            3 => micro::<S, 3, V>(simd, kc, ai, bk, ci, j, carry),
+            2 => micro::<S, 2, V>(simd, kc, ai, bk, ci, j, carry),
+            1 => micro::<S, 1, V>(simd, kc, ai, bk, ci, j, carry),
+            _ => {}
+        }
+        p0 += kc;
+        if p0 >= k {
+            break;
+        }
     }
 }
 
