@@ -6,11 +6,12 @@ use hipdnn_engines::reference::ops::conv::{
     ConvGeometry, conv_dgrad, conv_fprop, conv_fprop_with, conv_wgrad,
 };
 use hipdnn_engines::reference::ops::gemm::{self, Bias, Epilogue, Job, tile_shape};
-use hipdnn_engines::reference::ops::matmul::{matmul, matmul_with};
+use hipdnn_engines::reference::ops::matmul::{matmul, matmul_views_res, matmul_with};
 use hipdnn_engines::reference::ops::norm::{inv_std, moments, normalize};
 use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, pointwise};
 use hipdnn_engines::reference::ops::reduce::{lane_sum, lane_sum_slice};
 use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
+use hipdnn_engines::reference::ops::small_gemm;
 use hipdnn_engines::reference::testing::{assert_close, random_values, tolerance};
 use hipdnn_schema::graph::{DataType, PointwiseMode};
 use ndarray::{Array2, ArrayD, IxDyn};
@@ -330,4 +331,108 @@ fn fused_matmul_bias_gelu_equals_separate_pointwise_nodes() {
     let got = matmul_with(&a, &b, &dims, &epi).unwrap();
     assert_eq!(bits(&got), bits(&want));
     assert_ne!(bits(&got), bits(&mm));
+}
+
+/// The rule of `small_gemm`, written out: one fused multiply-add chain per element, in
+/// increasing reduction order, from 0 (or from C when accumulating).
+fn fma_chain(a: &[f32], b: &[f32], c: &mut [f32], (m, n, k): (usize, usize, usize), acc: bool) {
+    for i in 0..m {
+        for j in 0..n {
+            let mut s = if acc { c[i * n + j] } else { 0.0 };
+            for p in 0..k {
+                s = a[i * k + p].mul_add(b[p * n + j], s);
+            }
+            c[i * n + j] = s;
+        }
+    }
+}
+
+#[test]
+fn small_gemm_is_one_fma_chain_per_element_on_every_edge() {
+    // Row tails (1…7 rows after whole 8-row blocks), column tails (whole 48-column blocks, 2
+    // or 1 spare vectors, spare scalars), k = 0 and 1, and accumulation into C.
+    let arch = pulp::Arch::new();
+    for (m, n, k) in [
+        (1, 1, 1),
+        (16, 384, 64),
+        (7, 47, 5),
+        (9, 97, 33),
+        (31, 130, 17),
+        (32, 16, 1),
+        (3, 5, 0),
+        (8, 48, 200),
+        (17, 100, 300),
+    ] {
+        let a = random_values(m * k, 80, -1.0, 1.0);
+        let b = random_values(k * n, 81, -1.0, 1.0);
+        for acc in [false, true] {
+            let c0 = random_values(m * n, 82, -1.0, 1.0);
+            let (mut got, mut want) = (c0.clone(), c0);
+            small_gemm::gemm_dense(arch, (m, n, k), &a, k, &b, n, &mut got, n, acc);
+            fma_chain(&a, &b, &mut want, (m, n, k), acc);
+            let (g, w): (Vec<u32>, Vec<u32>) = (
+                got.iter().map(|v| v.to_bits()).collect(),
+                want.iter().map(|v| v.to_bits()).collect(),
+            );
+            assert_eq!(g, w, "{m}×{n}×{k}, accumulate {acc}");
+        }
+    }
+}
+
+#[test]
+fn small_m_matmul_is_bit_identical_for_1_2_and_5_threads_and_close_to_f64() {
+    // M = 16 (MiniLM at batch 1 × 16 tokens), 13 (row tail) and 32, a row-major and a
+    // column-major B (a PyTorch `Linear` weight bound as it is), batched with broadcasting,
+    // with the fused bias + residual + GELU epilogue; N = 400 cuts uneven panels.
+    let (k, n) = (96, 400);
+    let bias = rand(&[n], 92);
+    let epi = Epilogue {
+        bias: Bias::PerCol(bias.as_slice().unwrap()),
+        act: Some(pw(PointwiseMode::GELU_FWD)),
+    };
+    for m in [16, 13, 32] {
+        let a = rand(&[2, m, k], 90);
+        let b = rand(&[k, n], 91);
+        let bt = rand(&[n, k], 91).reversed_axes();
+        let res = rand(&[2, m, n], 93);
+        let dims = [2, m, n];
+        let run = || {
+            let f = |b: &ArrayD<f32>| {
+                matmul_views_res(a.view(), b.view(), Some(res.view()), &dims, &epi).unwrap()
+            };
+            (f(&b), f(&bt), matmul(&a, &bt, &dims).unwrap())
+        };
+        let one = with_threads(1, run);
+        for t in [2, 5] {
+            let many = with_threads(t, run);
+            assert_eq!(
+                bits(&one.0),
+                bits(&many.0),
+                "m {m} row-major b, {t} threads"
+            );
+            assert_eq!(
+                bits(&one.1),
+                bits(&many.1),
+                "m {m} column-major b, {t} threads"
+            );
+        }
+        let mut want = Vec::with_capacity(2 * m * n);
+        for bi in 0..2 {
+            for i in 0..m {
+                for j in 0..n {
+                    let s: f64 = (0..k)
+                        .map(|p| f64::from(a[[bi, i, p]]) * f64::from(bt[[p, j]]))
+                        .sum();
+                    want.push(s as f32);
+                }
+            }
+        }
+        let got: Vec<f32> = one.2.iter().copied().collect();
+        assert_close(
+            "small-m matmul",
+            &got,
+            &want,
+            tolerance(DataType::FLOAT, true),
+        );
+    }
 }

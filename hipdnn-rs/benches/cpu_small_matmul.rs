@@ -1,7 +1,9 @@
-//! Small-M matmul on a CPU handle (issue 30): the Q/K/V and FFN-up projections of MiniLM at
-//! ~24 tokens, `24×384 · 384×384` and `24×384 · 384×1536`, f32, B column-major (PyTorch
-//! `Linear` weights, `(K, N)` with strides `(1, K)`). Each row is one `Graph::execute` through
-//! the SDK with a `VariantPack` built per call, as a user writes it.
+//! Small-M matmul on a CPU handle (issue 30): the Q/K/V, FFN-up and FFN-down projections of
+//! MiniLM at 16 and 24 tokens (`M×384 · 384×384`, `M×384 · 384×1536`, `M×1536 · 1536×384`),
+//! f32, B column-major (`_bcol`: PyTorch `Linear` weights bound as they are, `(K, N)` with
+//! strides `(1, K)`) and row-major (`_brow`: the weights transposed once at load, as the
+//! MiniLM example does). Each row is one `Graph::execute` through the SDK with a `VariantPack`
+//! built per call, as a user writes it.
 //!
 //! ```text
 //! cargo bench -p hipdnn --no-default-features --bench cpu_small_matmul
@@ -19,7 +21,17 @@ use hipdnn::{Buffer, DataType, Graph, Handle, MatmulAttributes, TensorAttributes
 fn bench(c: &mut Criterion) {
     let handle = Handle::cpu().unwrap();
     let mut group = c.benchmark_group("cpu_small_matmul");
-    for (m, k, n) in [(24usize, 384usize, 384usize), (24, 384, 1536)] {
+    let shapes = [
+        (16usize, 384usize, 384usize, false),
+        (16, 384, 1536, false),
+        (16, 1536, 384, false),
+        (16, 384, 384, true),
+        (16, 384, 1536, true),
+        (16, 1536, 384, true),
+        (24, 384, 384, true),
+        (24, 384, 1536, true),
+    ];
+    for (m, k, n, col) in shapes {
         let (mi, ki, ni) = (m as i64, k as i64, n as i64);
         let mut g = Graph::new();
         let a = g.tensor(
@@ -29,13 +41,18 @@ fn bench(c: &mut Criterion) {
                 .dims(vec![1, mi, ki])
                 .strides(vec![mi * ki, ki, 1]),
         );
-        // Column-major B: element (k, n) at n·K + k.
+        // Column-major B: element (k, n) at n·K + k; row-major: at k·N + n.
+        let b_strides = if col {
+            vec![ki * ni, 1, ki]
+        } else {
+            vec![ki * ni, ni, 1]
+        };
         let b = g.tensor(
             TensorAttributes::new("b")
                 .data_type(DataType::Float)
                 .uid(2)
                 .dims(vec![1, ki, ni])
-                .strides(vec![ki * ni, 1, ki]),
+                .strides(b_strides),
         );
         let y = g.matmul(a, b, MatmulAttributes::new());
         g.set_output(y, true).set_uid(y, 3);
@@ -50,7 +67,8 @@ fn bench(c: &mut Criterion) {
         let mut out = Buffer::<f32>::zeros(m * n);
         let mut ws = Buffer::<u8>::zeros(g.workspace_size().unwrap());
         group.throughput(Throughput::Elements((2 * m * k * n) as u64));
-        group.bench_function(format!("{m}x{k}x{n}_bcol"), |bch| {
+        let layout = if col { "bcol" } else { "brow" };
+        group.bench_function(format!("{m}x{k}x{n}_{layout}"), |bch| {
             bch.iter(|| {
                 g.execute(
                     &handle,

@@ -1,12 +1,14 @@
 //! Batched matrix multiply `C (…, M, N) = A (…, M, K) · B (…, K, N)` with numpy broadcasting of
 //! the batch dims, over arrays of any strides (broadcast and transposed views are read in
-//! place, never copied), on the tiled GEMM of [`super::gemm`].
+//! place, never copied), on the tiled GEMM of [`super::gemm`], or on [`super::small_gemm`]
+//! when C has few rows ([`super::small_gemm::fits`]) and B is column-major.
 //!
 //! Determinism: see [`super::gemm`] — the tiling depends on the shape only and each element is
 //! summed in one fixed order, so results are bit-identical for any thread count. Owns only
 //! arithmetic.
 
 use super::gemm::{self, Epilogue, Job};
+use super::small_gemm;
 use ndarray::{ArrayD, ArrayView2, ArrayViewD, ArrayViewMut2, Axis, Ix2, IxDyn};
 
 /// `C = A · B`; `c_dims` = broadcast batch dims + `[M, N]`.
@@ -122,6 +124,12 @@ pub fn matmul_into(
             matrices(rv, &mut rm);
         }
         let mut rm = rm.into_iter();
+        // Column-major B (a `Linear` weight bound as it is) at few rows: the small GEMM reads
+        // it in place; row-major B stays on the tiled `gemm`-crate path (as fast there).
+        let small = small_gemm::fits(m)
+            && bm
+                .iter()
+                .all(|b| !b.is_standard_layout() && small_gemm::reads_in_place(b, m));
         let jobs = c
             .chunks_mut(m * n)
             .zip(am.into_iter().zip(bm))
@@ -133,7 +141,11 @@ pub fn matmul_into(
                 res: rm.next(),
             })
             .collect();
-        gemm::run(jobs, false, epi);
+        if small {
+            small_gemm::run(jobs, epi);
+        } else {
+            gemm::run(jobs, false, epi);
+        }
     }
     Ok(())
 }

@@ -14,5 +14,6 @@ pub(crate) mod recycle;
 pub mod reduce;
 pub mod resample;
 pub mod sdpa;
+pub mod small_gemm;
 pub mod softmax;
 pub mod winograd;
