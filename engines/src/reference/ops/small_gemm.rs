@@ -1,7 +1,9 @@
 //! Small-problem f32 GEMM of the CPU reference engine: a register-blocked micro-kernel written
-//! with `pulp` (run-time dispatch to AVX-512 / AVX2 / NEON / scalar), for products whose A has
-//! few rows (a matmul at batch 1 × a few tokens) and for attention's per-head blocks, where the
-//! `gemm` crate's per-call packing and edge kernels cost more than the arithmetic.
+//! with `pulp` (run-time dispatch to AVX-512 / AVX2 / NEON / scalar), for matmuls whose A has
+//! few rows (batch 1 × a few tokens) and whose B is column-major (a PyTorch `Linear` weight
+//! bound as it lies), where the `gemm` crate repacks the strided B on every call. Row-major B
+//! and attention's per-head blocks measured no faster here than on the crate (docs/PERFORMANCE.md),
+//! so they stay there.
 //!
 //! Owns: the micro-kernel and the column-panel scheduling of [`run`] on rayon; B is read as it
 //! lies (row- or column-major), never packed. It never reads bytes or graph attributes, and
