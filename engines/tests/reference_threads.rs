@@ -2,6 +2,7 @@
 //! and N rayon threads, the tiling depends on the shape only, uneven tiles are right, and a
 //! fused bias + activation epilogue gives exactly the bits of the separate pointwise nodes.
 
+use hipdnn_backend::ops::gather::GATHER_OP_ID;
 use hipdnn_engines::reference::ops::conv::{
     ConvGeometry, conv_dgrad, conv_fprop, conv_fprop_with, conv_wgrad,
 };
@@ -12,8 +13,15 @@ use hipdnn_engines::reference::ops::pointwise::{PointwiseParams, pointwise};
 use hipdnn_engines::reference::ops::reduce::{lane_sum, lane_sum_slice};
 use hipdnn_engines::reference::ops::sdpa::{Band, sdpa};
 use hipdnn_engines::reference::ops::small_gemm;
-use hipdnn_engines::reference::testing::{assert_close, random_values, tolerance};
-use hipdnn_schema::graph::{DataType, PointwiseMode};
+use hipdnn_engines::reference::testing::{
+    GraphBuilder, TensorSpec, assert_close, plan_runs_inline, pw_args, random_values, run_graph,
+    tolerance,
+};
+use hipdnn_schema::graph::{
+    DataType, LayernormAttributes, LayernormAttributesArgs, MatmulAttributes, MatmulAttributesArgs,
+    NodeAttributes, PointwiseMode,
+};
+use hipdnn_schema::tensor_value::TensorValue;
 use ndarray::{Array2, ArrayD, IxDyn};
 
 fn rand(dims: &[usize], seed: u64) -> ArrayD<f32> {
@@ -435,4 +443,159 @@ fn small_m_matmul_is_bit_identical_for_1_2_and_5_threads_and_close_to_f64() {
             tolerance(DataType::FLOAT, true),
         );
     }
+}
+
+// Whole executes of small plans, which run on the calling thread (`Plan::inline`, work up to
+// 32 Ki elements) instead of on the pool: the same bits for 1, 2 and 5 threads, and the same
+// bits as the same rows of a plan large enough to run on the pool.
+
+/// Layernorm (inference, eps 1e-5) of `rows` rows of 384: x UID 1, gamma 2, beta 3, y 5.
+fn layernorm_graph(rows: i64) -> GraphBuilder {
+    let mut g = GraphBuilder::new("ln");
+    g.tensor(TensorSpec::new(1, "x", DataType::FLOAT, &[1, 1, rows, 384]))
+        .tensor(TensorSpec::new(
+            2,
+            "gamma",
+            DataType::FLOAT,
+            &[1, 1, 1, 384],
+        ))
+        .tensor(TensorSpec::new(3, "beta", DataType::FLOAT, &[1, 1, 1, 384]))
+        .tensor(TensorSpec::scalar(4, "eps", TensorValue::Float32(1e-5)))
+        .tensor(TensorSpec::new(5, "y", DataType::FLOAT, &[1, 1, rows, 384]));
+    g.node(
+        "ln",
+        Box::new(|fbb| {
+            (
+                NodeAttributes::LayernormAttributes,
+                LayernormAttributes::create(
+                    fbb,
+                    &LayernormAttributesArgs {
+                        x_tensor_uid: 1,
+                        scale_tensor_uid: 2,
+                        bias_tensor_uid: 3,
+                        epsilon_tensor_uid: 4,
+                        y_tensor_uid: 5,
+                        normalized_dim_count: 1,
+                        ..Default::default()
+                    },
+                )
+                .as_union_value(),
+            )
+        }),
+    );
+    g
+}
+
+/// `a (rows, 384) + b (1, 384)` (a broadcast add: the pointwise kernel's Zip path): UIDs 1,
+/// 2 → 3.
+fn add_graph(rows: i64) -> GraphBuilder {
+    let mut g = GraphBuilder::new("add");
+    g.tensor(TensorSpec::new(1, "a", DataType::FLOAT, &[rows, 384]))
+        .tensor(TensorSpec::new(2, "b", DataType::FLOAT, &[1, 384]))
+        .tensor(TensorSpec::new(3, "y", DataType::FLOAT, &[rows, 384]));
+    g.pointwise("add", pw_args(PointwiseMode::ADD, &[1, 2], 3));
+    g
+}
+
+/// `table (1000, 384)[ids]`, `n` INT64 ids: UIDs 1, 2 → 3.
+fn gather_graph(n: i64) -> GraphBuilder {
+    let mut g = GraphBuilder::new("gather");
+    g.tensor(TensorSpec::new(1, "table", DataType::FLOAT, &[1000, 384]))
+        .tensor(TensorSpec::new(2, "ids", DataType::INT64, &[n]))
+        .tensor(TensorSpec::new(3, "y", DataType::FLOAT, &[n, 384]));
+    g.custom_op("gather", GATHER_OP_ID, &[1, 2], &[3], &[]);
+    g
+}
+
+/// `rows` rows of a graph's output run alone (a small plan) and as the first rows of `big`
+/// rows (a plan on the pool), with 1, 2 and 5 threads: one set of bits.
+fn small_and_pooled_agree(
+    what: &str,
+    graph: fn(i64) -> GraphBuilder,
+    inputs: impl Fn(i64) -> Vec<(i64, Vec<f32>)> + Sync,
+    out: i64,
+    (rows, big): (i64, i64),
+) {
+    assert!(plan_runs_inline(graph(rows)).unwrap(), "{what}: small plan");
+    assert!(
+        !plan_runs_inline(graph(big)).unwrap(),
+        "{what}: pooled plan"
+    );
+    let run = |r: i64, t: usize| {
+        with_threads(t, || {
+            run_graph(graph(r), &inputs(r), &[out]).unwrap().remove(0)
+        })
+    };
+    let small = run(rows, 1);
+    let want: Vec<u32> = small.iter().map(|v| v.to_bits()).collect();
+    for t in [1, 2, 5] {
+        let got: Vec<u32> = run(rows, t).iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{what}: {rows} rows, {t} threads");
+        let pooled = run(big, t);
+        let got: Vec<u32> = pooled[..small.len()].iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{what}: first {rows} of {big} rows, {t} threads");
+    }
+    // Not a run of zeros.
+    assert!(small.iter().any(|&v| v != 0.0), "{what}");
+}
+
+#[test]
+fn small_plans_on_the_calling_thread_give_the_bits_of_the_pool_for_1_2_and_5_threads() {
+    // Row r of x is the same in every size: the first rows of the big run are the small run.
+    let x = |rows: i64| random_values(2000 * 384, 71, -2.0, 2.0)[..rows as usize * 384].to_vec();
+    let vec = |seed| random_values(384, seed, 0.5, 1.5);
+    small_and_pooled_agree(
+        "layernorm",
+        layernorm_graph,
+        |r| vec![(1, x(r)), (2, vec(72)), (3, vec(73))],
+        5,
+        (16, 96),
+    );
+    small_and_pooled_agree(
+        "broadcast add",
+        add_graph,
+        |r| vec![(1, x(r)), (2, vec(74))],
+        3,
+        (16, 128),
+    );
+    let ids = |n: i64| -> Vec<f32> { (0..n).map(|i| ((i * 7919) % 1003) as f32 - 2.0).collect() };
+    small_and_pooled_agree(
+        "gather",
+        gather_graph,
+        |n| vec![(1, random_values(1000 * 384, 75, -1.0, 1.0)), (2, ids(n))],
+        3,
+        (16, 200),
+    );
+}
+
+#[test]
+fn whether_a_plan_runs_inline_depends_on_its_work() {
+    // A gather counts the rows it reads, not its 1000-row table.
+    assert!(plan_runs_inline(gather_graph(16)).unwrap());
+    // 42 rows: 2 · 42 · 384 + 42 = 32 298 ≤ 32 768; 43 rows: 33 067.
+    assert!(plan_runs_inline(gather_graph(42)).unwrap());
+    assert!(!plan_runs_inline(gather_graph(43)).unwrap());
+    // A matmul counts its multiply-adds: 64³ = 262 144 over 12 288 elements touched.
+    let mut g = GraphBuilder::new("mm");
+    g.tensor(TensorSpec::new(1, "a", DataType::FLOAT, &[64, 64]))
+        .tensor(TensorSpec::new(2, "b", DataType::FLOAT, &[64, 64]))
+        .tensor(TensorSpec::new(3, "c", DataType::FLOAT, &[64, 64]));
+    g.node(
+        "mm",
+        Box::new(|fbb| {
+            (
+                NodeAttributes::MatmulAttributes,
+                MatmulAttributes::create(
+                    fbb,
+                    &MatmulAttributesArgs {
+                        a_tensor_uid: 1,
+                        b_tensor_uid: 2,
+                        c_tensor_uid: 3,
+                    },
+                )
+                .as_union_value(),
+            )
+        }),
+    );
+    assert!(!plan_runs_inline(g).unwrap());
 }

@@ -9,11 +9,14 @@
 use super::env::Env;
 use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax};
 use super::ops::recycle;
-use super::plan::Plan;
+use super::plan::{INLINE_WORK, Plan};
 use super::step::Op;
 use hipdnn_backend::{BufferRef, PluginError, PluginResult, TensorBinding};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::Arc;
+
+// An inline plan's values are never kept by `recycle` (see `execute`).
+const _: () = assert!(INLINE_WORK < recycle::MIN_FLOATS);
 
 fn msg(step: &str) -> impl Fn(String) -> PluginError + '_ {
     move |m| PluginError::bad_param(format!("node '{step}': {m}"))
@@ -27,8 +30,7 @@ fn msg(step: &str) -> impl Fn(String) -> PluginError + '_ {
 /// pass-by-value scalar always needs its buffer, even with a default value); nothing is written
 /// when any of these checks fails.
 pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<()> {
-    let mut index = HashMap::new();
-    let outputs: HashSet<i64> = plan.steps.iter().flat_map(|s| s.op.outputs()).collect();
+    let mut index = HashMap::with_capacity(bindings.len());
     for (i, b) in bindings.iter().enumerate() {
         let Some(d) = plan.tensors.get(&b.uid) else {
             continue;
@@ -43,7 +45,7 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
                     b.uid, d.name
                 )));
             }
-            BufferRef::Host(_) if outputs.contains(&b.uid) => {
+            BufferRef::Host(_) if plan.outputs.binary_search(&b.uid).is_ok() => {
                 return Err(PluginError::bad_param(format!(
                     "tensor uid {} ('{}') is an output but its buffer is read-only",
                     b.uid, d.name
@@ -54,20 +56,13 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
         d.check_len(b.data.len())?;
         index.insert(b.uid, i);
     }
-    for s in &plan.steps {
-        for u in s.op.inputs().into_iter().chain(s.op.outputs()) {
-            let d = &plan.tensors[&u];
-            // A runtime pass-by-value scalar is bound at every execute, default or not: the
-            // same rule as the SDK's built graph (issue 12: one rule for built and loaded plans).
-            let needs_buffer = !d.is_virtual
-                && (d.value.is_none() || d.runtime_pass_by_value || outputs.contains(&u));
-            if needs_buffer && !index.contains_key(&u) {
-                return Err(PluginError::bad_param(format!(
-                    "tensor uid {u} ('{}') is not in the variant pack",
-                    d.name
-                )));
-            }
-        }
+    // Decided at plan build (`Plan::needed`): a runtime pass-by-value scalar is bound at every
+    // execute, default or not (issue 12: one rule for built and loaded plans).
+    if let Some(&u) = plan.needed.iter().find(|u| !index.contains_key(u)) {
+        return Err(PluginError::bad_param(format!(
+            "tensor uid {u} ('{}') is not in the variant pack",
+            plan.tensors[&u].name
+        )));
     }
     let mut env = Env::new(&plan.tensors, bindings, index);
     let mut run = || -> PluginResult<()> {
@@ -83,6 +78,13 @@ pub fn execute(plan: &Plan, bindings: &mut [TensorBinding<'_>]) -> PluginResult<
         }
         Ok(())
     };
+    if plan.inline {
+        // Small work (decided by the plan's shapes, `Plan::inline`): the calling thread runs
+        // the steps; handing them to a pool thread and waiting to be woken would cost more.
+        // Its values are too small for `recycle` to keep (every value's volume is part of its
+        // step's work), so the shared pool is left alone.
+        return run();
+    }
     // The steps run on one of the pool's worker threads (the caller's, when it is one), so a
     // step's parallel loop starts as local work the other workers steal, not as a job handed
     // from this thread to the pool and waited for: one hand-off per execute, not one per

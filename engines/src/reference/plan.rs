@@ -18,7 +18,7 @@ use super::tensor::{TensorDesc, tensor_value_f32};
 use hipdnn_backend::{PluginError, PluginResult};
 use hipdnn_schema::graph::{Graph, Node, NodeAttributes as NA};
 use hipdnn_schema::tensor_value::read_tensor_value;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 
 /// The parsed graph: tensors by UID and steps in topological order.
 #[derive(Debug, Clone)]
@@ -30,6 +30,84 @@ pub struct Plan {
     /// For each step, the UIDs whose last use it is (read or written by no later step): the
     /// executor drops their values right after it, so one layer's memory serves the next.
     pub last_use: Vec<Vec<i64>>,
+    /// UIDs some step writes, sorted: a bound buffer among them must be writable.
+    pub outputs: Vec<i64>,
+    /// UIDs an execute must find in the variant pack (non-virtual tensors read or written by
+    /// a step, except baked scalars that are not runtime pass-by-value), each once, in the
+    /// order of the steps and, within a step, inputs then outputs: the executor checks them in
+    /// this order, so the first missing one is the one named.
+    pub needed: Vec<i64>,
+    /// The plan's work ([`work`], summed over the steps) is at most [`INLINE_WORK`]: an execute
+    /// runs its steps on the calling thread instead of handing them to the thread pool (the
+    /// hand-off, two thread wake-ups, costs more than the work). Decided by the shapes alone;
+    /// the results never depend on the thread that computes them.
+    pub inline: bool,
+}
+
+/// Largest plan [`work`] that an execute runs on the calling thread ([`Plan::inline`]): 32 Ki
+/// elements or multiply-adds, a few µs on one core, about what waking a pool thread and being
+/// woken by it costs.
+pub const INLINE_WORK: usize = 1 << 15;
+
+/// A step's work in elements touched or multiply-adds, whichever is more: the volumes of its
+/// inputs and outputs (a gather counts the rows it reads, not its table), and for the
+/// contractions (matmul, convolution, SDPA) an estimate of their multiply-adds. Saturating.
+pub fn work(op: &Op, tensors: &HashMap<i64, TensorDesc>) -> usize {
+    let vol = |u: i64| tensors.get(&u).map_or(usize::MAX, TensorDesc::volume);
+    let dim = |u: i64, i: usize| {
+        tensors
+            .get(&u)
+            .and_then(|t| t.dims.get(i).copied())
+            .unwrap_or(usize::MAX)
+    };
+    let last = |u: i64| {
+        tensors
+            .get(&u)
+            .and_then(|t| t.dims.last().copied())
+            .unwrap_or(usize::MAX)
+    };
+    let touched = match op {
+        Op::Gather(g) => vol(g.index).saturating_add(vol(g.y).saturating_mul(2)),
+        _ => op
+            .inputs()
+            .into_iter()
+            .chain(op.outputs())
+            .fold(0usize, |a, u| a.saturating_add(vol(u))),
+    };
+    let macs = match op {
+        Op::Matmul(m) => vol(m.c).saturating_mul(last(m.a)),
+        Op::ConvFprop(c) => vol(c.y).saturating_mul(vol(c.w) / dim(c.w, 0).max(1)),
+        Op::ConvDgrad(c) => vol(c.dx).saturating_mul(vol(c.w) / dim(c.w, 1).max(1)),
+        Op::ConvWgrad(c) => vol(c.dw).saturating_mul(vol(c.dy) / dim(c.dy, 1).max(1)),
+        Op::Sdpa(a) => vol(a.q).saturating_mul(dim(a.k, 2)).saturating_mul(2),
+        Op::SdpaBackward(a) => vol(a.q).saturating_mul(dim(a.k, 2)).saturating_mul(5),
+        _ => 0,
+    };
+    touched.max(macs)
+}
+
+/// [`Plan::outputs`] and [`Plan::needed`] of `steps`.
+fn bindings_of(steps: &[Step], tensors: &HashMap<i64, TensorDesc>) -> (Vec<i64>, Vec<i64>) {
+    let mut outputs: Vec<i64> = steps.iter().flat_map(|s| s.op.outputs()).collect();
+    outputs.sort_unstable();
+    outputs.dedup();
+    let (mut needed, mut seen) = (Vec::new(), HashSet::new());
+    for s in steps {
+        for u in s.op.inputs().into_iter().chain(s.op.outputs()) {
+            let d = &tensors[&u];
+            // A runtime pass-by-value scalar is bound at every execute, default or not: the
+            // same rule as the SDK's built graph (issue 12: one rule for built and loaded
+            // plans).
+            let needs_buffer = !d.is_virtual
+                && (d.value.is_none()
+                    || d.runtime_pass_by_value
+                    || outputs.binary_search(&u).is_ok());
+            if needs_buffer && seen.insert(u) {
+                needed.push(u);
+            }
+        }
+    }
+    (outputs, needed)
 }
 
 /// [`Plan::last_use`] of `steps`: each UID listed under the last step that reads or writes it.
@@ -239,10 +317,18 @@ impl Plan {
         let steps = fuse_epilogues(steps, &tensors);
         let steps = fuse_softmax(steps, &tensors);
         let last_use = last_uses(&steps);
+        let (outputs, needed) = bindings_of(&steps, &tensors);
+        let inline = steps
+            .iter()
+            .fold(0usize, |a, s| a.saturating_add(work(&s.op, &tensors)))
+            <= INLINE_WORK;
         Ok(Plan {
             tensors,
             steps,
             last_use,
+            outputs,
+            needed,
+            inline,
         })
     }
 }

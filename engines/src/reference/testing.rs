@@ -497,6 +497,19 @@ pub fn plan_steps(builder: GraphBuilder) -> hipdnn_backend::PluginResult<Vec<Str
         .collect())
 }
 
+/// Whether the CPU reference engine's plan for `builder`'s graph runs its steps on the calling
+/// thread (its work is at most `INLINE_WORK`, 32 Ki elements or multiply-adds) instead of
+/// handing them to the rayon pool.
+///
+/// # Errors
+/// As [`run_graph`]'s planning.
+pub fn plan_runs_inline(builder: GraphBuilder) -> hipdnn_backend::PluginResult<bool> {
+    let bytes = builder.build();
+    let graph = hipdnn_backend::OperationGraph::from_bytes(&bytes)
+        .map_err(|e| hipdnn_backend::PluginError::bad_param(e.message))?;
+    Ok(super::plan::Plan::from_graph(&graph.graph())?.inline)
+}
+
 /// The pooling attributes of a test resample node: the engine's own parsed geometry, the mode
 /// and the padding mode.
 #[derive(Debug, Clone)]

@@ -17,3 +17,9 @@ pub mod sdpa;
 pub mod small_gemm;
 pub mod softmax;
 pub mod winograd;
+
+/// Fewest elements of elementwise or row-wise work one parallel task takes (64 KiB of f32):
+/// smaller work runs on the thread that has it. A task boundary never changes a result (each
+/// element or row is computed alone), and a tiny plan run on the calling thread
+/// (`Plan::inline`) is not handed to the pool by a loop that would split a few kilobytes.
+pub const PAR_MIN_ELEMS: usize = 16 * 1024;

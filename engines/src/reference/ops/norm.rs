@@ -6,6 +6,7 @@
 //! one task in the fixed order of [`super::reduce::lane_sum`] (16 interleaved partial sums):
 //! bit-identical for any thread count. Owns only arithmetic.
 
+use super::PAR_MIN_ELEMS;
 use super::reduce::{Groups, lane_sum, lane_sum_slice};
 use ndarray::{ArrayD, IxDyn, Zip};
 use rayon::prelude::*;
@@ -148,6 +149,7 @@ pub fn layernorm_into(
         y.par_chunks_mut(cols)
             .zip(xs.par_chunks(cols))
             .zip(mean.par_iter_mut().zip(inv.par_iter_mut()))
+            .with_min_len(PAR_MIN_ELEMS.div_ceil(cols))
             .for_each(|((yr, xr), (mo, io))| {
                 let m = lane_sum_slice(xr, |v| v) / n;
                 let var = lane_sum_slice(xr, |v| {
@@ -260,6 +262,7 @@ fn normalize_rows(
         y.par_chunks_mut(cols)
             .zip(xs.par_chunks(cols))
             .enumerate()
+            .with_min_len(PAR_MIN_ELEMS.div_ceil(cols))
             .for_each(|(i, (yr, xr))| {
                 let (m, iv) = (m[i], iv[i]);
                 for (((y, &x), &s), &b) in yr.iter_mut().zip(xr).zip(&sc).zip(&bi) {

@@ -8,6 +8,7 @@
 //!
 //! Owns only element math; it never reads bytes or graph attributes.
 
+use super::PAR_MIN_ELEMS;
 use super::exp::exp;
 use hipdnn_schema::graph::PointwiseMode as M;
 use ndarray::{ArrayD, IxDyn, Zip};
@@ -375,30 +376,40 @@ pub fn pointwise(
             });
         return Ok(out);
     }
+    // At least `PAR_MIN_ELEMS` elements a task (one task below that: no hand-off to the pool).
     match views.len() {
         1 => {
-            let z = Zip::from(&mut out).and(&views[0]);
+            let z = Zip::from(&mut out)
+                .and(&views[0])
+                .into_par_iter()
+                .with_min_len(PAR_MIN_ELEMS);
             match p.mode {
-                M::EXP => z.par_for_each(|o, &x| *o = exp(x)),
-                M::IDENTITY => z.par_for_each(|o, &x| *o = x),
-                _ => z.par_for_each(|o, &x| *o = unary(p, x)),
+                M::EXP => z.for_each(|(o, &x)| *o = exp(x)),
+                M::IDENTITY => z.for_each(|(o, &x)| *o = x),
+                _ => z.for_each(|(o, &x)| *o = unary(p, x)),
             }
         }
         2 => {
-            let z = Zip::from(&mut out).and(&views[0]).and(&views[1]);
+            let z = Zip::from(&mut out)
+                .and(&views[0])
+                .and(&views[1])
+                .into_par_iter()
+                .with_min_len(PAR_MIN_ELEMS);
             match p.mode {
-                M::ADD => z.par_for_each(|o, &a, &x| *o = a + x),
-                M::SUB => z.par_for_each(|o, &a, &x| *o = a - x),
-                M::MUL => z.par_for_each(|o, &a, &x| *o = a * x),
-                M::DIV => z.par_for_each(|o, &a, &x| *o = a / x),
-                _ => z.par_for_each(|o, &a, &x| *o = binary(p, a, x)),
+                M::ADD => z.for_each(|(o, &a, &x)| *o = a + x),
+                M::SUB => z.for_each(|(o, &a, &x)| *o = a - x),
+                M::MUL => z.for_each(|(o, &a, &x)| *o = a * x),
+                M::DIV => z.for_each(|(o, &a, &x)| *o = a / x),
+                _ => z.for_each(|(o, &a, &x)| *o = binary(p, a, x)),
             }
         }
         _ => Zip::from(&mut out)
             .and(&views[0])
             .and(&views[1])
             .and(&views[2])
-            .par_for_each(|o, &a, &x, &c| *o = if c != 0.0 { a } else { x }),
+            .into_par_iter()
+            .with_min_len(PAR_MIN_ELEMS)
+            .for_each(|(o, &a, &x, &c)| *o = if c != 0.0 { a } else { x }),
     }
     Ok(out)
 }

@@ -11,7 +11,7 @@ use rayon::prelude::*;
 use std::sync::Mutex;
 
 /// Buffers below this many floats are not recycled (allocated as usual).
-const MIN_FLOATS: usize = 1 << 16;
+pub(crate) const MIN_FLOATS: usize = 1 << 16;
 /// Most buffers kept.
 const KEEP: usize = 16;
 
