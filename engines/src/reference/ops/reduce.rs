@@ -188,9 +188,16 @@ pub fn lane_sum_map_into(out: &mut [f32], x: &[f32], f: impl Fn(f32) -> f32) -> 
     let mut o = out.chunks_exact_mut(LANES);
     let mut i = x.chunks_exact(LANES);
     for (ob, ib) in (&mut o).zip(&mut i) {
-        for ((a, o), &x) in acc.iter_mut().zip(ob).zip(ib) {
-            *o = f(x);
-            *a += *o;
+        // A whole block through a fixed-size array, so the 16 lanes stay in vector registers
+        // (with a lane loop over the slices the compiler kept `acc` on the stack: a store and
+        // reload per block); the same operations per lane, so the same bits.
+        let mut e = [0f32; LANES];
+        for j in 0..LANES {
+            e[j] = f(ib[j]);
+        }
+        ob.copy_from_slice(&e);
+        for j in 0..LANES {
+            acc[j] += e[j];
         }
     }
     for ((a, o), &x) in acc.iter_mut().zip(o.into_remainder()).zip(i.remainder()) {
