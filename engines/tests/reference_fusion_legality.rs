@@ -8,10 +8,7 @@
 
 use hipdnn_engines::reference::ops::conv::ConvGeometry;
 use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
-use hipdnn_schema::graph::{
-    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
-    PointwiseAttributesArgs, PointwiseMode as M,
-};
+use hipdnn_schema::graph::{DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
 
 const X: i64 = 1;
 const W: i64 = 2;
@@ -93,23 +90,7 @@ fn graph(kind: Kind, chain: &[St], fused: bool) -> (GraphBuilder, i64, Vec<i64>)
             );
         }
         Kind::Matmul { .. } => {
-            g.node(
-                "mm",
-                Box::new(|fbb| {
-                    (
-                        NodeAttributes::MatmulAttributes,
-                        MatmulAttributes::create(
-                            fbb,
-                            &MatmulAttributesArgs {
-                                a_tensor_uid: X,
-                                b_tensor_uid: W,
-                                c_tensor_uid: Y,
-                            },
-                        )
-                        .as_union_value(),
-                    )
-                }),
-            );
+            g.matmul("mm", X, W, Y);
         }
     }
     let (mut cur, mut mids) = (Y, vec![Y]);

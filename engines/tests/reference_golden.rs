@@ -5,10 +5,7 @@ use hipdnn_engines::reference::ops::conv::ConvGeometry;
 use hipdnn_engines::reference::testing::{
     GraphBuilder, TensorSpec, assert_close, run_graph, tolerance,
 };
-use hipdnn_schema::graph::{
-    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes, SdpaAttributes,
-    SdpaAttributesArgs,
-};
+use hipdnn_schema::graph::{DataType as DT, NodeAttributes, SdpaAttributes, SdpaAttributesArgs};
 
 fn bin(name: &str) -> Vec<f32> {
     let path = format!("{}/tests/golden/{name}.bin", env!("CARGO_MANIFEST_DIR"));
@@ -51,23 +48,7 @@ fn matmul_matches_numpy_golden() {
     g.tensor(TensorSpec::new(1, "a", DT::FLOAT, &[2, 3, 5, 7]))
         .tensor(TensorSpec::new(2, "b", DT::FLOAT, &[3, 7, 4]))
         .tensor(TensorSpec::new(3, "c", DT::FLOAT, &[2, 3, 5, 4]));
-    g.node(
-        "mm",
-        Box::new(|fbb| {
-            (
-                NodeAttributes::MatmulAttributes,
-                MatmulAttributes::create(
-                    fbb,
-                    &MatmulAttributesArgs {
-                        a_tensor_uid: 1,
-                        b_tensor_uid: 2,
-                        c_tensor_uid: 3,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
-    );
+    g.matmul("mm", 1, 2, 3);
     let c = run_graph(g, &[(1, bin("matmul_a")), (2, bin("matmul_b"))], &[3])
         .expect("run")
         .remove(0);

@@ -8,9 +8,7 @@
 use hipdnn_engines::reference::testing::{
     GraphBuilder, TensorSpec, plan_steps, pw_args, random_values, run_graph,
 };
-use hipdnn_schema::graph::{
-    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes, PointwiseMode as M,
-};
+use hipdnn_schema::graph::{DataType as DT, PointwiseMode as M};
 
 const A: i64 = 1;
 const B: i64 = 2;
@@ -72,23 +70,7 @@ fn graph_with(
             t
         });
     }
-    g.node(
-        "matmul",
-        Box::new(|fbb| {
-            (
-                NodeAttributes::MatmulAttributes,
-                MatmulAttributes::create(
-                    fbb,
-                    &MatmulAttributesArgs {
-                        a_tensor_uid: A,
-                        b_tensor_uid: B,
-                        c_tensor_uid: C,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
-    );
+    g.matmul("matmul", A, B, C);
     let mut it = outs.iter().copied();
     let mut cur = it.next().unwrap();
     if chain.bias {

@@ -8,10 +8,10 @@ use hipdnn_schema::graph::{
     BatchnormAttributes, BatchnormAttributesArgs, BatchnormInferenceAttributes,
     BatchnormInferenceAttributesArgs, BatchnormInferenceAttributesVarianceExt,
     BatchnormInferenceAttributesVarianceExtArgs, DataType as DT, LayernormAttributes,
-    LayernormAttributesArgs, MatmulAttributes, MatmulAttributesArgs, NodeAttributes, PaddingMode,
-    PointwiseAttributesArgs, PointwiseMode as M, RMSNormAttributes, RMSNormAttributesArgs,
-    ReductionAttributes, ReductionAttributesArgs, ReductionMode as R, ResampleFwdAttributes,
-    ResampleFwdAttributesArgs, ResampleMode, SdpaAttributes, SdpaAttributesArgs,
+    LayernormAttributesArgs, NodeAttributes, PaddingMode, PointwiseAttributesArgs,
+    PointwiseMode as M, RMSNormAttributes, RMSNormAttributesArgs, ReductionAttributes,
+    ReductionAttributesArgs, ReductionMode as R, ResampleFwdAttributes, ResampleFwdAttributesArgs,
+    ResampleMode, SdpaAttributes, SdpaAttributesArgs,
 };
 use hipdnn_schema::tensor_value::TensorValue;
 
@@ -319,23 +319,7 @@ fn matmul_batched_broadcast_matches_loops() {
         g.tensor(sa)
             .tensor(sb)
             .tensor(TensorSpec::new(3, "c", dt, &cd));
-        g.node(
-            "mm",
-            Box::new(|fbb| {
-                (
-                    NodeAttributes::MatmulAttributes,
-                    MatmulAttributes::create(
-                        fbb,
-                        &MatmulAttributesArgs {
-                            a_tensor_uid: 1,
-                            b_tensor_uid: 2,
-                            c_tensor_uid: 3,
-                        },
-                    )
-                    .as_union_value(),
-                )
-            }),
-        );
+        g.matmul("mm", 1, 2, 3);
         let got = run_graph(g, &[(1, a), (2, b)], &[3])
             .expect("run")
             .remove(0);

@@ -28,10 +28,10 @@ use hipdnn_schema::graph::{
     BatchnormInferenceAttributesVarianceExtArgs, ConvMode, ConvolutionBwdAttributes,
     ConvolutionBwdAttributesArgs, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs,
     ConvolutionWrwAttributes, ConvolutionWrwAttributesArgs, DataType as DT, LayernormAttributes,
-    LayernormAttributesArgs, MatmulAttributes, MatmulAttributesArgs, NodeAttributes, PaddingMode,
-    PointwiseAttributesArgs, PointwiseMode as M, RMSNormAttributes, RMSNormAttributesArgs,
-    ReductionAttributes, ReductionAttributesArgs, ReductionMode as R, ResampleFwdAttributes,
-    ResampleFwdAttributesArgs, ResampleMode, SdpaAttributes, SdpaAttributesArgs,
+    LayernormAttributesArgs, NodeAttributes, PaddingMode, PointwiseAttributesArgs,
+    PointwiseMode as M, RMSNormAttributes, RMSNormAttributesArgs, ReductionAttributes,
+    ReductionAttributesArgs, ReductionMode as R, ResampleFwdAttributes, ResampleFwdAttributesArgs,
+    ResampleMode, SdpaAttributes, SdpaAttributesArgs,
 };
 use hipdnn_schema::tensor_value::TensorValue;
 
@@ -926,23 +926,7 @@ fn random_matmul_matches_loops() {
         let b = rounded(dt, &rng.values(vol(&bd), -1.0, 1.0));
         let mut g = GraphBuilder::new("mm");
         g.tensor(sa).tensor(sb).tensor(sc);
-        g.node(
-            "mm",
-            Box::new(|fbb| {
-                (
-                    NodeAttributes::MatmulAttributes,
-                    MatmulAttributes::create(
-                        fbb,
-                        &MatmulAttributesArgs {
-                            a_tensor_uid: 1,
-                            b_tensor_uid: 2,
-                            c_tensor_uid: 3,
-                        },
-                    )
-                    .as_union_value(),
-                )
-            }),
-        );
+        g.matmul("mm", 1, 2, 3);
         let got = run_graph(g, &[(1, a.clone()), (2, b.clone())], &[3])
             .expect("run")
             .remove(0);

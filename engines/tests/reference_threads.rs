@@ -18,8 +18,7 @@ use hipdnn_engines::reference::testing::{
     tolerance,
 };
 use hipdnn_schema::graph::{
-    DataType, LayernormAttributes, LayernormAttributesArgs, MatmulAttributes, MatmulAttributesArgs,
-    NodeAttributes, PointwiseMode,
+    DataType, LayernormAttributes, LayernormAttributesArgs, NodeAttributes, PointwiseMode,
 };
 use hipdnn_schema::tensor_value::TensorValue;
 use ndarray::{Array2, ArrayD, IxDyn};
@@ -580,22 +579,6 @@ fn whether_a_plan_runs_inline_depends_on_its_work() {
     g.tensor(TensorSpec::new(1, "a", DataType::FLOAT, &[64, 64]))
         .tensor(TensorSpec::new(2, "b", DataType::FLOAT, &[64, 64]))
         .tensor(TensorSpec::new(3, "c", DataType::FLOAT, &[64, 64]));
-    g.node(
-        "mm",
-        Box::new(|fbb| {
-            (
-                NodeAttributes::MatmulAttributes,
-                MatmulAttributes::create(
-                    fbb,
-                    &MatmulAttributesArgs {
-                        a_tensor_uid: 1,
-                        b_tensor_uid: 2,
-                        c_tensor_uid: 3,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
-    );
+    g.matmul("mm", 1, 2, 3);
     assert!(!plan_runs_inline(g).unwrap());
 }

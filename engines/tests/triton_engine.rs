@@ -25,8 +25,7 @@ use hipdnn_engines::registry::pack_registry;
 use hipdnn_schema::graph::{
     ConvMode, ConvolutionBwdAttributes, ConvolutionBwdAttributesArgs, ConvolutionFwdAttributes,
     ConvolutionFwdAttributesArgs, ConvolutionWrwAttributes, ConvolutionWrwAttributesArgs,
-    DataType as DT, MatmulAttributes, MatmulAttributesArgs, NodeAttributes,
-    PointwiseAttributesArgs, PointwiseMode as PM,
+    DataType as DT, NodeAttributes, PointwiseAttributesArgs, PointwiseMode as PM,
 };
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -61,23 +60,7 @@ fn matmul_graph_b(dt: DT, m: i64, n: i64, k: i64, b_col: bool) -> OperationGraph
     g.tensor(TensorSpec::new(1, "a", dt, &[1, m, k]))
         .tensor(b)
         .tensor(TensorSpec::new(3, "c", dt, &[1, m, n]));
-    g.node(
-        "mm",
-        Box::new(|fbb| {
-            (
-                NodeAttributes::MatmulAttributes,
-                MatmulAttributes::create(
-                    fbb,
-                    &MatmulAttributesArgs {
-                        a_tensor_uid: 1,
-                        b_tensor_uid: 2,
-                        c_tensor_uid: 3,
-                    },
-                )
-                .as_union_value(),
-            )
-        }),
-    );
+    g.matmul("mm", 1, 2, 3);
     OperationGraph::from_bytes(&g.build()).unwrap()
 }
 

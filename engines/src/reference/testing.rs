@@ -10,8 +10,8 @@ use super::ops::conv::ConvGeometry;
 use flatbuffers::{FlatBufferBuilder, UnionWIPOffset, WIPOffset};
 use hipdnn_schema::graph::{
     ConvMode, ConvolutionFwdAttributes, ConvolutionFwdAttributesArgs, DataType, Graph, GraphArgs,
-    Node, NodeArgs, NodeAttributes, PointwiseAttributes, PointwiseAttributesArgs, PointwiseMode,
-    TensorAttributes,
+    MatmulAttributes, MatmulAttributesArgs, Node, NodeArgs, NodeAttributes, PointwiseAttributes,
+    PointwiseAttributesArgs, PointwiseMode, TensorAttributes,
 };
 use hipdnn_schema::tensor_value::{TensorValue, add_tensor_value, push_tensor_value};
 
@@ -198,6 +198,26 @@ impl GraphBuilder {
     pub fn node(&mut self, name: &str, w: NodeWriter) -> &mut Self {
         self.nodes.push((name.to_string(), w));
         self
+    }
+    /// Adds a matmul node `c = a · b` (UIDs).
+    pub fn matmul(&mut self, name: &str, a: i64, b: i64, c: i64) -> &mut Self {
+        self.node(
+            name,
+            Box::new(move |fbb| {
+                (
+                    NodeAttributes::MatmulAttributes,
+                    MatmulAttributes::create(
+                        fbb,
+                        &MatmulAttributesArgs {
+                            a_tensor_uid: a,
+                            b_tensor_uid: b,
+                            c_tensor_uid: c,
+                        },
+                    )
+                    .as_union_value(),
+                )
+            }),
+        )
     }
     /// Adds a pointwise node.
     pub fn pointwise(&mut self, name: &str, args: PointwiseAttributesArgs) -> &mut Self {
