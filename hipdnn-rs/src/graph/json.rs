@@ -1204,9 +1204,12 @@ fn text<'a>(v: &'a J, at: &str) -> Result<&'a str> {
     }
 }
 
+/// A resample node's window: `(pre_padding, post_padding, stride, window)`.
+type Window = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>);
+
 /// A resample node's window geometry (forward and backward share it): `pre_padding`,
 /// `post_padding`, `stride`, `window`, each required.
-fn resample_window(n: &Obj, at: &str) -> Result<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<i64>)> {
+fn resample_window(n: &Obj, at: &str) -> Result<Window> {
     let list = |key: &str| ints_of(req(n, key, at)?, key);
     Ok((
         list("pre_padding")?,
