@@ -5,7 +5,9 @@
 //! the nodes) is not folded and keeps its rounding.
 
 use hipdnn_engines::reference::ops::conv::ConvGeometry;
-use hipdnn_engines::reference::testing::{GraphBuilder, TensorSpec, random_values, run_graph};
+use hipdnn_engines::reference::testing::{
+    GraphBuilder, TensorSpec, pw_args, random_values, run_graph,
+};
 use hipdnn_schema::graph::{DataType as DT, PointwiseAttributesArgs, PointwiseMode as M};
 
 const X: i64 = 1;
@@ -84,16 +86,13 @@ fn graph(chain: Chain, fused: bool, mid: DT, nhwc: bool) -> (GraphBuilder, i64) 
     (g, cur)
 }
 
+/// [`pw_args`] with RELU's clips and slope set (other modes ignore them).
 fn pw(m: M, ins: &[i64], out: i64) -> PointwiseAttributesArgs {
     PointwiseAttributesArgs {
-        operation: m,
-        in_0_tensor_uid: ins[0],
-        in_1_tensor_uid: ins.get(1).copied(),
-        out_0_tensor_uid: out,
         relu_lower_clip: Some(-0.2),
         relu_upper_clip: Some(0.5),
         relu_lower_clip_slope: Some(0.1),
-        ..Default::default()
+        ..pw_args(m, ins, out)
     }
 }
 
