@@ -103,6 +103,9 @@ impl NumericalNote {
 pub struct KnobInfo {
     /// Knob type id (engine-defined).
     pub knob_type: i64,
+    /// Stable name of the knob (`<engine namespace>.<knob>`, e.g. `hipkernel.kernel`): the
+    /// `knob_id` an engine-override file's `autotune_metadata.knobs` entries use.
+    pub name: String,
     /// Short description.
     pub description: String,
     /// Smallest allowed value.
@@ -120,6 +123,17 @@ pub struct EngineConfig {
     pub engine_id: i64,
     /// Knob choices as `(knob_type, value)`; knobs not listed take their default.
     pub knob_choices: Vec<(i64, i64)>,
+}
+
+/// One way an engine can run a graph that autotuning times as a candidate of its own
+/// (RFC 0013's engine variant): the knob choices that select it, added to the config's, and a
+/// label naming it in results and logs (for the GPU engine, the kernel).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineVariant {
+    /// Knob choices as `(knob_type, value)` that select this variant.
+    pub knob_choices: Vec<(i64, i64)>,
+    /// What the variant runs, e.g. `triton:conv_fprop_f16_128x64` (free text).
+    pub label: String,
 }
 
 /// One tensor's memory in a variant pack, as an engine sees it.
@@ -288,6 +302,14 @@ pub trait Engine: Send + Sync {
 
     /// Knobs this engine exposes for `graph` (none by default).
     fn knobs(&self, _graph: &OperationGraph) -> Vec<KnobInfo> {
+        Vec::new()
+    }
+
+    /// The variants autotuning times for `graph` under `config` (each variant's knob choices
+    /// are added to the config's). Empty, the default, means the engine has one way to run
+    /// the graph: the config as given. An engine whose choice among kernels matters lists one
+    /// variant per kernel that serves the graph, in its heuristic order.
+    fn variants(&self, _graph: &OperationGraph, _config: &EngineConfig) -> Vec<EngineVariant> {
         Vec::new()
     }
 

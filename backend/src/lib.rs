@@ -24,8 +24,8 @@ pub mod variant_pack;
 
 pub use bytes::SharedBytes;
 pub use engine::{
-    BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
-    NumericalNote, PlanSerialization, TensorBinding, engine_id_from_name,
+    BehaviorNote, BufferRef, Engine, EngineConfig, EngineVariant, ExecuteArgs, ExecutionContext,
+    KnobInfo, NumericalNote, PlanSerialization, TensorBinding, engine_id_from_name,
 };
 pub use envelope::{PlanEnvelope, write_envelope};
 pub use graph::OperationGraph;

@@ -480,6 +480,7 @@ impl Engine for IngestorEngine {
         vec![
             KnobInfo {
                 knob_type: KNOB_BENCHMARK,
+                name: "hipkernel.benchmark".into(),
                 description:
                     "benchmark every applicable kernel on the device at build and keep the fastest"
                         .into(),
@@ -489,6 +490,7 @@ impl Engine for IngestorEngine {
             },
             KnobInfo {
                 knob_type: KNOB_TF32,
+                name: "hipkernel.tf32".into(),
                 description: "allow TF32 tensor-core products for f32 graphs (inputs rounded to 10-bit mantissas, f32 accumulation)".into(),
                 min: 0,
                 max: 1,
