@@ -35,6 +35,11 @@ pub struct BackendHandle {
     /// ([`BackendHandle::note_absent_engine`]); used only to explain a plan load.
     absent: Vec<AbsentEngine>,
     stream: u64,
+    /// Where the engine-override file is read from ([`crate::heur_config`]).
+    override_source: crate::heur_config::OverrideSource,
+    /// Architecture of the device the engines run on (`sm_90`, `gfx942`, `cpu`), for
+    /// engine-override rules that name one.
+    device_arch: Option<String>,
 }
 
 /// An engine a handle does not have, noted so that a plan saved by it is explained on load.
@@ -186,9 +191,36 @@ impl BackendHandle {
         self.stream
     }
 
+    /// Where engine-override rules are read from (default: the file `HIPDNN_HEUR_CONFIG_PATH`
+    /// names, read at each [`BackendHandle::engine_configs`]).
+    pub fn set_override_source(&mut self, source: crate::heur_config::OverrideSource) {
+        self.override_source = source;
+    }
+
+    /// See [`BackendHandle::set_override_source`].
+    pub fn override_source(&self) -> &crate::heur_config::OverrideSource {
+        &self.override_source
+    }
+
+    /// Sets the architecture of the device the engines run on (`sm_90`, `gfx942`, or
+    /// [`crate::heur_config::CPU_ARCH`]); engine-override rules with a `device_arch` apply only
+    /// when it is equal.
+    pub fn set_device_arch(&mut self, arch: impl Into<String>) {
+        self.device_arch = Some(arch.into());
+    }
+
+    /// See [`BackendHandle::set_device_arch`]; `None` until set.
+    pub fn device_arch(&self) -> Option<&str> {
+        self.device_arch.as_deref()
+    }
+
     /// The engine heuristic (upstream `ENGINEHEUR` descriptor): engine configs for `graph`,
-    /// best first. Only engines whose [`Engine::check_applicable`] passes are listed, each
-    /// once with default knobs; see [`HeuristicMode::Fallback`] for the order.
+    /// best first. Engines whose [`Engine::check_applicable`] passes are listed, each once with
+    /// default knobs; see [`HeuristicMode::Fallback`] for the order. The engine-override file
+    /// ([`BackendHandle::set_override_source`], [`crate::heur_config`]) may then put a config
+    /// first: the engine of the first matching rule with the rule's knobs (that engine's
+    /// default config stays in the list after it, so a rule whose knobs no longer build falls
+    /// back); the graph's preferred engine id, if any, comes before everything.
     ///
     /// # Errors
     /// `NOT_SUPPORTED` "no engine is applicable to the graph: …" naming each engine and its
@@ -200,7 +232,34 @@ impl BackendHandle {
         mode: HeuristicMode,
     ) -> BackendResult<Vec<EngineConfig>> {
         let HeuristicMode::Fallback = mode;
-        let mut configs = Vec::new();
+        let mut configs = self.applicable_engine_configs(graph)?;
+        crate::heur_config::apply(
+            &self.override_source,
+            self.device_arch.as_deref(),
+            &self.engines,
+            graph,
+            &mut configs,
+        );
+        if let Some(pref) = graph.preferred_engine_id()
+            && let Some(pos) = configs.iter().position(|c| c.engine_id == pref)
+        {
+            let c = configs.remove(pos);
+            configs.insert(0, c);
+        }
+        Ok(configs)
+    }
+
+    /// The engines whose [`Engine::check_applicable`] passes for `graph`, in registration
+    /// order, each with default knobs: [`BackendHandle::engine_configs`] before the
+    /// engine-override file and the preferred engine reorder it (autotuning's candidates).
+    ///
+    /// # Errors
+    /// As [`BackendHandle::engine_configs`].
+    pub fn applicable_engine_configs(
+        &self,
+        graph: &OperationGraph,
+    ) -> BackendResult<Vec<EngineConfig>> {
+        let mut configs: Vec<EngineConfig> = Vec::new();
         let mut refusals = Vec::new();
         for e in &self.engines {
             match e.check_applicable(graph) {
@@ -210,12 +269,6 @@ impl BackendHandle {
                 }),
                 Err(err) => refusals.push(format!("{}: {}", e.name(), err.message)),
             }
-        }
-        if let Some(pref) = graph.preferred_engine_id()
-            && let Some(pos) = configs.iter().position(|c| c.engine_id == pref)
-        {
-            let c = configs.remove(pos);
-            configs.insert(0, c);
         }
         if configs.is_empty() {
             let why = if refusals.is_empty() {

@@ -16,6 +16,7 @@ pub mod extent;
 pub mod graph;
 pub mod handle;
 pub mod hdgp;
+pub mod heur_config;
 pub mod ops;
 pub mod plan;
 pub mod status;

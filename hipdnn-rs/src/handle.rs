@@ -181,6 +181,7 @@ impl Handle {
         backend
             .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
+        backend.set_device_arch(hipdnn_backend::heur_config::CPU_ARCH);
         log::info!("hipdnn: handle on the CPU (engine hipdnn.reference.cpu)");
         Ok(Handle {
             backend,
@@ -246,6 +247,7 @@ impl Handle {
         backend
             .register_engine(Arc::new(hipdnn_engines::reference::ReferenceEngine::new()))
             .map_err(|e| backend_error("Cannot register the CPU reference engine.", e))?;
+        backend.set_device_arch(g.arch.clone());
         let device = ExecutionDevice::Gpu {
             ordinal: g.device.info().ordinal,
             name: g.device.info().name.clone(),
@@ -314,6 +316,31 @@ impl Handle {
     /// ([`Handle::set_deterministic_only`]).
     pub fn deterministic_only(&self) -> bool {
         self.deterministic_only
+    }
+
+    /// Reads engine-override rules (and autotune winners) from `path` instead of the file
+    /// `HIPDNN_HEUR_CONFIG_PATH` names; `None` turns the rules off for this handle. The rules
+    /// reorder the engines of later builds ([`hipdnn_backend::heur_config`]); a missing file
+    /// is no rule, a damaged one is ignored with a warning.
+    pub fn set_engine_override_file(&mut self, path: Option<std::path::PathBuf>) -> &mut Self {
+        use hipdnn_backend::heur_config::OverrideSource;
+        self.backend.set_override_source(match path {
+            Some(p) => OverrideSource::File(p),
+            None => OverrideSource::Disabled,
+        });
+        self
+    }
+
+    /// The engine-override file builds on this handle read now, if any: the one set with
+    /// [`Handle::set_engine_override_file`], else the one `HIPDNN_HEUR_CONFIG_PATH` names.
+    pub fn engine_override_file(&self) -> Option<std::path::PathBuf> {
+        self.backend.override_source().path()
+    }
+
+    /// Architecture of the device engines run on: `sm_90`, `gfx942`, … or `cpu`; the
+    /// `device_arch` autotune writes and engine-override rules are matched against.
+    pub fn device_arch(&self) -> &str {
+        self.backend.device_arch().unwrap_or("cpu")
     }
 
     /// Names of the registered engines in heuristic order.

@@ -111,6 +111,7 @@
 /// The README's Rust snippets, compiled and run as doc-tests.
 pub struct ReadmeDoctests;
 
+pub mod autotune;
 pub mod buffer;
 pub mod file;
 pub mod graph;
@@ -124,6 +125,10 @@ pub use half;
 /// The `ndarray` crate this SDK's array API uses (version 0.16).
 pub use ndarray;
 
+pub use autotune::{
+    AutotuneConfig, AutotuneResult, AutotuneStorage, AutotuneStrategy, PlanSpec,
+    PrimingFailurePolicy, TuneMode, WriteOutcome,
+};
 pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, PinnedBuffer, VariantPack};
 pub use file::{Form, write_atomically};
 #[doc(inline)]

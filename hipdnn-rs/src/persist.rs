@@ -30,8 +30,8 @@ use crate::buffer::{Buffer, VariantPack};
 use crate::handle::{Handle, backend_error};
 use crate::{Error, ErrorCode, Graph, Result};
 use hipdnn_backend::{
-    BehaviorNote, ExecutionPlanDescriptor, HeuristicMode, NumericalNote, OperationGraph,
-    SharedBytes, hdgp,
+    BehaviorNote, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, NumericalNote,
+    OperationGraph, SharedBytes, hdgp,
 };
 use std::sync::Arc;
 
@@ -127,7 +127,7 @@ fn notes_of(plan: &ExecutionPlanDescriptor, op: &OperationGraph) -> Vec<Numerica
 
 /// One non-virtual tensor's variant-pack rule, decided when the plan is built or loaded.
 #[derive(Debug)]
-struct PackRule {
+pub(crate) struct PackRule {
     uid: i64,
     name: String,
     data_type: crate::DataType,
@@ -142,7 +142,7 @@ struct PackRule {
 }
 
 /// The variant-pack rules of `g`'s non-virtual tensors with a UID, in tensor order.
-fn pack_rules(g: &Graph) -> Arc<[PackRule]> {
+pub(crate) fn pack_rules(g: &Graph) -> Arc<[PackRule]> {
     g.tensors()
         .filter(|(_, t)| !t.is_virtual)
         .filter_map(|(_, t)| {
@@ -255,13 +255,7 @@ impl Graph {
                 "build_with needs at least one heuristic mode",
             ));
         };
-        self.assign_uids();
-        self.fill_from_context();
-        self.check_extents()?;
-        self.validate()?;
-        let bytes = self.to_graph_bytes()?;
-        let op = OperationGraph::from_shared(SharedBytes::from(bytes))
-            .map_err(|e| backend_error("Cannot create the operation graph.", e))?;
+        let op = self.lower()?;
         let configs = handle.backend().engine_configs(&op, mode).map_err(|e| {
             Error::new(
                 ErrorCode::GraphNotSupported,
@@ -303,23 +297,7 @@ impl Graph {
                         skipped.push(format!("{name}: {why}"));
                         continue;
                     }
-                    let notes = plan.engine().numerical_notes(&op, &config);
-                    let engine = plan.engine();
-                    let serializable = engine
-                        .behavior_notes(&op)
-                        .contains(&BehaviorNote::SupportsExecutionPlanSerialization);
-                    log::info!(
-                        "hipdnn: built an execution plan with engine {}",
-                        engine.name()
-                    );
-                    self.compiled = CompiledState {
-                        engine_name: engine.name().to_string(),
-                        plan: Some(Arc::new(plan)),
-                        serializable,
-                        loaded: None,
-                        pack_rules: pack_rules(self),
-                        numerical_notes: Some(notes),
-                    };
+                    self.install_plan(plan, &op, &config);
                     return Ok(());
                 }
                 Err(e) => failures.push(format!("{}: {}", e.status.name(), e.message)),
@@ -339,6 +317,44 @@ impl Graph {
             ErrorCode::HipdnnBackendError,
             format!("No execution plan could be built: {}", failures.join("; ")),
         ))
+    }
+
+    /// Makes `plan` (built from `config` for `op`, the lowering of this graph) the active plan.
+    pub(crate) fn install_plan(
+        &mut self,
+        plan: ExecutionPlanDescriptor,
+        op: &OperationGraph,
+        config: &EngineConfig,
+    ) {
+        let notes = plan.engine().numerical_notes(op, config);
+        let engine = plan.engine();
+        let serializable = engine
+            .behavior_notes(op)
+            .contains(&BehaviorNote::SupportsExecutionPlanSerialization);
+        log::info!(
+            "hipdnn: built an execution plan with engine {}",
+            engine.name()
+        );
+        self.compiled = CompiledState {
+            engine_name: engine.name().to_string(),
+            plan: Some(Arc::new(plan)),
+            serializable,
+            loaded: None,
+            pack_rules: pack_rules(self),
+            numerical_notes: Some(notes),
+        };
+    }
+
+    /// Assigns UIDs, fills types, checks extents, validates and lowers the graph to the
+    /// backend's operation graph (the first steps of every build).
+    pub(crate) fn lower(&mut self) -> Result<OperationGraph> {
+        self.assign_uids();
+        self.fill_from_context();
+        self.check_extents()?;
+        self.validate()?;
+        let bytes = self.to_graph_bytes()?;
+        OperationGraph::from_shared(SharedBytes::from(bytes))
+            .map_err(|e| backend_error("Cannot create the operation graph.", e))
     }
 
     /// Refuses a tensor whose extent cannot be computed: with non-negative dims
@@ -493,7 +509,13 @@ impl Graph {
     /// Checks `pack` against the plan's [`PackRule`]s (one rule for built and loaded plans:
     /// bound, typed and sized).
     fn check_pack(&self, pack: &VariantPack<'_>) -> Result<()> {
-        for t in self.compiled.pack_rules.iter() {
+        Self::check_pack_rules(&self.compiled.pack_rules, pack)
+    }
+
+    /// Checks `pack` against `rules`: every tensor a rule names is bound (unless baked), typed
+    /// and sized, and an output is not bound read-only.
+    pub(crate) fn check_pack_rules(rules: &[PackRule], pack: &VariantPack<'_>) -> Result<()> {
+        for t in rules.iter() {
             let uid = t.uid;
             let entry = pack
                 .bindings
