@@ -739,3 +739,112 @@ pub(crate) fn apply(
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key() -> MatchKey {
+        MatchKey {
+            op: "conv_fprop",
+            criteria: vec![],
+            tensors: vec![
+                KeyTensor {
+                    tensor_id: "x_tensor_uid",
+                    dims: vec![8, 64, 56, 56],
+                    strides: vec![200704, 1, 3584, 64],
+                    data_type: "HALF",
+                },
+                KeyTensor {
+                    tensor_id: "w_tensor_uid",
+                    dims: vec![64, 64, 3, 3],
+                    strides: vec![576, 1, 192, 64],
+                    data_type: "HALF",
+                },
+            ],
+            priority: 70,
+        }
+    }
+
+    fn rule(text: &str) -> OverrideRule {
+        EngineOverrideConfig::parse(text).unwrap().rules.remove(0)
+    }
+
+    #[test]
+    fn named_tensors_match_in_any_order_with_wildcards_and_the_extensions() {
+        let r = rule(
+            r#"{"version": 2, "engine_overrides": [{"op": "conv_fprop", "engine_name": "e",
+                "tensors": [{"tensor_id": "w_tensor_uid", "dim": [64, -1, 3, 3]},
+                            {"tensor_id": "x_tensor_uid", "dim": [-1, 64, 56, 56],
+                             "stride": [200704, 1, -1, 64], "data_type": "HALF"}]}]}"#,
+        );
+        assert!(r.matches(&key(), None));
+        let mut k = key();
+        k.tensors[0].data_type = "FLOAT";
+        assert!(!r.matches(&k, None), "data_type differs");
+        let mut k = key();
+        k.tensors[0].strides[3] = 1;
+        assert!(!r.matches(&k, None), "stride differs");
+        let mut k = key();
+        k.op = "conv_dgrad";
+        assert!(!r.matches(&k, None), "op differs");
+        let arch = rule(
+            r#"{"version": 2, "engine_overrides": [{"op": "conv_fprop", "engine_name": "e",
+                "device_arch": "sm_90",
+                "tensors": [{"tensor_id": "x_tensor_uid", "dim": [-1, -1, -1, -1]},
+                            {"tensor_id": "w_tensor_uid", "dim": [-1, -1, -1, -1]}]}]}"#,
+        );
+        assert!(arch.matches(&key(), Some("sm_90")));
+        assert!(!arch.matches(&key(), Some("gfx942")));
+        assert!(!arch.matches(&key(), None));
+    }
+
+    #[test]
+    fn version_1_files_match_by_position_and_criteria_must_be_equal() {
+        let v1 = rule(
+            r#"{"engine_overrides": [{"op": "conv_fprop", "engine_name": "e",
+                "tensors": [{"dim": [64, 64, 3, 3]}, {"dim": [8, 64, 56, 56]}]}]}"#,
+        );
+        assert!(!v1.named);
+        assert!(!v1.matches(&key(), None), "swapped positions");
+        let v1 = rule(
+            r#"{"engine_overrides": [{"op": "conv_fprop", "engine_name": "e",
+                "tensors": [{"dim": [8, 64, 56, 56]}, {"dim": [64, 64, 3, 3]}]}]}"#,
+        );
+        assert!(v1.matches(&key(), None));
+        let crit = rule(
+            r#"{"version": 2, "engine_overrides": [{"op": "conv_fprop", "engine_name": "e",
+                "criteria": {"pointwise_mode": 1},
+                "tensors": [{"tensor_id": "x_tensor_uid", "dim": [8, 64, 56, 56]},
+                            {"tensor_id": "w_tensor_uid", "dim": [64, 64, 3, 3]}]}]}"#,
+        );
+        assert!(!crit.matches(&key(), None));
+        let mut k = key();
+        k.criteria = vec![("pointwise_mode", 1)];
+        assert!(crit.matches(&k, None));
+    }
+
+    #[test]
+    fn a_malformed_file_names_its_first_problem() {
+        for (text, why) in [
+            ("{", "not JSON: "),
+            ("{}", "the \"engine_overrides\" list is missing"),
+            (
+                r#"{"version": 3, "engine_overrides": []}"#,
+                "version 3 is not one this build reads (1 to 2)",
+            ),
+            (
+                r#"{"engine_overrides": [{"op": "matmul", "engine_name": "e", "tensors": [{"dim": [1, "2"]}]}]}"#,
+                "engine_overrides[0].tensors[0]: \"dim\" is not a list of integers",
+            ),
+            (
+                r#"{"engine_overrides": [{"op": "matmul", "engine_name": "e", "tensors": [],
+                    "criteria": {"pointwise_mode": "ADD"}}]}"#,
+                "engine_overrides[0]: criterion \"pointwise_mode\" is not an integer",
+            ),
+        ] {
+            let e = EngineOverrideConfig::parse(text).unwrap_err();
+            assert!(e.starts_with(why), "{e:?} vs {why:?}");
+        }
+    }
+}
