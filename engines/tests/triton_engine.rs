@@ -1569,13 +1569,18 @@ fn numerical_notes_with_a_kernel_knob_describe_only_that_kernel() {
         e.numerical_notes(&g32, &knobs_config(&e, vec![(KNOB_KERNEL, 123)])),
         []
     );
-    let g16 = matmul_graph(DT::HALF, 128, 128, 64);
-    let v = kernel_knob_value(kernel_named(
+    // An f16 entry (tensor cores) chosen for the f32 graph it does not serve.
+    let f16 = kernel_knob_value(kernel_named(
         &kernels,
         "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32",
     ));
     assert_eq!(
-        e.numerical_notes(&g16, &knobs_config(&e, vec![(KNOB_KERNEL, v)])),
+        e.numerical_notes(&g32, &knobs_config(&e, vec![(KNOB_KERNEL, f16)])),
+        []
+    );
+    let g16 = matmul_graph(DT::HALF, 128, 128, 64);
+    assert_eq!(
+        e.numerical_notes(&g16, &knobs_config(&e, vec![(KNOB_KERNEL, f16)])),
         [TensorCore]
     );
 }
