@@ -18,7 +18,8 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub struct FakeFunction(pub String);
+/// A function: its symbol and the SHA-256 (hex) of the code object its module was loaded from.
+pub struct FakeFunction(pub String, pub String);
 impl KernelFunction for FakeFunction {
     fn as_any(&self) -> &dyn Any {
         self
@@ -27,6 +28,8 @@ impl KernelFunction for FakeFunction {
 
 pub struct FakeModule {
     pub symbols: Option<Vec<String>>,
+    /// SHA-256 (hex) of the loaded code object.
+    pub code_sha256: String,
 }
 impl IngestorModule for FakeModule {
     fn get_function(&self, symbol: &str) -> Result<Arc<dyn KernelFunction>, DeviceError> {
@@ -34,7 +37,10 @@ impl IngestorModule for FakeModule {
             Some(s) if !s.iter().any(|x| x == symbol) => {
                 Err(DeviceError::new("hipModuleGetFunction", "hipErrorNotFound"))
             }
-            _ => Ok(Arc::new(FakeFunction(symbol.to_string()))),
+            _ => Ok(Arc::new(FakeFunction(
+                symbol.to_string(),
+                self.code_sha256.clone(),
+            ))),
         }
     }
 }
@@ -47,6 +53,9 @@ pub struct FakeDevice {
     pub refuse_load: bool,
     pub symbols: Option<Vec<String>>,
     pub launches: Mutex<Vec<(LaunchGeometry, Vec<KernelArgValue>)>>,
+    /// The launched function of each launch, in launch order: its symbol and the SHA-256 (hex)
+    /// of its code object (empty strings for a function that is no `FakeFunction`).
+    pub functions: Mutex<Vec<(String, String)>>,
     /// The recorded signature handed to each launch, in launch order.
     pub signatures: Mutex<Vec<Vec<KernelArgument>>>,
     /// Fills (address, value, bytes) queued with `memset_async`, and how many launches had
@@ -63,6 +72,7 @@ impl FakeDevice {
             refuse_load: false,
             symbols: None,
             launches: Mutex::new(Vec::new()),
+            functions: Mutex::new(Vec::new()),
             signatures: Mutex::new(Vec::new()),
             memsets: Mutex::new(Vec::new()),
         })
@@ -79,7 +89,7 @@ impl IngestorDevice for FakeDevice {
     fn ordinal(&self) -> i32 {
         self.ordinal
     }
-    fn load_module(&self, _code: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
+    fn load_module(&self, code: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {
         self.loads.fetch_add(1, Ordering::SeqCst);
         std::thread::sleep(std::time::Duration::from_millis(2));
         if self.refuse_load {
@@ -90,16 +100,22 @@ impl IngestorDevice for FakeDevice {
         }
         Ok(Arc::new(FakeModule {
             symbols: self.symbols.clone(),
+            code_sha256: sha256_hex(code),
         }))
     }
     fn launch(
         &self,
-        _f: &dyn KernelFunction,
+        f: &dyn KernelFunction,
         geometry: LaunchGeometry,
         args: &[KernelArgValue],
         signature: &[KernelArgument],
         _stream: u64,
     ) -> Result<(), DeviceError> {
+        let function = f
+            .as_any()
+            .downcast_ref::<FakeFunction>()
+            .map_or_else(Default::default, |f| (f.0.clone(), f.1.clone()));
+        self.functions.lock().unwrap().push(function);
         self.signatures.lock().unwrap().push(signature.to_vec());
         self.launches
             .lock()

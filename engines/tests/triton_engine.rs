@@ -1224,3 +1224,363 @@ fn tensor_core_families_are_the_triton_sources_that_call_tl_dot() {
     dot.sort();
     assert_eq!(dot, hipdnn_engines::ingestor::engine::TENSOR_CORE_FAMILIES);
 }
+
+/// The kernel of `kernels` named `name`.
+fn kernel_named<'a>(kernels: &'a [KernelDescriptor], name: &str) -> &'a KernelDescriptor {
+    kernels.iter().find(|k| k.name == name).unwrap()
+}
+
+fn knobs_config(e: &IngestorEngine, knob_choices: Vec<(i64, i64)>) -> EngineConfig {
+    EngineConfig {
+        engine_id: e.id(),
+        knob_choices,
+    }
+}
+
+/// Every shipped descriptor (Triton entries and `kernels.json` entries of every packed arch)
+/// has a nonzero kernel-knob value, distinct within its arch (one engine's list); the value is
+/// FNV-1a of the UUID text, the same on every arch, and the engine lists the knob.
+#[test]
+fn kernel_knob_values_of_the_shipped_descriptors_are_distinct_nonzero_and_stable() {
+    use hipdnn_backend::engine::KnobInfo;
+    use hipdnn_engines::gpu::load_packed_descriptors;
+    use hipdnn_engines::ingestor::engine::{KNOB_KERNEL, kernel_knob_value};
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/packed");
+    let mut archs: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|d| d.unwrap().path())
+        .collect();
+    archs.sort();
+    assert_eq!(archs.len(), 5);
+    for dir in &archs {
+        let mut kernels = load_triton_descriptors(dir).unwrap();
+        kernels.extend(load_packed_descriptors(dir).unwrap());
+        assert!(kernels.len() > 40, "{}", dir.display());
+        let mut values: Vec<i64> = kernels.iter().map(kernel_knob_value).collect();
+        assert!(values.iter().all(|v| *v != 0), "{}", dir.display());
+        values.sort_unstable();
+        values.dedup();
+        assert_eq!(values.len(), kernels.len(), "{}", dir.display());
+    }
+    let k = kernel_named(&sm90(), "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32").clone();
+    assert_eq!(
+        kernel_knob_value(&k),
+        hipdnn_backend::engine_id_from_name(&k.id.to_string())
+    );
+    assert_eq!(kernel_knob_value(&k), -8_950_794_236_652_611_377);
+    let sm80 = load_triton_descriptors(&root.join("sm_80")).unwrap();
+    assert_eq!(
+        kernel_knob_value(kernel_named(&sm80, &k.name)),
+        kernel_knob_value(&k)
+    );
+    let e = engine(FakeDevice::new("sm_90", 0), vec![]);
+    let knobs = e.knobs(&matmul_graph(DT::HALF, 64, 64, 64));
+    assert_eq!(
+        knobs.last().unwrap(),
+        &KnobInfo {
+            knob_type: KNOB_KERNEL,
+            name: "hipkernel.kernel".into(),
+            description: "run exactly the kernel with this id (listed by the engine's variants); 0 = the static rule or the benchmark decides".into(),
+            min: i64::MIN,
+            max: i64::MAX,
+            default: 0,
+        }
+    );
+    assert_eq!(knobs.len(), 3);
+}
+
+/// `variants` lists the kernels that serve a graph in engine order (TF32 entries first behind
+/// the TF32 knob, none without; the direct conv only where no Triton entry serves), each
+/// selecting its kernel by `KNOB_KERNEL`; a build with a variant's knob launches exactly that
+/// kernel (its code object), never benchmarks, and saves and restores like any plan.
+#[test]
+fn variants_list_the_serving_kernels_and_each_builds_exactly_its_kernel() {
+    use hipdnn_engines::gpu::load_packed_descriptors;
+    use hipdnn_engines::ingestor::engine::{
+        KNOB_BENCHMARK, KNOB_KERNEL, KNOB_TF32, kernel_knob_value,
+    };
+    let kernels = sm90();
+    let fake = FakeDevice::new("sm_90", 0);
+    let dev = Arc::new(TimingDevice {
+        inner: fake.clone(),
+        allocs: std::sync::Mutex::new(Vec::new()),
+        max_shared: u32::MAX,
+    });
+    let e = IngestorEngine::new(
+        "hipkernel.ingestor.gpu",
+        kernels.clone(),
+        Arc::new(FixedDevice(dev.clone())),
+        Arc::new(pack_registry()),
+        Arc::new(KpackCodeObjectReader),
+    );
+    let g = matmul_graph(DT::HALF, 4096, 4096, 4096);
+    let names = [
+        "matmul_f16_spec_128x256x64_g8_w8_s3_sh147456_ws32",
+        "matmul_f16_spec_128x128x64_g8_w4_s4_sh131072_ws32",
+        "matmul_f16_spec_64x128x64_g8_w4_s4_sh98304_ws32",
+        "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32",
+    ];
+    let variants = e.variants(&g, &knobs_config(&e, vec![]));
+    let expected: Vec<hipdnn_backend::EngineVariant> = names
+        .iter()
+        .map(|n| {
+            let k = kernel_named(&kernels, n);
+            hipdnn_backend::EngineVariant {
+                knob_choices: vec![(KNOB_KERNEL, kernel_knob_value(k))],
+                label: k.describe(),
+            }
+        })
+        .collect();
+    assert_eq!(variants, expected);
+    let mut values: Vec<i64> = variants.iter().map(|v| v.knob_choices[0].1).collect();
+    values.sort_unstable();
+    values.dedup();
+    assert_eq!(values.len(), 4);
+    // The variants add nothing to what the config's benchmark would time (same candidates).
+    assert_eq!(
+        e.variants(&g, &knobs_config(&e, vec![(KNOB_BENCHMARK, 1)])),
+        expected
+    );
+
+    for (name, v) in names.iter().zip(&variants) {
+        let k = kernel_named(&kernels, name);
+        let source = k.single_source().unwrap();
+        // The benchmark knob is set too: the kernel knob wins, nothing is timed at build.
+        let mut choices = vec![(KNOB_BENCHMARK, 1)];
+        choices.extend(v.knob_choices.iter().copied());
+        let ctx = e
+            .create_execution_context(&knobs_config(&e, choices), &g)
+            .unwrap();
+        assert_eq!(
+            fake.launches.lock().unwrap().len(),
+            0,
+            "{name}: no benchmark"
+        );
+        assert!(dev.allocs.lock().unwrap().is_empty(), "{name}: no scratch");
+        let mut t = bindings(0);
+        ctx.execute(ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        })
+        .unwrap();
+        let launch = fake.launches.lock().unwrap().pop().unwrap();
+        let function = fake.functions.lock().unwrap().pop().unwrap();
+        assert_eq!(
+            function,
+            ("hipdnn_matmul".to_string(), source.sha256.clone()),
+            "{name}: its code object"
+        );
+        assert_eq!(
+            i64::from(launch.0.shared_mem_bytes),
+            k.config.as_ref().unwrap().shared_bytes
+        );
+        // Saved: the payload names the kernel; restored on an engine without kernels, the same
+        // code object and launch.
+        let bytes = e
+            .serialization()
+            .unwrap()
+            .serialize_execution_context(e.id(), ctx.as_ref())
+            .unwrap();
+        let p = decode_payload(&bytes).unwrap();
+        assert_eq!(&p.kernel_descriptor_id, k.id.as_bytes(), "{name}");
+        assert_eq!(p.sha256, source.sha256);
+        let dev2 = FakeDevice::new("sm_90", 0);
+        let restored = engine(dev2.clone(), vec![])
+            .serialization()
+            .unwrap()
+            .create_execution_context_from_serialized(&bytes)
+            .unwrap();
+        let mut t = bindings(0);
+        restored
+            .execute(ExecuteArgs {
+                stream: 0,
+                workspace: None,
+                tensors: &mut t,
+            })
+            .unwrap();
+        assert_eq!(dev2.launches.lock().unwrap()[0], launch, "{name}");
+        assert_eq!(dev2.functions.lock().unwrap()[0], function, "{name}");
+        fake.functions.lock().unwrap().clear();
+    }
+
+    // An f32 matmul: the TF32 entries first behind the TF32 knob, none without.
+    let g32 = matmul_graph(DT::FLOAT, 2048, 2048, 2048);
+    let labels = |choices: Vec<(i64, i64)>| -> Vec<String> {
+        e.variants(&g32, &knobs_config(&e, choices))
+            .into_iter()
+            .map(|v| v.label)
+            .collect()
+    };
+    let describe = |ns: &[&str]| -> Vec<String> {
+        ns.iter()
+            .map(|n| kernel_named(&kernels, n).describe())
+            .collect()
+    };
+    let f32_names = [
+        "matmul_f32_spec_128x128x32_g8_w8_s3_sh65536_ws32",
+        "matmul_f32_spec_64x64x32_g8_w4_s3_sh32768_ws32",
+        "matmul_f32_generic_64x64x32_g8_w4_s2_sh16384_ws32",
+    ];
+    assert_eq!(labels(vec![]), describe(&f32_names));
+    let mut with_tf32 = vec![
+        "matmul_tf32_spec_128x128x32_g8_w8_s3_sh98304_ws32",
+        "matmul_tf32_spec_128x64x32_g8_w4_s3_sh73728_ws32",
+    ];
+    with_tf32.extend(f32_names);
+    assert_eq!(labels(vec![(KNOB_TF32, 1)]), describe(&with_tf32));
+
+    // The direct conv is listed only where no Triton entry serves the graph.
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("kernels/packed/sm_90");
+    let mut all = sm90();
+    all.extend(load_packed_descriptors(&dir).unwrap());
+    let conv = conv_graph(DT::FLOAT, false, 32, 64, 56, 64);
+    let both = engine(FakeDevice::new("sm_90", 0), all);
+    let vs = both.variants(&conv, &knobs_config(&both, vec![]));
+    assert_eq!(vs.len(), 3, "{vs:?}");
+    assert!(
+        vs.iter().all(|v| v.label.contains("'conv_fprop_f32_")),
+        "{vs:?}"
+    );
+    let packed = load_packed_descriptors(&dir).unwrap();
+    let packed_only = engine(FakeDevice::new("sm_90", 0), packed.clone());
+    let direct = kernel_named(&packed, "hipdnn_conv_fwd_f32");
+    assert_eq!(
+        packed_only.variants(&conv, &knobs_config(&packed_only, vec![])),
+        [hipdnn_backend::EngineVariant {
+            knob_choices: vec![(KNOB_KERNEL, kernel_knob_value(direct))],
+            label: direct.describe(),
+        }]
+    );
+}
+
+/// A `KNOB_KERNEL` value naming no kernel, a kernel that does not serve the graph, or a TF32
+/// entry without the TF32 knob is refused with `NOT_APPLICABLE` naming the value and why.
+#[test]
+fn a_kernel_knob_naming_no_serving_kernel_is_refused() {
+    use hipdnn_engines::ingestor::engine::{KNOB_KERNEL, KNOB_TF32, kernel_knob_value};
+    let kernels = sm90();
+    let e = engine(FakeDevice::new("sm_90", 0), kernels.clone());
+    let refusal = |g: &OperationGraph, choices: Vec<(i64, i64)>| {
+        e.create_execution_context(&knobs_config(&e, choices), g)
+            .err()
+            .unwrap()
+    };
+    let g = matmul_graph(DT::HALF, 4096, 4096, 4096);
+    let err = refusal(&g, vec![(KNOB_KERNEL, 123)]);
+    assert_eq!(err.status, PluginStatus::NotApplicable);
+    assert_eq!(
+        err.message,
+        "knob hipkernel.kernel = 123 names no kernel of engine hipkernel.ingestor.gpu"
+    );
+    // An f32 entry for an f16 graph.
+    let f32k = kernel_named(
+        &kernels,
+        "matmul_f32_generic_64x64x32_g8_w4_s2_sh16384_ws32",
+    );
+    assert_eq!(kernel_knob_value(f32k), 3_821_836_417_577_485_176);
+    let err = refusal(&g, vec![(KNOB_KERNEL, 3_821_836_417_577_485_176)]);
+    assert_eq!(err.status, PluginStatus::NotApplicable);
+    assert_eq!(
+        err.message,
+        "knob hipkernel.kernel = 3821836417577485176 names kernel kpack 'matmul_f32_generic_64x64x32_g8_w4_s2_sh16384_ws32' (50678aa3-4625-8e62-8d1d-36c6df65c69f), which does not serve this graph: kernel kpack 'matmul_f32_generic_64x64x32_g8_w4_s2_sh16384_ws32' (50678aa3-4625-8e62-8d1d-36c6df65c69f) is built for f32, the graph is HALF"
+    );
+    // A TF32 entry: refused without the TF32 knob, built with it.
+    let g32 = matmul_graph(DT::FLOAT, 2048, 2048, 2048);
+    let tf = kernel_named(&kernels, "matmul_tf32_spec_128x64x32_g8_w4_s3_sh73728_ws32");
+    let v = kernel_knob_value(tf);
+    let err = refusal(&g32, vec![(KNOB_KERNEL, v)]);
+    assert_eq!(err.status, PluginStatus::NotApplicable);
+    assert_eq!(
+        err.message,
+        format!(
+            "knob hipkernel.kernel = {v} names kernel {}, a TF32 entry, which runs only with knob hipkernel.tf32 = 1",
+            tf.describe()
+        )
+    );
+    let ctx = e
+        .create_execution_context(
+            &knobs_config(&e, vec![(KNOB_TF32, 1), (KNOB_KERNEL, v)]),
+            &g32,
+        )
+        .unwrap();
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap();
+    assert_eq!(
+        &decode_payload(&bytes).unwrap().kernel_descriptor_id,
+        tf.id.as_bytes()
+    );
+    // The knob at 0 is the static rule.
+    assert_eq!(
+        decode_payload(
+            &e.serialization()
+                .unwrap()
+                .serialize_execution_context(
+                    e.id(),
+                    e.create_execution_context(&knobs_config(&e, vec![(KNOB_KERNEL, 0)]), &g)
+                        .unwrap()
+                        .as_ref()
+                )
+                .unwrap()
+        )
+        .unwrap(),
+        decode_payload(&plan_bytes(&e, &g)).unwrap()
+    );
+}
+
+/// With `KNOB_KERNEL` set, the numerical notes are the chosen kernel's only.
+#[test]
+fn numerical_notes_with_a_kernel_knob_describe_only_that_kernel() {
+    use hipdnn_backend::NumericalNote::{DownConvertInputs, TensorCore};
+    use hipdnn_engines::ingestor::engine::{KNOB_KERNEL, KNOB_TF32, kernel_knob_value};
+    let kernels = sm90();
+    let e = engine(FakeDevice::new("sm_90", 0), kernels.clone());
+    let g32 = matmul_graph(DT::FLOAT, 2048, 2048, 2048);
+    let notes = |name: &str, tf32: i64| {
+        let v = kernel_knob_value(kernel_named(&kernels, name));
+        e.numerical_notes(
+            &g32,
+            &knobs_config(&e, vec![(KNOB_TF32, tf32), (KNOB_KERNEL, v)]),
+        )
+    };
+    // Engine-wide, TF32 on: a TF32 entry may serve.
+    assert_eq!(
+        e.numerical_notes(&g32, &knobs_config(&e, vec![(KNOB_TF32, 1)])),
+        [TensorCore, DownConvertInputs]
+    );
+    // The f32 entry chosen: IEEE products, no notes, TF32 knob or not.
+    assert_eq!(
+        notes("matmul_f32_spec_64x64x32_g8_w4_s3_sh32768_ws32", 1),
+        []
+    );
+    assert_eq!(
+        notes("matmul_tf32_spec_128x64x32_g8_w4_s3_sh73728_ws32", 1),
+        [TensorCore, DownConvertInputs]
+    );
+    // A choice the build refuses has no notes.
+    assert_eq!(
+        notes("matmul_tf32_spec_128x64x32_g8_w4_s3_sh73728_ws32", 0),
+        []
+    );
+    assert_eq!(
+        e.numerical_notes(&g32, &knobs_config(&e, vec![(KNOB_KERNEL, 123)])),
+        []
+    );
+    // An f16 entry (tensor cores) chosen for the f32 graph it does not serve.
+    let f16 = kernel_knob_value(kernel_named(
+        &kernels,
+        "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32",
+    ));
+    assert_eq!(
+        e.numerical_notes(&g32, &knobs_config(&e, vec![(KNOB_KERNEL, f16)])),
+        []
+    );
+    let g16 = matmul_graph(DT::HALF, 128, 128, 64);
+    assert_eq!(
+        e.numerical_notes(&g16, &knobs_config(&e, vec![(KNOB_KERNEL, f16)])),
+        [TensorCore]
+    );
+}

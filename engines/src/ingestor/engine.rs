@@ -18,11 +18,11 @@ use super::plan::{
 use super::restore::{RestoreEnvironment, restore_plan, restore_plan_shared};
 use hipdnn_backend::SharedBytes;
 use hipdnn_backend::engine::{
-    BehaviorNote, BufferRef, Engine, EngineConfig, ExecuteArgs, ExecutionContext, KnobInfo,
-    NumericalNote, PlanSerialization, TensorBinding,
+    BehaviorNote, BufferRef, Engine, EngineConfig, EngineVariant, ExecuteArgs, ExecutionContext,
+    KnobInfo, NumericalNote, PlanSerialization, TensorBinding, engine_id_from_name,
 };
 use hipdnn_backend::graph::OperationGraph;
-use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::status::{PluginError, PluginResult, PluginStatus};
 use std::sync::Arc;
 
 /// Knob type of the benchmarking switch: 0 = the static rule's kernel (the first applicable
@@ -36,6 +36,29 @@ pub const KNOB_BENCHMARK: i64 = 1;
 /// tensor-core products of operands rounded to 10-bit mantissas, f32 accumulation) are
 /// preferred where they serve the graph.
 pub const KNOB_TF32: i64 = 2;
+
+/// Knob type of the kernel choice (name `hipkernel.kernel`): 0 (the default) = the static
+/// rule, or with [`KNOB_BENCHMARK`] = 1 the benchmark, picks the kernel; any other value =
+/// build exactly the kernel whose [`kernel_knob_value`] it is, with no benchmark even when
+/// [`KNOB_BENCHMARK`] is also set. A value that names no kernel of the engine, or a kernel that
+/// does not serve the graph, is refused with `NOT_APPLICABLE`, and so is a TF32 entry without
+/// [`KNOB_TF32`] = 1. A fallback dispatch ([`FALLBACK_DISPATCHES`]) may be chosen this way
+/// even where a generated kernel serves the graph. [`Engine::variants`] lists the values
+/// that serve a graph; the value is stable across processes, so an engine-override file can
+/// name it.
+pub const KNOB_KERNEL: i64 = 3;
+
+/// The [`KNOB_KERNEL`] value that selects `kernel`: 64-bit FNV-1a
+/// ([`engine_id_from_name`]) of the kernel's UUID in its hyphenated lowercase form (the
+/// descriptor id, which also names the kernel in saved plans; the GPU engine derives it from
+/// the kernel's name, so it is the same in every process and on every arch). Never 0 (0 maps to
+/// 1), since 0 means "no choice".
+pub fn kernel_knob_value(kernel: &KernelDescriptor) -> i64 {
+    match engine_id_from_name(&kernel.id.hyphenated().to_string()) {
+        0 => 1,
+        v => v,
+    }
+}
 
 /// Dispatches of hand-written fallback kernels: they serve a graph only when no generated
 /// kernel does (engine order puts them last) and join a benchmark only then. The direct conv
@@ -364,6 +387,68 @@ impl IngestorEngine {
         }
     }
 
+    /// The kernels in engine order under the TF32 knob: with `tf32`, the TF32 entries first;
+    /// without, none of them.
+    fn ordered_kernels(&self, tf32: bool) -> Vec<&Arc<KernelDescriptor>> {
+        let (tf, rest): (Vec<_>, Vec<_>) = self.kernels.iter().partition(|k| is_tf32(k));
+        if tf32 {
+            tf.into_iter().chain(rest).collect()
+        } else {
+            rest
+        }
+    }
+
+    /// Whether `kernel` serves `graph`, decided as [`Engine::check_applicable`] does (its
+    /// dispatch handler resolves and prepares the launch), without loading code.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming the missing handler, or the handler's refusal.
+    fn serves(&self, kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<()> {
+        let handler = self.registry.resolve(&kernel.dispatch).ok_or_else(|| {
+            PluginError::not_applicable(format!(
+                "no dispatch handler is registered under '{}', which kernel {} names",
+                kernel.dispatch,
+                kernel.describe()
+            ))
+        })?;
+        handler.prepare_kernel(kernel, graph).map(|_| ())
+    }
+
+    /// The kernel [`KNOB_KERNEL`] chooses in `config` (its last choice), checked against
+    /// `graph`: `None` when the knob is 0 or absent.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` when the value names no kernel of this engine, names a TF32 entry
+    /// without [`KNOB_TF32`] = 1, or names a kernel that does not serve `graph`.
+    fn chosen_kernel(
+        &self,
+        graph: &OperationGraph,
+        config: &EngineConfig,
+    ) -> PluginResult<Option<&Arc<KernelDescriptor>>> {
+        let Some(value) = knob_value(config, KNOB_KERNEL).filter(|v| *v != 0) else {
+            return Ok(None);
+        };
+        let kernel = self
+            .kernels
+            .iter()
+            .find(|k| kernel_knob_value(k) == value)
+            .ok_or_else(|| {
+                PluginError::not_applicable(format!(
+                    "knob hipkernel.kernel = {value} names no kernel of engine {}",
+                    self.name
+                ))
+            })?;
+        if is_tf32(kernel) && !knob_set(config, KNOB_TF32) {
+            return Err(PluginError::not_applicable(format!(
+                "knob hipkernel.kernel = {value} names kernel {}, a TF32 entry, which runs only with knob hipkernel.tf32 = 1",
+                kernel.describe()
+            )));
+        }
+        self.serves(kernel, graph)
+            .map_err(|e| not_serving(value, kernel, &e))?;
+        Ok(Some(kernel))
+    }
+
     /// The plans of the kernels that serve `graph`, in engine order (with `tf32`, the TF32
     /// entries first; without, none of them); only the first unless `all`.
     fn applicable_plans(
@@ -374,13 +459,7 @@ impl IngestorEngine {
     ) -> PluginResult<Vec<SingleKernelPlan>> {
         let mut plans = Vec::new();
         let mut last = None;
-        let (tf, rest): (Vec<_>, Vec<_>) = self.kernels.iter().partition(|k| is_tf32(k));
-        let order: Vec<&Arc<KernelDescriptor>> = if tf32 {
-            tf.into_iter().chain(rest).collect()
-        } else {
-            rest
-        };
-        for k in order {
+        for k in self.ordered_kernels(tf32) {
             if !plans.is_empty() && FALLBACK_DISPATCHES.contains(&k.dispatch.as_str()) {
                 continue;
             }
@@ -400,6 +479,47 @@ impl IngestorEngine {
             }));
         }
         Ok(plans)
+    }
+}
+
+/// The last value `config` chooses for knob `knob_type`.
+fn knob_value(config: &EngineConfig, knob_type: i64) -> Option<i64> {
+    config
+        .knob_choices
+        .iter()
+        .rev()
+        .find(|(t, _)| *t == knob_type)
+        .map(|(_, v)| *v)
+}
+
+/// Whether `config` sets knob `knob_type` to a nonzero value.
+fn knob_set(config: &EngineConfig, knob_type: i64) -> bool {
+    config
+        .knob_choices
+        .iter()
+        .any(|(t, v)| *t == knob_type && *v != 0)
+}
+
+/// The `NOT_APPLICABLE` refusal of a [`KNOB_KERNEL`] choice whose kernel does not serve the
+/// graph (`why`: the handler's refusal).
+fn not_serving(value: i64, kernel: &KernelDescriptor, why: &PluginError) -> PluginError {
+    PluginError::not_applicable(format!(
+        "knob hipkernel.kernel = {value} names kernel {}, which does not serve this graph: {}",
+        kernel.describe(),
+        why.message
+    ))
+}
+
+/// `(tensor cores, narrowed inputs)` of a kernel that serves a graph: a Triton entry of a
+/// [`TENSOR_CORE_FAMILIES`] family on f16/bf16 (tensor cores) or TF32 (both).
+fn kernel_notes(kernel: &KernelDescriptor) -> (bool, bool) {
+    match kernel.config.as_ref() {
+        Some(c) if TENSOR_CORE_FAMILIES.contains(&c.family.as_str()) => match c.dtype.as_str() {
+            "f16" | "bf16" => (true, false),
+            "tf32" => (true, true),
+            _ => (false, false),
+        },
+        _ => (false, false),
     }
 }
 
@@ -440,32 +560,31 @@ impl Engine for IngestorEngine {
     /// `TENSOR_CORE` when a kernel that may serve the graph computes its products with
     /// `tl.dot` on f16/bf16 inputs ([`TENSOR_CORE_FAMILIES`]); with the TF32 knob set, also
     /// `DOWN_CONVERT_INPUTS` when a TF32 entry serves it (f32 inputs rounded to 10-bit
-    /// mantissas). Never `NONDETERMINISTIC`: every family sums split reductions in a fixed order
-    /// (no float atomics), so repeated launches give the same bits (`engines/kernels/README.md`).
+    /// mantissas). With [`KNOB_KERNEL`] set, the notes of that kernel only (none when the
+    /// choice would be refused). Never `NONDETERMINISTIC`: every family sums split reductions
+    /// in a fixed order (no float atomics), so repeated launches give the same bits
+    /// (`engines/kernels/README.md`).
     fn numerical_notes(&self, graph: &OperationGraph, config: &EngineConfig) -> Vec<NumericalNote> {
-        let tf32 = config
-            .knob_choices
-            .iter()
-            .any(|(t, v)| *t == KNOB_TF32 && *v != 0);
+        let tf32 = knob_set(config, KNOB_TF32);
         // (tensor cores, narrowed inputs) found so far among the kernels that serve the graph.
-        let (mut tc, mut down) = (false, false);
-        for k in self.kernels.iter().filter(|k| tf32 || !is_tf32(k)) {
-            let Some(c) = k.config.as_ref() else { continue };
-            let narrow = match c.dtype.as_str() {
-                "f16" | "bf16" => false,
-                "tf32" => true,
-                _ => continue,
-            };
-            if !TENSOR_CORE_FAMILIES.contains(&c.family.as_str()) || down || (tc && !narrow) {
-                continue;
+        let (tc, down) = if knob_value(config, KNOB_KERNEL).is_some_and(|v| v != 0) {
+            self.chosen_kernel(graph, config)
+                .ok()
+                .flatten()
+                .map_or((false, false), |k| kernel_notes(k))
+        } else {
+            let (mut tc, mut down) = (false, false);
+            for k in self.kernels.iter().filter(|k| tf32 || !is_tf32(k)) {
+                let (k_tc, narrow) = kernel_notes(k);
+                if !k_tc || down || (tc && !narrow) {
+                    continue;
+                }
+                let serves = self.serves(k, graph).is_ok();
+                tc |= serves;
+                down |= serves && narrow;
             }
-            let serves = self
-                .registry
-                .resolve(&k.dispatch)
-                .is_some_and(|h| h.prepare_kernel(k, graph).is_ok());
-            tc |= serves;
-            down |= serves && narrow;
-        }
+            (tc, down)
+        };
         let mut notes = Vec::new();
         if tc {
             notes.push(NumericalNote::TensorCore);
@@ -496,7 +615,37 @@ impl Engine for IngestorEngine {
                 max: 1,
                 default: 0,
             },
+            KnobInfo {
+                knob_type: KNOB_KERNEL,
+                name: "hipkernel.kernel".into(),
+                description: "run exactly the kernel with this id (listed by the engine's variants); 0 = the static rule or the benchmark decides".into(),
+                min: i64::MIN,
+                max: i64::MAX,
+                default: 0,
+            },
         ]
+    }
+
+    /// One variant per kernel that serves `graph` under `config`'s TF32 knob, in engine order
+    /// (the TF32 entries first when the knob is set; a fallback dispatch only when nothing
+    /// before it serves), each selecting its kernel with [`KNOB_KERNEL`] and labelled with
+    /// [`KernelDescriptor::describe`]. "Serves" is decided as
+    /// [`Engine::check_applicable`] does, without loading code. `config`'s own
+    /// [`KNOB_KERNEL`] choice is ignored.
+    fn variants(&self, graph: &OperationGraph, config: &EngineConfig) -> Vec<EngineVariant> {
+        let mut out = Vec::new();
+        for k in self.ordered_kernels(knob_set(config, KNOB_TF32)) {
+            if !out.is_empty() && FALLBACK_DISPATCHES.contains(&k.dispatch.as_str()) {
+                continue;
+            }
+            if self.serves(k, graph).is_ok() {
+                out.push(EngineVariant {
+                    knob_choices: vec![(KNOB_KERNEL, kernel_knob_value(k))],
+                    label: k.describe(),
+                });
+            }
+        }
+        out
     }
 
     fn create_execution_context(
@@ -504,14 +653,22 @@ impl Engine for IngestorEngine {
         config: &EngineConfig,
         graph: &OperationGraph,
     ) -> PluginResult<Box<dyn ExecutionContext>> {
-        let bench = config
-            .knob_choices
-            .iter()
-            .any(|(t, v)| *t == KNOB_BENCHMARK && *v != 0);
-        let tf32 = config
-            .knob_choices
-            .iter()
-            .any(|(t, v)| *t == KNOB_TF32 && *v != 0);
+        if let Some(kernel) = self.chosen_kernel(graph, config)? {
+            let value = kernel_knob_value(kernel);
+            let plan = self.build_plan(kernel, graph).map_err(|e| {
+                if e.status == PluginStatus::NotApplicable {
+                    not_serving(value, kernel, &e)
+                } else {
+                    e
+                }
+            })?;
+            return Ok(Box::new(IngestorExecutionContext {
+                plan: IngestorPlan::Single(plan),
+                resolver: self.resolver.clone(),
+            }));
+        }
+        let bench = knob_set(config, KNOB_BENCHMARK);
+        let tf32 = knob_set(config, KNOB_TF32);
         let mut plans = self.applicable_plans(graph, bench, tf32)?;
         let plan = if bench && plans.len() > 1 {
             match self.benchmark(graph, &plans)? {
