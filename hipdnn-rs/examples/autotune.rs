@@ -5,6 +5,7 @@
 //! cargo run --release --example autotune -- tune FILE [--only NAME]   # autotune, write FILE
 //! HIPDNN_HEUR_CONFIG_PATH=FILE cargo run --release --example autotune -- reuse [--only NAME]
 //! cargo run --release --example autotune -- static [--only NAME]      # the static rule, no file
+//! HIPDNN_HEUR_CONFIG_PATH=FILE cargo run --release --example autotune -- build  # as reuse, no checks
 //! ```
 //! Graphs (f16): `mm2048` (2048³ matmul), `mm16` (16×4096 · 4096×4096, LLM decode), `conv`
 //! (ResNet-50 3×3, n32 c64 k64 56², NHWC, padding 1). Each line prints the engine, the
@@ -170,6 +171,7 @@ fn main() -> R<()> {
                 Err("reuse needs HIPDNN_HEUR_CONFIG_PATH")?;
             }
         }
+        "build" => {}
         _ => Err(usage)?,
     }
     println!("device {:?} ({})", handle.device(), handle.device_arch());

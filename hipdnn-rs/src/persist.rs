@@ -215,8 +215,10 @@ impl Graph {
     /// `value` in its range (`Engine::knobs`); other engines build as with [`Graph::build`].
     /// The GPU kernel-ingestor engine's knobs are
     /// [`hipdnn_engines::ingestor::engine::KNOB_BENCHMARK`] (see [`Graph::build_benchmarked`])
-    /// and [`hipdnn_engines::ingestor::engine::KNOB_TF32`] (1 = f32 graphs may run on entries
-    /// with TF32 tensor-core products: inputs rounded to 10-bit mantissas, f32 accumulation).
+    /// , [`hipdnn_engines::ingestor::engine::KNOB_TF32`] (1 = f32 graphs may run on entries
+    /// with TF32 tensor-core products: inputs rounded to 10-bit mantissas, f32 accumulation)
+    /// and [`hipdnn_engines::ingestor::engine::KNOB_KERNEL`] (run exactly the kernel whose id
+    /// it is; [`Graph::autotune`] times each kernel this way).
     ///
     /// # Errors
     /// As [`Graph::build`].
