@@ -678,3 +678,85 @@ fn deselected_candidates_are_reported_as_barred_and_the_rest_still_run() {
         [(CPU, "Plan barred: deselected by name (deselect_engines)")]
     );
 }
+
+/// On a GPU: the winner among the kernels of an f16 matmul, rebuilt by a new handle from the
+/// file, is the same plan (byte-identical saved plan) and computes the same bits. Skips with
+/// the reason where no GPU is usable.
+#[test]
+fn gpu_the_winner_kernel_is_rebuilt_from_the_file_as_the_same_plan() {
+    let h = match Handle::gpu() {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("skipped: {e}");
+            return;
+        }
+    };
+    let path = scratch("gpu.json");
+    let graph = || {
+        let mut g = Graph::new();
+        g.set_io_data_type(DataType::Half)
+            .set_compute_data_type(DataType::Float);
+        let a = g.tensor(TensorAttributes::new("a").uid(1).dims([256, 512]));
+        let b = g.tensor(TensorAttributes::new("b").uid(2).dims([512, 128]));
+        let c = g.matmul(a, b, MatmulAttributes::new());
+        g.set_output(c, true).set_uid(c, 3);
+        g
+    };
+    let fill = |n: usize| -> Vec<half::f16> {
+        (0..n)
+            .map(|i| half::f16::from_f32((i % 17) as f32 / 17.0 - 0.5))
+            .collect()
+    };
+    let a = Buffer::from_slice_on(&h, &fill(256 * 512)).unwrap();
+    let b = Buffer::from_slice_on(&h, &fill(512 * 128)).unwrap();
+    let run = |g: &Graph, h: &Handle| -> Vec<half::f16> {
+        let mut c = Buffer::<half::f16>::alloc(h, 256 * 128).unwrap();
+        let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().unwrap()).unwrap();
+        g.execute(
+            h,
+            VariantPack::new()
+                .input(1, &a)
+                .input(2, &b)
+                .output(3, &mut c),
+            Some(&mut ws),
+        )
+        .unwrap();
+        c.to_vec().unwrap()
+    };
+    let mut tuned = graph();
+    let mut c = Buffer::<half::f16>::alloc(&h, 256 * 128).unwrap();
+    let results = tuned
+        .autotune(
+            &h,
+            VariantPack::new()
+                .input(1, &a)
+                .input(2, &b)
+                .output(3, &mut c),
+            &fixed(5),
+            Some(&AutotuneStorage::new(&path)),
+        )
+        .unwrap();
+    let gpu: Vec<_> = results
+        .iter()
+        .filter(|r| r.engine_name == "hipkernel.ingestor.gpu")
+        .collect();
+    assert!(gpu.len() >= 2, "{results:#?}");
+    let winner = &results[0];
+    eprintln!(
+        "winner {} {} {:.4} ms of {} candidates",
+        winner.engine_name,
+        winner.variant,
+        winner.min_time_ms,
+        results.len()
+    );
+    let mut h2 = Handle::gpu().unwrap();
+    h2.set_engine_override_file(Some(path.clone()));
+    let mut rebuilt = graph();
+    rebuilt.build(&h2).unwrap();
+    assert_eq!(rebuilt.engine_name().unwrap(), winner.engine_name);
+    assert_eq!(
+        rebuilt.to_compiled_plan_binary().unwrap(),
+        tuned.to_compiled_plan_binary().unwrap()
+    );
+    assert_eq!(run(&rebuilt, &h2), run(&tuned, &h));
+}
