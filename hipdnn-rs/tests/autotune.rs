@@ -276,8 +276,11 @@ fn autotune_ranks_every_variant_and_keeps_the_fastest_as_the_plan() {
     assert_eq!(slow.knob_choices, [(DELAY_KNOB, 5)]);
     assert!(slow.avg_time_ms >= slow.min_time_ms);
     assert_eq!(g.engine_name().unwrap(), CPU);
-    // The winner's plan executes like a built one.
-    assert_eq!(g.to_compiled_plan_binary().unwrap().len() > 0, true);
+    // The winner's plan saves like a built one: it reloads on a new handle and re-saves
+    // byte-identically.
+    let saved = g.to_compiled_plan_binary().unwrap();
+    let loaded = Graph::from_compiled_plan_binary(&Handle::cpu().unwrap(), &saved).unwrap();
+    assert_eq!(loaded.to_compiled_plan_binary().unwrap(), saved);
 }
 
 #[test]
