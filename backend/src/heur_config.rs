@@ -33,8 +33,7 @@
 //!   why.
 //!
 //! A file that cannot be read or parsed, or any entry of it that is malformed, makes the whole
-//! file ignored with one warning per file state (path, length, modification time); builds then
-//! use the engines' own order.
+//! file ignored with one warning per file content; builds then use the engines' own order.
 
 use crate::engine::{Engine, EngineConfig};
 use crate::graph::OperationGraph;
@@ -43,7 +42,6 @@ use serde_json::Value;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
-use std::time::SystemTime;
 
 /// Environment variable naming the engine-override file (upstream's name).
 pub const HEUR_CONFIG_ENV: &str = "HIPDNN_HEUR_CONFIG_PATH";
@@ -642,22 +640,21 @@ impl OverrideSource {
     }
 }
 
-/// (length, modification time) of a file as read.
-type Stamp = (u64, Option<SystemTime>);
-
 type Loaded = Option<Arc<EngineOverrideConfig>>;
 
-/// Parsed files by path, with the state they were read in (so a file is parsed, and a damaged
-/// one warned about, once per change).
-static CACHE: LazyLock<Mutex<HashMap<PathBuf, (Stamp, Loaded)>>> =
+/// Parsed files by path, with the exact bytes they were parsed from: a file is parsed, and a
+/// damaged one warned about, once per content. The key is the content itself, not a file
+/// stamp: a file rewritten in place with the same length within one timestamp tick is still
+/// seen (a cache key that misses a property is issue 37's class 7).
+static CACHE: LazyLock<Mutex<HashMap<PathBuf, (Vec<u8>, Loaded)>>> =
     LazyLock::new(|| Mutex::new(HashMap::new()));
 
-/// The parsed file at `path`, or `None` when it is missing (logged at DEBUG) or damaged
-/// (a WARN naming the problem, once per file state).
+/// The parsed file at `path`, or `None` when it is missing or unreadable (logged at DEBUG) or
+/// damaged (a WARN naming the problem, once per content). Reads the file on every call (one
+/// small read per build) and parses it only when its bytes changed.
 pub fn load(path: &Path) -> Option<Arc<EngineOverrideConfig>> {
-    use std::io::Read;
-    let mut file = match std::fs::File::open(path) {
-        Ok(f) => f,
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
         Err(e) => {
             log::debug!(
                 "hipdnn: engine-override file {} not read: {e}",
@@ -666,20 +663,17 @@ pub fn load(path: &Path) -> Option<Arc<EngineOverrideConfig>> {
             return None;
         }
     };
-    let meta = file.metadata().ok()?;
-    let stamp = (meta.len(), meta.modified().ok());
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((s, loaded)) = cache.get(path)
-        && *s == stamp
+    if let Some((seen, loaded)) = cache.get(path)
+        && *seen == bytes
     {
         return loaded.clone();
     }
-    let mut text = String::new();
-    let loaded = match file.read_to_string(&mut text) {
-        Err(e) => Err(format!("cannot be read: {e}")),
-        Ok(_) => EngineOverrideConfig::parse(&text),
+    let parsed = match std::str::from_utf8(&bytes) {
+        Err(e) => Err(format!("not UTF-8: {e}")),
+        Ok(text) => EngineOverrideConfig::parse(text),
     };
-    let loaded = match loaded {
+    let loaded = match parsed {
         Ok(c) => Some(Arc::new(c)),
         Err(why) => {
             log::warn!(
@@ -689,7 +683,7 @@ pub fn load(path: &Path) -> Option<Arc<EngineOverrideConfig>> {
             None
         }
     };
-    cache.insert(path.to_path_buf(), (stamp, loaded.clone()));
+    cache.insert(path.to_path_buf(), (bytes, loaded.clone()));
     loaded
 }
 

@@ -763,3 +763,29 @@ fn gpu_the_winner_kernel_is_rebuilt_from_the_file_as_the_same_plan() {
     );
     assert_eq!(run(&rebuilt, &h2), run(&tuned, &h));
 }
+
+/// Issue 37, class 7 (a cache key that misses a property): the parsed-file cache must see a
+/// file rewritten in place with the same length at once (within one file-system timestamp
+/// tick), so a build follows the new content.
+#[test]
+fn a_file_rewritten_in_place_with_the_same_length_is_read_again_at_once() {
+    let path = scratch("same-length.json");
+    let file = |ms: i64| {
+        serde_json::to_vec(&json!({"version": 2, "engine_overrides": [{
+            "op": "matmul", "engine_name": DELAY,
+            "tensors": [{"tensor_id": "a_tensor_uid", "dim": [2, 3]},
+                        {"tensor_id": "b_tensor_uid", "dim": [3, 2]}],
+            "autotune_metadata": {"knobs": [{"knob_id": DELAY, "type": "int", "value": ms}]}}]}))
+        .unwrap()
+    };
+    let (one, two) = (file(1), file(2));
+    assert_eq!(one.len(), two.len());
+    let mut r = rig();
+    r.handle.set_engine_override_file(Some(path.clone()));
+    let mut g = matmul(2, 3, 2);
+    for (bytes, want) in [(&one, 1), (&two, 2), (&one, 1), (&two, 2)] {
+        std::fs::write(&path, bytes).unwrap();
+        g.build(&r.handle).unwrap();
+        assert_eq!(r.built.load(Ordering::SeqCst), want);
+    }
+}
