@@ -70,6 +70,36 @@ struct BlobLoc {
     size: u64,
 }
 
+/// What identifies the file an archive was read from: device and inode (a file replaced by a
+/// rename is a new inode), length, and modification and status-change times.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct FileIdentity {
+    dev: u64,
+    ino: u64,
+    len: u64,
+    modified: Option<std::time::SystemTime>,
+    changed: (i64, i64),
+}
+
+impl FileIdentity {
+    fn of(meta: &std::fs::Metadata) -> Self {
+        #[cfg(unix)]
+        let (dev, ino, changed) = {
+            use std::os::unix::fs::MetadataExt;
+            (meta.dev(), meta.ino(), (meta.ctime(), meta.ctime_nsec()))
+        };
+        #[cfg(not(unix))]
+        let (dev, ino, changed) = (0, 0, (0, 0));
+        FileIdentity {
+            dev,
+            ino,
+            len: meta.len(),
+            modified: meta.modified().ok(),
+            changed,
+        }
+    }
+}
+
 /// Where an archive's bytes come from: an open file, or bytes compiled into the binary.
 #[derive(Debug)]
 enum Source {
@@ -105,6 +135,8 @@ pub struct KpackArchive {
     path: PathBuf,
     file: Mutex<Source>,
     file_len: u64,
+    /// The opened file's identity (`None` for an archive held in memory).
+    identity: Option<FileIdentity>,
     group_name: String,
     gfx_arch_family: String,
     gfx_arches: Vec<String>,
@@ -235,11 +267,12 @@ impl KpackArchive {
                 KpackError::new(KpackErrorCode::IoError, format!("cannot open: {e}"))
             }
         })?;
-        let file_len = file
+        let meta = file
             .metadata()
-            .map_err(|e| KpackError::new(KpackErrorCode::IoError, format!("cannot stat: {e}")))?
-            .len();
-        Self::parse(path.to_path_buf(), Source::File(file), file_len)
+            .map_err(|e| KpackError::new(KpackErrorCode::IoError, format!("cannot stat: {e}")))?;
+        let mut archive = Self::parse(path.to_path_buf(), Source::File(file), meta.len())?;
+        archive.identity = Some(FileIdentity::of(&meta));
+        Ok(archive)
     }
 
     /// Parses an archive held in memory (kernels compiled into the binary with
@@ -404,6 +437,7 @@ impl KpackArchive {
             path,
             file: Mutex::new(file),
             file_len,
+            identity: None,
             group_name,
             gfx_arch_family,
             gfx_arches,
@@ -416,6 +450,19 @@ impl KpackArchive {
     /// The path this archive was opened from.
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// False when another file now lives at [`KpackArchive::path`]: the one this archive was
+    /// opened from was replaced (another inode, e.g. a rename over it), resized, or modified
+    /// (modification or status-change time differs). True when the path is gone (this archive
+    /// still reads the file it opened) and for an archive held in memory. A rewrite in place
+    /// with the same length within one file-system timestamp tick is not seen here; the
+    /// SHA-256 check of every code object read still refuses its bytes.
+    pub fn is_current(&self) -> bool {
+        match (&self.identity, std::fs::metadata(&self.path)) {
+            (Some(id), Ok(m)) => FileIdentity::of(&m) == *id,
+            _ => true,
+        }
     }
     /// The file size in bytes at open time.
     pub fn file_len(&self) -> u64 {

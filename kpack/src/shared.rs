@@ -92,9 +92,10 @@ impl Drop for ArchiveLease {
     }
 }
 
-/// Opens `path` through the shared set: the kept handle if there is one, else a fresh open that
-/// is kept while a lease is alive (concurrent first opens of one path wait on that path's slot
-/// and share its handle). Without any lease, returns an unretained handle.
+/// Opens `path` through the shared set: the kept handle if there is one and the file is still
+/// the one it was opened from ([`KpackArchive::is_current`]), else a fresh open that is kept
+/// while a lease is alive (concurrent first opens of one path wait on that path's slot and
+/// share its handle). Without any lease, returns an unretained handle.
 ///
 /// # Errors
 /// The [`KpackArchive::open`] error; a failed open is not kept, so the next call retries.
@@ -109,7 +110,12 @@ pub fn open_shared_archive(path: &Path) -> Result<Arc<KpackArchive>, KpackError>
     };
     let mut kept = lock(&slot.archive);
     if let Some(a) = kept.as_ref() {
-        return Ok(Arc::clone(a));
+        // A kept handle serves only the file it was opened from: one replaced or changed on
+        // disk since is opened again (issue 37, class 7: a cache key that misses a property).
+        if a.is_current() {
+            return Ok(Arc::clone(a));
+        }
+        *kept = None;
     }
     let archive = match open_counted(path) {
         Ok(a) => a,

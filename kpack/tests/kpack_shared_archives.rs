@@ -224,3 +224,58 @@ fn reset_drops_every_kept_archive() {
     read_good(&p).unwrap();
     assert_eq!(test_hooks::open_count(&p), 2);
 }
+
+/// An archive with group name `group` and one valid kernel `good` (elf(`tag`)).
+fn archive_named(p: &Path, group: &str, tag: &str) {
+    let mut w = KpackWriter::new(
+        group,
+        "gfx942",
+        vec!["gfx942".into()],
+        CompressionScheme::ZstdPerKernel,
+    );
+    w.add_kernel("good", "gfx942", "hsaco", elf(tag), None)
+        .unwrap();
+    w.write_to(p).unwrap();
+}
+
+/// Issue 37, class 7 (a cache key that misses a property): the shared set is keyed by path,
+/// so a kept handle must not outlive the file it was opened from. An archive replaced by a
+/// rename (a new inode, the way `write_to` and installers replace files) or rewritten in place
+/// with another length is opened again on the next shared open; an unchanged one is not.
+#[test]
+fn a_kept_handle_is_reopened_when_its_file_is_replaced_or_rewritten() {
+    let _s = serial();
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("replaced.kpack");
+    archive_named(&p, "first", "one");
+    let lease = ArchiveLease::acquire();
+    let a = open_shared_archive(&p).unwrap();
+    assert_eq!(a.group_name(), "first");
+    let again = open_shared_archive(&p).unwrap();
+    assert!(Arc::ptr_eq(&a, &again), "unchanged file: the kept handle");
+    assert_eq!(test_hooks::open_count(&p), 1);
+    // Replaced by a rename: a new inode with the same length.
+    let staged = dir.path().join("staged.kpack");
+    archive_named(&staged, "secnd", "two");
+    assert_eq!(
+        std::fs::metadata(&staged).unwrap().len(),
+        std::fs::metadata(&p).unwrap().len()
+    );
+    std::fs::rename(&staged, &p).unwrap();
+    let b = open_shared_archive(&p).unwrap();
+    assert_eq!(b.group_name(), "secnd");
+    assert_eq!(test_hooks::open_count(&p), 2);
+    // Rewritten in place with another length (same inode).
+    let bytes = {
+        let q = dir.path().join("third.kpack");
+        archive_named(&q, "the-third", "three");
+        std::fs::read(&q).unwrap()
+    };
+    std::fs::write(&p, &bytes).unwrap();
+    let c = open_shared_archive(&p).unwrap();
+    assert_eq!(c.group_name(), "the-third");
+    assert_eq!(test_hooks::open_count(&p), 3);
+    // The old handles still read their own (opened) files.
+    assert_eq!(a.group_name(), "first");
+    drop(lease);
+}
