@@ -8,6 +8,8 @@
 //! binary re-run inside it (`child_process_entry`); where the namespace cannot be made, the
 //! test prints why and checks what it can.
 
+mod common;
+
 use hipdnn::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -15,22 +17,12 @@ use std::process::Command;
 const N: usize = 65;
 
 fn graph(mode: PointwiseMode) -> Graph {
-    let mut g = Graph::new();
-    g.set_io_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([N as i64]));
-    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(mode));
-    g.set_output(y, true).set_uid(y, 2);
-    g
+    common::unary_graph(mode, N)
 }
 
 fn run(g: &Graph, h: &Handle) -> Vec<u32> {
     let x: Vec<f32> = (0..N).map(|i| (i as f32 - 32.0) / 7.0).collect();
-    let x = Buffer::from_slice_on(h, &x).unwrap();
-    let mut y = Buffer::<f32>::alloc(h, N).unwrap();
-    g.execute(h, VariantPack::new().input(1, &x).output(2, &mut y), None)
-        .unwrap();
-    y.to_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+    common::run_unary(g, h, &x)
 }
 
 /// Two built graphs (relu, tanh) with their saved bytes and outputs.

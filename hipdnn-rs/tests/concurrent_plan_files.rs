@@ -7,6 +7,8 @@
 //! The children are this test binary run again with `HIPDNN_CLASS1_ROLE` set (see
 //! `child_process_entry`); each runs for `SECONDS` and prints what it did.
 
+mod common;
+
 use hipdnn::*;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -14,15 +16,8 @@ use std::time::{Duration, Instant};
 const SECONDS: u64 = 3;
 const N: usize = 257;
 
-/// `y = op(x)` over `N` floats, uids 1 → 2.
 fn graph(mode: PointwiseMode) -> Graph {
-    let mut g = Graph::new();
-    g.set_io_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
-    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([N as i64]));
-    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(mode));
-    g.set_output(y, true).set_uid(y, 2);
-    g
+    common::unary_graph(mode, N)
 }
 
 fn input() -> Vec<f32> {
@@ -30,11 +25,7 @@ fn input() -> Vec<f32> {
 }
 
 fn run(g: &Graph, h: &Handle) -> Vec<u32> {
-    let x = Buffer::from_slice_on(h, &input()).unwrap();
-    let mut y = Buffer::<f32>::alloc(h, N).unwrap();
-    g.execute(h, VariantPack::new().input(1, &x).output(2, &mut y), None)
-        .unwrap();
-    y.to_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+    common::run_unary(g, h, &input())
 }
 
 /// The two files' bytes and outputs, built in this process.

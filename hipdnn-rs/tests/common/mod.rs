@@ -768,3 +768,23 @@ pub fn assert_round_trips(g: &Graph) -> (Vec<u8>, String) {
     }
     (bytes, json)
 }
+
+/// `y = mode(x)` over `n` f32 values, uids 1 (x) → 2 (y).
+pub fn unary_graph(mode: PointwiseMode, n: usize) -> Graph {
+    let mut g = Graph::new();
+    g.set_io_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let x = g.tensor(TensorAttributes::new("x").uid(1).dims([n as i64]));
+    let y = g.pointwise_unary(x, PointwiseAttributes::with_mode(mode));
+    g.set_output(y, true).set_uid(y, 2);
+    g
+}
+
+/// Executes a [`unary_graph`] on `x` and returns the output's bits.
+pub fn run_unary(g: &Graph, h: &Handle, x: &[f32]) -> Vec<u32> {
+    let xb = Buffer::from_slice_on(h, x).unwrap();
+    let mut y = Buffer::<f32>::alloc(h, x.len()).unwrap();
+    g.execute(h, VariantPack::new().input(1, &xb).output(2, &mut y), None)
+        .unwrap();
+    y.to_vec().unwrap().iter().map(|v| v.to_bits()).collect()
+}
