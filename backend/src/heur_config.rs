@@ -646,8 +646,10 @@ type Loaded = Option<Arc<EngineOverrideConfig>>;
 /// damaged one warned about, once per content. The key is the content itself, not a file
 /// stamp: a file rewritten in place with the same length within one timestamp tick is still
 /// seen (a cache key that misses a property is issue 37's class 7).
-static CACHE: LazyLock<Mutex<HashMap<PathBuf, (Vec<u8>, Loaded)>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+static CACHE: LazyLock<Mutex<ParsedFiles>> = LazyLock::new(|| Mutex::new(HashMap::new()));
+
+/// Path → (the bytes parsed, what they parsed to).
+type ParsedFiles = HashMap<PathBuf, (Vec<u8>, Loaded)>;
 
 /// The parsed file at `path`, or `None` when it is missing or unreadable (logged at DEBUG) or
 /// damaged (a WARN naming the problem, once per content). Reads the file on every call (one
