@@ -648,23 +648,46 @@ type Loaded = Option<Arc<EngineOverrideConfig>>;
 /// seen (a cache key that misses a property is issue 37's class 7).
 static CACHE: LazyLock<Mutex<ParsedFiles>> = LazyLock::new(|| Mutex::new(HashMap::new()));
 
+/// (path, reason) of unreadable files already warned about.
+static UNREADABLE: LazyLock<Mutex<std::collections::HashSet<(PathBuf, String)>>> =
+    LazyLock::new(|| Mutex::new(std::collections::HashSet::new()));
+
 /// Path → (the bytes parsed, what they parsed to).
 type ParsedFiles = HashMap<PathBuf, (Vec<u8>, Loaded)>;
 
-/// The parsed file at `path`, or `None` when it is missing or unreadable (logged at DEBUG) or
+/// The parsed file at `path`, or `None` when it is missing or empty (logged at DEBUG: no
+/// rules), unreadable (a directory, no permission: a WARN, once per path and reason) or
 /// damaged (a WARN naming the problem, once per content). Reads the file on every call (one
 /// small read per build) and parses it only when its bytes changed.
 pub fn load(path: &Path) -> Option<Arc<EngineOverrideConfig>> {
     let bytes = match std::fs::read(path) {
         Ok(b) => b,
-        Err(e) => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             log::debug!(
-                "hipdnn: engine-override file {} not read: {e}",
+                "hipdnn: engine-override file {} does not exist (yet): no rules",
                 path.display()
             );
             return None;
         }
+        Err(e) => {
+            let why = format!("cannot be read: {e}");
+            let mut warned = UNREADABLE.lock().unwrap_or_else(|p| p.into_inner());
+            if warned.insert((path.to_path_buf(), why.clone())) {
+                log::warn!(
+                    "hipdnn: engine-override file {} ignored ({HEUR_CONFIG_ENV}): {why}",
+                    path.display()
+                );
+            }
+            return None;
+        }
     };
+    if bytes.iter().all(u8::is_ascii_whitespace) {
+        log::debug!(
+            "hipdnn: engine-override file {} is empty: no rules",
+            path.display()
+        );
+        return None;
+    }
     let mut cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
     if let Some((seen, loaded)) = cache.get(path)
         && *seen == bytes

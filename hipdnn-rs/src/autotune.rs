@@ -83,8 +83,10 @@ pub struct AutotuneConfig {
     pub window_size: u32,
     /// `RunUntilStable` coefficient-of-variation threshold, in (0, 1) (default 0.05).
     pub stability_threshold: f32,
-    /// Engine ids to time; empty = all. Other candidates are reported as failed
-    /// ("engineIdFilter"); ids that match nothing are ignored.
+    /// Engine ids to time ([`crate::engine_id_from_name`]); empty = all. A candidate whose
+    /// engine is not listed is reported as failed ("excluded by engineIdFilter"); a listed id
+    /// that no candidate has is not an error by itself, but when the filter leaves no
+    /// candidate at all, autotune fails with `INVALID_VALUE` (RFC 0013).
     pub engine_id_filter: Vec<i64>,
     /// Explicit candidates; empty = every variant of every engine that serves the graph.
     pub candidates: Vec<PlanSpec>,
@@ -353,6 +355,15 @@ impl<'h> Timer<'h> {
     }
 }
 
+/// `engine` or `engine [variant]` for logs and messages.
+fn who(engine: &str, variant: &str) -> String {
+    if variant.is_empty() {
+        engine.to_string()
+    } else {
+        format!("{engine} [{variant}]")
+    }
+}
+
 /// The name of the engine's knob of type `t`, for the file.
 fn knob_name(handle: &Handle, op: &OperationGraph, engine_id: i64, t: i64) -> String {
     handle
@@ -381,8 +392,10 @@ impl Graph {
     /// when no engine serves the graph; `HIPDNN_BACKEND_ERROR` "autotune: every candidate
     /// failed: …" when none could be built and timed, or for a failed priming under
     /// [`PrimingFailurePolicy::Abort`]; the errors of [`Graph::write_autotune_results`] (the
-    /// graph then already holds the winner). On error before the ranking the graph's plan is
-    /// unchanged.
+    /// graph then already holds the winner, but the results are not returned: to keep them
+    /// whatever the write does, pass `storage = None` and call
+    /// [`Graph::write_autotune_results`] yourself). On error before the ranking the graph's
+    /// plan is unchanged.
     pub fn autotune(
         &mut self,
         handle: &Handle,
@@ -395,6 +408,19 @@ impl Graph {
         let rules = crate::persist::pack_rules(self);
         pack.resolve(self)?;
         Graph::check_pack_rules(&rules, &pack)?;
+        if let Some(b) = pack
+            .bindings
+            .iter()
+            .find(|b| !rules.iter().any(|r| r.uid == b.uid))
+        {
+            return Err(Error::new(
+                ErrorCode::InvalidValue,
+                format!(
+                    "autotune: the variant pack binds uid {}, which is not a non-virtual tensor of the graph",
+                    b.uid
+                ),
+            ));
+        }
         let backend = handle.backend();
         let specs: Vec<(PlanSpec, String)> = if config.candidates.is_empty() {
             let configs = backend.applicable_engine_configs(&op).map_err(|e| {
@@ -441,7 +467,7 @@ impl Graph {
             specs
         };
         log::info!(
-            "autotune: {} candidates, mode {:?}, strategy {:?}",
+            "autotune: {} candidate(s), mode {:?}, strategy {:?}",
             specs.len(),
             config.mode,
             config.strategy
@@ -489,7 +515,7 @@ impl Graph {
                 && !config.engine_id_filter.contains(&spec.engine_id)
             {
                 r.error_message = "excluded by engineIdFilter".into();
-                excluded.push(format!("{engine_name}: engineIdFilter"));
+                excluded.push(format!("{engine_name}: excluded by engineIdFilter"));
                 results.push(r);
                 continue;
             }
@@ -505,6 +531,10 @@ impl Graph {
                 excluded.push(format!("{engine_name}: {why}"));
                 results.push(r);
                 continue;
+            }
+            if config.mode == TuneMode::Exhaustive && bench_knob.is_none() {
+                r.exhaustive_not_run_reason =
+                    "the engine has no benchmarking knob (nothing to prime)".into();
             }
             if config.mode == TuneMode::Exhaustive
                 && let Some(k) = bench_knob
@@ -528,7 +558,11 @@ impl Graph {
                 Ok(p) => p,
                 Err(e) => {
                     r.error_message = format!("failed compile: {}: {}", e.status.name(), e.message);
-                    log::warn!("autotune: {engine_name} {}: {}", r.variant, r.error_message);
+                    log::warn!(
+                        "autotune: {}: {}",
+                        who(&engine_name, &r.variant),
+                        r.error_message
+                    );
                     results.push(r);
                     continue;
                 }
@@ -553,8 +587,8 @@ impl Graph {
             match timed {
                 Ok(t) => {
                     log::info!(
-                        "autotune: {engine_name} {}: min {:.4} ms, avg {:.4} ms over {} runs{}",
-                        r.variant,
+                        "autotune: {}: min {:.4} ms, avg {:.4} ms over {} runs{}",
+                        who(&engine_name, &r.variant),
                         t.min,
                         t.avg,
                         t.n,
@@ -570,7 +604,11 @@ impl Graph {
                 }
                 Err(e) => {
                     r.error_message = e.message;
-                    log::warn!("autotune: {engine_name} {}: {}", r.variant, r.error_message);
+                    log::warn!(
+                        "autotune: {}: {}",
+                        who(&engine_name, &r.variant),
+                        r.error_message
+                    );
                 }
             }
             results.push(r);
@@ -587,7 +625,7 @@ impl Graph {
             }
             let why: Vec<String> = results
                 .iter()
-                .map(|r| format!("{} {}: {}", r.engine_name, r.variant, r.error_message))
+                .map(|r| format!("{}: {}", who(&r.engine_name, &r.variant), r.error_message))
                 .collect();
             return Err(Error::new(
                 ErrorCode::HipdnnBackendError,
@@ -614,9 +652,8 @@ impl Graph {
             r.rank = if r.succeeded { i as i32 } else { -1 };
         }
         log::info!(
-            "autotune: winner {} {} ({:.4} ms); {} of {} candidates timed",
-            ranked[0].engine_name,
-            ranked[0].variant,
+            "autotune: winner {} ({:.4} ms); {} of {} candidate(s) timed",
+            who(&ranked[0].engine_name, &ranked[0].variant),
             ranked[0].min_time_ms,
             ranked.iter().filter(|r| r.succeeded).count(),
             ranked.len()
@@ -859,6 +896,8 @@ fn update_file(path: &Path, delete_all: bool, entry: Value) -> Result<()> {
         match std::fs::read(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
             Err(e) => return Err(io_error(path, e)),
+            // An empty file (made by `touch` or a temp-file helper) is a new file.
+            Ok(bytes) if bytes.iter().all(u8::is_ascii_whitespace) => {}
             Ok(bytes) => match serde_json::from_slice::<Value>(&bytes) {
                 Err(e) => {
                     let secs = std::time::SystemTime::now()
@@ -892,9 +931,14 @@ fn update_file(path: &Path, delete_all: bool, entry: Value) -> Result<()> {
                         return refuse("it is not a JSON object");
                     };
                     match obj.get("version").map(Value::as_i64) {
-                        None => return refuse("it has no \"version\" (a legacy version-1 file)"),
+                        None => {
+                            return refuse(
+                                "it has no \"version\" (a version-1 file, whose rules builds still read by position; autotune adds entries only to version-2 files, as upstream)",
+                            );
+                        }
                         Some(Some(CURRENT_VERSION)) => {}
-                        Some(_) => return refuse("its \"version\" is not 2"),
+                        Some(Some(v)) => return refuse(&format!("its \"version\" is {v}, not 2")),
+                        Some(None) => return refuse("its \"version\" is not an integer"),
                     }
                     match obj.get("engine_overrides") {
                         None => {}

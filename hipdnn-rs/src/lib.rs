@@ -171,6 +171,12 @@ pub use hipdnn_backend::HeuristicMode;
 /// assert_eq!(NumericalNote::Nondeterministic.name(), "NONDETERMINISTIC");
 /// ```
 pub use hipdnn_backend::NumericalNote;
+/// The engine id of an engine name (64-bit FNV-1a), e.g. for
+/// [`AutotuneConfig::engine_id_filter`].
+pub use hipdnn_backend::engine_id_from_name;
+/// Engine-override files ([`Handle::set_engine_override_file`], `HIPDNN_HEUR_CONFIG_PATH`):
+/// parse or check one with [`heur_config::EngineOverrideConfig::parse`].
+pub use hipdnn_backend::heur_config;
 pub use persist::{
     NO_FINALIZED_PLAN_MESSAGE, NO_PLAN_MESSAGE, NOT_A_GRAPH_OR_CONTAINER, PLAN_ONLY_FILE,
 };

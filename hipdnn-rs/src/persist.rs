@@ -128,7 +128,7 @@ fn notes_of(plan: &ExecutionPlanDescriptor, op: &OperationGraph) -> Vec<Numerica
 /// One non-virtual tensor's variant-pack rule, decided when the plan is built or loaded.
 #[derive(Debug)]
 pub(crate) struct PackRule {
-    uid: i64,
+    pub(crate) uid: i64,
     name: String,
     data_type: crate::DataType,
     dims: Vec<i64>,
@@ -429,6 +429,21 @@ impl Graph {
     /// `INVALID_VALUE` [`NO_PLAN_MESSAGE`] without a plan.
     pub fn execution_plan_engine_id(&self) -> Result<i64> {
         Ok(self.plan()?.engine_id())
+    }
+
+    /// Knob choices of the engine config the active plan was built from, as `(knob type,
+    /// value)` (empty for default knobs, and for a loaded plan, which keeps no config): how
+    /// to see that an engine-override rule or [`Graph::autotune`] chose a GPU kernel
+    /// (`hipkernel.kernel`).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` [`NO_PLAN_MESSAGE`] without a plan.
+    pub fn execution_plan_knob_choices(&self) -> Result<Vec<(i64, i64)>> {
+        Ok(self
+            .plan()?
+            .engine_config()
+            .map(|c| c.knob_choices.clone())
+            .unwrap_or_default())
     }
 
     fn plan(&self) -> Result<&Arc<ExecutionPlanDescriptor>> {

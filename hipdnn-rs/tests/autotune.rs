@@ -307,7 +307,7 @@ fn the_engine_id_filter_and_the_graph_filters_bar_candidates_by_name() {
     assert_eq!(e.code, ErrorCode::InvalidValue);
     assert_eq!(
         e.message,
-        "autotune: no candidate is left: hipdnn.reference.cpu: engineIdFilter; \
+        "autotune: no candidate is left: hipdnn.reference.cpu: excluded by engineIdFilter; \
          test.delay: deselected by name (deselect_engines); \
          test.delay: deselected by name (deselect_engines)"
     );
@@ -382,6 +382,7 @@ fn a_fresh_build_reads_the_file_and_builds_the_winner_with_its_knob_without_timi
     r.handle.set_engine_override_file(Some(path.clone()));
     g.build(&r.handle).unwrap();
     assert_eq!(g.engine_name().unwrap(), DELAY);
+    assert_eq!(g.execution_plan_knob_choices().unwrap(), [(DELAY_KNOB, 1)]);
     assert_eq!(r.built.load(Ordering::SeqCst), 1);
     assert_eq!(r.runs.load(Ordering::SeqCst), 0);
     let logs = records_with(&path.display().to_string());
@@ -513,9 +514,19 @@ fn autotune_refuses_to_append_to_a_legacy_or_foreign_file_and_leaves_it_untouche
         (
             "legacy.json",
             r#"{"engine_overrides": []}"#,
-            "it has no \"version\" (a legacy version-1 file)",
+            "it has no \"version\" (a version-1 file, whose rules builds still read by position; \
+             autotune adds entries only to version-2 files, as upstream)",
         ),
-        ("v3.json", r#"{"version": 3}"#, "its \"version\" is not 2"),
+        (
+            "v3.json",
+            r#"{"version": 3}"#,
+            "its \"version\" is 3, not 2",
+        ),
+        (
+            "v-string.json",
+            r#"{"version": "2"}"#,
+            "its \"version\" is not an integer",
+        ),
         ("list.json", "[1, 2]", "it is not a JSON object"),
     ] {
         let path = scratch(name);
@@ -787,5 +798,117 @@ fn a_file_rewritten_in_place_with_the_same_length_is_read_again_at_once() {
         std::fs::write(&path, bytes).unwrap();
         g.build(&r.handle).unwrap();
         assert_eq!(r.built.load(Ordering::SeqCst), want);
+    }
+}
+
+#[test]
+fn a_pack_binding_a_tensor_outside_the_graph_is_refused_before_any_candidate_runs() {
+    let r = rig();
+    let mut g = matmul(2, 2, 2);
+    let (a, b) = (
+        Buffer::from_slice(&[1f32; 4]),
+        Buffer::from_slice(&[1f32; 4]),
+    );
+    let (mut c, extra) = (Buffer::<f32>::zeros(4), Buffer::from_slice(&[0f32; 4]));
+    let e = g
+        .autotune(
+            &r.handle,
+            VariantPack::new()
+                .input(1, &a)
+                .input(2, &b)
+                .output(3, &mut c)
+                .input(99, &extra),
+            &fixed(1),
+            None,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert_eq!(
+        e.message,
+        "autotune: the variant pack binds uid 99, which is not a non-virtual tensor of the graph"
+    );
+    assert_eq!(r.runs.load(Ordering::SeqCst), 0);
+    assert!(!g.has_plan());
+}
+
+#[test]
+fn an_empty_file_is_no_rules_for_builds_and_a_new_file_for_autotune() {
+    capture_logs();
+    let path = scratch("empty.json");
+    std::fs::write(&path, b"").unwrap();
+    let mut r = rig();
+    r.handle.set_engine_override_file(Some(path.clone()));
+    let mut g = matmul(2, 2, 2);
+    g.build(&r.handle).unwrap();
+    assert!(
+        records_with(&path.display().to_string())
+            .iter()
+            .all(|l| !l.starts_with("WARN")),
+        "an empty file is not damaged"
+    );
+    tune(
+        &mut g,
+        &r.handle,
+        &fixed(1),
+        Some(&AutotuneStorage::new(&path)),
+    )
+    .unwrap();
+    assert_eq!(
+        read_json(&path)["engine_overrides"]
+            .as_array()
+            .unwrap()
+            .len(),
+        1
+    );
+    let aside = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .any(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .starts_with("empty.json.corrupt-")
+        });
+    assert!(!aside, "an empty file is not moved aside");
+}
+
+#[test]
+fn an_unreadable_override_path_is_warned_about_once() {
+    capture_logs();
+    let dir = scratch("a-directory");
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut r = rig();
+    r.handle.set_engine_override_file(Some(dir.clone()));
+    let mut g = matmul(2, 2, 2);
+    g.build(&r.handle).unwrap();
+    g.build(&r.handle).unwrap();
+    assert_eq!(g.engine_name().unwrap(), CPU);
+    let logs = records_with(&dir.display().to_string());
+    assert_eq!(
+        logs,
+        [format!(
+            "WARN hipdnn: engine-override file {} ignored (HIPDNN_HEUR_CONFIG_PATH): cannot be read: Is a directory (os error 21)",
+            dir.display()
+        )]
+    );
+}
+
+#[test]
+fn exhaustive_mode_says_why_an_engine_without_a_benchmarking_knob_was_not_primed() {
+    let r = rig();
+    let mut g = matmul(2, 2, 2);
+    let c = AutotuneConfig {
+        mode: TuneMode::Exhaustive,
+        ..fixed(1)
+    };
+    let results = tune(&mut g, &r.handle, &c, None).unwrap();
+    for x in &results {
+        assert_eq!(
+            (x.mode_used, x.supports_exhaustive, x.ran_exhaustive),
+            (TuneMode::Exhaustive, false, false)
+        );
+        assert_eq!(
+            x.exhaustive_not_run_reason,
+            "the engine has no benchmarking knob (nothing to prime)"
+        );
     }
 }
