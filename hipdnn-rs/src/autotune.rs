@@ -660,7 +660,7 @@ impl Graph {
         );
         self.install_plan(plan, &op, &cfg);
         if let Some(s) = storage {
-            self.write_autotune_results(handle, &ranked, s)?;
+            write_winner(handle, &op, &ranked, s)?;
         }
         Ok(ranked)
     }
@@ -707,32 +707,42 @@ impl Graph {
         results: &[AutotuneResult],
         storage: &AutotuneStorage,
     ) -> Result<WriteOutcome> {
-        let Some(winner) = results.iter().find(|r| r.succeeded) else {
-            log::warn!("autotune: no successful results to write");
-            return Ok(WriteOutcome::DeclinedNoEngines);
-        };
-        let op = self.lower()?;
-        let Some(key) = heur_config::match_keys(&op).into_iter().next() else {
-            log::warn!(
-                "autotune: the graph has no node an engine-override rule can match; {} not written",
-                storage.path.display()
-            );
-            return Ok(WriteOutcome::DeclinedUnkeyable);
-        };
-        let knobs: Vec<(String, i64)> = winner
-            .knob_choices
-            .iter()
-            .map(|&(t, v)| (knob_name(handle, &op, winner.engine_id, t), v))
-            .collect();
-        let entry = override_entry(winner, &key, handle.device_arch(), &knobs);
-        update_file(&storage.path, storage.delete_all_existing_content, entry)?;
-        log::info!(
-            "autotune: wrote the winner for {} to {}",
-            key.op,
+        write_winner(handle, &self.lower()?, results, storage)
+    }
+}
+
+/// [`Graph::write_autotune_results`] for the graph lowered to `op` (autotune passes the
+/// lowering it already has).
+fn write_winner(
+    handle: &Handle,
+    op: &OperationGraph,
+    results: &[AutotuneResult],
+    storage: &AutotuneStorage,
+) -> Result<WriteOutcome> {
+    let Some(winner) = results.iter().find(|r| r.succeeded) else {
+        log::warn!("autotune: no successful results to write");
+        return Ok(WriteOutcome::DeclinedNoEngines);
+    };
+    let Some(key) = heur_config::match_keys(op).into_iter().next() else {
+        log::warn!(
+            "autotune: the graph has no node an engine-override rule can match; {} not written",
             storage.path.display()
         );
-        Ok(WriteOutcome::Written)
-    }
+        return Ok(WriteOutcome::DeclinedUnkeyable);
+    };
+    let knobs: Vec<(String, i64)> = winner
+        .knob_choices
+        .iter()
+        .map(|&(t, v)| (knob_name(handle, op, winner.engine_id, t), v))
+        .collect();
+    let entry = override_entry(winner, &key, handle.device_arch(), &knobs);
+    update_file(&storage.path, storage.delete_all_existing_content, entry)?;
+    log::info!(
+        "autotune: wrote the winner for {} to {}",
+        key.op,
+        storage.path.display()
+    );
+    Ok(WriteOutcome::Written)
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` of now (UTC).

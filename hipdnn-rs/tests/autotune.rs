@@ -240,6 +240,22 @@ fn read_json(p: &Path) -> Value {
     serde_json::from_slice(&std::fs::read(p).unwrap()).unwrap()
 }
 
+/// How many entries the override file at `p` holds.
+fn entry_count(p: &Path) -> usize {
+    read_json(p)["engine_overrides"].as_array().unwrap().len()
+}
+
+/// The `<file>.corrupt-*` siblings of `p` (files moved aside by autotune).
+fn corrupt_siblings(p: &Path) -> Vec<PathBuf> {
+    let prefix = format!("{}.corrupt-", p.file_name().unwrap().to_string_lossy());
+    std::fs::read_dir(p.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
 fn delay_id() -> i64 {
     hipdnn_backend::engine_id_from_name(DELAY)
 }
@@ -489,22 +505,10 @@ fn a_damaged_file_is_ignored_with_one_warning_and_autotune_moves_it_aside() {
         Some(&AutotuneStorage::new(&path)),
     )
     .unwrap();
-    assert_eq!(
-        read_json(&path)["engine_overrides"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
-    );
-    let dir = path.parent().unwrap();
-    let aside: Vec<_> = std::fs::read_dir(dir)
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with("damaged.json.corrupt-"))
-        .collect();
+    assert_eq!(entry_count(&path), 1);
+    let aside = corrupt_siblings(&path);
     assert_eq!(aside.len(), 1, "{aside:?}");
-    assert_eq!(std::fs::read(dir.join(&aside[0])).unwrap(), b"not json");
+    assert_eq!(std::fs::read(&aside[0]).unwrap(), b"not json");
 }
 
 #[test]
@@ -853,22 +857,12 @@ fn an_empty_file_is_no_rules_for_builds_and_a_new_file_for_autotune() {
         Some(&AutotuneStorage::new(&path)),
     )
     .unwrap();
+    assert_eq!(entry_count(&path), 1);
     assert_eq!(
-        read_json(&path)["engine_overrides"]
-            .as_array()
-            .unwrap()
-            .len(),
-        1
+        corrupt_siblings(&path),
+        Vec::<PathBuf>::new(),
+        "an empty file is not moved aside"
     );
-    let aside = std::fs::read_dir(path.parent().unwrap())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .any(|e| {
-            e.file_name()
-                .to_string_lossy()
-                .starts_with("empty.json.corrupt-")
-        });
-    assert!(!aside, "an empty file is not moved aside");
 }
 
 #[test]

@@ -9,7 +9,7 @@
 use super::capture::{CaptureEnvironment, CodeObjectReader, PROVIDER_VERSION, capture_plan};
 use super::descriptor::KernelDescriptor;
 use super::device::{DeviceResolver, KernelCode};
-use super::dispatch::DispatchRegistry;
+use super::dispatch::{DispatchHandler, DispatchRegistry};
 use super::kernel::{KernelSourceKind, format_signature, signatures_match};
 use super::payload::BodySizeLimits;
 use super::plan::{
@@ -177,13 +177,7 @@ impl IngestorEngine {
         kernel: &Arc<KernelDescriptor>,
         graph: &OperationGraph,
     ) -> PluginResult<SingleKernelPlan> {
-        let handler = self.registry.resolve(&kernel.dispatch).ok_or_else(|| {
-            PluginError::not_applicable(format!(
-                "no dispatch handler is registered under '{}', which kernel {} names",
-                kernel.dispatch,
-                kernel.describe()
-            ))
-        })?;
+        let handler = self.handler(kernel)?;
         let source = kernel.single_source().ok_or_else(|| {
             PluginError::not_applicable(format!(
                 "kernel {} has several launches; this engine builds single-launch kernels",
@@ -404,14 +398,23 @@ impl IngestorEngine {
     /// # Errors
     /// `NOT_APPLICABLE` naming the missing handler, or the handler's refusal.
     fn serves(&self, kernel: &KernelDescriptor, graph: &OperationGraph) -> PluginResult<()> {
-        let handler = self.registry.resolve(&kernel.dispatch).ok_or_else(|| {
+        self.handler(kernel)?
+            .prepare_kernel(kernel, graph)
+            .map(|_| ())
+    }
+
+    /// The dispatch handler `kernel` names.
+    ///
+    /// # Errors
+    /// `NOT_APPLICABLE` naming the handler when none is registered under that name.
+    fn handler(&self, kernel: &KernelDescriptor) -> PluginResult<Arc<dyn DispatchHandler>> {
+        self.registry.resolve(&kernel.dispatch).ok_or_else(|| {
             PluginError::not_applicable(format!(
                 "no dispatch handler is registered under '{}', which kernel {} names",
                 kernel.dispatch,
                 kernel.describe()
             ))
-        })?;
-        handler.prepare_kernel(kernel, graph).map(|_| ())
+        })
     }
 
     /// The kernel [`KNOB_KERNEL`] chooses in `config` (its last choice), checked against
