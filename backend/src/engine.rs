@@ -20,7 +20,7 @@
 //! [`Engine::serialization`] makes saves and loads fail with `NOT_SUPPORTED`.
 
 use crate::graph::OperationGraph;
-use crate::status::PluginResult;
+use crate::status::{PluginError, PluginResult};
 use std::any::Any;
 
 /// 64-bit FNV-1a of an engine name, cast to `i64`: upstream's engine id rule
@@ -212,6 +212,28 @@ pub trait ExecutionContext: Send + Sync + Any {
     /// engine-specific statuses for execution failures.
     fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()>;
 
+    /// Runs the plan with execute-time shape overrides (upstream
+    /// `ExecuteOpGraphWithOverrides`, RFC 0008): the tensors named in `overrides` take the given
+    /// dims and strides for this call. The backend calls it only for a plan whose graph has the
+    /// override-shape flag and whose engine [`Engine::supports_shape_overrides`], with
+    /// `overrides` non-empty, each naming a tensor bound in `args`.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` with a message starting `shape override` for an override the plan cannot
+    /// serve (the rules of [`crate::check_overrides`], or shapes its nodes refuse), before
+    /// anything is written; otherwise as [`ExecutionContext::execute`]. The default refuses
+    /// with `BAD_PARAM` "shape override: this engine does not execute shape overrides".
+    fn execute_with_overrides(
+        &self,
+        args: ExecuteArgs<'_, '_>,
+        overrides: &[crate::ShapeOverride],
+    ) -> PluginResult<()> {
+        let _ = (args, overrides);
+        Err(PluginError::bad_param(
+            "shape override: this engine does not execute shape overrides",
+        ))
+    }
+
     /// Downcasting support (engines recognise their own contexts in the save hook).
     fn as_any(&self) -> &dyn Any;
 
@@ -284,6 +306,13 @@ pub trait Engine: Send + Sync {
     /// # Errors
     /// `NOT_APPLICABLE` with a message naming the op, attribute and value it refuses.
     fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()>;
+
+    /// Whether this engine's contexts serve [`ExecutionContext::execute_with_overrides`]
+    /// (upstream: the plugin exports `ExecuteOpGraphWithOverrides`). A graph with the
+    /// override-shape flag is offered only to engines that do. Default `false`.
+    fn supports_shape_overrides(&self) -> bool {
+        false
+    }
 
     /// Behavior notes of this engine for `graph`.
     fn behavior_notes(&self, graph: &OperationGraph) -> Vec<BehaviorNote>;

@@ -250,7 +250,8 @@ impl BackendHandle {
     }
 
     /// The engines whose [`Engine::check_applicable`] passes for `graph`, in registration
-    /// order, each with default knobs: [`BackendHandle::engine_configs`] before the
+    /// order, each with default knobs (for a graph with the override-shape flag, only engines
+    /// that [`Engine::supports_shape_overrides`]): [`BackendHandle::engine_configs`] before the
     /// engine-override file and the preferred engine reorder it (autotuning's candidates).
     ///
     /// # Errors
@@ -262,6 +263,14 @@ impl BackendHandle {
         let mut configs: Vec<EngineConfig> = Vec::new();
         let mut refusals = Vec::new();
         for e in &self.engines {
+            if graph.is_override_shape_enabled() && !e.supports_shape_overrides() {
+                refusals.push(format!(
+                    "{}: the graph has the override-shape flag and this engine does not execute \
+                     shape overrides",
+                    e.name()
+                ));
+                continue;
+            }
             match e.check_applicable(graph) {
                 Ok(()) => configs.push(EngineConfig {
                     engine_id: e.id(),

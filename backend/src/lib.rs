@@ -19,6 +19,7 @@ pub mod hdgp;
 pub mod heur_config;
 pub mod ops;
 pub mod plan;
+pub mod shape_override;
 pub mod status;
 pub mod tensor_size;
 pub mod variant_pack;
@@ -37,5 +38,6 @@ pub use hdgp::{
     write_graph_and_plan_into,
 };
 pub use plan::ExecutionPlanDescriptor;
+pub use shape_override::{BuiltShape, ShapeOverride, check_overrides};
 pub use status::{BackendError, BackendResult, PluginError, PluginResult, PluginStatus, Status};
 pub use variant_pack::VariantPackDescriptor;

@@ -13,7 +13,7 @@ use crate::envelope::{PlanEnvelope, write_envelope};
 use crate::graph::OperationGraph;
 use crate::handle::BackendHandle;
 use crate::hdgp::plan_part;
-use crate::status::{BackendError, BackendResult, PluginError, Status};
+use crate::status::{BackendError, BackendResult, PluginError, PluginStatus, Status};
 use crate::variant_pack::VariantPackDescriptor;
 use std::sync::{Arc, Mutex, MutexGuard};
 
@@ -401,6 +401,95 @@ impl ExecutionPlanDescriptor {
         tensors: &mut [TensorBinding<'b>],
         workspace: Option<BufferRef<'b>>,
     ) -> BackendResult<()> {
+        self.check_bindings(handle, tensors)?;
+        self.check_workspace(workspace.as_ref().map_or(0, |w| w.len()))?;
+        self.context
+            .execute(ExecuteArgs {
+                stream: handle.stream(),
+                workspace,
+                tensors,
+            })
+            .map_err(|e| plugin_error("engine failed to execute the plan", &*self.engine, e))
+    }
+
+    /// [`Self::execute_bindings`] with execute-time shape overrides (upstream RFC 0008 phase 1;
+    /// the variant pack's `OVERRIDE_*_EXT` attributes): each tensor named in `overrides` takes
+    /// the given dims and strides for this call. With no overrides this is
+    /// [`Self::execute_bindings`] (a flagged plan executes plainly too).
+    ///
+    /// Checks, in order, before the engine runs: the plan's graph has the override-shape flag;
+    /// its engine [`Engine::supports_shape_overrides`]; the bindings and workspace as
+    /// [`Self::execute_bindings`]; every overridden UID is bound in the pack. The engine then
+    /// applies [`crate::check_overrides`] against the tensors' built shapes and its own rules
+    /// (the shapes its nodes accept) before anything is written.
+    ///
+    /// # Errors
+    /// `NOT_SUPPORTED` "shape overrides need a plan whose graph was built with the
+    /// override-shape flag …" or "… engine \"E\" does not execute shape overrides"; the errors
+    /// of [`Self::execute_bindings`]; `BAD_PARAM` "shape override of tensor uid N: the tensor is
+    /// not bound in the variant pack"; `BAD_PARAM` with the engine's message (starting `shape
+    /// override`) for an override it refuses; `PLUGIN_ERROR` for other engine failures.
+    pub fn execute_bindings_with_overrides<'b>(
+        &self,
+        handle: &BackendHandle,
+        tensors: &mut [TensorBinding<'b>],
+        workspace: Option<BufferRef<'b>>,
+        overrides: &[crate::ShapeOverride],
+    ) -> BackendResult<()> {
+        if overrides.is_empty() {
+            return self.execute_bindings(handle, tensors, workspace);
+        }
+        if !self.is_override_shape_enabled {
+            return Err(BackendError::new(
+                Status::NotSupported,
+                "shape overrides need a plan whose graph was built with the override-shape flag \
+                 (Graph::set_override_shape_enabled(true) before build)",
+            ));
+        }
+        if !self.engine.supports_shape_overrides() {
+            return Err(BackendError::new(
+                Status::NotSupported,
+                format!(
+                    "engine \"{}\" does not execute shape overrides",
+                    self.engine.name()
+                ),
+            ));
+        }
+        self.check_bindings(handle, tensors)?;
+        self.check_workspace(workspace.as_ref().map_or(0, |w| w.len()))?;
+        if let Some(o) = overrides
+            .iter()
+            .find(|o| !tensors.iter().any(|t| t.uid == o.uid))
+        {
+            return Err(BackendError::new(
+                Status::BadParam,
+                format!(
+                    "shape override of tensor uid {}: the tensor is not bound in the variant pack",
+                    o.uid
+                ),
+            ));
+        }
+        let args = ExecuteArgs {
+            stream: handle.stream(),
+            workspace,
+            tensors,
+        };
+        self.context
+            .execute_with_overrides(args, overrides)
+            .map_err(|e| match e.status {
+                PluginStatus::BadParam if e.message.starts_with("shape override") => {
+                    BackendError::new(Status::BadParam, e.message)
+                }
+                _ => plugin_error("engine failed to execute the plan", &*self.engine, e),
+            })
+    }
+
+    /// The routing and binding checks of [`Self::execute_bindings`] (not the workspace).
+    fn check_bindings(
+        &self,
+        handle: &BackendHandle,
+        tensors: &[TensorBinding<'_>],
+    ) -> BackendResult<()> {
         handle.engine_for(self.engine_id)?;
         let enforce = !self.tensor_alignments.is_empty()
             && self.tensor_alignments.len() == self.tensor_uids.len();
@@ -437,14 +526,7 @@ impl ExecutionPlanDescriptor {
                 }
             }
         }
-        self.check_workspace(workspace.as_ref().map_or(0, |w| w.len()))?;
-        self.context
-            .execute(ExecuteArgs {
-                stream: handle.stream(),
-                workspace,
-                tensors,
-            })
-            .map_err(|e| plugin_error("engine failed to execute the plan", &*self.engine, e))
+        Ok(())
     }
 
     fn lock_cache(&self) -> MutexGuard<'_, Option<SharedBytes>> {

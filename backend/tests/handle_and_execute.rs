@@ -267,3 +267,85 @@ fn built_plan_keeps_its_engine_config() {
         })
     );
 }
+
+/// The fixture's tensors in a graph with the override-shape flag.
+fn flagged_graph() -> OperationGraph {
+    OperationGraph::from_bytes(&graph_bytes_with(
+        &[T(1, 16, false), T(2, 16, false), T(3, 16, false)],
+        None,
+        true,
+    ))
+    .unwrap()
+}
+
+#[test]
+fn a_graph_with_the_override_flag_is_offered_only_to_engines_that_execute_overrides() {
+    let (handle, _engines) = three_engines();
+    assert_eq!(
+        handle
+            .engine_configs(&fixture_graph(), HeuristicMode::Fallback)
+            .unwrap()
+            .len(),
+        3
+    );
+    let e = handle
+        .engine_configs(&flagged_graph(), HeuristicMode::Fallback)
+        .unwrap_err();
+    assert_eq!(e.status, Status::NotSupported);
+    assert_eq!(
+        e.message,
+        "no engine is applicable to the graph: test.a: the graph has the override-shape flag and \
+         this engine does not execute shape overrides; test.b: the graph has the override-shape \
+         flag and this engine does not execute shape overrides; test.c: the graph has the \
+         override-shape flag and this engine does not execute shape overrides"
+    );
+}
+
+#[test]
+fn overrides_need_the_plan_flag_and_an_engine_that_executes_them() {
+    let (handle, engine) = counting_handle();
+    let ov = [hipdnn_backend::ShapeOverride::new(1, [2], [1])];
+    // No flag: NOT_SUPPORTED before the engine runs.
+    let plan = built_plan(&handle);
+    let (mut t, w) = aligned_pack().into_parts();
+    let e = plan
+        .execute_bindings_with_overrides(&handle, &mut t, w, &ov)
+        .unwrap_err();
+    assert_eq!(e.status, Status::NotSupported);
+    assert!(
+        e.message.starts_with(
+            "shape overrides need a plan whose graph was built with the override-shape flag"
+        ),
+        "{}",
+        e.message
+    );
+    // No overrides: the plain execute, flag or not.
+    let (mut t, w) = aligned_pack().into_parts();
+    plan.execute_bindings_with_overrides(&handle, &mut t, w, &[])
+        .unwrap();
+    assert_eq!(engine.executes(), 1);
+    // A flagged plan (finalized directly, past the heuristic's filter) of an engine without
+    // override support: NOT_SUPPORTED naming it.
+    let id = handle.engine_id_by_name(COUNTING_ENGINE).unwrap();
+    let flagged = ExecutionPlanDescriptor::finalize(
+        &handle,
+        &EngineConfig {
+            engine_id: id,
+            knob_choices: vec![],
+        },
+        &flagged_graph(),
+    )
+    .unwrap();
+    let (mut t, w) = aligned_pack().into_parts();
+    let e = flagged
+        .execute_bindings_with_overrides(&handle, &mut t, w, &ov)
+        .unwrap_err();
+    assert_eq!(
+        (e.status, e.message),
+        (
+            Status::NotSupported,
+            format!("engine \"{COUNTING_ENGINE}\" does not execute shape overrides")
+        )
+    );
+    assert_eq!(engine.executes(), 1, "the engine did not run");
+}

@@ -19,13 +19,13 @@ use crate::error::{Ffi, entry, err, non_null};
 use crate::handle::{HipdnnHandle, handle};
 use crate::state::{
     CfgData, DESCS, Desc, EngineData, FinalGraph, FinalPlan, GraphDesc, HipdnnBackendDescriptor,
-    OpData, Val, data_type_in, data_type_out, desc, fill, fill_slot, final_graph, referenced,
-    register, type_name,
+    OpData, OverrideAttrs, Val, data_type_in, data_type_out, desc, fill, fill_slot, final_graph,
+    referenced, register, type_name,
 };
 use hipdnn::{DataType, Graph, TensorAttributes, TensorId};
 use hipdnn_backend::{
-    BufferRef, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, Status,
-    VariantPackDescriptor, tensor_size,
+    BufferRef, EngineConfig, ExecutionPlanDescriptor, HeuristicMode, OperationGraph, ShapeOverride,
+    Status, VariantPackDescriptor, tensor_size,
 };
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -83,6 +83,7 @@ pub fn new_state(t: i32) -> Ffi<Desc> {
             uids: vec![],
             ptrs: vec![],
             workspace: 0,
+            overrides: Default::default(),
             fin: false,
         },
         _ => {
@@ -285,11 +286,16 @@ fn set(dtype: i32, s: &mut Desc, v: &In) -> Ffi {
             uids,
             ptrs,
             workspace,
+            overrides,
             ..
         } => match v.name {
             abi::VARIANT_PACK_UNIQUE_IDS => *uids = v.i64s()?,
             abi::VARIANT_PACK_DATA_POINTERS => *ptrs = v.ptrs(ty::VOID_PTR)?,
             abi::VARIANT_PACK_WORKSPACE => *workspace = v.ptr(ty::VOID_PTR)?,
+            abi::VARIANT_PACK_OVERRIDE_UNIQUE_IDS_EXT => overrides.uids = v.i64s()?,
+            abi::VARIANT_PACK_OVERRIDE_SHAPES_EXT => overrides.shapes = v.i64s()?,
+            abi::VARIANT_PACK_OVERRIDE_STRIDES_EXT => overrides.strides = v.i64s()?,
+            abi::VARIANT_PACK_OVERRIDE_LENGTHS_EXT => overrides.lengths = v.i64s()?,
             _ => return Err(v.unsupported(what)),
         },
     }
@@ -873,11 +879,16 @@ fn get(dtype: i32, s: &Desc, o: &Out) -> Ffi {
             uids,
             ptrs,
             workspace,
+            overrides,
             ..
         } => match o.name {
             abi::VARIANT_PACK_UNIQUE_IDS => o.put(ty::INT64, uids),
             abi::VARIANT_PACK_DATA_POINTERS => o.put(ty::VOID_PTR, ptrs),
             abi::VARIANT_PACK_WORKSPACE => o.put(ty::VOID_PTR, &[*workspace]),
+            abi::VARIANT_PACK_OVERRIDE_UNIQUE_IDS_EXT => o.put(ty::INT64, &overrides.uids),
+            abi::VARIANT_PACK_OVERRIDE_SHAPES_EXT => o.put(ty::INT64, &overrides.shapes),
+            abi::VARIANT_PACK_OVERRIDE_STRIDES_EXT => o.put(ty::INT64, &overrides.strides),
+            abi::VARIANT_PACK_OVERRIDE_LENGTHS_EXT => o.put(ty::INT64, &overrides.lengths),
             _ => Err(o.unsupported(what)),
         },
     }
@@ -1025,7 +1036,13 @@ struct PlanBuffers {
     /// The tensors every execute must bind, `(uid, name)` in tensor order: the non-virtual
     /// ones that are not baked scalars (the SDK's variant-pack rule).
     required: Vec<(i64, String)>,
+    /// Built shape per UID (shape overrides are checked against them and their extents
+    /// computed with them).
+    shapes: HashMap<i64, BuiltTensor>,
 }
+
+/// A plan tensor's built dims, strides, virtual flag and element size in bytes.
+type BuiltTensor = (Vec<i64>, Vec<i64>, bool, usize);
 
 /// Buffer length per tensor UID for a plan, with [`SCALAR_MARK`] set for runtime
 /// pass-by-value scalars, and the tensors a pack must bind: from its graph, or for a loaded
@@ -1047,6 +1064,7 @@ fn buffer_lengths(p: &FinalPlan) -> Ffi<PlanBuffers> {
     let mut out = PlanBuffers {
         lens: HashMap::new(),
         required: Vec::new(),
+        shapes: HashMap::new(),
     };
     let Some(g) = graph else {
         return Ok(out);
@@ -1060,6 +1078,9 @@ fn buffer_lengths(p: &FinalPlan) -> Ffi<PlanBuffers> {
             tensor_bytes(t)?
         };
         out.lens.insert(uid, len);
+        let elem = tensor_size::element_size(t.data_type.schema_value());
+        out.shapes
+            .insert(uid, (t.dims.clone(), t.strides.clone(), t.is_virtual, elem));
         let baked = t.value.is_some() && !t.is_runtime_pass_by_value;
         if !t.is_virtual && !baked {
             out.required.push((uid, t.name.clone()));
@@ -1109,20 +1130,29 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
             Desc::Plan { fin: Some(f), .. } => f.clone(),
             _ => return Err(err(Status::BadParam, "the execution plan is not finalized")),
         };
-        let (uids, ptrs, workspace) = match &*k.lock() {
+        let (uids, ptrs, workspace, ov) = match &*k.lock() {
             Desc::Pack {
                 uids,
                 ptrs,
                 workspace,
+                overrides,
                 fin: true,
-            } => (uids.clone(), ptrs.clone(), *workspace),
+            } => (uids.clone(), ptrs.clone(), *workspace, overrides.clone()),
             _ => return Err(err(Status::BadParam, "the variant pack is not finalized")),
         };
+        let overrides = shape_overrides(&ov)?;
         // Host memory only on a CPU handle: on a GPU handle every pointer is a device address
         // (the CPU reference engine then refuses with BAD_PARAM instead of reading device
         // memory; HIPDNN_RS_DEVICE=cpu gives CPU handles for host buffers).
         let host = !h.sdk.read().unwrap_or_else(|p| p.into_inner()).is_gpu();
-        let PlanBuffers { lens, required } = buffer_lengths(&fp)?;
+        let PlanBuffers {
+            mut lens,
+            required,
+            shapes,
+        } = buffer_lengths(&fp)?;
+        if !overrides.is_empty() {
+            override_lengths(&fp, &shapes, &overrides, &mut lens)?;
+        }
         if let Some((uid, name)) = required.iter().find(|(u, _)| !uids.contains(u)) {
             return Err(err(
                 Status::BadParam,
@@ -1193,8 +1223,112 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
             }
         }
         let sdk = h.sdk.read().unwrap_or_else(|p| p.into_inner());
-        fp.plan.execute(sdk.backend(), vp)
+        let (mut tensors, workspace) = vp.into_parts();
+        fp.plan
+            .execute_bindings_with_overrides(sdk.backend(), &mut tensors, workspace, &overrides)
     })
+}
+
+/// The pack's override attributes as one [`ShapeOverride`] per UID: the UIDs, the per-UID
+/// ranks (`OVERRIDE_LENGTHS_EXT`, narrowed to `u32` as upstream's dispatch does) and the flat
+/// dims and strides cut at those ranks. None set: no overrides.
+///
+/// # Errors
+/// `BAD_PARAM_OUT_OF_BOUND` for a rank outside `u32`; `BAD_PARAM` when the lengths are not
+/// one per UID or the flat arrays do not hold exactly their sum.
+fn shape_overrides(ov: &OverrideAttrs) -> Ffi<Vec<ShapeOverride>> {
+    if ov.lengths.len() != ov.uids.len() {
+        return Err(err(
+            Status::BadParam,
+            format!(
+                "VARIANT_PACK: {} override unique ids but {} override lengths",
+                ov.uids.len(),
+                ov.lengths.len()
+            ),
+        ));
+    }
+    let mut ranks = Vec::with_capacity(ov.lengths.len());
+    for &l in &ov.lengths {
+        let r = u32::try_from(l).map_err(|_| {
+            err(
+                Status::BadParamOutOfBound,
+                format!("VARIANT_PACK: override length {l} is outside 0..=4294967295"),
+            )
+        })?;
+        ranks.push(r as usize);
+    }
+    let total: usize = ranks.iter().sum();
+    if ov.shapes.len() != total || ov.strides.len() != total {
+        return Err(err(
+            Status::BadParam,
+            format!(
+                "VARIANT_PACK: override lengths sum to {total}, but {} override shape values and \
+                 {} override stride values are set",
+                ov.shapes.len(),
+                ov.strides.len()
+            ),
+        ));
+    }
+    let mut at = 0;
+    Ok(ov
+        .uids
+        .iter()
+        .zip(&ranks)
+        .map(|(&uid, &r)| {
+            let o = ShapeOverride::new(uid, &ov.shapes[at..at + r], &ov.strides[at..at + r]);
+            at += r;
+            o
+        })
+        .collect())
+}
+
+/// For a pack with shape overrides: the plan's override flag (`NOT_SUPPORTED` without it,
+/// before any memory is touched), the override rules against the plan's tensors
+/// ([`hipdnn_backend::check_overrides`], `BAD_PARAM`), then each overridden host buffer's
+/// length is its override extent (the caller's memory need only hold that).
+fn override_lengths(
+    fp: &FinalPlan,
+    shapes: &HashMap<i64, BuiltTensor>,
+    overrides: &[ShapeOverride],
+    lens: &mut HashMap<i64, usize>,
+) -> Ffi<()> {
+    if !fp.plan.is_override_shape_enabled() {
+        return Err(err(
+            Status::NotSupported,
+            "shape overrides need a plan whose graph was built with the override-shape flag \
+             (OPERATIONGRAPH_IS_OVERRIDE_SHAPE_ENABLED_EXT)",
+        ));
+    }
+    if !shapes.is_empty() {
+        hipdnn_backend::check_overrides(overrides, |uid| {
+            shapes
+                .get(&uid)
+                .map(|(d, s, v, _)| hipdnn_backend::BuiltShape {
+                    dims: d,
+                    strides: s,
+                    is_virtual: *v,
+                })
+        })
+        .map_err(|m| err(Status::BadParam, m))?;
+    }
+    for o in overrides {
+        let Some(&(_, _, _, elem)) = shapes.get(&o.uid) else {
+            continue;
+        };
+        let marked = lens.get(&o.uid).copied().unwrap_or(0);
+        let len = tensor_size::byte_extent(&o.dims, &o.strides, elem).ok_or_else(|| {
+            err(
+                Status::BadParam,
+                format!(
+                    "shape override of tensor uid {}: the extent of dims {:?} strides {:?} \
+                     overflows",
+                    o.uid, o.dims, o.strides
+                ),
+            )
+        })?;
+        lens.insert(o.uid, (marked & SCALAR_MARK) | len);
+    }
+    Ok(())
 }
 
 #[cfg(test)]

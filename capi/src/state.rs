@@ -209,6 +209,9 @@ pub enum Desc {
         ptrs: Vec<usize>,
         /// WORKSPACE.
         workspace: usize,
+        /// Shape overrides (RFC 0008): OVERRIDE_UNIQUE_IDS_EXT, OVERRIDE_SHAPES_EXT (flat),
+        /// OVERRIDE_STRIDES_EXT (flat), OVERRIDE_LENGTHS_EXT (rank per UID).
+        overrides: OverrideAttrs,
         /// Finalized.
         fin: bool,
     },
@@ -406,4 +409,17 @@ pub(crate) unsafe fn dt_fill_tensor(slot: *mut usize, t: &Arc<TensorAttributes>)
             },
         )
     }
+}
+
+/// The shape-override attributes of a variant pack, as set (checked at execute).
+#[derive(Debug, Default, Clone)]
+pub struct OverrideAttrs {
+    /// `VARIANT_PACK_OVERRIDE_UNIQUE_IDS_EXT`.
+    pub uids: Vec<i64>,
+    /// `VARIANT_PACK_OVERRIDE_SHAPES_EXT`: every UID's dims, concatenated.
+    pub shapes: Vec<i64>,
+    /// `VARIANT_PACK_OVERRIDE_STRIDES_EXT`: every UID's strides, concatenated.
+    pub strides: Vec<i64>,
+    /// `VARIANT_PACK_OVERRIDE_LENGTHS_EXT`: each UID's rank, parallel to `uids`.
+    pub lengths: Vec<i64>,
 }

@@ -836,6 +836,8 @@ pub struct VariantPack<'a> {
     pending: Vec<Pending<'a>>,
     /// Binding counter: which of two bindings of one tensor came last.
     seq: u32,
+    /// Execute-time shape overrides ([`VariantPack::override_shape`]), one per UID.
+    pub(crate) overrides: Vec<hipdnn_backend::ShapeOverride>,
 }
 
 /// What [`VariantPack`] keeps of a binding besides the memory.
@@ -873,6 +875,7 @@ impl<'a> VariantPack<'a> {
             meta: smallvec::SmallVec::new(),
             pending: Vec::new(),
             seq: 0,
+            overrides: Vec::new(),
         }
     }
 
@@ -956,6 +959,67 @@ impl<'a> VariantPack<'a> {
             meta,
         });
         self
+    }
+
+    /// Gives tensor `uid` the `dims` and `strides` (in elements) for this execute: a shape
+    /// override (upstream RFC 0008 phase 1, the variant pack's `OVERRIDE_*_EXT` attributes).
+    /// The graph must have been built with
+    /// [`Graph::set_override_shape_enabled(true)`](crate::Graph::set_override_shape_enabled);
+    /// its dims are then the largest each tensor takes, and one plan serves every smaller
+    /// shape without a rebuild. Override the non-virtual tensors whose shape changes (inputs
+    /// and outputs alike); the engine derives the virtual ones. A second override of a UID
+    /// replaces the first. The bound buffer need only hold the override's extent.
+    ///
+    /// # Errors (at `Graph::execute`, nothing run)
+    /// `INVALID_VALUE` with a message starting `shape override` when the graph has no
+    /// override flag, the UID is not a bound non-virtual tensor of the graph, the rank differs,
+    /// a dim is `<= 0` or larger than built, a stride is `<= 0`, the strides reorder the built
+    /// layout, or the graph's nodes do not run at these shapes (e.g. a matmul whose A was
+    /// shortened but not its output C). Engines that cannot serve overrides are not chosen for
+    /// a flagged graph at build (the GPU engine today).
+    ///
+    /// # Example
+    /// ```
+    /// use hipdnn::{Buffer, DataType, Graph, Handle, MatmulAttributes, TensorAttributes as T};
+    /// use hipdnn::VariantPack;
+    /// # fn main() -> hipdnn::Result<()> {
+    /// let handle = Handle::cpu()?;
+    /// let mut g = Graph::new();
+    /// g.set_io_data_type(DataType::Float).set_override_shape_enabled(true);
+    /// let a = g.tensor(T::new("a").uid(1).dims([8, 4])); // up to 8 rows
+    /// let b = g.tensor(T::new("b").uid(2).dims([4, 2]));
+    /// let c = g.matmul(a, b, MatmulAttributes::new());
+    /// g.set_output(c, true).set_uid(c, 3);
+    /// g.build(&handle)?;
+    /// // Three rows this time: A (3, 4) and C (3, 2), packed.
+    /// let (ab, bb) = (Buffer::from_slice(&[1f32; 12]), Buffer::from_slice(&[0.5f32; 8]));
+    /// let mut cb = Buffer::<f32>::zeros(6);
+    /// let pack = VariantPack::new()
+    ///     .input(1, &ab)
+    ///     .input(2, &bb)
+    ///     .output(3, &mut cb)
+    ///     .override_shape(1, [3, 4], [4, 1])
+    ///     .override_shape(3, [3, 2], [2, 1]);
+    /// g.execute(&handle, pack, None)?;
+    /// assert_eq!(cb.to_vec()?, [2f32; 6]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn override_shape(
+        mut self,
+        uid: i64,
+        dims: impl Into<Vec<i64>>,
+        strides: impl Into<Vec<i64>>,
+    ) -> Self {
+        self.overrides.retain(|o| o.uid != uid);
+        self.overrides
+            .push(hipdnn_backend::ShapeOverride::new(uid, dims, strides));
+        self
+    }
+
+    /// The shape overrides of this pack, in the order given.
+    pub fn shape_overrides(&self) -> &[hipdnn_backend::ShapeOverride] {
+        &self.overrides
     }
 
     /// Number of bindings (a tensor bound twice by different keys counts twice until

@@ -171,6 +171,9 @@ pub use hipdnn_backend::HeuristicMode;
 /// assert_eq!(NumericalNote::Nondeterministic.name(), "NONDETERMINISTIC");
 /// ```
 pub use hipdnn_backend::NumericalNote;
+/// One tensor's execute-time shape override (upstream RFC 0008 phase 1), as
+/// [`VariantPack::override_shape`] records it and [`VariantPack::shape_overrides`] lists it.
+pub use hipdnn_backend::ShapeOverride;
 /// The engine id of an engine name (64-bit FNV-1a), e.g. for
 /// [`AutotuneConfig::engine_id_filter`].
 pub use hipdnn_backend::engine_id_from_name;

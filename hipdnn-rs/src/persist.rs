@@ -506,15 +506,71 @@ impl Graph {
     ) -> Result<()> {
         let plan = self.plan()?;
         pack.resolve(self)?;
+        if !pack.overrides.is_empty() {
+            self.check_overrides(plan, &pack)?;
+        }
         self.check_pack(&pack)?;
         // The backend's one workspace rule and message, reported as INVALID_VALUE here as the
         // SDK's other variant-pack refusals are.
         plan.check_workspace(workspace.as_ref().map_or(0, |w| w.byte_len()))
             .map_err(|e| Error::new(ErrorCode::InvalidValue, e.message))?;
-        let VariantPack { mut bindings, .. } = pack;
+        let VariantPack {
+            mut bindings,
+            overrides,
+            ..
+        } = pack;
         let workspace = workspace.map(crate::buffer::Bind::bind);
-        plan.execute_bindings(handle.backend(), &mut bindings, workspace)
-            .map_err(|e| backend_error("Execution failed.", e))
+        if overrides.is_empty() {
+            return plan
+                .execute_bindings(handle.backend(), &mut bindings, workspace)
+                .map_err(|e| backend_error("Execution failed.", e));
+        }
+        plan.execute_bindings_with_overrides(handle.backend(), &mut bindings, workspace, &overrides)
+            .map_err(|e| {
+                if e.status == hipdnn_backend::Status::BadParam
+                    && e.message.starts_with("shape override")
+                {
+                    Error::new(ErrorCode::InvalidValue, e.message.clone()).with_cause(e)
+                } else {
+                    backend_error("Execution failed.", e)
+                }
+            })
+    }
+
+    /// The SDK's checks of a pack's shape overrides (RFC 0008 §4.2.1, before the backend's):
+    /// the plan's override flag, then [`hipdnn_backend::check_overrides`] against the
+    /// non-virtual tensors' built dims and strides.
+    fn check_overrides(
+        &self,
+        plan: &hipdnn_backend::ExecutionPlanDescriptor,
+        pack: &VariantPack<'_>,
+    ) -> Result<()> {
+        if !plan.is_override_shape_enabled() {
+            return Err(Error::new(
+                ErrorCode::InvalidValue,
+                "shape overrides need a graph built with the override-shape flag: call \
+                 Graph::set_override_shape_enabled(true) before build",
+            ));
+        }
+        let rules = &self.compiled.pack_rules;
+        hipdnn_backend::check_overrides(&pack.overrides, |uid| {
+            if let Some(r) = rules.iter().find(|r| r.uid == uid) {
+                return Some(hipdnn_backend::BuiltShape {
+                    dims: &r.dims,
+                    strides: &r.strides,
+                    is_virtual: false,
+                });
+            }
+            self.tensor_by_uid(uid)
+                .map(|t| self.tensor_attributes(t))
+                .filter(|t| t.is_virtual)
+                .map(|t| hipdnn_backend::BuiltShape {
+                    dims: &t.dims,
+                    strides: &t.strides,
+                    is_virtual: true,
+                })
+        })
+        .map_err(|m| Error::new(ErrorCode::InvalidValue, m))
     }
 
     /// True when a node of the graph writes the tensor with UID `uid`.
@@ -574,12 +630,19 @@ impl Graph {
                     ),
                 ));
             }
-            let need = t.need.ok_or_else(|| {
+            let overridden = pack.overrides.iter().find(|o| o.uid == uid);
+            let (dims, strides) =
+                overridden.map_or((&t.dims, &t.strides), |o| (&o.dims, &o.strides));
+            let need = match overridden {
+                Some(o) => required_bytes(&o.dims, &o.strides, element_size(t.data_type)),
+                None => t.need,
+            };
+            let need = need.ok_or_else(|| {
                 Error::new(
                     ErrorCode::InvalidValue,
                     format!(
                         "tensor '{}' (uid {uid}): the extent of dims {:?} strides {:?} overflows",
-                        t.name, t.dims, t.strides
+                        t.name, dims, strides
                     ),
                 )
             })?;
@@ -590,8 +653,8 @@ impl Graph {
                         "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {} need {need}",
                         t.name,
                         entry.data.len(),
-                        t.dims,
-                        t.strides,
+                        dims,
+                        strides,
                         t.data_type.schema_name()
                     ),
                 ));

@@ -482,3 +482,51 @@ fn gpu_embeddings_match_the_reference_and_reload_without_archives() {
         "embeddings from the reloaded GPU plans differ"
     );
 }
+
+/// Issue 34: the ten plans built once at 4 × 32 with the override-shape flag serve smaller
+/// batches and lengths through shape overrides, with the embeddings of plans built at each
+/// shape, bit for bit; a shape above the built one is refused by name.
+#[test]
+fn plans_built_at_the_largest_shape_serve_smaller_ones_bit_identically() {
+    let Some((handle, m)) = model() else { return };
+    let g = golden();
+    let max = Plans::build_max(&handle, 4, 32, false).expect("build at 4 x 32");
+    assert!(max.serves_smaller_shapes());
+    for (b, s) in [(1usize, 16usize), (3, 16), (2, 32), (4, 20), (4, 32)] {
+        let sentences: Vec<&str> = g
+            .sentences
+            .iter()
+            .map(String::as_str)
+            .cycle()
+            .take(b)
+            .collect();
+        let tokens = m.tokenize(&sentences, Some(s)).expect("tokenize");
+        let got = m
+            .embed_untimed(&handle, &max, &tokens)
+            .expect("embed via overrides");
+        let own = Plans::build(&handle, b, s).expect("per-shape build");
+        let want = m.embed_untimed(&handle, &own, &tokens).expect("embed");
+        assert_eq!(got.len(), b * HIDDEN);
+        assert!(
+            got.iter()
+                .zip(&want)
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{b} x {s}: embeddings through overrides differ from a build at that shape"
+        );
+    }
+    let sentences: Vec<&str> = g
+        .sentences
+        .iter()
+        .map(String::as_str)
+        .cycle()
+        .take(5)
+        .collect();
+    let tokens = m.tokenize(&sentences, Some(16)).expect("tokenize");
+    let e = m
+        .embed_untimed(&handle, &max, &tokens)
+        .expect_err("5 sentences > 4");
+    assert_eq!(
+        e.to_string(),
+        "input: tokens are 5×16, the plans were built for 4×32 (the largest shape they serve)"
+    );
+}

@@ -18,7 +18,8 @@
 // Module layering, one way (each imports only those before it): dtype, tensor, ops; check
 // (the checking context), env (the host values of one execution); nodes (one file per op
 // kind); step (the `Op` enum over the nodes' step types); fuse (epilogue fusion over steps);
-// plan (graph → steps); exec (runs a plan); this file. `xtask module-cycles engines/src`
+// reshape (shape overrides: tensors at an execute's shapes); plan (graph → steps); exec (runs
+// a plan); this file. `xtask module-cycles engines/src`
 // checks it.
 mod check;
 pub mod dtype;
@@ -29,6 +30,7 @@ mod nodes;
 pub mod ops;
 pub mod payload;
 mod plan;
+mod reshape;
 mod step;
 pub mod tensor;
 #[cfg(feature = "testing")]
@@ -36,9 +38,14 @@ pub mod testing;
 
 use hipdnn_backend::{
     BehaviorNote, Engine, EngineConfig, ExecuteArgs, ExecutionContext, NumericalNote,
-    OperationGraph, PlanSerialization, PluginError, PluginResult,
+    OperationGraph, PlanSerialization, PluginError, PluginResult, ShapeOverride,
 };
 use std::any::Any;
+use std::sync::{Arc, Mutex};
+
+/// Plans at override shapes a context keeps (most recently used last); the oldest is dropped
+/// beyond this many.
+const OVERRIDE_PLANS: usize = 32;
 
 /// Engine name.
 pub const ENGINE_NAME: &str = "hipdnn.reference.cpu";
@@ -55,11 +62,15 @@ impl ReferenceEngine {
     }
 }
 
-/// A built (or loaded) CPU reference plan: the graph bytes and the parsed DAG.
+/// A built (or loaded) CPU reference plan: the graph, the parsed DAG, and the plans of the
+/// override shapes it has executed.
 #[derive(Debug)]
 pub struct ReferenceContext {
-    graph_bytes: Vec<u8>,
+    graph: OperationGraph,
     plan: plan::Plan,
+    /// Plans at execute-time override shapes, keyed by the overrides sorted by UID; most
+    /// recently used last, at most [`OVERRIDE_PLANS`].
+    at_shapes: Mutex<Vec<(Vec<ShapeOverride>, Arc<plan::Plan>)>>,
 }
 
 impl ReferenceContext {
@@ -70,13 +81,36 @@ impl ReferenceContext {
     pub fn new(graph: &OperationGraph) -> PluginResult<Self> {
         Ok(ReferenceContext {
             plan: plan::Plan::from_graph(&graph.graph())?,
-            graph_bytes: graph.bytes().to_vec(),
+            graph: graph.clone(),
+            at_shapes: Mutex::new(Vec::new()),
         })
     }
 
     /// The serialized `Graph` this plan runs.
     pub fn graph_bytes(&self) -> &[u8] {
-        &self.graph_bytes
+        self.graph.bytes()
+    }
+
+    /// The plan at the shapes `overrides` give: parsed once per distinct set of overrides
+    /// ([`plan::Plan::with_overrides`]) and kept.
+    fn plan_at(&self, overrides: &[ShapeOverride]) -> PluginResult<Arc<plan::Plan>> {
+        let mut key = overrides.to_vec();
+        key.sort();
+        // A panic while the lock was held leaves the list whole (it is only pushed to and
+        // reordered), so a poisoned lock is safe to use.
+        let mut kept = self.at_shapes.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
+            let hit = kept.remove(i);
+            let plan = Arc::clone(&hit.1);
+            kept.push(hit);
+            return Ok(plan);
+        }
+        let plan = Arc::new(plan::Plan::with_overrides(&self.graph.graph(), overrides)?);
+        if kept.len() >= OVERRIDE_PLANS {
+            kept.remove(0);
+        }
+        kept.push((key, Arc::clone(&plan)));
+        Ok(plan)
     }
 }
 
@@ -89,12 +123,24 @@ impl ExecutionContext for ReferenceContext {
         exec::execute(&self.plan, args.tensors)
     }
 
+    /// Runs the graph at the shapes `overrides` give: the plan at those shapes (derived once
+    /// per distinct set, see the `reshape` module) on the bound buffers, each checked against
+    /// its override extent. Bits equal a build at those shapes.
+    fn execute_with_overrides(
+        &self,
+        args: ExecuteArgs<'_, '_>,
+        overrides: &[ShapeOverride],
+    ) -> PluginResult<()> {
+        let plan = self.plan_at(overrides)?;
+        exec::execute(&plan, args.tensors)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
 
     fn source_graph(&self) -> Option<&[u8]> {
-        Some(&self.graph_bytes)
+        Some(self.graph.bytes())
     }
 }
 
@@ -105,6 +151,10 @@ impl Engine for ReferenceEngine {
 
     fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
         plan::Plan::from_graph(&graph.graph()).map(|_| ())
+    }
+
+    fn supports_shape_overrides(&self) -> bool {
+        true
     }
 
     fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
@@ -168,7 +218,7 @@ impl PlanSerialization for ReferenceEngine {
             .ok_or_else(|| {
                 PluginError::bad_param(format!("execution context was not built by {ENGINE_NAME}"))
             })?;
-        Ok(payload::encode(&ctx.graph_bytes))
+        Ok(payload::encode(ctx.graph.bytes()))
     }
 
     fn create_execution_context_from_serialized(

@@ -13,9 +13,10 @@ use super::check::{Cx, na};
 use super::dtype::Elem;
 use super::fuse::{fuse_epilogues, fuse_softmax};
 use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
+use super::reshape;
 use super::step::{Op, Step};
 use super::tensor::{TensorDesc, tensor_value_f32};
-use hipdnn_backend::{PluginError, PluginResult};
+use hipdnn_backend::{PluginError, PluginResult, ShapeOverride};
 use hipdnn_schema::graph::{Graph, Node, NodeAttributes as NA};
 use hipdnn_schema::tensor_value::read_tensor_value;
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -169,6 +170,18 @@ fn read_tensors(graph: &Graph<'_>) -> PluginResult<HashMap<i64, TensorDesc>> {
     Ok(out)
 }
 
+/// Every node of `graph` parsed and checked against `tensors`, in graph order.
+fn parse_steps(graph: &Graph<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResult<Vec<Step>> {
+    let mut ops = Vec::new();
+    for node in graph.nodes().iter().flatten() {
+        ops.push(Step {
+            name: node.name().unwrap_or("").to_string(),
+            op: parse_node(&node, tensors)?,
+        });
+    }
+    Ok(ops)
+}
+
 fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResult<Op> {
     let name = node.name().unwrap_or("").to_string();
     let cx = |op: &'static str| Cx::new(tensors, op, name.clone());
@@ -247,13 +260,34 @@ impl Plan {
 
     pub fn from_graph(graph: &Graph<'_>) -> PluginResult<Plan> {
         let tensors = read_tensors(graph)?;
-        let mut ops = Vec::new();
-        for node in graph.nodes().iter().flatten() {
-            ops.push(Step {
-                name: node.name().unwrap_or("").to_string(),
-                op: parse_node(&node, &tensors)?,
-            });
-        }
+        Self::from_tensors(graph, tensors)
+    }
+
+    /// The plan of `graph` at the shapes one execute gives (RFC 0008 phase 1): `overrides` are
+    /// checked against the built shapes ([`reshape::check`]), applied, every virtual tensor is
+    /// derived again ([`reshape::apply`]), and the graph is parsed at those shapes as
+    /// [`Plan::from_graph`] parses it at the built ones (same steps, tiling and fusion rules, so
+    /// the same bits as a build at those shapes).
+    ///
+    /// # Errors
+    /// `BAD_PARAM` with a message starting `shape override` for an override that breaks a rule,
+    /// a virtual shape this engine does not derive, or shapes a node refuses (its message
+    /// kept); the errors of [`Plan::from_graph`] for the built graph.
+    pub fn with_overrides(graph: &Graph<'_>, overrides: &[ShapeOverride]) -> PluginResult<Plan> {
+        let mut tensors = read_tensors(graph)?;
+        reshape::check(&tensors, overrides)?;
+        let steps = parse_steps(graph, &tensors)?;
+        reshape::apply(&steps, &mut tensors, overrides)?;
+        Self::from_tensors(graph, tensors).map_err(|e| {
+            PluginError::bad_param(format!(
+                "shape override: the graph does not run at these shapes: {}",
+                e.message
+            ))
+        })
+    }
+
+    fn from_tensors(graph: &Graph<'_>, tensors: HashMap<i64, TensorDesc>) -> PluginResult<Plan> {
+        let ops = parse_steps(graph, &tensors)?;
         if ops.is_empty() {
             return Err(na("graph has no nodes".into()));
         }

@@ -7,7 +7,14 @@
 //! cargo run --release --example minilm -- "sentence one" "sentence two" [...]
 //!     [--device cpu|gpu|auto] [--save DIR | --load DIR]
 //!     [--batch B] [--pad-to S] [--repeat N] [--report FILE] [--benchmark] [--profile]
+//!     [--max-batch B --max-seq S]
 //! ```
+//!
+//! `--max-batch`/`--max-seq` build the ten plans once at the largest shape with the
+//! override-shape flag; every smaller batch × length then runs on them through execute-time
+//! shape overrides (no rebuild), and the embeddings are checked bit for bit against plans
+//! built at the tokens' own shape. Plans saved from such a run (`--save`) load and serve
+//! smaller shapes too. The CPU engine serves overrides; the GPU engine does not yet.
 //!
 //! `--batch`/`--pad-to`/`--repeat` time the whole forward pass at a given shape (e.g. 32 ×
 //! 128 tokens); `--report` writes the tokens and embeddings for `torch_peer.py`, which runs
@@ -70,6 +77,16 @@ struct Args {
     /// Pad every sentence to this many tokens (default: the longest sentence).
     #[arg(long)]
     pad_to: Option<usize>,
+    /// Build the plans once for this many sentences (default: the batch) with the
+    /// override-shape flag, so they serve every smaller batch and length through execute-time
+    /// shape overrides; the embeddings are also compared bit for bit with plans built at the
+    /// tokens' own shape.
+    #[arg(long, conflicts_with = "load")]
+    max_batch: Option<usize>,
+    /// Build the plans once for this many tokens (default: the tokens' length); see
+    /// `--max-batch`.
+    #[arg(long, conflicts_with = "load")]
+    max_seq: Option<usize>,
     /// After the first run, run the whole forward pass (token ids upload, every plan, the download
     /// of the embeddings; no synchronization between stages) this many more times and print
     /// the median and fastest wall time.
@@ -141,14 +158,17 @@ fn run(args: &Args) -> model::Result<()> {
                 start.elapsed(),
             ));
             let (b, s) = plans.shape();
-            if b != sentences.len() {
+            let smaller = plans.serves_smaller_shapes();
+            if b != sentences.len() && !(smaller && sentences.len() < b) {
                 return Err(MiniLmError::Input(format!(
-                    "the plans in {} take {b} sentences, {} given",
+                    "the plans in {} take {}{b} sentences, {} given",
                     d.display(),
+                    if smaller { "at most " } else { "" },
                     sentences.len()
                 )));
             }
-            (Some(plans), Some(bins), Some(s))
+            // Plans that serve smaller shapes take the tokens' own length (up to theirs).
+            (Some(plans), Some(bins), (!smaller).then_some(s))
         }
         None => (None, None, None),
     };
@@ -159,12 +179,25 @@ fn run(args: &Args) -> model::Result<()> {
         Some(p) => p,
         None => {
             let start = Instant::now();
-            let p = Plans::build_with(&handle, tokens.batch, tokens.seq, args.benchmark)?;
-            t.push((
-                format!("build {} plans", model::PLAN_FILES.len()),
-                start.elapsed(),
-            ));
-            p
+            if args.max_batch.is_some() || args.max_seq.is_some() {
+                let (mb, ms) = (
+                    args.max_batch.unwrap_or(tokens.batch),
+                    args.max_seq.unwrap_or(tokens.seq),
+                );
+                let p = Plans::build_max(&handle, mb, ms, args.benchmark)?;
+                t.push((
+                    format!("build {} plans at {mb} × {ms}", model::PLAN_FILES.len()),
+                    start.elapsed(),
+                ));
+                p
+            } else {
+                let p = Plans::build_with(&handle, tokens.batch, tokens.seq, args.benchmark)?;
+                t.push((
+                    format!("build {} plans", model::PLAN_FILES.len()),
+                    start.elapsed(),
+                ));
+                p
+            }
         }
     };
     println!(
@@ -178,6 +211,26 @@ fn run(args: &Args) -> model::Result<()> {
             .collect::<std::collections::BTreeSet<_>>()
     );
     let emb = model.embed(&handle, &plans, &tokens, &mut t)?;
+    let mut failures = Vec::new();
+    if plans.shape() != (tokens.batch, tokens.seq) {
+        // Served through shape overrides: the same pass on plans built at this shape.
+        let own = Plans::build_with(&handle, tokens.batch, tokens.seq, args.benchmark)?;
+        let same = model.embed_untimed(&handle, &own, &tokens)? == emb;
+        println!(
+            "plans built at {} × {} served {} × {} through shape overrides; embeddings \
+             bit-identical to plans built at {} × {}: {}",
+            plans.shape().0,
+            plans.shape().1,
+            tokens.batch,
+            tokens.seq,
+            tokens.batch,
+            tokens.seq,
+            if same { "yes" } else { "NO" }
+        );
+        if !same {
+            failures.push("embeddings through shape overrides differ from a per-shape build");
+        }
+    }
     let mut runs_ms = Vec::new();
     for _ in 0..args.repeat {
         let start = Instant::now();
@@ -224,7 +277,6 @@ fn run(args: &Args) -> model::Result<()> {
         hipdnn::write_atomically(path, &text).map_err(io(path))?;
     }
 
-    let mut failures = Vec::new();
     if let Some(bins) = &saved {
         let start = Instant::now();
         let again = plans.to_binaries()?;

@@ -34,8 +34,8 @@ use std::time::{Duration, Instant};
 
 use hipdnn::{
     Buffer, DataType, Graph, Handle, LayernormAttributes, MatmulAttributes, NormFwdPhase,
-    PointwiseAttributes, PointwiseMode, RmsNormAttributes, SdpaAttributes, TensorAttributes as T,
-    TensorId, TensorValue, VariantPack,
+    PointwiseAttributes, PointwiseMode, RmsNormAttributes, SdpaAttributes, ShapeOverride,
+    TensorAttributes as T, TensorId, TensorValue, VariantPack,
 };
 use sha2::{Digest, Sha256};
 
@@ -448,7 +448,7 @@ pub const PLAN_FILES: [&str; 10] = [
 /// The graphs of the model for `(b, s)`, in [`Plan`] order (not built).
 fn model_graphs(b: i64, s: i64) -> Vec<Graph> {
     let rows = b * s;
-    vec![
+    let graphs: [Graph; 10] = [
         embed_add_graph(b, s),
         layernorm_graph(rows),
         linear_graph("minilm_projection", rows, H, H, false, false),
@@ -459,7 +459,24 @@ fn model_graphs(b: i64, s: i64) -> Vec<Graph> {
         pool_graph(b, s),
         l2_graph(b),
         word_gather_graph(b, s),
-    ]
+    ];
+    graphs.into()
+}
+
+/// The shape overrides that run `max` (a [`model_graphs`] graph of a larger shape, built with
+/// the override-shape flag) at the shape of `small` (the same graph at `(b, s)`): the dims and
+/// strides of every non-virtual tensor of `small` whose dims or strides differ from `max`'s.
+fn overrides_between(max: &Graph, small: &Graph) -> Vec<ShapeOverride> {
+    small
+        .tensors()
+        .filter(|(_, t)| !t.is_virtual)
+        .filter_map(|(_, t)| {
+            let uid = t.uid?;
+            let m = max.tensor_attributes(max.tensor_by_uid(uid)?);
+            ((&m.dims, &m.strides) != (&t.dims, &t.strides))
+                .then(|| ShapeOverride::new(uid, t.dims.clone(), t.strides.clone()))
+        })
+        .collect()
 }
 
 /// The plans of the model for one `(B, S)`: built, or loaded from saved files. Each is one
@@ -487,6 +504,32 @@ impl Plans {
     /// # Errors
     /// As [`Plans::build`].
     pub fn build_with(handle: &Handle, batch: usize, seq: usize, benchmark: bool) -> Result<Plans> {
+        Plans::build_full(handle, batch, seq, benchmark, false)
+    }
+
+    /// The plans at the largest shape, `max_batch` × `max_seq`, built with the override-shape
+    /// flag: they then serve every smaller batch and length without a rebuild ([`MiniLm::embed`]
+    /// gives each execute the shape overrides of the tokens' shape).
+    ///
+    /// # Errors
+    /// As [`Plans::build`]; building needs an engine that executes shape overrides (the CPU
+    /// reference engine; the GPU engine does not yet).
+    pub fn build_max(
+        handle: &Handle,
+        max_batch: usize,
+        max_seq: usize,
+        benchmark: bool,
+    ) -> Result<Plans> {
+        Plans::build_full(handle, max_batch, max_seq, benchmark, true)
+    }
+
+    fn build_full(
+        handle: &Handle,
+        batch: usize,
+        seq: usize,
+        benchmark: bool,
+        serve_smaller: bool,
+    ) -> Result<Plans> {
         if batch == 0 || seq == 0 || seq > MAX_POSITIONS {
             return Err(MiniLmError::Input(format!(
                 "batch {batch} and length {seq} must be positive, length at most {MAX_POSITIONS}"
@@ -494,6 +537,7 @@ impl Plans {
         }
         let mut graphs = model_graphs(batch as i64, seq as i64);
         for g in &mut graphs {
+            g.set_override_shape_enabled(serve_smaller);
             if benchmark {
                 g.build_benchmarked(handle)?;
             } else {
@@ -511,6 +555,42 @@ impl Plans {
     /// One plan.
     pub fn get(&self, p: Plan) -> &Graph {
         &self.graphs[p as usize]
+    }
+
+    /// Whether the plans serve smaller shapes than they were built for (built with
+    /// [`Plans::build_max`], or loaded from such plans).
+    pub fn serves_smaller_shapes(&self) -> bool {
+        self.graphs.iter().all(|g| g.is_override_shape_enabled())
+    }
+
+    /// The shape overrides of each plan (in [`Plan`] order) for tokens of `(b, s)`: none when
+    /// that is the built shape.
+    ///
+    /// # Errors
+    /// [`MiniLmError::Input`] when `(b, s)` is not the built shape and the plans do not serve
+    /// smaller shapes, or it is larger than the built one.
+    pub fn overrides_for(&self, b: usize, s: usize) -> Result<Vec<Vec<ShapeOverride>>> {
+        let (mb, ms) = self.shape();
+        if (b, s) == (mb, ms) {
+            return Ok(vec![Vec::new(); self.graphs.len()]);
+        }
+        if !self.serves_smaller_shapes() || b > mb || s > ms || b == 0 || s == 0 {
+            return Err(MiniLmError::Input(format!(
+                "tokens are {b}×{s}, the plans were built for {mb}×{ms}{}",
+                if self.serves_smaller_shapes() {
+                    " (the largest shape they serve)"
+                } else {
+                    " (build them with --max-batch/--max-seq to serve smaller shapes)"
+                }
+            )));
+        }
+        let small = model_graphs(b as i64, s as i64);
+        Ok(self
+            .graphs
+            .iter()
+            .zip(&small)
+            .map(|(g, w)| overrides_between(g, w))
+            .collect())
     }
 
     /// `(B, S)` the plans were built for (from the embed-add graph's word tensor dims).
@@ -761,10 +841,14 @@ pub static PROFILE: std::sync::Mutex<Option<[(u32, Duration); PLAN_FILES.len()]>
 fn exec(
     handle: &Handle,
     plans: &Plans,
+    overrides: &[Vec<ShapeOverride>],
     p: Plan,
-    pack: VariantPack<'_>,
+    mut pack: VariantPack<'_>,
     ws: &mut Buffer<u8>,
 ) -> Result<()> {
+    for o in &overrides[p as usize] {
+        pack = pack.override_shape(o.uid, o.dims.clone(), o.strides.clone());
+    }
     let profiling = PROFILE.lock().map(|g| g.is_some()).unwrap_or(false);
     if !profiling {
         return Ok(plans.get(p).execute(handle, pack, Some(ws))?);
@@ -952,12 +1036,7 @@ impl MiniLm {
     ) -> Result<Vec<f32>> {
         let stage_end = || if stage_sync { sync(handle) } else { Ok(()) };
         let (b, s) = (tokens.batch, tokens.seq);
-        if plans.shape() != (b, s) {
-            return Err(MiniLmError::Input(format!(
-                "tokens are {b}×{s}, the plans were built for {:?}",
-                plans.shape()
-            )));
-        }
+        let overrides = plans.overrides_for(b, s)?;
         let ws_bytes = plans
             .graphs()
             .iter()
@@ -1021,7 +1100,7 @@ impl MiniLm {
                 .with(U_X, &*ids)
                 .with(U_W, &self.word_table)
                 .with(U_Y, &mut *word);
-            exec(handle, plans, Plan::WordGather, pack, ws)?;
+            exec(handle, plans, &overrides, Plan::WordGather, pack, ws)?;
             stage_end()
         })?;
         let (word, key_mask, pool_weights) = (&*word, &*key_mask, &*pool_weights);
@@ -1030,13 +1109,13 @@ impl MiniLm {
                 .with(U_X, word)
                 .with(U_W, &self.position_and_type)
                 .with(U_Y, &mut *t);
-            exec(handle, plans, Plan::EmbedAdd, pack, ws)?;
+            exec(handle, plans, &overrides, Plan::EmbedAdd, pack, ws)?;
             let pack = VariantPack::new()
                 .with(U_X, &*t)
                 .with(U_W, &self.ln[0])
                 .with(U_B, &self.ln[1])
                 .with(U_Y, &mut *h);
-            exec(handle, plans, Plan::Layernorm, pack, ws)?;
+            exec(handle, plans, &overrides, Plan::Layernorm, pack, ws)?;
             stage_end()
         })?;
         for (i, w) in self.layers.iter().enumerate() {
@@ -1047,7 +1126,7 @@ impl MiniLm {
                         .with(U_W, &w[wi])
                         .with(U_B, &w[wi + 1])
                         .with(U_Y, dst);
-                    exec(handle, plans, Plan::Projection, pack, ws)?;
+                    exec(handle, plans, &overrides, Plan::Projection, pack, ws)?;
                 }
                 let pack = VariantPack::new()
                     .with(U_X, &*q)
@@ -1055,39 +1134,46 @@ impl MiniLm {
                     .with(U_B, &*v)
                     .with(U_R, key_mask)
                     .with(U_Y, &mut *o);
-                exec(handle, plans, Plan::Attention, pack, ws)?;
+                exec(handle, plans, &overrides, Plan::Attention, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*o)
                     .with(U_W, &w[WO])
                     .with(U_B, &w[WO + 1])
                     .with(U_R, &*h)
                     .with(U_Y, &mut *t);
-                exec(handle, plans, Plan::ProjectionResidual, pack, ws)?;
+                exec(
+                    handle,
+                    plans,
+                    &overrides,
+                    Plan::ProjectionResidual,
+                    pack,
+                    ws,
+                )?;
                 let pack = VariantPack::new()
                     .with(U_X, &*t)
                     .with(U_W, &w[LN1])
                     .with(U_B, &w[LN1 + 1])
                     .with(U_Y, &mut *h1);
-                exec(handle, plans, Plan::Layernorm, pack, ws)?;
+                exec(handle, plans, &overrides, Plan::Layernorm, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*h1)
                     .with(U_W, &w[W_UP])
                     .with(U_B, &w[W_UP + 1])
                     .with(U_Y, &mut *up);
-                exec(handle, plans, Plan::FfnUp, pack, ws)?;
+                exec(handle, plans, &overrides, Plan::FfnUp, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*up)
                     .with(U_W, &w[W_DOWN])
                     .with(U_B, &w[W_DOWN + 1])
                     .with(U_R, &*h1)
                     .with(U_Y, &mut *t);
-                exec(handle, plans, Plan::FfnDown, pack, ws)?;
+                exec(handle, plans, &overrides, Plan::FfnDown, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*t)
                     .with(U_W, &w[LN2])
                     .with(U_B, &w[LN2 + 1])
                     .with(U_Y, &mut *h);
-                exec(handle, plans, Plan::Layernorm, pack, ws)?;
+                exec(handle, plans, &overrides, Plan::Layernorm, pack, ws)?;
                 stage_end()
             })?;
         }
@@ -1096,12 +1182,12 @@ impl MiniLm {
                 .with(U_X, pool_weights)
                 .with(U_W, &*h)
                 .with(U_Y, &mut *pooled);
-            exec(handle, plans, Plan::Pool, pack, ws)?;
+            exec(handle, plans, &overrides, Plan::Pool, pack, ws)?;
             let pack = VariantPack::new()
                 .with(U_X, &*pooled)
                 .with(U_W, &self.inv_sqrt_hidden)
                 .with(U_Y, &mut *out);
-            exec(handle, plans, Plan::L2Normalize, pack, ws)?;
+            exec(handle, plans, &overrides, Plan::L2Normalize, pack, ws)?;
             stage_end()
         })?;
         Ok(out.to_vec()?)
