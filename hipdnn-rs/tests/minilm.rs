@@ -345,8 +345,9 @@ fn damaged_or_foreign_plan_files_are_refused() {
         .embed(&handle, &plans, &longer, &mut Timings::new())
         .expect_err("shape refused");
     assert!(
-        e.to_string()
-            .starts_with("input: tokens are 2×8, the plans were built for (2, 5)"),
+        e.to_string().starts_with(
+            "input: tokens are 2×8, the plans were built for 2×5 and serve only that shape"
+        ),
         "{e}"
     );
     let e = m
@@ -527,6 +528,6 @@ fn plans_built_at_the_largest_shape_serve_smaller_ones_bit_identically() {
         .expect_err("5 sentences > 4");
     assert_eq!(
         e.to_string(),
-        "input: tokens are 5×16, the plans were built for 4×32 (the largest shape they serve)"
+        "input: tokens are 5×16, the plans were built for 4×32, the largest shape they serve"
     );
 }

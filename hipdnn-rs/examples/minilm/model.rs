@@ -578,9 +578,10 @@ impl Plans {
             return Err(MiniLmError::Input(format!(
                 "tokens are {b}×{s}, the plans were built for {mb}×{ms}{}",
                 if self.serves_smaller_shapes() {
-                    " (the largest shape they serve)"
+                    ", the largest shape they serve"
                 } else {
-                    " (build them with --max-batch/--max-seq to serve smaller shapes)"
+                    " and serve only that shape (plans built with --max-batch/--max-seq serve \
+                     every shape up to theirs)"
                 }
             )));
         }
