@@ -485,7 +485,12 @@ fn overrides_between(max: &Graph, small: &Graph) -> Vec<ShapeOverride> {
 /// reference engine runs the same graphs.
 pub struct Plans {
     graphs: Vec<Graph>,
+    /// The overrides of the last shape [`Plans::overrides_for`] computed.
+    last_overrides: std::sync::Mutex<Option<((usize, usize), PlanOverrides)>>,
 }
+
+/// Shape overrides per plan, in [`Plan`] order.
+pub type PlanOverrides = std::sync::Arc<Vec<Vec<ShapeOverride>>>;
 
 impl Plans {
     /// Builds the graphs for `batch` sentences of `seq` tokens on `handle`.
@@ -544,7 +549,10 @@ impl Plans {
                 g.build(handle)?;
             }
         }
-        Ok(Plans { graphs })
+        Ok(Plans {
+            graphs,
+            last_overrides: Default::default(),
+        })
     }
 
     /// The graphs in [`Plan`] / [`PLAN_FILES`] order.
@@ -569,7 +577,22 @@ impl Plans {
     /// # Errors
     /// [`MiniLmError::Input`] when `(b, s)` is not the built shape and the plans do not serve
     /// smaller shapes, or it is larger than the built one.
-    pub fn overrides_for(&self, b: usize, s: usize) -> Result<Vec<Vec<ShapeOverride>>> {
+    pub fn overrides_for(&self, b: usize, s: usize) -> Result<PlanOverrides> {
+        let mut last = self
+            .last_overrides
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if let Some((shape, o)) = last.as_ref()
+            && *shape == (b, s)
+        {
+            return Ok(o.clone());
+        }
+        let o = std::sync::Arc::new(self.compute_overrides(b, s)?);
+        *last = Some(((b, s), o.clone()));
+        Ok(o)
+    }
+
+    fn compute_overrides(&self, b: usize, s: usize) -> Result<Vec<Vec<ShapeOverride>>> {
         let (mb, ms) = self.shape();
         if (b, s) == (mb, ms) {
             return Ok(vec![Vec::new(); self.graphs.len()]);
@@ -637,7 +660,10 @@ impl Plans {
             .iter()
             .map(|b| Graph::from_binary(handle, b))
             .collect::<hipdnn::Result<Vec<_>>>()?;
-        let plans = Plans { graphs };
+        let plans = Plans {
+            graphs,
+            last_overrides: Default::default(),
+        };
         let (b, s) = plans.shape();
         let want = model_graphs(b as i64, s as i64);
         // Every tensor the example binds (non-virtual, by UID) must be in the loaded graph
