@@ -47,21 +47,6 @@ fn input(uid: i64, dt: DataType, n: usize) -> Buf {
     }
 }
 
-/// The non-virtual tensors of `small` whose dims or strides differ from `max`'s: the overrides
-/// that run `max` at `small`'s shape.
-fn overrides_between(max: &Graph, small: &Graph) -> Vec<ShapeOverride> {
-    small
-        .tensors()
-        .filter(|(_, t)| !t.is_virtual)
-        .filter_map(|(_, t)| {
-            let uid = t.uid?;
-            let m = max.tensor_attributes(max.tensor_by_uid(uid)?);
-            ((&m.dims, &m.strides) != (&t.dims, &t.strides))
-                .then(|| ShapeOverride::new(uid, t.dims.clone(), t.strides.clone()))
-        })
-        .collect()
-}
-
 /// Runs `g` on the inputs of `shape` (a graph of the same kind at the wanted shape: its
 /// non-virtual tensors give the buffer sizes), with `overrides`; the output (uid 100) bytes.
 fn run(
@@ -110,7 +95,7 @@ fn serves<P: Copy + std::fmt::Debug>(make: impl Fn(P) -> Graph, max: P, shapes: 
     for &s in shapes {
         let mut own = make(s);
         own.build(&h).unwrap();
-        let ov = overrides_between(&g, &own);
+        let ov = g.shape_overrides_for(&own).unwrap();
         assert!(!ov.is_empty(), "{s:?} is a smaller shape");
         let want = run(&h, &own, &own, &[]).unwrap();
         let got = run(&h, &g, &own, &ov).unwrap();
@@ -454,7 +439,7 @@ fn a_saved_flagged_plan_reloads_serves_the_same_shapes_and_resaves_byte_identica
     let (h, g) = flagged_linear();
     let mut own = linear(3);
     own.build(&h).unwrap();
-    let ov = overrides_between(&g, &own);
+    let ov = g.shape_overrides_for(&own).unwrap();
     let want = run(&h, &g, &own, &ov).unwrap();
     for bytes in [g.to_binary().unwrap(), g.to_compiled_plan_binary().unwrap()] {
         let fresh = Handle::cpu().unwrap();
@@ -476,4 +461,19 @@ fn a_saved_flagged_plan_reloads_serves_the_same_shapes_and_resaves_byte_identica
         };
         assert_eq!(again, bytes, "re-save byte-identical");
     }
+}
+
+#[test]
+fn shape_overrides_for_names_a_tensor_the_larger_graph_lacks() {
+    let max = linear(8);
+    let mut other = linear(3);
+    let extra = other.tensor(T::new("extra").uid(55).dims([2]));
+    other.set_output(extra, true);
+    let e = max.shape_overrides_for(&other).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert_eq!(
+        e.message,
+        "tensor 'extra' (uid 55) of the smaller graph is not a tensor of this graph"
+    );
+    assert_eq!(max.shape_overrides_for(&linear(8)).unwrap(), []);
 }

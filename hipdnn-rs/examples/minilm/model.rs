@@ -463,22 +463,6 @@ fn model_graphs(b: i64, s: i64) -> Vec<Graph> {
     graphs.into()
 }
 
-/// The shape overrides that run `max` (a [`model_graphs`] graph of a larger shape, built with
-/// the override-shape flag) at the shape of `small` (the same graph at `(b, s)`): the dims and
-/// strides of every non-virtual tensor of `small` whose dims or strides differ from `max`'s.
-fn overrides_between(max: &Graph, small: &Graph) -> Vec<ShapeOverride> {
-    small
-        .tensors()
-        .filter(|(_, t)| !t.is_virtual)
-        .filter_map(|(_, t)| {
-            let uid = t.uid?;
-            let m = max.tensor_attributes(max.tensor_by_uid(uid)?);
-            ((&m.dims, &m.strides) != (&t.dims, &t.strides))
-                .then(|| ShapeOverride::new(uid, t.dims.clone(), t.strides.clone()))
-        })
-        .collect()
-}
-
 /// The plans of the model for one `(B, S)`: built, or loaded from saved files. Each is one
 /// GPU kernel's worth of work (a matmul with its epilogue, one norm, the attention, one
 /// pointwise add), so every plan runs on the GPU engine as one launch; on the CPU the
@@ -613,8 +597,8 @@ impl Plans {
             .graphs
             .iter()
             .zip(&small)
-            .map(|(g, w)| overrides_between(g, w))
-            .collect())
+            .map(|(g, w)| g.shape_overrides_for(w))
+            .collect::<hipdnn::Result<_>>()?)
     }
 
     /// `(B, S)` the plans were built for (from the embed-add graph's word tensor dims).

@@ -189,10 +189,69 @@ impl Graph {
     pub fn is_override_shape_enabled(&self) -> bool {
         self.override_shape_enabled
     }
-    /// Enables or disables execute-time shape overrides (must be set before build).
+    /// Enables or disables execute-time shape overrides (must be set before build): the
+    /// graph's dims are then the largest each tensor takes, and
+    /// [`VariantPack::override_shape`](crate::VariantPack::override_shape) runs smaller ones
+    /// on the same plan (upstream RFC 0008 phase 1). Engines that do not execute overrides are
+    /// not offered the graph.
     pub fn set_override_shape_enabled(&mut self, on: bool) -> &mut Self {
         self.override_shape_enabled = on;
         self
+    }
+
+    /// The shape overrides that run this graph (built at its largest shape) at the shape of
+    /// `at`, the same graph made for a smaller shape (tensors with the same UIDs; it need not
+    /// be built): one [`ShapeOverride`](crate::ShapeOverride) for every non-virtual tensor of
+    /// `at` whose dims or strides differ from this graph's, in `at`'s tensor order. Give them
+    /// to [`VariantPack::override_shape`](crate::VariantPack::override_shape).
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` naming the tensor when a non-virtual tensor of `at` has no UID or no
+    /// tensor of this graph has its UID.
+    ///
+    /// # Example
+    /// ```
+    /// use hipdnn::{DataType, Graph, MatmulAttributes, ShapeOverride, TensorAttributes as T};
+    /// let linear = |rows: i64| {
+    ///     let mut g = Graph::new();
+    ///     g.set_io_data_type(DataType::Float);
+    ///     let x = g.tensor(T::new("x").uid(1).dims([rows, 4]));
+    ///     let w = g.tensor(T::new("w").uid(2).dims([4, 2]));
+    ///     let y = g.matmul(x, w, MatmulAttributes::new());
+    ///     g.set_output(y, true).set_uid(y, 3);
+    ///     g
+    /// };
+    /// let (max, three) = (linear(8), linear(3));
+    /// assert_eq!(
+    ///     max.shape_overrides_for(&three)?,
+    ///     [ShapeOverride::new(1, [3, 4], [4, 1]), ShapeOverride::new(3, [3, 2], [2, 1])]
+    /// );
+    /// # Ok::<(), hipdnn::Error>(())
+    /// ```
+    pub fn shape_overrides_for(&self, at: &Graph) -> crate::Result<Vec<crate::ShapeOverride>> {
+        let mut out = Vec::new();
+        for (_, t) in at.tensors().filter(|(_, t)| !t.is_virtual) {
+            let missing = || {
+                crate::Error::new(
+                    crate::ErrorCode::InvalidValue,
+                    format!(
+                        "tensor '{}' ({}) of the smaller graph is not a tensor of this graph",
+                        t.name,
+                        t.uid.map_or("no uid".into(), |u| format!("uid {u}"))
+                    ),
+                )
+            };
+            let uid = t.uid.ok_or_else(missing)?;
+            let m = self.tensor_attributes(self.tensor_by_uid(uid).ok_or_else(missing)?);
+            if (&m.dims, &m.strides) != (&t.dims, &t.strides) {
+                out.push(crate::ShapeOverride::new(
+                    uid,
+                    t.dims.clone(),
+                    t.strides.clone(),
+                ));
+            }
+        }
+        Ok(out)
     }
     /// Minimum engine API version recorded in the graph (`None`: absent, meaning 1.0.0).
     pub fn min_required_engine_api_version(&self) -> Option<EngineApiVersion> {
