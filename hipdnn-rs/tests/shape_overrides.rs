@@ -477,3 +477,34 @@ fn shape_overrides_for_names_a_tensor_the_larger_graph_lacks() {
     );
     assert_eq!(max.shape_overrides_for(&linear(8)).unwrap(), []);
 }
+
+/// `linear` at `rows` with x's rows `pitch` floats apart (≥ 16: padded rows).
+fn linear_pitched(rows: i64, pitch: i64) -> Graph {
+    let mut g = linear(rows);
+    let x = g.tensor_by_uid(1).unwrap();
+    g.set_strides(x, [rows * pitch, rows * pitch, pitch, 1]);
+    g
+}
+
+/// Issue 37 class 7 (a cache key that misses a property) for the CPU engine's plans at
+/// override shapes: two overrides with the same dims and different strides run two plans;
+/// the second is not served the first's (which would read the padded rows as packed ones).
+#[test]
+fn overrides_that_differ_only_in_strides_do_not_share_a_plan() {
+    let h = Handle::cpu().unwrap();
+    let mut g = linear_pitched(8, 20);
+    g.set_override_shape_enabled(true);
+    g.build(&h).unwrap();
+    for pitch in [16, 20, 16, 18] {
+        let mut own = linear_pitched(3, pitch);
+        own.build(&h).unwrap();
+        let ov = g.shape_overrides_for(&own).unwrap();
+        let want = run(&h, &own, &own, &[]).unwrap();
+        let got = run(&h, &g, &own, &ov).unwrap();
+        assert_eq!(
+            got.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            want.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+            "row pitch {pitch}"
+        );
+    }
+}
