@@ -5,6 +5,8 @@
 //! rust_reference ops                 # "<case> <sha256 of each output's bytes>" per case
 //! rust_reference save <case> <file>  # the case's built plan, Graph::to_binary
 //! rust_reference resave <in> <out>   # Graph::from_binary on a CPU handle, execute, to_binary
+//! rust_reference json                # "<case>\t<Graph::to_json of the unbuilt graph>" per case
+//! rust_reference errors              # "<case>\t<Display of the SDK error>" per error case
 //! ```
 //!
 //! Inputs: element `i` of the input with UID `u` is `((i·7919 + u·104729) mod 2003 − 1001) / 1000`
@@ -386,6 +388,44 @@ fn cases() -> Vec<(String, Graph)> {
     v
 }
 
+/// The SDK errors of the cases python/tests/test_errors.py provokes through the bindings.
+fn errors() -> Vec<(&'static str, hipdnn::Error)> {
+    let h = Handle::cpu().expect("cpu");
+    let matmul = || cases().into_iter().next().expect("matmul").1;
+    let a = Buffer::from_slice(&values(24, 1));
+    let b = Buffer::from_slice(&values(40, 2));
+    let mut c = Buffer::<f32>::zeros(20);
+    let mut v = Vec::new();
+    let g = matmul();
+    let pack = VariantPack::new().with(1, &a).with(2, &b).with(3, &mut c);
+    v.push(("execute_unbuilt", g.execute(&h, pack, None).unwrap_err()));
+    let mut g = matmul();
+    g.build(&h).expect("build");
+    let pack = VariantPack::new().with(1, &a).with(3, &mut c);
+    v.push((
+        "execute_missing_input",
+        g.execute(&h, pack, None).unwrap_err(),
+    ));
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[3, 5]);
+    let y = g.reduction(x, [3, 1], ReductionAttributes::new());
+    out(&mut g, y, 2);
+    v.push(("reduction_mode_not_set", g.build(&h).unwrap_err()));
+    v.push((
+        "from_binary_garbage",
+        Graph::from_binary(&h, b"not a graph").unwrap_err(),
+    ));
+    v.push(("from_json_garbage", Graph::from_json("{").unwrap_err()));
+    let mut g = matmul();
+    g.build(&h).expect("build");
+    let plan = g.to_compiled_plan_binary().expect("plan");
+    v.push((
+        "from_binary_plan_only",
+        Graph::from_binary(&h, &plan).unwrap_err(),
+    ));
+    v
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
@@ -397,6 +437,18 @@ fn main() -> ExitCode {
         ["ops"] => {
             for (name, g) in cases() {
                 println!("{name} {}", run(g, true));
+            }
+        }
+        ["json"] => {
+            for (name, g) in cases() {
+                println!("{name}\t{}", g.to_json().expect("json"));
+            }
+        }
+        ["errors"] => {
+            for (name, e) in errors() {
+                // One line per error: backslashes and newlines escaped.
+                let text = e.to_string().replace('\\', "\\\\").replace('\n', "\\n");
+                println!("{name}\t{text}");
             }
         }
         ["save", case, file] => {

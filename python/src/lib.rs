@@ -26,15 +26,18 @@ create_exception!(
     PyException,
     "An SDK error: `code` is the SDK's error code name (\"INVALID_VALUE\", \
      \"ATTRIBUTE_NOT_SET\", \"GRAPH_NOT_SUPPORTED\", \"HIPDNN_BACKEND_ERROR\"), `message` its \
-     message, `backend_status` the backend's status name (\"BAD_PARAM\", ...) when a backend \
-     call failed, else None; str() is \"<CODE>: <message>\"."
+     message, `backend_status` the backend's status name without its HIPDNN_STATUS_ prefix \
+     (\"BAD_PARAM\", ...) when a backend call failed, else None; str() is \"<CODE>: <message>\"."
 );
 
 /// The Python exception of an SDK error.
 fn err(e: Error) -> PyErr {
     Python::with_gil(|py| {
         let status = match e.cause() {
-            Some(hipdnn::Cause::Backend(b)) => Some(b.status.name().to_string()),
+            Some(hipdnn::Cause::Backend(b)) => {
+                let name = b.status.name();
+                Some(name.strip_prefix("HIPDNN_STATUS_").unwrap_or(name).to_string())
+            }
             _ => None,
         };
         let pe = HipdnnError::new_err(e.to_string());

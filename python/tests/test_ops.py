@@ -181,3 +181,10 @@ def test_op_matches_rust_sdk_bit_for_bit(name, reference):
     got = run_py(case_graphs()[name])
     assert not got.startswith("ERR"), f"{name}: {got} (Rust: {reference[name]})"
     assert got == reference[name], f"{name}: Python {got} != Rust {reference[name]}"
+
+
+def test_graphs_equal_rust_sdk_graphs():
+    """The graphs the bindings build are the SDK's graphs: upstream JSON text equal case by case."""
+    rust = dict(line.split("\t", 1) for line in rust_reference("json").strip().splitlines())
+    for name, g in case_graphs().items():
+        assert g.to_json() == rust[name], name
