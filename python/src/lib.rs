@@ -4,7 +4,7 @@
 //! objects (a graph and a [`hipdnn::TensorId`]), enums are their schema names as strings
 //! (`"FLOAT"`, `"RELU_FWD"`), attributes are keyword arguments named like the SDK's
 //! `*Attributes` setters, errors are the `HipdnnError` exception carrying the SDK's code and
-//! message. Arrays cross through DLPack ([`dlpack`]) without a copy. docs/python.md is the
+//! message. Arrays cross through DLPack (the `dlpack` module) without a copy. docs/python.md is the
 //! user's guide; `hipdnn_rs.pyi` the typed signatures.
 
 use hipdnn::{
@@ -36,7 +36,11 @@ fn err(e: Error) -> PyErr {
         let status = match e.cause() {
             Some(hipdnn::Cause::Backend(b)) => {
                 let name = b.status.name();
-                Some(name.strip_prefix("HIPDNN_STATUS_").unwrap_or(name).to_string())
+                Some(
+                    name.strip_prefix("HIPDNN_STATUS_")
+                        .unwrap_or(name)
+                        .to_string(),
+                )
             }
             _ => None,
         };
