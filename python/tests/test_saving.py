@@ -19,6 +19,10 @@ def test_python_plan_loads_in_rust(tmp_path):
         g, h = case_graphs()[case], hd.Handle.cpu()
         expected = run_py(g)  # builds and executes
         saved = g.to_binary()
+        # The same graph built by the SDK in Rust saves to the same bytes.
+        rust_saved = tmp_path / f"{case}.rust-built.hdgp"
+        rust_reference("save", case, str(rust_saved))
+        assert rust_saved.read_bytes() == saved, f"{case}: Python's plan bytes differ from Rust's"
         src, dst = tmp_path / f"{case}.py.hdgp", tmp_path / f"{case}.rust.hdgp"
         src.write_bytes(saved)
         rust_out = rust_reference("resave", str(src), str(dst)).strip()
