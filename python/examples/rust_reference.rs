@@ -1,0 +1,480 @@
+//! The Rust side of the Python bindings' tests (python/tests/): the same graphs built with the
+//! SDK directly, on the same inputs, so that pytest compares two implementations' output bytes.
+//!
+//! ```text
+//! rust_reference ops                 # "<case> <sha256 of each output's bytes>" per case
+//! rust_reference save <case> <file>  # the case's built plan, Graph::to_binary
+//! rust_reference resave <in> <out>   # Graph::from_binary on a CPU handle, execute, to_binary
+//! rust_reference json                # "<case>\t<Graph::to_json of the unbuilt graph>" per case
+//! rust_reference errors              # "<case>\t<Display of the SDK error>" per error case
+//! ```
+//!
+//! Inputs: element `i` of the input with UID `u` is `((i·7919 + u·104729) mod 2003 − 1001) / 1000`
+//! rounded to f32; INT32 inputs take `trunc(that · 1000) mod 4`, BOOLEAN inputs `i mod 3 == 0`
+//! (python/tests/common.py computes the same numbers with NumPy).
+
+use hipdnn::{
+    Activation, BatchnormInferenceAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
+    ConvWgradAttributes, DataType, Graph, Handle, LayernormAttributes, MatmulAttributes,
+    NormFwdPhase, PointwiseAttributes, PointwiseMode, ReductionAttributes, ReductionMode,
+    ResampleFwdAttributes, ResampleMode, RmsNormAttributes, SdpaAttributes, TensorAttributes,
+    TensorId, TensorValue, VariantPack,
+};
+use sha2::{Digest, Sha256};
+use std::process::ExitCode;
+
+/// The deterministic input values (see the module docs).
+fn values(n: usize, seed: i64) -> Vec<f32> {
+    (0..n as i64)
+        .map(|i| ((i * 7919 + seed * 104729).rem_euclid(2003) - 1001) as f32 / 1000.0)
+        .collect()
+}
+
+/// A FLOAT graph with io/intermediate/compute types set, as the Python tests make them.
+fn graph() -> Graph {
+    let mut g = Graph::new();
+    g.set_io_data_type(DataType::Float)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    g
+}
+
+/// Adds input `uid` (FLOAT, packed) with `dims`.
+fn input(g: &mut Graph, name: &str, uid: i64, dims: &[i64]) -> TensorId {
+    g.tensor(TensorAttributes::new(name).uid(uid).dims(dims.to_vec()))
+}
+
+/// Marks `t` an output with UID `uid`.
+fn out(g: &mut Graph, t: TensorId, uid: i64) {
+    g.set_output(t, true).set_uid(t, uid);
+}
+
+/// Builds `g` on the CPU (when `build`; else runs the plan it has), runs it with the deterministic inputs (input UID u gets seed u; an
+/// INT32/INT64 input gets `values` mapped to indices in 0..4) and returns the sha256 of each
+/// output's bytes, in UID order; an error is "ERR <CODE>".
+fn run(mut g: Graph, build: bool) -> String {
+    let h = Handle::cpu().expect("cpu handle");
+    if build && let Err(e) = g.build(&h) {
+        return format!("ERR {}", e.code.as_str());
+    }
+    let mut bufs: Vec<(i64, bool, Buf)> = Vec::new();
+    for (id, t) in g.tensors() {
+        let (Some(uid), false) = (t.uid, t.is_virtual) else {
+            continue;
+        };
+        if t.value.is_some() && !t.is_runtime_pass_by_value {
+            continue;
+        }
+        let n = 1 + t
+            .dims
+            .iter()
+            .zip(&t.strides)
+            .map(|(d, s)| (d - 1) * s)
+            .sum::<i64>() as usize;
+        let written = g.producer(id).is_some();
+        let v = values(n, uid);
+        let b = match (g.context_data_type(t), written) {
+            (DataType::Float, true) => Buf::F(Buffer::zeros(n)),
+            (DataType::Float, false) => Buf::F(Buffer::from_slice(&v)),
+            (DataType::Int32, true) => Buf::I(Buffer::zeros(n)),
+            (DataType::Int32, false) => Buf::I(Buffer::from_slice(
+                &v.iter()
+                    .map(|x| ((x * 1000.0) as i32).rem_euclid(4))
+                    .collect::<Vec<_>>(),
+            )),
+            (DataType::Boolean, true) => Buf::B(Buffer::zeros(n)),
+            (DataType::Boolean, false) => Buf::B(Buffer::from_slice(
+                &(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>(),
+            )),
+            (dt, _) => return format!("ERR unsupported {}", dt.schema_name()),
+        };
+        bufs.push((uid, written, b));
+    }
+    let mut pack = VariantPack::new();
+    for (uid, written, b) in bufs.iter_mut() {
+        pack = match (b, *written) {
+            (Buf::F(b), true) => pack.with(*uid, b),
+            (Buf::F(b), false) => pack.with(*uid, &*b),
+            (Buf::I(b), true) => pack.with(*uid, b),
+            (Buf::I(b), false) => pack.with(*uid, &*b),
+            (Buf::B(b), true) => pack.with(*uid, b),
+            (Buf::B(b), false) => pack.with(*uid, &*b),
+        };
+    }
+    let mut ws = Buffer::<u8>::zeros(g.workspace_size().expect("plan"));
+    if let Err(e) = g.execute(&h, pack, Some(&mut ws)) {
+        return format!("ERR {}", e.code.as_str());
+    }
+    bufs.sort_by_key(|(u, _, _)| *u);
+    bufs.iter()
+        .filter(|(_, written, _)| *written)
+        .map(|(_, _, b)| hex(&Sha256::digest(b.bytes())))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A host buffer of one of the element types the cases use.
+enum Buf {
+    F(Buffer<f32>),
+    I(Buffer<i32>),
+    B(Buffer<bool>),
+}
+
+impl Buf {
+    /// The elements' little-endian bytes.
+    fn bytes(&self) -> Vec<u8> {
+        match self {
+            Buf::F(b) => b
+                .to_vec()
+                .expect("host")
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+            Buf::I(b) => b
+                .to_vec()
+                .expect("host")
+                .iter()
+                .flat_map(|x| x.to_le_bytes())
+                .collect(),
+            Buf::B(b) => b
+                .to_vec()
+                .expect("host")
+                .iter()
+                .map(|x| u8::from(*x))
+                .collect(),
+        }
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
+}
+
+/// Every case: a name and its graph (python/tests/test_ops.py builds each the same way).
+fn cases() -> Vec<(String, Graph)> {
+    let mut v: Vec<(String, Graph)> = Vec::new();
+    let mut g = graph();
+    let a = input(&mut g, "a", 1, &[2, 3, 4]);
+    let b = input(&mut g, "b", 2, &[2, 4, 5]);
+    let c = g.matmul(a, b, MatmulAttributes::new());
+    out(&mut g, c, 3);
+    v.push(("matmul".into(), g));
+
+    let conv = || {
+        ConvFpropAttributes::new()
+            .pre_padding(vec![1, 1])
+            .post_padding(vec![1, 1])
+            .stride(vec![1, 1])
+            .dilation(vec![1, 1])
+    };
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[1, 3, 8, 8]);
+    let w = input(&mut g, "w", 2, &[4, 3, 3, 3]);
+    let y = g.conv_fprop(x, w, conv());
+    out(&mut g, y, 3);
+    v.push(("conv_fprop".into(), g));
+
+    let mut g = graph();
+    let dy = input(&mut g, "dy", 1, &[1, 4, 8, 8]);
+    let w = input(&mut g, "w", 2, &[4, 3, 3, 3]);
+    let dx = g.conv_dgrad(
+        dy,
+        w,
+        ConvDgradAttributes::new()
+            .pre_padding(vec![1, 1])
+            .post_padding(vec![1, 1])
+            .stride(vec![1, 1])
+            .dilation(vec![1, 1]),
+    );
+    g.set_dims(dx, [1, 3, 8, 8]);
+    out(&mut g, dx, 3);
+    v.push(("conv_dgrad".into(), g));
+
+    let mut g = graph();
+    let dy = input(&mut g, "dy", 1, &[1, 4, 8, 8]);
+    let x = input(&mut g, "x", 2, &[1, 3, 8, 8]);
+    let dw = g.conv_wgrad(
+        dy,
+        x,
+        ConvWgradAttributes::new()
+            .pre_padding(vec![1, 1])
+            .post_padding(vec![1, 1])
+            .stride(vec![1, 1])
+            .dilation(vec![1, 1]),
+    );
+    g.set_dims(dw, [4, 3, 3, 3]);
+    out(&mut g, dw, 3);
+    v.push(("conv_wgrad".into(), g));
+
+    for &m in PointwiseMode::ALL {
+        let mut g = graph();
+        let a = input(&mut g, "a", 1, &[2, 8]);
+        let y = match m.arity() {
+            1 => g.pointwise_unary(a, PointwiseAttributes::with_mode(m)),
+            2 => {
+                let b = input(&mut g, "b", 2, &[1, 8]);
+                g.pointwise(a, b, PointwiseAttributes::with_mode(m))
+            }
+            3 => {
+                let b = input(&mut g, "b", 2, &[2, 8]);
+                let c = input(&mut g, "c", 4, &[2, 8]);
+                g.set_data_type(c, DataType::Boolean);
+                g.pointwise_ternary(a, b, c, PointwiseAttributes::with_mode(m))
+            }
+            _ => continue,
+        };
+        out(&mut g, y, 3);
+        v.push((format!("pointwise_{}", m.schema_name()), g));
+    }
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 16]);
+    let s = input(&mut g, "scale", 2, &[1, 16]);
+    let b = input(&mut g, "bias", 4, &[1, 16]);
+    let eps = g.scalar("eps", TensorValue::Float32(1e-5));
+    let (y, m, iv) = g.layernorm(
+        x,
+        s,
+        b,
+        LayernormAttributes::new()
+            .epsilon(eps)
+            .forward_phase(NormFwdPhase::Training),
+    );
+    out(&mut g, y, 5);
+    out(&mut g, m.expect("mean"), 6);
+    out(&mut g, iv.expect("inv_variance"), 7);
+    v.push(("layernorm".into(), g));
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 16]);
+    let s = input(&mut g, "scale", 2, &[1, 16]);
+    let b = input(&mut g, "bias", 4, &[1, 16]);
+    let y = g.layernorm_inference(x, s, b, 1e-5);
+    out(&mut g, y, 5);
+    v.push(("layernorm_inference".into(), g));
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 16]);
+    let s = input(&mut g, "scale", 2, &[1, 16]);
+    let eps = g.scalar("eps", TensorValue::Float32(1e-6));
+    let (y, r) = g.rmsnorm(
+        x,
+        s,
+        RmsNormAttributes::new()
+            .epsilon(eps)
+            .forward_phase(NormFwdPhase::Training),
+    );
+    out(&mut g, y, 5);
+    out(&mut g, r.expect("inv_rms"), 6);
+    v.push(("rmsnorm".into(), g));
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 16]);
+    let s = input(&mut g, "scale", 2, &[1, 16]);
+    let y = g.rmsnorm_inference(x, s, 1e-6);
+    out(&mut g, y, 5);
+    v.push(("rmsnorm_inference".into(), g));
+
+    for (name, log) in [("softmax", false), ("log_softmax", true)] {
+        let mut g = graph();
+        let x = input(&mut g, "x", 1, &[3, 4, 10]);
+        let y = if log {
+            g.log_softmax(x, 2)
+        } else {
+            g.softmax(x, 2)
+        }
+        .expect("axis");
+        out(&mut g, y, 2);
+        v.push((name.into(), g));
+    }
+
+    for &m in ReductionMode::ALL {
+        if m == ReductionMode::NotSet {
+            continue;
+        }
+        let mut g = graph();
+        let x = input(&mut g, "x", 1, &[3, 5, 7]);
+        let y = g.reduction(x, [3, 1, 7], ReductionAttributes::new().mode(m));
+        out(&mut g, y, 2);
+        v.push((format!("reduction_{}", m.schema_name()), g));
+    }
+
+    for (name, max) in [("global_avg_pool", false), ("global_max_pool", true)] {
+        let mut g = graph();
+        let x = input(&mut g, "x", 1, &[2, 3, 5, 5]);
+        let y = if max {
+            g.global_max_pool(x)
+        } else {
+            g.global_avg_pool(x)
+        }
+        .expect("4-D");
+        out(&mut g, y, 2);
+        v.push((name.into(), g));
+    }
+
+    for causal in [false, true] {
+        let mut g = graph();
+        let q = input(&mut g, "q", 1, &[1, 2, 6, 8]);
+        let k = input(&mut g, "k", 2, &[1, 2, 6, 8]);
+        let vv = input(&mut g, "v", 4, &[1, 2, 6, 8]);
+        let (o, _) = g.sdpa(
+            q,
+            k,
+            vv,
+            SdpaAttributes::new()
+                .attn_scale_value(0.35)
+                .causal_mask(causal),
+        );
+        out(&mut g, o, 5);
+        v.push((format!("sdpa_causal_{causal}"), g));
+    }
+
+    let mut g = graph();
+    let table = input(&mut g, "table", 1, &[10, 6]);
+    let index = g.tensor(
+        TensorAttributes::new("index")
+            .uid(2)
+            .dims([3, 4])
+            .data_type(DataType::Int32),
+    );
+    let y = g.gather(table, index);
+    out(&mut g, y, 3);
+    v.push(("gather".into(), g));
+
+    for (name, act) in [
+        ("none", Activation::None),
+        ("relu", Activation::Relu),
+        ("gelu", Activation::Gelu),
+        ("gelu_tanh", Activation::GeluTanh),
+        ("silu", Activation::Silu),
+        ("sigmoid", Activation::Sigmoid),
+        ("tanh", Activation::Tanh),
+    ] {
+        let mut g = graph();
+        let x = input(&mut g, "x", 1, &[4, 8]);
+        let w = input(&mut g, "w", 2, &[8, 5]);
+        let b = input(&mut g, "b", 4, &[1, 5]);
+        let y = g.linear(x, w, Some(b), act);
+        out(&mut g, y, 5);
+        v.push((format!("linear_{name}"), g));
+    }
+
+    for (name, mode) in [
+        ("maxpool", ResampleMode::MaxPool),
+        ("avgpool", ResampleMode::AvgPoolIncludePadding),
+    ] {
+        let mut g = graph();
+        let x = input(&mut g, "x", 1, &[1, 2, 6, 6]);
+        let (y, _) = g.resample(
+            x,
+            ResampleFwdAttributes::new()
+                .resample_mode(mode)
+                .window(vec![2, 2])
+                .stride(vec![2, 2])
+                .pre_padding(vec![0, 0])
+                .post_padding(vec![0, 0]),
+        );
+        out(&mut g, y, 2);
+        v.push((format!("resample_{name}"), g));
+    }
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[2, 3, 4, 4]);
+    let [m, iv, s, b] = [("mean", 2), ("inv_var", 4), ("scale", 5), ("bias", 6)]
+        .map(|(n, u)| input(&mut g, n, u, &[1, 3, 1, 1]));
+    let y = g.batchnorm_inference(x, m, iv, s, b, BatchnormInferenceAttributes::new());
+    out(&mut g, y, 7);
+    v.push(("batchnorm_inference".into(), g));
+    v
+}
+
+/// The SDK errors of the cases python/tests/test_errors.py provokes through the bindings.
+fn errors() -> Vec<(&'static str, hipdnn::Error)> {
+    let h = Handle::cpu().expect("cpu");
+    let matmul = || cases().into_iter().next().expect("matmul").1;
+    let a = Buffer::from_slice(&values(24, 1));
+    let b = Buffer::from_slice(&values(40, 2));
+    let mut c = Buffer::<f32>::zeros(20);
+    let mut v = Vec::new();
+    let g = matmul();
+    let pack = VariantPack::new().with(1, &a).with(2, &b).with(3, &mut c);
+    v.push(("execute_unbuilt", g.execute(&h, pack, None).unwrap_err()));
+    let mut g = matmul();
+    g.build(&h).expect("build");
+    let pack = VariantPack::new().with(1, &a).with(3, &mut c);
+    v.push((
+        "execute_missing_input",
+        g.execute(&h, pack, None).unwrap_err(),
+    ));
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[3, 5]);
+    let y = g.reduction(x, [3, 1], ReductionAttributes::new());
+    out(&mut g, y, 2);
+    v.push(("reduction_mode_not_set", g.build(&h).unwrap_err()));
+    v.push((
+        "from_binary_garbage",
+        Graph::from_binary(&h, b"not a graph").unwrap_err(),
+    ));
+    v.push(("from_json_garbage", Graph::from_json("{").unwrap_err()));
+    let mut g = matmul();
+    g.build(&h).expect("build");
+    let plan = g.to_compiled_plan_binary().expect("plan");
+    v.push((
+        "from_binary_plan_only",
+        Graph::from_binary(&h, &plan).unwrap_err(),
+    ));
+    v
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        ["ops"] => {
+            for (name, g) in cases() {
+                println!("{name} {}", run(g, true));
+            }
+        }
+        ["json"] => {
+            for (name, g) in cases() {
+                println!("{name}\t{}", g.to_json().expect("json"));
+            }
+        }
+        ["errors"] => {
+            for (name, e) in errors() {
+                // One line per error: backslashes and newlines escaped.
+                let text = e.to_string().replace('\\', "\\\\").replace('\n', "\\n");
+                println!("{name}\t{text}");
+            }
+        }
+        ["save", case, file] => {
+            let Some((_, mut g)) = cases().into_iter().find(|(n, _)| n == case) else {
+                eprintln!("no case {case}");
+                return ExitCode::FAILURE;
+            };
+            g.build(&Handle::cpu().expect("cpu")).expect("build");
+            std::fs::write(file, g.to_binary().expect("save")).expect("write");
+        }
+        ["resave", input, output] => {
+            let bytes = std::fs::read(input).expect("read");
+            let g = match Graph::from_binary(&Handle::cpu().expect("cpu"), &bytes) {
+                Ok(g) => g,
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            println!("{}", run(g.clone(), false));
+            std::fs::write(output, g.to_binary().expect("save")).expect("write");
+        }
+        _ => {
+            eprintln!("usage: rust_reference ops | save <case> <file> | resave <in> <out>");
+            return ExitCode::FAILURE;
+        }
+    }
+    ExitCode::SUCCESS
+}

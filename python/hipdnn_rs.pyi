@@ -1,0 +1,265 @@
+"""hipdnn_rs: Python bindings of hipdnn-rs (a thin PyO3 layer over the Rust SDK `hipdnn`).
+
+Build a Graph of tensors and operations, build it for a Handle, execute it on arrays passed
+through DLPack (NumPy, torch CPU tensors; no copy), save and load it. Enums are their schema
+names as strings ("FLOAT", "RELU_FWD", ...). Errors raise HipdnnError. See docs/python.md.
+"""
+
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+__version__: str
+DATA_TYPES: List[str]
+"""Schema names of the data types ("UNSET", "FLOAT", "HALF", "BFLOAT16", ...)."""
+POINTWISE_MODES: List[str]
+"""Schema names of the pointwise modes ("ABS", "ADD", ..., "TANH_FWD")."""
+POINTWISE_ARITY: Dict[str, int]
+"""Number of inputs of each pointwise mode (1 unary, 2 binary, 3 BINARY_SELECT, 0 UNSET)."""
+REDUCTION_MODES: List[str]
+"""Schema names of the reduction modes ("ADD", "MAX_OP", "AVG", ...)."""
+RESAMPLE_MODES: List[str]
+"""Schema names of the resample (pooling) modes."""
+NORM_FWD_PHASES: List[str]
+"""Schema names of the normalization phases ("INFERENCE", "TRAINING")."""
+CONV_MODES: List[str]
+"""Schema names of the convolution modes."""
+
+class HipdnnError(Exception):
+    """An SDK error. str(e) is "<code>: <message>"."""
+
+    code: str
+    """The SDK's error code name: INVALID_VALUE, HIPDNN_BACKEND_ERROR, ATTRIBUTE_NOT_SET, GRAPH_NOT_SUPPORTED."""
+    message: str
+    """The SDK's message."""
+    backend_status: Optional[str]
+    """The backend status ("BAD_PARAM", ...) when a backend call failed, else None."""
+
+class Handle:
+    """The engines a graph is built for and the device they run on."""
+
+    def __init__(self) -> None:
+        """The GPU when one is usable, else the CPU (SDK Handle::new)."""
+    @staticmethod
+    def cpu() -> "Handle":
+        """A handle on the CPU reference engine (SDK Handle::cpu)."""
+    @staticmethod
+    def gpu() -> "Handle":
+        """A handle on the first usable GPU; HipdnnError GRAPH_NOT_SUPPORTED without one."""
+    @property
+    def is_gpu(self) -> bool:
+        """True when the handle executes on a GPU."""
+    @property
+    def device_arch(self) -> str:
+        """"cpu", "sm_90", "gfx942", ..."""
+    @property
+    def engine_names(self) -> List[str]:
+        """The registered engines in heuristic order."""
+
+class Tensor:
+    """A tensor of a graph (reads are live views of the graph's tensor)."""
+
+    @property
+    def name(self) -> str:
+        """Tensor name."""
+    @property
+    def dims(self) -> List[int]:
+        """Logical dims, outermost first."""
+    @property
+    def strides(self) -> List[int]:
+        """Strides in elements."""
+    @property
+    def data_type(self) -> str:
+        """The tensor's own data type ("UNSET" when it takes the graph's)."""
+    @property
+    def context_data_type(self) -> str:
+        """The data type after the graph's io / intermediate type fill an UNSET one."""
+    @property
+    def uid(self) -> Optional[int]:
+        """UID (None until set, or assigned by build)."""
+    @property
+    def is_virtual(self) -> bool:
+        """True for an intermediate (no buffer)."""
+    @property
+    def has_producer(self) -> bool:
+        """True when a node of the graph writes the tensor."""
+    @property
+    def value(self) -> Optional[Any]:
+        """The value of a scalar constant, else None."""
+    @property
+    def index(self) -> int:
+        """Position in the graph's tensor list."""
+
+class Graph:
+    """A hipDNN operation graph (SDK Graph). Setters return the graph (chainable)."""
+
+    def __init__(self) -> None:
+        """An empty graph."""
+    @property
+    def name(self) -> str:
+        """Graph name."""
+    @property
+    def io_data_type(self) -> str:
+        """Type of bound tensors left UNSET."""
+    @property
+    def intermediate_data_type(self) -> str:
+        """Type of virtual tensors left UNSET."""
+    @property
+    def compute_data_type(self) -> str:
+        """The nodes' default compute type."""
+    def set_name(self, name: str) -> "Graph":
+        """Sets the graph name."""
+    def set_io_data_type(self, t: str) -> "Graph":
+        """Sets the io data type."""
+    def set_intermediate_data_type(self, t: str) -> "Graph":
+        """Sets the intermediate data type."""
+    def set_compute_data_type(self, t: str) -> "Graph":
+        """Sets the compute data type."""
+    def tensor(
+        self,
+        name: str,
+        dims: Sequence[int],
+        strides: Optional[Sequence[int]] = None,
+        data_type: Optional[str] = None,
+        uid: Optional[int] = None,
+        is_virtual: bool = False,
+        alignment: Optional[int] = None,
+    ) -> Tensor:
+        """Adds a tensor; strides default to packed row-major."""
+    def scalar(self, name: str, value: Any, data_type: str = "FLOAT") -> Tensor:
+        """Adds a compile-time constant scalar."""
+    def set_output(self, t: Tensor, output: bool = True) -> "Graph":
+        """Marks t an output (not virtual)."""
+    def set_uid(self, t: Tensor, uid: int) -> "Graph":
+        """Sets the UID of t."""
+    def set_data_type(self, t: Tensor, data_type: str) -> "Graph":
+        """Sets the data type of t."""
+    def set_dims(self, t: Tensor, dims: Sequence[int]) -> "Graph":
+        """Sets the dims of t (strides repacked in its layout)."""
+    def set_strides(self, t: Tensor, strides: Sequence[int]) -> "Graph":
+        """Sets the strides of t (elements)."""
+    def set_tensor_name(self, t: Tensor, name: str) -> "Graph":
+        """Renames t."""
+    def tensors(self) -> List[Tensor]:
+        """Every tensor in insertion order."""
+    def tensors_by_name(self, name: str) -> List[Tensor]:
+        """The tensors named name."""
+    def tensor_by_uid(self, uid: int) -> Optional[Tensor]:
+        """The tensor with UID uid, or None."""
+    def node_count(self) -> int:
+        """Number of nodes."""
+    def pointwise_unary(
+        self, x: Tensor, mode: str, *, relu_lower_clip: Optional[float] = None, relu_upper_clip: Optional[float] = None,
+        relu_lower_clip_slope: Optional[float] = None, axis: Optional[int] = None, swish_beta: Optional[float] = None,
+        elu_alpha: Optional[float] = None, softplus_beta: Optional[float] = None, name: Optional[str] = None,
+        compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """y = mode(x) (a unary mode of POINTWISE_MODES)."""
+    def pointwise(
+        self, a: Tensor, b: Tensor, mode: str, *, relu_lower_clip: Optional[float] = None, relu_upper_clip: Optional[float] = None,
+        relu_lower_clip_slope: Optional[float] = None, axis: Optional[int] = None, swish_beta: Optional[float] = None,
+        elu_alpha: Optional[float] = None, softplus_beta: Optional[float] = None, name: Optional[str] = None,
+        compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """y = mode(a, b) with numpy broadcasting (a binary mode)."""
+    def pointwise_ternary(
+        self, a: Tensor, b: Tensor, c: Tensor, mode: str, *, name: Optional[str] = None, compute_data_type: Optional[str] = None
+    ) -> Tensor:
+        """y = mode(a, b, c) (BINARY_SELECT)."""
+    def matmul(self, a: Tensor, b: Tensor, *, name: Optional[str] = None, compute_data_type: Optional[str] = None) -> Tensor:
+        """Batched matmul c = a @ b."""
+    def conv_fprop(
+        self, x: Tensor, w: Tensor, *, pre_padding: Optional[Sequence[int]] = None, post_padding: Optional[Sequence[int]] = None,
+        stride: Optional[Sequence[int]] = None, dilation: Optional[Sequence[int]] = None, conv_mode: Optional[str] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Forward convolution, x (N, C, spatial..), w (K, C, window..)."""
+    def conv_dgrad(
+        self, dy: Tensor, w: Tensor, *, pre_padding: Optional[Sequence[int]] = None, post_padding: Optional[Sequence[int]] = None,
+        stride: Optional[Sequence[int]] = None, dilation: Optional[Sequence[int]] = None, conv_mode: Optional[str] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Convolution data gradient dx."""
+    def conv_wgrad(
+        self, dy: Tensor, x: Tensor, *, pre_padding: Optional[Sequence[int]] = None, post_padding: Optional[Sequence[int]] = None,
+        stride: Optional[Sequence[int]] = None, dilation: Optional[Sequence[int]] = None, conv_mode: Optional[str] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Convolution filter gradient dw."""
+    def layernorm(
+        self, x: Tensor, scale: Tensor, bias: Tensor, *, epsilon: Tensor, forward_phase: str,
+        normalized_dim_count: Optional[int] = None, name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Optional[Tensor], Optional[Tensor]]:
+        """Layer norm: (y, mean, inv_variance); the statistics only with forward_phase="TRAINING"."""
+    def layernorm_inference(self, x: Tensor, scale: Tensor, bias: Tensor, epsilon: float) -> Tensor:
+        """Inference layer norm with a float epsilon."""
+    def rmsnorm(
+        self, x: Tensor, scale: Tensor, *, epsilon: Tensor, forward_phase: str, bias: Optional[Tensor] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """RMS norm: (y, inv_rms); inv_rms only with forward_phase="TRAINING"."""
+    def rmsnorm_inference(self, x: Tensor, scale: Tensor, epsilon: float) -> Tensor:
+        """Inference RMS norm with a float epsilon."""
+    def softmax(self, x: Tensor, axis: int) -> Tensor:
+        """Softmax along axis."""
+    def log_softmax(self, x: Tensor, axis: int) -> Tensor:
+        """Log-softmax along axis."""
+    def reduction(
+        self, x: Tensor, out_dims: Sequence[int], *, mode: str, is_deterministic: Optional[bool] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Reduction to out_dims (reduced dims are 1)."""
+    def global_avg_pool(self, x: Tensor) -> Tensor:
+        """Average over the spatial dims."""
+    def global_max_pool(self, x: Tensor) -> Tensor:
+        """Maximum over the spatial dims."""
+    def sdpa(
+        self, q: Tensor, k: Tensor, v: Tensor, *, attn_scale_value: Optional[float] = None, scale: Optional[Tensor] = None,
+        attn_mask: Optional[Tensor] = None, causal_mask: Optional[bool] = None, causal_mask_bottom_right: Optional[bool] = None,
+        padding_mask: Optional[bool] = None, alibi_mask: Optional[bool] = None, generate_stats: Optional[bool] = None,
+        left_bound: Optional[int] = None, right_bound: Optional[int] = None, diagonal_alignment: Optional[str] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """Scaled dot-product attention, q/k/v (B, H, S, D): (o, stats)."""
+    def gather(self, table: Tensor, index: Tensor) -> Tensor:
+        """Row gather / embedding lookup."""
+    def linear(self, x: Tensor, w: Tensor, bias: Optional[Tensor] = None, activation: str = "none") -> Tensor:
+        """act(x @ w + bias); activation none, relu, gelu, gelu_tanh, silu, sigmoid or tanh."""
+    def resample(
+        self, x: Tensor, *, resample_mode: str, window: Sequence[int], stride: Sequence[int], pre_padding: Sequence[int],
+        post_padding: Sequence[int], padding_mode: Optional[str] = None, generate_index: Optional[bool] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Optional[Tensor]]:
+        """Pooling: (y, index)."""
+    def batchnorm_inference(
+        self, x: Tensor, mean: Tensor, inv_variance: Tensor, scale: Tensor, bias: Tensor, *, name: Optional[str] = None,
+        compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """y = (x - mean) * inv_variance * scale + bias."""
+    def validate(self) -> None:
+        """Checks the graph without a handle."""
+    def build(self, handle: Handle) -> None:
+        """Builds an execution plan."""
+    def build_benchmarked(self, handle: Handle) -> None:
+        """Builds, timing the kernels of engines that offer it (same as build on the CPU)."""
+    def has_plan(self) -> bool:
+        """True when the graph has a plan."""
+    def engine_name(self) -> str:
+        """The plan's engine."""
+    def workspace_size(self) -> int:
+        """Workspace bytes the plan needs (execute allocates it)."""
+    def execute(self, handle: Handle, tensors: Dict[int, Any]) -> Dict[int, Any]:
+        """Runs the plan on {uid: DLPack array}; missing outputs come back as new NumPy arrays."""
+    def to_binary(self) -> bytes:
+        """Graph with its plan (HDGP container)."""
+    @staticmethod
+    def from_binary(handle: Handle, data: bytes) -> "Graph":
+        """Loads a graph (and plan)."""
+    def to_compiled_plan_binary(self) -> bytes:
+        """The plan alone."""
+    @staticmethod
+    def from_compiled_plan_binary(handle: Handle, data: bytes) -> "Graph":
+        """Loads a plan saved alone (binds by UID; pass every output)."""
+    def to_json(self) -> str:
+        """Upstream hipDNN JSON of the graph."""
+    @staticmethod
+    def from_json(json: str) -> "Graph":
+        """A graph from upstream hipDNN JSON."""

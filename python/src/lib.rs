@@ -1,0 +1,1211 @@
+//! `hipdnn_rs`: the Python module of hipdnn-rs (PyO3), a thin layer over the [`hipdnn`] SDK.
+//!
+//! Every Python call is one SDK call with its arguments converted: tensors are `Tensor`
+//! objects (a graph and a [`hipdnn::TensorId`]), enums are their schema names as strings
+//! (`"FLOAT"`, `"RELU_FWD"`), attributes are keyword arguments named like the SDK's
+//! `*Attributes` setters, errors are the `HipdnnError` exception carrying the SDK's code and
+//! message. Arrays cross through DLPack (the `dlpack` module) without a copy. docs/python.md is the
+//! user's guide; `hipdnn_rs.pyi` the typed signatures.
+
+use hipdnn::{
+    Activation, BatchnormInferenceAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
+    ConvWgradAttributes, DataType, Error, Graph, Handle, LayernormAttributes, MatmulAttributes,
+    PointwiseAttributes, ReductionAttributes, ResampleFwdAttributes, RmsNormAttributes,
+    SdpaAttributes, TensorAttributes, TensorId, TensorValue, VariantPack,
+};
+use pyo3::create_exception;
+use pyo3::exceptions::PyException;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyTuple};
+
+mod dlpack;
+
+create_exception!(
+    hipdnn_rs,
+    HipdnnError,
+    PyException,
+    "An SDK error: `code` is the SDK's error code name (\"INVALID_VALUE\", \
+     \"ATTRIBUTE_NOT_SET\", \"GRAPH_NOT_SUPPORTED\", \"HIPDNN_BACKEND_ERROR\"), `message` its \
+     message, `backend_status` the backend's status name without its HIPDNN_STATUS_ prefix \
+     (\"BAD_PARAM\", ...) when a backend call failed, else None; str() is \"<CODE>: <message>\"."
+);
+
+/// The Python exception of an SDK error.
+fn err(e: Error) -> PyErr {
+    Python::with_gil(|py| {
+        let status = match e.cause() {
+            Some(hipdnn::Cause::Backend(b)) => {
+                let name = b.status.name();
+                Some(
+                    name.strip_prefix("HIPDNN_STATUS_")
+                        .unwrap_or(name)
+                        .to_string(),
+                )
+            }
+            _ => None,
+        };
+        let pe = HipdnnError::new_err(e.to_string());
+        let v = pe.value(py);
+        // Setting attributes on a fresh exception instance cannot fail.
+        let _ = v.setattr("code", e.code.as_str());
+        let _ = v.setattr("message", e.message.as_str());
+        let _ = v.setattr("backend_status", status);
+        pe
+    })
+}
+
+/// An enum from its schema name, or INVALID_VALUE listing the names.
+fn parse<E: Copy>(all: &[E], name: impl Fn(E) -> &'static str, s: &str, what: &str) -> PyResult<E> {
+    all.iter().copied().find(|&e| name(e) == s).ok_or_else(|| {
+        let names: Vec<&str> = all.iter().map(|&e| name(e)).collect();
+        err(Error::invalid_value(format!(
+            "unknown {what} '{s}'; one of {}",
+            names.join(", ")
+        )))
+    })
+}
+
+fn data_type(s: &str) -> PyResult<DataType> {
+    parse(DataType::ALL, DataType::schema_name, s, "data type")
+}
+
+/// The handle: the engines a graph is built for and the device they run on.
+#[pyclass(name = "Handle", module = "hipdnn_rs", unsendable)]
+struct PyHandle {
+    h: Handle,
+}
+
+#[pymethods]
+impl PyHandle {
+    /// `Handle()`: the GPU when one is usable, else the CPU (SDK `Handle::new`).
+    #[new]
+    fn new() -> PyResult<Self> {
+        Ok(PyHandle {
+            h: Handle::new().map_err(err)?,
+        })
+    }
+    /// A handle on the CPU reference engine (SDK `Handle::cpu`).
+    #[staticmethod]
+    fn cpu() -> PyResult<Self> {
+        Ok(PyHandle {
+            h: Handle::cpu().map_err(err)?,
+        })
+    }
+    /// A handle on the first usable GPU, or HipdnnError GRAPH_NOT_SUPPORTED (SDK `Handle::gpu`).
+    #[staticmethod]
+    fn gpu() -> PyResult<Self> {
+        Ok(PyHandle {
+            h: Handle::gpu().map_err(err)?,
+        })
+    }
+    /// True when the handle executes on a GPU.
+    #[getter]
+    fn is_gpu(&self) -> bool {
+        self.h.is_gpu()
+    }
+    /// Device architecture (`"cpu"`, `"sm_90"`, `"gfx942"`, ...).
+    #[getter]
+    fn device_arch(&self) -> String {
+        self.h.device_arch().to_string()
+    }
+    /// Names of the registered engines in heuristic order.
+    #[getter]
+    fn engine_names(&self) -> Vec<String> {
+        self.h.engine_names()
+    }
+    fn __repr__(&self) -> String {
+        format!("{:?}", self.h)
+    }
+}
+
+/// A tensor of a graph: a view on the graph's tensor (reads are live).
+#[pyclass(name = "Tensor", module = "hipdnn_rs", unsendable)]
+struct PyTensor {
+    graph: Py<PyGraph>,
+    id: TensorId,
+}
+
+impl PyTensor {
+    fn read<T>(&self, py: Python<'_>, f: impl FnOnce(&Graph, &TensorAttributes) -> T) -> T {
+        let g = self.graph.borrow(py);
+        f(&g.g, g.g.tensor_attributes(self.id))
+    }
+}
+
+#[pymethods]
+impl PyTensor {
+    /// Tensor name.
+    #[getter]
+    fn name(&self, py: Python<'_>) -> String {
+        self.read(py, |_, t| t.name.clone())
+    }
+    /// Logical dims, outermost first.
+    #[getter]
+    fn dims(&self, py: Python<'_>) -> Vec<i64> {
+        self.read(py, |_, t| t.dims.clone())
+    }
+    /// Strides in elements.
+    #[getter]
+    fn strides(&self, py: Python<'_>) -> Vec<i64> {
+        self.read(py, |_, t| t.strides.clone())
+    }
+    /// The tensor's own data type (`"UNSET"` when it takes the graph's).
+    #[getter]
+    fn data_type(&self, py: Python<'_>) -> &'static str {
+        self.read(py, |_, t| t.data_type.schema_name())
+    }
+    /// The data type after the graph's io / intermediate type fill an unset one
+    /// (SDK `Graph::context_data_type`).
+    #[getter]
+    fn context_data_type(&self, py: Python<'_>) -> &'static str {
+        self.read(py, |g, t| g.context_data_type(t).schema_name())
+    }
+    /// UID (None until set or assigned by build).
+    #[getter]
+    fn uid(&self, py: Python<'_>) -> Option<i64> {
+        self.read(py, |_, t| t.uid)
+    }
+    /// True for an intermediate (no buffer).
+    #[getter]
+    fn is_virtual(&self, py: Python<'_>) -> bool {
+        self.read(py, |_, t| t.is_virtual)
+    }
+    /// True when a node of the graph writes the tensor (SDK `Graph::producer`).
+    #[getter]
+    fn has_producer(&self, py: Python<'_>) -> bool {
+        let g = self.graph.borrow(py);
+        g.g.producer(self.id).is_some()
+    }
+    /// The baked value of a scalar constant (float, int or bool), else None.
+    #[getter]
+    fn value(&self, py: Python<'_>) -> PyResult<Option<PyObject>> {
+        let v = self.read(py, |_, t| t.value);
+        Ok(match v {
+            None => None,
+            Some(TensorValue::Float32(x) | TensorValue::Float16(x) | TensorValue::BFloat16(x)) => {
+                Some(x.into_pyobject(py)?.into_any().unbind())
+            }
+            Some(TensorValue::Float64(x)) => Some(x.into_pyobject(py)?.into_any().unbind()),
+            Some(TensorValue::Int32(x)) => Some(x.into_pyobject(py)?.into_any().unbind()),
+            Some(TensorValue::Int64(x)) => Some(x.into_pyobject(py)?.into_any().unbind()),
+            Some(TensorValue::Float8(x)) => Some(x.into_pyobject(py)?.into_any().unbind()),
+            Some(TensorValue::Bool(x)) => Some(x.into_pyobject(py)?.to_owned().into_any().unbind()),
+        })
+    }
+    /// Position in the graph's tensor list.
+    #[getter]
+    fn index(&self) -> usize {
+        self.id.index()
+    }
+    fn __repr__(&self, py: Python<'_>) -> String {
+        self.read(py, |_, t| {
+            format!(
+                "Tensor(name={:?}, uid={:?}, dims={:?}, strides={:?}, data_type={}, virtual={})",
+                t.name,
+                t.uid,
+                t.dims,
+                t.strides,
+                t.data_type.schema_name(),
+                t.is_virtual
+            )
+        })
+    }
+}
+
+/// A hipDNN operation graph (SDK `Graph`).
+#[pyclass(name = "Graph", module = "hipdnn_rs", unsendable)]
+struct PyGraph {
+    g: Graph,
+}
+
+/// The id of `t`, refused when `t` belongs to another graph (the SDK would panic).
+fn tid(slf: &Bound<'_, PyGraph>, t: &PyTensor) -> PyResult<TensorId> {
+    if t.graph.bind(slf.py()).is(slf) {
+        Ok(t.id)
+    } else {
+        Err(err(Error::invalid_value(format!(
+            "tensor #{} belongs to another graph; pass tensors this graph returned",
+            t.id.index()
+        ))))
+    }
+}
+
+fn opt_tid(slf: &Bound<'_, PyGraph>, t: Option<PyRef<'_, PyTensor>>) -> PyResult<Option<TensorId>> {
+    t.map(|t| tid(slf, &t)).transpose()
+}
+
+fn wrap(slf: &Bound<'_, PyGraph>, id: TensorId) -> PyTensor {
+    PyTensor {
+        graph: slf.clone().unbind(),
+        id,
+    }
+}
+
+/// Sets the node name and compute type shared by every attributes type.
+macro_rules! common {
+    ($attrs:expr, $name:expr, $cdt:expr) => {{
+        let mut a = $attrs;
+        if let Some(n) = $name {
+            a = a.name(n);
+        }
+        if let Some(c) = $cdt {
+            a = a.compute_data_type(data_type(c)?);
+        }
+        a
+    }};
+}
+
+/// `if let Some(v) = opt { attrs = attrs.setter(v) }` for each listed optional keyword.
+macro_rules! set_opt {
+    ($a:ident; $($f:ident),* $(,)?) => {
+        $( if let Some(v) = $f { $a = $a.$f(v); } )*
+    };
+}
+
+#[allow(clippy::too_many_arguments)]
+fn pointwise_attrs(
+    mode: &str,
+    relu_lower_clip: Option<f32>,
+    relu_upper_clip: Option<f32>,
+    relu_lower_clip_slope: Option<f32>,
+    axis: Option<i64>,
+    swish_beta: Option<f32>,
+    elu_alpha: Option<f32>,
+    softplus_beta: Option<f32>,
+    name: Option<String>,
+    compute_data_type: Option<&str>,
+) -> PyResult<PointwiseAttributes> {
+    let m = parse(
+        hipdnn::PointwiseMode::ALL,
+        hipdnn::PointwiseMode::schema_name,
+        mode,
+        "pointwise mode",
+    )?;
+    let mut a = common!(PointwiseAttributes::with_mode(m), name, compute_data_type);
+    set_opt!(a; relu_lower_clip, relu_upper_clip, relu_lower_clip_slope, axis, swish_beta, elu_alpha, softplus_beta);
+    Ok(a)
+}
+
+fn conv_mode(s: Option<&str>) -> PyResult<Option<hipdnn::ConvMode>> {
+    s.map(|s| {
+        parse(
+            hipdnn::ConvMode::ALL,
+            hipdnn::ConvMode::schema_name,
+            s,
+            "conv mode",
+        )
+    })
+    .transpose()
+}
+
+fn norm_phase(s: &str) -> PyResult<hipdnn::NormFwdPhase> {
+    parse(
+        hipdnn::NormFwdPhase::ALL,
+        hipdnn::NormFwdPhase::schema_name,
+        s,
+        "forward phase",
+    )
+}
+
+/// NumPy dtype name of an SDK data type (None: NumPy has none, e.g. BFLOAT16).
+fn numpy_dtype(dt: DataType) -> Option<&'static str> {
+    Some(match dt {
+        DataType::Float => "float32",
+        DataType::Half => "float16",
+        DataType::Double => "float64",
+        DataType::Int8 => "int8",
+        DataType::Uint8 => "uint8",
+        DataType::Int32 => "int32",
+        DataType::Int64 => "int64",
+        DataType::Boolean => "bool",
+        _ => return None,
+    })
+}
+
+/// A new zero-filled NumPy array laid out as `t` (dims and strides of the graph tensor).
+fn new_array<'py>(
+    py: Python<'py>,
+    uid: i64,
+    t: &TensorAttributes,
+    dt: DataType,
+) -> PyResult<Bound<'py, PyAny>> {
+    let Some(dtype) = numpy_dtype(dt) else {
+        return Err(err(Error::invalid_value(format!(
+            "execute: output uid {uid} ('{}') is {}, which NumPy has no dtype for; pass an \
+             output array (e.g. a torch tensor) in the tensors dict",
+            t.name,
+            dt.schema_name()
+        ))));
+    };
+    let np = py.import("numpy")?;
+    let dims = PyTuple::new(py, &t.dims)?;
+    let packed = hipdnn::packed_strides(&t.dims, &(0..t.dims.len()).collect::<Vec<_>>());
+    let same = t
+        .dims
+        .iter()
+        .zip(t.strides.iter().zip(&packed))
+        .all(|(d, (s, p))| *d <= 1 || s == p);
+    if same {
+        return np.call_method1("zeros", (dims, dtype));
+    }
+    // Another layout: a flat buffer of the tensor's extent viewed with its strides.
+    let extent = 1 + t
+        .dims
+        .iter()
+        .zip(&t.strides)
+        .map(|(d, s)| (d - 1) * s)
+        .sum::<i64>();
+    let flat = np.call_method1("zeros", (extent, dtype))?;
+    let itemsize: i64 = flat.getattr("itemsize")?.extract()?;
+    let strides: Vec<i64> = t.strides.iter().map(|s| s * itemsize).collect();
+    let tricks = py.import("numpy.lib.stride_tricks")?;
+    tricks.call_method1("as_strided", (flat, dims, PyTuple::new(py, strides)?))
+}
+
+#[pymethods]
+impl PyGraph {
+    /// An empty graph (SDK `Graph::new`).
+    #[new]
+    fn new() -> Self {
+        PyGraph { g: Graph::new() }
+    }
+
+    // ---- settings ----
+
+    /// Graph name.
+    #[getter]
+    fn name(&self) -> String {
+        self.g.name().to_string()
+    }
+    /// Sets the graph name; returns the graph.
+    fn set_name(slf: Bound<'_, Self>, name: String) -> Bound<'_, Self> {
+        slf.borrow_mut().g.set_name(name);
+        slf
+    }
+    /// Type of bound tensors left UNSET.
+    #[getter]
+    fn io_data_type(&self) -> &'static str {
+        self.g.io_data_type().schema_name()
+    }
+    /// Type of virtual tensors left UNSET.
+    #[getter]
+    fn intermediate_data_type(&self) -> &'static str {
+        self.g.intermediate_data_type().schema_name()
+    }
+    /// The nodes' default compute type.
+    #[getter]
+    fn compute_data_type(&self) -> &'static str {
+        self.g.compute_data_type().schema_name()
+    }
+    /// Sets the io data type (`"FLOAT"`, ...); returns the graph.
+    fn set_io_data_type<'py>(slf: Bound<'py, Self>, t: &str) -> PyResult<Bound<'py, Self>> {
+        slf.borrow_mut().g.set_io_data_type(data_type(t)?);
+        Ok(slf)
+    }
+    /// Sets the intermediate data type; returns the graph.
+    fn set_intermediate_data_type<'py>(
+        slf: Bound<'py, Self>,
+        t: &str,
+    ) -> PyResult<Bound<'py, Self>> {
+        slf.borrow_mut().g.set_intermediate_data_type(data_type(t)?);
+        Ok(slf)
+    }
+    /// Sets the compute data type; returns the graph.
+    fn set_compute_data_type<'py>(slf: Bound<'py, Self>, t: &str) -> PyResult<Bound<'py, Self>> {
+        slf.borrow_mut().g.set_compute_data_type(data_type(t)?);
+        Ok(slf)
+    }
+
+    // ---- tensors ----
+
+    /// Adds a tensor (SDK `Graph::tensor` of `TensorAttributes`); strides default to packed
+    /// row-major.
+    #[pyo3(signature = (name, dims, strides=None, data_type=None, uid=None, is_virtual=false, alignment=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn tensor(
+        slf: &Bound<'_, Self>,
+        name: String,
+        dims: Vec<i64>,
+        strides: Option<Vec<i64>>,
+        data_type: Option<&str>,
+        uid: Option<i64>,
+        is_virtual: bool,
+        alignment: Option<i64>,
+    ) -> PyResult<PyTensor> {
+        let mut a = TensorAttributes::new(name)
+            .dims(dims)
+            .is_virtual(is_virtual);
+        if let Some(s) = strides {
+            a = a.strides(s);
+        }
+        if let Some(t) = data_type {
+            a = a.data_type(self::data_type(t)?);
+        }
+        set_opt!(a; uid, alignment);
+        let id = slf.borrow_mut().g.tensor(a);
+        Ok(wrap(slf, id))
+    }
+    /// Adds a compile-time constant scalar (SDK `Graph::scalar`): `data_type` one of FLOAT,
+    /// HALF, BFLOAT16, DOUBLE, INT32, INT64, BOOLEAN.
+    #[pyo3(signature = (name, value, data_type="FLOAT"))]
+    fn scalar(
+        slf: &Bound<'_, Self>,
+        name: String,
+        value: &Bound<'_, PyAny>,
+        data_type: &str,
+    ) -> PyResult<PyTensor> {
+        let v = match data_type {
+            "FLOAT" => TensorValue::Float32(value.extract()?),
+            "HALF" => TensorValue::Float16(value.extract()?),
+            "BFLOAT16" => TensorValue::BFloat16(value.extract()?),
+            "DOUBLE" => TensorValue::Float64(value.extract()?),
+            "INT32" => TensorValue::Int32(value.extract()?),
+            "INT64" => TensorValue::Int64(value.extract()?),
+            "BOOLEAN" => TensorValue::Bool(value.extract()?),
+            other => {
+                return Err(err(Error::invalid_value(format!(
+                    "scalar: data type '{other}' has no scalar value; one of FLOAT, HALF, \
+                     BFLOAT16, DOUBLE, INT32, INT64, BOOLEAN"
+                ))));
+            }
+        };
+        let id = slf.borrow_mut().g.scalar(name, v);
+        Ok(wrap(slf, id))
+    }
+    /// Marks `t` an output (not virtual) or not; returns the graph.
+    #[pyo3(signature = (t, output=true))]
+    fn set_output<'py>(
+        slf: Bound<'py, Self>,
+        t: PyRef<'_, PyTensor>,
+        output: bool,
+    ) -> PyResult<Bound<'py, Self>> {
+        let id = tid(&slf, &t)?;
+        slf.borrow_mut().g.set_output(id, output);
+        Ok(slf)
+    }
+    /// Sets the UID of `t`; returns the graph.
+    fn set_uid<'py>(
+        slf: Bound<'py, Self>,
+        t: PyRef<'_, PyTensor>,
+        uid: i64,
+    ) -> PyResult<Bound<'py, Self>> {
+        let id = tid(&slf, &t)?;
+        slf.borrow_mut().g.set_uid(id, uid);
+        Ok(slf)
+    }
+    /// Sets the data type of `t`; returns the graph.
+    fn set_data_type<'py>(
+        slf: Bound<'py, Self>,
+        t: PyRef<'_, PyTensor>,
+        data_type: &str,
+    ) -> PyResult<Bound<'py, Self>> {
+        let id = tid(&slf, &t)?;
+        let dt = self::data_type(data_type)?;
+        slf.borrow_mut().g.set_data_type(id, dt);
+        Ok(slf)
+    }
+    /// Sets the dims of `t` (strides repacked in its layout); returns the graph.
+    fn set_dims<'py>(
+        slf: Bound<'py, Self>,
+        t: PyRef<'_, PyTensor>,
+        dims: Vec<i64>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let id = tid(&slf, &t)?;
+        slf.borrow_mut().g.set_dims(id, dims);
+        Ok(slf)
+    }
+    /// Sets the strides of `t` (elements); returns the graph.
+    fn set_strides<'py>(
+        slf: Bound<'py, Self>,
+        t: PyRef<'_, PyTensor>,
+        strides: Vec<i64>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let id = tid(&slf, &t)?;
+        slf.borrow_mut().g.set_strides(id, strides);
+        Ok(slf)
+    }
+    /// Renames `t`; returns the graph.
+    fn set_tensor_name<'py>(
+        slf: Bound<'py, Self>,
+        t: PyRef<'_, PyTensor>,
+        name: String,
+    ) -> PyResult<Bound<'py, Self>> {
+        let id = tid(&slf, &t)?;
+        slf.borrow_mut().g.set_tensor_name(id, name);
+        Ok(slf)
+    }
+    /// Every tensor, in insertion order.
+    fn tensors(slf: &Bound<'_, Self>) -> Vec<PyTensor> {
+        let n = slf.borrow().g.tensor_count();
+        (0..n).map(|i| wrap(slf, TensorId::from_index(i))).collect()
+    }
+    /// The tensors named `name`.
+    fn tensors_by_name(slf: &Bound<'_, Self>, name: &str) -> Vec<PyTensor> {
+        let ids = slf.borrow().g.tensors_by_name(name);
+        ids.into_iter().map(|i| wrap(slf, i)).collect()
+    }
+    /// The tensor with UID `uid`, or None.
+    fn tensor_by_uid(slf: &Bound<'_, Self>, uid: i64) -> Option<PyTensor> {
+        let id = slf.borrow().g.tensor_by_uid(uid);
+        id.map(|i| wrap(slf, i))
+    }
+    /// Number of nodes.
+    fn node_count(&self) -> usize {
+        self.g.node_count()
+    }
+
+    // ---- operations ----
+
+    /// Unary pointwise op: `y = mode(x)` (SDK `Graph::pointwise_unary`).
+    #[pyo3(signature = (x, mode, *, relu_lower_clip=None, relu_upper_clip=None, relu_lower_clip_slope=None, axis=None, swish_beta=None, elu_alpha=None, softplus_beta=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn pointwise_unary(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        mode: &str,
+        relu_lower_clip: Option<f32>,
+        relu_upper_clip: Option<f32>,
+        relu_lower_clip_slope: Option<f32>,
+        axis: Option<i64>,
+        swish_beta: Option<f32>,
+        elu_alpha: Option<f32>,
+        softplus_beta: Option<f32>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let a = pointwise_attrs(
+            mode,
+            relu_lower_clip,
+            relu_upper_clip,
+            relu_lower_clip_slope,
+            axis,
+            swish_beta,
+            elu_alpha,
+            softplus_beta,
+            name,
+            compute_data_type,
+        )?;
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.pointwise_unary(x, a);
+        Ok(wrap(slf, y))
+    }
+    /// Binary pointwise op with broadcasting: `y = mode(a, b)` (SDK `Graph::pointwise`).
+    #[pyo3(signature = (a, b, mode, *, relu_lower_clip=None, relu_upper_clip=None, relu_lower_clip_slope=None, axis=None, swish_beta=None, elu_alpha=None, softplus_beta=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn pointwise(
+        slf: &Bound<'_, Self>,
+        a: PyRef<'_, PyTensor>,
+        b: PyRef<'_, PyTensor>,
+        mode: &str,
+        relu_lower_clip: Option<f32>,
+        relu_upper_clip: Option<f32>,
+        relu_lower_clip_slope: Option<f32>,
+        axis: Option<i64>,
+        swish_beta: Option<f32>,
+        elu_alpha: Option<f32>,
+        softplus_beta: Option<f32>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let at = pointwise_attrs(
+            mode,
+            relu_lower_clip,
+            relu_upper_clip,
+            relu_lower_clip_slope,
+            axis,
+            swish_beta,
+            elu_alpha,
+            softplus_beta,
+            name,
+            compute_data_type,
+        )?;
+        let (a, b) = (tid(slf, &a)?, tid(slf, &b)?);
+        let y = slf.borrow_mut().g.pointwise(a, b, at);
+        Ok(wrap(slf, y))
+    }
+    /// Ternary pointwise op (`BINARY_SELECT`): `y = mode(a, b, c)` (SDK
+    /// `Graph::pointwise_ternary`).
+    #[pyo3(signature = (a, b, c, mode, *, name=None, compute_data_type=None))]
+    fn pointwise_ternary(
+        slf: &Bound<'_, Self>,
+        a: PyRef<'_, PyTensor>,
+        b: PyRef<'_, PyTensor>,
+        c: PyRef<'_, PyTensor>,
+        mode: &str,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let at = pointwise_attrs(
+            mode,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            None,
+            name,
+            compute_data_type,
+        )?;
+        let (a, b, c) = (tid(slf, &a)?, tid(slf, &b)?, tid(slf, &c)?);
+        let y = slf.borrow_mut().g.pointwise_ternary(a, b, c, at);
+        Ok(wrap(slf, y))
+    }
+    /// Batched matmul `c = a @ b` (SDK `Graph::matmul`).
+    #[pyo3(signature = (a, b, *, name=None, compute_data_type=None))]
+    fn matmul(
+        slf: &Bound<'_, Self>,
+        a: PyRef<'_, PyTensor>,
+        b: PyRef<'_, PyTensor>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let at = common!(MatmulAttributes::new(), name, compute_data_type);
+        let (a, b) = (tid(slf, &a)?, tid(slf, &b)?);
+        let c = slf.borrow_mut().g.matmul(a, b, at);
+        Ok(wrap(slf, c))
+    }
+    /// Forward convolution, x (N, C, spatial..) and w (K, C, window..) (SDK
+    /// `Graph::conv_fprop`).
+    #[pyo3(signature = (x, w, *, pre_padding=None, post_padding=None, stride=None, dilation=None, conv_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn conv_fprop(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        w: PyRef<'_, PyTensor>,
+        pre_padding: Option<Vec<i64>>,
+        post_padding: Option<Vec<i64>>,
+        stride: Option<Vec<i64>>,
+        dilation: Option<Vec<i64>>,
+        conv_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ConvFpropAttributes::new(), name, compute_data_type);
+        let conv_mode = self::conv_mode(conv_mode)?;
+        set_opt!(a; pre_padding, post_padding, stride, dilation, conv_mode);
+        let (x, w) = (tid(slf, &x)?, tid(slf, &w)?);
+        let y = slf.borrow_mut().g.conv_fprop(x, w, a);
+        Ok(wrap(slf, y))
+    }
+    /// Convolution data gradient: dy and w → dx (SDK `Graph::conv_dgrad`).
+    #[pyo3(signature = (dy, w, *, pre_padding=None, post_padding=None, stride=None, dilation=None, conv_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn conv_dgrad(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        w: PyRef<'_, PyTensor>,
+        pre_padding: Option<Vec<i64>>,
+        post_padding: Option<Vec<i64>>,
+        stride: Option<Vec<i64>>,
+        dilation: Option<Vec<i64>>,
+        conv_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ConvDgradAttributes::new(), name, compute_data_type);
+        let conv_mode = self::conv_mode(conv_mode)?;
+        set_opt!(a; pre_padding, post_padding, stride, dilation, conv_mode);
+        let (dy, w) = (tid(slf, &dy)?, tid(slf, &w)?);
+        let y = slf.borrow_mut().g.conv_dgrad(dy, w, a);
+        Ok(wrap(slf, y))
+    }
+    /// Convolution filter gradient: dy and x → dw (SDK `Graph::conv_wgrad`).
+    #[pyo3(signature = (dy, x, *, pre_padding=None, post_padding=None, stride=None, dilation=None, conv_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn conv_wgrad(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        pre_padding: Option<Vec<i64>>,
+        post_padding: Option<Vec<i64>>,
+        stride: Option<Vec<i64>>,
+        dilation: Option<Vec<i64>>,
+        conv_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ConvWgradAttributes::new(), name, compute_data_type);
+        let conv_mode = self::conv_mode(conv_mode)?;
+        set_opt!(a; pre_padding, post_padding, stride, dilation, conv_mode);
+        let (dy, x) = (tid(slf, &dy)?, tid(slf, &x)?);
+        let y = slf.borrow_mut().g.conv_wgrad(dy, x, a);
+        Ok(wrap(slf, y))
+    }
+    /// Layer normalization (SDK `Graph::layernorm`): returns `(y, mean, inv_variance)`, the
+    /// last two None unless `forward_phase="TRAINING"`.
+    #[pyo3(signature = (x, scale, bias, *, epsilon, forward_phase, normalized_dim_count=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn layernorm(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        epsilon: PyRef<'_, PyTensor>,
+        forward_phase: &str,
+        normalized_dim_count: Option<i64>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, Option<PyTensor>, Option<PyTensor>)> {
+        let mut a = common!(LayernormAttributes::new(), name, compute_data_type)
+            .epsilon(tid(slf, &epsilon)?)
+            .forward_phase(norm_phase(forward_phase)?);
+        set_opt!(a; normalized_dim_count);
+        let (x, s, b) = (tid(slf, &x)?, tid(slf, &scale)?, tid(slf, &bias)?);
+        let (y, m, v) = slf.borrow_mut().g.layernorm(x, s, b, a);
+        Ok((
+            wrap(slf, y),
+            m.map(|m| wrap(slf, m)),
+            v.map(|v| wrap(slf, v)),
+        ))
+    }
+    /// Inference layer norm with a float epsilon (SDK `Graph::layernorm_inference`).
+    fn layernorm_inference(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        epsilon: f32,
+    ) -> PyResult<PyTensor> {
+        let (x, s, b) = (tid(slf, &x)?, tid(slf, &scale)?, tid(slf, &bias)?);
+        let y = slf.borrow_mut().g.layernorm_inference(x, s, b, epsilon);
+        Ok(wrap(slf, y))
+    }
+    /// RMS normalization (SDK `Graph::rmsnorm`): returns `(y, inv_rms)`, inv_rms None unless
+    /// `forward_phase="TRAINING"`.
+    #[pyo3(signature = (x, scale, *, epsilon, forward_phase, bias=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rmsnorm(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        epsilon: PyRef<'_, PyTensor>,
+        forward_phase: &str,
+        bias: Option<PyRef<'_, PyTensor>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, Option<PyTensor>)> {
+        let mut a = common!(RmsNormAttributes::new(), name, compute_data_type)
+            .epsilon(tid(slf, &epsilon)?)
+            .forward_phase(norm_phase(forward_phase)?);
+        let bias = opt_tid(slf, bias)?;
+        set_opt!(a; bias);
+        let (x, s) = (tid(slf, &x)?, tid(slf, &scale)?);
+        let (y, r) = slf.borrow_mut().g.rmsnorm(x, s, a);
+        Ok((wrap(slf, y), r.map(|r| wrap(slf, r))))
+    }
+    /// Inference RMS norm with a float epsilon (SDK `Graph::rmsnorm_inference`).
+    fn rmsnorm_inference(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        epsilon: f32,
+    ) -> PyResult<PyTensor> {
+        let (x, s) = (tid(slf, &x)?, tid(slf, &scale)?);
+        let y = slf.borrow_mut().g.rmsnorm_inference(x, s, epsilon);
+        Ok(wrap(slf, y))
+    }
+    /// Softmax along `axis` (SDK `Graph::softmax`, five nodes).
+    fn softmax(slf: &Bound<'_, Self>, x: PyRef<'_, PyTensor>, axis: usize) -> PyResult<PyTensor> {
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.softmax(x, axis).map_err(err)?;
+        Ok(wrap(slf, y))
+    }
+    /// Log-softmax along `axis` (SDK `Graph::log_softmax`).
+    fn log_softmax(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        axis: usize,
+    ) -> PyResult<PyTensor> {
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.log_softmax(x, axis).map_err(err)?;
+        Ok(wrap(slf, y))
+    }
+    /// Reduction to `out_dims` (reduced dims are 1) with `mode` (`"ADD"`, `"MAX_OP"`,
+    /// `"AVG"`, ...) (SDK `Graph::reduction`).
+    #[pyo3(signature = (x, out_dims, *, mode, is_deterministic=None, name=None, compute_data_type=None))]
+    fn reduction(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        out_dims: Vec<i64>,
+        mode: &str,
+        is_deterministic: Option<bool>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mode = parse(
+            hipdnn::ReductionMode::ALL,
+            hipdnn::ReductionMode::schema_name,
+            mode,
+            "reduction mode",
+        )?;
+        let mut a = common!(
+            ReductionAttributes::new().mode(mode),
+            name,
+            compute_data_type
+        );
+        set_opt!(a; is_deterministic);
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.reduction(x, out_dims, a);
+        Ok(wrap(slf, y))
+    }
+    /// Global average pooling over the spatial dims (SDK `Graph::global_avg_pool`).
+    fn global_avg_pool(slf: &Bound<'_, Self>, x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.global_avg_pool(x).map_err(err)?;
+        Ok(wrap(slf, y))
+    }
+    /// Global max pooling over the spatial dims (SDK `Graph::global_max_pool`).
+    fn global_max_pool(slf: &Bound<'_, Self>, x: PyRef<'_, PyTensor>) -> PyResult<PyTensor> {
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.global_max_pool(x).map_err(err)?;
+        Ok(wrap(slf, y))
+    }
+    /// Scaled dot-product attention, q/k/v (B, H, S, D) (SDK `Graph::sdpa`): returns
+    /// `(o, stats)`, stats None unless `generate_stats=True`.
+    #[pyo3(signature = (q, k, v, *, attn_scale_value=None, scale=None, attn_mask=None, causal_mask=None, causal_mask_bottom_right=None, padding_mask=None, alibi_mask=None, generate_stats=None, left_bound=None, right_bound=None, diagonal_alignment=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn sdpa(
+        slf: &Bound<'_, Self>,
+        q: PyRef<'_, PyTensor>,
+        k: PyRef<'_, PyTensor>,
+        v: PyRef<'_, PyTensor>,
+        attn_scale_value: Option<f32>,
+        scale: Option<PyRef<'_, PyTensor>>,
+        attn_mask: Option<PyRef<'_, PyTensor>>,
+        causal_mask: Option<bool>,
+        causal_mask_bottom_right: Option<bool>,
+        padding_mask: Option<bool>,
+        alibi_mask: Option<bool>,
+        generate_stats: Option<bool>,
+        left_bound: Option<i64>,
+        right_bound: Option<i64>,
+        diagonal_alignment: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, Option<PyTensor>)> {
+        let mut a = common!(SdpaAttributes::new(), name, compute_data_type);
+        let scale = opt_tid(slf, scale)?;
+        let attn_mask = opt_tid(slf, attn_mask)?;
+        let diagonal_alignment = diagonal_alignment
+            .map(|s| {
+                parse(
+                    hipdnn::DiagonalAlignment::ALL,
+                    hipdnn::DiagonalAlignment::schema_name,
+                    s,
+                    "diagonal alignment",
+                )
+            })
+            .transpose()?;
+        set_opt!(a; attn_scale_value, scale, attn_mask, causal_mask, causal_mask_bottom_right,
+                 padding_mask, alibi_mask, generate_stats, left_bound, right_bound, diagonal_alignment);
+        let (q, k, v) = (tid(slf, &q)?, tid(slf, &k)?, tid(slf, &v)?);
+        let (o, s) = slf.borrow_mut().g.sdpa(q, k, v, a);
+        Ok((wrap(slf, o), s.map(|s| wrap(slf, s))))
+    }
+    /// Row gather / embedding lookup: `y[..., :] = table[index[...], :]` (SDK `Graph::gather`).
+    fn gather(
+        slf: &Bound<'_, Self>,
+        table: PyRef<'_, PyTensor>,
+        index: PyRef<'_, PyTensor>,
+    ) -> PyResult<PyTensor> {
+        let (t, i) = (tid(slf, &table)?, tid(slf, &index)?);
+        let y = slf.borrow_mut().g.gather(t, i);
+        Ok(wrap(slf, y))
+    }
+    /// A linear layer `act(x @ w + bias)` (SDK `Graph::linear`); `activation` one of
+    /// `"none"`, `"relu"`, `"gelu"`, `"gelu_tanh"`, `"silu"`, `"sigmoid"`, `"tanh"`.
+    #[pyo3(signature = (x, w, bias=None, activation="none"))]
+    fn linear(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        w: PyRef<'_, PyTensor>,
+        bias: Option<PyRef<'_, PyTensor>>,
+        activation: &str,
+    ) -> PyResult<PyTensor> {
+        let act = match activation {
+            "none" => Activation::None,
+            "relu" => Activation::Relu,
+            "gelu" => Activation::Gelu,
+            "gelu_tanh" => Activation::GeluTanh,
+            "silu" => Activation::Silu,
+            "sigmoid" => Activation::Sigmoid,
+            "tanh" => Activation::Tanh,
+            other => {
+                return Err(err(Error::invalid_value(format!(
+                    "linear: unknown activation '{other}'; one of none, relu, gelu, gelu_tanh, \
+                     silu, sigmoid, tanh"
+                ))));
+            }
+        };
+        let bias = opt_tid(slf, bias)?;
+        let (x, w) = (tid(slf, &x)?, tid(slf, &w)?);
+        let y = slf.borrow_mut().g.linear(x, w, bias, act);
+        Ok(wrap(slf, y))
+    }
+    /// Pooling (SDK `Graph::resample`): returns `(y, index)`, index None unless
+    /// `generate_index=True` with MAXPOOL.
+    #[pyo3(signature = (x, *, resample_mode, window, stride, pre_padding, post_padding, padding_mode=None, generate_index=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn resample(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        resample_mode: &str,
+        window: Vec<i64>,
+        stride: Vec<i64>,
+        pre_padding: Vec<i64>,
+        post_padding: Vec<i64>,
+        padding_mode: Option<&str>,
+        generate_index: Option<bool>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, Option<PyTensor>)> {
+        let mode = parse(
+            hipdnn::ResampleMode::ALL,
+            hipdnn::ResampleMode::schema_name,
+            resample_mode,
+            "resample mode",
+        )?;
+        let padding_mode = padding_mode
+            .map(|s| {
+                parse(
+                    hipdnn::PaddingMode::ALL,
+                    hipdnn::PaddingMode::schema_name,
+                    s,
+                    "padding mode",
+                )
+            })
+            .transpose()?;
+        let mut a = common!(ResampleFwdAttributes::new(), name, compute_data_type)
+            .resample_mode(mode)
+            .window(window)
+            .stride(stride)
+            .pre_padding(pre_padding)
+            .post_padding(post_padding);
+        set_opt!(a; padding_mode, generate_index);
+        let x = tid(slf, &x)?;
+        let (y, i) = slf.borrow_mut().g.resample(x, a);
+        Ok((wrap(slf, y), i.map(|i| wrap(slf, i))))
+    }
+    /// Batchnorm inference `y = (x - mean) * inv_variance * scale + bias` (SDK
+    /// `Graph::batchnorm_inference`).
+    #[pyo3(signature = (x, mean, inv_variance, scale, bias, *, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn batchnorm_inference(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        mean: PyRef<'_, PyTensor>,
+        inv_variance: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let a = common!(BatchnormInferenceAttributes::new(), name, compute_data_type);
+        let ids = [
+            tid(slf, &x)?,
+            tid(slf, &mean)?,
+            tid(slf, &inv_variance)?,
+            tid(slf, &scale)?,
+            tid(slf, &bias)?,
+        ];
+        let y = slf
+            .borrow_mut()
+            .g
+            .batchnorm_inference(ids[0], ids[1], ids[2], ids[3], ids[4], a);
+        Ok(wrap(slf, y))
+    }
+
+    // ---- checking, building, running ----
+
+    /// Checks the graph without a handle (SDK `Graph::validate`).
+    fn validate(&self) -> PyResult<()> {
+        self.g.validate().map_err(err)
+    }
+    /// Builds an execution plan on `handle` (SDK `Graph::build`).
+    fn build(&mut self, handle: &PyHandle) -> PyResult<()> {
+        self.g.build(&handle.h).map_err(err)
+    }
+    /// Builds with benchmarking: engines offering it time their kernels and keep the fastest
+    /// (SDK `Graph::build_benchmarked`; on the CPU the same as `build`).
+    fn build_benchmarked(&mut self, handle: &PyHandle) -> PyResult<()> {
+        self.g.build_benchmarked(&handle.h).map_err(err)
+    }
+    /// True when the graph has an execution plan (built or loaded).
+    fn has_plan(&self) -> bool {
+        self.g.has_plan()
+    }
+    /// Name of the plan's engine (SDK `Graph::engine_name`).
+    fn engine_name(&self) -> PyResult<String> {
+        self.g.engine_name().map(str::to_string).map_err(err)
+    }
+    /// Workspace bytes the plan needs (execute allocates it).
+    fn workspace_size(&self) -> PyResult<usize> {
+        self.g.workspace_size().map_err(err)
+    }
+    /// Runs the plan (SDK `Graph::execute`). `tensors` maps UID → an object with `__dlpack__`
+    /// (NumPy array, torch CPU tensor) bound without a copy; outputs of the graph missing from
+    /// it are allocated as new NumPy arrays. Returns {uid: array} of every output of the graph
+    /// (the caller's objects for the outputs it passed).
+    #[pyo3(signature = (handle, tensors))]
+    fn execute<'py>(
+        slf: &Bound<'py, Self>,
+        handle: &PyHandle,
+        tensors: &Bound<'py, PyDict>,
+    ) -> PyResult<Bound<'py, PyDict>> {
+        let py = slf.py();
+        let this = slf.borrow();
+        let g = &this.g;
+        let result = PyDict::new(py);
+        let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
+        for (k, v) in tensors.iter() {
+            objs.push((k.extract()?, v));
+        }
+        if this.g.has_plan() {
+            for (id, t) in g.tensors() {
+                let (Some(uid), false) = (t.uid, t.is_virtual) else {
+                    continue;
+                };
+                if g.producer(id).is_none() {
+                    continue;
+                }
+                match objs.iter().find(|(u, _)| *u == uid) {
+                    Some((_, o)) => result.set_item(uid, o)?,
+                    None => {
+                        let arr = new_array(py, uid, t, g.context_data_type(t))?;
+                        result.set_item(uid, &arr)?;
+                        objs.push((uid, arr));
+                    }
+                }
+            }
+        }
+        let mut imported = Vec::with_capacity(objs.len());
+        for (uid, obj) in &objs {
+            let attrs = g.tensor_by_uid(*uid).map(|id| g.tensor_attributes(id));
+            // Bound writable: tensors a node writes, and every tensor of a plan loaded without
+            // its graph (the SDK cannot say which ones it writes).
+            let writable = attrs.is_none_or(|_| {
+                g.tensor_by_uid(*uid)
+                    .and_then(|id| g.producer(id))
+                    .is_some()
+            });
+            let expect = attrs.map(|t| (t, g.context_data_type(t)));
+            imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
+        }
+        // A writable binding must not overlap any other (it is a `&mut [u8]`).
+        for (i, a) in imported.iter().enumerate() {
+            for b in &imported[i + 1..] {
+                let (a0, b0) = (a.ptr as usize, b.ptr as usize);
+                let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
+                if overlap && (a.writable || b.writable) {
+                    return Err(err(Error::invalid_value(format!(
+                        "execute: tensors uid {} and uid {} share memory and one is written; \
+                         pass separate arrays",
+                        a.uid, b.uid
+                    ))));
+                }
+            }
+        }
+        let mut ws = Buffer::<u8>::zeros(g.workspace_size().map_err(err)?);
+        let mut pack = VariantPack::new();
+        for imp in imported.iter_mut() {
+            let uid = imp.uid;
+            pack = pack.with(uid, imp.binding());
+        }
+        g.execute(&handle.h, pack, Some(&mut ws)).map_err(err)?;
+        drop(imported); // the producers' deleters run here, with the GIL held
+        Ok(result)
+    }
+
+    // ---- saving and loading ----
+
+    /// The graph with its plan (an HDGP container), or the bare graph without a saveable
+    /// plan (SDK `Graph::to_binary`).
+    fn to_binary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(py, &self.g.to_binary().map_err(err)?))
+    }
+    /// Loads a graph (with its plan when saved with one) on `handle` (SDK
+    /// `Graph::from_binary`).
+    #[staticmethod]
+    fn from_binary(handle: &PyHandle, data: &[u8]) -> PyResult<Self> {
+        Ok(PyGraph {
+            g: Graph::from_binary(&handle.h, data).map_err(err)?,
+        })
+    }
+    /// The plan alone (SDK `Graph::to_compiled_plan_binary`).
+    fn to_compiled_plan_binary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        Ok(PyBytes::new(
+            py,
+            &self.g.to_compiled_plan_binary().map_err(err)?,
+        ))
+    }
+    /// Loads a plan saved alone (SDK `Graph::from_compiled_plan_binary`); execute binds it by
+    /// UID and every output must be passed.
+    #[staticmethod]
+    fn from_compiled_plan_binary(handle: &PyHandle, data: &[u8]) -> PyResult<Self> {
+        Ok(PyGraph {
+            g: Graph::from_compiled_plan_binary(&handle.h, data).map_err(err)?,
+        })
+    }
+    /// The graph as upstream hipDNN's JSON (SDK `Graph::to_json`).
+    fn to_json(&self) -> PyResult<String> {
+        self.g.to_json().map_err(err)
+    }
+    /// A graph from upstream hipDNN's JSON (SDK `Graph::from_json`).
+    #[staticmethod]
+    fn from_json(json: &str) -> PyResult<Self> {
+        Ok(PyGraph {
+            g: Graph::from_json(json).map_err(err)?,
+        })
+    }
+    fn __repr__(&self) -> String {
+        format!(
+            "Graph(name={:?}, tensors={}, nodes={}, plan={})",
+            self.g.name(),
+            self.g.tensor_count(),
+            self.g.node_count(),
+            self.g.has_plan()
+        )
+    }
+}
+
+/// Schema names of an enum.
+fn names<E: Copy>(all: &[E], name: impl Fn(E) -> &'static str) -> Vec<&'static str> {
+    all.iter().map(|&e| name(e)).collect()
+}
+
+/// The Python module `hipdnn_rs`.
+#[pymodule]
+fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("HipdnnError", m.py().get_type::<HipdnnError>())?;
+    m.add_class::<PyHandle>()?;
+    m.add_class::<PyGraph>()?;
+    m.add_class::<PyTensor>()?;
+    use hipdnn::*;
+    m.add("DATA_TYPES", names(DataType::ALL, DataType::schema_name))?;
+    m.add(
+        "POINTWISE_MODES",
+        names(PointwiseMode::ALL, PointwiseMode::schema_name),
+    )?;
+    m.add(
+        "REDUCTION_MODES",
+        names(ReductionMode::ALL, ReductionMode::schema_name),
+    )?;
+    m.add(
+        "RESAMPLE_MODES",
+        names(ResampleMode::ALL, ResampleMode::schema_name),
+    )?;
+    m.add(
+        "NORM_FWD_PHASES",
+        names(NormFwdPhase::ALL, NormFwdPhase::schema_name),
+    )?;
+    m.add("CONV_MODES", names(ConvMode::ALL, ConvMode::schema_name))?;
+    // Arity (number of inputs) of each pointwise mode, as the SDK's op table gives it.
+    let arity = PyDict::new(m.py());
+    for &p in PointwiseMode::ALL {
+        arity.set_item(p.schema_name(), p.arity())?;
+    }
+    m.add("POINTWISE_ARITY", arity)?;
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    Ok(())
+}
