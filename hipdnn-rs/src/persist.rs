@@ -490,12 +490,15 @@ impl Graph {
     /// data type (`Buffer<T>` with `T::DATA_TYPE`); a plan loaded without a graph is checked
     /// against the graph its engine runs when the engine keeps one (the CPU engine), else only
     /// by the backend (UIDs, alignments, workspace). `workspace` must hold at least [`Graph::workspace_size`] bytes
-    /// and may be `None` when that is 0.
+    /// and may be `None` when that is 0. A tensor given a shape override
+    /// ([`VariantPack::override_shape`]) is checked at the override's dims and strides.
     ///
     /// # Errors
     /// `INVALID_VALUE` without a plan, for a binding by id or name that does not resolve (a
     /// handle outside the graph, an unknown or ambiguous name, a virtual tensor), for a
-    /// missing tensor, a short buffer or workspace;
+    /// missing tensor, a short buffer or workspace, and with a message starting `shape
+    /// override` for an override that breaks a rule or shapes the graph does not run at
+    /// (nothing is written then);
     /// `HIPDNN_BACKEND_ERROR` when the backend or engine refuses (alignment, unknown UID,
     /// execution failure), with the backend status and message.
     pub fn execute(
