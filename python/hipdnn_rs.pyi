@@ -246,8 +246,21 @@ class Graph:
         """The plan's engine."""
     def workspace_size(self) -> int:
         """Workspace bytes the plan needs (execute allocates it)."""
-    def execute(self, handle: Handle, tensors: Dict[int, Any]) -> Dict[int, Any]:
-        """Runs the plan on {uid: DLPack array}; missing outputs come back as new NumPy arrays."""
+    def execute(
+        self,
+        handle: Handle,
+        tensors: Dict[int, Any],
+        overrides: Optional[Dict[int, Tuple[List[int], List[int]]]] = None,
+    ) -> Dict[int, Any]:
+        """Runs the plan on {uid: DLPack array}; missing outputs come back as new NumPy arrays.
+        `overrides` {uid: (dims, strides)}: execute-time shape overrides of a graph built with
+        set_override_shape_enabled(True) at its largest shape."""
+    def shape_overrides_for(self, smaller: "Graph") -> Dict[int, Tuple[List[int], List[int]]]:
+        """The overrides that run this (largest-shape) graph at `smaller`'s shape."""
+    def is_override_shape_enabled(self) -> bool:
+        """Whether execute-time shape overrides are enabled."""
+    def set_override_shape_enabled(self, on: bool) -> "Graph":
+        """Enables execute-time shape overrides (before build); returns the graph."""
     def to_binary(self) -> bytes:
         """Graph with its plan (HDGP container)."""
     @staticmethod

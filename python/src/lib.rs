@@ -323,6 +323,9 @@ fn numpy_dtype(dt: DataType) -> Option<&'static str> {
 }
 
 /// A new zero-filled NumPy array laid out as `t` (dims and strides of the graph tensor).
+/// Shape overrides as Python passes them: UID → `(dims, strides)`.
+type Overrides = std::collections::BTreeMap<i64, (Vec<i64>, Vec<i64>)>;
+
 fn new_array<'py>(
     py: Python<'py>,
     uid: i64,
@@ -1031,6 +1034,30 @@ impl PyGraph {
     fn build_benchmarked(&mut self, handle: &PyHandle) -> PyResult<()> {
         self.g.build_benchmarked(&handle.h).map_err(err)
     }
+    /// The shape overrides that run this graph (built at its largest shape) at the shape of
+    /// `smaller`, the same graph made for a smaller shape (SDK `Graph::shape_overrides_for`):
+    /// `{uid: (dims, strides)}` for every non-virtual tensor whose shape differs, ready for
+    /// `execute(..., overrides=...)`.
+    fn shape_overrides_for(&self, smaller: &PyGraph) -> PyResult<Overrides> {
+        Ok(self
+            .g
+            .shape_overrides_for(&smaller.g)
+            .map_err(err)?
+            .into_iter()
+            .map(|o| (o.uid, (o.dims, o.strides)))
+            .collect())
+    }
+    /// Whether execute-time shape overrides are enabled (SDK
+    /// `Graph::is_override_shape_enabled`).
+    fn is_override_shape_enabled(&self) -> bool {
+        self.g.is_override_shape_enabled()
+    }
+    /// Enables execute-time shape overrides (before build): the graph's dims are then the
+    /// largest each tensor takes (SDK `Graph::set_override_shape_enabled`). Returns the graph.
+    fn set_override_shape_enabled(slf: Bound<'_, Self>, on: bool) -> Bound<'_, Self> {
+        slf.borrow_mut().g.set_override_shape_enabled(on);
+        slf
+    }
     /// True when the graph has an execution plan (built or loaded).
     fn has_plan(&self) -> bool {
         self.g.has_plan()
@@ -1047,15 +1074,31 @@ impl PyGraph {
     /// (NumPy array, torch CPU tensor) bound without a copy; outputs of the graph missing from
     /// it are allocated as new NumPy arrays. Returns {uid: array} of every output of the graph
     /// (the caller's objects for the outputs it passed).
-    #[pyo3(signature = (handle, tensors))]
+    ///
+    /// `overrides` maps UID → `(dims, strides)`: execute-time shape overrides (SDK
+    /// `VariantPack::override_shape`, upstream RFC 0008) for a graph built with
+    /// `set_override_shape_enabled(True)` at its largest shape; arrays are checked against (and
+    /// new outputs allocated at) the override's shape. `Graph.shape_overrides_for(smaller)`
+    /// computes them from the same graph made at the smaller shape.
+    #[pyo3(signature = (handle, tensors, overrides=None))]
     fn execute<'py>(
         slf: &Bound<'py, Self>,
         handle: &PyHandle,
         tensors: &Bound<'py, PyDict>,
+        overrides: Option<Overrides>,
     ) -> PyResult<Bound<'py, PyDict>> {
         let py = slf.py();
         let this = slf.borrow();
         let g = &this.g;
+        let overrides = overrides.unwrap_or_default();
+        // A tensor's attributes at this execute's shape: the override's dims and strides.
+        let at_shape = |uid: i64, t: &TensorAttributes| -> TensorAttributes {
+            let mut t = t.clone();
+            if let Some((d, s)) = overrides.get(&uid) {
+                (t.dims, t.strides) = (d.clone(), s.clone());
+            }
+            t
+        };
         let result = PyDict::new(py);
         let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
         for (k, v) in tensors.iter() {
@@ -1072,7 +1115,7 @@ impl PyGraph {
                 match objs.iter().find(|(u, _)| *u == uid) {
                     Some((_, o)) => result.set_item(uid, o)?,
                     None => {
-                        let arr = new_array(py, uid, t, g.context_data_type(t))?;
+                        let arr = new_array(py, uid, &at_shape(uid, t), g.context_data_type(t))?;
                         result.set_item(uid, &arr)?;
                         objs.push((uid, arr));
                     }
@@ -1089,7 +1132,10 @@ impl PyGraph {
                     .and_then(|id| g.producer(id))
                     .is_some()
             });
-            let expect = attrs.map(|t| (t, g.context_data_type(t)));
+            let shaped = attrs.map(|t| at_shape(*uid, t));
+            let expect = attrs
+                .zip(shaped.as_ref())
+                .map(|(t, s)| (s, g.context_data_type(t)));
             imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
         }
         // A writable binding must not overlap any other (it is a `&mut [u8]`).
@@ -1111,6 +1157,9 @@ impl PyGraph {
         for imp in imported.iter_mut() {
             let uid = imp.uid;
             pack = pack.with(uid, imp.binding());
+        }
+        for (uid, (dims, strides)) in &overrides {
+            pack = pack.override_shape(*uid, dims.clone(), strides.clone());
         }
         g.execute(&handle.h, pack, Some(&mut ws)).map_err(err)?;
         drop(imported); // the producers' deleters run here, with the GIL held
