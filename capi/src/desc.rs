@@ -1037,7 +1037,7 @@ struct PlanBuffers {
     /// ones that are not baked scalars (the SDK's variant-pack rule).
     required: Vec<(i64, String)>,
     /// Built shape per UID (shape overrides are checked against them and their extents
-    /// computed with them).
+    /// computed with them); filled only for a pack with overrides.
     shapes: HashMap<i64, BuiltTensor>,
 }
 
@@ -1047,11 +1047,12 @@ type BuiltTensor = (Vec<i64>, Vec<i64>, bool, usize);
 /// Buffer length per tensor UID for a plan, with [`SCALAR_MARK`] set for runtime
 /// pass-by-value scalars, and the tensors a pack must bind: from its graph, or for a loaded
 /// plan of the CPU reference engine from the graph its context carries (neither for a plan
-/// without a graph: its engine checks the pack).
+/// without a graph: its engine checks the pack). With `with_shapes` (a pack with shape
+/// overrides), also every tensor's built shape.
 ///
 /// # Errors
 /// [`tensor_bytes`]'s.
-fn buffer_lengths(p: &FinalPlan) -> Ffi<PlanBuffers> {
+fn buffer_lengths(p: &FinalPlan, with_shapes: bool) -> Ffi<PlanBuffers> {
     let graph = match &p.graph {
         Some(g) => Some(g.graph.clone()),
         None => p
@@ -1078,9 +1079,11 @@ fn buffer_lengths(p: &FinalPlan) -> Ffi<PlanBuffers> {
             tensor_bytes(t)?
         };
         out.lens.insert(uid, len);
-        let elem = tensor_size::element_size(t.data_type.schema_value());
-        out.shapes
-            .insert(uid, (t.dims.clone(), t.strides.clone(), t.is_virtual, elem));
+        if with_shapes {
+            let elem = tensor_size::element_size(t.data_type.schema_value());
+            out.shapes
+                .insert(uid, (t.dims.clone(), t.strides.clone(), t.is_virtual, elem));
+        }
         let baked = t.value.is_some() && !t.is_runtime_pass_by_value;
         if !t.is_virtual && !baked {
             out.required.push((uid, t.name.clone()));
@@ -1149,7 +1152,7 @@ pub unsafe extern "C" fn hipdnnBackendExecute(
             mut lens,
             required,
             shapes,
-        } = buffer_lengths(&fp)?;
+        } = buffer_lengths(&fp, !overrides.is_empty())?;
         if !overrides.is_empty() {
             override_lengths(&fp, &shapes, &overrides, &mut lens)?;
         }

@@ -326,6 +326,23 @@ fn numpy_dtype(dt: DataType) -> Option<&'static str> {
 /// Shape overrides as Python passes them: UID → `(dims, strides)`.
 type Overrides = std::collections::BTreeMap<i64, (Vec<i64>, Vec<i64>)>;
 
+/// Tensor `uid`'s attributes at this execute's shape: borrowed unless `overrides` gives it
+/// other dims and strides (no copy per binding on a plain execute).
+fn at_shape<'a>(
+    overrides: &Overrides,
+    uid: i64,
+    t: &'a TensorAttributes,
+) -> std::borrow::Cow<'a, TensorAttributes> {
+    match overrides.get(&uid) {
+        Some((d, s)) => {
+            let mut t = t.clone();
+            (t.dims, t.strides) = (d.clone(), s.clone());
+            std::borrow::Cow::Owned(t)
+        }
+        None => std::borrow::Cow::Borrowed(t),
+    }
+}
+
 fn new_array<'py>(
     py: Python<'py>,
     uid: i64,
@@ -1091,14 +1108,6 @@ impl PyGraph {
         let this = slf.borrow();
         let g = &this.g;
         let overrides = overrides.unwrap_or_default();
-        // A tensor's attributes at this execute's shape: the override's dims and strides.
-        let at_shape = |uid: i64, t: &TensorAttributes| -> TensorAttributes {
-            let mut t = t.clone();
-            if let Some((d, s)) = overrides.get(&uid) {
-                (t.dims, t.strides) = (d.clone(), s.clone());
-            }
-            t
-        };
         let result = PyDict::new(py);
         let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
         for (k, v) in tensors.iter() {
@@ -1115,7 +1124,12 @@ impl PyGraph {
                 match objs.iter().find(|(u, _)| *u == uid) {
                     Some((_, o)) => result.set_item(uid, o)?,
                     None => {
-                        let arr = new_array(py, uid, &at_shape(uid, t), g.context_data_type(t))?;
+                        let arr = new_array(
+                            py,
+                            uid,
+                            &at_shape(&overrides, uid, t),
+                            g.context_data_type(t),
+                        )?;
                         result.set_item(uid, &arr)?;
                         objs.push((uid, arr));
                     }
@@ -1132,10 +1146,10 @@ impl PyGraph {
                     .and_then(|id| g.producer(id))
                     .is_some()
             });
-            let shaped = attrs.map(|t| at_shape(*uid, t));
+            let shaped = attrs.map(|t| at_shape(&overrides, *uid, t));
             let expect = attrs
                 .zip(shaped.as_ref())
-                .map(|(t, s)| (s, g.context_data_type(t)));
+                .map(|(t, s)| (&**s, g.context_data_type(t)));
             imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
         }
         // A writable binding must not overlap any other (it is a `&mut [u8]`).
