@@ -234,6 +234,15 @@ pub trait ExecutionContext: Send + Sync + Any {
         ))
     }
 
+    /// Why this plan's executes cannot be recorded into a device graph (a stream capture:
+    /// CUDA graphs, hipGraph), or `None` when an execute only queues device work on the
+    /// handle's stream (kernel launches, fills) — no host computation on the bound buffers,
+    /// no synchronization, no allocation — so that a replay of the recorded work equals an
+    /// execute. The default: `Some("the engine does not declare its executes capturable …")`.
+    fn capture_refusal(&self) -> Option<String> {
+        Some("the engine does not declare its executes capturable into a device graph".into())
+    }
+
     /// Downcasting support (engines recognise their own contexts in the save hook).
     fn as_any(&self) -> &dyn Any;
 

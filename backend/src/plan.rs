@@ -389,6 +389,15 @@ impl ExecutionPlanDescriptor {
         self.execute_bindings(handle, &mut tensors, workspace)
     }
 
+    /// Why this plan's executes cannot be recorded into a device graph (a stream capture),
+    /// naming the engine: `engine "<name>": <reason>` ([`ExecutionContext::capture_refusal`]);
+    /// `None` when they can.
+    pub fn capture_refusal(&self) -> Option<String> {
+        self.context
+            .capture_refusal()
+            .map(|r| format!("engine \"{}\": {r}", self.engine.name()))
+    }
+
     /// [`Self::execute`] over bindings the caller keeps (e.g. on its stack): the same checks,
     /// errors and run, without a [`VariantPackDescriptor`] (so without its allocation).
     /// `tensors` are the bound tensors in variant-pack order, `workspace` the workspace memory.

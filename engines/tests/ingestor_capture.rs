@@ -613,3 +613,30 @@ fn every_native_handler_reports_supports_saving_exactly_when_it_saves_and_restor
             .is_none()
     );
 }
+
+// ---- device-graph capture (stream capture of executes), not the save capture above ----
+
+#[test]
+fn device_graph_capture_refuses_only_a_benchmark_plan_that_has_not_chosen() {
+    let reg = native();
+    let a = plan_with(
+        pointwise_descriptor("kpack", None),
+        native_handler(&reg),
+        "gfx90a",
+    );
+    assert_eq!(ctx(IngestorPlan::Single(a.clone())).capture_refusal(), None);
+    let bench = BenchmarkPlan::new(vec![a.clone(), a]);
+    let c = ctx(IngestorPlan::Benchmark(bench));
+    assert_eq!(
+        c.capture_refusal().as_deref(),
+        Some(
+            "the plan benchmarks its candidate kernels on its first execute (it synchronizes \
+             the stream to time them); execute it once before capturing"
+        )
+    );
+    let IngestorPlan::Benchmark(b) = &c.plan else {
+        unreachable!()
+    };
+    b.choose(0);
+    assert_eq!(c.capture_refusal(), None);
+}

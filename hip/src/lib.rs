@@ -12,11 +12,15 @@
 //!   (`hipModuleLoadData (cuModuleLoadData) failed: …`).
 //! - [`safe`]: RAII types — [`GpuRuntime`], [`Device`], [`DeviceBuffer`], [`Module`],
 //!   [`Function`] (launches checked against a signature the caller recorded, e.g. a kernel
-//!   descriptor's), [`Stream`], [`Event`].
+//!   descriptor's), [`Stream`], [`Event`], and graph capture: [`Stream::capture`] records a
+//!   stream's launches into a [`CapturedGraph`], [`CapturedGraph::instantiate`] makes a
+//!   [`GraphExec`] that replays them ([`GraphExec::launch`]) and takes new buffer addresses
+//!   from a later capture of the same launches ([`GraphExec::update`]).
 //!
 //! `unsafe` is confined to `sys` (symbol resolution, the raw calls, `Send`/`Sync` of opaque
-//! handles), to the calls into it in `result`, and to [`KernelArg::device_ptr`], the only way to
-//! hand a launch a raw device address. `safe` calls `result`'s `unsafe fn`s only where its RAII
+//! handles), to the calls into it in `result`, to [`KernelArg::device_ptr`], the only way to
+//! hand a launch a raw device address (its contract covers replays of a captured launch), and
+//! to [`Stream::borrowed`] (a caller's stream). `safe` calls `result`'s `unsafe fn`s only where its RAII
 //! ownership establishes their `# Safety` conditions (each such block has a `// SAFETY:` note).
 
 pub mod result;
@@ -25,6 +29,7 @@ pub mod sys;
 
 pub use result::{DriverError, Platform};
 pub use safe::{
-    ArgKind, ArgSpec, Device, DeviceBuffer, DeviceCopy, DeviceInfo, Event, Function, GpuRuntime,
-    KernelArg, LaunchConfig, LaunchError, Module, NoGpu, PackedArgs, Stream,
+    AllocationLease, ArgKind, ArgSpec, CapturedGraph, Device, DeviceBuffer, DeviceCopy, DeviceInfo,
+    Event, Function, GpuRuntime, GraphExec, KernelArg, LaunchConfig, LaunchError, Module, NoGpu,
+    PackedArgs, Stream,
 };

@@ -13,7 +13,8 @@ use std::ffi::{CString, c_int, c_void};
 
 pub use super::sys::Platform;
 use super::sys::{
-    Call, DevicePtr, Driver, RawContext, RawEvent, RawFunction, RawModule, RawStream,
+    Call, DevicePtr, Driver, RawContext, RawEvent, RawFunction, RawGraph, RawGraphExec, RawModule,
+    RawStream,
 };
 
 /// A driver call failed.
@@ -390,6 +391,128 @@ pub unsafe fn event_elapsed_ms(
 pub unsafe fn event_destroy(d: &dyn Driver, e: RawEvent) -> Result<(), DriverError> {
     // SAFETY: per the caller's contract.
     check(d, unsafe { d.event_destroy(e) })
+}
+
+/// `hipStreamCreateWithFlags(hipStreamNonBlocking)` / `cuStreamCreate(CU_STREAM_NON_BLOCKING)`:
+/// a stream on the current device that does not synchronize with the null stream.
+pub fn stream_create_non_blocking(d: &dyn Driver) -> Result<RawStream, DriverError> {
+    let mut s: RawStream = std::ptr::null_mut();
+    check(d, d.stream_create_non_blocking(&mut s))?;
+    Ok(s)
+}
+
+/// `hipStreamBeginCapture` / `cuStreamBeginCapture` (relaxed mode).
+///
+/// # Safety
+/// `s` is a live stream, not the null stream, not capturing.
+pub unsafe fn stream_begin_capture(d: &dyn Driver, s: RawStream) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.stream_begin_capture(s) })
+}
+
+/// `hipStreamEndCapture` / `cuStreamEndCapture`: the recorded graph, owned by the caller.
+///
+/// # Safety
+/// `s` is a live stream on which this thread began a capture.
+pub unsafe fn stream_end_capture(d: &dyn Driver, s: RawStream) -> Result<RawGraph, DriverError> {
+    let mut g: RawGraph = std::ptr::null_mut();
+    // SAFETY: per the caller's contract; valid out-pointer.
+    check(d, unsafe { d.stream_end_capture(s, &mut g) })?;
+    Ok(g)
+}
+
+/// `hipGraphInstantiateWithFlags` / `cuGraphInstantiateWithFlags` (flags 0).
+///
+/// # Safety
+/// `g` is a live graph.
+pub unsafe fn graph_instantiate(d: &dyn Driver, g: RawGraph) -> Result<RawGraphExec, DriverError> {
+    let mut e: RawGraphExec = std::ptr::null_mut();
+    // SAFETY: per the caller's contract; valid out-pointer.
+    check(d, unsafe { d.graph_instantiate(&mut e, g) })?;
+    Ok(e)
+}
+
+/// `hipGraphLaunch` / `cuGraphLaunch`.
+///
+/// # Safety
+/// `e` is a live executable graph of the current device, `s` null or a live stream of it, and
+/// every device address recorded in `e` stays allocated until the replay completes.
+pub unsafe fn graph_launch(
+    d: &dyn Driver,
+    e: RawGraphExec,
+    s: RawStream,
+) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.graph_launch(e, s) })
+}
+
+/// `hipGraphExecUpdate` / `cuGraphExecUpdate`: `e` takes `g`'s node parameters. On failure the
+/// error's text ends with the update result (`…; update result 2: the topology changed`).
+///
+/// # Safety
+/// `e` and `g` are live; no replay of `e` is queued concurrently.
+pub unsafe fn graph_exec_update(
+    d: &dyn Driver,
+    e: RawGraphExec,
+    g: RawGraph,
+) -> Result<(), DriverError> {
+    let mut result: c_int = 0;
+    // SAFETY: per the caller's contract; valid out-pointer.
+    let r = check(d, unsafe { d.graph_exec_update(e, g, &mut result) });
+    r.map_err(|mut err| {
+        err.text = format!(
+            "{}; update result {result}: {}",
+            err.text,
+            graph_update_result_text(result)
+        );
+        err
+    })
+}
+
+/// What a `hipGraphExecUpdateResult` / `CUgraphExecUpdateResult` code means.
+pub fn graph_update_result_text(result: c_int) -> &'static str {
+    match result {
+        0 => "success",
+        1 => "the update failed for an unexpected reason",
+        2 => "the topology changed (a different number or order of launches)",
+        3 => "a node's type changed",
+        4 => "a kernel node's function changed",
+        5 => "a node's parameters changed in a way that cannot be updated",
+        6 => "something about the node is not supported by the update",
+        7 => "a kernel node's function changed in an unsupported way",
+        8 => "a node's attributes changed in a way that cannot be updated",
+        _ => "unknown update result",
+    }
+}
+
+/// `hipGraphGetNodes` / `cuGraphGetNodes`: how many nodes `g` has.
+///
+/// # Safety
+/// `g` is a live graph.
+pub unsafe fn graph_node_count(d: &dyn Driver, g: RawGraph) -> Result<usize, DriverError> {
+    let mut n = 0usize;
+    // SAFETY: per the caller's contract; valid out-pointer.
+    check(d, unsafe { d.graph_node_count(g, &mut n) })?;
+    Ok(n)
+}
+
+/// `hipGraphDestroy` / `cuGraphDestroy`.
+///
+/// # Safety
+/// `g` came from [`stream_end_capture`], is destroyed once and not used afterwards.
+pub unsafe fn graph_destroy(d: &dyn Driver, g: RawGraph) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.graph_destroy(g) })
+}
+
+/// `hipGraphExecDestroy` / `cuGraphExecDestroy`.
+///
+/// # Safety
+/// `e` came from [`graph_instantiate`], is destroyed once, not used afterwards, and no replay
+/// of it is queued.
+pub unsafe fn graph_exec_destroy(d: &dyn Driver, e: RawGraphExec) -> Result<(), DriverError> {
+    // SAFETY: per the caller's contract.
+    check(d, unsafe { d.graph_exec_destroy(e) })
 }
 
 #[cfg(test)]

@@ -246,6 +246,10 @@ impl Device {
             dev: Arc::clone(self),
             ptr,
             len,
+            memory: Arc::new(Allocation {
+                dev: Arc::clone(self),
+                ptr,
+            }),
             _t: PhantomData,
         })
     }
@@ -380,13 +384,46 @@ fn as_bytes_mut<T: DeviceCopy>(s: &mut [T]) -> &mut [u8] {
     unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr().cast::<u8>(), n) }
 }
 
-/// `len` elements of `T` in device memory; freed (`hipFree` / `cuMemFree`) on drop.
+/// `len` elements of `T` in device memory; freed (`hipFree` / `cuMemFree`) once the buffer
+/// and every [`AllocationLease`] of it are dropped.
 #[derive(Debug)]
 pub struct DeviceBuffer<T: DeviceCopy> {
     dev: Arc<Device>,
     ptr: DevicePtr,
     len: usize,
+    memory: Arc<Allocation>,
     _t: PhantomData<T>,
+}
+
+/// One `hipMalloc` / `cuMemAlloc` allocation, freed on drop.
+#[derive(Debug)]
+struct Allocation {
+    dev: Arc<Device>,
+    ptr: DevicePtr,
+}
+
+impl Drop for Allocation {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: `ptr` came from `malloc` on this device and is freed once, here, when
+            // the buffer and every lease are gone. Both hipFree and cuMemFree wait for
+            // outstanding work on the device before freeing, so a launch still using the
+            // memory completes first.
+            unsafe { result::free(self.dev.api(), self.ptr) }
+        });
+        if let Err(e) = r {
+            log::warn!("freeing a device buffer: {e}");
+        }
+    }
+}
+
+/// Keeps a [`DeviceBuffer`]'s memory allocated after the buffer is dropped, until the lease
+/// is dropped too: what a replayable [`GraphExec`]'s owner holds for every buffer its
+/// recorded launches use, so that no replay can reach freed memory. Gives no access to the
+/// memory.
+#[derive(Debug, Clone)]
+pub struct AllocationLease {
+    _memory: Arc<Allocation>,
 }
 
 /// Length mismatch in a host↔device copy.
@@ -425,6 +462,14 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
     /// The owning device.
     pub fn device(&self) -> &Arc<Device> {
         &self.dev
+    }
+
+    /// A lease that keeps this buffer's memory allocated until it is dropped, even after the
+    /// buffer is (see [`AllocationLease`]).
+    pub fn lease(&self) -> AllocationLease {
+        AllocationLease {
+            _memory: Arc::clone(&self.memory),
+        }
     }
 
     /// Copies `src` (exactly [`len`](Self::len) elements, else `hipErrorInvalidValue`) to the device.
@@ -581,20 +626,6 @@ impl<T: DeviceCopy> DeviceBuffer<T> {
         let mut v = vec![T::default(); self.len];
         self.copy_to_host(&mut v)?;
         Ok(v)
-    }
-}
-
-impl<T: DeviceCopy> Drop for DeviceBuffer<T> {
-    fn drop(&mut self) {
-        let r = self.dev.bind().and_then(|()| {
-            // SAFETY: `ptr` came from `malloc` on this device and is freed once, here. Both
-            // hipFree and cuMemFree wait for outstanding work on the device before freeing, so
-            // a launch still using the buffer completes first.
-            unsafe { result::free(self.dev.api(), self.ptr) }
-        });
-        if let Err(e) = r {
-            log::warn!("freeing a device buffer: {e}");
-        }
     }
 }
 
@@ -892,9 +923,12 @@ impl KernelArg<'static> {
     /// `ptr` is the start of (or an address inside) a live allocation of device `device` made by
     /// this process's driver, large enough for every access the kernel makes through this
     /// argument, and it stays allocated, and not written by anything else the kernel does not
-    /// expect, until the launch has completed (synchronize the stream before freeing it). A
-    /// wrong address makes the kernel read or write memory it does not own, which the device
-    /// may report only later (or not at all, when the address belongs to another allocation).
+    /// expect, until the launch has completed (synchronize the stream before freeing it); when
+    /// the launch is recorded by a [`Stream::capture`], until every replay of a [`GraphExec`]
+    /// made from that recording has completed (e.g. by holding an [`AllocationLease`] for as
+    /// long as the executable graph can be launched). A wrong address makes the kernel read or
+    /// write memory it does not own, which the device may report only later (or not at all,
+    /// when the address belongs to another allocation).
     pub unsafe fn device_ptr(ptr: u64, device: usize) -> KernelArg<'static> {
         KernelArg(Arg::Buffer {
             ptr,
@@ -1274,11 +1308,16 @@ fn pack_kernargs(
     Ok(block)
 }
 
-/// A blocking stream (`hipStreamCreate` / `cuStreamCreate(0)`), destroyed on drop.
+/// A stream: a blocking one made by [`Stream::new`] (`hipStreamCreate` / `cuStreamCreate(0)`)
+/// or a non-blocking one by [`Stream::new_non_blocking`], destroyed on drop; the device's null
+/// stream ([`Stream::default_stream`]); or a caller's stream ([`Stream::borrowed`]), never
+/// destroyed here.
 #[derive(Debug)]
 pub struct Stream {
     dev: Arc<Device>,
     raw: OpaqueHandle,
+    /// Whether drop destroys the stream (made here, not null, not borrowed).
+    owned: bool,
 }
 
 impl Stream {
@@ -1289,6 +1328,20 @@ impl Stream {
         Ok(Stream {
             dev: Arc::clone(dev),
             raw: OpaqueHandle(s),
+            owned: true,
+        })
+    }
+
+    /// Creates a non-blocking stream on `dev` (`hipStreamCreateWithFlags(hipStreamNonBlocking)`
+    /// / `cuStreamCreate(CU_STREAM_NON_BLOCKING)`): it does not wait for the null stream nor
+    /// the null stream for it, which is what [`Stream::capture`] needs.
+    pub fn new_non_blocking(dev: &Arc<Device>) -> Result<Stream, DriverError> {
+        dev.bind()?;
+        let s = result::stream_create_non_blocking(dev.api())?;
+        Ok(Stream {
+            dev: Arc::clone(dev),
+            raw: OpaqueHandle(s),
+            owned: true,
         })
     }
 
@@ -1297,7 +1350,28 @@ impl Stream {
         Stream {
             dev: Arc::clone(dev),
             raw: OpaqueHandle(std::ptr::null_mut()),
+            owned: false,
         }
+    }
+
+    /// A stream the caller made (`hipStream_t` / `CUstream`, e.g. the value given to
+    /// `hipdnnSetStream`), used but never destroyed here; null is the default stream.
+    ///
+    /// # Safety
+    /// `raw` is null or a live stream of `dev` that stays alive as long as the returned value
+    /// and any work queued through it.
+    pub unsafe fn borrowed(dev: &Arc<Device>, raw: *mut c_void) -> Stream {
+        Stream {
+            dev: Arc::clone(dev),
+            raw: OpaqueHandle(raw),
+            owned: false,
+        }
+    }
+
+    /// The stream as the 64-bit value a hipDNN handle stores (`hipdnnSetStream`'s
+    /// `hipStream_t`; 0 for the default stream).
+    pub fn handle_value(&self) -> u64 {
+        self.raw.0 as u64
     }
 
     /// The owning device.
@@ -1311,7 +1385,8 @@ impl Stream {
     /// # Safety
     /// `addr` is a live device allocation of this stream's device with at least `bytes`
     /// bytes (e.g. a variant-pack workspace the caller does not own as a
-    /// [`DeviceBuffer`]) that stays allocated until the fill completes.
+    /// [`DeviceBuffer`]) that stays allocated until the fill completes — when the fill is
+    /// recorded by a [`Stream::capture`], until every replay of it has completed.
     pub unsafe fn memset_raw(&self, addr: u64, value: u8, bytes: usize) -> Result<(), DriverError> {
         self.dev.bind()?;
         // SAFETY: per the caller's contract; the stream lives as long as `self`.
@@ -1324,19 +1399,186 @@ impl Stream {
         // SAFETY: the stream lives as long as `self`.
         unsafe { result::stream_synchronize(self.dev.api(), self.raw.0) }
     }
+
+    /// Records what `record` queues on this stream into a [`CapturedGraph`] instead of running
+    /// it (`hipStreamBeginCapture` / `cuStreamBeginCapture` in relaxed mode, then
+    /// `hipStreamEndCapture` / `cuStreamEndCapture`). The capture is ended whatever `record`
+    /// returns, and if it panics; on `Err` from `record` the partial graph is dropped and the
+    /// error returned.
+    ///
+    /// # Errors
+    /// `hipErrorInvalidValue` (code -1, nothing called) on the null stream, which cannot be
+    /// captured; the driver's error when the capture cannot begin or end (e.g.
+    /// `hipErrorStreamCaptureInvalidated` after a synchronizing call during the capture, or
+    /// `hipErrorNotSupported` (801) when the runtime lacks the graph API); else `record`'s.
+    pub fn capture<T, E: From<DriverError>>(
+        &self,
+        record: impl FnOnce() -> Result<T, E>,
+    ) -> Result<(CapturedGraph, T), E> {
+        if self.raw.0.is_null() {
+            return Err(result::local_error(
+                self.dev.api(),
+                "hipStreamBeginCapture",
+                "cuStreamBeginCapture",
+                "hipErrorInvalidValue",
+                "the default (null) stream cannot be captured; capture on a stream of its own (Stream::new_non_blocking)".into(),
+            )
+            .into());
+        }
+        self.dev.bind()?;
+        // SAFETY: the stream lives as long as `self` and is not the null stream; a capture
+        // begun here is always ended below (or by the guard on unwind).
+        unsafe { result::stream_begin_capture(self.dev.api(), self.raw.0) }?;
+        /// Ends a capture left open by a panic in `record`, dropping its graph.
+        struct Open<'a>(Option<&'a Stream>);
+        impl Drop for Open<'_> {
+            fn drop(&mut self) {
+                if let Some(s) = self.0.take() {
+                    let _ = s.end_capture();
+                }
+            }
+        }
+        let mut open = Open(Some(self));
+        let recorded = record();
+        open.0 = None;
+        let graph = self.end_capture();
+        let value = recorded?;
+        Ok((graph?, value))
+    }
+
+    /// Ends this stream's capture and takes its graph.
+    fn end_capture(&self) -> Result<CapturedGraph, DriverError> {
+        self.dev.bind()?;
+        // SAFETY: called only by `capture`, after it began a capture on this live stream.
+        let g = unsafe { result::stream_end_capture(self.dev.api(), self.raw.0) }?;
+        Ok(CapturedGraph {
+            dev: Arc::clone(&self.dev),
+            raw: OpaqueHandle(g),
+        })
+    }
 }
 
 impl Drop for Stream {
     fn drop(&mut self) {
-        if self.raw.0.is_null() {
+        if !self.owned || self.raw.0.is_null() {
             return;
         }
         let r = self.dev.bind().and_then(|()| {
-            // SAFETY: created in `new`, destroyed once here.
+            // SAFETY: created in `new`/`new_non_blocking`, destroyed once here.
             unsafe { result::stream_destroy(self.dev.api(), self.raw.0) }
         });
         if let Err(e) = r {
             log::warn!("destroying a stream: {e}");
+        }
+    }
+}
+
+/// The launches one [`Stream::capture`] recorded (`hipGraph_t` / `CUgraph`), destroyed on
+/// drop. Replayed through [`CapturedGraph::instantiate`].
+#[derive(Debug)]
+pub struct CapturedGraph {
+    dev: Arc<Device>,
+    raw: OpaqueHandle,
+}
+
+impl CapturedGraph {
+    /// How many nodes (kernel launches, fills, copies) the graph holds.
+    pub fn node_count(&self) -> Result<usize, DriverError> {
+        self.dev.bind()?;
+        // SAFETY: the graph lives as long as `self`.
+        unsafe { result::graph_node_count(self.dev.api(), self.raw.0) }
+    }
+
+    /// An executable graph of this one (`hipGraphInstantiateWithFlags` /
+    /// `cuGraphInstantiateWithFlags`, flags 0); independent of `self` afterwards.
+    pub fn instantiate(&self) -> Result<GraphExec, DriverError> {
+        self.dev.bind()?;
+        // SAFETY: the graph lives as long as `self`.
+        let e = unsafe { result::graph_instantiate(self.dev.api(), self.raw.0) }?;
+        Ok(GraphExec {
+            dev: Arc::clone(&self.dev),
+            raw: OpaqueHandle(e),
+        })
+    }
+}
+
+impl Drop for CapturedGraph {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: made by `end_capture`, destroyed once here.
+            unsafe { result::graph_destroy(self.dev.api(), self.raw.0) }
+        });
+        if let Err(e) = r {
+            log::warn!("destroying a graph: {e}");
+        }
+    }
+}
+
+/// An executable graph (`hipGraphExec_t` / `CUgraphExec`), destroyed on drop (after the
+/// device finished the replays queued: the driver defers the release).
+#[derive(Debug)]
+pub struct GraphExec {
+    dev: Arc<Device>,
+    raw: OpaqueHandle,
+}
+
+impl GraphExec {
+    /// Queues one replay on `stream` (`hipGraphLaunch` / `cuGraphLaunch`). The recorded
+    /// launches use the device addresses they were captured (or last [updated](Self::update))
+    /// with; keeping those allocated through every replay is the obligation of whoever made
+    /// the launch arguments ([`KernelArg::device_ptr`], [`Stream::memset_raw`]: both `unsafe`,
+    /// their contracts cover replays). Buffers of this crate's own launches
+    /// ([`DeviceBuffer`] arguments) must be kept, or leased ([`DeviceBuffer::lease`]), as long
+    /// as the graph may be launched.
+    ///
+    /// # Errors
+    /// `hipErrorInvalidHandle` (code -1, nothing called) for a stream of another device; the
+    /// driver's error.
+    pub fn launch(&self, stream: &Stream) -> Result<(), DriverError> {
+        if stream.dev.info.ordinal != self.dev.info.ordinal {
+            return Err(result::local_error(
+                self.dev.api(),
+                "hipGraphLaunch",
+                "cuGraphLaunch",
+                "hipErrorInvalidHandle",
+                format!(
+                    "the graph belongs to device {}, the stream to device {}",
+                    self.dev.info.ordinal, stream.dev.info.ordinal
+                ),
+            ));
+        }
+        self.dev.bind()?;
+        // SAFETY: the executable graph and the stream are live (owned by `self` / `stream`,
+        // same device, checked above). The addresses the replay uses were handed to the
+        // recorded launches under the contracts of `KernelArg::device_ptr` and
+        // `Stream::memset_raw`, which require them to stay allocated through every replay.
+        unsafe { result::graph_launch(self.dev.api(), self.raw.0, stream.raw.0) }
+    }
+
+    /// Gives this executable graph the node parameters (kernel arguments: buffer addresses,
+    /// fill targets) of `graph`, which must have the same topology (`hipGraphExecUpdate` /
+    /// `cuGraphExecUpdate`).
+    ///
+    /// # Errors
+    /// The driver's error with the update result appended (`…; update result 2: the topology
+    /// changed …`); `self` is then unchanged where the driver leaves it so.
+    pub fn update(&mut self, graph: &CapturedGraph) -> Result<(), DriverError> {
+        self.dev.bind()?;
+        // SAFETY: both live; `&mut self` keeps replays from being queued through this value
+        // meanwhile.
+        unsafe { result::graph_exec_update(self.dev.api(), self.raw.0, graph.raw.0) }
+    }
+}
+
+impl Drop for GraphExec {
+    fn drop(&mut self) {
+        let r = self.dev.bind().and_then(|()| {
+            // SAFETY: made by `instantiate`, destroyed once here; the driver releases it once
+            // queued replays complete.
+            unsafe { result::graph_exec_destroy(self.dev.api(), self.raw.0) }
+        });
+        if let Err(e) = r {
+            log::warn!("destroying an executable graph: {e}");
         }
     }
 }

@@ -59,6 +59,19 @@ pub type RawStream = *mut c_void;
 pub type RawEvent = *mut c_void;
 /// Opaque context handle (`CUcontext`; null on AMD).
 pub type RawContext = *mut c_void;
+/// Opaque graph handle (`hipGraph_t` / `CUgraph`): launches recorded by a stream capture.
+pub type RawGraph = *mut c_void;
+/// Opaque executable graph (`hipGraphExec_t` / `CUgraphExec`): an instantiated [`RawGraph`].
+pub type RawGraphExec = *mut c_void;
+/// `hipStreamCaptureModeRelaxed` / `CU_STREAM_CAPTURE_MODE_RELAXED`: other threads may make
+/// calls that are unsafe during a capture (allocations) without invalidating it.
+pub const STREAM_CAPTURE_MODE_RELAXED: c_int = 2;
+/// `hipStreamNonBlocking` / `CU_STREAM_NON_BLOCKING`: no implicit synchronization with the
+/// default (null) stream.
+pub const STREAM_NON_BLOCKING: c_uint = 1;
+/// `hipErrorNotSupported` / `CUDA_ERROR_NOT_SUPPORTED` (801 on both): the status a graph call
+/// returns when the loaded library lacks the graph API (its symbols did not resolve).
+pub const STATUS_NOT_SUPPORTED: Status = 801;
 
 /// Byte offset of `gcnArchName[256]` in ROCm 6/7 `hipDeviceProp_tR0600` (size 1472, align 8).
 pub const HIP_PROP_R0600_GCN_ARCH_NAME_OFFSET: usize = 1160;
@@ -265,6 +278,60 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// `e` came from [`Driver::event_create`], is destroyed once and not used afterwards.
     unsafe fn event_destroy(&self, e: RawEvent) -> Call;
+
+    // Graph capture. A library without these symbols still loads; each call then returns
+    // [`STATUS_NOT_SUPPORTED`] and makes no call.
+
+    /// `hipStreamCreateWithFlags(hipStreamNonBlocking)` /
+    /// `cuStreamCreate(CU_STREAM_NON_BLOCKING)`: a stream a capture can run on.
+    fn stream_create_non_blocking(&self, out: &mut RawStream) -> Call;
+    /// `hipStreamBeginCapture` / `cuStreamBeginCapture_v2` in relaxed mode
+    /// ([`STREAM_CAPTURE_MODE_RELAXED`]): work queued on `s` is recorded, not run.
+    ///
+    /// # Safety
+    /// `s` is a live stream that is not the null stream and not capturing.
+    unsafe fn stream_begin_capture(&self, s: RawStream) -> Call;
+    /// `hipStreamEndCapture` / `cuStreamEndCapture`: ends the capture on `s` and writes the
+    /// recorded graph (which the caller then owns).
+    ///
+    /// # Safety
+    /// `s` is a live stream on which this thread began a capture.
+    unsafe fn stream_end_capture(&self, s: RawStream, out: &mut RawGraph) -> Call;
+    /// `hipGraphInstantiateWithFlags(flags 0)` / `cuGraphInstantiateWithFlags(flags 0)`.
+    ///
+    /// # Safety
+    /// `g` is a live graph.
+    unsafe fn graph_instantiate(&self, out: &mut RawGraphExec, g: RawGraph) -> Call;
+    /// `hipGraphLaunch` / `cuGraphLaunch`: queues one replay of `e` on `s`.
+    ///
+    /// # Safety
+    /// `e` is a live executable graph of the current device and `s` null or a live stream of
+    /// it; every device address recorded in `e` is live until the replay completes.
+    unsafe fn graph_launch(&self, e: RawGraphExec, s: RawStream) -> Call;
+    /// `hipGraphExecUpdate` / `cuGraphExecUpdate_v2`: gives `e` the node parameters of `g`
+    /// (same topology); writes the update result code (`hipGraphExecUpdateResult` /
+    /// `CUgraphExecUpdateResult`: 0 success, 2 topology changed, 3 node type changed,
+    /// 4 function changed, 5 parameters changed, 6 not supported, …).
+    ///
+    /// # Safety
+    /// `e` and `g` are live and no replay of `e` is being queued concurrently.
+    unsafe fn graph_exec_update(&self, e: RawGraphExec, g: RawGraph, result: &mut c_int) -> Call;
+    /// `hipGraphGetNodes(g, NULL, &n)` / `cuGraphGetNodes(g, NULL, &n)`: the node count.
+    ///
+    /// # Safety
+    /// `g` is a live graph.
+    unsafe fn graph_node_count(&self, g: RawGraph, out: &mut usize) -> Call;
+    /// `hipGraphDestroy` / `cuGraphDestroy`.
+    ///
+    /// # Safety
+    /// `g` came from [`Driver::stream_end_capture`], is destroyed once and not used afterwards.
+    unsafe fn graph_destroy(&self, g: RawGraph) -> Call;
+    /// `hipGraphExecDestroy` / `cuGraphExecDestroy`.
+    ///
+    /// # Safety
+    /// `e` came from [`Driver::graph_instantiate`], is destroyed once, not used afterwards,
+    /// and no replay of it is queued.
+    unsafe fn graph_exec_destroy(&self, e: RawGraphExec) -> Call;
 }
 
 impl std::fmt::Debug for dyn Driver {
@@ -425,6 +492,68 @@ pub struct CudaFns {
     pub get_error_string: unsafe extern "C" fn(Status, *mut *const c_char) -> Status,
 }
 
+/// Graph-capture entry points of the HIP runtime (AMD), resolved separately from [`HipFns`]
+/// so that a runtime without them still loads.
+#[derive(Debug, Clone, Copy)]
+pub struct HipGraphFns {
+    /// `hipStreamCreateWithFlags(hipStream_t*, unsigned flags)`.
+    pub stream_create_with_flags: unsafe extern "C" fn(*mut RawStream, c_uint) -> Status,
+    /// `hipStreamBeginCapture(hipStream_t, hipStreamCaptureMode)`.
+    pub stream_begin_capture: unsafe extern "C" fn(RawStream, c_int) -> Status,
+    /// `hipStreamEndCapture(hipStream_t, hipGraph_t*)`.
+    pub stream_end_capture: unsafe extern "C" fn(RawStream, *mut RawGraph) -> Status,
+    /// `hipGraphInstantiateWithFlags(hipGraphExec_t*, hipGraph_t, unsigned long long)`.
+    pub graph_instantiate_with_flags:
+        unsafe extern "C" fn(*mut RawGraphExec, RawGraph, u64) -> Status,
+    /// `hipGraphLaunch(hipGraphExec_t, hipStream_t)`.
+    pub graph_launch: unsafe extern "C" fn(RawGraphExec, RawStream) -> Status,
+    /// `hipGraphExecUpdate(hipGraphExec_t, hipGraph_t, hipGraphNode_t*, hipGraphExecUpdateResult*)`.
+    pub graph_exec_update:
+        unsafe extern "C" fn(RawGraphExec, RawGraph, *mut *mut c_void, *mut c_int) -> Status,
+    /// `hipGraphGetNodes(hipGraph_t, hipGraphNode_t*, size_t*)`.
+    pub graph_get_nodes: unsafe extern "C" fn(RawGraph, *mut *mut c_void, *mut usize) -> Status,
+    /// `hipGraphDestroy(hipGraph_t)`.
+    pub graph_destroy: unsafe extern "C" fn(RawGraph) -> Status,
+    /// `hipGraphExecDestroy(hipGraphExec_t)`.
+    pub graph_exec_destroy: unsafe extern "C" fn(RawGraphExec) -> Status,
+}
+
+/// `CUgraphExecUpdateResultInfo` (CUDA 12+), written by `cuGraphExecUpdate_v2`.
+#[repr(C)]
+#[derive(Debug)]
+pub struct CuGraphExecUpdateResultInfo {
+    /// `CUgraphExecUpdateResult`.
+    pub result: c_int,
+    /// `CUgraphNode errorNode`.
+    pub error_node: *mut c_void,
+    /// `CUgraphNode errorFromNode`.
+    pub error_from_node: *mut c_void,
+}
+
+/// Graph-capture entry points of the CUDA driver (NVIDIA), resolved separately from
+/// [`CudaFns`] so that a driver without them (before CUDA 12) still loads.
+#[derive(Debug, Clone, Copy)]
+pub struct CudaGraphFns {
+    /// `cuStreamBeginCapture_v2(CUstream, CUstreamCaptureMode)`.
+    pub stream_begin_capture: unsafe extern "C" fn(RawStream, c_int) -> Status,
+    /// `cuStreamEndCapture(CUstream, CUgraph*)`.
+    pub stream_end_capture: unsafe extern "C" fn(RawStream, *mut RawGraph) -> Status,
+    /// `cuGraphInstantiateWithFlags(CUgraphExec*, CUgraph, unsigned long long)`.
+    pub graph_instantiate_with_flags:
+        unsafe extern "C" fn(*mut RawGraphExec, RawGraph, u64) -> Status,
+    /// `cuGraphLaunch(CUgraphExec, CUstream)`.
+    pub graph_launch: unsafe extern "C" fn(RawGraphExec, RawStream) -> Status,
+    /// `cuGraphExecUpdate_v2(CUgraphExec, CUgraph, CUgraphExecUpdateResultInfo*)`.
+    pub graph_exec_update:
+        unsafe extern "C" fn(RawGraphExec, RawGraph, *mut CuGraphExecUpdateResultInfo) -> Status,
+    /// `cuGraphGetNodes(CUgraph, CUgraphNode*, size_t*)`.
+    pub graph_get_nodes: unsafe extern "C" fn(RawGraph, *mut *mut c_void, *mut usize) -> Status,
+    /// `cuGraphDestroy(CUgraph)`.
+    pub graph_destroy: unsafe extern "C" fn(RawGraph) -> Status,
+    /// `cuGraphExecDestroy(CUgraphExec)`.
+    pub graph_exec_destroy: unsafe extern "C" fn(RawGraphExec) -> Status,
+}
+
 /// Library names tried for the AMD platform, in order.
 pub const HIP_LIBRARY_NAMES: &[&str] = &[
     "libamdhip64.so",
@@ -533,6 +662,43 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
     })
 }
 
+/// The graph-capture symbols of a HIP runtime; `None` (logged) when one is missing.
+fn load_hip_graph(lib: &Library) -> Option<HipGraphFns> {
+    let fns = (|| {
+        Ok::<_, String>(HipGraphFns {
+            stream_create_with_flags: sym(lib, "hipStreamCreateWithFlags")?,
+            stream_begin_capture: sym(lib, "hipStreamBeginCapture")?,
+            stream_end_capture: sym(lib, "hipStreamEndCapture")?,
+            graph_instantiate_with_flags: sym(lib, "hipGraphInstantiateWithFlags")?,
+            graph_launch: sym(lib, "hipGraphLaunch")?,
+            graph_exec_update: sym(lib, "hipGraphExecUpdate")?,
+            graph_get_nodes: sym(lib, "hipGraphGetNodes")?,
+            graph_destroy: sym(lib, "hipGraphDestroy")?,
+            graph_exec_destroy: sym(lib, "hipGraphExecDestroy")?,
+        })
+    })();
+    fns.map_err(|e| log::info!("graph capture unavailable: {e}"))
+        .ok()
+}
+
+/// The graph-capture symbols of a CUDA driver; `None` (logged) when one is missing.
+fn load_cuda_graph(lib: &Library) -> Option<CudaGraphFns> {
+    let fns = (|| {
+        Ok::<_, String>(CudaGraphFns {
+            stream_begin_capture: sym(lib, "cuStreamBeginCapture_v2")?,
+            stream_end_capture: sym(lib, "cuStreamEndCapture")?,
+            graph_instantiate_with_flags: sym(lib, "cuGraphInstantiateWithFlags")?,
+            graph_launch: sym(lib, "cuGraphLaunch")?,
+            graph_exec_update: sym(lib, "cuGraphExecUpdate_v2")?,
+            graph_get_nodes: sym(lib, "cuGraphGetNodes")?,
+            graph_destroy: sym(lib, "cuGraphDestroy")?,
+            graph_exec_destroy: sym(lib, "cuGraphExecDestroy")?,
+        })
+    })();
+    fns.map_err(|e| log::info!("graph capture unavailable: {e}"))
+        .ok()
+}
+
 /// Opens the first AMD library of [`HIP_LIBRARY_NAMES`] and the first NVIDIA library of
 /// [`CUDA_LIBRARY_NAMES`] whose symbols all resolve, and returns a driver over each, AMD first
 /// (a machine may have both runtimes installed but only one kind of GPU; the caller tries them
@@ -547,6 +713,7 @@ pub fn load_at_run_time() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
                 Ok(fns) => {
                     drivers.push(Box::new(HipDriver {
                         fns,
+                        graph: load_hip_graph(&lib),
                         library_name: (*name).into(),
                         _lib: Some(lib),
                     }));
@@ -563,6 +730,7 @@ pub fn load_at_run_time() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
                 Ok(fns) => {
                     drivers.push(Box::new(CudaDriver {
                         fns,
+                        graph: load_cuda_graph(&lib),
                         library_name: (*name).into(),
                         _lib: lib,
                     }));
@@ -644,6 +812,17 @@ pub fn linked() -> Box<dyn Driver> {
             get_error_name: at(hiprt::hipGetErrorName as *const ()),
             get_error_string: at(hiprt::hipGetErrorString as *const ()),
         },
+        graph: Some(HipGraphFns {
+            stream_create_with_flags: at(hiprt::hipStreamCreateWithFlags as *const ()),
+            stream_begin_capture: at(hiprt::hipStreamBeginCapture as *const ()),
+            stream_end_capture: at(hiprt::hipStreamEndCapture as *const ()),
+            graph_instantiate_with_flags: at(hiprt::hipGraphInstantiateWithFlags as *const ()),
+            graph_launch: at(hiprt::hipGraphLaunch as *const ()),
+            graph_exec_update: at(hiprt::hipGraphExecUpdate as *const ()),
+            graph_get_nodes: at(hiprt::hipGraphGetNodes as *const ()),
+            graph_destroy: at(hiprt::hipGraphDestroy as *const ()),
+            graph_exec_destroy: at(hiprt::hipGraphExecDestroy as *const ()),
+        }),
         library_name: "libamdhip64 (linked by hip-sys)".into(),
         _lib: None,
     })
@@ -652,6 +831,8 @@ pub fn linked() -> Box<dyn Driver> {
 /// The AMD platform: HIP runtime calls, from a loaded library or linked.
 struct HipDriver {
     fns: HipFns,
+    /// The graph-capture calls; `None` when the runtime lacks one of them.
+    graph: Option<HipGraphFns>,
     library_name: String,
     /// The library the pointers point into (`None` when linked); never unloaded early.
     _lib: Option<Library>,
@@ -897,11 +1078,102 @@ impl Driver for HipDriver {
         // SAFETY: per the caller's contract.
         amd("hipEventDestroy", unsafe { (self.fns.event_destroy)(e) })
     }
+
+    fn stream_create_non_blocking(&self, out: &mut RawStream) -> Call {
+        let call = "hipStreamCreateWithFlags";
+        match &self.graph {
+            // SAFETY: valid out-pointer; hipStreamNonBlocking is a documented flag.
+            Some(g) => amd(call, unsafe {
+                (g.stream_create_with_flags)(out, STREAM_NON_BLOCKING)
+            }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn stream_begin_capture(&self, s: RawStream) -> Call {
+        let call = "hipStreamBeginCapture";
+        match &self.graph {
+            // SAFETY: per the caller's contract; relaxed is a documented mode.
+            Some(g) => amd(call, unsafe {
+                (g.stream_begin_capture)(s, STREAM_CAPTURE_MODE_RELAXED)
+            }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn stream_end_capture(&self, s: RawStream, out: &mut RawGraph) -> Call {
+        let call = "hipStreamEndCapture";
+        match &self.graph {
+            // SAFETY: per the caller's contract; valid out-pointer.
+            Some(g) => amd(call, unsafe { (g.stream_end_capture)(s, out) }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_instantiate(&self, out: &mut RawGraphExec, graph: RawGraph) -> Call {
+        let call = "hipGraphInstantiateWithFlags";
+        match &self.graph {
+            // SAFETY: per the caller's contract; valid out-pointer; flags 0.
+            Some(g) => amd(call, unsafe {
+                (g.graph_instantiate_with_flags)(out, graph, 0)
+            }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_launch(&self, e: RawGraphExec, s: RawStream) -> Call {
+        let call = "hipGraphLaunch";
+        match &self.graph {
+            // SAFETY: per the caller's contract.
+            Some(g) => amd(call, unsafe { (g.graph_launch)(e, s) }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_exec_update(
+        &self,
+        e: RawGraphExec,
+        graph: RawGraph,
+        result: &mut c_int,
+    ) -> Call {
+        let call = "hipGraphExecUpdate";
+        let mut node: *mut c_void = std::ptr::null_mut();
+        match &self.graph {
+            // SAFETY: per the caller's contract; both out-pointers are valid locals.
+            Some(g) => amd(call, unsafe {
+                (g.graph_exec_update)(e, graph, &mut node, result)
+            }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_node_count(&self, graph: RawGraph, out: &mut usize) -> Call {
+        let call = "hipGraphGetNodes";
+        match &self.graph {
+            // SAFETY: per the caller's contract; a null node array asks for the count only.
+            Some(g) => amd(call, unsafe {
+                (g.graph_get_nodes)(graph, std::ptr::null_mut(), out)
+            }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_destroy(&self, graph: RawGraph) -> Call {
+        let call = "hipGraphDestroy";
+        match &self.graph {
+            // SAFETY: per the caller's contract.
+            Some(g) => amd(call, unsafe { (g.graph_destroy)(graph) }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_exec_destroy(&self, e: RawGraphExec) -> Call {
+        let call = "hipGraphExecDestroy";
+        match &self.graph {
+            // SAFETY: per the caller's contract.
+            Some(g) => amd(call, unsafe { (g.graph_exec_destroy)(e) }),
+            None => amd(call, STATUS_NOT_SUPPORTED),
+        }
+    }
 }
 
 /// The NVIDIA platform: HIP calls mapped onto the CUDA driver API.
 struct CudaDriver {
     fns: CudaFns,
+    /// The graph-capture calls; `None` when the driver lacks one of them.
+    graph: Option<CudaGraphFns>,
     library_name: String,
     /// The library the pointers point into; never unloaded early.
     _lib: Library,
@@ -1191,6 +1463,100 @@ impl Driver for CudaDriver {
         nv("hipEventDestroy", "cuEventDestroy", unsafe {
             (self.fns.event_destroy)(e)
         })
+    }
+
+    fn stream_create_non_blocking(&self, out: &mut RawStream) -> Call {
+        // SAFETY: valid out-pointer; CU_STREAM_NON_BLOCKING is a documented flag.
+        nv("hipStreamCreateWithFlags", "cuStreamCreate", unsafe {
+            (self.fns.stream_create)(out, STREAM_NON_BLOCKING)
+        })
+    }
+    unsafe fn stream_begin_capture(&self, s: RawStream) -> Call {
+        let call = ("hipStreamBeginCapture", "cuStreamBeginCapture");
+        match &self.graph {
+            // SAFETY: per the caller's contract; relaxed is a documented mode.
+            Some(g) => nv(call.0, call.1, unsafe {
+                (g.stream_begin_capture)(s, STREAM_CAPTURE_MODE_RELAXED)
+            }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn stream_end_capture(&self, s: RawStream, out: &mut RawGraph) -> Call {
+        let call = ("hipStreamEndCapture", "cuStreamEndCapture");
+        match &self.graph {
+            // SAFETY: per the caller's contract; valid out-pointer.
+            Some(g) => nv(call.0, call.1, unsafe { (g.stream_end_capture)(s, out) }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_instantiate(&self, out: &mut RawGraphExec, graph: RawGraph) -> Call {
+        let call = (
+            "hipGraphInstantiateWithFlags",
+            "cuGraphInstantiateWithFlags",
+        );
+        match &self.graph {
+            // SAFETY: per the caller's contract; valid out-pointer; flags 0.
+            Some(g) => nv(call.0, call.1, unsafe {
+                (g.graph_instantiate_with_flags)(out, graph, 0)
+            }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_launch(&self, e: RawGraphExec, s: RawStream) -> Call {
+        let call = ("hipGraphLaunch", "cuGraphLaunch");
+        match &self.graph {
+            // SAFETY: per the caller's contract.
+            Some(g) => nv(call.0, call.1, unsafe { (g.graph_launch)(e, s) }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_exec_update(
+        &self,
+        e: RawGraphExec,
+        graph: RawGraph,
+        result: &mut c_int,
+    ) -> Call {
+        let call = ("hipGraphExecUpdate", "cuGraphExecUpdate");
+        let mut info = CuGraphExecUpdateResultInfo {
+            result: 0,
+            error_node: std::ptr::null_mut(),
+            error_from_node: std::ptr::null_mut(),
+        };
+        match &self.graph {
+            Some(g) => {
+                // SAFETY: per the caller's contract; `info` is a valid local of the C layout.
+                let status = unsafe { (g.graph_exec_update)(e, graph, &mut info) };
+                *result = info.result;
+                nv(call.0, call.1, status)
+            }
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_node_count(&self, graph: RawGraph, out: &mut usize) -> Call {
+        let call = ("hipGraphGetNodes", "cuGraphGetNodes");
+        match &self.graph {
+            // SAFETY: per the caller's contract; a null node array asks for the count only.
+            Some(g) => nv(call.0, call.1, unsafe {
+                (g.graph_get_nodes)(graph, std::ptr::null_mut(), out)
+            }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_destroy(&self, graph: RawGraph) -> Call {
+        let call = ("hipGraphDestroy", "cuGraphDestroy");
+        match &self.graph {
+            // SAFETY: per the caller's contract.
+            Some(g) => nv(call.0, call.1, unsafe { (g.graph_destroy)(graph) }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
+    }
+    unsafe fn graph_exec_destroy(&self, e: RawGraphExec) -> Call {
+        let call = ("hipGraphExecDestroy", "cuGraphExecDestroy");
+        match &self.graph {
+            // SAFETY: per the caller's contract.
+            Some(g) => nv(call.0, call.1, unsafe { (g.graph_exec_destroy)(e) }),
+            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
+        }
     }
 }
 

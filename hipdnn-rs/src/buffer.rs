@@ -301,6 +301,14 @@ impl<T: Element> Buffer<T> {
         matches!(self.storage, Storage::Device(_))
     }
 
+    /// A lease of the device memory (`None` for a host buffer).
+    pub(crate) fn device_lease(&self) -> Option<hipdnn_hip::AllocationLease> {
+        match &self.storage {
+            Storage::Host(_) => None,
+            Storage::Device(d) => Some(d.lease()),
+        }
+    }
+
     /// The buffer's bytes (little-endian elements) for a host buffer; `None` on a device.
     pub fn as_bytes(&self) -> Option<&[u8]> {
         match &self.storage {
@@ -735,6 +743,13 @@ pub trait Bind<'a> {
     fn is_read_only(&self) -> bool {
         false
     }
+
+    /// A lease of the device memory behind the binding (`None` for host memory): what a
+    /// device graph captured with the binding ([`crate::Handle::capture`]) keeps so that no
+    /// replay reaches freed memory.
+    fn lease(&self) -> Option<hipdnn_hip::AllocationLease> {
+        None
+    }
 }
 
 impl<'a, T: Element> Bind<'a> for &'a Buffer<T> {
@@ -746,6 +761,10 @@ impl<'a, T: Element> Bind<'a> for &'a Buffer<T> {
         true
     }
 
+    fn lease(&self) -> Option<hipdnn_hip::AllocationLease> {
+        self.device_lease()
+    }
+
     fn element_type(&self) -> Option<crate::DataType> {
         Some(T::DATA_TYPE)
     }
@@ -754,6 +773,10 @@ impl<'a, T: Element> Bind<'a> for &'a Buffer<T> {
 impl<'a, T: Element> Bind<'a> for &'a mut Buffer<T> {
     fn bind(self) -> BufferRef<'a> {
         self.as_output()
+    }
+
+    fn lease(&self) -> Option<hipdnn_hip::AllocationLease> {
+        self.device_lease()
     }
 
     fn element_type(&self) -> Option<crate::DataType> {
@@ -838,6 +861,8 @@ pub struct VariantPack<'a> {
     seq: u32,
     /// Execute-time shape overrides ([`VariantPack::override_shape`]), one per UID.
     pub(crate) overrides: Vec<hipdnn_backend::ShapeOverride>,
+    /// Leases of the bound device buffers, which a capture keeps ([`Bind::lease`]).
+    pub(crate) leases: smallvec::SmallVec<[hipdnn_hip::AllocationLease; 4]>,
 }
 
 /// What [`VariantPack`] keeps of a binding besides the memory.
@@ -876,10 +901,12 @@ impl<'a> VariantPack<'a> {
             pending: Vec::new(),
             seq: 0,
             overrides: Vec::new(),
+            leases: smallvec::SmallVec::new(),
         }
     }
 
     fn meta_of(&mut self, buffer: &impl Bind<'a>) -> BindMeta {
+        self.leases.extend(buffer.lease());
         self.seq += 1;
         BindMeta {
             element_type: buffer.element_type(),

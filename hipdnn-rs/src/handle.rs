@@ -71,6 +71,8 @@ pub struct Handle {
     gpu: Option<Arc<hipdnn_hip::safe::Device>>,
     /// Builds refuse engines noted `NONDETERMINISTIC` ([`Handle::set_deterministic_only`]).
     deterministic_only: bool,
+    /// Set while [`Handle::capture`] records: executes check their plan and report to it.
+    pub(crate) recorder: Option<crate::capture::Recorder>,
 }
 
 impl std::fmt::Debug for Handle {
@@ -188,6 +190,7 @@ impl Handle {
             device: ExecutionDevice::Cpu,
             gpu: None,
             deterministic_only: false,
+            recorder: None,
         })
     }
 
@@ -263,6 +266,7 @@ impl Handle {
             device,
             gpu: Some(g.device),
             deterministic_only: false,
+            recorder: None,
         })
     }
 
@@ -279,6 +283,26 @@ impl Handle {
     /// The GPU this handle executes on, if any (buffers made for the handle live there).
     pub fn gpu_device(&self) -> Option<&Arc<hipdnn_hip::safe::Device>> {
         self.gpu.as_ref()
+    }
+
+    /// Waits until the work queued on the handle's stream (executes, replays) has completed;
+    /// reports a kernel fault. Nothing to wait for on a CPU handle (executes return when done).
+    ///
+    /// # Errors
+    /// `HIPDNN_BACKEND_ERROR` `Stream synchronize failed: <driver error>`.
+    pub fn synchronize(&self) -> Result<(), Error> {
+        let Some(dev) = &self.gpu else {
+            return Ok(());
+        };
+        hipdnn_engines::ingestor::hip_device::on_handle_stream(dev, self.backend.stream(), |s| {
+            s.synchronize()
+        })
+        .map_err(|e| {
+            Error::new(
+                crate::ErrorCode::HipdnnBackendError,
+                format!("Stream synchronize failed: {e}"),
+            )
+        })
     }
 
     /// The backend handle (engine registry, stream).

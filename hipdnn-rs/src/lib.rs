@@ -113,6 +113,7 @@ pub struct ReadmeDoctests;
 
 pub mod autotune;
 pub mod buffer;
+pub mod capture;
 pub mod file;
 pub mod graph;
 pub mod handle;
@@ -130,6 +131,7 @@ pub use autotune::{
     PrimingFailurePolicy, TuneMode, WriteOutcome,
 };
 pub use buffer::{BUFFER_ALIGNMENT, Bind, Buffer, Element, PinnedBuffer, VariantPack};
+pub use capture::DeviceGraph;
 pub use file::{Form, write_atomically};
 #[doc(inline)]
 pub use graph::*;

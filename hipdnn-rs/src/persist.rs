@@ -499,6 +499,8 @@ impl Graph {
     /// missing tensor, a short buffer or workspace, and with a message starting `shape
     /// override` for an override that breaks a rule or shapes the graph does not run at
     /// (nothing is written then);
+    /// `GRAPH_NOT_SUPPORTED` `graph capture: engine "<name>": <reason>` inside
+    /// [`Handle::capture`] for a plan whose executes cannot be recorded (nothing recorded);
     /// `HIPDNN_BACKEND_ERROR` when the backend or engine refuses (alignment, unknown UID,
     /// execution failure), with the backend status and message.
     pub fn execute(
@@ -517,6 +519,16 @@ impl Graph {
         // SDK's other variant-pack refusals are.
         plan.check_workspace(workspace.as_ref().map_or(0, |w| w.byte_len()))
             .map_err(|e| Error::new(ErrorCode::InvalidValue, e.message))?;
+        if let Some(recorder) = &handle.recorder {
+            if let Some(why) = plan.capture_refusal() {
+                return Err(Error::new(
+                    ErrorCode::GraphNotSupported,
+                    format!("{}: {why}", crate::capture::CAPTURE),
+                ));
+            }
+            let ws = workspace.as_deref().and_then(|w| w.device_lease());
+            recorder.record(std::mem::take(&mut pack.leases).into_iter().chain(ws));
+        }
         let VariantPack {
             mut bindings,
             overrides,

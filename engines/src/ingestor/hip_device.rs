@@ -12,10 +12,12 @@
 //! - Pointers are variant-pack device addresses, passed with the `unsafe`
 //!   [`KernelArg::device_ptr`] (see its `SAFETY` note).
 //! - `memset_async` → [`Stream::memset_raw`] (`hipMemsetAsync` / `cuMemsetD8Async`) on the
-//!   default stream, for the workspace prefix a launch contract needs zeroed (the second
+//!   execute's stream, for the workspace prefix a launch contract needs zeroed (the second
 //!   `unsafe` block).
-//! - Streams: only the default stream (`0`) is supported; other values are refused with
-//!   `hipModuleLaunchKernel` / `hipStreamSynchronize` errors naming the value.
+//! - Streams: `0` is the device's default stream; any other value is the handle's stream
+//!   (`hipdnnSetStream`, `BackendHandle::set_stream`), borrowed for the call
+//!   ([`Stream::borrowed`], the third `unsafe` block). Launches, fills and timing events go to
+//!   it, so an execute on a capturing stream is recorded into the caller's graph.
 //!
 //! Errors become [`DeviceError`] with `call` = `hipX (cuX)` and `message` = `<name>: <text>`.
 
@@ -49,18 +51,6 @@ fn launch_error(e: LaunchError) -> DeviceError {
         LaunchError::Driver(d) => device_error(d),
         LaunchError::Signature { .. } => DeviceError::new("hipModuleLaunchKernel", e.to_string()),
     }
-}
-
-/// `call` refused for any stream but the default one (0), the only stream this device
-/// launches on: `stream <s>: this device supports only the default stream (0)`.
-fn default_stream_only(call: &str, stream: u64) -> Result<(), DeviceError> {
-    if stream == 0 {
-        return Ok(());
-    }
-    Err(DeviceError::new(
-        call,
-        format!("stream {stream:#x}: this device supports only the default stream (0)"),
-    ))
 }
 
 /// The recorded signature as [`ArgSpec`]s; a kind this layer cannot pass (e.g. `hidden_*`) is
@@ -147,6 +137,30 @@ impl HipIngestorDevice {
     pub fn device(&self) -> &Arc<Device> {
         &self.dev
     }
+
+    /// Runs `f` on the stream an execute names ([`on_handle_stream`]).
+    fn on_stream<R>(&self, stream: u64, f: impl FnOnce(&Stream) -> R) -> R {
+        if stream == 0 {
+            return f(&self.stream);
+        }
+        on_handle_stream(&self.dev, stream, f)
+    }
+}
+
+/// Runs `f` on the stream a handle names for `dev`: the device's default stream for `0`, else
+/// the stream the caller set on the handle (`hipdnnSetStream`, `BackendHandle::set_stream`),
+/// borrowed for the call and never destroyed here. What executes launch on, and where the SDK
+/// replays a captured device graph.
+pub fn on_handle_stream<R>(dev: &Arc<Device>, stream: u64, f: impl FnOnce(&Stream) -> R) -> R {
+    if stream == 0 {
+        return f(&Stream::default_stream(dev));
+    }
+    // SAFETY: a non-zero stream is the one the caller set on the handle (hipdnnSetStream,
+    // BackendHandle::set_stream); that contract requires a live stream of the handle's device
+    // (`dev`) for as long as work is queued through the handle. It is only borrowed for this
+    // call and never destroyed here.
+    let s = unsafe { Stream::borrowed(dev, stream as usize as *mut std::ffi::c_void) };
+    f(&s)
 }
 
 struct HipModule(Module);
@@ -210,7 +224,6 @@ impl IngestorDevice for HipIngestorDevice {
         signature: &[KernelArgument],
         stream: u64,
     ) -> Result<(), DeviceError> {
-        default_stream_only("hipModuleLaunchKernel", stream)?;
         let f = function
             .as_any()
             .downcast_ref::<HipFunction>()
@@ -234,7 +247,8 @@ impl IngestorDevice for HipIngestorDevice {
         LAUNCH_ARGS.with_borrow_mut(|kargs| {
             kargs.clear();
             kargs.extend(args.iter().map(|a| to_arg(a, ordinal)));
-            f.launch(&self.stream, cfg, kargs).map_err(launch_error)
+            self.on_stream(stream, |s| f.launch(s, cfg, kargs))
+                .map_err(launch_error)
         })
     }
 
@@ -266,7 +280,6 @@ impl IngestorDevice for HipIngestorDevice {
         pointers: &[(usize, u64)],
         stream: u64,
     ) -> Result<(), DeviceError> {
-        default_stream_only("hipModuleLaunchKernel", stream)?;
         let not_ours = |what: &str| {
             DeviceError::new(
                 "hipModuleLaunchKernel",
@@ -288,9 +301,11 @@ impl IngestorDevice for HipIngestorDevice {
                 .iter()
                 .map(|&(i, p)| (i, to_arg(&KernelArgValue::Pointer(p), ordinal))),
         );
-        f.function
-            .launch_packed(&self.stream, config_of(geometry), &packed.0, &replaced)
-            .map_err(launch_error)
+        self.on_stream(stream, |s| {
+            f.function
+                .launch_packed(s, config_of(geometry), &packed.0, &replaced)
+        })
+        .map_err(launch_error)
     }
 
     /// [`Function::with_signature`] with the recorded signature, once; `function` unchanged
@@ -323,19 +338,21 @@ impl IngestorDevice for HipIngestorDevice {
         bytes: u64,
         stream: u64,
     ) -> Result<(), DeviceError> {
-        default_stream_only("hipMemsetAsync", stream)?;
         let bytes = usize::try_from(bytes)
             .map_err(|_| DeviceError::new("hipMemsetAsync", format!("{bytes} bytes")))?;
-        // SAFETY: `addr` is the execute's workspace on the handle's device; the execute
-        // contract (hipdnnBackendExecute, the SDK's typed buffers) requires it to be a live
-        // device allocation of at least the plan's workspace size (the caller passes no more
-        // bytes than that) until the work on the stream completes.
-        unsafe { self.stream.memset_raw(addr, value, bytes) }.map_err(device_error)
+        self.on_stream(stream, |s| {
+            // SAFETY: `addr` is the execute's workspace on the handle's device; the execute
+            // contract (hipdnnBackendExecute, the SDK's typed buffers) requires it to be a live
+            // device allocation of at least the plan's workspace size (the caller passes no
+            // more bytes than that) until the work on the stream completes.
+            unsafe { s.memset_raw(addr, value, bytes) }
+        })
+        .map_err(device_error)
     }
 
     fn synchronize(&self, stream: u64) -> Result<(), DeviceError> {
-        default_stream_only("hipStreamSynchronize", stream)?;
-        self.stream.synchronize().map_err(device_error)
+        self.on_stream(stream, |s| s.synchronize())
+            .map_err(device_error)
     }
 
     fn alloc_scratch(&self, bytes: usize) -> Result<Box<dyn ScratchMemory>, DeviceError> {
@@ -343,23 +360,21 @@ impl IngestorDevice for HipIngestorDevice {
         Ok(Box::new(HipScratch(b)))
     }
 
-    /// Events on this device's default stream around `enqueue` (stream 0 only).
+    /// Events on the execute's stream around `enqueue`.
     fn time_ms(
         &self,
         stream: u64,
         enqueue: &mut dyn FnMut() -> PluginResult<()>,
     ) -> PluginResult<f64> {
-        default_stream_only("hipEventRecord", stream).map_err(timing_failed)?;
         let ev = |r: Result<Event, hipdnn_hip::DriverError>| {
             r.map_err(device_error).map_err(timing_failed)
         };
         let (start, end) = (ev(Event::new(&self.dev))?, ev(Event::new(&self.dev))?);
-        start
-            .record(&self.stream)
+        self.on_stream(stream, |s| start.record(s))
             .map_err(device_error)
             .map_err(timing_failed)?;
         enqueue()?;
-        end.record(&self.stream)
+        self.on_stream(stream, |s| end.record(s))
             .and_then(|()| end.synchronize())
             .and_then(|()| start.elapsed_ms(&end))
             .map(f64::from)

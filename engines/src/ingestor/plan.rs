@@ -604,6 +604,20 @@ impl ExecutionContext for IngestorExecutionContext {
         self
     }
 
+    /// `None` (capturable: an execute queues its fills and launches on the execute's stream)
+    /// except for a benchmarking plan that has not chosen its kernel yet, whose first execute
+    /// times every candidate with host synchronizations.
+    fn capture_refusal(&self) -> Option<String> {
+        match &self.plan {
+            IngestorPlan::Benchmark(b) if b.winner().is_none() => Some(
+                "the plan benchmarks its candidate kernels on its first execute (it synchronizes \
+                 the stream to time them); execute it once before capturing"
+                    .into(),
+            ),
+            _ => None,
+        }
+    }
+
     fn bound_tensor_uids(&self) -> Option<Vec<i64>> {
         match &self.plan {
             IngestorPlan::Restored(r) => Some(r.launch.pointer_uids.clone()),

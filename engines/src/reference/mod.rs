@@ -139,10 +139,18 @@ impl ExecutionContext for ReferenceContext {
         self
     }
 
+    fn capture_refusal(&self) -> Option<String> {
+        Some(CAPTURE_REFUSAL.into())
+    }
+
     fn source_graph(&self) -> Option<&[u8]> {
         Some(self.graph.bytes())
     }
 }
+
+/// Why a CPU reference plan cannot be captured into a device graph.
+pub const CAPTURE_REFUSAL: &str = "the CPU reference engine computes on the host during execute; \
+     a device graph cannot record that work (execute this plan directly)";
 
 impl Engine for ReferenceEngine {
     fn name(&self) -> &str {

@@ -7,8 +7,12 @@
 //! cargo run --release --example minilm -- "sentence one" "sentence two" [...]
 //!     [--device cpu|gpu|auto] [--save DIR | --load DIR]
 //!     [--batch B] [--pad-to S] [--repeat N] [--report FILE] [--benchmark] [--profile]
-//!     [--max-batch B --max-seq S]
+//!     [--max-batch B --max-seq S] [--graph]
 //! ```
+//!
+//! `--graph` (GPU) captures the pass's executes into a device graph (CUDA graph / hipGraph,
+//! `Handle::capture`) and replays it: checked bit for bit against the execute pass, and with
+//! `--repeat` the replayed pass is timed beside the execute pass, alternating.
 //!
 //! `--max-batch`/`--max-seq` build the ten plans once at the largest shape with the
 //! override-shape flag; every smaller batch × length then runs on them through execute-time
@@ -104,6 +108,11 @@ struct Args {
     /// execution and print that pass's stage times and each plan's total time.
     #[arg(long)]
     profile: bool,
+    /// Also run the pass replayed from a device graph (CUDA graph / hipGraph) that captures
+    /// its executes once (GPU only): checked bit for bit against the execute pass; with
+    /// `--repeat`, timed beside it (alternating runs).
+    #[arg(long)]
+    graph: bool,
 }
 
 fn main() -> ExitCode {
@@ -131,7 +140,7 @@ fn io(path: &std::path::Path) -> impl FnOnce(std::io::Error) -> MiniLmError + '_
 fn run(args: &Args) -> model::Result<()> {
     let dir = model::model_dir();
     model::check_present(&dir)?;
-    let handle = match args.device {
+    let mut handle = match args.device {
         Device::Cpu => Handle::cpu(),
         Device::Gpu => Handle::gpu(),
         Device::Auto => Handle::new(),
@@ -231,6 +240,21 @@ fn run(args: &Args) -> model::Result<()> {
             failures.push("embeddings through shape overrides differ from a per-shape build");
         }
     }
+    let mut graph_runs_ms = Vec::new();
+    if args.graph {
+        let (replayed, captured) = model.embed_replayed(&mut handle, &plans, &tokens)?;
+        let same = replayed == emb;
+        if let Some((executes, nodes)) = captured {
+            println!(
+                "device graph: {executes} executes captured into {nodes} nodes; replayed \
+                 embeddings bit-identical to the execute pass: {}",
+                if same { "yes" } else { "NO" }
+            );
+        }
+        if !same {
+            failures.push("embeddings replayed from the device graph differ from execute");
+        }
+    }
     let mut runs_ms = Vec::new();
     for _ in 0..args.repeat {
         let start = Instant::now();
@@ -241,17 +265,38 @@ fn run(args: &Args) -> model::Result<()> {
                 "a repeated run gave other embeddings".into(),
             ));
         }
+        if args.graph {
+            let start = Instant::now();
+            let (again, _) = model.embed_replayed(&mut handle, &plans, &tokens)?;
+            graph_runs_ms.push(start.elapsed().as_secs_f64() * 1e3);
+            if again != emb {
+                return Err(MiniLmError::Input(
+                    "a replayed run gave other embeddings".into(),
+                ));
+            }
+        }
     }
-    if !runs_ms.is_empty() {
-        let mut sorted = runs_ms.clone();
+    let median = |runs: &[f64]| {
+        let mut sorted = runs.to_vec();
         sorted.sort_by(f64::total_cmp);
+        (sorted[sorted.len() / 2], sorted[0])
+    };
+    if !runs_ms.is_empty() {
+        let (med, fast) = median(&runs_ms);
         println!(
-            "forward pass, {} × {} tokens, {} runs: median {:.3} ms, fastest {:.3} ms (bit-identical embeddings every run)",
+            "forward pass, {} × {} tokens, {} runs: median {med:.3} ms, fastest {fast:.3} ms (bit-identical embeddings every run)",
             tokens.batch,
             tokens.seq,
-            sorted.len(),
-            sorted[sorted.len() / 2],
-            sorted[0]
+            runs_ms.len(),
+        );
+    }
+    if !graph_runs_ms.is_empty() {
+        let (med, fast) = median(&graph_runs_ms);
+        println!(
+            "forward pass replayed from the device graph, {} runs (alternating with the above): \
+             median {med:.3} ms, fastest {fast:.3} ms; {:.2}× the execute pass's speed",
+            graph_runs_ms.len(),
+            median(&runs_ms).0 / med
         );
     }
     if args.profile {
@@ -271,7 +316,8 @@ fn run(args: &Args) -> model::Result<()> {
     if let Some(path) = &args.report {
         let report = serde_json::json!({
             "batch": tokens.batch, "seq": tokens.seq, "ids": tokens.ids, "mask": tokens.mask,
-            "embeddings": emb, "runs_ms": runs_ms, "device": format!("{:?}", handle.device()),
+            "embeddings": emb, "runs_ms": runs_ms, "graph_runs_ms": graph_runs_ms,
+            "device": format!("{:?}", handle.device()),
         });
         let text = serde_json::to_vec(&report).map_err(|e| MiniLmError::Input(e.to_string()))?;
         hipdnn::write_atomically(path, &text).map_err(io(path))?;

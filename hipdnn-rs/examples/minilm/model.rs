@@ -778,6 +778,9 @@ struct Activations {
     ids: Buffer<i32>,
     key_mask: Buffer<bool>,
     pool_weights: Buffer<f32>,
+    /// The pass's executes captured into a device graph over these buffers
+    /// ([`MiniLm::embed_replayed`]), made on first use.
+    graph: Option<hipdnn::DeviceGraph>,
 }
 
 impl Activations {
@@ -801,6 +804,7 @@ impl Activations {
             ids: Buffer::<i32>::alloc(handle, b * s)?,
             key_mask: Buffer::<bool>::alloc(handle, b * s)?,
             pool_weights: alloc(b * s)?,
+            graph: None,
         })
     }
 }
@@ -1037,6 +1041,53 @@ impl MiniLm {
         self.embed_with(handle, plans, tokens, &mut Timings::new(), false)
     }
 
+    /// [`MiniLm::embed_untimed`] with the plans' executes replayed from a device graph
+    /// (CUDA graph / hipGraph, [`Handle::capture`]): the first call at a shape records the
+    /// pass's executes over this shape's buffers; every call uploads the ids, mask and pooling
+    /// weights, replays the graph (one launch for the whole pass) and downloads the
+    /// embeddings. Same kernels on the same buffers, so the same bits as an execute pass.
+    /// Returns the embeddings and, on the call that captured, the graph's execute and node
+    /// counts.
+    ///
+    /// # Errors
+    /// As [`MiniLm::embed`]; [`MiniLmError::Graph`] with the SDK's `graph capture: …` error
+    /// on a CPU handle or for a plan that cannot be captured.
+    pub fn embed_replayed(
+        &self,
+        handle: &mut Handle,
+        plans: &Plans,
+        tokens: &Tokens,
+    ) -> Result<Replayed> {
+        let (mut scratch, overrides) = self.prepare(handle, plans, tokens)?;
+        let acts = scratch.as_mut().expect("prepared");
+        let mut captured = None;
+        if acts.graph.is_none() {
+            let mut failed = None;
+            let graph = handle.capture(|h| {
+                self.run_plans(h, plans, &overrides, acts, &mut Timings::new(), false)
+                    .map_err(|e| match e {
+                        MiniLmError::Graph(g) => g,
+                        other => {
+                            let text = other.to_string();
+                            failed = Some(other);
+                            hipdnn::Error::invalid_value(text)
+                        }
+                    })
+            });
+            if let Some(e) = failed {
+                return Err(e);
+            }
+            let graph = graph?;
+            captured = Some((graph.executes(), graph.node_count()));
+            acts.graph = Some(graph);
+        }
+        acts.graph
+            .as_ref()
+            .expect("captured above")
+            .replay(handle)?;
+        Ok((acts.out.to_vec()?, captured))
+    }
+
     fn embed_with(
         &self,
         handle: &Handle,
@@ -1045,7 +1096,25 @@ impl MiniLm {
         timings: &mut Timings,
         stage_sync: bool,
     ) -> Result<Vec<f32>> {
-        let stage_end = || if stage_sync { sync(handle) } else { Ok(()) };
+        let (mut scratch, overrides) = timed(timings, "token ids + mask upload", || {
+            self.prepare(handle, plans, tokens)
+        })?;
+        let acts = scratch.as_mut().expect("prepared");
+        self.run_plans(handle, plans, &overrides, acts, timings, stage_sync)?;
+        Ok(acts.out.to_vec()?)
+    }
+
+    /// The activation buffers of `tokens`' shape (reused from the last pass at that shape)
+    /// with the ids, key mask and pooling weights uploaded, and the plans' shape overrides.
+    fn prepare(
+        &self,
+        handle: &Handle,
+        plans: &Plans,
+        tokens: &Tokens,
+    ) -> Result<(
+        std::sync::MutexGuard<'_, Option<Activations>>,
+        PlanOverrides,
+    )> {
         let (b, s) = (tokens.batch, tokens.seq);
         let overrides = plans.overrides_for(b, s)?;
         let ws_bytes = plans
@@ -1061,7 +1130,42 @@ impl MiniLm {
             *scratch = None;
             *scratch = Some(Activations::new(handle, b, s, ws_bytes)?);
         }
-        let Some(Activations {
+        let acts = scratch.as_mut().expect("allocated above");
+        if let Some(&id) = tokens.ids.iter().find(|&&id| id as usize >= VOCAB) {
+            return Err(MiniLmError::Input(format!(
+                "token id {id} outside the vocabulary of {VOCAB}"
+            )));
+        }
+        let v: Vec<i32> = tokens.ids.iter().map(|&id| id as i32).collect();
+        acts.ids.copy_from_slice(&v)?;
+        let mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
+        acts.key_mask.copy_from_slice(&mask)?;
+        // Pooling weights: mask / max(Σ mask, 1e-9) per sentence.
+        let weights: Vec<f32> = tokens
+            .mask
+            .chunks_exact(s)
+            .flat_map(|m| {
+                let count = (m.iter().sum::<u32>() as f32).max(1e-9);
+                m.iter().map(move |x| *x as f32 / count)
+            })
+            .collect();
+        acts.pool_weights.copy_from_slice(&weights)?;
+        Ok((scratch, overrides))
+    }
+
+    /// Every plan of the pass on `acts`, in order (53 executes); `timings` gets one entry per
+    /// stage, with a device synchronization at each stage's end when `stage_sync`.
+    fn run_plans(
+        &self,
+        handle: &Handle,
+        plans: &Plans,
+        overrides: &PlanOverrides,
+        acts: &mut Activations,
+        timings: &mut Timings,
+        stage_sync: bool,
+    ) -> Result<()> {
+        let stage_end = || if stage_sync { sync(handle) } else { Ok(()) };
+        let Activations {
             ws,
             h,
             t,
@@ -1078,40 +1182,13 @@ impl MiniLm {
             key_mask,
             pool_weights,
             ..
-        }) = scratch.as_mut()
-        else {
-            unreachable!("allocated above")
-        };
-        if let Some(&id) = tokens.ids.iter().find(|&&id| id as usize >= VOCAB) {
-            return Err(MiniLmError::Input(format!(
-                "token id {id} outside the vocabulary of {VOCAB}"
-            )));
-        }
-        timed(timings, "token ids upload", || {
-            let v: Vec<i32> = tokens.ids.iter().map(|&id| id as i32).collect();
-            ids.copy_from_slice(&v)
-        })?;
-        timed(timings, "key mask + pooling weights upload", || {
-            let mask: Vec<bool> = tokens.mask.iter().map(|m| *m != 0).collect();
-            key_mask.copy_from_slice(&mask)?;
-            // Pooling weights: mask / max(Σ mask, 1e-9) per sentence.
-            let weights: Vec<f32> = tokens
-                .mask
-                .chunks_exact(s)
-                .flat_map(|m| {
-                    let count = (m.iter().sum::<u32>() as f32).max(1e-9);
-                    m.iter().map(move |x| *x as f32 / count)
-                })
-                .collect();
-            pool_weights.copy_from_slice(&weights)?;
-            Ok::<(), MiniLmError>(())
-        })?;
+        } = acts;
         timed(timings, gather_stage_label(plans)?, || {
             let pack = VariantPack::new()
                 .with(U_X, &*ids)
                 .with(U_W, &self.word_table)
                 .with(U_Y, &mut *word);
-            exec(handle, plans, &overrides, Plan::WordGather, pack, ws)?;
+            exec(handle, plans, overrides, Plan::WordGather, pack, ws)?;
             stage_end()
         })?;
         let (word, key_mask, pool_weights) = (&*word, &*key_mask, &*pool_weights);
@@ -1120,13 +1197,13 @@ impl MiniLm {
                 .with(U_X, word)
                 .with(U_W, &self.position_and_type)
                 .with(U_Y, &mut *t);
-            exec(handle, plans, &overrides, Plan::EmbedAdd, pack, ws)?;
+            exec(handle, plans, overrides, Plan::EmbedAdd, pack, ws)?;
             let pack = VariantPack::new()
                 .with(U_X, &*t)
                 .with(U_W, &self.ln[0])
                 .with(U_B, &self.ln[1])
                 .with(U_Y, &mut *h);
-            exec(handle, plans, &overrides, Plan::Layernorm, pack, ws)?;
+            exec(handle, plans, overrides, Plan::Layernorm, pack, ws)?;
             stage_end()
         })?;
         for (i, w) in self.layers.iter().enumerate() {
@@ -1137,7 +1214,7 @@ impl MiniLm {
                         .with(U_W, &w[wi])
                         .with(U_B, &w[wi + 1])
                         .with(U_Y, dst);
-                    exec(handle, plans, &overrides, Plan::Projection, pack, ws)?;
+                    exec(handle, plans, overrides, Plan::Projection, pack, ws)?;
                 }
                 let pack = VariantPack::new()
                     .with(U_X, &*q)
@@ -1145,46 +1222,39 @@ impl MiniLm {
                     .with(U_B, &*v)
                     .with(U_R, key_mask)
                     .with(U_Y, &mut *o);
-                exec(handle, plans, &overrides, Plan::Attention, pack, ws)?;
+                exec(handle, plans, overrides, Plan::Attention, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*o)
                     .with(U_W, &w[WO])
                     .with(U_B, &w[WO + 1])
                     .with(U_R, &*h)
                     .with(U_Y, &mut *t);
-                exec(
-                    handle,
-                    plans,
-                    &overrides,
-                    Plan::ProjectionResidual,
-                    pack,
-                    ws,
-                )?;
+                exec(handle, plans, overrides, Plan::ProjectionResidual, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*t)
                     .with(U_W, &w[LN1])
                     .with(U_B, &w[LN1 + 1])
                     .with(U_Y, &mut *h1);
-                exec(handle, plans, &overrides, Plan::Layernorm, pack, ws)?;
+                exec(handle, plans, overrides, Plan::Layernorm, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*h1)
                     .with(U_W, &w[W_UP])
                     .with(U_B, &w[W_UP + 1])
                     .with(U_Y, &mut *up);
-                exec(handle, plans, &overrides, Plan::FfnUp, pack, ws)?;
+                exec(handle, plans, overrides, Plan::FfnUp, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*up)
                     .with(U_W, &w[W_DOWN])
                     .with(U_B, &w[W_DOWN + 1])
                     .with(U_R, &*h1)
                     .with(U_Y, &mut *t);
-                exec(handle, plans, &overrides, Plan::FfnDown, pack, ws)?;
+                exec(handle, plans, overrides, Plan::FfnDown, pack, ws)?;
                 let pack = VariantPack::new()
                     .with(U_X, &*t)
                     .with(U_W, &w[LN2])
                     .with(U_B, &w[LN2 + 1])
                     .with(U_Y, &mut *h);
-                exec(handle, plans, &overrides, Plan::Layernorm, pack, ws)?;
+                exec(handle, plans, overrides, Plan::Layernorm, pack, ws)?;
                 stage_end()
             })?;
         }
@@ -1193,17 +1263,21 @@ impl MiniLm {
                 .with(U_X, pool_weights)
                 .with(U_W, &*h)
                 .with(U_Y, &mut *pooled);
-            exec(handle, plans, &overrides, Plan::Pool, pack, ws)?;
+            exec(handle, plans, overrides, Plan::Pool, pack, ws)?;
             let pack = VariantPack::new()
                 .with(U_X, &*pooled)
                 .with(U_W, &self.inv_sqrt_hidden)
                 .with(U_Y, &mut *out);
-            exec(handle, plans, &overrides, Plan::L2Normalize, pack, ws)?;
+            exec(handle, plans, overrides, Plan::L2Normalize, pack, ws)?;
             stage_end()
         })?;
-        Ok(out.to_vec()?)
+        Ok(())
     }
 }
+
+/// What [`MiniLm::embed_replayed`] returns: the embeddings and, on the call that captured
+/// the device graph, its execute and node counts.
+pub type Replayed = (Vec<f32>, Option<(usize, usize)>);
 
 /// Cosine similarity of two vectors (for normalized embeddings: their dot product), in f64.
 pub fn cosine(a: &[f32], b: &[f32]) -> f64 {

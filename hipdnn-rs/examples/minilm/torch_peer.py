@@ -4,6 +4,7 @@ run: the side-by-side peer of the example's forward pass (issue 15, MiniLM end t
 Usage (on a machine with PyTorch and a GPU):
     minilm "..." "..." --device gpu --batch 32 --pad-to 128 --repeat 20 --report r.json
     python3 torch_peer.py --report r.json --model-dir DIR [--repeat 20] [--compile]
+        [--reduce-overhead] [--cuda-graph]
 
 Reads `model.safetensors` directly (header JSON + little-endian f32 data; no `safetensors`
 package needed), runs the same forward pass as `model.rs` (embeddings, 6 BERT layers with
@@ -12,7 +13,12 @@ report's token ids and mask, and prints one JSON line: the median and fastest wa
 whole pass (ids and mask uploaded from the host, embeddings downloaded: what the example's
 timed runs include), the example's median from the report and the ratio, and the largest
 |torch - ours| over the embeddings. `--compile` also times `torch.compile` of the same
-function (after its compilation), when it works.
+function (after its compilation), when it works; `--reduce-overhead` times
+`torch.compile(mode="reduce-overhead")` (PyTorch's own CUDA-graph path); `--cuda-graph` times
+the eager forward captured once into a `torch.cuda.CUDAGraph` and replayed (ids and mask copied
+into its static inputs, the output copied out: kernels without Python dispatch). When the
+report holds the example's `--graph` runs (`graph_runs_ms`), each ratio is also given against
+them.
 """
 import argparse
 import json
@@ -94,6 +100,8 @@ def main():
     ap.add_argument("--model-dir", default=os.environ.get("HIPDNN_MINILM_DIR", "target/minilm"))
     ap.add_argument("--repeat", type=int, default=20)
     ap.add_argument("--compile", action="store_true")
+    ap.add_argument("--reduce-overhead", action="store_true")
+    ap.add_argument("--cuda-graph", action="store_true")
     a = ap.parse_args()
     torch.backends.cuda.matmul.allow_tf32 = False
     torch.backends.cudnn.allow_tf32 = False
@@ -114,18 +122,54 @@ def main():
             ours_ms = statistics.median(r["runs_ms"])
             res["ours_median_ms"] = ours_ms
             res["ours_speed_vs_eager"] = statistics.median(runs) / ours_ms
-        if a.compile:
+        ours_graph = statistics.median(r["graph_runs_ms"]) if r.get("graph_runs_ms") else None
+        if ours_graph:
+            res["ours_graph_median_ms"] = ours_graph
+            res["ours_graph_speed_vs_eager"] = statistics.median(runs) / ours_graph
+
+        def peer(key, fn):
+            cruns, cout = timed_runs(fn, ids, mask, a.repeat)
+            res[f"{key}_median_ms"] = statistics.median(cruns)
+            res[f"{key}_max_abs_diff_vs_ours"] = float(
+                np.abs(cout.numpy().astype(np.float64) - ours).max())
+            if r.get("runs_ms"):
+                res[f"ours_speed_vs_{key}"] = statistics.median(cruns) / res["ours_median_ms"]
+            if ours_graph:
+                res[f"ours_graph_speed_vs_{key}"] = statistics.median(cruns) / ours_graph
+
+        for flag, key, mode in ((a.compile, "torch_compile", None),
+                                (a.reduce_overhead, "torch_compile_reduce_overhead",
+                                 "reduce-overhead")):
+            if not flag:
+                continue
             try:
                 t = time.perf_counter()
-                cf = torch.compile(fwd)
-                cf(ids.cuda(), mask.cuda())
-                res["compile_s"] = time.perf_counter() - t
-                cruns, _ = timed_runs(cf, ids, mask, a.repeat)
-                res["torch_compile_median_ms"] = statistics.median(cruns)
-                if r.get("runs_ms"):
-                    res["ours_speed_vs_compile"] = statistics.median(cruns) / res["ours_median_ms"]
+                cf = torch.compile(fwd, mode=mode) if mode else torch.compile(fwd)
+                for _ in range(3):  # reduce-overhead records its CUDA graph on a later call
+                    cf(ids.cuda(), mask.cuda())
+                res[f"{key}_compile_s"] = time.perf_counter() - t
+                peer(key, cf)
             except Exception as e:  # noqa: BLE001 - report why compile did not work
-                res["compile_error"] = f"{type(e).__name__}: {e}"[:300]
+                res[f"{key}_error"] = f"{type(e).__name__}: {e}"[:300]
+        if a.cuda_graph:
+            static_ids, static_mask = ids.cuda(), mask.cuda()
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):
+                    fwd(static_ids, static_mask)
+            torch.cuda.current_stream().wait_stream(side)
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g):
+                static_out = fwd(static_ids, static_mask)
+
+            def replay(i, m):
+                static_ids.copy_(i)
+                static_mask.copy_(m)
+                g.replay()
+                return static_out
+
+            peer("torch_cuda_graph", replay)
     print(json.dumps(res))
 
 
