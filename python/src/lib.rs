@@ -8,10 +8,14 @@
 //! user's guide; `hipdnn_rs.pyi` the typed signatures.
 
 use hipdnn::{
-    Activation, BatchnormInferenceAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
-    ConvWgradAttributes, DataType, Error, Graph, Handle, LayernormAttributes, MatmulAttributes,
-    PointwiseAttributes, ReductionAttributes, ResampleFwdAttributes, RmsNormAttributes,
-    SdpaAttributes, TensorAttributes, TensorId, TensorValue, VariantPack,
+    Activation, BatchnormAttributes, BatchnormBackwardAttributes, BatchnormInferenceAttributes,
+    BatchnormInferenceVarianceExtAttributes, BlockScaleDequantizeAttributes,
+    BlockScaleQuantizeAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
+    ConvWgradAttributes, CustomOpAttributes, DataType, Error, Graph, Handle, LayernormAttributes,
+    LayernormBackwardAttributes, MatmulAttributes, MoeGroupedMatmulAttributes,
+    MoeGroupedMatmulBwdAttributes, PointwiseAttributes, ReductionAttributes, ResampleBwdAttributes,
+    ResampleFwdAttributes, RmsNormAttributes, RmsNormBackwardAttributes, SdpaAttributes,
+    SdpaBackwardAttributes, TensorAttributes, TensorId, TensorValue, VariantPack,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -232,6 +236,47 @@ fn tid(slf: &Bound<'_, PyGraph>, t: &PyTensor) -> PyResult<TensorId> {
 
 fn opt_tid(slf: &Bound<'_, PyGraph>, t: Option<PyRef<'_, PyTensor>>) -> PyResult<Option<TensorId>> {
     t.map(|t| tid(slf, &t)).transpose()
+}
+
+fn tids(
+    slf: &Bound<'_, PyGraph>,
+    ts: Option<Vec<PyRef<'_, PyTensor>>>,
+) -> PyResult<Option<Vec<TensorId>>> {
+    ts.map(|v| v.iter().map(|t| tid(slf, t)).collect())
+        .transpose()
+}
+
+fn diag_alignment(s: Option<&str>) -> PyResult<Option<hipdnn::DiagonalAlignment>> {
+    s.map(|s| {
+        parse(
+            hipdnn::DiagonalAlignment::ALL,
+            hipdnn::DiagonalAlignment::schema_name,
+            s,
+            "diagonal alignment",
+        )
+    })
+    .transpose()
+}
+
+fn resample_mode_of(s: &str) -> PyResult<hipdnn::ResampleMode> {
+    parse(
+        hipdnn::ResampleMode::ALL,
+        hipdnn::ResampleMode::schema_name,
+        s,
+        "resample mode",
+    )
+}
+
+fn padding_mode_of(s: Option<&str>) -> PyResult<Option<hipdnn::PaddingMode>> {
+    s.map(|s| {
+        parse(
+            hipdnn::PaddingMode::ALL,
+            hipdnn::PaddingMode::schema_name,
+            s,
+            "padding mode",
+        )
+    })
+    .transpose()
 }
 
 fn wrap(slf: &Bound<'_, PyGraph>, id: TensorId) -> PyTensor {
@@ -463,6 +508,16 @@ impl PyGraph {
         }
         set_opt!(a; uid, alignment);
         let id = slf.borrow_mut().g.tensor(a);
+        Ok(wrap(slf, id))
+    }
+    /// A new tensor with the dims, strides and data type of `like` (SDK `Graph::tensor_like`).
+    fn tensor_like(
+        slf: &Bound<'_, Self>,
+        like: PyRef<'_, PyTensor>,
+        name: String,
+    ) -> PyResult<PyTensor> {
+        let like = tid(slf, &like)?;
+        let id = slf.borrow_mut().g.tensor_like(like, name);
         Ok(wrap(slf, id))
     }
     /// Adds a compile-time constant scalar (SDK `Graph::scalar`): `data_type` one of FLOAT,
@@ -1036,6 +1091,402 @@ impl PyGraph {
         Ok(wrap(slf, y))
     }
 
+    /// Batchnorm training forward (SDK `Graph::batchnorm`): returns `(y, mean, inv_variance,
+    /// next_running_mean, next_running_variance)`, the last two None unless
+    /// `prev_running_mean`, `prev_running_variance` and `momentum` are all given.
+    #[pyo3(signature = (x, scale, bias, *, epsilon, peer_stats=None, prev_running_mean=None, prev_running_variance=None, momentum=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn batchnorm(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        epsilon: PyRef<'_, PyTensor>,
+        peer_stats: Option<Vec<PyRef<'_, PyTensor>>>,
+        prev_running_mean: Option<PyRef<'_, PyTensor>>,
+        prev_running_variance: Option<PyRef<'_, PyTensor>>,
+        momentum: Option<PyRef<'_, PyTensor>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(
+        PyTensor,
+        PyTensor,
+        PyTensor,
+        Option<PyTensor>,
+        Option<PyTensor>,
+    )> {
+        let mut a = common!(BatchnormAttributes::new(), name, compute_data_type)
+            .epsilon(tid(slf, &epsilon)?);
+        let peer_stats = tids(slf, peer_stats)?;
+        let prev_running_mean = opt_tid(slf, prev_running_mean)?;
+        let prev_running_variance = opt_tid(slf, prev_running_variance)?;
+        let momentum = opt_tid(slf, momentum)?;
+        set_opt!(a; peer_stats, prev_running_mean, prev_running_variance, momentum);
+        let (x, s, b) = (tid(slf, &x)?, tid(slf, &scale)?, tid(slf, &bias)?);
+        let o = slf.borrow_mut().g.batchnorm(x, s, b, a);
+        Ok((
+            wrap(slf, o.y),
+            wrap(slf, o.mean),
+            wrap(slf, o.inv_variance),
+            o.next_running_mean.map(|t| wrap(slf, t)),
+            o.next_running_variance.map(|t| wrap(slf, t)),
+        ))
+    }
+    /// Batchnorm backward (SDK `Graph::batchnorm_backward`): returns `(dx, dscale, dbias)`.
+    #[pyo3(signature = (dy, x, scale, *, mean=None, inv_variance=None, peer_stats=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn batchnorm_backward(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        mean: Option<PyRef<'_, PyTensor>>,
+        inv_variance: Option<PyRef<'_, PyTensor>>,
+        peer_stats: Option<Vec<PyRef<'_, PyTensor>>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let mut a = common!(BatchnormBackwardAttributes::new(), name, compute_data_type);
+        let mean = opt_tid(slf, mean)?;
+        let inv_variance = opt_tid(slf, inv_variance)?;
+        let peer_stats = tids(slf, peer_stats)?;
+        set_opt!(a; mean, inv_variance, peer_stats);
+        let (dy, x, s) = (tid(slf, &dy)?, tid(slf, &x)?, tid(slf, &scale)?);
+        let [dx, ds, db] = slf.borrow_mut().g.batchnorm_backward(dy, x, s, a);
+        Ok((wrap(slf, dx), wrap(slf, ds), wrap(slf, db)))
+    }
+    /// Batchnorm inference from the variance and an epsilon tensor (SDK
+    /// `Graph::batchnorm_inference_variance_ext`).
+    #[pyo3(signature = (x, mean, variance, scale, bias, epsilon, *, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn batchnorm_inference_variance_ext(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        mean: PyRef<'_, PyTensor>,
+        variance: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        epsilon: PyRef<'_, PyTensor>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let a = common!(
+            BatchnormInferenceVarianceExtAttributes::new(),
+            name,
+            compute_data_type
+        );
+        let ids = [
+            tid(slf, &x)?,
+            tid(slf, &mean)?,
+            tid(slf, &variance)?,
+            tid(slf, &scale)?,
+            tid(slf, &bias)?,
+            tid(slf, &epsilon)?,
+        ];
+        let y = slf
+            .borrow_mut()
+            .g
+            .batchnorm_inference_variance_ext(ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], a);
+        Ok(wrap(slf, y))
+    }
+    /// Layer normalization backward (SDK `Graph::layernorm_backward`): returns
+    /// `(dx, dscale, dbias)`.
+    #[pyo3(signature = (dy, x, scale, *, mean=None, inv_variance=None, epsilon=None, normalized_dim_count=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn layernorm_backward(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        mean: Option<PyRef<'_, PyTensor>>,
+        inv_variance: Option<PyRef<'_, PyTensor>>,
+        epsilon: Option<PyRef<'_, PyTensor>>,
+        normalized_dim_count: Option<i64>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let mut a = common!(LayernormBackwardAttributes::new(), name, compute_data_type);
+        let mean = opt_tid(slf, mean)?;
+        let inv_variance = opt_tid(slf, inv_variance)?;
+        let epsilon = opt_tid(slf, epsilon)?;
+        set_opt!(a; mean, inv_variance, epsilon, normalized_dim_count);
+        let (dy, x, s) = (tid(slf, &dy)?, tid(slf, &x)?, tid(slf, &scale)?);
+        let [dx, ds, db] = slf.borrow_mut().g.layernorm_backward(dy, x, s, a);
+        Ok((wrap(slf, dx), wrap(slf, ds), wrap(slf, db)))
+    }
+    /// RMS normalization backward (SDK `Graph::rmsnorm_backward`): returns
+    /// `(dx, dscale, dbias)`, dbias None unless `compute_dbias=True`.
+    #[pyo3(signature = (dy, x, scale, inv_rms, compute_dbias=false, *, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rmsnorm_backward(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        inv_rms: PyRef<'_, PyTensor>,
+        compute_dbias: bool,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, Option<PyTensor>)> {
+        let a = common!(RmsNormBackwardAttributes::new(), name, compute_data_type);
+        let ids = [
+            tid(slf, &dy)?,
+            tid(slf, &x)?,
+            tid(slf, &scale)?,
+            tid(slf, &inv_rms)?,
+        ];
+        let (dx, ds, db) =
+            slf.borrow_mut()
+                .g
+                .rmsnorm_backward(ids[0], ids[1], ids[2], ids[3], compute_dbias, a);
+        Ok((wrap(slf, dx), wrap(slf, ds), db.map(|t| wrap(slf, t))))
+    }
+    /// Scaled dot-product attention backward (SDK `Graph::sdpa_backward`): returns
+    /// `(dq, dk, dv)`.
+    #[pyo3(signature = (q, k, v, o, d_o, stats, *, attn_scale_value=None, scale=None, attn_mask=None, causal_mask=None, causal_mask_bottom_right=None, padding_mask=None, alibi_mask=None, dropout_probability=None, left_bound=None, right_bound=None, diagonal_alignment=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn sdpa_backward(
+        slf: &Bound<'_, Self>,
+        q: PyRef<'_, PyTensor>,
+        k: PyRef<'_, PyTensor>,
+        v: PyRef<'_, PyTensor>,
+        o: PyRef<'_, PyTensor>,
+        d_o: PyRef<'_, PyTensor>,
+        stats: PyRef<'_, PyTensor>,
+        attn_scale_value: Option<f32>,
+        scale: Option<PyRef<'_, PyTensor>>,
+        attn_mask: Option<PyRef<'_, PyTensor>>,
+        causal_mask: Option<bool>,
+        causal_mask_bottom_right: Option<bool>,
+        padding_mask: Option<bool>,
+        alibi_mask: Option<bool>,
+        dropout_probability: Option<f32>,
+        left_bound: Option<i64>,
+        right_bound: Option<i64>,
+        diagonal_alignment: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let mut a = common!(SdpaBackwardAttributes::new(), name, compute_data_type);
+        let scale = opt_tid(slf, scale)?;
+        let attn_mask = opt_tid(slf, attn_mask)?;
+        let diagonal_alignment = diag_alignment(diagonal_alignment)?;
+        set_opt!(a; attn_scale_value, scale, attn_mask, causal_mask, causal_mask_bottom_right,
+                 padding_mask, alibi_mask, dropout_probability, left_bound, right_bound,
+                 diagonal_alignment);
+        let ids = [
+            tid(slf, &q)?,
+            tid(slf, &k)?,
+            tid(slf, &v)?,
+            tid(slf, &o)?,
+            tid(slf, &d_o)?,
+            tid(slf, &stats)?,
+        ];
+        let [dq, dk, dv] = slf
+            .borrow_mut()
+            .g
+            .sdpa_backward(ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], a);
+        Ok((wrap(slf, dq), wrap(slf, dk), wrap(slf, dv)))
+    }
+    /// Resample forward without an index output (SDK `Graph::resample_fwd`): returns y.
+    #[pyo3(signature = (x, *, resample_mode, window, stride, pre_padding, post_padding, padding_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn resample_fwd(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        resample_mode: &str,
+        window: Vec<i64>,
+        stride: Vec<i64>,
+        pre_padding: Vec<i64>,
+        post_padding: Vec<i64>,
+        padding_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ResampleFwdAttributes::new(), name, compute_data_type)
+            .resample_mode(resample_mode_of(resample_mode)?)
+            .window(window)
+            .stride(stride)
+            .pre_padding(pre_padding)
+            .post_padding(post_padding);
+        let padding_mode = padding_mode_of(padding_mode)?;
+        set_opt!(a; padding_mode);
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.resample_fwd(x, a);
+        Ok(wrap(slf, y))
+    }
+    /// Resample backward (SDK `Graph::resample_bwd`): dy and, for MAXPOOL, the forward's
+    /// index → dx (set other dims with `set_dims` when the inferred ones differ).
+    #[pyo3(signature = (dy, index=None, *, resample_mode, window, stride, pre_padding, post_padding, padding_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn resample_bwd(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        index: Option<PyRef<'_, PyTensor>>,
+        resample_mode: &str,
+        window: Vec<i64>,
+        stride: Vec<i64>,
+        pre_padding: Vec<i64>,
+        post_padding: Vec<i64>,
+        padding_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ResampleBwdAttributes::new(), name, compute_data_type)
+            .resample_mode(resample_mode_of(resample_mode)?)
+            .window(window)
+            .stride(stride)
+            .pre_padding(pre_padding)
+            .post_padding(post_padding);
+        let padding_mode = padding_mode_of(padding_mode)?;
+        set_opt!(a; padding_mode);
+        let index = opt_tid(slf, index)?;
+        let dy = tid(slf, &dy)?;
+        let dx = slf.borrow_mut().g.resample_bwd(dy, index, a);
+        Ok(wrap(slf, dx))
+    }
+    /// Block-scaled quantization (SDK `Graph::block_scale_quantize`): returns `(y, scale)`.
+    /// No engine of this project runs it yet (build raises GRAPH_NOT_SUPPORTED on the CPU).
+    #[pyo3(signature = (x, *, block_size, axis=None, transpose=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn block_scale_quantize(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        block_size: i32,
+        axis: Option<i64>,
+        transpose: Option<bool>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor)> {
+        let mut a = common!(BlockScaleQuantizeAttributes::new(), name, compute_data_type)
+            .block_size(block_size);
+        set_opt!(a; axis, transpose);
+        let x = tid(slf, &x)?;
+        let (y, s) = slf.borrow_mut().g.block_scale_quantize(x, a);
+        Ok((wrap(slf, y), wrap(slf, s)))
+    }
+    /// Block-scaled dequantization (SDK `Graph::block_scale_dequantize`): returns y. No engine
+    /// of this project runs it yet.
+    #[pyo3(signature = (x, scale, *, block_size, is_negative_scale=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn block_scale_dequantize(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        block_size: Vec<i32>,
+        is_negative_scale: Option<bool>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(
+            BlockScaleDequantizeAttributes::new(),
+            name,
+            compute_data_type
+        )
+        .block_size(block_size);
+        set_opt!(a; is_negative_scale);
+        let (x, s) = (tid(slf, &x)?, tid(slf, &scale)?);
+        let y = slf.borrow_mut().g.block_scale_dequantize(x, s, a);
+        Ok(wrap(slf, y))
+    }
+    /// A plugin operation (SDK `Graph::custom_op`): returns the list of its `num_outputs`
+    /// outputs `OUT_<i>`, created with empty dims (set them with `set_dims`). `inputs` must not
+    /// be empty. The engines of this project serve only their own custom ops (`gather`).
+    #[pyo3(signature = (inputs, num_outputs, *, custom_op_id, data=None, name=None, compute_data_type=None))]
+    fn custom_op(
+        slf: &Bound<'_, Self>,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+        num_outputs: usize,
+        custom_op_id: String,
+        data: Option<Vec<u8>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<Vec<PyTensor>> {
+        if inputs.is_empty() {
+            return Err(err(Error::invalid_value(
+                "custom_op: inputs is empty; pass at least one input tensor",
+            )));
+        }
+        let mut a =
+            common!(CustomOpAttributes::new(), name, compute_data_type).custom_op_id(custom_op_id);
+        set_opt!(a; data);
+        let ids = inputs
+            .iter()
+            .map(|t| tid(slf, t))
+            .collect::<PyResult<Vec<_>>>()?;
+        let outs = slf.borrow_mut().g.custom_op(&ids, num_outputs, a);
+        Ok(outs.into_iter().map(|t| wrap(slf, t)).collect())
+    }
+    /// Mixture-of-experts grouped matmul (SDK `Graph::moe_grouped_matmul`): returns the
+    /// output (T, N). No engine of this project runs it yet.
+    #[pyo3(signature = (token, weight, first_token_offset, token_index=None, token_ks=None, *, mode=None, top_k=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn moe_grouped_matmul(
+        slf: &Bound<'_, Self>,
+        token: PyRef<'_, PyTensor>,
+        weight: PyRef<'_, PyTensor>,
+        first_token_offset: PyRef<'_, PyTensor>,
+        token_index: Option<PyRef<'_, PyTensor>>,
+        token_ks: Option<PyRef<'_, PyTensor>>,
+        mode: Option<&str>,
+        top_k: Option<i32>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(MoeGroupedMatmulAttributes::new(), name, compute_data_type);
+        let mode = mode
+            .map(|s| {
+                parse(
+                    hipdnn::MoeGroupedMatmulMode::ALL,
+                    hipdnn::MoeGroupedMatmulMode::schema_name,
+                    s,
+                    "moe grouped matmul mode",
+                )
+            })
+            .transpose()?;
+        set_opt!(a; mode, top_k);
+        let token_index = opt_tid(slf, token_index)?;
+        let token_ks = opt_tid(slf, token_ks)?;
+        let ids = [
+            tid(slf, &token)?,
+            tid(slf, &weight)?,
+            tid(slf, &first_token_offset)?,
+        ];
+        let y =
+            slf.borrow_mut()
+                .g
+                .moe_grouped_matmul(ids[0], ids[1], ids[2], token_index, token_ks, a);
+        Ok(wrap(slf, y))
+    }
+    /// Mixture-of-experts grouped matmul weight gradient (SDK
+    /// `Graph::moe_grouped_matmul_bwd`): returns dweight (E, K, N). No engine of this project
+    /// runs it yet.
+    #[pyo3(signature = (doutput, token, first_token_offset, *, name=None, compute_data_type=None))]
+    fn moe_grouped_matmul_bwd(
+        slf: &Bound<'_, Self>,
+        doutput: PyRef<'_, PyTensor>,
+        token: PyRef<'_, PyTensor>,
+        first_token_offset: PyRef<'_, PyTensor>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let a = common!(
+            MoeGroupedMatmulBwdAttributes::new(),
+            name,
+            compute_data_type
+        );
+        let ids = [
+            tid(slf, &doutput)?,
+            tid(slf, &token)?,
+            tid(slf, &first_token_offset)?,
+        ];
+        let y = slf
+            .borrow_mut()
+            .g
+            .moe_grouped_matmul_bwd(ids[0], ids[1], ids[2], a);
+        Ok(wrap(slf, y))
+    }
+
     // ---- checking, building, running ----
 
     /// Checks the graph without a handle (SDK `Graph::validate`).
@@ -1263,6 +1714,14 @@ fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
         names(NormFwdPhase::ALL, NormFwdPhase::schema_name),
     )?;
     m.add("CONV_MODES", names(ConvMode::ALL, ConvMode::schema_name))?;
+    m.add(
+        "PADDING_MODES",
+        names(PaddingMode::ALL, PaddingMode::schema_name),
+    )?;
+    m.add(
+        "MOE_GROUPED_MATMUL_MODES",
+        names(MoeGroupedMatmulMode::ALL, MoeGroupedMatmulMode::schema_name),
+    )?;
     // Arity (number of inputs) of each pointwise mode, as the SDK's op table gives it.
     let arity = PyDict::new(m.py());
     for &p in PointwiseMode::ALL {
