@@ -7,6 +7,8 @@
 //! rust_reference resave <in> <out>   # Graph::from_binary on a CPU handle, execute, to_binary
 //! rust_reference json                # "<case>\t<Graph::to_json of the unbuilt graph>" per case
 //! rust_reference binary              # "<case> <sha256 of Graph::to_binary of the unbuilt graph>"
+//! rust_reference settings            # "<key>\t<outcome>" of engine filters and settings
+//! rust_reference autotune <variant>  # autotune results of the matmul case (times left out)
 //! rust_reference errors              # "<case>\t<Display of the SDK error>" per error case
 //! ```
 //!
@@ -679,6 +681,170 @@ fn errors() -> Vec<(String, hipdnn::Error)> {
     v
 }
 
+/// The case named `name`, unbuilt.
+fn case(name: &str) -> Graph {
+    cases()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .expect("case")
+        .1
+}
+
+/// "ok <engine> <workspace>" after a successful build, else the SDK error's Display.
+fn outcome(r: hipdnn::Result<()>, g: &Graph) -> String {
+    match r {
+        Ok(()) => format!(
+            "ok {} {}",
+            g.engine_name().expect("plan"),
+            g.workspace_size().expect("plan")
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// What the SDK does with the settings and engine choices python/tests/test_settings.py
+/// exercises: "<key>\t<outcome>" lines (newlines escaped).
+fn settings() -> Vec<(String, String)> {
+    use hipdnn::{BehaviorNote, HeuristicMode, NumericalNote};
+    let h = Handle::cpu().expect("cpu");
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut push = |k: &str, o: String| v.push((k.to_string(), o));
+
+    let mut g = case("matmul");
+    g.deselect_engines(["hipdnn.reference.cpu"]);
+    let r = g.build(&h);
+    push("deselect_engines", outcome(r, &g));
+    g.clear_engine_filters();
+    let r = g.build(&h);
+    push("deselect_engines_cleared", outcome(r, &g));
+
+    let mut g = case("matmul");
+    g.deselect_workspace_greater_than(0);
+    let r = g.build(&h);
+    push("deselect_workspace_greater_than_0", outcome(r, &g));
+
+    for c in ["conv_fprop", "matmul"] {
+        let mut g = case(c);
+        g.select_numeric_notes([NumericalNote::Winograd]);
+        let r = g.build(&h);
+        push(&format!("select_numeric_notes_{c}"), outcome(r, &g));
+        let mut g = case(c);
+        g.deselect_numeric_notes([NumericalNote::Winograd]);
+        let r = g.build(&h);
+        push(&format!("deselect_numeric_notes_{c}"), outcome(r, &g));
+        let mut g = case(c);
+        g.build(&h).expect("build");
+        let notes: Vec<&str> = g
+            .numerical_notes()
+            .expect("notes")
+            .iter()
+            .map(|n| n.name())
+            .collect();
+        push(&format!("numerical_notes_{c}"), notes.join(","));
+    }
+
+    let mut g = case("matmul");
+    g.deselect_behavior_notes([BehaviorNote::SupportsExecutionPlanSerialization]);
+    let r = g.build(&h);
+    push("deselect_behavior_notes", outcome(r, &g));
+
+    let mut hd = Handle::cpu().expect("cpu");
+    hd.set_deterministic_only(true);
+    let mut g = case("matmul");
+    let r = g.build(&hd);
+    push("deterministic_only", outcome(r, &g));
+
+    let g = case("matmul");
+    push(
+        "numerical_notes_unbuilt",
+        g.numerical_notes().unwrap_err().to_string(),
+    );
+    push(
+        "execution_plan_engine_id_unbuilt",
+        g.execution_plan_engine_id().unwrap_err().to_string(),
+    );
+    let mut g = case("matmul");
+    g.build(&h).expect("build");
+    push(
+        "execution_plan_engine_id",
+        g.execution_plan_engine_id().expect("id").to_string(),
+    );
+    push(
+        "execution_plan_knob_choices",
+        format!("{:?}", g.execution_plan_knob_choices().expect("knobs")),
+    );
+    push(
+        "engine_id_from_name",
+        hipdnn::engine_id_from_name("hipdnn.reference.cpu").to_string(),
+    );
+
+    let mut g = case("matmul");
+    let r = g.build_with(&h, &[HeuristicMode::Fallback]);
+    push("build_with_fallback", outcome(r, &g));
+    let mut g = case("matmul");
+    let r = g.build_with(&h, &[]);
+    push("build_with_empty", outcome(r, &g));
+    let mut g = case("matmul");
+    let r = g.build_with_knobs(&h, &[(1, 1)]);
+    push("build_with_knobs", outcome(r, &g));
+
+    let mut g = case("matmul");
+    g.set_preferred_engine_id(Some(hipdnn::engine_id_from_name("hipdnn.reference.cpu")));
+    let r = g.build(&h);
+    push("preferred_engine_id", outcome(r, &g));
+
+    let mut ho = Handle::cpu().expect("cpu");
+    ho.set_engine_override_file(Some("/nonexistent/hipdnn-py-rules.json".into()));
+    let mut g = case("matmul");
+    let r = g.build(&ho);
+    push("engine_override_file", outcome(r, &g));
+    v
+}
+
+/// One autotune result without its times (python/tests/test_settings.py prints the same).
+fn autotune_line(r: &hipdnn::AutotuneResult) -> String {
+    format!(
+        "engine_id={} engine_name={} variant={:?} knob_choices={:?} iterations_run={} \
+         converged={} rank={} succeeded={} error_message={:?} workspace_size={} mode_used={:?} \
+         supports_exhaustive={} ran_exhaustive={} exhaustive_not_run_reason={:?} \
+         strategy_used={:?}",
+        r.engine_id,
+        r.engine_name,
+        r.variant,
+        r.knob_choices,
+        r.iterations_run,
+        r.converged,
+        r.rank,
+        r.succeeded,
+        r.error_message,
+        r.workspace_size,
+        r.mode_used,
+        r.supports_exhaustive,
+        r.ran_exhaustive,
+        r.exhaustive_not_run_reason,
+        r.strategy_used,
+    )
+}
+
+/// Autotune of `case` with `config` on the deterministic inputs: one line per result, then
+/// "plan <engine>"; or the SDK error's Display.
+fn autotune(case_name: &str, config: &hipdnn::AutotuneConfig) -> Vec<String> {
+    let h = Handle::cpu().expect("cpu");
+    let mut g = case(case_name);
+    let a = Buffer::from_slice(&values(24, 1));
+    let b = Buffer::from_slice(&values(40, 2));
+    let mut c = Buffer::<f32>::zeros(30);
+    let pack = VariantPack::new().with(1, &a).with(2, &b).with(3, &mut c);
+    match g.autotune(&h, pack, config, None) {
+        Ok(results) => {
+            let mut v: Vec<String> = results.iter().map(autotune_line).collect();
+            v.push(format!("plan {}", g.engine_name().expect("plan")));
+            v
+        }
+        Err(e) => vec![e.to_string()],
+    }
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
@@ -695,6 +861,31 @@ fn main() -> ExitCode {
         ["json"] => {
             for (name, g) in cases().into_iter().chain(graph_only_cases()) {
                 println!("{name}\t{}", g.to_json().expect("json"));
+            }
+        }
+        ["settings"] => {
+            for (k, o) in settings() {
+                println!("{k}\t{}", o.replace('\\', "\\\\").replace('\n', "\\n"));
+            }
+        }
+        ["autotune", strategy] => {
+            use hipdnn::{AutotuneConfig, AutotuneStrategy};
+            let mut config = AutotuneConfig {
+                timed_iterations: 3,
+                ..AutotuneConfig::default()
+            };
+            match *strategy {
+                "fixed" => config.strategy = AutotuneStrategy::FixedAverage,
+                "single" => config.strategy = AutotuneStrategy::SingleShot,
+                "bad_threshold" => config.stability_threshold = 2.0,
+                "no_candidate" => config.engine_id_filter = vec![12345],
+                _ => {
+                    eprintln!("autotune fixed | single | bad_threshold | no_candidate");
+                    return ExitCode::FAILURE;
+                }
+            }
+            for line in autotune("matmul", &config) {
+                println!("{line}");
             }
         }
         ["binary"] => {

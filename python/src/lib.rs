@@ -8,14 +8,16 @@
 //! user's guide; `hipdnn_rs.pyi` the typed signatures.
 
 use hipdnn::{
-    Activation, BatchnormAttributes, BatchnormBackwardAttributes, BatchnormInferenceAttributes,
+    Activation, AutotuneConfig, AutotuneResult, AutotuneStorage, AutotuneStrategy,
+    BatchnormAttributes, BatchnormBackwardAttributes, BatchnormInferenceAttributes,
     BatchnormInferenceVarianceExtAttributes, BlockScaleDequantizeAttributes,
     BlockScaleQuantizeAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
     ConvWgradAttributes, CustomOpAttributes, DataType, Error, Graph, Handle, LayernormAttributes,
     LayernormBackwardAttributes, MatmulAttributes, MoeGroupedMatmulAttributes,
-    MoeGroupedMatmulBwdAttributes, PointwiseAttributes, ReductionAttributes, ResampleBwdAttributes,
-    ResampleFwdAttributes, RmsNormAttributes, RmsNormBackwardAttributes, SdpaAttributes,
-    SdpaBackwardAttributes, TensorAttributes, TensorId, TensorValue, VariantPack,
+    MoeGroupedMatmulBwdAttributes, PlanSpec, PointwiseAttributes, PrimingFailurePolicy,
+    ReductionAttributes, ResampleBwdAttributes, ResampleFwdAttributes, RmsNormAttributes,
+    RmsNormBackwardAttributes, SdpaAttributes, SdpaBackwardAttributes, TensorAttributes, TensorId,
+    TensorValue, TuneMode, VariantPack,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -73,6 +75,152 @@ fn data_type(s: &str) -> PyResult<DataType> {
     parse(DataType::ALL, DataType::schema_name, s, "data type")
 }
 
+/// Every numerical note, in the C enum's order (named by `NumericalNote::name`).
+const NUMERICAL_NOTES: &[hipdnn::NumericalNote] = {
+    use hipdnn::NumericalNote as N;
+    &[
+        N::TensorCore,
+        N::DownConvertInputs,
+        N::ReducedPrecisionReduction,
+        N::Fft,
+        N::Nondeterministic,
+        N::Winograd,
+        N::WinogradTile4x4,
+        N::WinogradTile6x6,
+        N::WinogradTile13x13,
+    ]
+};
+
+fn numerical_note(s: &str) -> PyResult<hipdnn::NumericalNote> {
+    parse(
+        NUMERICAL_NOTES,
+        hipdnn::NumericalNote::name,
+        s,
+        "numerical note",
+    )
+}
+
+/// Every behavior note with its name (upstream `HIPDNN_BEHAVIOR_NOTE_<name>`).
+const BEHAVIOR_NOTES: &[(hipdnn::BehaviorNote, &str)] = {
+    use hipdnn::BehaviorNote as B;
+    &[
+        (B::RuntimeCompilation, "RUNTIME_COMPILATION"),
+        (B::RequiresLayoutTransform, "REQUIRES_LAYOUT_TRANSFORM"),
+        (B::SupportsGraphCapture, "SUPPORTS_GRAPH_CAPTURE"),
+        (B::ExternalLibraryDependency, "EXTERNAL_LIBRARY_DEPENDENCY"),
+        (
+            B::SupportsExecutionPlanSerialization,
+            "SUPPORTS_EXECUTION_PLAN_SERIALIZATION",
+        ),
+    ]
+};
+
+fn behavior_note(s: &str) -> PyResult<hipdnn::BehaviorNote> {
+    parse(BEHAVIOR_NOTES, |(_, n)| n, s, "behavior note").map(|(b, _)| b)
+}
+
+fn heuristic_mode(s: &str) -> PyResult<hipdnn::HeuristicMode> {
+    parse(
+        &[(hipdnn::HeuristicMode::Fallback, "FALLBACK")],
+        |(_, n)| n,
+        s,
+        "heuristic mode",
+    )
+    .map(|(m, _)| m)
+}
+
+const TUNE_MODES: &[(TuneMode, &str)] = &[
+    (TuneMode::Standard, "STANDARD"),
+    (TuneMode::Exhaustive, "EXHAUSTIVE"),
+];
+const STRATEGIES: &[(AutotuneStrategy, &str)] = &[
+    (AutotuneStrategy::SingleShot, "SINGLE_SHOT"),
+    (AutotuneStrategy::FixedAverage, "FIXED_AVERAGE"),
+    (AutotuneStrategy::RunUntilStable, "RUN_UNTIL_STABLE"),
+];
+const PRIMING_POLICIES: &[(PrimingFailurePolicy, &str)] = &[
+    (PrimingFailurePolicy::Abort, "ABORT"),
+    (
+        PrimingFailurePolicy::BenchmarkUnprimed,
+        "BENCHMARK_UNPRIMED",
+    ),
+];
+
+/// The name of `v` in a `(value, name)` table.
+fn name_of<E: PartialEq + Copy>(table: &[(E, &'static str)], v: E) -> &'static str {
+    table.iter().find(|(e, _)| *e == v).map_or("?", |(_, n)| n)
+}
+
+/// An `AutotuneConfig` from the keyword dict Python passes (keys: the config's field names;
+/// enums by name; `candidates` as `[(engine_id, [(knob_type, value), ...]), ...]`).
+fn named<E: Copy>(v: &Bound<'_, PyAny>, what: &str, table: &[(E, &'static str)]) -> PyResult<E> {
+    let s: String = v.extract()?;
+    parse(table, |(_, n)| n, &s, what).map(|(e, _)| e)
+}
+
+fn autotune_config(d: Option<&Bound<'_, PyDict>>) -> PyResult<AutotuneConfig> {
+    let mut c = AutotuneConfig::default();
+    let Some(d) = d else { return Ok(c) };
+    for (k, v) in d.iter() {
+        let key: String = k.extract()?;
+        match key.as_str() {
+            "mode" => c.mode = named(&v, "tune mode", TUNE_MODES)?,
+            "strategy" => c.strategy = named(&v, "autotune strategy", STRATEGIES)?,
+            "priming_failure_policy" => {
+                c.priming_failure_policy = named(&v, "priming failure policy", PRIMING_POLICIES)?
+            }
+            "warmup_iterations" => c.warmup_iterations = v.extract()?,
+            "timed_iterations" => c.timed_iterations = v.extract()?,
+            "max_iterations" => c.max_iterations = v.extract()?,
+            "window_size" => c.window_size = v.extract()?,
+            "stability_threshold" => c.stability_threshold = v.extract()?,
+            "engine_id_filter" => c.engine_id_filter = v.extract()?,
+            "candidates" => {
+                let specs: Vec<(i64, Vec<(i64, i64)>)> = v.extract()?;
+                c.candidates = specs
+                    .into_iter()
+                    .map(|(engine_id, knob_choices)| PlanSpec {
+                        engine_id,
+                        knob_choices,
+                    })
+                    .collect();
+            }
+            other => {
+                return Err(err(Error::invalid_value(format!(
+                    "autotune: unknown config key '{other}'; one of mode, strategy, \
+                     warmup_iterations, timed_iterations, max_iterations, window_size, \
+                     stability_threshold, engine_id_filter, candidates, priming_failure_policy"
+                ))));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// One autotune result as a dict with the SDK's field names.
+fn result_dict<'py>(py: Python<'py>, r: &AutotuneResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("engine_id", r.engine_id)?;
+    d.set_item("engine_name", &r.engine_name)?;
+    d.set_item("variant", &r.variant)?;
+    d.set_item("knob_choices", &r.knob_choices)?;
+    d.set_item("min_time_ms", r.min_time_ms)?;
+    d.set_item("avg_time_ms", r.avg_time_ms)?;
+    d.set_item("stddev_ms", r.stddev_ms)?;
+    d.set_item("iterations_run", r.iterations_run)?;
+    d.set_item("converged", r.converged)?;
+    d.set_item("rank", r.rank)?;
+    d.set_item("succeeded", r.succeeded)?;
+    d.set_item("error_message", &r.error_message)?;
+    d.set_item("workspace_size", r.workspace_size)?;
+    d.set_item("mode_used", name_of(TUNE_MODES, r.mode_used))?;
+    d.set_item("supports_exhaustive", r.supports_exhaustive)?;
+    d.set_item("ran_exhaustive", r.ran_exhaustive)?;
+    d.set_item("exhaustive_not_run_reason", &r.exhaustive_not_run_reason)?;
+    d.set_item("strategy_used", name_of(STRATEGIES, r.strategy_used))?;
+    Ok(d)
+}
+
 /// The handle: the engines a graph is built for and the device they run on.
 #[pyclass(name = "Handle", module = "hipdnn_rs", unsendable)]
 struct PyHandle {
@@ -116,6 +264,28 @@ impl PyHandle {
     #[getter]
     fn engine_names(&self) -> Vec<String> {
         self.h.engine_names()
+    }
+    /// Whether builds on this handle refuse engines noted NONDETERMINISTIC (SDK
+    /// `Handle::deterministic_only`).
+    #[getter]
+    fn deterministic_only(&self) -> bool {
+        self.h.deterministic_only()
+    }
+    /// Makes builds on this handle refuse engines noted NONDETERMINISTIC (SDK
+    /// `Handle::set_deterministic_only`).
+    fn set_deterministic_only(&mut self, on: bool) {
+        self.h.set_deterministic_only(on);
+    }
+    /// The engine-override file later builds read, if any (SDK `Handle::engine_override_file`:
+    /// the one set here, else the one `HIPDNN_HEUR_CONFIG_PATH` names).
+    #[getter]
+    fn engine_override_file(&self) -> Option<std::path::PathBuf> {
+        self.h.engine_override_file()
+    }
+    /// Reads engine-override rules (and autotune winners) from `path`; None turns the rules
+    /// off for this handle (SDK `Handle::set_engine_override_file`).
+    fn set_engine_override_file(&mut self, path: Option<std::path::PathBuf>) {
+        self.h.set_engine_override_file(path);
     }
     fn __repr__(&self) -> String {
         format!("{:?}", self.h)
@@ -425,6 +595,90 @@ fn new_array<'py>(
     let strides: Vec<i64> = t.strides.iter().map(|s| s * itemsize).collect();
     let tricks = py.import("numpy.lib.stride_tricks")?;
     tricks.call_method1("as_strided", (flat, dims, PyTuple::new(py, strides)?))
+}
+
+/// The DLPack imports of `tensors` (UID → object with `__dlpack__`) for a run of `g`, each
+/// checked against the graph tensor (at its shape in `overrides`), plus new NumPy arrays for
+/// the outputs of `g` that `tensors` lacks when `allocate`; and `{uid: array}` of every output.
+fn import_all<'py>(
+    g: &Graph,
+    tensors: &Bound<'py, PyDict>,
+    overrides: &Overrides,
+    allocate: bool,
+) -> PyResult<(Bound<'py, PyDict>, Vec<dlpack::Imported>)> {
+    let py = tensors.py();
+    let result = PyDict::new(py);
+    let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
+    for (k, v) in tensors.iter() {
+        objs.push((k.extract()?, v));
+    }
+    if allocate {
+        for (id, t) in g.tensors() {
+            let (Some(uid), false) = (t.uid, t.is_virtual) else {
+                continue;
+            };
+            if g.producer(id).is_none() {
+                continue;
+            }
+            match objs.iter().find(|(u, _)| *u == uid) {
+                Some((_, o)) => result.set_item(uid, o)?,
+                None => {
+                    let arr = new_array(
+                        py,
+                        uid,
+                        &at_shape(overrides, uid, t),
+                        g.context_data_type(t),
+                    )?;
+                    result.set_item(uid, &arr)?;
+                    objs.push((uid, arr));
+                }
+            }
+        }
+    }
+    let mut imported = Vec::with_capacity(objs.len());
+    for (uid, obj) in &objs {
+        let attrs = g.tensor_by_uid(*uid).map(|id| g.tensor_attributes(id));
+        // Bound writable: tensors a node writes, and every tensor of a plan loaded without
+        // its graph (the SDK cannot say which ones it writes).
+        let writable = attrs.is_none_or(|_| {
+            g.tensor_by_uid(*uid)
+                .and_then(|id| g.producer(id))
+                .is_some()
+        });
+        let shaped = attrs.map(|t| at_shape(overrides, *uid, t));
+        let expect = attrs
+            .zip(shaped.as_ref())
+            .map(|(t, s)| (&**s, g.context_data_type(t)));
+        imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
+    }
+    // A writable binding must not overlap any other (it is a `&mut [u8]`).
+    for (i, a) in imported.iter().enumerate() {
+        for b in &imported[i + 1..] {
+            let (a0, b0) = (a.ptr as usize, b.ptr as usize);
+            let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
+            if overlap && (a.writable || b.writable) {
+                return Err(err(Error::invalid_value(format!(
+                    "execute: tensors uid {} and uid {} share memory and one is written; \
+                     pass separate arrays",
+                    a.uid, b.uid
+                ))));
+            }
+        }
+    }
+    Ok((result, imported))
+}
+
+/// The SDK variant pack binding `imported` (and the shape `overrides`).
+fn pack_of<'a>(imported: &'a mut [dlpack::Imported], overrides: &Overrides) -> VariantPack<'a> {
+    let mut pack = VariantPack::new();
+    for imp in imported.iter_mut() {
+        let uid = imp.uid;
+        pack = pack.with(uid, imp.binding());
+    }
+    for (uid, (dims, strides)) in overrides {
+        pack = pack.override_shape(*uid, dims.clone(), strides.clone());
+    }
+    pack
 }
 
 #[pymethods]
@@ -1502,6 +1756,141 @@ impl PyGraph {
     fn build_benchmarked(&mut self, handle: &PyHandle) -> PyResult<()> {
         self.g.build_benchmarked(&handle.h).map_err(err)
     }
+    /// `build` with the heuristic modes to use, in order (SDK `Graph::build_with`; one mode
+    /// today: `"FALLBACK"`).
+    fn build_with(&mut self, handle: &PyHandle, modes: Vec<String>) -> PyResult<()> {
+        let modes = modes
+            .iter()
+            .map(|m| heuristic_mode(m))
+            .collect::<PyResult<Vec<_>>>()?;
+        self.g.build_with(&handle.h, &modes).map_err(err)
+    }
+    /// `build` with engine knob choices `[(knob_type, value), ...]`, applied to every engine
+    /// that lists the knob with the value in range (SDK `Graph::build_with_knobs`).
+    fn build_with_knobs(&mut self, handle: &PyHandle, knobs: Vec<(i64, i64)>) -> PyResult<()> {
+        self.g.build_with_knobs(&handle.h, &knobs).map_err(err)
+    }
+    /// Later builds skip the engines with these names (SDK `Graph::deselect_engines`);
+    /// returns the graph.
+    fn deselect_engines(slf: Bound<'_, Self>, names: Vec<String>) -> Bound<'_, Self> {
+        slf.borrow_mut().g.deselect_engines(names);
+        slf
+    }
+    /// Later builds skip plans needing more than `bytes` of workspace (SDK
+    /// `Graph::deselect_workspace_greater_than`); returns the graph.
+    fn deselect_workspace_greater_than(slf: Bound<'_, Self>, bytes: usize) -> Bound<'_, Self> {
+        slf.borrow_mut().g.deselect_workspace_greater_than(bytes);
+        slf
+    }
+    /// Later builds keep only engines noted with every listed numerical note (`"WINOGRAD"`,
+    /// ...; `NUMERICAL_NOTES`) (SDK `Graph::select_numeric_notes`); returns the graph.
+    fn select_numeric_notes<'py>(
+        slf: Bound<'py, Self>,
+        notes: Vec<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let notes = notes
+            .iter()
+            .map(|n| numerical_note(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        slf.borrow_mut().g.select_numeric_notes(notes);
+        Ok(slf)
+    }
+    /// Later builds skip engines noted with any listed numerical note (SDK
+    /// `Graph::deselect_numeric_notes`); returns the graph.
+    fn deselect_numeric_notes<'py>(
+        slf: Bound<'py, Self>,
+        notes: Vec<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let notes = notes
+            .iter()
+            .map(|n| numerical_note(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        slf.borrow_mut().g.deselect_numeric_notes(notes);
+        Ok(slf)
+    }
+    /// Later builds skip engines noted with any listed behavior note (`BEHAVIOR_NOTES`) (SDK
+    /// `Graph::deselect_behavior_notes`); returns the graph.
+    fn deselect_behavior_notes<'py>(
+        slf: Bound<'py, Self>,
+        notes: Vec<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let notes = notes
+            .iter()
+            .map(|n| behavior_note(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        slf.borrow_mut().g.deselect_behavior_notes(notes);
+        Ok(slf)
+    }
+    /// Removes every engine filter (SDK `Graph::clear_engine_filters`); returns the graph.
+    fn clear_engine_filters(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf.borrow_mut().g.clear_engine_filters();
+        slf
+    }
+    /// The plan's numerical notes, by name (SDK `Graph::numerical_notes`).
+    fn numerical_notes(&self) -> PyResult<Vec<&'static str>> {
+        Ok(self
+            .g
+            .numerical_notes()
+            .map_err(err)?
+            .iter()
+            .map(|n| n.name())
+            .collect())
+    }
+    /// Id of the engine running the plan (SDK `Graph::execution_plan_engine_id`).
+    fn execution_plan_engine_id(&self) -> PyResult<i64> {
+        self.g.execution_plan_engine_id().map_err(err)
+    }
+    /// Knob choices `[(knob_type, value)]` the plan was built with (SDK
+    /// `Graph::execution_plan_knob_choices`).
+    fn execution_plan_knob_choices(&self) -> PyResult<Vec<(i64, i64)>> {
+        self.g.execution_plan_knob_choices().map_err(err)
+    }
+    /// The preferred engine id (None when unset) (SDK `Graph::preferred_engine_id`).
+    #[getter]
+    fn preferred_engine_id(&self) -> Option<i64> {
+        self.g.preferred_engine_id()
+    }
+    /// Sets (or with None clears) the engine the heuristic offers first (SDK
+    /// `Graph::set_preferred_engine_id`); returns the graph.
+    fn set_preferred_engine_id(slf: Bound<'_, Self>, id: Option<i64>) -> Bound<'_, Self> {
+        slf.borrow_mut().g.set_preferred_engine_id(id);
+        slf
+    }
+    /// Times every candidate plan on the caller's tensors and keeps the fastest as the plan
+    /// (SDK `Graph::autotune`, upstream RFC 0013). `tensors` as for `execute` (outputs left
+    /// out are allocated); `config` a dict of `AutotuneConfig` fields (`mode` `"STANDARD"` /
+    /// `"EXHAUSTIVE"`, `strategy` `"SINGLE_SHOT"` / `"FIXED_AVERAGE"` / `"RUN_UNTIL_STABLE"`,
+    /// `warmup_iterations`, `timed_iterations`, `max_iterations`, `window_size`,
+    /// `stability_threshold`, `engine_id_filter`, `candidates` `[(engine_id, [(knob, value)])]`,
+    /// `priming_failure_policy` `"ABORT"` / `"BENCHMARK_UNPRIMED"`), the SDK's defaults for
+    /// keys left out; `storage` an engine-override file to write the winner to. Returns one
+    /// dict per candidate with the SDK's `AutotuneResult` fields, by rank, failed ones last.
+    #[pyo3(signature = (handle, tensors, config=None, storage=None, delete_all_existing_content=false))]
+    fn autotune<'py>(
+        slf: &Bound<'py, Self>,
+        handle: &PyHandle,
+        tensors: &Bound<'py, PyDict>,
+        config: Option<&Bound<'py, PyDict>>,
+        storage: Option<std::path::PathBuf>,
+        delete_all_existing_content: bool,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let py = slf.py();
+        let config = autotune_config(config)?;
+        let storage = storage.map(|p| AutotuneStorage {
+            path: p,
+            delete_all_existing_content,
+        });
+        let overrides = Overrides::new();
+        let (_, mut imported) = import_all(&slf.borrow().g, tensors, &overrides, true)?;
+        let pack = pack_of(&mut imported, &overrides);
+        let results = slf
+            .borrow_mut()
+            .g
+            .autotune(&handle.h, pack, &config, storage.as_ref())
+            .map_err(err)?;
+        drop(imported);
+        results.iter().map(|r| result_dict(py, r)).collect()
+    }
     /// The shape overrides that run this graph (built at its largest shape) at the shape of
     /// `smaller`, the same graph made for a smaller shape (SDK `Graph::shape_overrides_for`):
     /// `{uid: (dims, strides)}` for every non-virtual tensor whose shape differs, ready for
@@ -1555,77 +1944,12 @@ impl PyGraph {
         tensors: &Bound<'py, PyDict>,
         overrides: Option<Overrides>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let py = slf.py();
         let this = slf.borrow();
         let g = &this.g;
         let overrides = overrides.unwrap_or_default();
-        let result = PyDict::new(py);
-        let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
-        for (k, v) in tensors.iter() {
-            objs.push((k.extract()?, v));
-        }
-        if this.g.has_plan() {
-            for (id, t) in g.tensors() {
-                let (Some(uid), false) = (t.uid, t.is_virtual) else {
-                    continue;
-                };
-                if g.producer(id).is_none() {
-                    continue;
-                }
-                match objs.iter().find(|(u, _)| *u == uid) {
-                    Some((_, o)) => result.set_item(uid, o)?,
-                    None => {
-                        let arr = new_array(
-                            py,
-                            uid,
-                            &at_shape(&overrides, uid, t),
-                            g.context_data_type(t),
-                        )?;
-                        result.set_item(uid, &arr)?;
-                        objs.push((uid, arr));
-                    }
-                }
-            }
-        }
-        let mut imported = Vec::with_capacity(objs.len());
-        for (uid, obj) in &objs {
-            let attrs = g.tensor_by_uid(*uid).map(|id| g.tensor_attributes(id));
-            // Bound writable: tensors a node writes, and every tensor of a plan loaded without
-            // its graph (the SDK cannot say which ones it writes).
-            let writable = attrs.is_none_or(|_| {
-                g.tensor_by_uid(*uid)
-                    .and_then(|id| g.producer(id))
-                    .is_some()
-            });
-            let shaped = attrs.map(|t| at_shape(&overrides, *uid, t));
-            let expect = attrs
-                .zip(shaped.as_ref())
-                .map(|(t, s)| (&**s, g.context_data_type(t)));
-            imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
-        }
-        // A writable binding must not overlap any other (it is a `&mut [u8]`).
-        for (i, a) in imported.iter().enumerate() {
-            for b in &imported[i + 1..] {
-                let (a0, b0) = (a.ptr as usize, b.ptr as usize);
-                let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
-                if overlap && (a.writable || b.writable) {
-                    return Err(err(Error::invalid_value(format!(
-                        "execute: tensors uid {} and uid {} share memory and one is written; \
-                         pass separate arrays",
-                        a.uid, b.uid
-                    ))));
-                }
-            }
-        }
+        let (result, mut imported) = import_all(g, tensors, &overrides, g.has_plan())?;
         let mut ws = Buffer::<u8>::zeros(g.workspace_size().map_err(err)?);
-        let mut pack = VariantPack::new();
-        for imp in imported.iter_mut() {
-            let uid = imp.uid;
-            pack = pack.with(uid, imp.binding());
-        }
-        for (uid, (dims, strides)) in &overrides {
-            pack = pack.override_shape(*uid, dims.clone(), strides.clone());
-        }
+        let pack = pack_of(&mut imported, &overrides);
         g.execute(&handle.h, pack, Some(&mut ws)).map_err(err)?;
         drop(imported); // the producers' deleters run here, with the GIL held
         Ok(result)
@@ -1688,6 +2012,13 @@ fn names<E: Copy>(all: &[E], name: impl Fn(E) -> &'static str) -> Vec<&'static s
     all.iter().map(|&e| name(e)).collect()
 }
 
+/// The engine id of an engine name (SDK `engine_id_from_name`, 64-bit FNV-1a), e.g. for
+/// autotune's `engine_id_filter`.
+#[pyfunction]
+fn engine_id_from_name(name: &str) -> i64 {
+    hipdnn::engine_id_from_name(name)
+}
+
 /// The Python module `hipdnn_rs`.
 #[pymodule]
 fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -1728,6 +2059,15 @@ fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
         arity.set_item(p.schema_name(), p.arity())?;
     }
     m.add("POINTWISE_ARITY", arity)?;
+    m.add(
+        "NUMERICAL_NOTES",
+        NUMERICAL_NOTES.iter().map(|n| n.name()).collect::<Vec<_>>(),
+    )?;
+    m.add(
+        "BEHAVIOR_NOTES",
+        BEHAVIOR_NOTES.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+    )?;
+    m.add_function(wrap_pyfunction!(crate::engine_id_from_name, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
