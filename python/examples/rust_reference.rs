@@ -4,6 +4,7 @@
 //! ```text
 //! rust_reference ops                 # "<case> <sha256 of each output's bytes>" per case
 //! rust_reference save <case> <file>  # the case's built plan, Graph::to_binary
+//! rust_reference save_file <case> graph|plan <file>  # Graph::save_to_file of the built case
 //! rust_reference resave <in> <out>   # Graph::from_binary on a CPU handle, execute, to_binary
 //! rust_reference json                # "<case>\t<Graph::to_json of the unbuilt graph>" per case
 //! rust_reference binary              # "<case> <sha256 of Graph::to_binary of the unbuilt graph>"
@@ -672,6 +673,19 @@ fn errors() -> Vec<(String, hipdnn::Error)> {
         "from_binary_plan_only".into(),
         Graph::from_binary(&h, &plan).unwrap_err(),
     ));
+    v.push((
+        "load_from_file_missing".into(),
+        Graph::load_from_file(&h, "/nonexistent/hipdnn-py/missing.hdgp").unwrap_err(),
+    ));
+    v.push((
+        "save_to_file_bad_dir".into(),
+        matmul()
+            .save_to_file(
+                "/nonexistent/hipdnn-py/out.hdgp",
+                hipdnn::Form::GraphAndPlan,
+            )
+            .unwrap_err(),
+    ));
     for (name, mut g) in graph_only_cases() {
         let e = g
             .build(&h)
@@ -908,6 +922,18 @@ fn main() -> ExitCode {
             };
             g.build(&Handle::cpu().expect("cpu")).expect("build");
             std::fs::write(file, g.to_binary().expect("save")).expect("write");
+        }
+        ["save_file", case, form, file] => {
+            let Some((_, mut g)) = cases().into_iter().find(|(n, _)| n == case) else {
+                eprintln!("no case {case}");
+                return ExitCode::FAILURE;
+            };
+            g.build(&Handle::cpu().expect("cpu")).expect("build");
+            let form = match *form {
+                "plan" => hipdnn::Form::PlanOnly,
+                _ => hipdnn::Form::GraphAndPlan,
+            };
+            g.save_to_file(file, form).expect("save_to_file");
         }
         ["resave", input, output] => {
             let bytes = std::fs::read(input).expect("read");

@@ -1985,6 +1985,31 @@ impl PyGraph {
             g: Graph::from_compiled_plan_binary(&handle.h, data).map_err(err)?,
         })
     }
+    /// Saves the graph to `path` atomically (a temporary file renamed over `path`; readers see
+    /// the old file or the new one, whole) in `form`: `"GRAPH_AND_PLAN"` (the bytes of
+    /// `to_binary`) or `"PLAN_ONLY"` (those of `to_compiled_plan_binary`) (SDK
+    /// `Graph::save_to_file`).
+    #[pyo3(signature = (path, form="GRAPH_AND_PLAN"))]
+    fn save_to_file(&self, path: std::path::PathBuf, form: &str) -> PyResult<()> {
+        let form = parse(
+            &[
+                (hipdnn::Form::GraphAndPlan, "GRAPH_AND_PLAN"),
+                (hipdnn::Form::PlanOnly, "PLAN_ONLY"),
+            ],
+            |(_, n)| n,
+            form,
+            "save form",
+        )?
+        .0;
+        self.g.save_to_file(path, form).map_err(err)
+    }
+    /// Loads a file `save_to_file` wrote, in either form (SDK `Graph::load_from_file`).
+    #[staticmethod]
+    fn load_from_file(handle: &PyHandle, path: std::path::PathBuf) -> PyResult<Self> {
+        Ok(PyGraph {
+            g: Graph::load_from_file(&handle.h, path).map_err(err)?,
+        })
+    }
     /// The graph as upstream hipDNN's JSON (SDK `Graph::to_json`).
     fn to_json(&self) -> PyResult<String> {
         self.g.to_json().map_err(err)
@@ -2017,6 +2042,22 @@ fn names<E: Copy>(all: &[E], name: impl Fn(E) -> &'static str) -> Vec<&'static s
 #[pyfunction]
 fn engine_id_from_name(name: &str) -> i64 {
     hipdnn::engine_id_from_name(name)
+}
+
+/// A NumPy array viewing the memory of `obj` (any object with `__dlpack__` on the CPU: a
+/// torch CPU tensor, an array `execute` returned, ...) without a copy: `numpy.from_dlpack`
+/// after the device check `execute` makes (HipdnnError INVALID_VALUE for a non-CPU tensor).
+#[pyfunction]
+fn from_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let (device, _): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
+    if device != dlpack::KDL_CPU {
+        return Err(err(Error::invalid_value(format!(
+            "from_dlpack: the tensor is on DLPack device type {device}, not the CPU (1); this \
+             module binds CPU memory only"
+        ))));
+    }
+    py.import("numpy")?.call_method1("from_dlpack", (obj,))
 }
 
 /// The Python module `hipdnn_rs`.
@@ -2068,6 +2109,7 @@ fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
         BEHAVIOR_NOTES.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
     )?;
     m.add_function(wrap_pyfunction!(crate::engine_id_from_name, m)?)?;
+    m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }
