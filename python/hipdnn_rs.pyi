@@ -22,6 +22,22 @@ NORM_FWD_PHASES: List[str]
 """Schema names of the normalization phases ("INFERENCE", "TRAINING")."""
 CONV_MODES: List[str]
 """Schema names of the convolution modes."""
+PADDING_MODES: List[str]
+"""Schema names of the resample padding modes."""
+MOE_GROUPED_MATMUL_MODES: List[str]
+"""Schema names of the MoE grouped matmul modes."""
+NUMERICAL_NOTES: List[str]
+"""Numerical note names ("TENSOR_CORE", ..., "NONDETERMINISTIC", "WINOGRAD", ...)."""
+BEHAVIOR_NOTES: List[str]
+"""Behavior note names ("RUNTIME_COMPILATION", ..., "SUPPORTS_EXECUTION_PLAN_SERIALIZATION")."""
+
+def engine_id_from_name(name: str) -> int:
+    """The engine id of an engine name (SDK engine_id_from_name, 64-bit FNV-1a)."""
+
+def from_dlpack(obj: Any) -> Any:
+    """A NumPy array viewing a CPU DLPack producer's memory without a copy (numpy.from_dlpack
+    after a CPU device check: HipdnnError INVALID_VALUE otherwise). NumPy marks views of
+    legacy (unversioned) capsules read-only."""
 
 class HipdnnError(Exception):
     """An SDK error. str(e) is "<code>: <message>"."""
@@ -53,6 +69,16 @@ class Handle:
     @property
     def engine_names(self) -> List[str]:
         """The registered engines in heuristic order."""
+    @property
+    def deterministic_only(self) -> bool:
+        """Whether builds refuse engines noted NONDETERMINISTIC."""
+    def set_deterministic_only(self, on: bool) -> None:
+        """Makes builds on this handle refuse engines noted NONDETERMINISTIC."""
+    @property
+    def engine_override_file(self) -> Optional[str]:
+        """The engine-override file builds read (set here, else HIPDNN_HEUR_CONFIG_PATH), if any."""
+    def set_engine_override_file(self, path: Optional[str]) -> None:
+        """Reads engine-override rules (and autotune winners) from path; None turns them off."""
 
 class Tensor:
     """A tensor of a graph (reads are live views of the graph's tensor)."""
@@ -124,6 +150,8 @@ class Graph:
         alignment: Optional[int] = None,
     ) -> Tensor:
         """Adds a tensor; strides default to packed row-major."""
+    def tensor_like(self, like: Tensor, name: str) -> Tensor:
+        """A new tensor with like's dims, strides and data type (UID cleared)."""
     def scalar(self, name: str, value: Any, data_type: str = "FLOAT") -> Tensor:
         """Adds a compile-time constant scalar."""
     def set_output(self, t: Tensor, output: bool = True) -> "Graph":
@@ -234,12 +262,126 @@ class Graph:
         compute_data_type: Optional[str] = None,
     ) -> Tensor:
         """y = (x - mean) * inv_variance * scale + bias."""
+    def batchnorm(
+        self, x: Tensor, scale: Tensor, bias: Tensor, *, epsilon: Tensor, peer_stats: Optional[Sequence[Tensor]] = None,
+        prev_running_mean: Optional[Tensor] = None, prev_running_variance: Optional[Tensor] = None,
+        momentum: Optional[Tensor] = None, name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Tensor, Tensor, Optional[Tensor], Optional[Tensor]]:
+        """Training batchnorm: (y, mean, inv_variance, next_running_mean, next_running_variance);
+        the running outputs only when prev_running_mean, prev_running_variance and momentum are given."""
+    def batchnorm_backward(
+        self, dy: Tensor, x: Tensor, scale: Tensor, *, mean: Optional[Tensor] = None,
+        inv_variance: Optional[Tensor] = None, peer_stats: Optional[Sequence[Tensor]] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Tensor, Tensor]:
+        """(dx, dscale, dbias)."""
+    def batchnorm_inference_variance_ext(
+        self, x: Tensor, mean: Tensor, variance: Tensor, scale: Tensor, bias: Tensor, epsilon: Tensor, *,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Batchnorm inference from the variance and an epsilon tensor."""
+    def layernorm_backward(
+        self, dy: Tensor, x: Tensor, scale: Tensor, *, mean: Optional[Tensor] = None,
+        inv_variance: Optional[Tensor] = None, epsilon: Optional[Tensor] = None,
+        normalized_dim_count: Optional[int] = None, name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Tensor, Tensor]:
+        """(dx, dscale, dbias); saved mean/inv_variance, or epsilon to recompute them."""
+    def rmsnorm_backward(
+        self, dy: Tensor, x: Tensor, scale: Tensor, inv_rms: Tensor, compute_dbias: bool = False, *,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Tensor, Optional[Tensor]]:
+        """(dx, dscale, dbias); dbias None unless compute_dbias."""
+    def sdpa_backward(
+        self, q: Tensor, k: Tensor, v: Tensor, o: Tensor, d_o: Tensor, stats: Tensor, *,
+        attn_scale_value: Optional[float] = None, scale: Optional[Tensor] = None, attn_mask: Optional[Tensor] = None,
+        causal_mask: Optional[bool] = None, causal_mask_bottom_right: Optional[bool] = None,
+        padding_mask: Optional[bool] = None, alibi_mask: Optional[bool] = None,
+        dropout_probability: Optional[float] = None, left_bound: Optional[int] = None,
+        right_bound: Optional[int] = None, diagonal_alignment: Optional[str] = None, name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Tensor, Tensor]:
+        """(dq, dk, dv)."""
+    def resample_fwd(
+        self, x: Tensor, *, resample_mode: str, window: Sequence[int], stride: Sequence[int], pre_padding: Sequence[int],
+        post_padding: Sequence[int], padding_mode: Optional[str] = None, name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Pooling without an index output: y."""
+    def resample_bwd(
+        self, dy: Tensor, index: Optional[Tensor] = None, *, resample_mode: str, window: Sequence[int],
+        stride: Sequence[int], pre_padding: Sequence[int], post_padding: Sequence[int], padding_mode: Optional[str] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """Pooling backward: dx (set_dims when the inferred dims differ); index for MAXPOOL."""
+    def block_scale_quantize(
+        self, x: Tensor, *, block_size: int, axis: Optional[int] = None, transpose: Optional[bool] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tuple[Tensor, Tensor]:
+        """(y, scale). Build and serialize only: no engine here runs it."""
+    def block_scale_dequantize(
+        self, x: Tensor, scale: Tensor, *, block_size: Sequence[int], is_negative_scale: Optional[bool] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """y. Build and serialize only: no engine here runs it."""
+    def custom_op(
+        self, inputs: Sequence[Tensor], num_outputs: int, *, custom_op_id: str, data: Optional[bytes] = None,
+        name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> List[Tensor]:
+        """A plugin op: its outputs OUT_<i>, with empty dims (set_dims them)."""
+    def moe_grouped_matmul(
+        self, token: Tensor, weight: Tensor, first_token_offset: Tensor, token_index: Optional[Tensor] = None,
+        token_ks: Optional[Tensor] = None, *, mode: Optional[str] = None, top_k: Optional[int] = None, name: Optional[str] = None,
+        compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """output (T, N). Build and serialize only: no engine here runs it."""
+    def moe_grouped_matmul_bwd(
+        self, doutput: Tensor, token: Tensor, first_token_offset: Tensor, *, name: Optional[str] = None, compute_data_type: Optional[str] = None,
+    ) -> Tensor:
+        """dweight (E, K, N). Build and serialize only: no engine here runs it."""
     def validate(self) -> None:
         """Checks the graph without a handle."""
     def build(self, handle: Handle) -> None:
         """Builds an execution plan."""
     def build_benchmarked(self, handle: Handle) -> None:
         """Builds, timing the kernels of engines that offer it (same as build on the CPU)."""
+    def build_with(self, handle: Handle, modes: Sequence[str]) -> None:
+        """build with the heuristic modes, in order (one today: "FALLBACK")."""
+    def build_with_knobs(self, handle: Handle, knobs: Sequence[Tuple[int, int]]) -> None:
+        """build with engine knob choices [(knob_type, value)]."""
+    def deselect_engines(self, names: Sequence[str]) -> "Graph":
+        """Later builds skip these engines."""
+    def deselect_workspace_greater_than(self, bytes: int) -> "Graph":
+        """Later builds skip plans needing more workspace."""
+    def select_numeric_notes(self, notes: Sequence[str]) -> "Graph":
+        """Later builds keep only engines noted with every listed note (NUMERICAL_NOTES)."""
+    def deselect_numeric_notes(self, notes: Sequence[str]) -> "Graph":
+        """Later builds skip engines noted with any listed note."""
+    def deselect_behavior_notes(self, notes: Sequence[str]) -> "Graph":
+        """Later builds skip engines with any listed behavior note (BEHAVIOR_NOTES)."""
+    def clear_engine_filters(self) -> "Graph":
+        """Removes every engine filter."""
+    def numerical_notes(self) -> List[str]:
+        """The plan's numerical notes."""
+    def execution_plan_engine_id(self) -> int:
+        """Id of the plan's engine."""
+    def execution_plan_knob_choices(self) -> List[Tuple[int, int]]:
+        """Knob choices the plan was built with."""
+    @property
+    def preferred_engine_id(self) -> Optional[int]:
+        """The engine the heuristic offers first, if set."""
+    def set_preferred_engine_id(self, id: Optional[int]) -> "Graph":
+        """Sets (None clears) the preferred engine id."""
+    def autotune(
+        self,
+        handle: Handle,
+        tensors: Dict[int, Any],
+        config: Optional[Dict[str, Any]] = None,
+        storage: Optional[str] = None,
+        delete_all_existing_content: bool = False,
+    ) -> List[Dict[str, Any]]:
+        """Times every candidate plan on tensors (as execute takes them) and keeps the fastest.
+        config: AutotuneConfig fields (mode, strategy, warmup_iterations, timed_iterations,
+        max_iterations, window_size, stability_threshold, engine_id_filter, candidates,
+        priming_failure_policy); storage: engine-override file for the winner. Returns one dict
+        per candidate with the SDK's AutotuneResult fields."""
     def has_plan(self) -> bool:
         """True when the graph has a plan."""
     def engine_name(self) -> str:
@@ -271,6 +413,11 @@ class Graph:
     @staticmethod
     def from_compiled_plan_binary(handle: Handle, data: bytes) -> "Graph":
         """Loads a plan saved alone (binds by UID; pass every output)."""
+    def save_to_file(self, path: str, form: str = "GRAPH_AND_PLAN") -> None:
+        """Writes to_binary() ("GRAPH_AND_PLAN") or to_compiled_plan_binary() ("PLAN_ONLY") to path atomically."""
+    @staticmethod
+    def load_from_file(handle: Handle, path: str) -> "Graph":
+        """Loads a file save_to_file wrote, in either form."""
     def to_json(self) -> str:
         """Upstream hipDNN JSON of the graph."""
     @staticmethod

@@ -4,8 +4,12 @@
 //! ```text
 //! rust_reference ops                 # "<case> <sha256 of each output's bytes>" per case
 //! rust_reference save <case> <file>  # the case's built plan, Graph::to_binary
+//! rust_reference save_file <case> graph|plan <file>  # Graph::save_to_file of the built case
 //! rust_reference resave <in> <out>   # Graph::from_binary on a CPU handle, execute, to_binary
 //! rust_reference json                # "<case>\t<Graph::to_json of the unbuilt graph>" per case
+//! rust_reference binary              # "<case> <sha256 of Graph::to_binary of the unbuilt graph>"
+//! rust_reference settings            # "<key>\t<outcome>" of engine filters and settings
+//! rust_reference autotune <variant>  # autotune results of the matmul case (times left out)
 //! rust_reference errors              # "<case>\t<Display of the SDK error>" per error case
 //! ```
 //!
@@ -14,11 +18,15 @@
 //! (python/tests/common.py computes the same numbers with NumPy).
 
 use hipdnn::{
-    Activation, BatchnormInferenceAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
-    ConvWgradAttributes, DataType, Graph, Handle, LayernormAttributes, MatmulAttributes,
-    NormFwdPhase, PointwiseAttributes, PointwiseMode, ReductionAttributes, ReductionMode,
-    ResampleFwdAttributes, ResampleMode, RmsNormAttributes, SdpaAttributes, TensorAttributes,
-    TensorId, TensorValue, VariantPack,
+    Activation, BatchnormAttributes, BatchnormBackwardAttributes, BatchnormInferenceAttributes,
+    BatchnormInferenceVarianceExtAttributes, BlockScaleDequantizeAttributes,
+    BlockScaleQuantizeAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
+    ConvWgradAttributes, CustomOpAttributes, DataType, Graph, Handle, LayernormAttributes,
+    LayernormBackwardAttributes, MatmulAttributes, MoeGroupedMatmulAttributes,
+    MoeGroupedMatmulBwdAttributes, NormFwdPhase, PointwiseAttributes, PointwiseMode,
+    ReductionAttributes, ReductionMode, ResampleBwdAttributes, ResampleFwdAttributes, ResampleMode,
+    RmsNormAttributes, RmsNormBackwardAttributes, SdpaAttributes, SdpaBackwardAttributes,
+    TensorAttributes, TensorId, TensorValue, VariantPack,
 };
 use sha2::{Digest, Sha256};
 use std::process::ExitCode;
@@ -385,11 +393,247 @@ fn cases() -> Vec<(String, Graph)> {
     let y = g.batchnorm_inference(x, m, iv, s, b, BatchnormInferenceAttributes::new());
     out(&mut g, y, 7);
     v.push(("batchnorm_inference".into(), g));
+
+    // Training-side ops (odd sizes, batch 1).
+    for running in [true, false] {
+        let mut g = graph();
+        let x = input(&mut g, "x", 1, &[1, 3, 5, 7]);
+        let s = input(&mut g, "scale", 2, &[1, 3, 1, 1]);
+        let b = input(&mut g, "bias", 4, &[1, 3, 1, 1]);
+        let eps = g.scalar("eps", TensorValue::Float32(1e-5));
+        let mut a = BatchnormAttributes::new().epsilon(eps);
+        if running {
+            let rm = input(&mut g, "prev_running_mean", 5, &[1, 3, 1, 1]);
+            let rv = input(&mut g, "prev_running_variance", 6, &[1, 3, 1, 1]);
+            let m = g.scalar("momentum", TensorValue::Float32(0.1));
+            a = a
+                .prev_running_mean(rm)
+                .prev_running_variance(rv)
+                .momentum(m);
+        }
+        let o = g.batchnorm(x, s, b, a);
+        out(&mut g, o.y, 10);
+        out(&mut g, o.mean, 11);
+        out(&mut g, o.inv_variance, 12);
+        if let (Some(nm), Some(nv)) = (o.next_running_mean, o.next_running_variance) {
+            out(&mut g, nm, 13);
+            out(&mut g, nv, 14);
+        }
+        v.push((format!("batchnorm_running_{running}"), g));
+    }
+
+    let mut g = graph();
+    let dy = input(&mut g, "dy", 1, &[1, 3, 5, 7]);
+    let x = input(&mut g, "x", 2, &[1, 3, 5, 7]);
+    let [s, m, iv] = [("scale", 4), ("mean", 5), ("inv_variance", 6)]
+        .map(|(n, u)| input(&mut g, n, u, &[1, 3, 1, 1]));
+    let [dx, ds, db] = g.batchnorm_backward(
+        dy,
+        x,
+        s,
+        BatchnormBackwardAttributes::new().mean(m).inv_variance(iv),
+    );
+    out(&mut g, dx, 7);
+    out(&mut g, ds, 8);
+    out(&mut g, db, 9);
+    v.push(("batchnorm_backward".into(), g));
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[1, 3, 5, 7]);
+    let [m, var, s, b] = [("mean", 2), ("variance", 4), ("scale", 5), ("bias", 6)]
+        .map(|(n, u)| input(&mut g, n, u, &[1, 3, 1, 1]));
+    let eps = g.scalar("eps", TensorValue::Float32(1.5));
+    let y = g.batchnorm_inference_variance_ext(
+        x,
+        m,
+        var,
+        s,
+        b,
+        eps,
+        BatchnormInferenceVarianceExtAttributes::new(),
+    );
+    out(&mut g, y, 7);
+    v.push(("batchnorm_inference_variance_ext".into(), g));
+
+    for saved in [true, false] {
+        let mut g = graph();
+        let dy = input(&mut g, "dy", 1, &[3, 13]);
+        let x = input(&mut g, "x", 2, &[3, 13]);
+        let s = input(&mut g, "scale", 4, &[1, 13]);
+        let a = if saved {
+            let m = input(&mut g, "mean", 5, &[3, 1]);
+            let iv = input(&mut g, "inv_variance", 6, &[3, 1]);
+            LayernormBackwardAttributes::new().mean(m).inv_variance(iv)
+        } else {
+            let eps = g.scalar("eps", TensorValue::Float32(1e-5));
+            LayernormBackwardAttributes::new().epsilon(eps)
+        };
+        let [dx, ds, db] = g.layernorm_backward(dy, x, s, a);
+        out(&mut g, dx, 7);
+        out(&mut g, ds, 8);
+        out(&mut g, db, 9);
+        let name = if saved { "saved_stats" } else { "epsilon" };
+        v.push((format!("layernorm_backward_{name}"), g));
+    }
+
+    for dbias in [true, false] {
+        let mut g = graph();
+        let dy = input(&mut g, "dy", 1, &[3, 13]);
+        let x = input(&mut g, "x", 2, &[3, 13]);
+        let s = input(&mut g, "scale", 4, &[1, 13]);
+        let r = input(&mut g, "inv_rms", 5, &[3, 1]);
+        let (dx, ds, db) = g.rmsnorm_backward(dy, x, s, r, dbias, RmsNormBackwardAttributes::new());
+        out(&mut g, dx, 6);
+        out(&mut g, ds, 7);
+        if let Some(db) = db {
+            out(&mut g, db, 8);
+        }
+        v.push((format!("rmsnorm_backward_dbias_{dbias}"), g));
+    }
+
+    for causal in [false, true] {
+        let mut g = graph();
+        let [q, k, vv, o, d_o] = [("q", 1), ("k", 2), ("v", 4), ("o", 5), ("do", 6)]
+            .map(|(n, u)| input(&mut g, n, u, &[1, 2, 5, 7]));
+        let stats = input(&mut g, "stats", 8, &[1, 2, 5, 1]);
+        let [dq, dk, dv] = g.sdpa_backward(
+            q,
+            k,
+            vv,
+            o,
+            d_o,
+            stats,
+            SdpaBackwardAttributes::new()
+                .attn_scale_value(0.35)
+                .causal_mask(causal),
+        );
+        out(&mut g, dq, 9);
+        out(&mut g, dk, 10);
+        out(&mut g, dv, 11);
+        v.push((format!("sdpa_backward_causal_{causal}"), g));
+    }
+
+    let pool = |mode| {
+        ResampleFwdAttributes::new()
+            .resample_mode(mode)
+            .window(vec![2, 2])
+            .stride(vec![2, 2])
+            .pre_padding(vec![0, 0])
+            .post_padding(vec![0, 0])
+    };
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[1, 2, 7, 5]);
+    let y = g.resample_fwd(x, pool(ResampleMode::MaxPool));
+    out(&mut g, y, 2);
+    v.push(("resample_fwd".into(), g));
+
+    for (name, mode) in [
+        ("maxpool", ResampleMode::MaxPool),
+        ("avgpool", ResampleMode::AvgPoolIncludePadding),
+    ] {
+        let mut g = graph();
+        let dy = input(&mut g, "dy", 1, &[1, 2, 3, 2]);
+        let index = (mode == ResampleMode::MaxPool).then(|| {
+            g.tensor(
+                TensorAttributes::new("index")
+                    .uid(2)
+                    .dims([1, 2, 3, 2])
+                    .data_type(DataType::Int32),
+            )
+        });
+        let dx = g.resample_bwd(
+            dy,
+            index,
+            ResampleBwdAttributes::new()
+                .resample_mode(mode)
+                .window(vec![2, 2])
+                .stride(vec![2, 2])
+                .pre_padding(vec![0, 0])
+                .post_padding(vec![0, 0]),
+        );
+        g.set_dims(dx, [1, 2, 7, 5]);
+        out(&mut g, dx, 3);
+        v.push((format!("resample_bwd_{name}"), g));
+    }
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[3, 5]);
+    let y = g.tensor_like(x, "y");
+    g.set_uid(y, 2);
+    let z = g.pointwise(x, y, PointwiseAttributes::with_mode(PointwiseMode::Sub));
+    out(&mut g, z, 3);
+    v.push(("tensor_like".into(), g));
+    v
+}
+
+/// The ops no engine of this project runs on the CPU: built as graphs (JSON, binary) and their
+/// build refusal compared (python/tests/test_ops.py builds each the same way).
+fn graph_only_cases() -> Vec<(String, Graph)> {
+    let mut v: Vec<(String, Graph)> = Vec::new();
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 32]);
+    let (y, s) = g.block_scale_quantize(
+        x,
+        BlockScaleQuantizeAttributes::new().block_size(16).axis(1),
+    );
+    out(&mut g, y, 2);
+    out(&mut g, s, 3);
+    v.push(("block_scale_quantize".into(), g));
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 32]);
+    let s = input(&mut g, "scale", 2, &[4, 2]);
+    let y = g.block_scale_dequantize(
+        x,
+        s,
+        BlockScaleDequantizeAttributes::new().block_size(vec![1, 16]),
+    );
+    out(&mut g, y, 3);
+    v.push(("block_scale_dequantize".into(), g));
+
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[3, 5]);
+    let outs = g.custom_op(
+        &[x],
+        2,
+        CustomOpAttributes::new()
+            .custom_op_id("example.plugin_op".to_string())
+            .data(vec![1u8, 2, 3]),
+    );
+    for (i, o) in outs.into_iter().enumerate() {
+        g.set_dims(o, [3, 5]);
+        out(&mut g, o, 2 + i as i64);
+    }
+    v.push(("custom_op".into(), g));
+
+    let offsets = |g: &mut Graph| {
+        g.tensor(
+            TensorAttributes::new("first_token_offset")
+                .uid(4)
+                .dims([2])
+                .data_type(DataType::Int32),
+        )
+    };
+    let mut g = graph();
+    let t = input(&mut g, "token", 1, &[6, 8]);
+    let w = input(&mut g, "weight", 2, &[2, 8, 5]);
+    let f = offsets(&mut g);
+    let y = g.moe_grouped_matmul(t, w, f, None, None, MoeGroupedMatmulAttributes::new());
+    out(&mut g, y, 5);
+    v.push(("moe_grouped_matmul".into(), g));
+
+    let mut g = graph();
+    let d = input(&mut g, "doutput", 1, &[6, 5]);
+    let t = input(&mut g, "token", 2, &[6, 8]);
+    let f = offsets(&mut g);
+    let dw = g.moe_grouped_matmul_bwd(d, t, f, MoeGroupedMatmulBwdAttributes::new());
+    out(&mut g, dw, 5);
+    v.push(("moe_grouped_matmul_bwd".into(), g));
     v
 }
 
 /// The SDK errors of the cases python/tests/test_errors.py provokes through the bindings.
-fn errors() -> Vec<(&'static str, hipdnn::Error)> {
+fn errors() -> Vec<(String, hipdnn::Error)> {
     let h = Handle::cpu().expect("cpu");
     let matmul = || cases().into_iter().next().expect("matmul").1;
     let a = Buffer::from_slice(&values(24, 1));
@@ -398,32 +642,221 @@ fn errors() -> Vec<(&'static str, hipdnn::Error)> {
     let mut v = Vec::new();
     let g = matmul();
     let pack = VariantPack::new().with(1, &a).with(2, &b).with(3, &mut c);
-    v.push(("execute_unbuilt", g.execute(&h, pack, None).unwrap_err()));
+    v.push((
+        "execute_unbuilt".into(),
+        g.execute(&h, pack, None).unwrap_err(),
+    ));
     let mut g = matmul();
     g.build(&h).expect("build");
     let pack = VariantPack::new().with(1, &a).with(3, &mut c);
     v.push((
-        "execute_missing_input",
+        "execute_missing_input".into(),
         g.execute(&h, pack, None).unwrap_err(),
     ));
     let mut g = graph();
     let x = input(&mut g, "x", 1, &[3, 5]);
     let y = g.reduction(x, [3, 1], ReductionAttributes::new());
     out(&mut g, y, 2);
-    v.push(("reduction_mode_not_set", g.build(&h).unwrap_err()));
+    v.push(("reduction_mode_not_set".into(), g.build(&h).unwrap_err()));
     v.push((
-        "from_binary_garbage",
+        "from_binary_garbage".into(),
         Graph::from_binary(&h, b"not a graph").unwrap_err(),
     ));
-    v.push(("from_json_garbage", Graph::from_json("{").unwrap_err()));
+    v.push((
+        "from_json_garbage".into(),
+        Graph::from_json("{").unwrap_err(),
+    ));
     let mut g = matmul();
     g.build(&h).expect("build");
     let plan = g.to_compiled_plan_binary().expect("plan");
     v.push((
-        "from_binary_plan_only",
+        "from_binary_plan_only".into(),
         Graph::from_binary(&h, &plan).unwrap_err(),
     ));
+    v.push((
+        "load_from_file_missing".into(),
+        Graph::load_from_file(&h, "/nonexistent/hipdnn-py/missing.hdgp").unwrap_err(),
+    ));
+    v.push((
+        "save_to_file_bad_dir".into(),
+        matmul()
+            .save_to_file(
+                "/nonexistent/hipdnn-py/out.hdgp",
+                hipdnn::Form::GraphAndPlan,
+            )
+            .unwrap_err(),
+    ));
+    for (name, mut g) in graph_only_cases() {
+        let e = g
+            .build(&h)
+            .expect_err("no CPU engine for a graph-only case");
+        v.push((format!("build_{name}"), e));
+    }
     v
+}
+
+/// The case named `name`, unbuilt.
+fn case(name: &str) -> Graph {
+    cases()
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .expect("case")
+        .1
+}
+
+/// "ok <engine> <workspace>" after a successful build, else the SDK error's Display.
+fn outcome(r: hipdnn::Result<()>, g: &Graph) -> String {
+    match r {
+        Ok(()) => format!(
+            "ok {} {}",
+            g.engine_name().expect("plan"),
+            g.workspace_size().expect("plan")
+        ),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// What the SDK does with the settings and engine choices python/tests/test_settings.py
+/// exercises: "<key>\t<outcome>" lines (newlines escaped).
+fn settings() -> Vec<(String, String)> {
+    use hipdnn::{BehaviorNote, HeuristicMode, NumericalNote};
+    let h = Handle::cpu().expect("cpu");
+    let mut v: Vec<(String, String)> = Vec::new();
+    let mut push = |k: &str, o: String| v.push((k.to_string(), o));
+
+    let mut g = case("matmul");
+    g.deselect_engines(["hipdnn.reference.cpu"]);
+    let r = g.build(&h);
+    push("deselect_engines", outcome(r, &g));
+    g.clear_engine_filters();
+    let r = g.build(&h);
+    push("deselect_engines_cleared", outcome(r, &g));
+
+    let mut g = case("matmul");
+    g.deselect_workspace_greater_than(0);
+    let r = g.build(&h);
+    push("deselect_workspace_greater_than_0", outcome(r, &g));
+
+    for c in ["conv_fprop", "matmul"] {
+        let mut g = case(c);
+        g.select_numeric_notes([NumericalNote::Winograd]);
+        let r = g.build(&h);
+        push(&format!("select_numeric_notes_{c}"), outcome(r, &g));
+        let mut g = case(c);
+        g.deselect_numeric_notes([NumericalNote::Winograd]);
+        let r = g.build(&h);
+        push(&format!("deselect_numeric_notes_{c}"), outcome(r, &g));
+        let mut g = case(c);
+        g.build(&h).expect("build");
+        let notes: Vec<&str> = g
+            .numerical_notes()
+            .expect("notes")
+            .iter()
+            .map(|n| n.name())
+            .collect();
+        push(&format!("numerical_notes_{c}"), notes.join(","));
+    }
+
+    let mut g = case("matmul");
+    g.deselect_behavior_notes([BehaviorNote::SupportsExecutionPlanSerialization]);
+    let r = g.build(&h);
+    push("deselect_behavior_notes", outcome(r, &g));
+
+    let mut hd = Handle::cpu().expect("cpu");
+    hd.set_deterministic_only(true);
+    let mut g = case("matmul");
+    let r = g.build(&hd);
+    push("deterministic_only", outcome(r, &g));
+
+    let g = case("matmul");
+    push(
+        "numerical_notes_unbuilt",
+        g.numerical_notes().unwrap_err().to_string(),
+    );
+    push(
+        "execution_plan_engine_id_unbuilt",
+        g.execution_plan_engine_id().unwrap_err().to_string(),
+    );
+    let mut g = case("matmul");
+    g.build(&h).expect("build");
+    push(
+        "execution_plan_engine_id",
+        g.execution_plan_engine_id().expect("id").to_string(),
+    );
+    push(
+        "execution_plan_knob_choices",
+        format!("{:?}", g.execution_plan_knob_choices().expect("knobs")),
+    );
+    push(
+        "engine_id_from_name",
+        hipdnn::engine_id_from_name("hipdnn.reference.cpu").to_string(),
+    );
+
+    let mut g = case("matmul");
+    let r = g.build_with(&h, &[HeuristicMode::Fallback]);
+    push("build_with_fallback", outcome(r, &g));
+    let mut g = case("matmul");
+    let r = g.build_with(&h, &[]);
+    push("build_with_empty", outcome(r, &g));
+    let mut g = case("matmul");
+    let r = g.build_with_knobs(&h, &[(1, 1)]);
+    push("build_with_knobs", outcome(r, &g));
+
+    let mut g = case("matmul");
+    g.set_preferred_engine_id(Some(hipdnn::engine_id_from_name("hipdnn.reference.cpu")));
+    let r = g.build(&h);
+    push("preferred_engine_id", outcome(r, &g));
+
+    let mut ho = Handle::cpu().expect("cpu");
+    ho.set_engine_override_file(Some("/nonexistent/hipdnn-py-rules.json".into()));
+    let mut g = case("matmul");
+    let r = g.build(&ho);
+    push("engine_override_file", outcome(r, &g));
+    v
+}
+
+/// One autotune result without its times (python/tests/test_settings.py prints the same).
+fn autotune_line(r: &hipdnn::AutotuneResult) -> String {
+    format!(
+        "engine_id={} engine_name={} variant={:?} knob_choices={:?} iterations_run={} \
+         converged={} rank={} succeeded={} error_message={:?} workspace_size={} mode_used={:?} \
+         supports_exhaustive={} ran_exhaustive={} exhaustive_not_run_reason={:?} \
+         strategy_used={:?}",
+        r.engine_id,
+        r.engine_name,
+        r.variant,
+        r.knob_choices,
+        r.iterations_run,
+        r.converged,
+        r.rank,
+        r.succeeded,
+        r.error_message,
+        r.workspace_size,
+        r.mode_used,
+        r.supports_exhaustive,
+        r.ran_exhaustive,
+        r.exhaustive_not_run_reason,
+        r.strategy_used,
+    )
+}
+
+/// Autotune of `case` with `config` on the deterministic inputs: one line per result, then
+/// "plan <engine>"; or the SDK error's Display.
+fn autotune(case_name: &str, config: &hipdnn::AutotuneConfig) -> Vec<String> {
+    let h = Handle::cpu().expect("cpu");
+    let mut g = case(case_name);
+    let a = Buffer::from_slice(&values(24, 1));
+    let b = Buffer::from_slice(&values(40, 2));
+    let mut c = Buffer::<f32>::zeros(30);
+    let pack = VariantPack::new().with(1, &a).with(2, &b).with(3, &mut c);
+    match g.autotune(&h, pack, config, None) {
+        Ok(results) => {
+            let mut v: Vec<String> = results.iter().map(autotune_line).collect();
+            v.push(format!("plan {}", g.engine_name().expect("plan")));
+            v
+        }
+        Err(e) => vec![e.to_string()],
+    }
 }
 
 fn main() -> ExitCode {
@@ -440,8 +873,39 @@ fn main() -> ExitCode {
             }
         }
         ["json"] => {
-            for (name, g) in cases() {
+            for (name, g) in cases().into_iter().chain(graph_only_cases()) {
                 println!("{name}\t{}", g.to_json().expect("json"));
+            }
+        }
+        ["settings"] => {
+            for (k, o) in settings() {
+                println!("{k}\t{}", o.replace('\\', "\\\\").replace('\n', "\\n"));
+            }
+        }
+        ["autotune", strategy] => {
+            use hipdnn::{AutotuneConfig, AutotuneStrategy};
+            let mut config = AutotuneConfig {
+                timed_iterations: 3,
+                ..AutotuneConfig::default()
+            };
+            match *strategy {
+                "fixed" => config.strategy = AutotuneStrategy::FixedAverage,
+                "single" => config.strategy = AutotuneStrategy::SingleShot,
+                "bad_threshold" => config.stability_threshold = 2.0,
+                "no_candidate" => config.engine_id_filter = vec![12345],
+                _ => {
+                    eprintln!("autotune fixed | single | bad_threshold | no_candidate");
+                    return ExitCode::FAILURE;
+                }
+            }
+            for line in autotune("matmul", &config) {
+                println!("{line}");
+            }
+        }
+        ["binary"] => {
+            for (name, g) in cases().into_iter().chain(graph_only_cases()) {
+                let bytes = g.to_binary().expect("to_binary");
+                println!("{name} {}", hex(&Sha256::digest(&bytes)));
             }
         }
         ["errors"] => {
@@ -458,6 +922,18 @@ fn main() -> ExitCode {
             };
             g.build(&Handle::cpu().expect("cpu")).expect("build");
             std::fs::write(file, g.to_binary().expect("save")).expect("write");
+        }
+        ["save_file", case, form, file] => {
+            let Some((_, mut g)) = cases().into_iter().find(|(n, _)| n == case) else {
+                eprintln!("no case {case}");
+                return ExitCode::FAILURE;
+            };
+            g.build(&Handle::cpu().expect("cpu")).expect("build");
+            let form = match *form {
+                "plan" => hipdnn::Form::PlanOnly,
+                _ => hipdnn::Form::GraphAndPlan,
+            };
+            g.save_to_file(file, form).expect("save_to_file");
         }
         ["resave", input, output] => {
             let bytes = std::fs::read(input).expect("read");

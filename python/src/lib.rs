@@ -8,10 +8,16 @@
 //! user's guide; `hipdnn_rs.pyi` the typed signatures.
 
 use hipdnn::{
-    Activation, BatchnormInferenceAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
-    ConvWgradAttributes, DataType, Error, Graph, Handle, LayernormAttributes, MatmulAttributes,
-    PointwiseAttributes, ReductionAttributes, ResampleFwdAttributes, RmsNormAttributes,
-    SdpaAttributes, TensorAttributes, TensorId, TensorValue, VariantPack,
+    Activation, AutotuneConfig, AutotuneResult, AutotuneStorage, AutotuneStrategy,
+    BatchnormAttributes, BatchnormBackwardAttributes, BatchnormInferenceAttributes,
+    BatchnormInferenceVarianceExtAttributes, BlockScaleDequantizeAttributes,
+    BlockScaleQuantizeAttributes, Buffer, ConvDgradAttributes, ConvFpropAttributes,
+    ConvWgradAttributes, CustomOpAttributes, DataType, Error, Graph, Handle, LayernormAttributes,
+    LayernormBackwardAttributes, MatmulAttributes, MoeGroupedMatmulAttributes,
+    MoeGroupedMatmulBwdAttributes, PlanSpec, PointwiseAttributes, PrimingFailurePolicy,
+    ReductionAttributes, ResampleBwdAttributes, ResampleFwdAttributes, RmsNormAttributes,
+    RmsNormBackwardAttributes, SdpaAttributes, SdpaBackwardAttributes, TensorAttributes, TensorId,
+    TensorValue, TuneMode, VariantPack,
 };
 use pyo3::create_exception;
 use pyo3::exceptions::PyException;
@@ -69,6 +75,152 @@ fn data_type(s: &str) -> PyResult<DataType> {
     parse(DataType::ALL, DataType::schema_name, s, "data type")
 }
 
+/// Every numerical note, in the C enum's order (named by `NumericalNote::name`).
+const NUMERICAL_NOTES: &[hipdnn::NumericalNote] = {
+    use hipdnn::NumericalNote as N;
+    &[
+        N::TensorCore,
+        N::DownConvertInputs,
+        N::ReducedPrecisionReduction,
+        N::Fft,
+        N::Nondeterministic,
+        N::Winograd,
+        N::WinogradTile4x4,
+        N::WinogradTile6x6,
+        N::WinogradTile13x13,
+    ]
+};
+
+fn numerical_note(s: &str) -> PyResult<hipdnn::NumericalNote> {
+    parse(
+        NUMERICAL_NOTES,
+        hipdnn::NumericalNote::name,
+        s,
+        "numerical note",
+    )
+}
+
+/// Every behavior note with its name (upstream `HIPDNN_BEHAVIOR_NOTE_<name>`).
+const BEHAVIOR_NOTES: &[(hipdnn::BehaviorNote, &str)] = {
+    use hipdnn::BehaviorNote as B;
+    &[
+        (B::RuntimeCompilation, "RUNTIME_COMPILATION"),
+        (B::RequiresLayoutTransform, "REQUIRES_LAYOUT_TRANSFORM"),
+        (B::SupportsGraphCapture, "SUPPORTS_GRAPH_CAPTURE"),
+        (B::ExternalLibraryDependency, "EXTERNAL_LIBRARY_DEPENDENCY"),
+        (
+            B::SupportsExecutionPlanSerialization,
+            "SUPPORTS_EXECUTION_PLAN_SERIALIZATION",
+        ),
+    ]
+};
+
+fn behavior_note(s: &str) -> PyResult<hipdnn::BehaviorNote> {
+    parse(BEHAVIOR_NOTES, |(_, n)| n, s, "behavior note").map(|(b, _)| b)
+}
+
+fn heuristic_mode(s: &str) -> PyResult<hipdnn::HeuristicMode> {
+    parse(
+        &[(hipdnn::HeuristicMode::Fallback, "FALLBACK")],
+        |(_, n)| n,
+        s,
+        "heuristic mode",
+    )
+    .map(|(m, _)| m)
+}
+
+const TUNE_MODES: &[(TuneMode, &str)] = &[
+    (TuneMode::Standard, "STANDARD"),
+    (TuneMode::Exhaustive, "EXHAUSTIVE"),
+];
+const STRATEGIES: &[(AutotuneStrategy, &str)] = &[
+    (AutotuneStrategy::SingleShot, "SINGLE_SHOT"),
+    (AutotuneStrategy::FixedAverage, "FIXED_AVERAGE"),
+    (AutotuneStrategy::RunUntilStable, "RUN_UNTIL_STABLE"),
+];
+const PRIMING_POLICIES: &[(PrimingFailurePolicy, &str)] = &[
+    (PrimingFailurePolicy::Abort, "ABORT"),
+    (
+        PrimingFailurePolicy::BenchmarkUnprimed,
+        "BENCHMARK_UNPRIMED",
+    ),
+];
+
+/// The name of `v` in a `(value, name)` table.
+fn name_of<E: PartialEq + Copy>(table: &[(E, &'static str)], v: E) -> &'static str {
+    table.iter().find(|(e, _)| *e == v).map_or("?", |(_, n)| n)
+}
+
+/// An `AutotuneConfig` from the keyword dict Python passes (keys: the config's field names;
+/// enums by name; `candidates` as `[(engine_id, [(knob_type, value), ...]), ...]`).
+fn named<E: Copy>(v: &Bound<'_, PyAny>, what: &str, table: &[(E, &'static str)]) -> PyResult<E> {
+    let s: String = v.extract()?;
+    parse(table, |(_, n)| n, &s, what).map(|(e, _)| e)
+}
+
+fn autotune_config(d: Option<&Bound<'_, PyDict>>) -> PyResult<AutotuneConfig> {
+    let mut c = AutotuneConfig::default();
+    let Some(d) = d else { return Ok(c) };
+    for (k, v) in d.iter() {
+        let key: String = k.extract()?;
+        match key.as_str() {
+            "mode" => c.mode = named(&v, "tune mode", TUNE_MODES)?,
+            "strategy" => c.strategy = named(&v, "autotune strategy", STRATEGIES)?,
+            "priming_failure_policy" => {
+                c.priming_failure_policy = named(&v, "priming failure policy", PRIMING_POLICIES)?
+            }
+            "warmup_iterations" => c.warmup_iterations = v.extract()?,
+            "timed_iterations" => c.timed_iterations = v.extract()?,
+            "max_iterations" => c.max_iterations = v.extract()?,
+            "window_size" => c.window_size = v.extract()?,
+            "stability_threshold" => c.stability_threshold = v.extract()?,
+            "engine_id_filter" => c.engine_id_filter = v.extract()?,
+            "candidates" => {
+                let specs: Vec<(i64, Vec<(i64, i64)>)> = v.extract()?;
+                c.candidates = specs
+                    .into_iter()
+                    .map(|(engine_id, knob_choices)| PlanSpec {
+                        engine_id,
+                        knob_choices,
+                    })
+                    .collect();
+            }
+            other => {
+                return Err(err(Error::invalid_value(format!(
+                    "autotune: unknown config key '{other}'; one of mode, strategy, \
+                     warmup_iterations, timed_iterations, max_iterations, window_size, \
+                     stability_threshold, engine_id_filter, candidates, priming_failure_policy"
+                ))));
+            }
+        }
+    }
+    Ok(c)
+}
+
+/// One autotune result as a dict with the SDK's field names.
+fn result_dict<'py>(py: Python<'py>, r: &AutotuneResult) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("engine_id", r.engine_id)?;
+    d.set_item("engine_name", &r.engine_name)?;
+    d.set_item("variant", &r.variant)?;
+    d.set_item("knob_choices", &r.knob_choices)?;
+    d.set_item("min_time_ms", r.min_time_ms)?;
+    d.set_item("avg_time_ms", r.avg_time_ms)?;
+    d.set_item("stddev_ms", r.stddev_ms)?;
+    d.set_item("iterations_run", r.iterations_run)?;
+    d.set_item("converged", r.converged)?;
+    d.set_item("rank", r.rank)?;
+    d.set_item("succeeded", r.succeeded)?;
+    d.set_item("error_message", &r.error_message)?;
+    d.set_item("workspace_size", r.workspace_size)?;
+    d.set_item("mode_used", name_of(TUNE_MODES, r.mode_used))?;
+    d.set_item("supports_exhaustive", r.supports_exhaustive)?;
+    d.set_item("ran_exhaustive", r.ran_exhaustive)?;
+    d.set_item("exhaustive_not_run_reason", &r.exhaustive_not_run_reason)?;
+    d.set_item("strategy_used", name_of(STRATEGIES, r.strategy_used))?;
+    Ok(d)
+}
+
 /// The handle: the engines a graph is built for and the device they run on.
 #[pyclass(name = "Handle", module = "hipdnn_rs", unsendable)]
 struct PyHandle {
@@ -112,6 +264,28 @@ impl PyHandle {
     #[getter]
     fn engine_names(&self) -> Vec<String> {
         self.h.engine_names()
+    }
+    /// Whether builds on this handle refuse engines noted NONDETERMINISTIC (SDK
+    /// `Handle::deterministic_only`).
+    #[getter]
+    fn deterministic_only(&self) -> bool {
+        self.h.deterministic_only()
+    }
+    /// Makes builds on this handle refuse engines noted NONDETERMINISTIC (SDK
+    /// `Handle::set_deterministic_only`).
+    fn set_deterministic_only(&mut self, on: bool) {
+        self.h.set_deterministic_only(on);
+    }
+    /// The engine-override file later builds read, if any (SDK `Handle::engine_override_file`:
+    /// the one set here, else the one `HIPDNN_HEUR_CONFIG_PATH` names).
+    #[getter]
+    fn engine_override_file(&self) -> Option<std::path::PathBuf> {
+        self.h.engine_override_file()
+    }
+    /// Reads engine-override rules (and autotune winners) from `path`; None turns the rules
+    /// off for this handle (SDK `Handle::set_engine_override_file`).
+    fn set_engine_override_file(&mut self, path: Option<std::path::PathBuf>) {
+        self.h.set_engine_override_file(path);
     }
     fn __repr__(&self) -> String {
         format!("{:?}", self.h)
@@ -232,6 +406,47 @@ fn tid(slf: &Bound<'_, PyGraph>, t: &PyTensor) -> PyResult<TensorId> {
 
 fn opt_tid(slf: &Bound<'_, PyGraph>, t: Option<PyRef<'_, PyTensor>>) -> PyResult<Option<TensorId>> {
     t.map(|t| tid(slf, &t)).transpose()
+}
+
+fn tids(
+    slf: &Bound<'_, PyGraph>,
+    ts: Option<Vec<PyRef<'_, PyTensor>>>,
+) -> PyResult<Option<Vec<TensorId>>> {
+    ts.map(|v| v.iter().map(|t| tid(slf, t)).collect())
+        .transpose()
+}
+
+fn diag_alignment(s: Option<&str>) -> PyResult<Option<hipdnn::DiagonalAlignment>> {
+    s.map(|s| {
+        parse(
+            hipdnn::DiagonalAlignment::ALL,
+            hipdnn::DiagonalAlignment::schema_name,
+            s,
+            "diagonal alignment",
+        )
+    })
+    .transpose()
+}
+
+fn resample_mode_of(s: &str) -> PyResult<hipdnn::ResampleMode> {
+    parse(
+        hipdnn::ResampleMode::ALL,
+        hipdnn::ResampleMode::schema_name,
+        s,
+        "resample mode",
+    )
+}
+
+fn padding_mode_of(s: Option<&str>) -> PyResult<Option<hipdnn::PaddingMode>> {
+    s.map(|s| {
+        parse(
+            hipdnn::PaddingMode::ALL,
+            hipdnn::PaddingMode::schema_name,
+            s,
+            "padding mode",
+        )
+    })
+    .transpose()
 }
 
 fn wrap(slf: &Bound<'_, PyGraph>, id: TensorId) -> PyTensor {
@@ -382,6 +597,90 @@ fn new_array<'py>(
     tricks.call_method1("as_strided", (flat, dims, PyTuple::new(py, strides)?))
 }
 
+/// The DLPack imports of `tensors` (UID → object with `__dlpack__`) for a run of `g`, each
+/// checked against the graph tensor (at its shape in `overrides`), plus new NumPy arrays for
+/// the outputs of `g` that `tensors` lacks when `allocate`; and `{uid: array}` of every output.
+fn import_all<'py>(
+    g: &Graph,
+    tensors: &Bound<'py, PyDict>,
+    overrides: &Overrides,
+    allocate: bool,
+) -> PyResult<(Bound<'py, PyDict>, Vec<dlpack::Imported>)> {
+    let py = tensors.py();
+    let result = PyDict::new(py);
+    let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
+    for (k, v) in tensors.iter() {
+        objs.push((k.extract()?, v));
+    }
+    if allocate {
+        for (id, t) in g.tensors() {
+            let (Some(uid), false) = (t.uid, t.is_virtual) else {
+                continue;
+            };
+            if g.producer(id).is_none() {
+                continue;
+            }
+            match objs.iter().find(|(u, _)| *u == uid) {
+                Some((_, o)) => result.set_item(uid, o)?,
+                None => {
+                    let arr = new_array(
+                        py,
+                        uid,
+                        &at_shape(overrides, uid, t),
+                        g.context_data_type(t),
+                    )?;
+                    result.set_item(uid, &arr)?;
+                    objs.push((uid, arr));
+                }
+            }
+        }
+    }
+    let mut imported = Vec::with_capacity(objs.len());
+    for (uid, obj) in &objs {
+        let attrs = g.tensor_by_uid(*uid).map(|id| g.tensor_attributes(id));
+        // Bound writable: tensors a node writes, and every tensor of a plan loaded without
+        // its graph (the SDK cannot say which ones it writes).
+        let writable = attrs.is_none_or(|_| {
+            g.tensor_by_uid(*uid)
+                .and_then(|id| g.producer(id))
+                .is_some()
+        });
+        let shaped = attrs.map(|t| at_shape(overrides, *uid, t));
+        let expect = attrs
+            .zip(shaped.as_ref())
+            .map(|(t, s)| (&**s, g.context_data_type(t)));
+        imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
+    }
+    // A writable binding must not overlap any other (it is a `&mut [u8]`).
+    for (i, a) in imported.iter().enumerate() {
+        for b in &imported[i + 1..] {
+            let (a0, b0) = (a.ptr as usize, b.ptr as usize);
+            let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
+            if overlap && (a.writable || b.writable) {
+                return Err(err(Error::invalid_value(format!(
+                    "execute: tensors uid {} and uid {} share memory and one is written; \
+                     pass separate arrays",
+                    a.uid, b.uid
+                ))));
+            }
+        }
+    }
+    Ok((result, imported))
+}
+
+/// The SDK variant pack binding `imported` (and the shape `overrides`).
+fn pack_of<'a>(imported: &'a mut [dlpack::Imported], overrides: &Overrides) -> VariantPack<'a> {
+    let mut pack = VariantPack::new();
+    for imp in imported.iter_mut() {
+        let uid = imp.uid;
+        pack = pack.with(uid, imp.binding());
+    }
+    for (uid, (dims, strides)) in overrides {
+        pack = pack.override_shape(*uid, dims.clone(), strides.clone());
+    }
+    pack
+}
+
 #[pymethods]
 impl PyGraph {
     /// An empty graph (SDK `Graph::new`).
@@ -463,6 +762,16 @@ impl PyGraph {
         }
         set_opt!(a; uid, alignment);
         let id = slf.borrow_mut().g.tensor(a);
+        Ok(wrap(slf, id))
+    }
+    /// A new tensor with the dims, strides and data type of `like` (SDK `Graph::tensor_like`).
+    fn tensor_like(
+        slf: &Bound<'_, Self>,
+        like: PyRef<'_, PyTensor>,
+        name: String,
+    ) -> PyResult<PyTensor> {
+        let like = tid(slf, &like)?;
+        let id = slf.borrow_mut().g.tensor_like(like, name);
         Ok(wrap(slf, id))
     }
     /// Adds a compile-time constant scalar (SDK `Graph::scalar`): `data_type` one of FLOAT,
@@ -1036,6 +1345,402 @@ impl PyGraph {
         Ok(wrap(slf, y))
     }
 
+    /// Batchnorm training forward (SDK `Graph::batchnorm`): returns `(y, mean, inv_variance,
+    /// next_running_mean, next_running_variance)`, the last two None unless
+    /// `prev_running_mean`, `prev_running_variance` and `momentum` are all given.
+    #[pyo3(signature = (x, scale, bias, *, epsilon, peer_stats=None, prev_running_mean=None, prev_running_variance=None, momentum=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
+    fn batchnorm(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        epsilon: PyRef<'_, PyTensor>,
+        peer_stats: Option<Vec<PyRef<'_, PyTensor>>>,
+        prev_running_mean: Option<PyRef<'_, PyTensor>>,
+        prev_running_variance: Option<PyRef<'_, PyTensor>>,
+        momentum: Option<PyRef<'_, PyTensor>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(
+        PyTensor,
+        PyTensor,
+        PyTensor,
+        Option<PyTensor>,
+        Option<PyTensor>,
+    )> {
+        let mut a = common!(BatchnormAttributes::new(), name, compute_data_type)
+            .epsilon(tid(slf, &epsilon)?);
+        let peer_stats = tids(slf, peer_stats)?;
+        let prev_running_mean = opt_tid(slf, prev_running_mean)?;
+        let prev_running_variance = opt_tid(slf, prev_running_variance)?;
+        let momentum = opt_tid(slf, momentum)?;
+        set_opt!(a; peer_stats, prev_running_mean, prev_running_variance, momentum);
+        let (x, s, b) = (tid(slf, &x)?, tid(slf, &scale)?, tid(slf, &bias)?);
+        let o = slf.borrow_mut().g.batchnorm(x, s, b, a);
+        Ok((
+            wrap(slf, o.y),
+            wrap(slf, o.mean),
+            wrap(slf, o.inv_variance),
+            o.next_running_mean.map(|t| wrap(slf, t)),
+            o.next_running_variance.map(|t| wrap(slf, t)),
+        ))
+    }
+    /// Batchnorm backward (SDK `Graph::batchnorm_backward`): returns `(dx, dscale, dbias)`.
+    #[pyo3(signature = (dy, x, scale, *, mean=None, inv_variance=None, peer_stats=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn batchnorm_backward(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        mean: Option<PyRef<'_, PyTensor>>,
+        inv_variance: Option<PyRef<'_, PyTensor>>,
+        peer_stats: Option<Vec<PyRef<'_, PyTensor>>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let mut a = common!(BatchnormBackwardAttributes::new(), name, compute_data_type);
+        let mean = opt_tid(slf, mean)?;
+        let inv_variance = opt_tid(slf, inv_variance)?;
+        let peer_stats = tids(slf, peer_stats)?;
+        set_opt!(a; mean, inv_variance, peer_stats);
+        let (dy, x, s) = (tid(slf, &dy)?, tid(slf, &x)?, tid(slf, &scale)?);
+        let [dx, ds, db] = slf.borrow_mut().g.batchnorm_backward(dy, x, s, a);
+        Ok((wrap(slf, dx), wrap(slf, ds), wrap(slf, db)))
+    }
+    /// Batchnorm inference from the variance and an epsilon tensor (SDK
+    /// `Graph::batchnorm_inference_variance_ext`).
+    #[pyo3(signature = (x, mean, variance, scale, bias, epsilon, *, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn batchnorm_inference_variance_ext(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        mean: PyRef<'_, PyTensor>,
+        variance: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        bias: PyRef<'_, PyTensor>,
+        epsilon: PyRef<'_, PyTensor>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let a = common!(
+            BatchnormInferenceVarianceExtAttributes::new(),
+            name,
+            compute_data_type
+        );
+        let ids = [
+            tid(slf, &x)?,
+            tid(slf, &mean)?,
+            tid(slf, &variance)?,
+            tid(slf, &scale)?,
+            tid(slf, &bias)?,
+            tid(slf, &epsilon)?,
+        ];
+        let y = slf
+            .borrow_mut()
+            .g
+            .batchnorm_inference_variance_ext(ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], a);
+        Ok(wrap(slf, y))
+    }
+    /// Layer normalization backward (SDK `Graph::layernorm_backward`): returns
+    /// `(dx, dscale, dbias)`.
+    #[pyo3(signature = (dy, x, scale, *, mean=None, inv_variance=None, epsilon=None, normalized_dim_count=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn layernorm_backward(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        mean: Option<PyRef<'_, PyTensor>>,
+        inv_variance: Option<PyRef<'_, PyTensor>>,
+        epsilon: Option<PyRef<'_, PyTensor>>,
+        normalized_dim_count: Option<i64>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let mut a = common!(LayernormBackwardAttributes::new(), name, compute_data_type);
+        let mean = opt_tid(slf, mean)?;
+        let inv_variance = opt_tid(slf, inv_variance)?;
+        let epsilon = opt_tid(slf, epsilon)?;
+        set_opt!(a; mean, inv_variance, epsilon, normalized_dim_count);
+        let (dy, x, s) = (tid(slf, &dy)?, tid(slf, &x)?, tid(slf, &scale)?);
+        let [dx, ds, db] = slf.borrow_mut().g.layernorm_backward(dy, x, s, a);
+        Ok((wrap(slf, dx), wrap(slf, ds), wrap(slf, db)))
+    }
+    /// RMS normalization backward (SDK `Graph::rmsnorm_backward`): returns
+    /// `(dx, dscale, dbias)`, dbias None unless `compute_dbias=True`.
+    #[pyo3(signature = (dy, x, scale, inv_rms, compute_dbias=false, *, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn rmsnorm_backward(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        inv_rms: PyRef<'_, PyTensor>,
+        compute_dbias: bool,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, Option<PyTensor>)> {
+        let a = common!(RmsNormBackwardAttributes::new(), name, compute_data_type);
+        let ids = [
+            tid(slf, &dy)?,
+            tid(slf, &x)?,
+            tid(slf, &scale)?,
+            tid(slf, &inv_rms)?,
+        ];
+        let (dx, ds, db) =
+            slf.borrow_mut()
+                .g
+                .rmsnorm_backward(ids[0], ids[1], ids[2], ids[3], compute_dbias, a);
+        Ok((wrap(slf, dx), wrap(slf, ds), db.map(|t| wrap(slf, t))))
+    }
+    /// Scaled dot-product attention backward (SDK `Graph::sdpa_backward`): returns
+    /// `(dq, dk, dv)`.
+    #[pyo3(signature = (q, k, v, o, d_o, stats, *, attn_scale_value=None, scale=None, attn_mask=None, causal_mask=None, causal_mask_bottom_right=None, padding_mask=None, alibi_mask=None, dropout_probability=None, left_bound=None, right_bound=None, diagonal_alignment=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn sdpa_backward(
+        slf: &Bound<'_, Self>,
+        q: PyRef<'_, PyTensor>,
+        k: PyRef<'_, PyTensor>,
+        v: PyRef<'_, PyTensor>,
+        o: PyRef<'_, PyTensor>,
+        d_o: PyRef<'_, PyTensor>,
+        stats: PyRef<'_, PyTensor>,
+        attn_scale_value: Option<f32>,
+        scale: Option<PyRef<'_, PyTensor>>,
+        attn_mask: Option<PyRef<'_, PyTensor>>,
+        causal_mask: Option<bool>,
+        causal_mask_bottom_right: Option<bool>,
+        padding_mask: Option<bool>,
+        alibi_mask: Option<bool>,
+        dropout_probability: Option<f32>,
+        left_bound: Option<i64>,
+        right_bound: Option<i64>,
+        diagonal_alignment: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor, PyTensor)> {
+        let mut a = common!(SdpaBackwardAttributes::new(), name, compute_data_type);
+        let scale = opt_tid(slf, scale)?;
+        let attn_mask = opt_tid(slf, attn_mask)?;
+        let diagonal_alignment = diag_alignment(diagonal_alignment)?;
+        set_opt!(a; attn_scale_value, scale, attn_mask, causal_mask, causal_mask_bottom_right,
+                 padding_mask, alibi_mask, dropout_probability, left_bound, right_bound,
+                 diagonal_alignment);
+        let ids = [
+            tid(slf, &q)?,
+            tid(slf, &k)?,
+            tid(slf, &v)?,
+            tid(slf, &o)?,
+            tid(slf, &d_o)?,
+            tid(slf, &stats)?,
+        ];
+        let [dq, dk, dv] = slf
+            .borrow_mut()
+            .g
+            .sdpa_backward(ids[0], ids[1], ids[2], ids[3], ids[4], ids[5], a);
+        Ok((wrap(slf, dq), wrap(slf, dk), wrap(slf, dv)))
+    }
+    /// Resample forward without an index output (SDK `Graph::resample_fwd`): returns y.
+    #[pyo3(signature = (x, *, resample_mode, window, stride, pre_padding, post_padding, padding_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn resample_fwd(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        resample_mode: &str,
+        window: Vec<i64>,
+        stride: Vec<i64>,
+        pre_padding: Vec<i64>,
+        post_padding: Vec<i64>,
+        padding_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ResampleFwdAttributes::new(), name, compute_data_type)
+            .resample_mode(resample_mode_of(resample_mode)?)
+            .window(window)
+            .stride(stride)
+            .pre_padding(pre_padding)
+            .post_padding(post_padding);
+        let padding_mode = padding_mode_of(padding_mode)?;
+        set_opt!(a; padding_mode);
+        let x = tid(slf, &x)?;
+        let y = slf.borrow_mut().g.resample_fwd(x, a);
+        Ok(wrap(slf, y))
+    }
+    /// Resample backward (SDK `Graph::resample_bwd`): dy and, for MAXPOOL, the forward's
+    /// index → dx (set other dims with `set_dims` when the inferred ones differ).
+    #[pyo3(signature = (dy, index=None, *, resample_mode, window, stride, pre_padding, post_padding, padding_mode=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn resample_bwd(
+        slf: &Bound<'_, Self>,
+        dy: PyRef<'_, PyTensor>,
+        index: Option<PyRef<'_, PyTensor>>,
+        resample_mode: &str,
+        window: Vec<i64>,
+        stride: Vec<i64>,
+        pre_padding: Vec<i64>,
+        post_padding: Vec<i64>,
+        padding_mode: Option<&str>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(ResampleBwdAttributes::new(), name, compute_data_type)
+            .resample_mode(resample_mode_of(resample_mode)?)
+            .window(window)
+            .stride(stride)
+            .pre_padding(pre_padding)
+            .post_padding(post_padding);
+        let padding_mode = padding_mode_of(padding_mode)?;
+        set_opt!(a; padding_mode);
+        let index = opt_tid(slf, index)?;
+        let dy = tid(slf, &dy)?;
+        let dx = slf.borrow_mut().g.resample_bwd(dy, index, a);
+        Ok(wrap(slf, dx))
+    }
+    /// Block-scaled quantization (SDK `Graph::block_scale_quantize`): returns `(y, scale)`.
+    /// No engine of this project runs it yet (build raises GRAPH_NOT_SUPPORTED on the CPU).
+    #[pyo3(signature = (x, *, block_size, axis=None, transpose=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn block_scale_quantize(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        block_size: i32,
+        axis: Option<i64>,
+        transpose: Option<bool>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<(PyTensor, PyTensor)> {
+        let mut a = common!(BlockScaleQuantizeAttributes::new(), name, compute_data_type)
+            .block_size(block_size);
+        set_opt!(a; axis, transpose);
+        let x = tid(slf, &x)?;
+        let (y, s) = slf.borrow_mut().g.block_scale_quantize(x, a);
+        Ok((wrap(slf, y), wrap(slf, s)))
+    }
+    /// Block-scaled dequantization (SDK `Graph::block_scale_dequantize`): returns y. No engine
+    /// of this project runs it yet.
+    #[pyo3(signature = (x, scale, *, block_size, is_negative_scale=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn block_scale_dequantize(
+        slf: &Bound<'_, Self>,
+        x: PyRef<'_, PyTensor>,
+        scale: PyRef<'_, PyTensor>,
+        block_size: Vec<i32>,
+        is_negative_scale: Option<bool>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(
+            BlockScaleDequantizeAttributes::new(),
+            name,
+            compute_data_type
+        )
+        .block_size(block_size);
+        set_opt!(a; is_negative_scale);
+        let (x, s) = (tid(slf, &x)?, tid(slf, &scale)?);
+        let y = slf.borrow_mut().g.block_scale_dequantize(x, s, a);
+        Ok(wrap(slf, y))
+    }
+    /// A plugin operation (SDK `Graph::custom_op`): returns the list of its `num_outputs`
+    /// outputs `OUT_<i>`, created with empty dims (set them with `set_dims`). `inputs` must not
+    /// be empty. The engines of this project serve only their own custom ops (`gather`).
+    #[pyo3(signature = (inputs, num_outputs, *, custom_op_id, data=None, name=None, compute_data_type=None))]
+    fn custom_op(
+        slf: &Bound<'_, Self>,
+        inputs: Vec<PyRef<'_, PyTensor>>,
+        num_outputs: usize,
+        custom_op_id: String,
+        data: Option<Vec<u8>>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<Vec<PyTensor>> {
+        if inputs.is_empty() {
+            return Err(err(Error::invalid_value(
+                "custom_op: inputs is empty; pass at least one input tensor",
+            )));
+        }
+        let mut a =
+            common!(CustomOpAttributes::new(), name, compute_data_type).custom_op_id(custom_op_id);
+        set_opt!(a; data);
+        let ids = inputs
+            .iter()
+            .map(|t| tid(slf, t))
+            .collect::<PyResult<Vec<_>>>()?;
+        let outs = slf.borrow_mut().g.custom_op(&ids, num_outputs, a);
+        Ok(outs.into_iter().map(|t| wrap(slf, t)).collect())
+    }
+    /// Mixture-of-experts grouped matmul (SDK `Graph::moe_grouped_matmul`): returns the
+    /// output (T, N). No engine of this project runs it yet.
+    #[pyo3(signature = (token, weight, first_token_offset, token_index=None, token_ks=None, *, mode=None, top_k=None, name=None, compute_data_type=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn moe_grouped_matmul(
+        slf: &Bound<'_, Self>,
+        token: PyRef<'_, PyTensor>,
+        weight: PyRef<'_, PyTensor>,
+        first_token_offset: PyRef<'_, PyTensor>,
+        token_index: Option<PyRef<'_, PyTensor>>,
+        token_ks: Option<PyRef<'_, PyTensor>>,
+        mode: Option<&str>,
+        top_k: Option<i32>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let mut a = common!(MoeGroupedMatmulAttributes::new(), name, compute_data_type);
+        let mode = mode
+            .map(|s| {
+                parse(
+                    hipdnn::MoeGroupedMatmulMode::ALL,
+                    hipdnn::MoeGroupedMatmulMode::schema_name,
+                    s,
+                    "moe grouped matmul mode",
+                )
+            })
+            .transpose()?;
+        set_opt!(a; mode, top_k);
+        let token_index = opt_tid(slf, token_index)?;
+        let token_ks = opt_tid(slf, token_ks)?;
+        let ids = [
+            tid(slf, &token)?,
+            tid(slf, &weight)?,
+            tid(slf, &first_token_offset)?,
+        ];
+        let y =
+            slf.borrow_mut()
+                .g
+                .moe_grouped_matmul(ids[0], ids[1], ids[2], token_index, token_ks, a);
+        Ok(wrap(slf, y))
+    }
+    /// Mixture-of-experts grouped matmul weight gradient (SDK
+    /// `Graph::moe_grouped_matmul_bwd`): returns dweight (E, K, N). No engine of this project
+    /// runs it yet.
+    #[pyo3(signature = (doutput, token, first_token_offset, *, name=None, compute_data_type=None))]
+    fn moe_grouped_matmul_bwd(
+        slf: &Bound<'_, Self>,
+        doutput: PyRef<'_, PyTensor>,
+        token: PyRef<'_, PyTensor>,
+        first_token_offset: PyRef<'_, PyTensor>,
+        name: Option<String>,
+        compute_data_type: Option<&str>,
+    ) -> PyResult<PyTensor> {
+        let a = common!(
+            MoeGroupedMatmulBwdAttributes::new(),
+            name,
+            compute_data_type
+        );
+        let ids = [
+            tid(slf, &doutput)?,
+            tid(slf, &token)?,
+            tid(slf, &first_token_offset)?,
+        ];
+        let y = slf
+            .borrow_mut()
+            .g
+            .moe_grouped_matmul_bwd(ids[0], ids[1], ids[2], a);
+        Ok(wrap(slf, y))
+    }
+
     // ---- checking, building, running ----
 
     /// Checks the graph without a handle (SDK `Graph::validate`).
@@ -1050,6 +1755,141 @@ impl PyGraph {
     /// (SDK `Graph::build_benchmarked`; on the CPU the same as `build`).
     fn build_benchmarked(&mut self, handle: &PyHandle) -> PyResult<()> {
         self.g.build_benchmarked(&handle.h).map_err(err)
+    }
+    /// `build` with the heuristic modes to use, in order (SDK `Graph::build_with`; one mode
+    /// today: `"FALLBACK"`).
+    fn build_with(&mut self, handle: &PyHandle, modes: Vec<String>) -> PyResult<()> {
+        let modes = modes
+            .iter()
+            .map(|m| heuristic_mode(m))
+            .collect::<PyResult<Vec<_>>>()?;
+        self.g.build_with(&handle.h, &modes).map_err(err)
+    }
+    /// `build` with engine knob choices `[(knob_type, value), ...]`, applied to every engine
+    /// that lists the knob with the value in range (SDK `Graph::build_with_knobs`).
+    fn build_with_knobs(&mut self, handle: &PyHandle, knobs: Vec<(i64, i64)>) -> PyResult<()> {
+        self.g.build_with_knobs(&handle.h, &knobs).map_err(err)
+    }
+    /// Later builds skip the engines with these names (SDK `Graph::deselect_engines`);
+    /// returns the graph.
+    fn deselect_engines(slf: Bound<'_, Self>, names: Vec<String>) -> Bound<'_, Self> {
+        slf.borrow_mut().g.deselect_engines(names);
+        slf
+    }
+    /// Later builds skip plans needing more than `bytes` of workspace (SDK
+    /// `Graph::deselect_workspace_greater_than`); returns the graph.
+    fn deselect_workspace_greater_than(slf: Bound<'_, Self>, bytes: usize) -> Bound<'_, Self> {
+        slf.borrow_mut().g.deselect_workspace_greater_than(bytes);
+        slf
+    }
+    /// Later builds keep only engines noted with every listed numerical note (`"WINOGRAD"`,
+    /// ...; `NUMERICAL_NOTES`) (SDK `Graph::select_numeric_notes`); returns the graph.
+    fn select_numeric_notes<'py>(
+        slf: Bound<'py, Self>,
+        notes: Vec<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let notes = notes
+            .iter()
+            .map(|n| numerical_note(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        slf.borrow_mut().g.select_numeric_notes(notes);
+        Ok(slf)
+    }
+    /// Later builds skip engines noted with any listed numerical note (SDK
+    /// `Graph::deselect_numeric_notes`); returns the graph.
+    fn deselect_numeric_notes<'py>(
+        slf: Bound<'py, Self>,
+        notes: Vec<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let notes = notes
+            .iter()
+            .map(|n| numerical_note(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        slf.borrow_mut().g.deselect_numeric_notes(notes);
+        Ok(slf)
+    }
+    /// Later builds skip engines noted with any listed behavior note (`BEHAVIOR_NOTES`) (SDK
+    /// `Graph::deselect_behavior_notes`); returns the graph.
+    fn deselect_behavior_notes<'py>(
+        slf: Bound<'py, Self>,
+        notes: Vec<String>,
+    ) -> PyResult<Bound<'py, Self>> {
+        let notes = notes
+            .iter()
+            .map(|n| behavior_note(n))
+            .collect::<PyResult<Vec<_>>>()?;
+        slf.borrow_mut().g.deselect_behavior_notes(notes);
+        Ok(slf)
+    }
+    /// Removes every engine filter (SDK `Graph::clear_engine_filters`); returns the graph.
+    fn clear_engine_filters(slf: Bound<'_, Self>) -> Bound<'_, Self> {
+        slf.borrow_mut().g.clear_engine_filters();
+        slf
+    }
+    /// The plan's numerical notes, by name (SDK `Graph::numerical_notes`).
+    fn numerical_notes(&self) -> PyResult<Vec<&'static str>> {
+        Ok(self
+            .g
+            .numerical_notes()
+            .map_err(err)?
+            .iter()
+            .map(|n| n.name())
+            .collect())
+    }
+    /// Id of the engine running the plan (SDK `Graph::execution_plan_engine_id`).
+    fn execution_plan_engine_id(&self) -> PyResult<i64> {
+        self.g.execution_plan_engine_id().map_err(err)
+    }
+    /// Knob choices `[(knob_type, value)]` the plan was built with (SDK
+    /// `Graph::execution_plan_knob_choices`).
+    fn execution_plan_knob_choices(&self) -> PyResult<Vec<(i64, i64)>> {
+        self.g.execution_plan_knob_choices().map_err(err)
+    }
+    /// The preferred engine id (None when unset) (SDK `Graph::preferred_engine_id`).
+    #[getter]
+    fn preferred_engine_id(&self) -> Option<i64> {
+        self.g.preferred_engine_id()
+    }
+    /// Sets (or with None clears) the engine the heuristic offers first (SDK
+    /// `Graph::set_preferred_engine_id`); returns the graph.
+    fn set_preferred_engine_id(slf: Bound<'_, Self>, id: Option<i64>) -> Bound<'_, Self> {
+        slf.borrow_mut().g.set_preferred_engine_id(id);
+        slf
+    }
+    /// Times every candidate plan on the caller's tensors and keeps the fastest as the plan
+    /// (SDK `Graph::autotune`, upstream RFC 0013). `tensors` as for `execute` (outputs left
+    /// out are allocated); `config` a dict of `AutotuneConfig` fields (`mode` `"STANDARD"` /
+    /// `"EXHAUSTIVE"`, `strategy` `"SINGLE_SHOT"` / `"FIXED_AVERAGE"` / `"RUN_UNTIL_STABLE"`,
+    /// `warmup_iterations`, `timed_iterations`, `max_iterations`, `window_size`,
+    /// `stability_threshold`, `engine_id_filter`, `candidates` `[(engine_id, [(knob, value)])]`,
+    /// `priming_failure_policy` `"ABORT"` / `"BENCHMARK_UNPRIMED"`), the SDK's defaults for
+    /// keys left out; `storage` an engine-override file to write the winner to. Returns one
+    /// dict per candidate with the SDK's `AutotuneResult` fields, by rank, failed ones last.
+    #[pyo3(signature = (handle, tensors, config=None, storage=None, delete_all_existing_content=false))]
+    fn autotune<'py>(
+        slf: &Bound<'py, Self>,
+        handle: &PyHandle,
+        tensors: &Bound<'py, PyDict>,
+        config: Option<&Bound<'py, PyDict>>,
+        storage: Option<std::path::PathBuf>,
+        delete_all_existing_content: bool,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let py = slf.py();
+        let config = autotune_config(config)?;
+        let storage = storage.map(|p| AutotuneStorage {
+            path: p,
+            delete_all_existing_content,
+        });
+        let overrides = Overrides::new();
+        let (_, mut imported) = import_all(&slf.borrow().g, tensors, &overrides, true)?;
+        let pack = pack_of(&mut imported, &overrides);
+        let results = slf
+            .borrow_mut()
+            .g
+            .autotune(&handle.h, pack, &config, storage.as_ref())
+            .map_err(err)?;
+        drop(imported);
+        results.iter().map(|r| result_dict(py, r)).collect()
     }
     /// The shape overrides that run this graph (built at its largest shape) at the shape of
     /// `smaller`, the same graph made for a smaller shape (SDK `Graph::shape_overrides_for`):
@@ -1104,77 +1944,12 @@ impl PyGraph {
         tensors: &Bound<'py, PyDict>,
         overrides: Option<Overrides>,
     ) -> PyResult<Bound<'py, PyDict>> {
-        let py = slf.py();
         let this = slf.borrow();
         let g = &this.g;
         let overrides = overrides.unwrap_or_default();
-        let result = PyDict::new(py);
-        let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
-        for (k, v) in tensors.iter() {
-            objs.push((k.extract()?, v));
-        }
-        if this.g.has_plan() {
-            for (id, t) in g.tensors() {
-                let (Some(uid), false) = (t.uid, t.is_virtual) else {
-                    continue;
-                };
-                if g.producer(id).is_none() {
-                    continue;
-                }
-                match objs.iter().find(|(u, _)| *u == uid) {
-                    Some((_, o)) => result.set_item(uid, o)?,
-                    None => {
-                        let arr = new_array(
-                            py,
-                            uid,
-                            &at_shape(&overrides, uid, t),
-                            g.context_data_type(t),
-                        )?;
-                        result.set_item(uid, &arr)?;
-                        objs.push((uid, arr));
-                    }
-                }
-            }
-        }
-        let mut imported = Vec::with_capacity(objs.len());
-        for (uid, obj) in &objs {
-            let attrs = g.tensor_by_uid(*uid).map(|id| g.tensor_attributes(id));
-            // Bound writable: tensors a node writes, and every tensor of a plan loaded without
-            // its graph (the SDK cannot say which ones it writes).
-            let writable = attrs.is_none_or(|_| {
-                g.tensor_by_uid(*uid)
-                    .and_then(|id| g.producer(id))
-                    .is_some()
-            });
-            let shaped = attrs.map(|t| at_shape(&overrides, *uid, t));
-            let expect = attrs
-                .zip(shaped.as_ref())
-                .map(|(t, s)| (&**s, g.context_data_type(t)));
-            imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
-        }
-        // A writable binding must not overlap any other (it is a `&mut [u8]`).
-        for (i, a) in imported.iter().enumerate() {
-            for b in &imported[i + 1..] {
-                let (a0, b0) = (a.ptr as usize, b.ptr as usize);
-                let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
-                if overlap && (a.writable || b.writable) {
-                    return Err(err(Error::invalid_value(format!(
-                        "execute: tensors uid {} and uid {} share memory and one is written; \
-                         pass separate arrays",
-                        a.uid, b.uid
-                    ))));
-                }
-            }
-        }
+        let (result, mut imported) = import_all(g, tensors, &overrides, g.has_plan())?;
         let mut ws = Buffer::<u8>::zeros(g.workspace_size().map_err(err)?);
-        let mut pack = VariantPack::new();
-        for imp in imported.iter_mut() {
-            let uid = imp.uid;
-            pack = pack.with(uid, imp.binding());
-        }
-        for (uid, (dims, strides)) in &overrides {
-            pack = pack.override_shape(*uid, dims.clone(), strides.clone());
-        }
+        let pack = pack_of(&mut imported, &overrides);
         g.execute(&handle.h, pack, Some(&mut ws)).map_err(err)?;
         drop(imported); // the producers' deleters run here, with the GIL held
         Ok(result)
@@ -1210,6 +1985,31 @@ impl PyGraph {
             g: Graph::from_compiled_plan_binary(&handle.h, data).map_err(err)?,
         })
     }
+    /// Saves the graph to `path` atomically (a temporary file renamed over `path`; readers see
+    /// the old file or the new one, whole) in `form`: `"GRAPH_AND_PLAN"` (the bytes of
+    /// `to_binary`) or `"PLAN_ONLY"` (those of `to_compiled_plan_binary`) (SDK
+    /// `Graph::save_to_file`).
+    #[pyo3(signature = (path, form="GRAPH_AND_PLAN"))]
+    fn save_to_file(&self, path: std::path::PathBuf, form: &str) -> PyResult<()> {
+        let form = parse(
+            &[
+                (hipdnn::Form::GraphAndPlan, "GRAPH_AND_PLAN"),
+                (hipdnn::Form::PlanOnly, "PLAN_ONLY"),
+            ],
+            |(_, n)| n,
+            form,
+            "save form",
+        )?
+        .0;
+        self.g.save_to_file(path, form).map_err(err)
+    }
+    /// Loads a file `save_to_file` wrote, in either form (SDK `Graph::load_from_file`).
+    #[staticmethod]
+    fn load_from_file(handle: &PyHandle, path: std::path::PathBuf) -> PyResult<Self> {
+        Ok(PyGraph {
+            g: Graph::load_from_file(&handle.h, path).map_err(err)?,
+        })
+    }
     /// The graph as upstream hipDNN's JSON (SDK `Graph::to_json`).
     fn to_json(&self) -> PyResult<String> {
         self.g.to_json().map_err(err)
@@ -1235,6 +2035,29 @@ impl PyGraph {
 /// Schema names of an enum.
 fn names<E: Copy>(all: &[E], name: impl Fn(E) -> &'static str) -> Vec<&'static str> {
     all.iter().map(|&e| name(e)).collect()
+}
+
+/// The engine id of an engine name (SDK `engine_id_from_name`, 64-bit FNV-1a), e.g. for
+/// autotune's `engine_id_filter`.
+#[pyfunction]
+fn engine_id_from_name(name: &str) -> i64 {
+    hipdnn::engine_id_from_name(name)
+}
+
+/// A NumPy array viewing the memory of `obj` (any object with `__dlpack__` on the CPU: a
+/// torch CPU tensor, an array `execute` returned, ...) without a copy: `numpy.from_dlpack`
+/// after the device check `execute` makes (HipdnnError INVALID_VALUE for a non-CPU tensor).
+#[pyfunction]
+fn from_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let py = obj.py();
+    let (device, _): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
+    if device != dlpack::KDL_CPU {
+        return Err(err(Error::invalid_value(format!(
+            "from_dlpack: the tensor is on DLPack device type {device}, not the CPU (1); this \
+             module binds CPU memory only"
+        ))));
+    }
+    py.import("numpy")?.call_method1("from_dlpack", (obj,))
 }
 
 /// The Python module `hipdnn_rs`.
@@ -1263,12 +2086,30 @@ fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
         names(NormFwdPhase::ALL, NormFwdPhase::schema_name),
     )?;
     m.add("CONV_MODES", names(ConvMode::ALL, ConvMode::schema_name))?;
+    m.add(
+        "PADDING_MODES",
+        names(PaddingMode::ALL, PaddingMode::schema_name),
+    )?;
+    m.add(
+        "MOE_GROUPED_MATMUL_MODES",
+        names(MoeGroupedMatmulMode::ALL, MoeGroupedMatmulMode::schema_name),
+    )?;
     // Arity (number of inputs) of each pointwise mode, as the SDK's op table gives it.
     let arity = PyDict::new(m.py());
     for &p in PointwiseMode::ALL {
         arity.set_item(p.schema_name(), p.arity())?;
     }
     m.add("POINTWISE_ARITY", arity)?;
+    m.add(
+        "NUMERICAL_NOTES",
+        NUMERICAL_NOTES.iter().map(|n| n.name()).collect::<Vec<_>>(),
+    )?;
+    m.add(
+        "BEHAVIOR_NOTES",
+        BEHAVIOR_NOTES.iter().map(|(_, n)| *n).collect::<Vec<_>>(),
+    )?;
+    m.add_function(wrap_pyfunction!(crate::engine_id_from_name, m)?)?;
+    m.add_function(wrap_pyfunction!(from_dlpack, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -52,3 +52,29 @@ def test_build_benchmarked_and_validate():
         outs.append(g.execute(h, {1: values(12, 1).reshape(3, 4), 2: values(8, 2).reshape(4, 2)})[3])
     assert outs[0].tobytes() == outs[1].tobytes()
     np.testing.assert_allclose(outs[0], values(12, 1).reshape(3, 4) @ values(8, 2).reshape(4, 2), rtol=1e-6)
+
+
+def test_stubs_list_every_public_name():
+    """hipdnn_rs.pyi names exactly what the module has (module level and each class)."""
+    import ast
+    import pathlib
+
+    stub = ast.parse((pathlib.Path(__file__).resolve().parents[1] / "hipdnn_rs.pyi").read_text())
+
+    def names(body):
+        out = set()
+        for n in body:
+            if isinstance(n, (ast.FunctionDef, ast.ClassDef)):
+                out.add(n.name)
+            elif isinstance(n, ast.AnnAssign):
+                out.add(n.target.id)
+        return {x for x in out if not x.startswith("_")}
+
+    assert names(stub.body) == {x for x in dir(hd) if not x.startswith("_")} - {"hipdnn_rs"}  # the native submodule
+    for cls in [n for n in stub.body if isinstance(n, ast.ClassDef)]:
+        real = {x for x in dir(getattr(hd, cls.name)) if not x.startswith("_")}
+        if cls.name == "HipdnnError":
+            real = {"code", "message", "backend_status"}  # instance attributes, set per error
+        elif issubclass(getattr(hd, cls.name), BaseException):
+            continue
+        assert names(cls.body) == real, cls.name

@@ -228,3 +228,52 @@ def test_torch_cpu_tensors_share_memory():
     zb = torch.empty(4, dtype=torch.bfloat16)
     g2.execute(h, {1: xb, 2: zb})
     assert torch.equal(zb, -xb)
+
+
+def test_returned_outputs_are_dlpack_producers():
+    """Outputs execute allocates are NumPy arrays: DLPack producers on the CPU that consumers
+    (hipdnn_rs.from_dlpack, numpy.from_dlpack, torch.from_dlpack) view without a copy."""
+    g, h = add_graph()
+    y = g.execute(h, {1: A, 2: B})[3]
+    assert hasattr(y, "__dlpack__") and y.__dlpack_device__() == (1, 0)
+    for view in [hd.from_dlpack(y), np.from_dlpack(y)]:
+        assert view.ctypes.data == y.ctypes.data and view.shape == y.shape and view.dtype == y.dtype
+        view[0, 0] = 12345.0  # written through one, read through the other
+        assert y[0, 0] == np.float32(12345.0)
+        y[1, 1] = -7.0
+        assert view[1, 1] == np.float32(-7.0)
+    # And the view binds again: execute writes through it into y.
+    g.execute(h, {1: A, 2: B, 3: hd.from_dlpack(y)})
+    np.testing.assert_array_equal(y, A + B)
+
+
+def test_from_dlpack_of_any_producer_and_device_check():
+    a = A.copy()
+    p = Producer(a)
+    v = hd.from_dlpack(p)
+    assert v.ctypes.data == a.ctypes.data and len(p.capsules) == 1
+    a[0, 0] = 99.0  # written through the producer's array, read through the view
+    assert v[0, 0] == np.float32(99.0)
+    # NumPy marks a view of a legacy (unversioned) capsule read-only; the DLPack arrays of
+    # execute's outputs (versioned, NumPy to NumPy) stay writable (test above).
+    assert not v.flags.writeable
+    with pytest.raises(hd.HipdnnError) as ei:
+        hd.from_dlpack(FakeDevice(A.copy(), 2))
+    assert ei.value.code == "INVALID_VALUE"
+    assert ei.value.message.startswith("from_dlpack: the tensor is on DLPack device type 2, not the CPU (1)")
+
+
+def test_from_dlpack_torch_cpu_shares_memory():
+    try:
+        import torch
+    except ImportError as e:
+        print(f"torch is not importable ({e}): torch CPU tests skipped")
+        pytest.skip(f"torch is not importable: {e}")
+    g, h = add_graph()
+    y = g.execute(h, {1: A, 2: B})[3]
+    t = torch.from_dlpack(y)  # torch consumes the array execute returned
+    assert t.data_ptr() == y.ctypes.data
+    t[0, 0] = 5.0
+    assert y[0, 0] == np.float32(5.0)
+    back = hd.from_dlpack(t)
+    assert back.ctypes.data == t.data_ptr()

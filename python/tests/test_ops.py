@@ -1,6 +1,8 @@
 """Every bound op builds and executes on the CPU from Python and gives the Rust SDK's output
 bytes (python/examples/rust_reference.rs builds the same graphs with the SDK directly)."""
 
+import hashlib
+
 import numpy as np
 import pytest
 
@@ -140,6 +142,136 @@ def case_graphs():
     ts = [g.tensor(n, [1, 3, 1, 1], uid=u) for n, u in [("mean", 2), ("inv_var", 4), ("scale", 5), ("bias", 6)]]
     out(g, g.batchnorm_inference(x, *ts), 7)
     c["batchnorm_inference"] = g
+
+    # Training-side ops (odd sizes, batch 1).
+    for running in [True, False]:
+        g = graph()
+        x = g.tensor("x", [1, 3, 5, 7], uid=1)
+        s, b = g.tensor("scale", [1, 3, 1, 1], uid=2), g.tensor("bias", [1, 3, 1, 1], uid=4)
+        eps = g.scalar("eps", 1e-5)
+        kw = {}
+        if running:
+            kw = dict(
+                prev_running_mean=g.tensor("prev_running_mean", [1, 3, 1, 1], uid=5),
+                prev_running_variance=g.tensor("prev_running_variance", [1, 3, 1, 1], uid=6),
+                momentum=g.scalar("momentum", 0.1),
+            )
+        y, mean, iv, nm, nv = g.batchnorm(x, s, b, epsilon=eps, **kw)
+        out(g, y, 10), out(g, mean, 11), out(g, iv, 12)
+        assert (nm is None) == (nv is None) == (not running)
+        if running:
+            out(g, nm, 13), out(g, nv, 14)
+        c[f"batchnorm_running_{str(running).lower()}"] = g
+
+    g = graph()
+    dy, x = g.tensor("dy", [1, 3, 5, 7], uid=1), g.tensor("x", [1, 3, 5, 7], uid=2)
+    s, m, iv = (g.tensor(n, [1, 3, 1, 1], uid=u) for n, u in [("scale", 4), ("mean", 5), ("inv_variance", 6)])
+    dx, ds, db = g.batchnorm_backward(dy, x, s, mean=m, inv_variance=iv)
+    out(g, dx, 7), out(g, ds, 8), out(g, db, 9)
+    c["batchnorm_backward"] = g
+
+    g = graph()
+    x = g.tensor("x", [1, 3, 5, 7], uid=1)
+    m, var, s, b = (g.tensor(n, [1, 3, 1, 1], uid=u) for n, u in [("mean", 2), ("variance", 4), ("scale", 5), ("bias", 6)])
+    out(g, g.batchnorm_inference_variance_ext(x, m, var, s, b, g.scalar("eps", 1.5)), 7)
+    c["batchnorm_inference_variance_ext"] = g
+
+    for saved in [True, False]:
+        g = graph()
+        dy, x = g.tensor("dy", [3, 13], uid=1), g.tensor("x", [3, 13], uid=2)
+        s = g.tensor("scale", [1, 13], uid=4)
+        if saved:
+            kw = dict(mean=g.tensor("mean", [3, 1], uid=5), inv_variance=g.tensor("inv_variance", [3, 1], uid=6))
+        else:
+            kw = dict(epsilon=g.scalar("eps", 1e-5))
+        dx, ds, db = g.layernorm_backward(dy, x, s, **kw)
+        out(g, dx, 7), out(g, ds, 8), out(g, db, 9)
+        c[f"layernorm_backward_{'saved_stats' if saved else 'epsilon'}"] = g
+
+    for dbias in [True, False]:
+        g = graph()
+        dy, x = g.tensor("dy", [3, 13], uid=1), g.tensor("x", [3, 13], uid=2)
+        s, r = g.tensor("scale", [1, 13], uid=4), g.tensor("inv_rms", [3, 1], uid=5)
+        dx, ds, db = g.rmsnorm_backward(dy, x, s, r, dbias)
+        out(g, dx, 6), out(g, ds, 7)
+        assert (db is None) == (not dbias)
+        if dbias:
+            out(g, db, 8)
+        c[f"rmsnorm_backward_dbias_{str(dbias).lower()}"] = g
+
+    for causal in [False, True]:
+        g = graph()
+        q, k, v, o, d_o = (g.tensor(n, [1, 2, 5, 7], uid=u) for n, u in [("q", 1), ("k", 2), ("v", 4), ("o", 5), ("do", 6)])
+        stats = g.tensor("stats", [1, 2, 5, 1], uid=8)
+        dq, dk, dv = g.sdpa_backward(q, k, v, o, d_o, stats, attn_scale_value=0.35, causal_mask=causal)
+        out(g, dq, 9), out(g, dk, 10), out(g, dv, 11)
+        c[f"sdpa_backward_causal_{str(causal).lower()}"] = g
+
+    POOL = dict(window=[2, 2], stride=[2, 2], pre_padding=[0, 0], post_padding=[0, 0])
+    g = graph()
+    x = g.tensor("x", [1, 2, 7, 5], uid=1)
+    out(g, g.resample_fwd(x, resample_mode="MAXPOOL", **POOL), 2)
+    c["resample_fwd"] = g
+
+    for name, mode in [("maxpool", "MAXPOOL"), ("avgpool", "AVGPOOL_INCLUDE_PADDING")]:
+        g = graph()
+        dy = g.tensor("dy", [1, 2, 3, 2], uid=1)
+        index = g.tensor("index", [1, 2, 3, 2], uid=2, data_type="INT32") if mode == "MAXPOOL" else None
+        dx = g.resample_bwd(dy, index, resample_mode=mode, **POOL)
+        g.set_dims(dx, [1, 2, 7, 5])
+        out(g, dx, 3)
+        c[f"resample_bwd_{name}"] = g
+
+    g = graph()
+    x = g.tensor("x", [3, 5], uid=1)
+    y = g.tensor_like(x, "y")
+    assert (y.dims, y.strides, y.uid, y.name) == ([3, 5], [5, 1], None, "y")
+    g.set_uid(y, 2)
+    out(g, g.pointwise(x, y, "SUB"), 3)
+    c["tensor_like"] = g
+    return c
+
+
+def graph_only_graphs():
+    """name -> Graph of the ops no engine runs on the CPU (rust_reference.rs's
+    graph_only_cases())."""
+    c = {}
+    g = graph()
+    x = g.tensor("x", [4, 32], uid=1)
+    y, s = g.block_scale_quantize(x, block_size=16, axis=1)
+    assert s.dims == [4, 2]
+    out(g, y, 2), out(g, s, 3)
+    c["block_scale_quantize"] = g
+
+    g = graph()
+    x, s = g.tensor("x", [4, 32], uid=1), g.tensor("scale", [4, 2], uid=2)
+    out(g, g.block_scale_dequantize(x, s, block_size=[1, 16]), 3)
+    c["block_scale_dequantize"] = g
+
+    g = graph()
+    x = g.tensor("x", [3, 5], uid=1)
+    outs = g.custom_op([x], 2, custom_op_id="example.plugin_op", data=b"\x01\x02\x03")
+    assert [o.name for o in outs] == ["CustomOp_0::OUT_0", "CustomOp_0::OUT_1"] and outs[0].dims == []
+    for i, o in enumerate(outs):
+        g.set_dims(o, [3, 5])
+        out(g, o, 2 + i)
+    c["custom_op"] = g
+
+    g = graph()
+    t, w = g.tensor("token", [6, 8], uid=1), g.tensor("weight", [2, 8, 5], uid=2)
+    f = g.tensor("first_token_offset", [2], uid=4, data_type="INT32")
+    y = g.moe_grouped_matmul(t, w, f)
+    assert y.dims == [6, 5]
+    out(g, y, 5)
+    c["moe_grouped_matmul"] = g
+
+    g = graph()
+    d, t = g.tensor("doutput", [6, 5], uid=1), g.tensor("token", [6, 8], uid=2)
+    f = g.tensor("first_token_offset", [2], uid=4, data_type="INT32")
+    dw = g.moe_grouped_matmul_bwd(d, t, f)
+    assert dw.dims == [2, 8, 5]
+    out(g, dw, 5)
+    c["moe_grouped_matmul_bwd"] = g
     return c
 
 
@@ -183,8 +315,41 @@ def test_op_matches_rust_sdk_bit_for_bit(name, reference):
     assert got == reference[name], f"{name}: Python {got} != Rust {reference[name]}"
 
 
+def all_graphs():
+    return {**case_graphs(), **graph_only_graphs()}
+
+
 def test_graphs_equal_rust_sdk_graphs():
     """The graphs the bindings build are the SDK's graphs: upstream JSON text equal case by case."""
     rust = dict(line.split("\t", 1) for line in rust_reference("json").strip().splitlines())
-    for name, g in case_graphs().items():
+    graphs = all_graphs()
+    assert sorted(graphs) == sorted(rust)
+    for name, g in graphs.items():
         assert g.to_json() == rust[name], name
+
+
+def test_graph_binaries_equal_rust_sdk_binaries():
+    """to_binary of every unbuilt graph (the graph-only ops included) is the SDK's bytes."""
+    rust = dict(line.split(" ", 1) for line in rust_reference("binary").strip().splitlines())
+    graphs = all_graphs()
+    assert sorted(graphs) == sorted(rust)
+    for name, g in graphs.items():
+        assert hashlib.sha256(g.to_binary()).hexdigest() == rust[name], name
+        # ... and loads back to the same graph.
+        assert hd.Graph.from_binary(hd.Handle.cpu(), g.to_binary()).to_json() == g.to_json(), name
+
+
+@pytest.mark.parametrize("name", sorted(graph_only_graphs()))
+def test_graph_only_op_refused_on_cpu_with_sdk_error(name):
+    """The CPU engine does not run these ops: build raises the SDK's error, code and message."""
+    errors = dict(line.split("\t", 1) for line in rust_reference("errors").strip().splitlines())
+    g, h = graph_only_graphs()[name], hd.Handle.cpu()
+    with pytest.raises(hd.HipdnnError) as ei:
+        g.build(h)
+    code, message = errors[f"build_{name}"].split(": ", 1)
+    assert (ei.value.code, ei.value.message) == (code, message)
+    assert code == "GRAPH_NOT_SUPPORTED" and "not supported by the CPU reference engine" in message
+    assert not g.has_plan()
+    with pytest.raises(hd.HipdnnError) as ei:  # and so execute has no plan to run
+        g.execute(h, {})
+    assert str(ei.value) == errors["execute_unbuilt"]

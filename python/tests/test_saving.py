@@ -2,6 +2,7 @@
 (and the reverse), runs there with the same output bytes, and re-saves byte-identically."""
 
 import numpy as np
+import pytest
 
 import hipdnn_rs as hd
 from common import input_array, rust_reference, sha
@@ -62,3 +63,45 @@ def test_json_round_trip():
     for name, g in case_graphs().items():
         text = g.to_json()
         assert hd.Graph.from_json(text).to_json() == text, name
+
+
+def test_save_to_file_is_to_binary_and_loads(tmp_path):
+    """save_to_file writes the SDK's bytes (to_binary / to_compiled_plan_binary) atomically,
+    leaving no temporary file; load_from_file takes either form; Rust's save_to_file of the same
+    graph writes the same bytes."""
+    g, h = case_graphs()["conv_fprop"], hd.Handle.cpu()
+    expected = run_py(g)
+    for form, rust_form, to_bytes in [("GRAPH_AND_PLAN", "graph", g.to_binary), ("PLAN_ONLY", "plan", g.to_compiled_plan_binary)]:
+        f = tmp_path / f"conv.{rust_form}"
+        g.save_to_file(str(f), form)
+        assert f.read_bytes() == to_bytes(), form
+        rust_f = tmp_path / f"conv.rust.{rust_form}"
+        rust_reference("save_file", "conv_fprop", rust_form, str(rust_f))
+        assert rust_f.read_bytes() == f.read_bytes(), f"{form}: Rust's file differs"
+        loaded = hd.Graph.load_from_file(h, str(rust_f))
+        assert loaded.has_plan() and loaded.engine_name() == "hipdnn.reference.cpu"
+        if form == "GRAPH_AND_PLAN":
+            assert execute_loaded(loaded, h) == expected
+        resaved = loaded.to_binary() if form == "GRAPH_AND_PLAN" else loaded.to_compiled_plan_binary()
+        assert resaved == f.read_bytes(), f"{form}: re-save differs"
+    g.save_to_file(str(tmp_path / "default.hdgp"))  # the default form is GRAPH_AND_PLAN
+    assert (tmp_path / "default.hdgp").read_bytes() == g.to_binary()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_save_and_load_errors_are_the_sdk_errors(tmp_path):
+    errors = dict(line.split("\t", 1) for line in rust_reference("errors").strip().splitlines())
+    h = hd.Handle.cpu()
+    with pytest.raises(hd.HipdnnError) as ei:
+        hd.Graph.load_from_file(h, "/nonexistent/hipdnn-py/missing.hdgp")
+    assert str(ei.value) == errors["load_from_file_missing"]
+    assert ei.value.message.startswith("cannot read '/nonexistent/hipdnn-py/missing.hdgp': ")
+    g = case_graphs()["matmul"]
+    with pytest.raises(hd.HipdnnError) as ei:
+        g.save_to_file("/nonexistent/hipdnn-py/out.hdgp")
+    assert str(ei.value) == errors["save_to_file_bad_dir"]
+    with pytest.raises(hd.HipdnnError) as ei:
+        g.save_to_file(str(tmp_path / "x"), "JSON")
+    assert ei.value.code == "INVALID_VALUE"
+    assert ei.value.message == "unknown save form 'JSON'; one of GRAPH_AND_PLAN, PLAN_ONLY"
+    assert not (tmp_path / "x").exists()
