@@ -1153,7 +1153,7 @@ impl MiniLm {
         Ok((scratch, overrides))
     }
 
-    /// Every plan of the pass on `acts`, in order (53 executes); `timings` gets one entry per
+    /// Every plan of the pass on `acts`, in order (59 executes); `timings` gets one entry per
     /// stage, with a device synchronization at each stage's end when `stage_sync`.
     fn run_plans(
         &self,
