@@ -87,6 +87,84 @@ impl OperationGraph {
     pub fn preferred_engine_id(&self) -> Option<i64> {
         self.preferred_engine_id
     }
+
+    /// This graph with other dims and strides for some tensors, everything else byte for
+    /// byte the same: `shapes` maps a tensor UID to its new `(dims, strides)` (in elements),
+    /// each of the tensor's rank (what execute-time shape overrides keep, RFC 0008), so the
+    /// values are rewritten in place in a copy of the bytes; the copy is verified again.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "shape override: tensor uid N: …" for a UID the graph does not have, or
+    /// whose new dims or strides have another length than its own.
+    pub fn with_tensor_shapes(
+        &self,
+        shapes: &std::collections::HashMap<i64, (Vec<i64>, Vec<i64>)>,
+    ) -> BackendResult<OperationGraph> {
+        let refuse = |uid: i64, m: String| {
+            BackendError::new(
+                Status::BadParam,
+                format!("shape override: tensor uid {uid}: {m}"),
+            )
+        };
+        let base = self.bytes.as_ptr() as usize;
+        let mut out = self.bytes.to_vec();
+        let mut found = 0usize;
+        // Where each tensor's dims and strides lie: a writer may share one vector between
+        // tensors (identical shapes), which an in-place rewrite would change for both.
+        let mut ranges: std::collections::HashMap<usize, usize> = Default::default();
+        for t in self.graph().tensors().into_iter().flatten() {
+            for v in [t.dims(), t.strides()].into_iter().flatten() {
+                *ranges.entry(v.bytes().as_ptr() as usize).or_default() += 1;
+            }
+        }
+        for t in self.graph().tensors().into_iter().flatten() {
+            let Some((dims, strides)) = shapes.get(&t.uid()) else {
+                continue;
+            };
+            found += 1;
+            for (what, old, new) in [("dims", t.dims(), dims), ("strides", t.strides(), strides)] {
+                let old = old.map(|v| v.bytes()).unwrap_or_default();
+                if old.len() != new.len() * 8 {
+                    return Err(refuse(
+                        t.uid(),
+                        format!(
+                            "{what} {new:?} have {} entries, the graph's tensor {}",
+                            new.len(),
+                            old.len() / 8
+                        ),
+                    ));
+                }
+                if old.is_empty() {
+                    continue;
+                }
+                if ranges.get(&(old.as_ptr() as usize)).copied().unwrap_or(0) > 1 {
+                    return Err(refuse(
+                        t.uid(),
+                        format!(
+                            "its {what} share their storage with another tensor's in the \
+                             serialized graph, so they cannot be rewritten alone"
+                        ),
+                    ));
+                }
+                // The vector's bytes lie inside `self.bytes` (the verified buffer they were
+                // read from): their offset there is where the copy is rewritten.
+                let at = old.as_ptr() as usize - base;
+                for (i, v) in new.iter().enumerate() {
+                    out[at + 8 * i..at + 8 * i + 8].copy_from_slice(&v.to_le_bytes());
+                }
+            }
+        }
+        if found < shapes.len() {
+            let known: Vec<i64> = self.tensor_uids.clone();
+            let missing = shapes
+                .keys()
+                .find(|u| !known.contains(u))
+                .copied()
+                .unwrap_or(0);
+            return Err(refuse(missing, "not a tensor of the graph".into()));
+        }
+        OperationGraph::from_bytes(&out)
+    }
 }
 
 /// What [`OperationGraph`] reads from its bytes, verified once, before it keeps them.

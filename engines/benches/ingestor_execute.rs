@@ -152,6 +152,7 @@ fn execute_overhead(c: &mut Criterion) {
     let ctx = IngestorExecutionContext {
         plan: IngestorPlan::Restored(restored),
         resolver: Arc::new(resolver.clone()),
+        overrides: None,
     };
 
     // The same plan through the backend: an ingestor engine on the null device, the plan

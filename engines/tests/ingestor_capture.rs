@@ -84,6 +84,7 @@ fn ctx(plan: IngestorPlan) -> IngestorExecutionContext {
     IngestorExecutionContext {
         plan,
         resolver: Arc::new(FixedDevice(FakeDevice::new("gfx90a:sramecc+:xnack-", 0))),
+        overrides: None,
     }
 }
 

@@ -468,6 +468,7 @@ fn restored_context(
     IngestorExecutionContext {
         plan: IngestorPlan::Restored(plan),
         resolver,
+        overrides: None,
     }
 }
 

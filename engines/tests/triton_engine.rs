@@ -1584,3 +1584,136 @@ fn numerical_notes_with_a_kernel_knob_describe_only_that_kernel() {
         [TensorCore]
     );
 }
+
+// ---- execute-time shape overrides (RFC 0008) on the GPU engine ----
+
+/// `matmul_graph` with the override-shape flag when `flag`.
+fn matmul_graph_flagged(dt: DT, m: i64, n: i64, k: i64, flag: bool) -> OperationGraph {
+    let mut g = GraphBuilder::new("mm");
+    g.override_shape_enabled(flag)
+        .tensor(TensorSpec::new(1, "a", dt, &[1, m, k]))
+        .tensor(TensorSpec::new(2, "b", dt, &[1, k, n]))
+        .tensor(TensorSpec::new(3, "c", dt, &[1, m, n]));
+    g.matmul("mm", 1, 2, 3);
+    OperationGraph::from_bytes(&g.build()).unwrap()
+}
+
+fn default_config(e: &IngestorEngine) -> EngineConfig {
+    EngineConfig {
+        engine_id: e.id(),
+        knob_choices: vec![],
+    }
+}
+
+fn rows_override(m: i64, n: i64, k: i64) -> Vec<hipdnn_backend::ShapeOverride> {
+    vec![
+        hipdnn_backend::ShapeOverride::new(1, vec![1, m, k], vec![m * k, k, 1]),
+        hipdnn_backend::ShapeOverride::new(3, vec![1, m, n], vec![m * n, n, 1]),
+    ]
+}
+
+#[test]
+fn an_override_launches_what_a_build_at_that_shape_launches() {
+    assert!(engine(FakeDevice::new("sm_90", 0), sm90()).supports_shape_overrides());
+    // Generic 64×64 entry at both shapes (no spec hints at 100 × 37 × 53).
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    let max = matmul_graph_flagged(DT::FLOAT, 100, 37, 53, true);
+    let ctx = e.create_execution_context(&default_config(&e), &max).unwrap();
+    for m in [7i64, 64, 100, 7] {
+        let mut t = bindings(0);
+        ctx.execute_with_overrides(
+            ExecuteArgs {
+                stream: 0,
+                workspace: None,
+                tensors: &mut t,
+            },
+            &rows_override(m, 37, 53),
+        )
+        .unwrap();
+        let overridden = dev.launches.lock().unwrap().last().unwrap().clone();
+
+        let dev2 = FakeDevice::new("sm_90", 0);
+        let e2 = engine(dev2.clone(), sm90());
+        let own = matmul_graph_flagged(DT::FLOAT, m, 37, 53, false);
+        let own_ctx = e2.create_execution_context(&default_config(&e2), &own).unwrap();
+        let mut t = bindings(0);
+        own_ctx
+            .execute(ExecuteArgs {
+                stream: 0,
+                workspace: None,
+                tensors: &mut t,
+            })
+            .unwrap();
+        let built = dev2.launches.lock().unwrap()[0].clone();
+        assert_eq!(overridden, built, "m = {m}");
+        assert_eq!(overridden.1[6], KernelArgValue::I32(m as i32), "M argument");
+    }
+    // The four executes made four launches (the second m = 7 reused its kept plan).
+    assert_eq!(dev.launches.lock().unwrap().len(), 4);
+}
+
+#[test]
+fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
+    let dev = FakeDevice::new("sm_90", 0);
+    let e = engine(dev.clone(), sm90());
+    let max = matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, true);
+    let ctx = e.create_execution_context(&default_config(&e), &max).unwrap();
+    let run = |o: &[hipdnn_backend::ShapeOverride]| {
+        let mut t = bindings(0);
+        ctx.execute_with_overrides(
+            ExecuteArgs {
+                stream: 0,
+                workspace: None,
+                tensors: &mut t,
+            },
+            o,
+        )
+        .unwrap_err()
+    };
+    // Beyond the built maximum: the RFC's rule.
+    let err = run(&rows_override(5000, 4096, 4096));
+    assert_eq!(err.status, PluginStatus::BadParam);
+    assert!(err.message.starts_with("shape override"), "{}", err.message);
+    assert!(err.message.contains("5000"), "{}", err.message);
+    // 4096 rows took the spec entry (16-aligned extents); 4001 rows break its hint.
+    let err = run(&rows_override(4001, 4096, 4096));
+    assert_eq!(err.status, PluginStatus::BadParam);
+    assert!(
+        err.message
+            .starts_with("shape override: kernel ")
+            && err.message.contains("does not serve these shapes: "),
+        "{}",
+        err.message
+    );
+    assert!(dev.launches.lock().unwrap().is_empty());
+    // A plan restored from bytes keeps no graph: refused with the reason.
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(e.id(), ctx.as_ref())
+        .unwrap();
+    let restored = e
+        .serialization()
+        .unwrap()
+        .create_execution_context_from_serialized(&bytes)
+        .unwrap();
+    let mut t = bindings(0);
+    let err = restored
+        .execute_with_overrides(
+            ExecuteArgs {
+                stream: 0,
+                workspace: None,
+                tensors: &mut t,
+            },
+            &rows_override(1024, 4096, 4096),
+        )
+        .unwrap_err();
+    assert!(
+        err.message
+            .starts_with("shape override: this GPU plan was restored from saved bytes"),
+        "{}",
+        err.message
+    );
+    assert!(dev.launches.lock().unwrap().is_empty());
+}

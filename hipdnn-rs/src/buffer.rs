@@ -1003,7 +1003,10 @@ impl<'a> VariantPack<'a> {
     /// a dim is `<= 0` or larger than built, a stride is `<= 0`, the strides reorder the built
     /// layout, or the graph's nodes do not run at these shapes (e.g. a matmul whose A was
     /// shortened but not its output C). Engines that cannot serve overrides are not chosen for
-    /// a flagged graph at build (the GPU engine today).
+    /// a flagged graph at build. The CPU engine serves them bit for bit as a build at that
+    /// shape; the GPU engine re-prepares its kernel's launch at the new shape (a kernel whose
+    /// entry does not serve it is refused by name; a GPU plan loaded from bytes runs only at
+    /// its built shape).
     ///
     /// # Example
     /// ```

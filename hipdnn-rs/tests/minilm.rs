@@ -490,8 +490,30 @@ fn gpu_embeddings_match_the_reference_and_reload_without_archives() {
 #[test]
 fn plans_built_at_the_largest_shape_serve_smaller_ones_bit_identically() {
     let Some((handle, m)) = model() else { return };
-    let g = golden();
+    serve_smaller_shapes(&handle, &m, 0.0);
+}
+
+/// The GPU engine re-prepares each plan's kernel launch at the override shapes. The kernels
+/// the static rule picks at a smaller shape can differ from the built shape's (another tile,
+/// another summation order), so the embeddings agree within 1e-5 rather than bit for bit.
+#[test]
+fn gpu_plans_built_at_the_largest_shape_serve_smaller_ones() {
+    let Some(handle) = gpu_handle() else { return };
+    let Some((handle, m)) = model_on(handle) else {
+        return;
+    };
     let max = Plans::build_max(&handle, 4, 32, false).expect("build at 4 x 32");
+    for g in max.graphs() {
+        assert_eq!(g.engine_name().unwrap(), "hipkernel.ingestor.gpu");
+    }
+    serve_smaller_shapes(&handle, &m, 1e-5);
+}
+
+/// Embeds shapes up to 4 × 32 through plans built at 4 × 32 and compares with per-shape builds
+/// (`tol` 0: bit for bit); 5 × 16 is refused by name.
+fn serve_smaller_shapes(handle: &Handle, m: &MiniLm, tol: f32) {
+    let g = golden();
+    let max = Plans::build_max(handle, 4, 32, false).expect("build at 4 x 32");
     assert!(max.serves_smaller_shapes());
     for (b, s) in [(1usize, 16usize), (3, 16), (2, 32), (4, 20), (4, 32)] {
         let sentences: Vec<&str> = g
@@ -503,16 +525,28 @@ fn plans_built_at_the_largest_shape_serve_smaller_ones_bit_identically() {
             .collect();
         let tokens = m.tokenize(&sentences, Some(s)).expect("tokenize");
         let got = m
-            .embed_untimed(&handle, &max, &tokens)
+            .embed_untimed(handle, &max, &tokens)
             .expect("embed via overrides");
-        let own = Plans::build(&handle, b, s).expect("per-shape build");
-        let want = m.embed_untimed(&handle, &own, &tokens).expect("embed");
+        let own = Plans::build(handle, b, s).expect("per-shape build");
+        let want = m.embed_untimed(handle, &own, &tokens).expect("embed");
         assert_eq!(got.len(), b * HIDDEN);
+        let worst = got
+            .iter()
+            .zip(&want)
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        let bits = got
+            .iter()
+            .zip(&want)
+            .all(|(x, y)| x.to_bits() == y.to_bits());
         assert!(
-            got.iter()
-                .zip(&want)
-                .all(|(x, y)| x.to_bits() == y.to_bits()),
-            "{b} x {s}: embeddings through overrides differ from a build at that shape"
+            bits || (tol > 0.0 && worst <= tol),
+            "{b} x {s}: embeddings through overrides differ from a build at that shape by {worst}"
+        );
+        use std::io::Write;
+        let _ = writeln!(
+            std::io::stderr(),
+            "{b} x {s}: bit-identical {bits}, max |d| {worst:e}"
         );
     }
     let sentences: Vec<&str> = g
@@ -524,7 +558,7 @@ fn plans_built_at_the_largest_shape_serve_smaller_ones_bit_identically() {
         .collect();
     let tokens = m.tokenize(&sentences, Some(16)).expect("tokenize");
     let e = m
-        .embed_untimed(&handle, &max, &tokens)
+        .embed_untimed(handle, &max, &tokens)
         .expect_err("5 sentences > 4");
     assert_eq!(
         e.to_string(),

@@ -13,7 +13,8 @@ use super::dispatch::{DispatchHandler, DispatchRegistry};
 use super::kernel::{KernelSourceKind, format_signature, signatures_match};
 use super::payload::BodySizeLimits;
 use super::plan::{
-    BenchmarkPlan, IngestorExecutionContext, IngestorPlan, SingleKernelPlan, load_failure_message,
+    BenchmarkPlan, IngestorExecutionContext, IngestorPlan, ShapeOverrides, SingleKernelPlan,
+    load_failure_message,
 };
 use super::restore::{RestoreEnvironment, restore_plan, restore_plan_shared};
 use hipdnn_backend::SharedBytes;
@@ -651,6 +652,13 @@ impl Engine for IngestorEngine {
         out
     }
 
+    /// Plans built from a graph with the override-shape flag re-prepare their kernel's
+    /// launch at each execute's override shapes ([`ShapeOverrides`]); restored plans refuse
+    /// overrides (their payload has no graph).
+    fn supports_shape_overrides(&self) -> bool {
+        true
+    }
+
     fn create_execution_context(
         &self,
         config: &EngineConfig,
@@ -668,6 +676,7 @@ impl Engine for IngestorEngine {
             return Ok(Box::new(IngestorExecutionContext {
                 plan: IngestorPlan::Single(plan),
                 resolver: self.resolver.clone(),
+                overrides: override_support(graph),
             }));
         }
         let bench = knob_set(config, KNOB_BENCHMARK);
@@ -684,6 +693,7 @@ impl Engine for IngestorEngine {
         Ok(Box::new(IngestorExecutionContext {
             plan,
             resolver: self.resolver.clone(),
+            overrides: override_support(graph),
         }))
     }
 
@@ -717,6 +727,7 @@ impl PlanSerialization for IngestorEngine {
         Ok(Box::new(IngestorExecutionContext {
             plan: IngestorPlan::Restored(plan),
             resolver: self.resolver.clone(),
+            overrides: None,
         }))
     }
 
@@ -730,6 +741,15 @@ impl PlanSerialization for IngestorEngine {
         Ok(Box::new(IngestorExecutionContext {
             plan: IngestorPlan::Restored(plan),
             resolver: self.resolver.clone(),
+            overrides: None,
         }))
     }
+}
+
+/// Override support for a plan built from `graph`: `Some` when the graph has the
+/// override-shape flag.
+fn override_support(graph: &OperationGraph) -> Option<Arc<ShapeOverrides>> {
+    graph
+        .is_override_shape_enabled()
+        .then(|| Arc::new(ShapeOverrides::new(graph.clone())))
 }

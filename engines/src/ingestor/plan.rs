@@ -21,6 +21,7 @@ use super::kernel::{
 };
 use hipdnn_backend::engine::{BufferRef, ExecuteArgs, ExecutionContext};
 use hipdnn_backend::status::{PluginError, PluginResult};
+use hipdnn_backend::{OperationGraph, ShapeOverride};
 use once_cell::sync::OnceCell;
 use smallvec::SmallVec;
 use std::any::Any;
@@ -161,6 +162,116 @@ pub struct IngestorExecutionContext {
     pub plan: IngestorPlan,
     /// Finds the device of each execute.
     pub resolver: Arc<dyn DeviceResolver>,
+    /// Set for a plan built from a graph with the override-shape flag: what serves
+    /// execute-time shape overrides ([`ShapeOverrides`]). `None` for other plans and for
+    /// restored ones (a payload keeps the launch, not the graph).
+    pub overrides: Option<Arc<ShapeOverrides>>,
+}
+
+/// What a plan built for a graph with the override-shape flag keeps to serve execute-time
+/// shape overrides (upstream RFC 0008 phase 1): the built graph, and the plan's kernel with its
+/// launch prepared again at each distinct set of overrides (kept, at most
+/// [`crate::reference::OVERRIDE_PLANS`], most recently used last).
+///
+/// The shapes of every tensor at an override set are derived as the CPU reference engine
+/// derives them ([`crate::reference::shapes_at`]: the RFC's checks against the built shapes,
+/// virtual tensors node by node), the graph is rewritten with them
+/// ([`OperationGraph::with_tensor_shapes`]) and the same kernel's dispatch handler prepares
+/// its launch for it ([`DispatchHandler::prepare_kernel`]): launch values, grid and scalar
+/// arguments at the new extents. A kernel whose entry does not serve the new shapes (a spec
+/// entry whose alignment or divisibility the smaller shape breaks, a handler that refuses
+/// them) is refused by name before anything is launched.
+pub struct ShapeOverrides {
+    graph: OperationGraph,
+    #[allow(clippy::type_complexity)]
+    plans: std::sync::Mutex<Vec<(Vec<ShapeOverride>, Arc<SingleKernelPlan>)>>,
+}
+
+impl fmt::Debug for ShapeOverrides {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ShapeOverrides").finish_non_exhaustive()
+    }
+}
+
+impl ShapeOverrides {
+    /// Override support over the built `graph`.
+    pub fn new(graph: OperationGraph) -> Self {
+        ShapeOverrides {
+            graph,
+            plans: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// `base`'s kernel with its launch prepared at the shapes `overrides` give (once per
+    /// distinct set); `home` is the device that loads its code now.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "shape override: …" for an override that breaks a rule or shapes the graph
+    /// does not run at ([`crate::reference::shapes_at`]), and "shape override: kernel K does
+    /// not serve these shapes: …" when its handler refuses them, their launch needs another
+    /// signature, or more workspace than the plan has.
+    pub fn plan_at(
+        &self,
+        base: &SingleKernelPlan,
+        overrides: &[ShapeOverride],
+        home: Option<&Arc<dyn IngestorDevice>>,
+    ) -> PluginResult<Arc<SingleKernelPlan>> {
+        let mut key = overrides.to_vec();
+        key.sort();
+        // A panic while the lock was held leaves the list whole (only pushed to and
+        // reordered), so a poisoned lock is safe to use.
+        let mut kept = self.plans.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
+            let hit = kept.remove(i);
+            let plan = Arc::clone(&hit.1);
+            kept.push(hit);
+            return Ok(plan);
+        }
+        let shapes = crate::reference::shapes_at(&self.graph.graph(), overrides)?;
+        let graph = self
+            .graph
+            .with_tensor_shapes(&shapes)
+            .map_err(|e| PluginError::bad_param(e.message))?;
+        let not_serving = |why: String| {
+            PluginError::bad_param(format!(
+                "shape override: kernel {} does not serve these shapes: {why}",
+                base.kernel.describe()
+            ))
+        };
+        let launch = base
+            .handler
+            .prepare_kernel(&base.kernel, &graph)
+            .map_err(|e| not_serving(e.message))?;
+        let (was, now) = (
+            base.handler
+                .launch_signature_for(&base.launch.launch_values),
+            base.handler.launch_signature_for(&launch.launch_values),
+        );
+        if was != now {
+            return Err(not_serving(
+                "its launch at these shapes passes other kernel arguments".into(),
+            ));
+        }
+        if launch.workspace_bytes > base.launch.workspace_bytes {
+            return Err(not_serving(format!(
+                "it needs {} workspace bytes at these shapes, more than the plan's {}",
+                launch.workspace_bytes, base.launch.workspace_bytes
+            )));
+        }
+        let plan = Arc::new(SingleKernelPlan::new(
+            Arc::clone(&base.kernel),
+            Arc::clone(&base.handler),
+            launch,
+            base.code.clone(),
+            base.build_device_arch.clone(),
+            home,
+        ));
+        if kept.len() >= crate::reference::OVERRIDE_PLANS {
+            kept.remove(0);
+        }
+        kept.push((key, Arc::clone(&plan)));
+        Ok(plan)
+    }
 }
 
 impl fmt::Debug for IngestorExecutionContext {
@@ -598,6 +709,45 @@ impl ExecutionContext for IngestorExecutionContext {
 
     fn execute(&self, args: ExecuteArgs<'_, '_>) -> PluginResult<()> {
         self.with_device(|device| self.execute_on(device, &args))
+    }
+
+    /// Runs the plan's kernel with its launch prepared at the shapes `overrides` give
+    /// ([`ShapeOverrides::plan_at`]), on the bound buffers.
+    ///
+    /// # Errors
+    /// `BAD_PARAM` "shape override: …" for a plan restored from saved bytes (no graph to
+    /// prepare other shapes from), a benchmarking plan that has not chosen its kernel, and
+    /// the refusals of [`ShapeOverrides::plan_at`]; otherwise as [`Self::execute`].
+    fn execute_with_overrides(
+        &self,
+        args: ExecuteArgs<'_, '_>,
+        overrides: &[ShapeOverride],
+    ) -> PluginResult<()> {
+        let support = self.overrides.as_ref().ok_or_else(|| {
+            PluginError::bad_param(
+                "shape override: this GPU plan was restored from saved bytes, which keep its \
+                 launch but not its graph, so it runs only at its built shapes; build the graph \
+                 (with the override-shape flag) on this handle to serve other shapes",
+            )
+        })?;
+        let base = match &self.plan {
+            IngestorPlan::Single(p) => p,
+            IngestorPlan::Benchmark(b) => b.winner().ok_or_else(|| {
+                PluginError::bad_param(
+                    "shape override: the plan benchmarks its candidate kernels on its first \
+                     execute; execute it once at its built shapes first",
+                )
+            })?,
+            IngestorPlan::Restored(_) => {
+                return Err(PluginError::bad_param(
+                    "shape override: this GPU plan was restored from saved bytes, which keep \
+                     its launch but not its graph",
+                ));
+            }
+        };
+        let home = self.resolver.current_device();
+        let plan = support.plan_at(base, overrides, home.as_ref())?;
+        self.with_device(|device| plan.run(device, &args))
     }
 
     fn as_any(&self) -> &dyn Any {

@@ -41,11 +41,12 @@ use hipdnn_backend::{
     OperationGraph, PlanSerialization, PluginError, PluginResult, ShapeOverride,
 };
 use std::any::Any;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Plans at override shapes a context keeps (most recently used last); the oldest is dropped
 /// beyond this many.
-const OVERRIDE_PLANS: usize = 32;
+pub const OVERRIDE_PLANS: usize = 32;
 
 /// Engine name.
 pub const ENGINE_NAME: &str = "hipdnn.reference.cpu";
@@ -146,6 +147,28 @@ impl ExecutionContext for ReferenceContext {
     fn source_graph(&self) -> Option<&[u8]> {
         Some(self.graph.bytes())
     }
+}
+
+/// Every tensor's dims and strides (UID → `(dims, strides)`, in elements) at the shapes
+/// `overrides` give: overridden tensors as given, virtual ones derived node by node as this
+/// engine derives them (the `reshape` module), after the RFC 0008 checks against the built
+/// shapes and a parse of the graph at the new shapes. What another engine re-prepares its
+/// launches for (the GPU engine's execute-time shape overrides).
+///
+/// # Errors
+/// `BAD_PARAM` with a message starting `shape override` ([`plan::Plan::with_overrides`]);
+/// `NOT_APPLICABLE` when this engine cannot parse the graph at its built shapes.
+pub fn shapes_at(
+    graph: &hipdnn_schema::graph::Graph<'_>,
+    overrides: &[ShapeOverride],
+) -> PluginResult<HashMap<i64, (Vec<i64>, Vec<i64>)>> {
+    let plan = plan::Plan::with_overrides(graph, overrides)?;
+    let as_i64 = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
+    Ok(plan
+        .tensors
+        .iter()
+        .map(|(&uid, t)| (uid, (as_i64(&t.dims), as_i64(&t.strides))))
+        .collect())
 }
 
 /// Why a CPU reference plan cannot be captured into a device graph.

@@ -178,6 +178,7 @@ pub struct GraphBuilder {
     name: String,
     tensors: Vec<TensorSpec>,
     nodes: Vec<(String, NodeWriter)>,
+    override_shape_enabled: bool,
 }
 
 impl GraphBuilder {
@@ -187,7 +188,13 @@ impl GraphBuilder {
             name: name.to_string(),
             tensors: Vec::new(),
             nodes: Vec::new(),
+            override_shape_enabled: false,
         }
+    }
+    /// Sets the graph's override-shape flag (execute-time shape overrides, RFC 0008).
+    pub fn override_shape_enabled(&mut self, on: bool) -> &mut Self {
+        self.override_shape_enabled = on;
+        self
     }
     /// Adds a tensor.
     pub fn tensor(&mut self, t: TensorSpec) -> &mut Self {
@@ -363,6 +370,7 @@ impl GraphBuilder {
                 io_data_type: DataType::FLOAT,
                 tensors: Some(tensors),
                 nodes: Some(nodes),
+                is_override_shape_enabled: self.override_shape_enabled,
                 ..Default::default()
             },
         );

@@ -18,7 +18,9 @@
 //! override-shape flag; every smaller batch × length then runs on them through execute-time
 //! shape overrides (no rebuild), and the embeddings are checked bit for bit against plans
 //! built at the tokens' own shape. Plans saved from such a run (`--save`) load and serve
-//! smaller shapes too. The CPU engine serves overrides; the GPU engine does not yet.
+//! smaller shapes too (built plans; a GPU plan restored from a file runs only at its built
+//! shape). On the GPU, where the static rule can pick other kernels at the smaller shape, the
+//! check is within 1e-5.
 //!
 //! `--batch`/`--pad-to`/`--repeat` time the whole forward pass at a given shape (e.g. 32 ×
 //! 128 tokens); `--report` writes the tokens and embeddings for `torch_peer.py`, which runs
@@ -224,7 +226,15 @@ fn run(args: &Args) -> model::Result<()> {
     if plans.shape() != (tokens.batch, tokens.seq) {
         // Served through shape overrides: the same pass on plans built at this shape.
         let own = Plans::build_with(&handle, tokens.batch, tokens.seq, args.benchmark)?;
-        let same = model.embed_untimed(&handle, &own, &tokens)? == emb;
+        let want = model.embed_untimed(&handle, &own, &tokens)?;
+        let same = want == emb;
+        // The GPU engine may pick other kernels (tiles, summation orders) at the smaller
+        // shape than at the built one: there the two agree within 1e-5, not bit for bit.
+        let worst = want
+            .iter()
+            .zip(&emb)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
         println!(
             "plans built at {} × {} served {} × {} through shape overrides; embeddings \
              bit-identical to plans built at {} × {}: {}",
@@ -234,9 +244,13 @@ fn run(args: &Args) -> model::Result<()> {
             tokens.seq,
             tokens.batch,
             tokens.seq,
-            if same { "yes" } else { "NO" }
+            if same {
+                "yes".to_string()
+            } else {
+                format!("no, max |d| = {worst:e} (other kernels at that shape)")
+            }
         );
-        if !same {
+        if !same && worst > 1e-5 {
             failures.push("embeddings through shape overrides differ from a per-shape build");
         }
     }

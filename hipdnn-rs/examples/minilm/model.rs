@@ -502,7 +502,7 @@ impl Plans {
     ///
     /// # Errors
     /// As [`Plans::build`]; building needs an engine that executes shape overrides (the CPU
-    /// reference engine; the GPU engine does not yet).
+    /// reference engine; the GPU engine for plans built, not loaded).
     pub fn build_max(
         handle: &Handle,
         max_batch: usize,
