@@ -673,11 +673,16 @@ fn import_all<'py>(
             .map(|(t, s)| (&**s, g.context_data_type(t)));
         imported.push(dlpack::import(obj, *uid, expect, writable, &place)?.map_err(err)?);
     }
-    // A writable binding must not overlap any other (it is a `&mut [u8]`).
+    // A writable binding must not overlap any other (it is a `&mut [u8]`, or device memory
+    // an engine writes); host and device addresses are compared within their own kind.
     for (i, a) in imported.iter().enumerate() {
         for b in &imported[i + 1..] {
             let (a0, b0) = (a.ptr as usize, b.ptr as usize);
-            let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
+            let overlap = a.device == b.device
+                && a.len > 0
+                && b.len > 0
+                && a0 < b0 + b.len
+                && b0 < a0 + a.len;
             if overlap && (a.writable || b.writable) {
                 return Err(err(Error::invalid_value(format!(
                     "execute: tensors uid {} and uid {} share memory and one is written; \
@@ -2086,7 +2091,8 @@ fn from_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     if device != dlpack::KDL_CPU {
         return Err(err(Error::invalid_value(format!(
             "from_dlpack: the tensor is on DLPack device type {device}, not the CPU (1); this \
-             module binds CPU memory only"
+             function makes NumPy views of host memory only (torch.from_dlpack views device \
+             tensors and DeviceArrays)"
         ))));
     }
     py.import("numpy")?.call_method1("from_dlpack", (obj,))
