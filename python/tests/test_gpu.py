@@ -24,7 +24,11 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 
 
 def skip(reason):
+    """Skips with the reason printed; fails instead when HIPDNN_PY_REQUIRE_GPU=1 (the GPU
+    machine's run, where a skip would hide a broken setup)."""
     print(f"test_gpu: skipped: {reason}")
+    if os.environ.get("HIPDNN_PY_REQUIRE_GPU") == "1":
+        pytest.fail(f"HIPDNN_PY_REQUIRE_GPU=1 but: {reason}")
     pytest.skip(reason)
 
 
@@ -44,7 +48,7 @@ def gpu(torch_gpu):
     try:
         h = hd.Handle.gpu()
     except hd.HipdnnError as e:
-        skip(f"no hipdnn_rs GPU handle: {e}")
+        skip(f"no hipdnn_rs GPU handle: {e} (a wheel built --no-default-features reads the kernels from HIPDNN_KERNEL_DIR, e.g. engines/kernels/packed)")
     return h
 
 
@@ -93,6 +97,28 @@ def test_cuda_tensors_in_and_preallocated_output_in_place(torch_gpu, gpu):
         g2.execute(gpu, {1: xs, 2: lin.weight.detach().t(), 3: lin.bias.detach().reshape(1, 32), 4: out})
         ref = torch.nn.functional.gelu(lin(xs))
     torch.testing.assert_close(out, ref, rtol=1e-2, atol=1e-2)
+
+
+def test_input_written_on_a_torch_side_stream_is_waited_for(torch_gpu, gpu):
+    """execute exports with stream=1 (CUDA) / 0 (ROCm): torch makes the default stream, where
+    execute runs, wait for the work queued on its current stream (a non-blocking side stream
+    here, which the legacy default stream would not wait for by itself)."""
+    torch = torch_gpu
+    sleep = getattr(torch.cuda, "_sleep", None)
+    if sleep is None:
+        skip("torch.cuda._sleep is missing: the side-stream ordering test needs it")
+    dev = torch.device("cuda", torch.cuda.current_device())
+    n = 1 << 20
+    g = add_graph(gpu, n=n)
+    a, b, y = torch.zeros(n, device=dev), torch.ones(n, device=dev), torch.empty(n, device=dev)
+    torch.cuda.synchronize()
+    side = torch.cuda.Stream()
+    with torch.cuda.stream(side):
+        sleep(100_000_000)  # ~50 ms of spinning on the side stream, then the write
+        a.fill_(3.0)
+        g.execute(gpu, {1: a, 2: b, 3: y})
+    torch.cuda.synchronize()
+    assert torch.all(y == 4.0), "execute ran before the side stream's write to its input"
 
 
 def test_omitted_output_is_a_device_array_torch_views(torch_gpu, gpu):
