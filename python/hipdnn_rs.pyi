@@ -1,7 +1,8 @@
 """hipdnn_rs: Python bindings of hipdnn-rs (a thin PyO3 layer over the Rust SDK `hipdnn`).
 
 Build a Graph of tensors and operations, build it for a Handle, execute it on arrays passed
-through DLPack (NumPy, torch CPU tensors; no copy), save and load it. Enums are their schema
+through DLPack (NumPy, torch CPU tensors; torch CUDA/ROCm tensors on a GPU handle; no copy),
+save and load it. Enums are their schema
 names as strings ("FLOAT", "RELU_FWD", ...). Errors raise HipdnnError. See docs/python.md.
 """
 
@@ -79,6 +80,44 @@ class Handle:
         """The engine-override file builds read (set here, else HIPDNN_HEUR_CONFIG_PATH), if any."""
     def set_engine_override_file(self, path: Optional[str]) -> None:
         """Reads engine-override rules (and autotune winners) from path; None turns them off."""
+
+class DeviceArray:
+    """GPU memory execute allocated for an output the caller left out (GPU handles only): a
+    DLPack producer that torch.from_dlpack views without a copy. The memory is freed when the
+    array and every DLPack view of it are gone."""
+
+    @property
+    def shape(self) -> Tuple[int, ...]:
+        """Extents."""
+    @property
+    def strides(self) -> Tuple[int, ...]:
+        """Strides in elements (as torch's stride())."""
+    @property
+    def dtype(self) -> str:
+        """Element type by schema name ("FLOAT", ...)."""
+    @property
+    def device(self) -> str:
+        """"cuda:<ordinal>" (NVIDIA) or "rocm:<ordinal>" (AMD)."""
+    @property
+    def nbytes(self) -> int:
+        """Bytes of device memory (the tensor's extent)."""
+    def data_ptr(self) -> int:
+        """Device address of the first element (as torch's data_ptr())."""
+    def __dlpack__(
+        self,
+        *,
+        stream: Optional[int] = None,
+        max_version: Optional[Tuple[int, int]] = None,
+        dl_device: Optional[Tuple[int, int]] = None,
+        copy: Optional[bool] = None,
+    ) -> Any:
+        """A legacy "dltensor" capsule viewing the memory, after synchronizing the device's
+        default stream (ready for any consumer stream). copy=True and another dl_device raise
+        BufferError."""
+    def __dlpack_device__(self) -> Tuple[int, int]:
+        """(2, ordinal) on CUDA, (10, ordinal) on ROCm."""
+    def numpy(self) -> Any:
+        """A host copy as a new NumPy array (tests, debugging)."""
 
 class Tensor:
     """A tensor of a graph (reads are live views of the graph's tensor)."""
@@ -394,7 +433,10 @@ class Graph:
         tensors: Dict[int, Any],
         overrides: Optional[Dict[int, Tuple[List[int], List[int]]]] = None,
     ) -> Dict[int, Any]:
-        """Runs the plan on {uid: DLPack array}; missing outputs come back as new NumPy arrays.
+        """Runs the plan on {uid: DLPack array} (host memory; on a GPU handle also tensors on
+        its device, exported with the legacy default stream's stream value); missing outputs
+        come back as new NumPy arrays (CPU handle) or DeviceArrays (GPU handle). On a GPU
+        handle it returns once the work is queued on the device's default stream.
         `overrides` {uid: (dims, strides)}: execute-time shape overrides of a graph built with
         set_override_shape_enabled(True) at its largest shape."""
     def shape_overrides_for(self, smaller: "Graph") -> Dict[int, Tuple[List[int], List[int]]]:

@@ -11,6 +11,8 @@
 //! rust_reference settings            # "<key>\t<outcome>" of engine filters and settings
 //! rust_reference autotune <variant>  # autotune results of the matmul case (times left out)
 //! rust_reference errors              # "<case>\t<Display of the SDK error>" per error case
+//! rust_reference overhead <cpu|gpu> <elements> <calls> <rounds>  # one JSON line: per-call
+//!                                    # time of Graph::execute of a FLOAT ADD (overhead.py's twin)
 //! ```
 //!
 //! Inputs: element `i` of the input with UID `u` is `((i·7919 + u·104729) mod 2003 − 1001) / 1000`
@@ -859,6 +861,63 @@ fn autotune(case_name: &str, config: &hipdnn::AutotuneConfig) -> Vec<String> {
     }
 }
 
+/// Per-call time of `Graph::execute` for `y = a + b` on `elements` FLOAT elements, the graph
+/// python/examples/overhead.py times from Python: `rounds` rounds of `calls` executes (the
+/// variant pack made anew each call, as Python does), the handle synchronized at the end of
+/// each round; one JSON line with each round's per-call microseconds and their median.
+fn overhead(device: &str, n: i64, calls: usize, rounds: usize) -> Result<String, hipdnn::Error> {
+    let h = match device {
+        "gpu" => Handle::gpu()?,
+        _ => Handle::cpu()?,
+    };
+    let mut g = graph();
+    let a = input(&mut g, "a", 1, &[n]);
+    let b = input(&mut g, "b", 2, &[n]);
+    let y = g.pointwise(a, b, PointwiseAttributes::with_mode(PointwiseMode::Add));
+    out(&mut g, y, 3);
+    g.build(&h)?;
+    let av = Buffer::from_slice_on(&h, &values(n as usize, 1))?;
+    let bv = Buffer::from_slice_on(&h, &values(n as usize, 2))?;
+    let mut yv = Buffer::<f32>::alloc(&h, n as usize)?;
+    let ws = g.workspace_size()?;
+    let mut wsb = Buffer::<u8>::alloc(&h, ws)?;
+    let mut run = |yv: &mut Buffer<f32>| -> Result<(), hipdnn::Error> {
+        let pack = VariantPack::new().with(1, &av).with(2, &bv).with(3, yv);
+        g.execute(&h, pack, if ws > 0 { Some(&mut wsb) } else { None })
+    };
+    for _ in 0..calls.min(100) {
+        run(&mut yv)?; // warm-up
+    }
+    h.synchronize()?;
+    let mut per_call = Vec::new();
+    for _ in 0..rounds {
+        let t = std::time::Instant::now();
+        for _ in 0..calls {
+            run(&mut yv)?;
+        }
+        h.synchronize()?;
+        per_call.push(t.elapsed().as_secs_f64() * 1e6 / calls as f64);
+    }
+    let want: Vec<f32> = values(n as usize, 1)
+        .iter()
+        .zip(values(n as usize, 2))
+        .map(|(x, y)| x + y)
+        .collect();
+    assert_eq!(yv.to_vec()?, want, "a + b");
+    let mut sorted = per_call.clone();
+    sorted.sort_by(f64::total_cmp);
+    let rounded: Vec<String> = per_call.iter().map(|v| format!("{v:.3}")).collect();
+    Ok(format!(
+        "{{\"side\": \"rust\", \"device\": \"{}\", \"arch\": \"{}\", \"elements\": {n}, \
+         \"calls\": {calls}, \"rounds\": {rounds}, \"per_call_us_median\": {:.3}, \
+         \"per_call_us_rounds\": [{}]}}",
+        device,
+        h.device_arch(),
+        sorted[sorted.len() / 2],
+        rounded.join(", ")
+    ))
+}
+
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args
@@ -946,6 +1005,21 @@ fn main() -> ExitCode {
             };
             println!("{}", run(g.clone(), false));
             std::fs::write(output, g.to_binary().expect("save")).expect("write");
+        }
+        ["overhead", device, n, calls, rounds] => {
+            let parse = |s: &str| s.parse::<usize>().ok().filter(|v| *v > 0);
+            let (Some(n), Some(calls), Some(rounds)) = (parse(n), parse(calls), parse(rounds))
+            else {
+                eprintln!("overhead <cpu|gpu> <elements> <calls> <rounds> (positive integers)");
+                return ExitCode::FAILURE;
+            };
+            match overhead(device, n as i64, calls, rounds) {
+                Ok(line) => println!("{line}"),
+                Err(e) => {
+                    eprintln!("{e}");
+                    return ExitCode::FAILURE;
+                }
+            }
         }
         _ => {
             eprintln!("usage: rust_reference ops | save <case> <file> | resave <in> <out>");

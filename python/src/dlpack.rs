@@ -1,23 +1,138 @@
 //! The DLPack boundary: a minimal `#[repr(C)]` image of `dlpack.h` (v0.8, the unversioned
 //! `DLManagedTensor` that `__dlpack__()` returns in a capsule named `"dltensor"`), the capsule
-//! protocol, and the checks that turn an exported CPU tensor into an SDK binding without a copy.
+//! protocol, and the checks that turn an exported tensor (host memory, or device memory of the
+//! handle's GPU) into an SDK binding without a copy.
 //!
 //! Protocol (DLPack's Python specification): the consumer takes the `DLManagedTensor*` out of
 //! the capsule, renames the capsule `"used_dltensor"` (so the capsule's own destructor no longer
 //! frees it) and calls the tensor's `deleter` once it is done with the memory. [`Imported`]
 //! does the last step on drop, with the GIL held (the producers' deleters release Python
 //! objects).
+//!
+//! Streams: a device tensor is exported with `__dlpack__(stream=1)` (CUDA) or
+//! `__dlpack__(stream=0)` (ROCm), the values the array-API standard gives for the legacy
+//! default stream, which is where the handle's executes run (the device's null stream): the
+//! producer (torch) makes that stream wait for the work it queued on its current stream.
 
 use std::ffi::{CStr, c_void};
 use std::os::raw::c_char;
+use std::sync::Arc;
 
-use hipdnn::{DataType, Error, TensorAttributes};
+use hipdnn::{DataType, Error, Handle, TensorAttributes};
 use hipdnn_backend::BufferRef;
 use pyo3::ffi;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::device::DeviceMemory;
 
 /// `DLDeviceType::kDLCPU`.
 pub const KDL_CPU: i32 = 1;
+/// `DLDeviceType::kDLCUDA`.
+pub const KDL_CUDA: i32 = 2;
+/// `DLDeviceType::kDLROCM`.
+pub const KDL_ROCM: i32 = 10;
+
+/// Where a handle executes, as DLPack names devices.
+#[derive(Debug, Clone)]
+pub enum Place {
+    /// A CPU handle: host memory only.
+    Cpu,
+    /// A GPU handle: DLPack device type [`KDL_CUDA`] (NVIDIA) or [`KDL_ROCM`] (AMD), the
+    /// driver ordinal (the `device_id` torch gives for `cuda:<n>`), the architecture.
+    Gpu {
+        /// DLPack device type of the handle's platform.
+        device_type: i32,
+        /// Device ordinal.
+        ordinal: i32,
+        /// Architecture (`sm_90`, `gfx942`).
+        arch: String,
+    },
+}
+
+impl Place {
+    /// The place of `handle`.
+    pub fn of(handle: &Handle) -> Place {
+        match handle.gpu_device() {
+            None => Place::Cpu,
+            Some(dev) => Place::Gpu {
+                device_type: match dev.runtime().platform() {
+                    hipdnn_hip::Platform::Nvidia => KDL_CUDA,
+                    hipdnn_hip::Platform::Amd => KDL_ROCM,
+                },
+                ordinal: dev.info().ordinal as i32,
+                arch: dev.info().arch.clone(),
+            },
+        }
+    }
+
+    /// How an error message names the handle's device.
+    pub fn describe(&self) -> String {
+        match self {
+            Place::Cpu => "a CPU handle".into(),
+            Place::Gpu {
+                device_type,
+                ordinal,
+                arch,
+            } => format!(
+                "a GPU handle on {} (DLPack device type {device_type}, id {ordinal}, {arch})",
+                describe_device(*device_type, *ordinal)
+            ),
+        }
+    }
+}
+
+/// How an error message names a DLPack device.
+pub fn describe_device(device_type: i32, id: i32) -> String {
+    match device_type {
+        KDL_CPU => "the CPU".into(),
+        KDL_CUDA => format!("CUDA device {id}"),
+        3 => "CUDA pinned host memory".into(),
+        KDL_ROCM => format!("ROCm device {id}"),
+        11 => "ROCm pinned host memory".into(),
+        _ => format!("a device of another kind ({device_type})"),
+    }
+}
+
+/// Whether a tensor on DLPack device `(device_type, id)` can be bound on `place`: `Ok(false)`
+/// for host memory (bound as host bytes; on a GPU handle the engine decides whether it takes
+/// them), `Ok(true)` for device memory of the handle's GPU, else INVALID_VALUE naming the
+/// tensor's device and the handle's.
+pub fn check_device(uid: i64, device_type: i32, id: i32, place: &Place) -> Result<bool, Error> {
+    if device_type == KDL_CPU {
+        return Ok(false);
+    }
+    if let Place::Gpu {
+        device_type: want,
+        ordinal,
+        ..
+    } = place
+        && device_type == *want
+        && id == *ordinal
+    {
+        return Ok(true);
+    }
+    let binds = match place {
+        Place::Cpu => "CPU tensors (device type 1) only".to_string(),
+        Place::Gpu {
+            device_type: want,
+            ordinal,
+            ..
+        } => format!(
+            "CPU tensors (device type 1) and tensors on {} (device type {want}, id {ordinal})",
+            describe_device(*want, *ordinal)
+        ),
+    };
+    Err(bad(
+        uid,
+        format!(
+            "the tensor is on {} (DLPack device type {device_type}, id {id}) but execute runs \
+             on {}, which binds {binds}",
+            describe_device(device_type, id),
+            place.describe()
+        ),
+    ))
+}
 
 /// `DLDevice`.
 #[repr(C)]
@@ -73,7 +188,8 @@ pub struct DLManagedTensor {
     pub deleter: Option<unsafe extern "C" fn(*mut DLManagedTensor)>,
 }
 
-const DLTENSOR: &CStr = c"dltensor";
+/// The name of an unconsumed legacy capsule.
+pub(crate) const DLTENSOR: &CStr = c"dltensor";
 const USED_DLTENSOR: &CStr = c"used_dltensor";
 
 /// The SDK data type of a DLPack element type, if the SDK has one.
@@ -98,7 +214,13 @@ pub fn data_type_of(t: DLDataType) -> Option<DataType> {
 /// A tensor taken from a DLPack capsule: its memory stays valid until this is dropped, which
 /// calls the producer's deleter.
 pub struct Imported {
+    /// The producer's tensor; null for memory this module allocated (`owned`).
     managed: *mut DLManagedTensor,
+    /// Device memory this module allocated for an output (kept alive by the `DeviceArray`
+    /// returned for it too).
+    _owned: Option<Arc<DeviceMemory>>,
+    /// True for device memory of the handle's GPU (bound as `BufferRef::Device`).
+    pub device: bool,
     /// The UID it is bound to.
     pub uid: i64,
     /// First byte of the tensor's extent.
@@ -116,8 +238,12 @@ impl Drop for Imported {
         // SAFETY: `managed` came out of a "dltensor" capsule that we renamed "used_dltensor",
         // so we own it and call its deleter exactly once (here); the caller holds the GIL
         // (Imported values only live inside a #[pymethods] call), which the producers'
-        // deleters (NumPy, torch) need to release their Python references.
+        // deleters (NumPy, torch) need to release their Python references. A null `managed`
+        // is memory of our own (`owned`), released by the Arc.
         unsafe {
+            if self.managed.is_null() {
+                return;
+            }
             if let Some(deleter) = (*self.managed).deleter {
                 deleter(self.managed);
             }
@@ -126,9 +252,31 @@ impl Drop for Imported {
 }
 
 impl Imported {
-    /// The SDK binding of the memory: `HostMut` when writable, `Host` otherwise.
+    /// An output allocated here on the handle's device, bound writable.
+    pub fn owned(uid: i64, memory: Arc<DeviceMemory>, data_type: DataType) -> Imported {
+        Imported {
+            managed: std::ptr::null_mut(),
+            device: true,
+            uid,
+            ptr: memory.addr() as usize as *mut u8,
+            len: memory.len(),
+            _owned: Some(memory),
+            data_type,
+            writable: true,
+        }
+    }
+
+    /// The SDK binding of the memory: `Device` for device memory, else `HostMut` when
+    /// writable, `Host` otherwise.
     pub fn binding(&mut self) -> DlBinding<'_> {
-        let bytes = if self.len == 0 {
+        let bytes = if self.device {
+            // Device memory is an address (valid on the handle's device until `self` drops:
+            // the producer's deleter has not run, or `owned` holds our allocation).
+            BufferRef::Device {
+                addr: self.ptr as usize as u64,
+                len: self.len,
+            }
+        } else if self.len == 0 {
             BufferRef::Host(&[])
         } else if self.writable {
             // SAFETY: `ptr..ptr+len` lies inside the producer's allocation (the extent computed
@@ -174,14 +322,41 @@ fn bad(uid: i64, what: String) -> Error {
 
 /// Takes the DLPack tensor out of `obj.__dlpack__()` and checks it against the graph's tensor
 /// `expect` (dims, strides on the axes of extent > 1, data type `dtype`) when the graph has
-/// one; `writable` says how it will be bound.
+/// one and against the handle's `place` (device type and ordinal); `writable` says how it will
+/// be bound.
+///
+/// When `obj` has `__dlpack_device__`, the device is checked before `__dlpack__` is called, so
+/// a refused tensor's capsule is never made (nor consumed). A device tensor is exported with
+/// the stream argument of the legacy default stream (module docs).
 pub fn import(
     obj: &Bound<'_, PyAny>,
     uid: i64,
     expect: Option<(&TensorAttributes, DataType)>,
     writable: bool,
+    place: &Place,
 ) -> PyResult<Result<Imported, Error>> {
-    let capsule = obj.call_method0("__dlpack__")?;
+    let py = obj.py();
+    let mut stream = None;
+    if obj.hasattr("__dlpack_device__")? {
+        let (device_type, id): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
+        if let Err(e) = check_device(uid, device_type, id, place) {
+            return Ok(Err(e));
+        }
+        // The array-API values for the legacy default stream: 1 on CUDA, 0 on ROCm.
+        stream = match device_type {
+            KDL_CUDA => Some(1),
+            KDL_ROCM => Some(0),
+            _ => None,
+        };
+    }
+    let capsule = match stream {
+        None => obj.call_method0("__dlpack__")?,
+        Some(s) => {
+            let kwargs = PyDict::new(py);
+            kwargs.set_item("stream", s)?;
+            obj.call_method("__dlpack__", (), Some(&kwargs))?
+        }
+    };
     // SAFETY: `capsule` is a live Python object (we hold a reference and the GIL).
     let valid = unsafe { ffi::PyCapsule_IsValid(capsule.as_ptr(), DLTENSOR.as_ptr()) };
     if valid != 1 {
@@ -210,6 +385,8 @@ pub fn import(
     // `imported` owns the tensor from here: every return below drops it (the deleter runs).
     let mut imported = Imported {
         managed,
+        _owned: None,
+        device: false,
         uid,
         ptr: std::ptr::null_mut(),
         len: 0,
@@ -219,15 +396,11 @@ pub fn import(
     // SAFETY: `managed` points to the producer's DLManagedTensor, alive until its deleter
     // runs (when `imported` drops); we only read it.
     let t = unsafe { &(*managed).dl_tensor };
-    if t.device.device_type != KDL_CPU {
-        return Ok(Err(bad(
-            uid,
-            format!(
-                "the tensor is on DLPack device type {} (id {}); this round binds CPU memory only \
-                 (device type 1)",
-                t.device.device_type, t.device.device_id
-            ),
-        )));
+    // Checked again on the exported tensor (a producer without `__dlpack_device__`, or one
+    // whose capsule disagrees with it).
+    match check_device(uid, t.device.device_type, t.device.device_id, place) {
+        Ok(device) => imported.device = device,
+        Err(e) => return Ok(Err(e)),
     }
     let Some(dt) = data_type_of(t.dtype) else {
         return Ok(Err(bad(

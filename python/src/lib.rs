@@ -24,6 +24,7 @@ use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyTuple};
 
+mod device;
 mod dlpack;
 
 create_exception!(
@@ -597,21 +598,26 @@ fn new_array<'py>(
     tricks.call_method1("as_strided", (flat, dims, PyTuple::new(py, strides)?))
 }
 
-/// The DLPack imports of `tensors` (UID → object with `__dlpack__`) for a run of `g`, each
-/// checked against the graph tensor (at its shape in `overrides`), plus new NumPy arrays for
-/// the outputs of `g` that `tensors` lacks when `allocate`; and `{uid: array}` of every output.
+/// The DLPack imports of `tensors` (UID → object with `__dlpack__`) for a run of `g` on
+/// `handle`, each checked against the graph tensor (at its shape in `overrides`) and the
+/// handle's device, plus new arrays for the outputs of `g` that `tensors` lacks when
+/// `allocate` (NumPy arrays on a CPU handle, `DeviceArray`s on a GPU handle); and
+/// `{uid: array}` of every output.
 fn import_all<'py>(
     g: &Graph,
+    handle: &Handle,
     tensors: &Bound<'py, PyDict>,
     overrides: &Overrides,
     allocate: bool,
 ) -> PyResult<(Bound<'py, PyDict>, Vec<dlpack::Imported>)> {
     let py = tensors.py();
+    let place = dlpack::Place::of(handle);
     let result = PyDict::new(py);
     let mut objs: Vec<(i64, Bound<'py, PyAny>)> = Vec::new();
     for (k, v) in tensors.iter() {
         objs.push((k.extract()?, v));
     }
+    let mut imported = Vec::with_capacity(objs.len());
     if allocate {
         for (id, t) in g.tensors() {
             let (Some(uid), false) = (t.uid, t.is_virtual) else {
@@ -622,6 +628,23 @@ fn import_all<'py>(
             }
             match objs.iter().find(|(u, _)| *u == uid) {
                 Some((_, o)) => result.set_item(uid, o)?,
+                None if matches!(place, dlpack::Place::Gpu { .. }) => {
+                    let shaped = at_shape(overrides, uid, t);
+                    let dt = g.context_data_type(t);
+                    let (arr, mem) =
+                        device::DeviceArray::alloc(handle, &shaped.dims, &shaped.strides, dt)
+                            .map_err(|e| {
+                                err(Error::new(
+                                    e.code,
+                                    format!(
+                                        "execute: output uid {uid} ('{}'): {}",
+                                        t.name, e.message
+                                    ),
+                                ))
+                            })?;
+                    result.set_item(uid, Bound::new(py, arr)?)?;
+                    imported.push(dlpack::Imported::owned(uid, mem, dt));
+                }
                 None => {
                     let arr = new_array(
                         py,
@@ -635,7 +658,6 @@ fn import_all<'py>(
             }
         }
     }
-    let mut imported = Vec::with_capacity(objs.len());
     for (uid, obj) in &objs {
         let attrs = g.tensor_by_uid(*uid).map(|id| g.tensor_attributes(id));
         // Bound writable: tensors a node writes, and every tensor of a plan loaded without
@@ -649,13 +671,18 @@ fn import_all<'py>(
         let expect = attrs
             .zip(shaped.as_ref())
             .map(|(t, s)| (&**s, g.context_data_type(t)));
-        imported.push(dlpack::import(obj, *uid, expect, writable)?.map_err(err)?);
+        imported.push(dlpack::import(obj, *uid, expect, writable, &place)?.map_err(err)?);
     }
-    // A writable binding must not overlap any other (it is a `&mut [u8]`).
+    // A writable binding must not overlap any other (it is a `&mut [u8]`, or device memory
+    // an engine writes); host and device addresses are compared within their own kind.
     for (i, a) in imported.iter().enumerate() {
         for b in &imported[i + 1..] {
             let (a0, b0) = (a.ptr as usize, b.ptr as usize);
-            let overlap = a.len > 0 && b.len > 0 && a0 < b0 + b.len && b0 < a0 + a.len;
+            let overlap = a.device == b.device
+                && a.len > 0
+                && b.len > 0
+                && a0 < b0 + b.len
+                && b0 < a0 + a.len;
             if overlap && (a.writable || b.writable) {
                 return Err(err(Error::invalid_value(format!(
                     "execute: tensors uid {} and uid {} share memory and one is written; \
@@ -1881,7 +1908,7 @@ impl PyGraph {
             delete_all_existing_content,
         });
         let overrides = Overrides::new();
-        let (_, mut imported) = import_all(&slf.borrow().g, tensors, &overrides, true)?;
+        let (_, mut imported) = import_all(&slf.borrow().g, &handle.h, tensors, &overrides, true)?;
         let pack = pack_of(&mut imported, &overrides);
         let results = slf
             .borrow_mut()
@@ -1928,9 +1955,13 @@ impl PyGraph {
         self.g.workspace_size().map_err(err)
     }
     /// Runs the plan (SDK `Graph::execute`). `tensors` maps UID → an object with `__dlpack__`
-    /// (NumPy array, torch CPU tensor) bound without a copy; outputs of the graph missing from
-    /// it are allocated as new NumPy arrays. Returns {uid: array} of every output of the graph
-    /// (the caller's objects for the outputs it passed).
+    /// bound without a copy: NumPy arrays and torch CPU tensors (host memory), and on a GPU
+    /// handle torch CUDA/ROCm tensors of the handle's device (bound by device address;
+    /// exported with the legacy default stream's `stream` value, the stream executes run on).
+    /// Outputs of the graph missing from it are allocated: new NumPy arrays on a CPU handle,
+    /// new `DeviceArray`s on a GPU handle. Returns {uid: array} of every output of the graph
+    /// (the caller's objects for the outputs it passed). On a GPU handle the call returns once
+    /// the work is queued on the device's default stream.
     ///
     /// `overrides` maps UID → `(dims, strides)`: execute-time shape overrides (SDK
     /// `VariantPack::override_shape`, upstream RFC 0008) for a graph built with
@@ -1947,10 +1978,16 @@ impl PyGraph {
         let this = slf.borrow();
         let g = &this.g;
         let overrides = overrides.unwrap_or_default();
-        let (result, mut imported) = import_all(g, tensors, &overrides, g.has_plan())?;
-        let mut ws = Buffer::<u8>::zeros(g.workspace_size().map_err(err)?);
+        let (result, mut imported) = import_all(g, &handle.h, tensors, &overrides, g.has_plan())?;
+        // The workspace lives where the plan runs (device memory on a GPU handle).
+        let n = g.workspace_size().map_err(err)?;
+        let mut ws = if n > 0 {
+            Some(Buffer::<u8>::alloc(&handle.h, n).map_err(err)?)
+        } else {
+            None
+        };
         let pack = pack_of(&mut imported, &overrides);
-        g.execute(&handle.h, pack, Some(&mut ws)).map_err(err)?;
+        g.execute(&handle.h, pack, ws.as_mut()).map_err(err)?;
         drop(imported); // the producers' deleters run here, with the GIL held
         Ok(result)
     }
@@ -2054,7 +2091,8 @@ fn from_dlpack<'py>(obj: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
     if device != dlpack::KDL_CPU {
         return Err(err(Error::invalid_value(format!(
             "from_dlpack: the tensor is on DLPack device type {device}, not the CPU (1); this \
-             module binds CPU memory only"
+             function makes NumPy views of host memory only (torch.from_dlpack views device \
+             tensors and DeviceArrays)"
         ))));
     }
     py.import("numpy")?.call_method1("from_dlpack", (obj,))
@@ -2067,6 +2105,7 @@ fn hipdnn_rs(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<PyHandle>()?;
     m.add_class::<PyGraph>()?;
     m.add_class::<PyTensor>()?;
+    m.add_class::<device::DeviceArray>()?;
     use hipdnn::*;
     m.add("DATA_TYPES", names(DataType::ALL, DataType::schema_name))?;
     m.add(

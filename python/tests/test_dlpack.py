@@ -201,6 +201,71 @@ def test_non_cpu_device_refused():
     np.testing.assert_array_equal(y, A + B)
 
 
+class CountingFake(FakeDevice):
+    """FakeDevice counting its __dlpack__ calls and the stream each was given."""
+
+    def __init__(self, arr, device_type=2):
+        super().__init__(arr, device_type)
+        self.calls = []
+        self.capsules = []
+
+    def __dlpack__(self, stream=None):
+        self.calls.append(stream)
+        c = super().__dlpack__(stream)
+        self.capsules.append(c)
+        return c
+
+
+class NoDeviceMethod:
+    """A producer without __dlpack_device__ (the device is only in its capsule)."""
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def __dlpack__(self, stream=None):
+        return self.fake.__dlpack__(stream)
+
+
+@pytest.mark.parametrize("device_type, named", [(2, "CUDA device 0"), (10, "ROCm device 0"), (3, "CUDA pinned host memory")])
+def test_device_tensor_on_cpu_handle_refused_before_export(device_type, named):
+    g, h = add_graph()
+    p = CountingFake(A.copy(), device_type)
+    with pytest.raises(hd.HipdnnError) as ei:
+        g.execute(h, {1: B, 2: p})
+    assert ei.value.code == "INVALID_VALUE"
+    assert ei.value.message == (
+        f"execute: tensor uid 2: the tensor is on {named} (DLPack device type {device_type}, id 0) but execute "
+        "runs on a CPU handle, which binds CPU tensors (device type 1) only"
+    )
+    # __dlpack_device__ was enough: no capsule was made, none consumed.
+    assert p.calls == []
+
+
+def test_device_type_checked_on_the_capsule_too():
+    g, h = add_graph()
+    fake = CountingFake(A.copy(), 2)
+    with pytest.raises(hd.HipdnnError) as ei:
+        g.execute(h, {1: NoDeviceMethod(fake), 2: B})
+    assert "uid 1: the tensor is on CUDA device 0 (DLPack device type 2, id 0)" in ei.value.message
+    # Consumed (renamed) and released: the capsule's destructor will not free it again.
+    (c,) = fake.capsules
+    assert capsule_named(c, b"used_dltensor")
+
+
+def test_cpu_tensors_exported_without_a_stream():
+    g, h = add_graph()
+    p = CountingFake(A.copy(), 1)
+    y = g.execute(h, {1: p, 2: B})[3]
+    np.testing.assert_array_equal(y, A + B)
+    assert p.calls == [None]  # CPU: __dlpack__() without a stream (the spec allows only None)
+
+
+def test_device_array_is_not_constructible():
+    assert hd.DeviceArray.__module__ == "hipdnn_rs"
+    with pytest.raises(TypeError):
+        hd.DeviceArray()
+
+
 def test_torch_cpu_tensors_share_memory():
     try:
         import torch
