@@ -10,6 +10,10 @@ use crate::status::{BackendError, BackendResult, Status};
 use hipdnn_schema::graph::Graph;
 use hipdnn_schema::tensor_value::read_tensor_value;
 
+/// Tensor UID → `(dims, strides)` in elements: the shapes
+/// [`OperationGraph::with_tensor_shapes`] writes.
+pub type TensorShapes = std::collections::HashMap<i64, (Vec<i64>, Vec<i64>)>;
+
 /// A verified serialized graph.
 ///
 /// Its bytes are a [`SharedBytes`] buffer: [`OperationGraph::from_bytes`] makes one copy of
@@ -98,7 +102,7 @@ impl OperationGraph {
     /// whose new dims or strides have another length than its own.
     pub fn with_tensor_shapes(
         &self,
-        shapes: &std::collections::HashMap<i64, (Vec<i64>, Vec<i64>)>,
+        shapes: &TensorShapes,
     ) -> BackendResult<OperationGraph> {
         let refuse = |uid: i64, m: String| {
             BackendError::new(

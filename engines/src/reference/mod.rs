@@ -41,7 +41,6 @@ use hipdnn_backend::{
     OperationGraph, PlanSerialization, PluginError, PluginResult, ShapeOverride,
 };
 use std::any::Any;
-use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 /// Plans at override shapes a context keeps (most recently used last); the oldest is dropped
@@ -161,7 +160,7 @@ impl ExecutionContext for ReferenceContext {
 pub fn shapes_at(
     graph: &hipdnn_schema::graph::Graph<'_>,
     overrides: &[ShapeOverride],
-) -> PluginResult<HashMap<i64, (Vec<i64>, Vec<i64>)>> {
+) -> PluginResult<hipdnn_backend::graph::TensorShapes> {
     let plan = plan::Plan::with_overrides(graph, overrides)?;
     let as_i64 = |v: &[usize]| v.iter().map(|&x| x as i64).collect::<Vec<_>>();
     Ok(plan
