@@ -838,6 +838,14 @@ struct HipDriver {
     _lib: Option<Library>,
 }
 
+impl HipDriver {
+    /// `f`'s status under the name `hip`, or [`STATUS_NOT_SUPPORTED`] (no call made) when the
+    /// runtime lacks the graph API.
+    fn graph_call(&self, hip: &'static str, f: impl FnOnce(&HipGraphFns) -> Status) -> Call {
+        amd(hip, self.graph.as_ref().map_or(STATUS_NOT_SUPPORTED, f))
+    }
+}
+
 fn amd(hip: &'static str, status: Status) -> Call {
     Call {
         hip,
@@ -1080,50 +1088,32 @@ impl Driver for HipDriver {
     }
 
     fn stream_create_non_blocking(&self, out: &mut RawStream) -> Call {
-        let call = "hipStreamCreateWithFlags";
-        match &self.graph {
-            // SAFETY: valid out-pointer; hipStreamNonBlocking is a documented flag.
-            Some(g) => amd(call, unsafe {
-                (g.stream_create_with_flags)(out, STREAM_NON_BLOCKING)
-            }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: valid out-pointer; hipStreamNonBlocking is a documented flag.
+        self.graph_call("hipStreamCreateWithFlags", |g| unsafe {
+            (g.stream_create_with_flags)(out, STREAM_NON_BLOCKING)
+        })
     }
     unsafe fn stream_begin_capture(&self, s: RawStream) -> Call {
-        let call = "hipStreamBeginCapture";
-        match &self.graph {
-            // SAFETY: per the caller's contract; relaxed is a documented mode.
-            Some(g) => amd(call, unsafe {
-                (g.stream_begin_capture)(s, STREAM_CAPTURE_MODE_RELAXED)
-            }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; relaxed is a documented mode.
+        self.graph_call("hipStreamBeginCapture", |g| unsafe {
+            (g.stream_begin_capture)(s, STREAM_CAPTURE_MODE_RELAXED)
+        })
     }
     unsafe fn stream_end_capture(&self, s: RawStream, out: &mut RawGraph) -> Call {
-        let call = "hipStreamEndCapture";
-        match &self.graph {
-            // SAFETY: per the caller's contract; valid out-pointer.
-            Some(g) => amd(call, unsafe { (g.stream_end_capture)(s, out) }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; valid out-pointer.
+        self.graph_call("hipStreamEndCapture", |g| unsafe {
+            (g.stream_end_capture)(s, out)
+        })
     }
     unsafe fn graph_instantiate(&self, out: &mut RawGraphExec, graph: RawGraph) -> Call {
-        let call = "hipGraphInstantiateWithFlags";
-        match &self.graph {
-            // SAFETY: per the caller's contract; valid out-pointer; flags 0.
-            Some(g) => amd(call, unsafe {
-                (g.graph_instantiate_with_flags)(out, graph, 0)
-            }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; valid out-pointer; flags 0.
+        self.graph_call("hipGraphInstantiateWithFlags", |g| unsafe {
+            (g.graph_instantiate_with_flags)(out, graph, 0)
+        })
     }
     unsafe fn graph_launch(&self, e: RawGraphExec, s: RawStream) -> Call {
-        let call = "hipGraphLaunch";
-        match &self.graph {
-            // SAFETY: per the caller's contract.
-            Some(g) => amd(call, unsafe { (g.graph_launch)(e, s) }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract.
+        self.graph_call("hipGraphLaunch", |g| unsafe { (g.graph_launch)(e, s) })
     }
     unsafe fn graph_exec_update(
         &self,
@@ -1131,41 +1121,27 @@ impl Driver for HipDriver {
         graph: RawGraph,
         result: &mut c_int,
     ) -> Call {
-        let call = "hipGraphExecUpdate";
         let mut node: *mut c_void = std::ptr::null_mut();
-        match &self.graph {
-            // SAFETY: per the caller's contract; both out-pointers are valid locals.
-            Some(g) => amd(call, unsafe {
-                (g.graph_exec_update)(e, graph, &mut node, result)
-            }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; both out-pointers are valid locals.
+        self.graph_call("hipGraphExecUpdate", |g| unsafe {
+            (g.graph_exec_update)(e, graph, &mut node, result)
+        })
     }
     unsafe fn graph_node_count(&self, graph: RawGraph, out: &mut usize) -> Call {
-        let call = "hipGraphGetNodes";
-        match &self.graph {
-            // SAFETY: per the caller's contract; a null node array asks for the count only.
-            Some(g) => amd(call, unsafe {
-                (g.graph_get_nodes)(graph, std::ptr::null_mut(), out)
-            }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; a null node array asks for the count only.
+        self.graph_call("hipGraphGetNodes", |g| unsafe {
+            (g.graph_get_nodes)(graph, std::ptr::null_mut(), out)
+        })
     }
     unsafe fn graph_destroy(&self, graph: RawGraph) -> Call {
-        let call = "hipGraphDestroy";
-        match &self.graph {
-            // SAFETY: per the caller's contract.
-            Some(g) => amd(call, unsafe { (g.graph_destroy)(graph) }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract.
+        self.graph_call("hipGraphDestroy", |g| unsafe { (g.graph_destroy)(graph) })
     }
     unsafe fn graph_exec_destroy(&self, e: RawGraphExec) -> Call {
-        let call = "hipGraphExecDestroy";
-        match &self.graph {
-            // SAFETY: per the caller's contract.
-            Some(g) => amd(call, unsafe { (g.graph_exec_destroy)(e) }),
-            None => amd(call, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract.
+        self.graph_call("hipGraphExecDestroy", |g| unsafe {
+            (g.graph_exec_destroy)(e)
+        })
     }
 }
 
@@ -1180,6 +1156,21 @@ struct CudaDriver {
 }
 
 impl CudaDriver {
+    /// `f`'s status under the names `hip` / `cuda`, or [`STATUS_NOT_SUPPORTED`] (no call made)
+    /// when the driver lacks the graph API.
+    fn graph_call(
+        &self,
+        hip: &'static str,
+        cuda: &'static str,
+        f: impl FnOnce(&CudaGraphFns) -> Status,
+    ) -> Call {
+        nv(
+            hip,
+            cuda,
+            self.graph.as_ref().map_or(STATUS_NOT_SUPPORTED, f),
+        )
+    }
+
     /// `cuDeviceGet(ordinal)`: the `CUdevice` for an ordinal, or the failed call.
     fn device(&self, ordinal: c_int) -> Result<c_int, Call> {
         let mut dev: c_int = 0;
@@ -1472,43 +1463,34 @@ impl Driver for CudaDriver {
         })
     }
     unsafe fn stream_begin_capture(&self, s: RawStream) -> Call {
-        let call = ("hipStreamBeginCapture", "cuStreamBeginCapture");
-        match &self.graph {
-            // SAFETY: per the caller's contract; relaxed is a documented mode.
-            Some(g) => nv(call.0, call.1, unsafe {
-                (g.stream_begin_capture)(s, STREAM_CAPTURE_MODE_RELAXED)
-            }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; relaxed is a documented mode.
+        self.graph_call(
+            "hipStreamBeginCapture",
+            "cuStreamBeginCapture",
+            |g| unsafe { (g.stream_begin_capture)(s, STREAM_CAPTURE_MODE_RELAXED) },
+        )
     }
     unsafe fn stream_end_capture(&self, s: RawStream, out: &mut RawGraph) -> Call {
-        let call = ("hipStreamEndCapture", "cuStreamEndCapture");
-        match &self.graph {
-            // SAFETY: per the caller's contract; valid out-pointer.
-            Some(g) => nv(call.0, call.1, unsafe { (g.stream_end_capture)(s, out) }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; valid out-pointer.
+        self.graph_call("hipStreamEndCapture", "cuStreamEndCapture", |g| unsafe {
+            (g.stream_end_capture)(s, out)
+        })
     }
     unsafe fn graph_instantiate(&self, out: &mut RawGraphExec, graph: RawGraph) -> Call {
         let call = (
             "hipGraphInstantiateWithFlags",
             "cuGraphInstantiateWithFlags",
         );
-        match &self.graph {
-            // SAFETY: per the caller's contract; valid out-pointer; flags 0.
-            Some(g) => nv(call.0, call.1, unsafe {
-                (g.graph_instantiate_with_flags)(out, graph, 0)
-            }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; valid out-pointer; flags 0.
+        self.graph_call(call.0, call.1, |g| unsafe {
+            (g.graph_instantiate_with_flags)(out, graph, 0)
+        })
     }
     unsafe fn graph_launch(&self, e: RawGraphExec, s: RawStream) -> Call {
-        let call = ("hipGraphLaunch", "cuGraphLaunch");
-        match &self.graph {
-            // SAFETY: per the caller's contract.
-            Some(g) => nv(call.0, call.1, unsafe { (g.graph_launch)(e, s) }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract.
+        self.graph_call("hipGraphLaunch", "cuGraphLaunch", |g| unsafe {
+            (g.graph_launch)(e, s)
+        })
     }
     unsafe fn graph_exec_update(
         &self,
@@ -1516,47 +1498,35 @@ impl Driver for CudaDriver {
         graph: RawGraph,
         result: &mut c_int,
     ) -> Call {
-        let call = ("hipGraphExecUpdate", "cuGraphExecUpdate");
         let mut info = CuGraphExecUpdateResultInfo {
             result: 0,
             error_node: std::ptr::null_mut(),
             error_from_node: std::ptr::null_mut(),
         };
-        match &self.graph {
-            Some(g) => {
-                // SAFETY: per the caller's contract; `info` is a valid local of the C layout.
-                let status = unsafe { (g.graph_exec_update)(e, graph, &mut info) };
-                *result = info.result;
-                nv(call.0, call.1, status)
-            }
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; `info` is a valid local of the C layout.
+        let call = self.graph_call("hipGraphExecUpdate", "cuGraphExecUpdate", |g| unsafe {
+            (g.graph_exec_update)(e, graph, &mut info)
+        });
+        *result = info.result;
+        call
     }
     unsafe fn graph_node_count(&self, graph: RawGraph, out: &mut usize) -> Call {
-        let call = ("hipGraphGetNodes", "cuGraphGetNodes");
-        match &self.graph {
-            // SAFETY: per the caller's contract; a null node array asks for the count only.
-            Some(g) => nv(call.0, call.1, unsafe {
-                (g.graph_get_nodes)(graph, std::ptr::null_mut(), out)
-            }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract; a null node array asks for the count only.
+        self.graph_call("hipGraphGetNodes", "cuGraphGetNodes", |g| unsafe {
+            (g.graph_get_nodes)(graph, std::ptr::null_mut(), out)
+        })
     }
     unsafe fn graph_destroy(&self, graph: RawGraph) -> Call {
-        let call = ("hipGraphDestroy", "cuGraphDestroy");
-        match &self.graph {
-            // SAFETY: per the caller's contract.
-            Some(g) => nv(call.0, call.1, unsafe { (g.graph_destroy)(graph) }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract.
+        self.graph_call("hipGraphDestroy", "cuGraphDestroy", |g| unsafe {
+            (g.graph_destroy)(graph)
+        })
     }
     unsafe fn graph_exec_destroy(&self, e: RawGraphExec) -> Call {
-        let call = ("hipGraphExecDestroy", "cuGraphExecDestroy");
-        match &self.graph {
-            // SAFETY: per the caller's contract.
-            Some(g) => nv(call.0, call.1, unsafe { (g.graph_exec_destroy)(e) }),
-            None => nv(call.0, call.1, STATUS_NOT_SUPPORTED),
-        }
+        // SAFETY: per the caller's contract.
+        self.graph_call("hipGraphExecDestroy", "cuGraphExecDestroy", |g| unsafe {
+            (g.graph_exec_destroy)(e)
+        })
     }
 }
 
