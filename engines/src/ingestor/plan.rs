@@ -183,8 +183,7 @@ pub struct IngestorExecutionContext {
 /// them) is refused by name before anything is launched.
 pub struct ShapeOverrides {
     graph: OperationGraph,
-    #[allow(clippy::type_complexity)]
-    plans: std::sync::Mutex<Vec<(Vec<ShapeOverride>, Arc<SingleKernelPlan>)>>,
+    plans: crate::reference::KeptAtShapes<SingleKernelPlan>,
 }
 
 impl fmt::Debug for ShapeOverrides {
@@ -198,7 +197,7 @@ impl ShapeOverrides {
     pub fn new(graph: OperationGraph) -> Self {
         ShapeOverrides {
             graph,
-            plans: std::sync::Mutex::new(Vec::new()),
+            plans: Default::default(),
         }
     }
 
@@ -216,17 +215,17 @@ impl ShapeOverrides {
         overrides: &[ShapeOverride],
         home: Option<&Arc<dyn IngestorDevice>>,
     ) -> PluginResult<Arc<SingleKernelPlan>> {
-        let mut key = overrides.to_vec();
-        key.sort();
-        // A panic while the lock was held leaves the list whole (only pushed to and
-        // reordered), so a poisoned lock is safe to use.
-        let mut kept = self.plans.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
-            let hit = kept.remove(i);
-            let plan = Arc::clone(&hit.1);
-            kept.push(hit);
-            return Ok(plan);
-        }
+        self.plans
+            .get_or_make(overrides, || self.prepare_at(base, overrides, home))
+    }
+
+    /// [`Self::plan_at`]'s derivation, uncached.
+    fn prepare_at(
+        &self,
+        base: &SingleKernelPlan,
+        overrides: &[ShapeOverride],
+        home: Option<&Arc<dyn IngestorDevice>>,
+    ) -> PluginResult<SingleKernelPlan> {
         let shapes = crate::reference::shapes_at(&self.graph.graph(), overrides)?;
         let graph = self
             .graph
@@ -258,19 +257,14 @@ impl ShapeOverrides {
                 launch.workspace_bytes, base.launch.workspace_bytes
             )));
         }
-        let plan = Arc::new(SingleKernelPlan::new(
+        Ok(SingleKernelPlan::new(
             Arc::clone(&base.kernel),
             Arc::clone(&base.handler),
             launch,
             base.code.clone(),
             base.build_device_arch.clone(),
             home,
-        ));
-        if kept.len() >= crate::reference::OVERRIDE_PLANS {
-            kept.remove(0);
-        }
-        kept.push((key, Arc::clone(&plan)));
-        Ok(plan)
+        ))
     }
 }
 

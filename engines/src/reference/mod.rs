@@ -68,9 +68,61 @@ impl ReferenceEngine {
 pub struct ReferenceContext {
     graph: OperationGraph,
     plan: plan::Plan,
-    /// Plans at execute-time override shapes, keyed by the overrides sorted by UID; most
-    /// recently used last, at most [`OVERRIDE_PLANS`].
-    at_shapes: Mutex<Vec<(Vec<ShapeOverride>, Arc<plan::Plan>)>>,
+    /// Plans at execute-time override shapes ([`KeptAtShapes`]).
+    at_shapes: KeptAtShapes<plan::Plan>,
+}
+
+/// What a plan derived per distinct set of execute-time shape overrides keeps: the derived
+/// values keyed by the overrides sorted by UID, most recently used last, at most
+/// [`OVERRIDE_PLANS`] (the oldest is dropped). Used by the CPU engine (plans at the override
+/// shapes) and the GPU engine (launches prepared at them).
+pub struct KeptAtShapes<T> {
+    kept: Mutex<Vec<(Vec<ShapeOverride>, Arc<T>)>>,
+}
+
+impl<T> Default for KeptAtShapes<T> {
+    fn default() -> Self {
+        KeptAtShapes {
+            kept: Mutex::new(Vec::new()),
+        }
+    }
+}
+
+impl<T> std::fmt::Debug for KeptAtShapes<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let n = self.kept.lock().map_or(0, |k| k.len());
+        write!(f, "KeptAtShapes({n} kept)")
+    }
+}
+
+impl<T> KeptAtShapes<T> {
+    /// The value kept for `overrides` (in any order), or the one `make` derives, kept.
+    ///
+    /// # Errors
+    /// `make`'s (nothing is kept then).
+    pub fn get_or_make(
+        &self,
+        overrides: &[ShapeOverride],
+        make: impl FnOnce() -> PluginResult<T>,
+    ) -> PluginResult<Arc<T>> {
+        let mut key = overrides.to_vec();
+        key.sort();
+        // A panic while the lock was held leaves the list whole (it is only pushed to and
+        // reordered), so a poisoned lock is safe to use.
+        let mut kept = self.kept.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
+            let hit = kept.remove(i);
+            let value = Arc::clone(&hit.1);
+            kept.push(hit);
+            return Ok(value);
+        }
+        let value = Arc::new(make()?);
+        if kept.len() >= OVERRIDE_PLANS {
+            kept.remove(0);
+        }
+        kept.push((key, Arc::clone(&value)));
+        Ok(value)
+    }
 }
 
 impl ReferenceContext {
@@ -82,7 +134,7 @@ impl ReferenceContext {
         Ok(ReferenceContext {
             plan: plan::Plan::from_graph(&graph.graph())?,
             graph: graph.clone(),
-            at_shapes: Mutex::new(Vec::new()),
+            at_shapes: KeptAtShapes::default(),
         })
     }
 
@@ -94,23 +146,9 @@ impl ReferenceContext {
     /// The plan at the shapes `overrides` give: parsed once per distinct set of overrides
     /// ([`plan::Plan::with_overrides`]) and kept.
     fn plan_at(&self, overrides: &[ShapeOverride]) -> PluginResult<Arc<plan::Plan>> {
-        let mut key = overrides.to_vec();
-        key.sort();
-        // A panic while the lock was held leaves the list whole (it is only pushed to and
-        // reordered), so a poisoned lock is safe to use.
-        let mut kept = self.at_shapes.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(i) = kept.iter().position(|(k, _)| *k == key) {
-            let hit = kept.remove(i);
-            let plan = Arc::clone(&hit.1);
-            kept.push(hit);
-            return Ok(plan);
-        }
-        let plan = Arc::new(plan::Plan::with_overrides(&self.graph.graph(), overrides)?);
-        if kept.len() >= OVERRIDE_PLANS {
-            kept.remove(0);
-        }
-        kept.push((key, Arc::clone(&plan)));
-        Ok(plan)
+        self.at_shapes.get_or_make(overrides, || {
+            plan::Plan::with_overrides(&self.graph.graph(), overrides)
+        })
     }
 }
 
