@@ -57,7 +57,14 @@ fn conv_graph() -> Graph {
         .set_compute_data_type(DataType::Float);
     let x = g.tensor(T::new("x").uid(1).dims([N, C, HW, HW]).packed_nchw());
     let w = g.tensor(T::new("w").uid(2).dims([K, C, 3, 3]).packed_nchw());
-    let y = g.conv_fprop(x, w, ConvFpropAttributes::new().padding([1, 1]));
+    let y = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1])
+            .dilation([1, 1]),
+    );
     g.set_output(y, true).set_uid(y, 3);
     g
 }
