@@ -243,16 +243,21 @@ impl Handle {
         self.recorder = Some(Recorder::default());
         let mut outcome = Ok(());
         let this = &*self;
-        let captured = stream.capture(|| {
-            outcome = record(this);
-            Ok::<(), DriverError>(())
-        });
+        // A panic in `record` is caught only to put the handle back (its own stream, no
+        // recorder: the capture stream dies with the caller's frame) and then resumed.
+        let captured = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            stream.capture(|| {
+                outcome = record(this);
+                Ok::<(), DriverError>(())
+            })
+        }));
         let recording = self
             .recorder
             .take()
             .map(Recorder::into_recording)
             .unwrap_or_default();
         self.backend_mut().set_stream(saved);
+        let captured = captured.unwrap_or_else(|p| std::panic::resume_unwind(p));
         let (graph, ()) = captured.map_err(|e| driver_error("recording", e))?;
         outcome?;
         if recording.executes == 0 {

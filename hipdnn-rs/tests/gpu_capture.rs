@@ -352,3 +352,21 @@ fn gpu_executes_on_a_stream_set_on_the_handle() {
     h.backend_mut().set_stream(0);
     assert_eq!(p.outputs(), expected);
 }
+
+#[test]
+fn gpu_a_panic_inside_a_capture_leaves_the_handle_usable() {
+    let Some(mut h) = gpu() else { return };
+    let mut p = Pass::new(&h, 61);
+    p.execute(&h);
+    let expected = p.outputs();
+    p.reset_outputs(&h);
+    let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+        let _ = h.capture(|_| panic!("inside the capture"));
+    }));
+    assert!(caught.is_err());
+    assert_eq!(h.backend().stream(), 0, "the handle's stream is restored");
+    let graph = p.capture(&mut h).expect("a capture after the panic");
+    graph.replay(&h).expect("replay");
+    h.synchronize().unwrap();
+    assert_eq!(p.outputs(), expected);
+}
