@@ -100,10 +100,7 @@ impl OperationGraph {
     /// # Errors
     /// `BAD_PARAM` "shape override: tensor uid N: …" for a UID the graph does not have, or
     /// whose new dims or strides have another length than its own.
-    pub fn with_tensor_shapes(
-        &self,
-        shapes: &TensorShapes,
-    ) -> BackendResult<OperationGraph> {
+    pub fn with_tensor_shapes(&self, shapes: &TensorShapes) -> BackendResult<OperationGraph> {
         let refuse = |uid: i64, m: String| {
             BackendError::new(
                 Status::BadParam,

@@ -1619,7 +1619,9 @@ fn an_override_launches_what_a_build_at_that_shape_launches() {
     let dev = FakeDevice::new("sm_90", 0);
     let e = engine(dev.clone(), sm90());
     let max = matmul_graph_flagged(DT::FLOAT, 100, 37, 53, true);
-    let ctx = e.create_execution_context(&default_config(&e), &max).unwrap();
+    let ctx = e
+        .create_execution_context(&default_config(&e), &max)
+        .unwrap();
     for m in [7i64, 64, 100, 7] {
         let mut t = bindings(0);
         ctx.execute_with_overrides(
@@ -1636,7 +1638,9 @@ fn an_override_launches_what_a_build_at_that_shape_launches() {
         let dev2 = FakeDevice::new("sm_90", 0);
         let e2 = engine(dev2.clone(), sm90());
         let own = matmul_graph_flagged(DT::FLOAT, m, 37, 53, false);
-        let own_ctx = e2.create_execution_context(&default_config(&e2), &own).unwrap();
+        let own_ctx = e2
+            .create_execution_context(&default_config(&e2), &own)
+            .unwrap();
         let mut t = bindings(0);
         own_ctx
             .execute(ExecuteArgs {
@@ -1658,7 +1662,9 @@ fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
     let dev = FakeDevice::new("sm_90", 0);
     let e = engine(dev.clone(), sm90());
     let max = matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, true);
-    let ctx = e.create_execution_context(&default_config(&e), &max).unwrap();
+    let ctx = e
+        .create_execution_context(&default_config(&e), &max)
+        .unwrap();
     let run = |o: &[hipdnn_backend::ShapeOverride]| {
         let mut t = bindings(0);
         ctx.execute_with_overrides(
@@ -1680,8 +1686,7 @@ fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
     let err = run(&rows_override(4001, 4096, 4096));
     assert_eq!(err.status, PluginStatus::BadParam);
     assert!(
-        err.message
-            .starts_with("shape override: kernel ")
+        err.message.starts_with("shape override: kernel ")
             && err.message.contains("does not serve these shapes: "),
         "{}",
         err.message

@@ -193,7 +193,8 @@ impl ExecutionContext for ReferenceContext {
 /// launches for (the GPU engine's execute-time shape overrides).
 ///
 /// # Errors
-/// `BAD_PARAM` with a message starting `shape override` ([`plan::Plan::with_overrides`]);
+/// `BAD_PARAM` with a message starting `shape override` (the RFC rules, a virtual shape this
+/// engine does not derive, shapes a node refuses);
 /// `NOT_APPLICABLE` when this engine cannot parse the graph at its built shapes.
 pub fn shapes_at(
     graph: &hipdnn_schema::graph::Graph<'_>,
