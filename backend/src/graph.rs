@@ -156,10 +156,9 @@ impl OperationGraph {
             }
         }
         if found < shapes.len() {
-            let known: Vec<i64> = self.tensor_uids.clone();
             let missing = shapes
                 .keys()
-                .find(|u| !known.contains(u))
+                .find(|u| !self.tensor_uids.contains(u))
                 .copied()
                 .unwrap_or(0);
             return Err(refuse(missing, "not a tensor of the graph".into()));

@@ -662,39 +662,38 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
     })
 }
 
-/// The graph-capture symbols of a HIP runtime; `None` (logged) when one is missing.
-fn load_hip_graph(lib: &Library) -> Option<HipGraphFns> {
-    let fns = (|| {
-        Ok::<_, String>(HipGraphFns {
-            stream_create_with_flags: sym(lib, "hipStreamCreateWithFlags")?,
-            stream_begin_capture: sym(lib, "hipStreamBeginCapture")?,
-            stream_end_capture: sym(lib, "hipStreamEndCapture")?,
-            graph_instantiate_with_flags: sym(lib, "hipGraphInstantiateWithFlags")?,
-            graph_launch: sym(lib, "hipGraphLaunch")?,
-            graph_exec_update: sym(lib, "hipGraphExecUpdate")?,
-            graph_get_nodes: sym(lib, "hipGraphGetNodes")?,
-            graph_destroy: sym(lib, "hipGraphDestroy")?,
-            graph_exec_destroy: sym(lib, "hipGraphExecDestroy")?,
-        })
-    })();
-    fns.map_err(|e| log::info!("graph capture unavailable: {e}"))
-        .ok()
+/// The graph-capture symbols of a HIP runtime, or which one is missing.
+fn load_hip_graph(lib: &Library) -> Result<HipGraphFns, String> {
+    Ok(HipGraphFns {
+        stream_create_with_flags: sym(lib, "hipStreamCreateWithFlags")?,
+        stream_begin_capture: sym(lib, "hipStreamBeginCapture")?,
+        stream_end_capture: sym(lib, "hipStreamEndCapture")?,
+        graph_instantiate_with_flags: sym(lib, "hipGraphInstantiateWithFlags")?,
+        graph_launch: sym(lib, "hipGraphLaunch")?,
+        graph_exec_update: sym(lib, "hipGraphExecUpdate")?,
+        graph_get_nodes: sym(lib, "hipGraphGetNodes")?,
+        graph_destroy: sym(lib, "hipGraphDestroy")?,
+        graph_exec_destroy: sym(lib, "hipGraphExecDestroy")?,
+    })
 }
 
-/// The graph-capture symbols of a CUDA driver; `None` (logged) when one is missing.
-fn load_cuda_graph(lib: &Library) -> Option<CudaGraphFns> {
-    let fns = (|| {
-        Ok::<_, String>(CudaGraphFns {
-            stream_begin_capture: sym(lib, "cuStreamBeginCapture_v2")?,
-            stream_end_capture: sym(lib, "cuStreamEndCapture")?,
-            graph_instantiate_with_flags: sym(lib, "cuGraphInstantiateWithFlags")?,
-            graph_launch: sym(lib, "cuGraphLaunch")?,
-            graph_exec_update: sym(lib, "cuGraphExecUpdate_v2")?,
-            graph_get_nodes: sym(lib, "cuGraphGetNodes")?,
-            graph_destroy: sym(lib, "cuGraphDestroy")?,
-            graph_exec_destroy: sym(lib, "cuGraphExecDestroy")?,
-        })
-    })();
+/// The graph-capture symbols of a CUDA driver, or which one is missing.
+fn load_cuda_graph(lib: &Library) -> Result<CudaGraphFns, String> {
+    Ok(CudaGraphFns {
+        stream_begin_capture: sym(lib, "cuStreamBeginCapture_v2")?,
+        stream_end_capture: sym(lib, "cuStreamEndCapture")?,
+        graph_instantiate_with_flags: sym(lib, "cuGraphInstantiateWithFlags")?,
+        graph_launch: sym(lib, "cuGraphLaunch")?,
+        graph_exec_update: sym(lib, "cuGraphExecUpdate_v2")?,
+        graph_get_nodes: sym(lib, "cuGraphGetNodes")?,
+        graph_destroy: sym(lib, "cuGraphDestroy")?,
+        graph_exec_destroy: sym(lib, "cuGraphExecDestroy")?,
+    })
+}
+
+/// The optional graph-capture calls: `None`, logged at INFO, when a symbol is missing (the
+/// driver still loads; capture then reports 801).
+fn optional_graph<T>(fns: Result<T, String>) -> Option<T> {
     fns.map_err(|e| log::info!("graph capture unavailable: {e}"))
         .ok()
 }
@@ -713,7 +712,7 @@ pub fn load_at_run_time() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
                 Ok(fns) => {
                     drivers.push(Box::new(HipDriver {
                         fns,
-                        graph: load_hip_graph(&lib),
+                        graph: optional_graph(load_hip_graph(&lib)),
                         library_name: (*name).into(),
                         _lib: Some(lib),
                     }));
@@ -730,7 +729,7 @@ pub fn load_at_run_time() -> Result<Vec<Box<dyn Driver>>, Vec<String>> {
                 Ok(fns) => {
                     drivers.push(Box::new(CudaDriver {
                         fns,
-                        graph: load_cuda_graph(&lib),
+                        graph: optional_graph(load_cuda_graph(&lib)),
                         library_name: (*name).into(),
                         _lib: lib,
                     }));

@@ -837,15 +837,10 @@ fn transpose(w: &[f32], rows: usize, cols: usize) -> Vec<f32> {
     t
 }
 
-/// Waits for the handle's device (GPU: the default stream) so a stage's time includes its
+/// Waits for the handle's stream ([`Handle::synchronize`]) so a stage's time includes its
 /// kernels; nothing to wait for on the CPU.
 fn sync(handle: &Handle) -> Result<()> {
-    if let Some(dev) = handle.gpu_device() {
-        hipdnn_hip::safe::Stream::default_stream(dev)
-            .synchronize()
-            .map_err(|e| MiniLmError::Input(format!("device synchronize: {e}")))?;
-    }
-    Ok(())
+    Ok(handle.synchronize()?)
 }
 
 /// Per-plan device time: when on, every execution is bracketed by device synchronizations
