@@ -298,6 +298,26 @@ pub trait PlanSerialization: Send + Sync {
     ) -> PluginResult<Box<dyn ExecutionContext>> {
         self.create_execution_context_from_serialized(payload)
     }
+
+    /// Load hook for a plan loaded together with its graph (the plan part of an `HDGP`
+    /// container, [`crate::ExecutionPlanDescriptor::from_shared_with_graph`]): as
+    /// [`Self::create_execution_context_from_shared`], and the context may keep `graph` for
+    /// what its payload does not hold. The kernel ingestor keeps it to serve execute-time
+    /// shape overrides when the graph has the override-shape flag (its payload holds the
+    /// launch, not the graph). The caller proves that the plan belongs to `graph`
+    /// ([`crate::ExecutionPlanDescriptor::check_graph`]) before any execute. The default
+    /// ignores `graph`.
+    ///
+    /// # Errors
+    /// As [`Self::create_execution_context_from_serialized`].
+    fn create_execution_context_with_graph(
+        &self,
+        payload: &crate::bytes::SharedBytes,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let _ = graph;
+        self.create_execution_context_from_shared(payload)
+    }
 }
 
 /// An engine, registered in a handle's engine registry.

@@ -220,6 +220,33 @@ impl ExecutionPlanDescriptor {
     /// # Errors
     /// As [`Self::from_bytes`], without the container-cut errors.
     pub fn from_shared(handle: &BackendHandle, plan: SharedBytes) -> BackendResult<Self> {
+        Self::load_shared(handle, plan, None)
+    }
+
+    /// [`Self::from_shared`] for a plan loaded together with its graph (an `HDGP`
+    /// container's plan part and its verified graph part): the engine's load hook also gets
+    /// `graph` ([`crate::PlanSerialization::create_execution_context_with_graph`]), so an engine
+    /// whose payload keeps only launches can serve what needs the graph (the kernel
+    /// ingestor: execute-time shape overrides of a plan saved with the override-shape flag).
+    /// The caller proves the plan belongs to `graph` with [`Self::check_graph`] before any
+    /// execute (the SDK's `Graph::from_binary` does, right after this call).
+    ///
+    /// # Errors
+    /// As [`Self::from_shared`].
+    pub fn from_shared_with_graph(
+        handle: &BackendHandle,
+        plan: SharedBytes,
+        graph: &OperationGraph,
+    ) -> BackendResult<Self> {
+        Self::load_shared(handle, plan, Some(graph))
+    }
+
+    /// [`Self::from_shared`] and [`Self::from_shared_with_graph`].
+    fn load_shared(
+        handle: &BackendHandle,
+        plan: SharedBytes,
+        graph: Option<&OperationGraph>,
+    ) -> BackendResult<Self> {
         let env = PlanEnvelope::parse(&plan)?;
         let (engine, hooks) = Self::load_hooks(handle, &env)?;
         let payload = plan.view_of(env.plugin_payload).ok_or_else(|| {
@@ -228,11 +255,11 @@ impl ExecutionPlanDescriptor {
                 "the envelope's plugin payload does not lie inside the plan bytes",
             )
         })?;
-        let context = hooks
-            .create_execution_context_from_shared(&payload)
-            .map_err(|e| {
-                plugin_error("engine refused to restore the execution plan", &*engine, e)
-            })?;
+        let context = match graph {
+            Some(graph) => hooks.create_execution_context_with_graph(&payload, graph),
+            None => hooks.create_execution_context_from_shared(&payload),
+        }
+        .map_err(|e| plugin_error("engine refused to restore the execution plan", &*engine, e))?;
         drop(payload);
         // Seeded after the engine restored the context (PR14517): a view, no copy (the clone
         // shares the buffer; `env` still borrows `plan`).

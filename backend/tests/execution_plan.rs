@@ -868,3 +868,22 @@ const PINNED_ENVELOPE_HEX: &str = concat!(
     "00000000030000000b0000000000000016000000000000002100000000000000",
     "0400000009080706",
 );
+
+#[test]
+fn a_load_with_its_graph_hands_the_graph_to_the_engine_and_a_plain_load_does_not() {
+    let (handle, engine) = counting_handle();
+    let loaded = SharedBytes::copy_from_slice(&Env::v2().bytes());
+    let _plain = ExecutionPlanDescriptor::from_shared(&handle, loaded.clone()).unwrap();
+    assert_eq!(*engine.counters.last_load_graph_nodes.lock().unwrap(), None);
+    let graph = fixture_graph();
+    let plan =
+        ExecutionPlanDescriptor::from_shared_with_graph(&handle, loaded.clone(), &graph).unwrap();
+    assert_eq!(
+        *engine.counters.last_load_graph_nodes.lock().unwrap(),
+        Some(graph.tensor_uids().len())
+    );
+    assert_eq!(engine.loads(), 2);
+    // Otherwise the same load: the cache is a view of the loaded bytes.
+    assert_eq!(plan.to_bytes().unwrap(), &loaded[..]);
+    assert_eq!(plan.tensor_uids(), &UIDS);
+}

@@ -1692,7 +1692,7 @@ fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
         err.message
     );
     assert!(dev.launches.lock().unwrap().is_empty());
-    // A plan restored from bytes keeps no graph: refused with the reason.
+    // A plan restored from its payload alone keeps no graph: refused with the reason.
     let bytes = e
         .serialization()
         .unwrap()
@@ -1716,9 +1716,146 @@ fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
         .unwrap_err();
     assert!(
         err.message
-            .starts_with("shape override: this GPU plan was restored from saved bytes"),
+            .starts_with("shape override: this GPU plan was loaded without its graph"),
         "{}",
         err.message
     );
     assert!(dev.launches.lock().unwrap().is_empty());
+}
+
+/// `conv_graph` (channels-last) with the override-shape flag when `flag`.
+fn conv_graph_flagged(dt: DT, n: i64, c: i64, h: i64, k: i64, flag: bool) -> OperationGraph {
+    let mut g = GraphBuilder::new("conv");
+    g.override_shape_enabled(flag)
+        .tensor(TensorSpec::new(1, "x", dt, &[n, c, h, h]).channels_last())
+        .tensor(TensorSpec::new(2, "w", dt, &[k, c, 3, 3]).channels_last())
+        .tensor(TensorSpec::new(3, "y", dt, &[n, k, h, h]).channels_last());
+    conv_node(&mut g);
+    OperationGraph::from_bytes(&g.build()).unwrap()
+}
+
+/// Overrides of x and y of `conv_graph_flagged` to batch `n` (channels-last strides).
+fn batch_override(n: i64, c: i64, h: i64, k: i64) -> Vec<hipdnn_backend::ShapeOverride> {
+    let nhwc = |ch: i64| vec![h * h * ch, 1, h * ch, ch];
+    vec![
+        hipdnn_backend::ShapeOverride::new(1, vec![n, c, h, h], nhwc(c)),
+        hipdnn_backend::ShapeOverride::new(3, vec![n, k, h, h], nhwc(k)),
+    ]
+}
+
+/// A flagged plan restored together with its graph (an `HDGP` container's two parts) on an
+/// engine with no kernels (the archives moved away) serves overrides with its saved kernel:
+/// each override launches exactly what a build at that shape launches on the same entry, and
+/// the refusals of a built plan hold for it too. Matmul restores its data type from its launch
+/// values, conv does not (the graph's is taken): both are covered.
+#[test]
+fn a_flagged_plan_restored_with_its_graph_serves_overrides_like_a_build() {
+    type Make = Box<dyn Fn(i64, bool) -> OperationGraph>;
+    type Over = Box<dyn Fn(i64) -> Vec<hipdnn_backend::ShapeOverride>>;
+    // (graph at size s, flagged or not; overrides to size s; built size; override sizes; a
+    // size the built kernel's hints do not hold for, if any; index of the size argument).
+    type Case = (Make, Over, i64, Vec<i64>, Option<i64>, usize);
+    let cases: Vec<Case> = vec![
+        // The spec 128×256 f16 matmul entry at 4096 rows and 16-aligned overrides.
+        (
+            Box::new(|m, f| matmul_graph_flagged(DT::HALF, m, 4096, 4096, f)),
+            Box::new(|m| rows_override(m, 4096, 4096)),
+            4096,
+            vec![1024, 2048, 4096, 1024],
+            Some(4001),
+            6,
+        ),
+        // The generic f32 matmul entry at 100 rows.
+        (
+            Box::new(|m, f| matmul_graph_flagged(DT::FLOAT, m, 37, 53, f)),
+            Box::new(|m| rows_override(m, 37, 53)),
+            100,
+            vec![7, 64, 100],
+            None,
+            6,
+        ),
+        // An f16 channels-last 3×3 conv at batch 8, served at batches 1, 3 and 8.
+        (
+            Box::new(|n, f| conv_graph_flagged(DT::HALF, n, 64, 14, 64, f)),
+            Box::new(|n| batch_override(n, 64, 14, 64)),
+            8,
+            vec![1, 3, 8],
+            None,
+            usize::MAX,
+        ),
+    ];
+    let run = |ctx: &dyn hipdnn_backend::engine::ExecutionContext,
+               o: Option<&[hipdnn_backend::ShapeOverride]>| {
+        let mut t = bindings(0);
+        let args = ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        };
+        match o {
+            Some(o) => ctx.execute_with_overrides(args, o),
+            None => ctx.execute(args),
+        }
+    };
+    for (make, over, max_size, sizes, unhinted, size_arg) in cases {
+        let e = engine(FakeDevice::new("sm_90", 0), sm90());
+        let max = make(max_size, true);
+        let ctx = e
+            .create_execution_context(&default_config(&e), &max)
+            .unwrap();
+        let bytes = e
+            .serialization()
+            .unwrap()
+            .serialize_execution_context(e.id(), ctx.as_ref())
+            .unwrap();
+        let dev = FakeDevice::new("sm_90", 0);
+        let bare = engine(dev.clone(), vec![]);
+        let restored = bare
+            .serialization()
+            .unwrap()
+            .create_execution_context_with_graph(
+                &hipdnn_backend::SharedBytes::copy_from_slice(&bytes),
+                &max,
+            )
+            .unwrap();
+        // What a build at `size` (no flag) launches first.
+        let built_at = |size: i64| {
+            let dev2 = FakeDevice::new("sm_90", 0);
+            let e2 = engine(dev2.clone(), sm90());
+            let own = e2
+                .create_execution_context(&default_config(&e2), &make(size, false))
+                .unwrap();
+            run(own.as_ref(), None).unwrap();
+            dev2.launches.lock().unwrap()[0].clone()
+        };
+        for &size in &sizes {
+            run(restored.as_ref(), Some(&over(size))).unwrap();
+            let overridden = dev.launches.lock().unwrap().last().unwrap().clone();
+            assert_eq!(overridden, built_at(size), "size {size}");
+            if size_arg != usize::MAX {
+                assert_eq!(overridden.1[size_arg], KernelArgValue::I32(size as i32));
+            }
+        }
+        assert_eq!(dev.launches.lock().unwrap().len(), sizes.len());
+        // At the built shape, without overrides, it launches what the built plan launches.
+        run(restored.as_ref(), None).unwrap();
+        assert_eq!(
+            dev.launches.lock().unwrap().last().cloned(),
+            Some(built_at(max_size))
+        );
+        // The built plan's refusals: beyond the maximum, and a size the kernel's hints do
+        // not hold for.
+        let err = run(restored.as_ref(), Some(&over(max_size + 1))).unwrap_err();
+        assert_eq!(err.status, PluginStatus::BadParam);
+        assert!(err.message.starts_with("shape override"), "{}", err.message);
+        if let Some(size) = unhinted {
+            let err = run(restored.as_ref(), Some(&over(size))).unwrap_err();
+            assert!(
+                err.message.starts_with("shape override: kernel ")
+                    && err.message.contains("does not serve these shapes: "),
+                "{}",
+                err.message
+            );
+        }
+    }
 }

@@ -554,7 +554,8 @@ impl Graph {
 
     /// The SDK's checks of a pack's shape overrides (RFC 0008 §4.2.1, before the backend's):
     /// the plan's override flag, then [`hipdnn_backend::check_overrides`] against the
-    /// non-virtual tensors' built dims and strides.
+    /// non-virtual tensors' built dims and strides (left to the backend and engine for a plan
+    /// loaded alone whose engine keeps no graph).
     fn check_overrides(
         &self,
         plan: &hipdnn_backend::ExecutionPlanDescriptor,
@@ -568,6 +569,12 @@ impl Graph {
             ));
         }
         let rules = &self.compiled.pack_rules;
+        if rules.is_empty() && self.tensors().next().is_none() {
+            // A plan loaded alone whose engine keeps no graph (a GPU plan-only file): the SDK
+            // knows no built shapes; the backend and the engine check (or refuse) the
+            // overrides with their own messages.
+            return Ok(());
+        }
         hipdnn_backend::check_overrides(&pack.overrides, |uid| {
             if let Some(r) = rules.iter().find(|r| r.uid == uid) {
                 return Some(hipdnn_backend::BuiltShape {
@@ -761,8 +768,18 @@ impl Graph {
             Ok(op) => Graph::from_verified(op.graph())?,
             Err(_) => Graph::from_graph_bytes(graph_blob)?,
         };
-        let plan = ExecutionPlanDescriptor::from_shared(handle.backend(), plan_view.clone())
-            .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
+        // With a verified graph part the engine gets the graph too (the kernel ingestor
+        // serves shape overrides of a flagged plan from it); the plan is proven to belong to
+        // the graph just below, before anything can execute it.
+        let plan = match &op {
+            Ok(op) => ExecutionPlanDescriptor::from_shared_with_graph(
+                handle.backend(),
+                plan_view.clone(),
+                op,
+            ),
+            Err(_) => ExecutionPlanDescriptor::from_shared(handle.backend(), plan_view.clone()),
+        }
+        .map_err(|e| backend_error("Cannot load the execution plan.", e))?;
         let op = op.map_err(read_error)?;
         plan.check_graph(&op).map_err(|e| {
             Error::new(

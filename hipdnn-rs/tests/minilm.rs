@@ -515,6 +515,11 @@ fn serve_smaller_shapes(handle: &Handle, m: &MiniLm, tol: f32) {
     let g = golden();
     let max = Plans::build_max(handle, 4, 32, false).expect("build at 4 x 32");
     assert!(max.serves_smaller_shapes());
+    // The same plans saved (`to_binary`: graph + plan) and loaded again: they keep the flag
+    // and serve every shape with the bits of the built ones, and re-save byte-identically.
+    let saved = max.to_binaries().expect("save");
+    let reloaded = Plans::from_binaries(handle, &saved).expect("reload");
+    assert!(reloaded.serves_smaller_shapes());
     for (b, s) in [(1usize, 16usize), (3, 16), (2, 32), (4, 20), (4, 32)] {
         let sentences: Vec<&str> = g
             .sentences
@@ -527,6 +532,15 @@ fn serve_smaller_shapes(handle: &Handle, m: &MiniLm, tol: f32) {
         let got = m
             .embed_untimed(handle, &max, &tokens)
             .expect("embed via overrides");
+        let again = m
+            .embed_untimed(handle, &reloaded, &tokens)
+            .expect("embed via the reloaded plans' overrides");
+        assert!(
+            got.iter()
+                .zip(&again)
+                .all(|(x, y)| x.to_bits() == y.to_bits()),
+            "{b} x {s}: the reloaded plans' embeddings differ from the built ones'"
+        );
         let own = Plans::build(handle, b, s).expect("per-shape build");
         let want = m.embed_untimed(handle, &own, &tokens).expect("embed");
         assert_eq!(got.len(), b * HIDDEN);
@@ -556,6 +570,7 @@ fn serve_smaller_shapes(handle: &Handle, m: &MiniLm, tol: f32) {
         .cycle()
         .take(5)
         .collect();
+    assert_eq!(reloaded.to_binaries().expect("re-save"), saved);
     let tokens = m.tokenize(&sentences, Some(16)).expect("tokenize");
     let e = m
         .embed_untimed(handle, &max, &tokens)

@@ -35,6 +35,8 @@ pub struct Counters {
     pub last_stream: AtomicU64,
     /// (address, length) of the last payload the load hook received.
     pub last_load_payload: Mutex<Option<(usize, Vec<u8>)>>,
+    /// Tensor count of the graph the last load with a graph received.
+    pub last_load_graph_nodes: Mutex<Option<usize>>,
 }
 
 /// A test engine that counts its calls and can be told to refuse save, load or applicability.
@@ -144,6 +146,15 @@ impl PlanSerialization for CountingEngine {
             workspace: self.workspace,
             payload: payload.to_vec(),
         }))
+    }
+
+    fn create_execution_context_with_graph(
+        &self,
+        payload: &hipdnn_backend::SharedBytes,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        *self.counters.last_load_graph_nodes.lock().unwrap() = Some(graph.tensor_uids().len());
+        self.create_execution_context_from_shared(payload)
     }
 }
 

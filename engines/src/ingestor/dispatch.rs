@@ -160,6 +160,21 @@ pub trait DispatchHandler: Send + Sync {
         )))
     }
 
+    /// The packed Triton configuration (tile, warps, variant, …) that launch values saved
+    /// under `dispatch` were prepared with, `None` for a contract without one (hand-written
+    /// kernels) or values it does not restore. A restored plan's stand-in descriptor carries it
+    /// so that [`Self::prepare_kernel`] can prepare the same kernel at other shapes (shape
+    /// overrides of a plan loaded with its graph). The data type is not saved: the
+    /// configuration's is empty and the graph's is taken ([`super::kernel::TritonConfig`]).
+    fn saved_config(
+        &self,
+        dispatch: &str,
+        values: &LaunchValues,
+    ) -> Option<super::kernel::TritonConfig> {
+        let _ = (dispatch, values);
+        None
+    }
+
     /// The kernel arguments of `launch` for the bound tensors.
     ///
     /// # Errors

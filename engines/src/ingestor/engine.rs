@@ -652,9 +652,10 @@ impl Engine for IngestorEngine {
         out
     }
 
-    /// Plans built from a graph with the override-shape flag re-prepare their kernel's
-    /// launch at each execute's override shapes ([`ShapeOverrides`]); restored plans refuse
-    /// overrides (their payload has no graph).
+    /// Plans built from a graph with the override-shape flag, or restored together with one
+    /// (an `HDGP` container), re-prepare their kernel's launch at each execute's override
+    /// shapes ([`ShapeOverrides`]); plans restored from a payload alone refuse overrides (it
+    /// keeps the launch, not the graph).
     fn supports_shape_overrides(&self) -> bool {
         true
     }
@@ -742,6 +743,30 @@ impl PlanSerialization for IngestorEngine {
             plan: IngestorPlan::Restored(plan),
             resolver: self.resolver.clone(),
             overrides: None,
+        }))
+    }
+
+    /// As [`Self::create_execution_context_from_shared`]; when `graph` has the
+    /// override-shape flag, the restored plan keeps it and serves shape overrides with its
+    /// saved kernel ([`ShapeOverrides::for_restored`]).
+    fn create_execution_context_with_graph(
+        &self,
+        payload: &SharedBytes,
+        graph: &OperationGraph,
+    ) -> PluginResult<Box<dyn ExecutionContext>> {
+        let plan = restore_plan_shared(payload, &self.restore_environment())?;
+        let overrides = graph.is_override_shape_enabled().then(|| {
+            let home = self.resolver.current_device();
+            Arc::new(ShapeOverrides::for_restored(
+                graph.clone(),
+                &plan,
+                home.as_ref(),
+            ))
+        });
+        Ok(Box::new(IngestorExecutionContext {
+            plan: IngestorPlan::Restored(plan),
+            resolver: self.resolver.clone(),
+            overrides,
         }))
     }
 }

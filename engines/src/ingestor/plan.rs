@@ -162,9 +162,10 @@ pub struct IngestorExecutionContext {
     pub plan: IngestorPlan,
     /// Finds the device of each execute.
     pub resolver: Arc<dyn DeviceResolver>,
-    /// Set for a plan built from a graph with the override-shape flag: what serves
-    /// execute-time shape overrides ([`ShapeOverrides`]). `None` for other plans and for
-    /// restored ones (a payload keeps the launch, not the graph).
+    /// Set for a plan built from a graph with the override-shape flag, or restored together
+    /// with such a graph (an `HDGP` container): what serves execute-time shape overrides
+    /// ([`ShapeOverrides`]). `None` for other plans and for plans restored from a payload
+    /// alone (it keeps the launch, not the graph).
     pub overrides: Option<Arc<ShapeOverrides>>,
 }
 
@@ -184,6 +185,10 @@ pub struct IngestorExecutionContext {
 pub struct ShapeOverrides {
     graph: OperationGraph,
     plans: crate::reference::KeptAtShapes<SingleKernelPlan>,
+    /// For a plan restored together with its graph: the saved kernel as a plan of a stand-in
+    /// descriptor ([`ShapeOverrides::for_restored`]), the base every override set is prepared
+    /// from. `None` for built plans (their own kernel is the base).
+    restored_base: Option<SingleKernelPlan>,
 }
 
 impl fmt::Debug for ShapeOverrides {
@@ -198,7 +203,59 @@ impl ShapeOverrides {
         ShapeOverrides {
             graph,
             plans: Default::default(),
+            restored_base: None,
         }
+    }
+
+    /// Override support for a plan restored from saved bytes together with the `graph` it was
+    /// saved with (an `HDGP` container's graph part). The saved kernel becomes the base of
+    /// every override set through a stand-in descriptor: its id, symbol, target, source kind
+    /// and signature as saved, and the Triton configuration its launch values hold
+    /// ([`DispatchHandler::saved_config`]), so its dispatch handler prepares the same code
+    /// object at other shapes exactly as for a built plan of that kernel. `home` is the device
+    /// that restored it (its module is loaded there already).
+    pub fn for_restored(
+        graph: OperationGraph,
+        restored: &RestoredPlan,
+        home: Option<&Arc<dyn IngestorDevice>>,
+    ) -> Self {
+        let launch = &restored.launch;
+        let source = super::descriptor::KernelSource {
+            kind: restored.source_kind,
+            library: None,
+            toc_key: String::new(),
+            symbol: restored.symbol.clone(),
+            sha256: String::new(),
+            signature: restored.signature.clone(),
+        };
+        let kernel = KernelDescriptor {
+            id: restored.kernel_id,
+            name: restored.symbol.clone(),
+            dispatch: launch.dispatch.clone(),
+            archs: vec![restored.target.clone()],
+            sources: [("main".to_string(), source)].into_iter().collect(),
+            config: restored
+                .handler
+                .saved_config(&launch.dispatch, &launch.launch_values),
+        };
+        let base = SingleKernelPlan::new(
+            Arc::new(kernel),
+            Arc::clone(&restored.handler),
+            launch.clone(),
+            Some(Arc::clone(&restored.code)),
+            restored.target.clone(),
+            home,
+        );
+        ShapeOverrides {
+            restored_base: Some(base),
+            ..ShapeOverrides::new(graph)
+        }
+    }
+
+    /// The base plan of a restored plan's overrides ([`Self::for_restored`]); `None` for a
+    /// built plan's.
+    pub fn restored_base(&self) -> Option<&SingleKernelPlan> {
+        self.restored_base.as_ref()
     }
 
     /// `base`'s kernel with its launch prepared at the shapes `overrides` give (once per
@@ -709,7 +766,7 @@ impl ExecutionContext for IngestorExecutionContext {
     /// ([`ShapeOverrides::plan_at`]), on the bound buffers.
     ///
     /// # Errors
-    /// `BAD_PARAM` "shape override: …" for a plan restored from saved bytes (no graph to
+    /// `BAD_PARAM` "shape override: …" for a plan restored from a payload alone (no graph to
     /// prepare other shapes from), a benchmarking plan that has not chosen its kernel, and
     /// the refusals of [`ShapeOverrides::plan_at`]; otherwise as [`Self::execute`].
     fn execute_with_overrides(
@@ -719,9 +776,11 @@ impl ExecutionContext for IngestorExecutionContext {
     ) -> PluginResult<()> {
         let support = self.overrides.as_ref().ok_or_else(|| {
             PluginError::bad_param(
-                "shape override: this GPU plan was restored from saved bytes, which keep its \
-                 launch but not its graph, so it runs only at its built shapes; build the graph \
-                 (with the override-shape flag) on this handle to serve other shapes",
+                "shape override: this GPU plan was loaded without its graph (a plan-only file: \
+                 from_compiled_plan_binary), and its saved bytes keep its launch, not its \
+                 graph, so it runs only at its built shapes; save and load the graph with its \
+                 plan (to_binary / from_binary) or build the graph with the override-shape \
+                 flag on this handle to serve other shapes",
             )
         })?;
         let base = match &self.plan {
@@ -732,12 +791,9 @@ impl ExecutionContext for IngestorExecutionContext {
                      execute; execute it once at its built shapes first",
                 )
             })?,
-            IngestorPlan::Restored(_) => {
-                return Err(PluginError::bad_param(
-                    "shape override: this GPU plan was restored from saved bytes, which keep \
-                     its launch but not its graph",
-                ));
-            }
+            IngestorPlan::Restored(_) => support.restored_base().ok_or_else(|| {
+                PluginError::internal("shape override: a restored plan without its saved kernel")
+            })?,
         };
         let home = self.resolver.current_device();
         let plan = support.plan_at(base, overrides, home.as_ref())?;

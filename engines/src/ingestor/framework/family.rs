@@ -495,6 +495,9 @@ pub trait TritonContract: Send + Sync + 'static {
     /// # Errors
     /// `NOT_APPLICABLE` (load prefix) naming the values that give no geometry.
     fn prepared(launch: &Self::Launch) -> PluginResult<PreparedLaunch>;
+    /// The kernel configuration `launch` was prepared with (for a restored launch, the
+    /// configuration its saved values hold: no data type, no stage count).
+    fn config_of(launch: &Self::Launch) -> TritonConfig;
     /// The kernel signature a launch with `values` passes (`None`: the generic variant's).
     fn signature_of(values: Option<&LaunchValues>) -> Vec<KernelArgument>;
     /// The kernel arguments of `launch` for the bound tensors, with the workspace address
@@ -540,6 +543,10 @@ impl<F: TritonFamily> TritonContract for F {
 
     fn prepared(launch: &F) -> PluginResult<PreparedLaunch> {
         launch.launch()
+    }
+
+    fn config_of(launch: &F) -> TritonConfig {
+        launch.clone().config_mut().clone()
     }
 
     fn signature_of(values: Option<&LaunchValues>) -> Vec<KernelArgument> {
@@ -620,6 +627,10 @@ impl<F: TritonContract> DispatchHandler for TritonHandler<F> {
         values: &LaunchValues,
     ) -> PluginResult<PreparedLaunch> {
         F::prepared(&F::restored(dispatch, values)?)
+    }
+
+    fn saved_config(&self, dispatch: &str, values: &LaunchValues) -> Option<TritonConfig> {
+        F::restored(dispatch, values).ok().map(|l| F::config_of(&l))
     }
 
     fn kernel_args(

@@ -527,6 +527,10 @@ impl<F: EpilogueGemm, const V: u8> TritonContract for Gemm<F, V> {
         launch.to_launch()
     }
 
+    fn config_of(launch: &F) -> TritonConfig {
+        launch.common().config.clone()
+    }
+
     /// [`signature`] of the variant the `spec` value names (0 without values).
     fn signature_of(values: Option<&LaunchValues>) -> Vec<KernelArgument> {
         let variant = match values.and_then(|v| v.get("spec")) {

@@ -179,6 +179,8 @@ impl TritonConfig {
 
     /// The config of packed `kernel` (its `triton.json` record, [`KernelDescriptor::config`])
     /// when it is an entry of `family` built for the graph's data type `graph_dtype` (a `DataType` value), shared by every Triton contract.
+    /// A config without a data type (a restored plan's stand-in descriptor,
+    /// [`crate::ingestor::dispatch::DispatchHandler::saved_config`]) takes the graph's.
     ///
     /// # Errors
     /// `NOT_APPLICABLE` `kernel <k> is not a packed <family> entry` or
@@ -188,7 +190,7 @@ impl TritonConfig {
         family: &str,
         graph_dtype: i8,
     ) -> PluginResult<TritonConfig> {
-        let config = kernel
+        let mut config = kernel
             .config
             .clone()
             .filter(|c| c.family == family)
@@ -198,6 +200,14 @@ impl TritonConfig {
                     kernel.describe()
                 ))
             })?;
+        if config.dtype.is_empty() {
+            // A restored plan's configuration (no data type saved): its stand-in descriptor
+            // prepares the saved kernel for the graph the plan was loaded with, whose data
+            // types the load proved equal to those the plan was saved for.
+            if let Some(name) = dtype_name(graph_dtype) {
+                config.dtype = name.to_string();
+            }
+        }
         if dtype_value(&config.dtype) != Some(graph_dtype) {
             return Err(na(format!(
                 "kernel {} is built for {}, the graph is {:?}",
@@ -258,6 +268,16 @@ fn dtype_value(s: &str) -> Option<i8> {
         "f32" | "tf32" => Some(DataType::FLOAT.0),
         "f16" => Some(DataType::HALF.0),
         "bf16" => Some(DataType::BFLOAT16.0),
+        _ => None,
+    }
+}
+
+/// The config dtype spelling of a `DataType` value (`f32`, `f16`, `bf16`).
+fn dtype_name(v: i8) -> Option<&'static str> {
+    match v {
+        v if v == DataType::FLOAT.0 => Some("f32"),
+        v if v == DataType::HALF.0 => Some("f16"),
+        v if v == DataType::BFLOAT16.0 => Some("bf16"),
         _ => None,
     }
 }
