@@ -1657,13 +1657,78 @@ fn an_override_launches_what_a_build_at_that_shape_launches() {
     assert_eq!(dev.launches.lock().unwrap().len(), 4);
 }
 
+/// The config choosing the packed `name`d entry with the kernel knob.
+fn knob_config(e: &IngestorEngine, name: &str) -> EngineConfig {
+    use hipdnn_engines::ingestor::engine::{KNOB_KERNEL, kernel_knob_value};
+    let k = sm90().into_iter().find(|k| k.name == name).unwrap();
+    EngineConfig {
+        engine_id: e.id(),
+        knob_choices: vec![(KNOB_KERNEL, kernel_knob_value(&k))],
+    }
+}
+
+/// The packed entry a build of `graph` chooses (its name).
+fn chosen(e: &IngestorEngine, graph: &OperationGraph) -> String {
+    let bytes = e
+        .serialization()
+        .unwrap()
+        .serialize_execution_context(
+            e.id(),
+            e.create_execution_context(&default_config(e), graph)
+                .unwrap()
+                .as_ref(),
+        )
+        .unwrap();
+    let p = decode_payload(&bytes).unwrap();
+    sm90()
+        .into_iter()
+        .find(|k| *k.id.as_bytes() == p.kernel_descriptor_id)
+        .unwrap()
+        .name
+}
+
+/// A flagged graph serves every shape up to its built one, so its plan takes a generic
+/// (hint-free) entry where the same graph without the flag takes a spec entry; benchmarking
+/// builds time only hint-free candidates then.
+#[test]
+fn a_flagged_graph_takes_an_entry_without_shape_hints() {
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    let plain = chosen(&e, &matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, false));
+    let flagged = chosen(&e, &matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, true));
+    assert!(plain.contains("_spec_"), "{plain}");
+    assert_eq!(flagged, "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32");
+    let conv_plain = chosen(&e, &conv_graph_flagged(DT::HALF, 8, 64, 14, 64, false));
+    let conv_flagged = chosen(&e, &conv_graph_flagged(DT::HALF, 8, 64, 14, 64, true));
+    assert!(conv_plain.contains("_spec_"), "{conv_plain}");
+    assert!(conv_flagged.contains("_generic_"), "{conv_flagged}");
+    // The flagged plan serves 4001 rows, which the spec entry's hints do not hold for.
+    let ctx = e
+        .create_execution_context(
+            &default_config(&e),
+            &matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, true),
+        )
+        .unwrap();
+    let mut t = bindings(0);
+    ctx.execute_with_overrides(
+        ExecuteArgs {
+            stream: 0,
+            workspace: None,
+            tensors: &mut t,
+        },
+        &rows_override(4001, 4096, 4096),
+    )
+    .unwrap();
+}
+
 #[test]
 fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
     let dev = FakeDevice::new("sm_90", 0);
     let e = engine(dev.clone(), sm90());
     let max = matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, true);
+    // The spec entry chosen by the kernel knob (a flagged graph's own choice is generic).
+    let spec = chosen(&e, &matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, false));
     let ctx = e
-        .create_execution_context(&default_config(&e), &max)
+        .create_execution_context(&knob_config(&e, &spec), &max)
         .unwrap();
     let run = |o: &[hipdnn_backend::ShapeOverride]| {
         let mut t = bindings(0);
@@ -1682,7 +1747,7 @@ fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
     assert_eq!(err.status, PluginStatus::BadParam);
     assert!(err.message.starts_with("shape override"), "{}", err.message);
     assert!(err.message.contains("5000"), "{}", err.message);
-    // 4096 rows took the spec entry (16-aligned extents); 4001 rows break its hint.
+    // The knob's spec entry (16-aligned extents); 4001 rows break its hint.
     let err = run(&rows_override(4001, 4096, 4096));
     assert_eq!(err.status, PluginStatus::BadParam);
     assert!(
@@ -1756,13 +1821,14 @@ fn a_flagged_plan_restored_with_its_graph_serves_overrides_like_a_build() {
     // size the built kernel's hints do not hold for, if any; index of the size argument).
     type Case = (Make, Over, i64, Vec<i64>, Option<i64>, usize);
     let cases: Vec<Case> = vec![
-        // The spec 128×256 f16 matmul entry at 4096 rows and 16-aligned overrides.
+        // The f16 matmul at 4096 rows (a flagged graph takes the generic entry), served at
+        // aligned and unaligned row counts.
         (
             Box::new(|m, f| matmul_graph_flagged(DT::HALF, m, 4096, 4096, f)),
             Box::new(|m| rows_override(m, 4096, 4096)),
             4096,
-            vec![1024, 2048, 4096, 1024],
-            Some(4001),
+            vec![1024, 4001, 4096, 1024],
+            None,
             6,
         ),
         // The generic f32 matmul entry at 100 rows.
@@ -1818,12 +1884,12 @@ fn a_flagged_plan_restored_with_its_graph_serves_overrides_like_a_build() {
                 &max,
             )
             .unwrap();
-        // What a build at `size` (no flag) launches first.
+        // What a (flagged) build at `size` launches first.
         let built_at = |size: i64| {
             let dev2 = FakeDevice::new("sm_90", 0);
             let e2 = engine(dev2.clone(), sm90());
             let own = e2
-                .create_execution_context(&default_config(&e2), &make(size, false))
+                .create_execution_context(&default_config(&e2), &make(size, true))
                 .unwrap();
             run(own.as_ref(), None).unwrap();
             dev2.launches.lock().unwrap()[0].clone()

@@ -84,6 +84,15 @@ fn is_tf32(kernel: &KernelDescriptor) -> bool {
     kernel.config.as_ref().is_some_and(|c| c.dtype == "tf32")
 }
 
+/// Whether `kernel` is a packed Triton entry of a specialized variant (spec, bcol, nchw,
+/// nchwt), whose divisibility, unit-stride or layout hints hold for some shapes only.
+fn is_hinted(kernel: &KernelDescriptor) -> bool {
+    kernel
+        .config
+        .as_ref()
+        .is_some_and(|c| c.spec || c.b_col || c.channels_first || c.transposing)
+}
+
 /// Launches per candidate of a build-time benchmark before timing (warm-up: module load,
 /// caches, clocks).
 pub const BENCH_WARMUP: usize = 2;
@@ -455,6 +464,13 @@ impl IngestorEngine {
 
     /// The plans of the kernels that serve `graph`, in engine order (with `tf32`, the TF32
     /// entries first; without, none of them); only the first unless `all`.
+    ///
+    /// A graph with the override-shape flag serves every shape up to its built one, so its
+    /// plan takes an entry without shape hints (a generic variant, or a hand-written kernel)
+    /// when one serves it: the hinted (spec, bcol, nchw, nchwt) entries come after them, and
+    /// with `all` they are dropped when a hint-free plan exists. Only when no hint-free entry
+    /// serves the graph does a hinted one run it; overrides that break its hints are then
+    /// refused by name ([`ShapeOverrides::plan_at`]).
     fn applicable_plans(
         &self,
         graph: &OperationGraph,
@@ -463,7 +479,13 @@ impl IngestorEngine {
     ) -> PluginResult<Vec<SingleKernelPlan>> {
         let mut plans = Vec::new();
         let mut last = None;
-        for k in self.ordered_kernels(tf32) {
+        let mut kernels = self.ordered_kernels(tf32);
+        let flagged = graph.is_override_shape_enabled();
+        if flagged {
+            // Stable: the engine order holds within each group.
+            kernels.sort_by_key(|k| is_hinted(k));
+        }
+        for k in kernels {
             if !plans.is_empty() && FALLBACK_DISPATCHES.contains(&k.dispatch.as_str()) {
                 continue;
             }
@@ -481,6 +503,9 @@ impl IngestorEngine {
             return Err(last.unwrap_or_else(|| {
                 PluginError::not_applicable(format!("engine {} has no kernels", self.name))
             }));
+        }
+        if flagged && plans.iter().any(|p| !is_hinted(&p.kernel)) {
+            plans.retain(|p| !is_hinted(&p.kernel));
         }
         Ok(plans)
     }
