@@ -343,6 +343,14 @@ pub trait Engine: Send + Sync {
         false
     }
 
+    /// Whether this engine's executes read and write host memory only (every binding a
+    /// [`BufferRef::Host`] / [`BufferRef::HostMut`]): the CPU reference engine. A caller that
+    /// binds device buffers (autotune on a GPU handle) skips such an engine instead of running
+    /// an execute that can only fail. Default `false`.
+    fn needs_host_memory(&self) -> bool {
+        false
+    }
+
     /// Behavior notes of this engine for `graph`.
     fn behavior_notes(&self, graph: &OperationGraph) -> Vec<BehaviorNote>;
 

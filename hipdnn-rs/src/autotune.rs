@@ -477,6 +477,9 @@ impl Graph {
         let mut results = Vec::with_capacity(specs.len());
         let mut plans: Vec<(usize, ExecutionPlanDescriptor, EngineConfig)> = Vec::new();
         let mut excluded = Vec::new();
+        let binds_device = bindings
+            .iter()
+            .any(|b| matches!(b.data, BufferRef::Device { .. }));
         for (spec, label) in specs {
             let engine = backend.engine(spec.engine_id);
             let engine_name =
@@ -516,6 +519,14 @@ impl Graph {
             {
                 r.error_message = "excluded by engineIdFilter".into();
                 excluded.push(format!("{engine_name}: excluded by engineIdFilter"));
+                results.push(r);
+                continue;
+            }
+            if engine.is_some_and(|e| e.needs_host_memory()) && binds_device {
+                let why = "the engine computes on host memory and the variant pack binds device \
+                           buffers";
+                r.error_message = format!("Plan barred: {why}");
+                excluded.push(format!("{engine_name}: {why}"));
                 results.push(r);
                 continue;
             }

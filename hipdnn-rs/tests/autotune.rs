@@ -759,6 +759,16 @@ fn gpu_the_winner_kernel_is_rebuilt_from_the_file_as_the_same_plan() {
         .filter(|r| r.engine_name == "hipkernel.ingestor.gpu")
         .collect();
     assert!(gpu.len() >= 2, "{results:#?}");
+    // The CPU reference engine is barred, not run: the pack binds device buffers.
+    let cpu = results
+        .iter()
+        .find(|r| r.engine_name == "hipdnn.reference.cpu")
+        .expect("the CPU engine is listed");
+    assert!(!cpu.succeeded && cpu.iterations_run == 0, "{cpu:#?}");
+    assert_eq!(
+        cpu.error_message,
+        "Plan barred: the engine computes on host memory and the variant pack binds device buffers"
+    );
     let winner = &results[0];
     eprintln!(
         "winner {} {} {:.4} ms of {} candidates",

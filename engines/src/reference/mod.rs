@@ -226,6 +226,11 @@ impl Engine for ReferenceEngine {
         true
     }
 
+    /// The reference engine computes on the host: every binding is host memory.
+    fn needs_host_memory(&self) -> bool {
+        true
+    }
+
     fn behavior_notes(&self, _graph: &OperationGraph) -> Vec<BehaviorNote> {
         vec![BehaviorNote::SupportsExecutionPlanSerialization]
     }
