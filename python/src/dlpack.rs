@@ -12,7 +12,9 @@
 //! Streams: a device tensor is exported with `__dlpack__(stream=1)` (CUDA) or
 //! `__dlpack__(stream=0)` (ROCm), the values the array-API standard gives for the legacy
 //! default stream, which is where the handle's executes run (the device's null stream): the
-//! producer (torch) makes that stream wait for the work it queued on its current stream.
+//! producer (torch) makes that stream wait for the work it queued on its current stream. A
+//! plain torch CUDA tensor is read without a capsule while torch's current stream is its
+//! default stream, where no wait is needed ([`import`]'s fast path).
 
 use std::ffi::{CStr, c_void};
 use std::os::raw::c_char;
@@ -219,6 +221,9 @@ pub struct Imported {
     /// Device memory this module allocated for an output (kept alive by the `DeviceArray`
     /// returned for it too).
     _owned: Option<Arc<DeviceMemory>>,
+    /// A torch CUDA tensor read without a capsule ([`torch_cuda`]): held so that its memory
+    /// outlives the execute.
+    _held: Option<Py<PyAny>>,
     /// True for device memory of the handle's GPU (bound as `BufferRef::Device`).
     pub device: bool,
     /// The UID it is bound to.
@@ -261,6 +266,7 @@ impl Imported {
             ptr: memory.addr() as usize as *mut u8,
             len: memory.len(),
             _owned: Some(memory),
+            _held: None,
             data_type,
             writable: true,
         }
@@ -336,6 +342,9 @@ pub fn import(
     place: &Place,
 ) -> PyResult<Result<Imported, Error>> {
     let py = obj.py();
+    if let Some(fast) = torch_cuda(obj, uid, expect, writable, place)? {
+        return Ok(fast);
+    }
     let mut stream = None;
     if obj.hasattr("__dlpack_device__")? {
         let (device_type, id): (i32, i32) = obj.call_method0("__dlpack_device__")?.extract()?;
@@ -386,6 +395,7 @@ pub fn import(
     let mut imported = Imported {
         managed,
         _owned: None,
+        _held: None,
         device: false,
         uid,
         ptr: std::ptr::null_mut(),
@@ -425,9 +435,34 @@ pub fn import(
         // SAFETY: non-null `strides` holds `ndim` strides (DLPack).
         unsafe { std::slice::from_raw_parts(t.strides, ndim) }.to_vec()
     };
+    let first = (t.data as *mut u8).wrapping_add(t.byte_offset as usize);
+    let size = usize::from(t.dtype.bits / 8);
+    Ok(finish(
+        imported,
+        first,
+        (dt, size),
+        &shape,
+        &strides,
+        expect,
+    ))
+}
+
+/// The checks shared by both imports, then the binding's extent: the data type, dims and
+/// strides (on the axes of extent > 1) against the graph's tensor `expect`, no negative
+/// stride; `first` is the first element's address, `dt` the element type and its bytes.
+fn finish(
+    mut imported: Imported,
+    first: *mut u8,
+    (dt, size): (DataType, usize),
+    shape: &[i64],
+    strides: &[i64],
+    expect: Option<(&TensorAttributes, DataType)>,
+) -> Result<Imported, Error> {
+    let uid = imported.uid;
+    let ndim = shape.len();
     if let Some((attrs, want)) = expect {
         if dt != want {
-            return Ok(Err(bad(
+            return Err(bad(
                 uid,
                 format!(
                     "data type {} does not match the graph tensor '{}' ({})",
@@ -435,20 +470,20 @@ pub fn import(
                     attrs.name,
                     want.schema_name()
                 ),
-            )));
+            ));
         }
-        if shape != attrs.dims {
-            return Ok(Err(bad(
+        if shape != attrs.dims.as_slice() {
+            return Err(bad(
                 uid,
                 format!(
                     "dims {shape:?} do not match the graph tensor '{}' (dims {:?})",
                     attrs.name, attrs.dims
                 ),
-            )));
+            ));
         }
         let differs = (0..ndim).any(|i| shape[i] > 1 && strides[i] != attrs.strides[i]);
         if differs {
-            return Ok(Err(bad(
+            return Err(bad(
                 uid,
                 format!(
                     "strides {strides:?} (elements) do not match the graph tensor '{}' (strides \
@@ -456,27 +491,111 @@ pub fn import(
                      or give the tensor these strides",
                     attrs.name, attrs.strides
                 ),
-            )));
+            ));
         }
     }
     if let Some((i, s)) = strides.iter().enumerate().find(|(_, s)| **s < 0) {
-        return Ok(Err(bad(
+        return Err(bad(
             uid,
             format!("stride {s} of axis {i} is negative; pass a copy with positive strides"),
-        )));
+        ));
     }
-    let size = usize::from(t.dtype.bits / 8);
     let extent = if shape.contains(&0) {
         0
     } else {
         1 + shape
             .iter()
-            .zip(&strides)
+            .zip(strides)
             .map(|(d, s)| (d - 1) * s)
             .sum::<i64>()
     };
-    imported.ptr = (t.data as *mut u8).wrapping_add(t.byte_offset as usize);
+    imported.ptr = first;
     imported.len = extent as usize * size;
     imported.data_type = dt;
-    Ok(Ok(imported))
+    Ok(imported)
+}
+
+/// The fast path for a torch CUDA tensor on a GPU handle: its address, sizes, strides and
+/// element type read through torch's own accessors (`data_ptr()`, `shape`, `stride()`,
+/// `dtype`) instead of a DLPack capsule, whose export costs torch 13–20 µs per tensor (measured
+/// on an H100). Taken only where the capsule would change nothing: a plain `torch.Tensor` (or
+/// `Parameter`) on the handle's CUDA device that does not require grad, of an element type the
+/// SDK has, while torch's current stream on that device is its default (the legacy default
+/// stream the executes run on, so no wait is needed). Anything else returns `None` and goes
+/// through `__dlpack__` (which then raises torch's own errors or makes the streams wait).
+/// Every check of the capsule path applies (`finish`).
+fn torch_cuda(
+    obj: &Bound<'_, PyAny>,
+    uid: i64,
+    expect: Option<(&TensorAttributes, DataType)>,
+    writable: bool,
+    place: &Place,
+) -> PyResult<Option<Result<Imported, Error>>> {
+    let Place::Gpu {
+        device_type: KDL_CUDA,
+        ordinal,
+        ..
+    } = place
+    else {
+        return Ok(None);
+    };
+    let ty = obj.get_type();
+    let (name, module) = (ty.name()?, ty.module()?);
+    let plain = matches!(
+        (
+            name.extract::<String>()?.as_str(),
+            module.extract::<String>()?.as_str()
+        ),
+        ("Tensor", "torch") | ("Parameter", "torch.nn.parameter")
+    );
+    if !plain
+        || !obj.getattr("is_cuda")?.extract::<bool>()?
+        || obj.getattr("requires_grad")?.extract::<bool>()?
+    {
+        return Ok(None);
+    }
+    let device: i32 = obj.call_method0("get_device")?.extract()?;
+    if device != *ordinal {
+        return Ok(None);
+    }
+    let dt = match obj.getattr("dtype")?.str()?.extract::<String>()?.as_str() {
+        "torch.float32" => (DataType::Float, 4),
+        "torch.float16" => (DataType::Half, 2),
+        "torch.bfloat16" => (DataType::BFloat16, 2),
+        "torch.float64" => (DataType::Double, 8),
+        "torch.int8" => (DataType::Int8, 1),
+        "torch.uint8" => (DataType::Uint8, 1),
+        "torch.int32" => (DataType::Int32, 4),
+        "torch.int64" => (DataType::Int64, 8),
+        "torch.bool" => (DataType::Boolean, 1),
+        _ => return Ok(None),
+    };
+    let py = obj.py();
+    let cuda = py.import("torch.cuda")?;
+    let stream = cuda.call_method1("current_stream", (device,))?;
+    if stream.getattr("cuda_stream")?.extract::<u64>()? != 0 {
+        return Ok(None);
+    }
+    let shape: Vec<i64> = obj.getattr("shape")?.extract()?;
+    let strides: Vec<i64> = obj.call_method0("stride")?.extract()?;
+    let ptr: u64 = obj.call_method0("data_ptr")?.extract()?;
+    let imported = Imported {
+        managed: std::ptr::null_mut(),
+        _owned: None,
+        _held: Some(obj.clone().unbind()),
+        device: true,
+        uid,
+        ptr: std::ptr::null_mut(),
+        len: 0,
+        data_type: DataType::Unset,
+        writable,
+    };
+    Ok(Some(finish(
+        imported,
+        ptr as usize as *mut u8,
+        dt,
+        &shape,
+        &strides,
+        expect,
+    )))
 }
