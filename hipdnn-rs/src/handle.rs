@@ -127,21 +127,15 @@ fn no_gpu_reason(e: &hipdnn_engines::gpu::GpuUnavailable) -> String {
 /// the device count, else `GRAPH_NOT_SUPPORTED`; the message is the reason, then the fix.
 fn gpu_error(e: hipdnn_engines::gpu::GpuUnavailable) -> Error {
     use hipdnn_engines::gpu::GpuUnavailable as G;
-    let (code, fix) = match &e {
-        G::NoSuchDevice { .. } => (
-            crate::ErrorCode::InvalidValue,
-            "hipdnn::devices() lists the devices, or ",
-        ),
-        G::NoGpu(_) => (
-            crate::ErrorCode::GraphNotSupported,
-            "install the GPU driver (ROCm or CUDA), or ",
-        ),
-        G::NoKernels { .. } => (
-            crate::ErrorCode::GraphNotSupported,
-            "set HIPDNN_KERNEL_DIR to the packed kernels of this GPU (docs/install.md), or ",
-        ),
-        _ => (crate::ErrorCode::GraphNotSupported, ""),
+    let fix = match &e {
+        G::NoSuchDevice { .. } => "hipdnn::devices() lists the devices, or ",
+        G::NoGpu(_) => "install the GPU driver (ROCm or CUDA), or ",
+        G::NoKernels { .. } => {
+            "set HIPDNN_KERNEL_DIR to the packed kernels of this GPU (docs/install.md), or "
+        }
+        _ => "",
     };
+    let code = crate::graph::error::gpu_unavailable_code(&e);
     let reason = no_gpu_reason(&e);
     Error::new(
         code,
