@@ -20,7 +20,6 @@
 //! The target: with N GPUs, at least 0.9·N × the throughput of one.
 
 #[path = "minilm/model.rs"]
-#[allow(dead_code)]
 mod model;
 
 use std::process::ExitCode;

@@ -368,6 +368,9 @@ pub struct LoadFailure {
     pub error: Option<DeviceError>,
 }
 
+/// A device as [`KernelCode`]'s memo keys it: ordinal and sharing domain.
+type DeviceKey = (i32, Option<[u64; 3]>);
+
 /// A code object's bytes plus the kernel loaded from them, memoised per device (ordinal and
 /// sharing domain): the per-(kernel, device) module cache. A module is never used on another
 /// device than the one that loaded it.
@@ -383,7 +386,7 @@ pub struct KernelCode {
     signature: Option<Vec<KernelArgument>>,
     /// Per device: its ordinal and sharing domain ([`IngestorDevice::module_share_key`]), so
     /// that two devices with one ordinal (two runtimes, or test fakes) never share a module.
-    per_device: Mutex<HashMap<(i32, Option<[u64; 3]>), Arc<OnceCell<LoadedKernel>>>>,
+    per_device: Mutex<HashMap<DeviceKey, Arc<OnceCell<LoadedKernel>>>>,
 }
 
 impl fmt::Debug for KernelCode {
