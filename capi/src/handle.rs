@@ -1,8 +1,9 @@
 //! `hipdnnHandle_t`: create/destroy, stream, engine queries, plugin paths, heuristic policies
 //! and the engine-ranking cache.
 //!
-//! A handle wraps an SDK [`hipdnn::Handle`] ([`hipdnn::Handle::new`]: the GPU engines when a GPU
-//! is usable, always the CPU reference engine), so a C caller sees exactly the engines a Rust
+//! A handle wraps an SDK [`hipdnn::Handle`] ([`hipdnn::Handle::on_current_device`]: the GPU
+//! engines of the calling thread's current device when a GPU is usable, always the CPU
+//! reference engine), so a C caller sees exactly the engines a Rust
 //! program sees. Our engines are in-process: plugin paths are accepted and recorded, never
 //! loaded (docs/c-api.md).
 
@@ -67,7 +68,8 @@ fn engines_sorted(h: &HandleObj) -> Vec<(i64, String)> {
 
 /// Environment variable choosing the device of new handles: `cpu` forces the CPU reference
 /// engine alone (for callers whose buffers are host memory on a machine with a GPU); unset or
-/// anything else: the GPU when one is usable, else the CPU (as [`hipdnn::Handle::new`]).
+/// anything else: the calling thread's current GPU when one is usable, else the CPU (as
+/// [`hipdnn::Handle::on_current_device`]).
 pub const DEVICE_ENV: &str = "HIPDNN_RS_DEVICE";
 
 fn new_sdk_handle() -> Ffi<hipdnn::Handle> {
@@ -76,7 +78,7 @@ fn new_sdk_handle() -> Ffi<hipdnn::Handle> {
     let h = if cpu {
         hipdnn::Handle::cpu()
     } else {
-        hipdnn::Handle::new()
+        hipdnn::Handle::on_current_device()
     };
     h.map_err(|e| {
         err(
@@ -86,8 +88,12 @@ fn new_sdk_handle() -> Ffi<hipdnn::Handle> {
     })
 }
 
-/// `hipdnnCreate`: a new handle with the SDK's engines (see [`DEVICE_ENV`]). Null `handle` → NULL_POINTER; on
-/// failure `*handle` is untouched.
+/// `hipdnnCreate`: a new handle with the SDK's engines (see [`DEVICE_ENV`]), bound to the GPU
+/// that is current on the calling thread at this call (`hipSetDevice` / `cudaSetDevice`
+/// before it choose the device, as with upstream, whose engine handles are created in the
+/// current device's context and whose heuristics query `hipGetDevice`); plans built, loaded
+/// and executed on the handle stay on that device. Null `handle` → NULL_POINTER; on failure
+/// `*handle` is untouched.
 ///
 /// # Safety
 /// `handle` must be null or valid for a write.

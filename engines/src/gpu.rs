@@ -45,6 +45,18 @@ pub enum GpuUnavailable {
     /// error name is in the reason).
     #[error(transparent)]
     NoGpu(#[from] NoGpu),
+    /// The ordinal names no device: the runtime reports `count` devices (ordinals
+    /// `0..count`).
+    #[error(
+        "no GPU: device ordinal {ordinal} is out of range: the runtime reports {count} device{} (ordinals 0..{count})",
+        if *count == 1 { "" } else { "s" }
+    )]
+    NoSuchDevice {
+        /// The ordinal asked for.
+        ordinal: usize,
+        /// The number of devices the runtime reports.
+        count: usize,
+    },
     /// The device exists but the driver refused to open it.
     #[error("no GPU: cannot open device {ordinal}: {source}")]
     OpenDevice {
@@ -369,6 +381,7 @@ fn triton_config(e: &serde_json::Value, family: &str) -> Option<TritonConfig> {
 ///
 /// # Errors
 /// [`GpuUnavailable`]: [`GpuUnavailable::NoGpu`] without a runtime or device,
+/// [`GpuUnavailable::NoSuchDevice`] for an ordinal past the device count,
 /// [`GpuUnavailable::OpenDevice`] when the driver refuses the device,
 /// [`GpuUnavailable::NoKernels`] / [`GpuUnavailable::PackedDescriptors`] when its architecture
 /// has no (readable) packed kernels.
@@ -376,6 +389,10 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
     let location = resolve_kernel_location();
     log::info!("hipdnn: kernels: {location}");
     let rt = GpuRuntime::load()?;
+    let count = rt.devices().len();
+    if ordinal >= count {
+        return Err(GpuUnavailable::NoSuchDevice { ordinal, count });
+    }
     let device = rt
         .open_device(ordinal)
         .map_err(|source| GpuUnavailable::OpenDevice { ordinal, source })?;
@@ -416,6 +433,22 @@ pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
         arch,
         packed_dir,
         engines: vec![Arc::new(engine)],
+    })
+}
+
+/// The calling thread's current device ordinal as the GPU runtime knows it
+/// ([`GpuRuntime::current_device`]: `hipGetDevice`, or the device of the current CUDA context;
+/// 0 for a thread that never chose one): the device upstream hipDNN binds a new handle to.
+///
+/// # Errors
+/// [`GpuUnavailable::NoGpu`] without a runtime or device, or when the runtime cannot say
+/// (the driver's error in the reason).
+pub fn current_device() -> Result<usize, GpuUnavailable> {
+    let rt = GpuRuntime::load()?;
+    rt.current_device().map_err(|e| {
+        GpuUnavailable::NoGpu(NoGpu {
+            reason: format!("{} loaded, but {e}", rt.library_name()),
+        })
     })
 }
 

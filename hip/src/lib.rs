@@ -30,6 +30,6 @@ pub mod sys;
 pub use result::{DriverError, Platform};
 pub use safe::{
     AllocationLease, ArgKind, ArgSpec, CapturedGraph, Device, DeviceBuffer, DeviceCopy, DeviceInfo,
-    Event, Function, GpuRuntime, GraphExec, KernelArg, LaunchConfig, LaunchError, Module, NoGpu,
-    PackedArgs, Stream,
+    DeviceList, Event, Function, GpuRuntime, GraphExec, KernelArg, LaunchConfig, LaunchError,
+    Module, NoGpu, PackedArgs, Stream, visible_devices,
 };

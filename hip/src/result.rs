@@ -117,6 +117,25 @@ pub fn device_name(d: &dyn Driver, ordinal: i32) -> Result<String, DriverError> 
     Ok(name)
 }
 
+/// `CUDA_ERROR_INVALID_CONTEXT`: `cuCtxGetDevice` on a thread with no current context.
+const CUDA_ERROR_INVALID_CONTEXT: i32 = 201;
+
+/// The calling thread's current device ordinal (`hipGetDevice`; on NVIDIA `cuCtxGetDevice`).
+/// A thread that never selected a device gets 0 on both platforms (HIP's default device; on
+/// NVIDIA, a thread with no current context, which the CUDA runtime would bind to device 0 on
+/// its first call).
+///
+/// Errors: the driver's.
+pub fn current_device(d: &dyn Driver) -> Result<usize, DriverError> {
+    let mut n: c_int = 0;
+    let c = d.current_device(&mut n);
+    if d.platform() == Platform::Nvidia && c.status == CUDA_ERROR_INVALID_CONTEXT {
+        return Ok(0);
+    }
+    check(d, c)?;
+    Ok(n.max(0) as usize)
+}
+
 /// Prepares device `ordinal` for use: on NVIDIA retains its primary context (returned, to be
 /// released with [`release_device`]); on AMD returns null (nothing to retain).
 pub fn retain_device(d: &dyn Driver, ordinal: i32) -> Result<RawContext, DriverError> {

@@ -126,6 +126,15 @@ impl GpuRuntime {
         }))
     }
 
+    /// The calling thread's current device ordinal ([`result::current_device`]: `hipGetDevice`
+    /// on AMD, the device of the current context on NVIDIA; 0 for a thread that never chose
+    /// one). Upstream hipDNN binds a new handle to this device (`hipdnnCreate`).
+    ///
+    /// Errors: the driver's.
+    pub fn current_device(&self) -> Result<usize, DriverError> {
+        result::current_device(self.driver.as_ref())
+    }
+
     /// The platform in use.
     pub fn platform(&self) -> Platform {
         self.platform
@@ -167,6 +176,66 @@ impl GpuRuntime {
         dev.bind()?;
         Ok(Arc::new(dev))
     }
+}
+
+/// The devices one driver reports ([`visible_devices`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DeviceList {
+    /// The platform of the driver that was asked.
+    pub platform: Platform,
+    /// The library that was opened (e.g. `libcuda.so.1`).
+    pub library: String,
+    /// The devices, in ordinal order; empty when the driver loads but sees no device.
+    pub devices: Vec<DeviceInfo>,
+}
+
+/// `hipErrorNoDevice` / `CUDA_ERROR_NO_DEVICE`: an init or count that sees no device.
+const STATUS_NO_DEVICE: i32 = 100;
+
+/// The visible devices: the first driver (in [`sys::load`]'s order) that reports a device, or,
+/// when a driver loads but none reports a device, an empty list of the first driver that
+/// initialised or answered "no device" (`hipErrorNoDevice` / `CUDA_ERROR_NO_DEVICE`).
+/// Unlike [`GpuRuntime::load`], zero devices is not an error.
+///
+/// Errors ([`NoGpu`]): no driver library could be loaded (the attempts are listed); every
+/// driver that loaded failed to initialise or count for another reason than "no device", or
+/// a device's architecture could not be read (the driver's error names are joined with `; `).
+pub fn visible_devices() -> Result<DeviceList, NoGpu> {
+    let drivers = sys::load().map_err(|tried| NoGpu {
+        reason: format!(
+            "no HIP or CUDA driver library could be loaded ({})",
+            tried.join("; ")
+        ),
+    })?;
+    let mut empty = None;
+    let mut reasons = Vec::new();
+    for driver in drivers {
+        let (platform, library) = (driver.platform(), driver.library_name().to_string());
+        let list = |devices| DeviceList {
+            platform,
+            library: library.clone(),
+            devices,
+        };
+        let nogpu = |e: DriverError| format!("{library} loaded, but {e}");
+        let d = driver.as_ref();
+        let counted = result::init(d).and_then(|()| result::device_count(d));
+        match counted {
+            Ok(0) => {
+                empty.get_or_insert(list(Vec::new()));
+            }
+            Err(e) if e.code == STATUS_NO_DEVICE => {
+                empty.get_or_insert(list(Vec::new()));
+            }
+            Err(e) => reasons.push(nogpu(e)),
+            Ok(_) => match GpuRuntime::with_driver(driver) {
+                Ok(rt) => return Ok(list(rt.devices().to_vec())),
+                Err(e) => reasons.push(e.reason),
+            },
+        }
+    }
+    empty.ok_or_else(|| NoGpu {
+        reason: reasons.join("; "),
+    })
 }
 
 /// One opened GPU. Create with [`GpuRuntime::open_device`].

@@ -155,6 +155,10 @@ pub trait Driver: Send + Sync {
     /// # Safety
     /// On NVIDIA `ctx` is a context from [`Driver::retain_device`] that is still retained.
     unsafe fn set_device(&self, ordinal: c_int, ctx: RawContext) -> Call;
+    /// The calling thread's current device: `hipGetDevice` on AMD; `cuCtxGetDevice` (the
+    /// device of the current context) on NVIDIA, which fails with `CUDA_ERROR_INVALID_CONTEXT`
+    /// when the thread has no current context.
+    fn current_device(&self, out: &mut c_int) -> Call;
     /// `hipMalloc` / `cuMemAlloc_v2` of `bytes` on the current device.
     fn malloc(&self, out: &mut DevicePtr, bytes: usize) -> Call;
     /// `hipFree` / `cuMemFree_v2`.
@@ -375,6 +379,8 @@ pub struct HipFns {
     pub device_get_name: unsafe extern "C" fn(*mut c_char, c_int, c_int) -> Status,
     /// `hipSetDevice(int)`.
     pub set_device: unsafe extern "C" fn(c_int) -> Status,
+    /// `hipGetDevice(int*)`: the calling thread's current device.
+    pub get_device: unsafe extern "C" fn(*mut c_int) -> Status,
     /// `hipMalloc(void**, size_t)`.
     pub malloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> Status,
     /// `hipFree(void*)`.
@@ -442,6 +448,8 @@ pub struct CudaFns {
     pub primary_ctx_release: unsafe extern "C" fn(c_int) -> Status,
     /// `cuCtxSetCurrent(CUcontext)`.
     pub ctx_set_current: unsafe extern "C" fn(RawContext) -> Status,
+    /// `cuCtxGetDevice(CUdevice*)`: the device of the calling thread's current context.
+    pub ctx_get_device: unsafe extern "C" fn(*mut c_int) -> Status,
     /// `cuMemAlloc_v2(CUdeviceptr*, size_t)`.
     pub mem_alloc: unsafe extern "C" fn(*mut DevicePtr, usize) -> Status,
     /// `cuMemFree_v2(CUdeviceptr)`.
@@ -601,6 +609,7 @@ fn load_hip(lib: &Library) -> Result<HipFns, String> {
         gcn_arch_name_offset,
         device_get_name: sym(lib, "hipDeviceGetName")?,
         set_device: sym(lib, "hipSetDevice")?,
+        get_device: sym(lib, "hipGetDevice")?,
         malloc: sym(lib, "hipMalloc")?,
         free: sym(lib, "hipFree")?,
         host_malloc: sym(lib, "hipHostMalloc")?,
@@ -636,6 +645,7 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
         primary_ctx_retain: sym(lib, "cuDevicePrimaryCtxRetain")?,
         primary_ctx_release: sym(lib, "cuDevicePrimaryCtxRelease_v2")?,
         ctx_set_current: sym(lib, "cuCtxSetCurrent")?,
+        ctx_get_device: sym(lib, "cuCtxGetDevice")?,
         mem_alloc: sym(lib, "cuMemAlloc_v2")?,
         mem_free: sym(lib, "cuMemFree_v2")?,
         mem_alloc_host: sym(lib, "cuMemAllocHost_v2")?,
@@ -788,6 +798,7 @@ pub fn linked() -> Box<dyn Driver> {
             gcn_arch_name_offset: std::mem::offset_of!(hiprt::hipDeviceProp_t, gcnArchName),
             device_get_name: at(hiprt::hipDeviceGetName as *const ()),
             set_device: at(hiprt::hipSetDevice as *const ()),
+            get_device: at(hiprt::hipGetDevice as *const ()),
             malloc: at(hiprt::hipMalloc as *const ()),
             free: at(hiprt::hipFree as *const ()),
             host_malloc: at(hiprt::hipHostMalloc as *const ()),
@@ -929,6 +940,10 @@ impl Driver for HipDriver {
     unsafe fn set_device(&self, ordinal: c_int, _ctx: RawContext) -> Call {
         // SAFETY: a plain ordinal, validated by the runtime.
         amd("hipSetDevice", unsafe { (self.fns.set_device)(ordinal) })
+    }
+    fn current_device(&self, out: &mut c_int) -> Call {
+        // SAFETY: `out` is a valid out-pointer.
+        amd("hipGetDevice", unsafe { (self.fns.get_device)(out) })
     }
     fn malloc(&self, out: &mut DevicePtr, bytes: usize) -> Call {
         // SAFETY: valid out-pointer.
@@ -1283,6 +1298,12 @@ impl Driver for CudaDriver {
         // SAFETY: the context is retained, per the caller's contract.
         nv("hipSetDevice", "cuCtxSetCurrent", unsafe {
             (self.fns.ctx_set_current)(ctx)
+        })
+    }
+    fn current_device(&self, out: &mut c_int) -> Call {
+        // SAFETY: `out` is a valid out-pointer.
+        nv("hipGetDevice", "cuCtxGetDevice", unsafe {
+            (self.fns.ctx_get_device)(out)
         })
     }
     fn malloc(&self, out: &mut DevicePtr, bytes: usize) -> Call {

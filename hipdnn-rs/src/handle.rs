@@ -123,6 +123,90 @@ fn no_gpu_reason(e: &hipdnn_engines::gpu::GpuUnavailable) -> String {
     }
 }
 
+/// The SDK error of a GPU handle that could not be made: `INVALID_VALUE` for an ordinal past
+/// the device count, else `GRAPH_NOT_SUPPORTED`; the message is the reason, then the fix.
+fn gpu_error(e: hipdnn_engines::gpu::GpuUnavailable) -> Error {
+    use hipdnn_engines::gpu::GpuUnavailable as G;
+    let fix = match &e {
+        G::NoSuchDevice { .. } => "hipdnn::devices() lists the devices, or ",
+        G::NoGpu(_) => "install the GPU driver (ROCm or CUDA), or ",
+        G::NoKernels { .. } => {
+            "set HIPDNN_KERNEL_DIR to the packed kernels of this GPU (docs/install.md), or "
+        }
+        _ => "",
+    };
+    let code = crate::graph::error::gpu_unavailable_code(&e);
+    let reason = no_gpu_reason(&e);
+    Error::new(
+        code,
+        format!("{reason}; {fix}use Handle::new() or Handle::cpu() to run on the CPU"),
+    )
+    .with_cause(e)
+}
+
+/// The module statistics of one GPU ([`Handle::module_stats`]).
+pub use hipdnn_engines::ingestor::ModuleStats;
+
+/// The GPU platform of a device ([`GpuInfo::platform`]): `Amd` (libamdhip64) or `Nvidia`
+/// (HIP's NVIDIA platform over the CUDA driver).
+pub use hipdnn_hip::Platform as GpuPlatform;
+
+/// One GPU of this host, as [`devices`] lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GpuInfo {
+    /// Ordinal, for [`Handle::gpu_on`] (0-based, the runtime's order; `HIP_VISIBLE_DEVICES` /
+    /// `CUDA_VISIBLE_DEVICES` select and renumber them).
+    pub ordinal: usize,
+    /// Marketing name (`NVIDIA H100 80GB HBM3`, `AMD Instinct MI300X`); empty when the driver
+    /// does not say.
+    pub name: String,
+    /// Architecture: `sm_90`, or on AMD `gcnArchName` with its features
+    /// (`gfx942:sramecc+:xnack-`). Plans saved on one device load on another of the same base
+    /// architecture (`sm_90`, `gfx942`); another architecture is refused by name.
+    pub arch: String,
+    /// The platform of the driver.
+    pub platform: GpuPlatform,
+}
+
+/// The GPUs of this host, in ordinal order, from the first GPU runtime that loads (AMD's HIP
+/// runtime, then the CUDA driver). A runtime that loads but sees no device gives an empty list,
+/// not an error. Whether a device has kernels packed for its architecture is not checked here
+/// ([`Handle::gpu_on`] says).
+///
+/// ```
+/// match hipdnn::devices() {
+///     Ok(list) => {
+///         for d in &list {
+///             println!("GPU {}: {} ({}, {:?})", d.ordinal, d.name, d.arch, d.platform);
+///         }
+///     }
+///     Err(e) => assert!(e.is_gpu_unavailable(), "{e}"), // no GPU runtime on this machine
+/// }
+/// ```
+///
+/// # Errors
+/// `GRAPH_NOT_SUPPORTED` "no GPU: …" with [`crate::Cause::GpuUnavailable`] as its cause
+/// ([`Error::is_gpu_unavailable`]) when no GPU runtime library loads ("no GPU: no HIP or CUDA
+/// driver library could be loaded; RUST_LOG=debug lists the libraries tried"), or when every
+/// runtime that loads fails to initialise for another reason than having no device (the
+/// driver's error name in the message).
+pub fn devices() -> Result<Vec<GpuInfo>, Error> {
+    let list = hipdnn_hip::visible_devices().map_err(|e| {
+        let e = hipdnn_engines::gpu::GpuUnavailable::NoGpu(e);
+        Error::new(crate::ErrorCode::GraphNotSupported, no_gpu_reason(&e)).with_cause(e)
+    })?;
+    Ok(list
+        .devices
+        .into_iter()
+        .map(|d| GpuInfo {
+            ordinal: d.ordinal,
+            name: d.name,
+            arch: d.arch,
+            platform: list.platform,
+        })
+        .collect())
+}
+
 impl Handle {
     /// A handle on the GPU when one is usable, else on the CPU, logged at INFO as one line
     /// `hipdnn: using the CPU (<reason>)` (when no runtime library loads, the libraries tried are
@@ -219,23 +303,57 @@ impl Handle {
     /// }
     /// ```
     pub fn gpu() -> Result<Self, Error> {
-        match hipdnn_engines::gpu::open(0) {
+        Self::gpu_on(0)
+    }
+
+    /// A handle on GPU `ordinal` (0-based, in the runtime's order: [`devices`] lists them),
+    /// with that device's kernels (those packed for its architecture) and its own stream.
+    /// Each thread that drives a GPU of a multi-GPU host makes its own handle with this; plans
+    /// built or loaded on the handle execute on that device only, and buffers for it come from
+    /// [`crate::Buffer::alloc`] / [`crate::Buffer::from_slice_on`] with this handle. Handles on
+    /// one device share the modules their plans load ([`Handle::module_stats`]); handles on
+    /// different devices share nothing.
+    ///
+    /// ```
+    /// match hipdnn::Handle::gpu_on(0) {
+    ///     Ok(h) => assert!(matches!(h.device(), hipdnn::ExecutionDevice::Gpu { ordinal: 0, .. })),
+    ///     Err(e) => assert!(e.is_gpu_unavailable(), "{e}"), // e.g. no driver on this machine
+    /// }
+    /// ```
+    ///
+    /// # Errors
+    /// `INVALID_VALUE` "no GPU: device ordinal N is out of range: the runtime reports C devices
+    /// (ordinals 0..C)" for an ordinal past the count ([`Error::is_gpu_unavailable`] is true
+    /// and the cause is [`GpuUnavailable::NoSuchDevice`]); otherwise as [`Handle::gpu`]
+    /// (`GRAPH_NOT_SUPPORTED` "no GPU: …" without a driver, a device or kernels for its
+    /// architecture).
+    ///
+    /// [`GpuUnavailable::NoSuchDevice`]: hipdnn_engines::gpu::GpuUnavailable::NoSuchDevice
+    pub fn gpu_on(ordinal: usize) -> Result<Self, Error> {
+        match hipdnn_engines::gpu::open(ordinal) {
+            Ok(g) => Self::on_gpu(g),
+            Err(e) => Err(gpu_error(e)),
+        }
+    }
+
+    /// A handle on the calling thread's current GPU, as the GPU runtime reports it
+    /// (`hipGetDevice`; on NVIDIA the device of the thread's current context; 0 for a thread
+    /// that never chose one), falling back to the CPU as [`Handle::new`] does when no GPU is
+    /// usable. Upstream hipDNN's `hipdnnCreate` binds a handle this way (the device current at
+    /// creation), and the C ABI's `hipdnnCreate` calls this.
+    ///
+    /// # Errors
+    /// As [`Handle::new`].
+    pub fn on_current_device() -> Result<Self, Error> {
+        let opened = hipdnn_engines::gpu::current_device().and_then(hipdnn_engines::gpu::open);
+        match opened {
             Ok(g) => Self::on_gpu(g),
             Err(e) => {
-                use hipdnn_engines::gpu::GpuUnavailable as G;
-                let fix = match &e {
-                    G::NoGpu(_) => "install the GPU driver (ROCm or CUDA), or ",
-                    G::NoKernels { .. } => {
-                        "set HIPDNN_KERNEL_DIR to the packed kernels of this GPU (docs/install.md), or "
-                    }
-                    _ => "",
-                };
                 let reason = no_gpu_reason(&e);
-                Err(Error::new(
-                    crate::ErrorCode::GraphNotSupported,
-                    format!("{reason}; {fix}use Handle::new() or Handle::cpu() to run on the CPU"),
-                )
-                .with_cause(e))
+                log::info!("hipdnn: using the CPU ({reason})");
+                let mut h = Self::cpu_handle()?;
+                h.note_gpu_engine_absent(&reason);
+                Ok(h)
             }
         }
     }
@@ -268,6 +386,23 @@ impl Handle {
             deterministic_only: false,
             recorder: None,
         })
+    }
+
+    /// What the handle's GPU has loaded: driver module loads made through any handle on this
+    /// device since the process started, and the modules alive now
+    /// ([`hipdnn_engines::ingestor::module_stats`]). Plans of one kernel on one device share
+    /// one module (one load, however many plans, handles or threads), and plans on another
+    /// device load their own. `None` on a CPU handle.
+    ///
+    /// ```
+    /// assert_eq!(hipdnn::Handle::cpu()?.module_stats(), None);
+    /// # Ok::<(), hipdnn::Error>(())
+    /// ```
+    pub fn module_stats(&self) -> Option<ModuleStats> {
+        let dev = self.gpu.as_ref()?;
+        Some(hipdnn_engines::ingestor::module_stats(
+            hipdnn_engines::ingestor::hip_device::share_key(dev),
+        ))
     }
 
     /// The device this handle executes on.

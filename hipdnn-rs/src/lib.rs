@@ -135,7 +135,7 @@ pub use capture::DeviceGraph;
 pub use file::{Form, write_atomically};
 #[doc(inline)]
 pub use graph::*;
-pub use handle::{ExecutionDevice, Handle};
+pub use handle::{ExecutionDevice, GpuInfo, GpuPlatform, Handle, ModuleStats, devices};
 /// What an engine says about a graph's plan (upstream `hipdnnBackendBehaviorNote_t`), for
 /// writers of engines ([`hipdnn_backend::engine::Engine::behavior_notes`]); a plan saves with
 /// [`Graph::to_binary`] only when its engine reports `SupportsExecutionPlanSerialization`.

@@ -368,7 +368,12 @@ pub struct LoadFailure {
     pub error: Option<DeviceError>,
 }
 
-/// A code object's bytes plus the kernel loaded from them, memoised per device ordinal.
+/// A device as [`KernelCode`]'s memo keys it: ordinal and sharing domain.
+type DeviceKey = (i32, Option<[u64; 3]>);
+
+/// A code object's bytes plus the kernel loaded from them, memoised per device (ordinal and
+/// sharing domain): the per-(kernel, device) module cache. A module is never used on another
+/// device than the one that loaded it.
 ///
 /// The bytes live as long as this value; they may be a view of a loaded plan's one owned
 /// copy of its bytes ([`SharedBytes`]), so a restored plan keeps no code-object copy of its
@@ -379,7 +384,9 @@ pub struct KernelCode {
     bytes: SharedBytes,
     symbol: String,
     signature: Option<Vec<KernelArgument>>,
-    per_device: Mutex<HashMap<i32, Arc<OnceCell<LoadedKernel>>>>,
+    /// Per device: its ordinal and sharing domain ([`IngestorDevice::module_share_key`]), so
+    /// that two devices with one ordinal (two runtimes, or test fakes) never share a module.
+    per_device: Mutex<HashMap<DeviceKey, Arc<OnceCell<LoadedKernel>>>>,
 }
 
 impl fmt::Debug for KernelCode {
@@ -432,7 +439,9 @@ impl KernelCode {
     /// The kernel on `device`, loading its module first when this device has none yet. A
     /// device with a [`IngestorDevice::module_share_key`] first reuses a resident module of
     /// byte-identical code loaded by any [`KernelCode`] in its sharing domain (a plan loaded
-    /// while another plan of the same kernel is alive calls no `hipModuleLoadData`).
+    /// while another plan of the same kernel is alive calls no `hipModuleLoadData`); threads
+    /// loading the same new code on one device at once make one driver load between them
+    /// ([`module_stats`] counts the loads per domain).
     ///
     /// # Errors
     /// [`LoadStage::Empty`] for empty bytes (the driver is not called), else the stage and
@@ -446,7 +455,9 @@ impl KernelCode {
         }
         let cell = {
             let mut map = self.per_device.lock().unwrap_or_else(|p| p.into_inner());
-            map.entry(device.ordinal()).or_default().clone()
+            map.entry((device.ordinal(), device.module_share_key()))
+                .or_default()
+                .clone()
         };
         cell.get_or_try_init(|| {
             let module = load_shared(device, &self.bytes).map_err(|e| LoadFailure {
@@ -479,6 +490,62 @@ struct Resident {
 /// ([`IngestorDevice::module_share_key`]). Holds no module alive.
 static RESIDENT: Mutex<Vec<Resident>> = Mutex::new(Vec::new());
 
+/// What one sharing domain has done: its driver module loads so far. Kept per domain for the
+/// life of the process (a few words per device).
+#[derive(Default)]
+struct Domain {
+    /// Serializes the look-up-then-load of this domain, so that two threads asking for the
+    /// same new code object at once make one driver load; loads on other domains (other
+    /// devices) run in parallel.
+    load: Arc<Mutex<()>>,
+    /// `load_module` calls that succeeded.
+    loads: u64,
+}
+
+/// Sharing domains by key ([`IngestorDevice::module_share_key`]).
+static DOMAINS: Mutex<Vec<([u64; 3], Domain)>> = Mutex::new(Vec::new());
+
+/// The load lock of domain `key`, created on first use.
+fn domain_lock(key: [u64; 3]) -> Arc<Mutex<()>> {
+    let mut domains = DOMAINS.lock().unwrap_or_else(|p| p.into_inner());
+    match domains.iter().find(|(k, _)| *k == key) {
+        Some((_, d)) => Arc::clone(&d.load),
+        None => {
+            let d = Domain::default();
+            let lock = Arc::clone(&d.load);
+            domains.push((key, d));
+            lock
+        }
+    }
+}
+
+/// What a module-sharing domain (one device of one runtime, [`IngestorDevice::module_share_key`])
+/// has loaded: [`module_stats`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct ModuleStats {
+    /// Driver module loads (`hipModuleLoadData` / `cuModuleLoadData` that succeeded) made
+    /// through the domain since the process started; one per distinct code object while a
+    /// plan holds its module, whatever the number of plans, handles or threads.
+    pub loads: u64,
+    /// Modules of the domain alive now (held by at least one plan).
+    pub resident: usize,
+}
+
+/// The module statistics of sharing domain `key` ([`IngestorDevice::module_share_key`]);
+/// zeros for a domain that never loaded a module.
+pub fn module_stats(key: [u64; 3]) -> ModuleStats {
+    let loads = DOMAINS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter()
+        .find(|(k, _)| *k == key)
+        .map_or(0, |(_, d)| d.loads);
+    let mut table = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
+    table.retain(|r| r.module.strong_count() > 0);
+    let resident = table.iter().filter(|r| r.key == key).count();
+    ModuleStats { loads, resident }
+}
+
 /// Number of live modules in the process-wide sharing table (modules of devices without a
 /// share key are not counted). Dead entries are dropped first.
 pub fn resident_module_count() -> usize {
@@ -487,9 +554,20 @@ pub fn resident_module_count() -> usize {
     table.len()
 }
 
+/// The resident module of byte-identical code in domain `key`, if one is alive.
+fn resident(key: [u64; 3], bytes: &[u8]) -> Option<Arc<dyn IngestorModule>> {
+    let mut table = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
+    table.retain(|r| r.module.strong_count() > 0);
+    table
+        .iter()
+        .filter(|r| r.key == key && *r.bytes == *bytes)
+        .find_map(|r| r.module.upgrade())
+}
+
 /// `device.load_module(bytes)`, or the resident module of byte-identical code in the device's
-/// sharing domain. The table's lock is not held during the driver call, so two threads may
-/// both load the same new code; the second module is used by its caller and also recorded.
+/// sharing domain. The look-up and the load hold the domain's load lock (not the table's), so
+/// threads asking for the same new code on one device make one driver load between them, and
+/// devices load in parallel.
 fn load_shared(
     device: &dyn IngestorDevice,
     bytes: &[u8],
@@ -497,18 +575,20 @@ fn load_shared(
     let Some(key) = device.module_share_key() else {
         return device.load_module(bytes);
     };
-    {
-        let mut table = RESIDENT.lock().unwrap_or_else(|p| p.into_inner());
-        table.retain(|r| r.module.strong_count() > 0);
-        let hit = table
-            .iter()
-            .filter(|r| r.key == key && *r.bytes == *bytes)
-            .find_map(|r| r.module.upgrade());
-        if let Some(m) = hit {
-            return Ok(m);
-        }
+    let lock = domain_lock(key);
+    let _loading = lock.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(m) = resident(key, bytes) {
+        return Ok(m);
     }
     let module = device.load_module(bytes)?;
+    if let Some((_, d)) = DOMAINS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .iter_mut()
+        .find(|(k, _)| *k == key)
+    {
+        d.loads += 1;
+    }
     RESIDENT
         .lock()
         .unwrap_or_else(|p| p.into_inner())

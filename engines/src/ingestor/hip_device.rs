@@ -194,6 +194,15 @@ impl IngestorModule for HipModule {
     }
 }
 
+/// The module-sharing domain of `dev` ([`IngestorDevice::module_share_key`] of a
+/// [`HipIngestorDevice`] over it): [`Device::context_identity`] as three words. Every handle
+/// opened on one GPU of this process has the same key; two GPUs never do. Pass it to
+/// [`super::device::module_stats`] to read what that GPU has loaded.
+pub fn share_key(dev: &Device) -> [u64; 3] {
+    let (platform, ordinal, ctx) = dev.context_identity();
+    [platform as u64, ordinal as u64, ctx as u64]
+}
+
 impl IngestorDevice for HipIngestorDevice {
     fn arch(&self) -> String {
         self.dev.arch().to_string()
@@ -207,8 +216,7 @@ impl IngestorDevice for HipIngestorDevice {
     /// the modules their plans load (a plan loaded while another plan of the same kernel is
     /// alive reuses its module).
     fn module_share_key(&self) -> Option<[u64; 3]> {
-        let (platform, ordinal, ctx) = self.dev.context_identity();
-        Some([platform as u64, ordinal as u64, ctx as u64])
+        Some(share_key(&self.dev))
     }
 
     fn load_module(&self, code_object: &[u8]) -> Result<Arc<dyn IngestorModule>, DeviceError> {

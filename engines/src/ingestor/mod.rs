@@ -30,6 +30,7 @@ pub use capture::{CaptureEnvironment, CodeObjectReader, KpackCodeObjectReader, c
 pub use descriptor::{KernelDescriptor, KernelSource};
 pub use device::{
     DeviceError, DeviceResolver, FixedDevice, IngestorDevice, IngestorModule, KernelFunction,
+    ModuleStats, module_stats,
 };
 pub use dispatch::{DispatchHandler, DispatchRegistry, PreparedLaunch};
 pub use engine::IngestorEngine;

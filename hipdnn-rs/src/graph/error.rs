@@ -148,11 +148,30 @@ impl From<hipdnn_backend::BackendError> for Error {
     }
 }
 
-/// No usable GPU as an SDK error: `GRAPH_NOT_SUPPORTED` with the reason as the message and
+/// No usable GPU as an SDK error: `GRAPH_NOT_SUPPORTED` (`INVALID_VALUE` for a device ordinal
+/// past the device count, [`GpuUnavailable::NoSuchDevice`]) with the reason as the message and
 /// [`Cause::GpuUnavailable`] as the cause.
+///
+/// ```
+/// use hipdnn_engines::gpu::GpuUnavailable;
+/// let e = hipdnn::Error::from(GpuUnavailable::NoSuchDevice { ordinal: 3, count: 2 });
+/// assert_eq!(e.code, hipdnn::ErrorCode::InvalidValue);
+/// assert!(e.is_gpu_unavailable());
+/// ```
+///
+/// [`GpuUnavailable::NoSuchDevice`]: hipdnn_engines::gpu::GpuUnavailable::NoSuchDevice
 impl From<hipdnn_engines::gpu::GpuUnavailable> for Error {
     fn from(e: hipdnn_engines::gpu::GpuUnavailable) -> Self {
-        Error::new(ErrorCode::GraphNotSupported, e.to_string()).with_cause(e)
+        Error::new(gpu_unavailable_code(&e), e.to_string()).with_cause(e)
+    }
+}
+
+/// The code of a [`hipdnn_engines::gpu::GpuUnavailable`]: `INVALID_VALUE` for an ordinal past
+/// the device count (the caller's value is wrong), else `GRAPH_NOT_SUPPORTED`.
+pub(crate) fn gpu_unavailable_code(e: &hipdnn_engines::gpu::GpuUnavailable) -> ErrorCode {
+    match e {
+        hipdnn_engines::gpu::GpuUnavailable::NoSuchDevice { .. } => ErrorCode::InvalidValue,
+        _ => ErrorCode::GraphNotSupported,
     }
 }
 
