@@ -416,7 +416,7 @@ fn dgrad(dt: DT, c: i64, k: i64, h: i64) -> RowCase {
 }
 
 /// Layernorm / rmsnorm training over `(n, cols)`: y and the per-row statistics.
-fn norm(rms: bool, dt: DT, cols: i64) -> RowCase {
+pub fn norm(rms: bool, dt: DT, cols: i64) -> RowCase {
     let make = move |n: i64| {
         let c = if rms {
             nf::NormCase::rmsnorm(dt, &[n, cols])
@@ -467,7 +467,7 @@ fn norm_bwd(dt: DT, cols: i64) -> RowCase {
 }
 
 /// A reduction or softmax over the last axis of `(n, cols)`.
-fn reduce(kind: red::Kind, dt: DT, cols: i64) -> RowCase {
+pub fn reduce(kind: red::Kind, dt: DT, cols: i64) -> RowCase {
     let make = move |n: i64| match kind {
         red::Kind::Reduce(m) => red::ReduceCase::reduce(m, dt, &[n, cols], &[1]),
         red::Kind::Softmax => red::ReduceCase::softmax(false, dt, &[n, cols], &[1]),
