@@ -98,7 +98,7 @@ fn ptx_newer_than_the_driver_is_refused_at_restore_naming_its_version_and_the_dr
     if g.arch.starts_with("sm_") {
         assert!(
             e.message
-                .contains("at stage MODULE_LOAD: hipModuleLoadData (cuModuleLoadData) failed: "),
+                .contains("at stage MODULE_LOAD: hipModuleLoadData failed: hipModuleLoadData (cuModuleLoadData): CUDA_ERROR_UNSUPPORTED_PTX_VERSION: "),
             "{}",
             e.message
         );
