@@ -110,6 +110,14 @@ pub fn device_arch(d: &dyn Driver, ordinal: i32) -> Result<String, DriverError> 
     Ok(name)
 }
 
+/// The driver's version number (`hipDriverGetVersion` / `cuDriverGetVersion`; CUDA encodes
+/// `1000·major + 10·minor`).
+pub fn driver_version(d: &dyn Driver) -> Result<i32, DriverError> {
+    let mut v = 0;
+    check(d, d.driver_version(&mut v))?;
+    Ok(v)
+}
+
 /// The marketing name of device `ordinal` (`hipDeviceGetName` / `cuDeviceGetName`).
 pub fn device_name(d: &dyn Driver, ordinal: i32) -> Result<String, DriverError> {
     let mut name = String::new();

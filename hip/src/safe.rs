@@ -50,6 +50,7 @@ pub struct GpuRuntime {
     driver: Box<dyn Driver>,
     platform: Platform,
     devices: Vec<DeviceInfo>,
+    driver_version: Option<i32>,
 }
 
 impl std::fmt::Debug for GpuRuntime {
@@ -119,10 +120,12 @@ impl GpuRuntime {
                 name,
             });
         }
+        let driver_version = result::driver_version(d).ok();
         Ok(Arc::new(GpuRuntime {
             driver,
             platform,
             devices,
+            driver_version,
         }))
     }
 
@@ -138,6 +141,25 @@ impl GpuRuntime {
     /// The platform in use.
     pub fn platform(&self) -> Platform {
         self.platform
+    }
+
+    /// The driver's version number as the driver reports it (`hipDriverGetVersion` /
+    /// `cuDriverGetVersion`, read once when the runtime was loaded; CUDA: `1000·major +
+    /// 10·minor`, 12040 for 12.4); `None` when that call failed.
+    pub fn driver_version(&self) -> Option<i32> {
+        self.driver_version
+    }
+
+    /// [`Self::driver_version`] for messages: `CUDA driver 12.4 (12040)` on NVIDIA, `HIP driver
+    /// version 60241134` on AMD, `driver version unknown` when the call failed.
+    pub fn driver_version_text(&self) -> String {
+        match (self.platform, self.driver_version) {
+            (_, None) => "driver version unknown".to_string(),
+            (Platform::Nvidia, Some(v)) => {
+                format!("CUDA driver {}.{} ({v})", v / 1000, (v % 1000) / 10)
+            }
+            (Platform::Amd, Some(v)) => format!("HIP driver version {v}"),
+        }
     }
 
     /// The library that was opened (e.g. `libcuda.so.1`).

@@ -134,6 +134,9 @@ pub trait Driver: Send + Sync {
     fn init(&self) -> Call;
     /// `hipGetDeviceCount` / `cuDeviceGetCount`.
     fn device_count(&self, out: &mut c_int) -> Call;
+    /// `hipDriverGetVersion` / `cuDriverGetVersion`: the driver's version number (CUDA:
+    /// `1000·major + 10·minor`, e.g. 12040 for 12.4; HIP: the runtime's encoding).
+    fn driver_version(&self, out: &mut c_int) -> Call;
     /// The architecture name of device `ordinal`: `gcnArchName` from `hipGetDeviceProperties`
     /// on AMD (e.g. `gfx942:sramecc+:xnack-`); `sm_<major><minor>` from
     /// `cuDeviceGetAttribute` on NVIDIA.
@@ -370,6 +373,8 @@ pub struct HipFns {
     pub init: unsafe extern "C" fn(c_uint) -> Status,
     /// `hipGetDeviceCount(int*)`.
     pub get_device_count: unsafe extern "C" fn(*mut c_int) -> Status,
+    /// `hipDriverGetVersion(int*)`.
+    pub driver_get_version: unsafe extern "C" fn(*mut c_int) -> Status,
     /// `hipGetDevicePropertiesR0600` or `hipGetDeviceProperties(props*, int)`; see the module
     /// docs and [`HipFns::gcn_arch_name_offset`].
     pub get_device_properties: unsafe extern "C" fn(*mut c_void, c_int) -> Status,
@@ -436,6 +441,8 @@ pub struct CudaFns {
     pub init: unsafe extern "C" fn(c_uint) -> Status,
     /// `cuDeviceGetCount(int*)`.
     pub device_get_count: unsafe extern "C" fn(*mut c_int) -> Status,
+    /// `cuDriverGetVersion(int*)`.
+    pub driver_get_version: unsafe extern "C" fn(*mut c_int) -> Status,
     /// `cuDeviceGet(CUdevice*, int ordinal)`.
     pub device_get: unsafe extern "C" fn(*mut c_int, c_int) -> Status,
     /// `cuDeviceGetAttribute(int*, CUdevice_attribute, CUdevice)`.
@@ -605,6 +612,7 @@ fn load_hip(lib: &Library) -> Result<HipFns, String> {
     Ok(HipFns {
         init: sym(lib, "hipInit")?,
         get_device_count: sym(lib, "hipGetDeviceCount")?,
+        driver_get_version: sym(lib, "hipDriverGetVersion")?,
         get_device_properties,
         gcn_arch_name_offset,
         device_get_name: sym(lib, "hipDeviceGetName")?,
@@ -639,6 +647,7 @@ fn load_cuda(lib: &Library) -> Result<CudaFns, String> {
     Ok(CudaFns {
         init: sym(lib, "cuInit")?,
         device_get_count: sym(lib, "cuDeviceGetCount")?,
+        driver_get_version: sym(lib, "cuDriverGetVersion")?,
         device_get: sym(lib, "cuDeviceGet")?,
         device_get_attribute: sym(lib, "cuDeviceGetAttribute")?,
         device_get_name: sym(lib, "cuDeviceGetName")?,
@@ -794,6 +803,7 @@ pub fn linked() -> Box<dyn Driver> {
         fns: HipFns {
             init: at(hiprt::hipInit as *const ()),
             get_device_count: at(hiprt::hipGetDeviceCount as *const ()),
+            driver_get_version: at(hiprt::hipDriverGetVersion as *const ()),
             get_device_properties: at(hiprt::hipGetDeviceProperties as *const ()),
             gcn_arch_name_offset: std::mem::offset_of!(hiprt::hipDeviceProp_t, gcnArchName),
             device_get_name: at(hiprt::hipDeviceGetName as *const ()),
@@ -907,6 +917,12 @@ impl Driver for HipDriver {
         // SAFETY: `out` is a valid out-pointer.
         amd("hipGetDeviceCount", unsafe {
             (self.fns.get_device_count)(out)
+        })
+    }
+    fn driver_version(&self, out: &mut c_int) -> Call {
+        // SAFETY: `out` is a valid out-pointer.
+        amd("hipDriverGetVersion", unsafe {
+            (self.fns.driver_get_version)(out)
         })
     }
     fn device_arch(&self, ordinal: c_int, out: &mut String) -> Call {
@@ -1240,6 +1256,12 @@ impl Driver for CudaDriver {
         // SAFETY: valid out-pointer.
         nv("hipGetDeviceCount", "cuDeviceGetCount", unsafe {
             (self.fns.device_get_count)(out)
+        })
+    }
+    fn driver_version(&self, out: &mut c_int) -> Call {
+        // SAFETY: valid out-pointer; the call needs no initialised driver or context.
+        nv("hipDriverGetVersion", "cuDriverGetVersion", unsafe {
+            (self.fns.driver_get_version)(out)
         })
     }
     fn device_arch(&self, ordinal: c_int, out: &mut String) -> Call {

@@ -8,7 +8,7 @@
 //! Upstream: `HKP/src/compilation/CodeObjectLoad.cpp`, `KIE/IngestorKernelCode.hpp`
 //! (reference `ingestor-payload.md` §10).
 
-use super::kernel::KernelArgument;
+use super::kernel::{CodeObjectIdentity, KernelArgument, code_object_identity};
 use hipdnn_backend::SharedBytes;
 use hipdnn_backend::status::{PluginError, PluginResult};
 use once_cell::sync::OnceCell;
@@ -129,6 +129,12 @@ pub trait IngestorDevice: Send + Sync {
 
     /// Device ordinal (upstream: the HIP device id); negative = cannot be resolved.
     fn ordinal(&self) -> i32;
+
+    /// The driver's version for messages (`CUDA driver 12.4 (12040)`), when the device knows
+    /// it; the default knows nothing.
+    fn driver_version_text(&self) -> Option<String> {
+        None
+    }
 
     /// Loads a code object on this device (upstream `hipModuleLoadData`; on NVIDIA
     /// `cuModuleLoadData`, with a NUL appended to PTX text in a copy).
@@ -357,6 +363,9 @@ pub enum LoadStage {
     ModuleLoad,
     /// `hipModuleGetFunction` did not find the symbol.
     SymbolLookup,
+    /// The code object's own header names another device than this one
+    /// ([`CodeObjectIdentity::refusal`]); the driver was not called.
+    Target,
 }
 
 /// A failed [`KernelCode::load_on`].
@@ -364,8 +373,13 @@ pub enum LoadStage {
 pub struct LoadFailure {
     /// Stage that failed.
     pub stage: LoadStage,
-    /// The runtime error (empty for [`LoadStage::Empty`]).
+    /// The runtime error (empty for [`LoadStage::Empty`] and [`LoadStage::Target`]).
     pub error: Option<DeviceError>,
+    /// What the code object and the device are, when that explains the failure: for
+    /// [`LoadStage::Target`] the code object's target against the device's arch; for a PTX
+    /// code object the driver refused, the PTX's `.version` and `.target` against the device's
+    /// arch and driver version.
+    pub detail: Option<String>,
 }
 
 /// A device as [`KernelCode`]'s memo keys it: ordinal and sharing domain.
@@ -451,6 +465,7 @@ impl KernelCode {
             return Err(LoadFailure {
                 stage: LoadStage::Empty,
                 error: None,
+                detail: None,
             });
         }
         let cell = {
@@ -460,13 +475,36 @@ impl KernelCode {
                 .clone()
         };
         cell.get_or_try_init(|| {
+            let identity = code_object_identity(&self.bytes);
+            let arch = device.arch();
+            if let Some(why) = identity.refusal(&arch) {
+                return Err(LoadFailure {
+                    stage: LoadStage::Target,
+                    error: None,
+                    detail: Some(format!(
+                        "the code object {why}; device {} is '{arch}'",
+                        device.ordinal()
+                    )),
+                });
+            }
             let module = load_shared(device, &self.bytes).map_err(|e| LoadFailure {
                 stage: LoadStage::ModuleLoad,
                 error: Some(e),
+                detail: match &identity {
+                    CodeObjectIdentity::Ptx { version, target } => Some(format!(
+                        "the PTX declares .version {version} for .target {target}; device {} ('{arch}') runs {}",
+                        device.ordinal(),
+                        device
+                            .driver_version_text()
+                            .unwrap_or_else(|| "a driver of unknown version".into())
+                    )),
+                    _ => None,
+                },
             })?;
             let function = module.get_function(&self.symbol).map_err(|e| LoadFailure {
                 stage: LoadStage::SymbolLookup,
                 error: Some(e),
+                detail: None,
             })?;
             let function = match &self.signature {
                 Some(signature) => device.bind_signature(function, signature),

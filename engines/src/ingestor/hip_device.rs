@@ -212,6 +212,10 @@ impl IngestorDevice for HipIngestorDevice {
         self.dev.info().ordinal as i32
     }
 
+    fn driver_version_text(&self) -> Option<String> {
+        Some(self.dev.runtime().driver_version_text())
+    }
+
     /// [`Device::context_identity`] as three words: handles opened on the same GPU share
     /// the modules their plans load (a plan loaded while another plan of the same kernel is
     /// alive reuses its module).

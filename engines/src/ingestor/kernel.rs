@@ -191,3 +191,156 @@ pub struct TritonConfig {
     /// 32 (NVIDIA) or 64 (AMD wave64).
     pub warp_size: i64,
 }
+
+/// What a code object's own bytes say it runs on (read from its header, never from the
+/// descriptor or plan that carries it), so that code for another device is refused before the
+/// driver sees it, naming both sides (issue 37, class 8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CodeObjectIdentity {
+    /// A CUDA ELF (cubin; `e_machine` 190 `EM_CUDA`) for SM version `sm` (90 = `sm_90`): from
+    /// `e_flags` bits 0–7 in ELF ABI version 7 and earlier, bits 8–15 from ABI version 8 on
+    /// (what Triton's `ptxas` writes for sm_90).
+    CudaElf {
+        /// The SM version, `10·major + minor`.
+        sm: u32,
+    },
+    /// An AMDGPU ELF (`e_machine` 224 `EM_AMDGPU`) with `EF_AMDGPU_MACH` value `mach`
+    /// (`e_flags` bits 0–7; 0x4c = gfx942).
+    AmdgpuElf {
+        /// The `EF_AMDGPU_MACH` value.
+        mach: u32,
+    },
+    /// PTX text: its `.version` (the PTX ISA version, `8.4`) and `.target` (`sm_90`, first
+    /// target only) directives, empty when absent.
+    Ptx {
+        /// The `.version` directive's value.
+        version: String,
+        /// The first `.target` value.
+        target: String,
+    },
+    /// Anything else (not checked here; the driver decides).
+    Other,
+}
+
+/// The gfx name of an `EF_AMDGPU_MACH` value (LLVM `AMDGPUUsage`: the targets ROCm ships);
+/// `None` for values not in the table.
+pub fn amdgpu_mach_name(mach: u32) -> Option<&'static str> {
+    Some(match mach {
+        0x2c => "gfx900",
+        0x2f => "gfx906",
+        0x30 => "gfx908",
+        0x36 => "gfx1030",
+        0x3f => "gfx90a",
+        0x41 => "gfx1100",
+        0x42 => "gfx1101",
+        0x43 => "gfx1102",
+        0x44 => "gfx1103",
+        0x48 => "gfx1200",
+        0x4c => "gfx942",
+        0x4e => "gfx1201",
+        0x4f => "gfx950",
+        _ => return None,
+    })
+}
+
+/// Reads what `bytes` say they run on: an ELF's machine and flags (64-bit little-endian
+/// headers only), or PTX text's `.version` / `.target` directives. Never fails: unreadable
+/// bytes are [`CodeObjectIdentity::Other`].
+pub fn code_object_identity(bytes: &[u8]) -> CodeObjectIdentity {
+    if bytes.len() >= 0x34 && bytes.starts_with(b"\x7fELF") && bytes[4] == 2 && bytes[5] == 1 {
+        let machine = u16::from_le_bytes([bytes[0x12], bytes[0x13]]);
+        let flags = u32::from_le_bytes([bytes[0x30], bytes[0x31], bytes[0x32], bytes[0x33]]);
+        return match machine {
+            190 if bytes[8] >= 8 => CodeObjectIdentity::CudaElf {
+                sm: (flags >> 8) & 0xff,
+            },
+            190 => CodeObjectIdentity::CudaElf { sm: flags & 0xff },
+            224 => CodeObjectIdentity::AmdgpuElf { mach: flags & 0xff },
+            _ => CodeObjectIdentity::Other,
+        };
+    }
+    // PTX: text whose directives include `.version` (comments and blank lines may precede).
+    let head = &bytes[..bytes.len().min(64 * 1024)];
+    let Ok(text) = std::str::from_utf8(head.split(|b| *b == 0).next().unwrap_or_default()) else {
+        return CodeObjectIdentity::Other;
+    };
+    let directive = |name: &str| {
+        text.lines()
+            .map(str::trim)
+            .find_map(|l| l.strip_prefix(name))
+            .filter(|rest| rest.starts_with([' ', '\t']))
+            .map(|rest| {
+                rest.split([',', ' ', '\t', '/'])
+                    .find(|w| !w.is_empty())
+                    .unwrap_or_default()
+                    .to_string()
+            })
+    };
+    match directive(".version") {
+        Some(version) => CodeObjectIdentity::Ptx {
+            version,
+            target: directive(".target").unwrap_or_default(),
+        },
+        None => CodeObjectIdentity::Other,
+    }
+}
+
+/// The SM version of an `sm_<n>` arch name (`sm_90a` → 90), `None` for other names.
+fn sm_version(arch: &str) -> Option<u32> {
+    let digits: String = arch
+        .strip_prefix("sm_")?
+        .chars()
+        .take_while(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok()
+}
+
+impl CodeObjectIdentity {
+    /// `None` when a device of arch `device_arch` (decorated or not) may run this code object
+    /// (or the bytes say nothing checkable), else why it cannot, naming the code object's side
+    /// (the device's side is the caller's to name). Rules: a cubin runs on its own SM major at
+    /// its minor or above (`sm_80` on `sm_86`, never on `sm_90`); an AMDGPU code object only on
+    /// the gfx it names; PTX on NVIDIA devices at or above its `.target` (the driver compiles
+    /// it); no code object of one vendor on the other's device.
+    pub fn refusal(&self, device_arch: &str) -> Option<String> {
+        let base = strip_arch_features(device_arch);
+        let dev_sm = sm_version(base);
+        match self {
+            CodeObjectIdentity::CudaElf { sm } => {
+                let ok = dev_sm.is_some_and(|d| d / 10 == sm / 10 && d % 10 >= sm % 10);
+                (!ok).then(|| {
+                    format!(
+                        "is a CUDA cubin for sm_{sm} (its ELF header), which runs only on sm_{}x at minor {} or above",
+                        sm / 10,
+                        sm % 10
+                    )
+                })
+            }
+            CodeObjectIdentity::AmdgpuElf { mach } => {
+                let name = amdgpu_mach_name(*mach);
+                let other = match name {
+                    Some(n) => n != base,
+                    None => !base.starts_with("gfx"),
+                };
+                other.then(|| match name {
+                    Some(n) => format!("is an AMDGPU code object for {n} (its ELF header)"),
+                    None => format!(
+                        "is an AMDGPU code object (its ELF header, EF_AMDGPU_MACH {mach:#x})"
+                    ),
+                })
+            }
+            CodeObjectIdentity::Ptx { version, target } => {
+                let want = sm_version(target);
+                let ok = match (dev_sm, want) {
+                    (Some(d), Some(t)) => t <= d,
+                    (Some(_), None) => true,
+                    (None, _) => false,
+                };
+                (!ok).then(|| {
+                    format!("is PTX (.version {version}) for .target {target}, which needs an NVIDIA device at or above it")
+                })
+            }
+            CodeObjectIdentity::Other => None,
+        }
+    }
+}

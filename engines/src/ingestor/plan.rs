@@ -339,6 +339,14 @@ pub fn load_failure_message(label: &str, f: &LoadFailure) -> String {
                 "hipModuleLoadData was not called for {label}: the code object is empty"
             );
         }
+        LoadStage::Target => {
+            return format!(
+                "hipModuleLoadData was not called for {label}: {}",
+                f.detail
+                    .as_deref()
+                    .unwrap_or("the code object is for another device")
+            );
+        }
         LoadStage::ModuleLoad => ("MODULE_LOAD", "hipModuleLoadData"),
         LoadStage::SymbolLookup => ("SYMBOL_LOOKUP", "hipModuleGetFunction"),
     };
@@ -347,8 +355,13 @@ pub fn load_failure_message(label: &str, f: &LoadFailure) -> String {
         .as_ref()
         .map(ToString::to_string)
         .unwrap_or_default();
+    let detail = f
+        .detail
+        .as_ref()
+        .map(|d| format!(" ({d})"))
+        .unwrap_or_default();
     format!(
-        "the driver refuses the code object of {label} at stage {stage}: {call} failed: {error}"
+        "the driver refuses the code object of {label} at stage {stage}: {call} failed: {error}{detail}"
     )
 }
 

@@ -13,7 +13,9 @@ The JSON holds per case the kernel arguments by parameter name as the fake devic
 them (pointers as tensor UIDs, 0 = null), the grid and entry, each tensor's layout and input
 bytes, and the reference outputs. Every pointer is passed with x's element type, as in the
 compiled entry; a null pointer gets a dummy buffer the kernel must not need (outputs start as
-all-ones bytes, NaN in every float type, so an unwritten element fails). What this checks: the
+all-ones bytes, NaN in every float type, so an unwritten element fails). With
+HIPDNN_INTERPRET_OUTPUTS set, the decoded outputs are also written to that JSON file as
+{case index: {uid: values}} (triton_batch_rows.rs compares batched rows with them). What this checks: the
 pack's rows/columns/strides/flags/epsilon and argument names against the kernel, and the
 kernel's arithmetic against the reference engine; not the device code generation.
 """
@@ -63,6 +65,7 @@ def decode(buf, t):
 def main():
     cases = json.load(open(sys.argv[1]))
     worst, bad = {}, 0
+    dump = {}
     for ci, c in enumerate(cases):
         bufs = {}
         for u, t in c["tensors"].items():
@@ -89,6 +92,7 @@ def main():
         for u in c["outputs"]:
             t = c["tensors"][str(u)]
             got = decode(bufs[u], t)
+            dump.setdefault(str(ci), {})[str(u)] = got.tolist()
             want = np.array(c["reference"][str(u)], dtype=np.float64)
             d = np.abs(got - want) / (1.0 + np.abs(want))
             ok = bool(np.all(d <= TOL[t["dt"]]))
@@ -99,6 +103,9 @@ def main():
             worst[t["dt"]] = max(worst.get(t["dt"], 0.0), m)
     print(f"{len(cases)} cases, {bad} outputs out of tolerance; worst |d|/(1+|r|) per output "
           f"type: " + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())))
+    if os.environ.get("HIPDNN_INTERPRET_OUTPUTS"):
+        with open(os.environ["HIPDNN_INTERPRET_OUTPUTS"], "w") as f:
+            json.dump(dump, f)
     sys.exit(1 if bad else 0)
 
 

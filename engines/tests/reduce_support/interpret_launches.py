@@ -15,7 +15,9 @@ reference y and the tolerances. Both pointers are passed with x's element type, 
 compiled entry; y starts as all-ones bytes (NaN in every float type), so an unwritten element
 fails. What this checks: the pack's groups/strides/op code and argument names against the
 kernel, and the kernel's arithmetic against the reference engine; not the device code
-generation.
+generation. With HIPDNN_INTERPRET_OUTPUTS set, the decoded y of every case is also written to
+that JSON file as {case index: {"2": values}} (triton_batch_rows.rs compares batched rows with
+them).
 """
 import json
 import os
@@ -61,6 +63,7 @@ def decode(buf, t):
 def main():
     cases = json.load(open(sys.argv[1]))
     bad, worst = 0, 0.0
+    dump = {}
     for ci, c in enumerate(cases):
         x = np.frombuffer(bytes.fromhex(c["tensors"]["1"]["input_hex"]), np.uint8).copy()
         y = np.full(c["tensors"]["2"]["bytes_len"], 0xFF, dtype=np.uint8)
@@ -76,6 +79,7 @@ def main():
                 kw[n] = 1
         reduce_fwd.KERNEL[tuple(c["grid"])](**kw, BLOCK_M=c["block_m"], BLOCK_N=c["block_n"])
         got = decode(y, c["tensors"]["2"])
+        dump[str(ci)] = {"2": got.tolist()}
         want = np.array(c["reference"], dtype=np.float64)
         tol = np.array(c["tolerance"], dtype=np.float64)
         d = np.abs(got - want)
@@ -90,6 +94,9 @@ def main():
             if pos.any():
                 worst = max(worst, float((d[pos] / tol[pos]).max()))
     print(f"{len(cases)} cases, {bad} out of tolerance; worst |d|/tol {worst:.3f}")
+    if os.environ.get("HIPDNN_INTERPRET_OUTPUTS"):
+        with open(os.environ["HIPDNN_INTERPRET_OUTPUTS"], "w") as f:
+            json.dump(dump, f)
     sys.exit(1 if bad else 0)
 
 

@@ -1,0 +1,126 @@
+//! Issue 37, class 10 without a device: the enumeration half of `gpu_determinism.rs`. On a fake
+//! device of every packed arch, every shipped Triton entry (each entry of `triton.json`, the
+//! archive's table of contents) gets a graph of the candidate pool that it serves
+//! (`determinism_support::assign`), builds with knob `hipkernel.kernel` naming it, and its plan
+//! launches that entry's code object (symbol and SHA-256 as recorded by the fake device). A new
+//! entry no candidate reaches fails here, naming it, before the GPU sweep could skip it.
+
+#[path = "ingestor_support.rs"]
+mod support;
+
+mod batch_rows_support;
+mod batchnorm_support;
+mod bn_bwd_support;
+mod determinism_support;
+mod norm_bwd_support;
+mod norm_support;
+mod pointwise_support;
+mod pool_support;
+mod reduce_support;
+
+use determinism_support::{assign, candidates, config_for};
+use hipdnn_backend::engine::{BufferRef, Engine, ExecuteArgs, TensorBinding};
+use hipdnn_engines::gpu::{load_packed_descriptors, load_triton_descriptors};
+use hipdnn_engines::ingestor::KpackCodeObjectReader;
+use hipdnn_engines::ingestor::device::FixedDevice;
+use hipdnn_engines::ingestor::engine::IngestorEngine;
+use hipdnn_engines::registry::pack_registry;
+use std::path::PathBuf;
+use std::sync::Arc;
+use support::FakeDevice;
+
+const ARCHES: [&str; 5] = ["gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"];
+
+fn engine(arch: &str) -> (IngestorEngine, Arc<FakeDevice>) {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("kernels/packed")
+        .join(arch);
+    let mut kernels = load_triton_descriptors(&dir).unwrap();
+    kernels.extend(load_packed_descriptors(&dir).unwrap());
+    let dev = FakeDevice::new(arch, 0);
+    let e = IngestorEngine::new(
+        "hipkernel.ingestor.gpu",
+        kernels,
+        Arc::new(FixedDevice(dev.clone())),
+        Arc::new(pack_registry()),
+        Arc::new(KpackCodeObjectReader),
+    );
+    (e, dev)
+}
+
+/// The number of entries in `<arch>/triton.json`.
+fn packed_entries(arch: &str) -> usize {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("kernels/packed")
+        .join(arch)
+        .join("triton.json");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["kernels"].as_array().unwrap().len()
+}
+
+#[test]
+fn every_packed_triton_entry_of_every_arch_gets_a_graph_it_serves_and_launches() {
+    let pool = candidates();
+    for arch in ARCHES {
+        let (e, dev) = engine(arch);
+        let assigned = assign(&e, &pool);
+        assert_eq!(assigned.len(), packed_entries(arch), "{arch}");
+        let missing: Vec<&str> = assigned
+            .iter()
+            .filter(|(_, c)| c.is_none())
+            .map(|(k, _)| k.name.as_str())
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{arch}: {} entries have no graph in the determinism pool: {missing:?}",
+            missing.len()
+        );
+        for (k, c) in &assigned {
+            let c = &pool[c.unwrap()];
+            let b = (c.build)();
+            let uids: Vec<(i64, usize)> = c
+                .inputs
+                .iter()
+                .map(|(u, _)| *u)
+                .chain(c.outputs.iter().copied())
+                .map(|u| (u, b.spec(u).bytes_len()))
+                .collect();
+            let ctx = e
+                .create_execution_context(&config_for(&e, k), &c.graph())
+                .unwrap_or_else(|err| panic!("{arch} {}: {}: {}", k.name, c.label, err.message));
+            let mut t: Vec<TensorBinding<'_>> = uids
+                .iter()
+                .map(|(u, len)| TensorBinding {
+                    uid: *u,
+                    data: BufferRef::Device {
+                        addr: 0x1000_0000 * *u as u64,
+                        len: *len,
+                    },
+                })
+                .collect();
+            let ws = ctx.workspace_size();
+            ctx.execute(ExecuteArgs {
+                stream: 0,
+                workspace: (ws > 0).then_some(BufferRef::Device {
+                    addr: 0x7_0000_0000,
+                    len: ws,
+                }),
+                tensors: &mut t,
+            })
+            .unwrap_or_else(|err| panic!("{arch} {}: execute: {}", k.name, err.message));
+            let (symbol, sha) = dev.functions.lock().unwrap().last().cloned().unwrap();
+            let src = k.single_source().unwrap();
+            assert_eq!(symbol, src.symbol, "{arch} {}", k.name);
+            assert_eq!(
+                sha, src.sha256,
+                "{arch} {}: another code object ran",
+                k.name
+            );
+        }
+        println!(
+            "{arch}: {} entries, each with a graph it serves",
+            assigned.len()
+        );
+    }
+}
