@@ -120,8 +120,8 @@ def test_torch_tensors_read_directly_bind_like_their_dlpack_capsules(torch_gpu, 
     torch = torch_gpu
     dev = torch.device("cuda", torch.cuda.current_device())
     g = add_graph(gpu, dims=[8, 125])
-    big = torch.from_numpy(values(1003 * 2, 7)).to(dev)
-    a = big[3:1003].reshape(8, 125)  # a view whose first element is 12 bytes in
+    big = torch.from_numpy(values(1004 * 2, 7)).to(dev)
+    a = big[4:1004].reshape(8, 125)  # a view whose first element is 16 bytes in
     b = torch.from_numpy(values(1000, 2).reshape(8, 125)).to(dev)
     y1, y2 = torch.empty(8, 125, device=dev), torch.empty(8, 125, device=dev)
     g.execute(gpu, {1: a, 2: b, 3: y1})
