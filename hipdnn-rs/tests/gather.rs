@@ -3,6 +3,8 @@
 //! exact beyond f32's integers, strided tables / indices / outputs, save → load → execute →
 //! re-save byte-identical, and the refusals with their messages.
 
+mod gpu_support;
+use gpu_support::skipped;
 use half::{bf16, f16};
 use hipdnn::{
     Buffer, CustomOpAttributes, DataType, ErrorCode, Graph, Handle, TensorAttributes, VariantPack,
@@ -266,11 +268,6 @@ fn what_the_gather_refuses_is_named() {
 }
 
 /// Prints `skipped: <why>` on the test process's stderr directly (shown for a passing test).
-fn skipped(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
-}
-
 /// One GPU case: a (V, H) table of `T` (row-major, or column-major when `transposed`), N
 /// indices (INT32 or INT64; every seventh one outside the table).
 fn gpu_case<T: hipdnn::Element + Copy>(

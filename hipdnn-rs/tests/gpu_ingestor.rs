@@ -9,6 +9,8 @@
 //! Tolerance vs the CPU reference (f32): conv |d| ≤ 1e-5·(1 + |ref|) (different fma order);
 //! pointwise exact ops bit-exact, transcendental |d| ≤ 4e-6·|ref| + 2e-7.
 
+mod gpu_support;
+use gpu_support::gpu;
 use hipdnn::{
     Buffer, ConvFpropAttributes, DataType, Graph, Handle, PointwiseAttributes, PointwiseMode,
     TensorAttributes, VariantPack,
@@ -19,21 +21,6 @@ use sha2::{Digest, Sha256};
 /// Prints `skipped: <why>` on the test process's stderr directly: `println!`/`eprintln!` are
 /// captured by the test harness and hidden for a passing test, a direct write is not, so the
 /// skip shows in plain `cargo test` output.
-fn skipped(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
-}
-
-fn gpu() -> Option<Handle> {
-    match Handle::gpu() {
-        Ok(h) => Some(h),
-        Err(e) => {
-            skipped(&e.message);
-            None
-        }
-    }
-}
-
 fn lcg(n: usize, seed: u64) -> Vec<f32> {
     let mut s = seed
         .wrapping_mul(6364136223846793005)

@@ -5,37 +5,12 @@
 //! re-saves byte-identically; a plan-only file (`to_compiled_plan_binary`) refuses overrides
 //! by name. Skips (printing why) without a GPU.
 
+mod gpu_support;
+use gpu_support::{gpu, lcg};
 use hipdnn::{
     Buffer, ConvFpropAttributes, DataType, ErrorCode, Graph, Handle, MatmulAttributes,
     PointwiseAttributes, PointwiseMode, TensorAttributes as T, VariantPack,
 };
-
-fn skipped(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
-}
-
-fn gpu() -> Option<Handle> {
-    match Handle::gpu() {
-        Ok(h) => Some(h),
-        Err(e) => {
-            skipped(&e.message);
-            None
-        }
-    }
-}
-
-fn lcg(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
-}
 
 fn f32_graph(name: &str) -> Graph {
     let mut g = Graph::new();

@@ -19,16 +19,13 @@
 //! `HIPDNN_KERNEL_DIR=$PWD/engines/kernels/packed cargo test --release -p hipdnn
 //! --no-default-features --test multi_gpu -- --nocapture`.
 
+mod gpu_support;
+use gpu_support::{lcg, skipped};
 use hipdnn::{
     Buffer, ConvFpropAttributes, DataType, ExecutionDevice, GpuInfo, Graph, Handle, ModuleStats,
     TensorAttributes as T, VariantPack,
 };
 use std::sync::{Barrier, Mutex};
-
-fn skipped(why: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "skipped: {why}");
-}
 
 /// The visible GPUs with kernels for device 0, or `None` (printed) when there is none.
 fn gpus() -> Option<Vec<GpuInfo>> {
@@ -48,18 +45,6 @@ fn gpus() -> Option<Vec<GpuInfo>> {
         return None;
     }
     Some(list)
-}
-
-fn lcg(n: usize, seed: u64) -> Vec<f32> {
-    let mut s = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
-    (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-        })
-        .collect()
 }
 
 const N: i64 = 2;
