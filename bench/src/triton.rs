@@ -49,6 +49,7 @@ use hipdnn_hip::{Event, Stream};
 use serde_json::json;
 
 mod bn_bwd;
+mod llm;
 mod norm_bwd;
 mod pointwise;
 mod pool;
@@ -1322,7 +1323,7 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
 ];
 
 /// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`,
-/// `normbwd`, `bnbwd`) and, for
+/// `normbwd`, `bnbwd`, `llm`) and, for
 /// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
 /// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
@@ -1337,11 +1338,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
             "pool",
             "normbwd",
             "bnbwd",
+            "llm",
         ]
         .contains(n)
     }) {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd and bnbwd, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd and llm, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1408,6 +1410,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("reduce_checks".into(), json!(checks));
         report.insert("reduce".into(), json!(rows));
         report.insert("torch_reduce".into(), torch);
+    }
+    if names.contains(&"llm") {
+        let (rows, torch) = llm::section(gpu)?;
+        t += &llm::table(&rows, &torch);
+        report.insert("llm".into(), json!(rows));
+        report.insert("torch_llm".into(), torch);
     }
     if names.contains(&"pool") {
         let (checks, rows, torch) = pool::section(gpu, cpu)?;
