@@ -262,8 +262,8 @@ impl<T: Element> Buffer<T> {
         if tensor.strides.len() != tensor.dims.len() {
             return Err(bad());
         }
-        let need =
-            crate::persist::required_bytes(&tensor.dims, &tensor.strides, 1).ok_or_else(bad)?;
+        let need = hipdnn_backend::tensor_size::byte_extent(&tensor.dims, &tensor.strides, 1)
+            .ok_or_else(bad)?;
         if need > self.len {
             return Err(bad());
         }

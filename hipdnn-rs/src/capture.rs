@@ -14,40 +14,12 @@
 //! even if the buffer is dropped first: a replay never reaches freed memory. Replays read and
 //! write those buffers when they run, like executes.
 
-use std::sync::{Mutex, PoisonError};
-
-use hipdnn_hip::{AllocationLease, CapturedGraph, DriverError, GraphExec, Stream};
+use hipdnn_hip::{CapturedGraph, DriverError, GraphExec, Stream};
 
 use crate::graph::{Error, ErrorCode, Result};
-use crate::handle::Handle;
+use crate::handle::{Handle, Recorder, Recording};
 
-/// What one capture recorded besides the launches: the leases of the bound device buffers
-/// and the number of executes.
-#[derive(Debug, Default)]
-pub(crate) struct Recording {
-    leases: Vec<AllocationLease>,
-    executes: usize,
-}
-
-/// The recorder a capturing handle holds ([`Handle::capture`]); `Graph::execute` reports to it.
-#[derive(Debug, Default)]
-pub(crate) struct Recorder(Mutex<Recording>);
-
-impl Recorder {
-    /// Notes one execute with the leases of its bound device buffers.
-    pub(crate) fn record(&self, leases: impl IntoIterator<Item = AllocationLease>) {
-        let mut r = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        r.leases.extend(leases);
-        r.executes += 1;
-    }
-
-    fn into_recording(self) -> Recording {
-        self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
-/// Message prefix of every capture error.
-pub const CAPTURE: &str = "graph capture";
+pub use crate::handle::CAPTURE;
 
 fn driver_error(what: &str, e: DriverError) -> Error {
     Error::new(

@@ -9,7 +9,8 @@
 
 use crate::Error;
 use hipdnn_backend::BackendError;
-use std::sync::Arc;
+use hipdnn_hip::AllocationLease;
+use std::sync::{Arc, Mutex, PoisonError};
 
 /// The device a handle executes on ([`Handle::device`]).
 ///
@@ -72,7 +73,7 @@ pub struct Handle {
     /// Builds refuse engines noted `NONDETERMINISTIC` ([`Handle::set_deterministic_only`]).
     deterministic_only: bool,
     /// Set while [`Handle::capture`] records: executes check their plan and report to it.
-    pub(crate) recorder: Option<crate::capture::Recorder>,
+    pub(crate) recorder: Option<Recorder>,
 }
 
 impl std::fmt::Debug for Handle {
@@ -509,5 +510,34 @@ impl Handle {
             .iter()
             .map(|e| e.name().to_string())
             .collect()
+    }
+}
+
+/// Message prefix of every capture error (`crate::capture`).
+pub const CAPTURE: &str = "graph capture";
+
+/// What one capture recorded besides the launches: the leases of the bound device buffers
+/// and the number of executes.
+#[derive(Debug, Default)]
+pub(crate) struct Recording {
+    pub(crate) leases: Vec<AllocationLease>,
+    pub(crate) executes: usize,
+}
+
+/// The recorder a capturing handle holds (`Handle::capture`, `crate::capture`); `Graph::execute`
+/// reports to it.
+#[derive(Debug, Default)]
+pub(crate) struct Recorder(Mutex<Recording>);
+
+impl Recorder {
+    /// Notes one execute with the leases of its bound device buffers.
+    pub(crate) fn record(&self, leases: impl IntoIterator<Item = AllocationLease>) {
+        let mut r = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        r.leases.extend(leases);
+        r.executes += 1;
+    }
+
+    pub(crate) fn into_recording(self) -> Recording {
+        self.0.into_inner().unwrap_or_else(PoisonError::into_inner)
     }
 }

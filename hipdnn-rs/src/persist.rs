@@ -523,7 +523,7 @@ impl Graph {
             if let Some(why) = plan.capture_refusal() {
                 return Err(Error::new(
                     ErrorCode::GraphNotSupported,
-                    format!("{}: {why}", crate::capture::CAPTURE),
+                    format!("{}: {why}", crate::handle::CAPTURE),
                 ));
             }
             let ws = workspace.as_deref().and_then(|w| w.device_lease());
