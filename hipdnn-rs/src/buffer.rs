@@ -1005,8 +1005,12 @@ impl<'a> VariantPack<'a> {
     /// shortened but not its output C). Engines that cannot serve overrides are not chosen for
     /// a flagged graph at build. The CPU engine serves them bit for bit as a build at that
     /// shape; the GPU engine re-prepares its kernel's launch at the new shape (a kernel whose
-    /// entry does not serve it is refused by name; a GPU plan loaded from bytes runs only at
-    /// its built shape).
+    /// entry does not serve it is refused by name; a GPU plan loaded without its graph, from
+    /// `to_compiled_plan_binary` bytes, runs only at its built shape).
+    ///
+    /// [`Graph::shape_overrides_for`](crate::Graph::shape_overrides_for) computes every
+    /// override from the same graph made at the smaller shape; [`Self::override_shapes`] adds
+    /// them all.
     ///
     /// # Example
     /// ```
@@ -1045,6 +1049,51 @@ impl<'a> VariantPack<'a> {
         self.overrides
             .push(hipdnn_backend::ShapeOverride::new(uid, dims, strides));
         self
+    }
+
+    /// [`Self::override_shape`] for each of `overrides`, e.g. what
+    /// [`Graph::shape_overrides_for`](crate::Graph::shape_overrides_for) computes from the
+    /// same graph made at the smaller shape. Errors as [`Self::override_shape`] (at execute).
+    ///
+    /// # Example
+    /// ```
+    /// use hipdnn::{Buffer, DataType, Graph, Handle, MatmulAttributes, TensorAttributes as T};
+    /// use hipdnn::VariantPack;
+    /// # fn main() -> hipdnn::Result<()> {
+    /// let handle = Handle::cpu()?;
+    /// // The same graph at `rows` rows.
+    /// let linear = |rows: i64| {
+    ///     let mut g = Graph::new();
+    ///     g.set_io_data_type(DataType::Float);
+    ///     let a = g.tensor(T::new("a").uid(1).dims([rows, 4]));
+    ///     let b = g.tensor(T::new("b").uid(2).dims([4, 2]));
+    ///     let c = g.matmul(a, b, MatmulAttributes::new());
+    ///     g.set_output(c, true).set_uid(c, 3);
+    ///     g
+    /// };
+    /// let mut g = linear(8);
+    /// g.set_override_shape_enabled(true);
+    /// g.build(&handle)?;
+    /// let overrides = g.shape_overrides_for(&linear(3))?; // A (3, 4) and C (3, 2)
+    /// let (ab, bb) = (Buffer::from_slice(&[1f32; 12]), Buffer::from_slice(&[0.5f32; 8]));
+    /// let mut cb = Buffer::<f32>::zeros(6);
+    /// let pack = VariantPack::new()
+    ///     .input(1, &ab)
+    ///     .input(2, &bb)
+    ///     .output(3, &mut cb)
+    ///     .override_shapes(overrides);
+    /// g.execute(&handle, pack, None)?;
+    /// assert_eq!(cb.to_vec()?, [2f32; 6]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn override_shapes(
+        self,
+        overrides: impl IntoIterator<Item = hipdnn_backend::ShapeOverride>,
+    ) -> Self {
+        overrides
+            .into_iter()
+            .fold(self, |p, o| p.override_shape(o.uid, o.dims, o.strides))
     }
 
     /// The shape overrides of this pack, in the order given.

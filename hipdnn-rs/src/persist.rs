@@ -669,10 +669,21 @@ impl Graph {
                 )
             })?;
             if entry.data.len() < need {
+                // Other tensors are overridden and this one is not: it still takes its built
+                // shape, which is most likely the cause.
+                let hint = if overridden.is_none() && !pack.overrides.is_empty() {
+                    format!(
+                        " (its built shape: the pack overrides other tensors but not uid {uid}; \
+                         override it too — Graph::shape_overrides_for computes every override \
+                         from the graph made at the smaller shape)"
+                    )
+                } else {
+                    String::new()
+                };
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
                     format!(
-                        "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {} need {need}",
+                        "buffer for tensor '{}' (uid {uid}) holds {} bytes; dims {:?} strides {:?} of {} need {need}{hint}",
                         t.name,
                         entry.data.len(),
                         dims,

@@ -432,6 +432,39 @@ fn overrides_need_the_flag_and_a_buffer_of_the_override_extent() {
         "{}",
         e.message
     );
+    assert!(!e.message.contains("override it too"), "{}", e.message);
+
+    // The input overridden, the output not: its 3-row buffer is short of the built 8 rows,
+    // and the message says which override is missing.
+    let x3 = Buffer::from_slice(&[0.5f32; 48]);
+    let mut y3 = Buffer::<f32>::filled(72, -7.0);
+    let pack = VariantPack::new()
+        .input(1, &x3)
+        .input(2, &w)
+        .input(3, &b)
+        .input(4, &r)
+        .output(100, &mut y3)
+        .override_shapes([
+            ShapeOverride::new(1, vec![1, 1, 3, 16], vec![48, 48, 16, 1]),
+            ShapeOverride::new(4, vec![1, 1, 3, 24], vec![72, 72, 24, 1]),
+        ]);
+    let e = g.execute(&h, pack, None).unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidValue);
+    assert!(
+        e.message
+            .starts_with("buffer for tensor 'Pointwise_3::OUT_0' (uid 100) holds 288 bytes")
+            && e.message.ends_with(
+                " (its built shape: the pack overrides other tensors but not uid 100; override \
+                 it too — Graph::shape_overrides_for computes every override from the graph \
+                 made at the smaller shape)"
+            ),
+        "{}",
+        e.message
+    );
+    assert!(
+        y3.to_vec().unwrap().iter().all(|v| *v == -7.0),
+        "nothing written"
+    );
 }
 
 #[test]
