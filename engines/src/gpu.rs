@@ -388,6 +388,25 @@ fn triton_config(e: &serde_json::Value, family: &str) -> Option<TritonConfig> {
 pub fn open(ordinal: usize) -> Result<GpuEngines, GpuUnavailable> {
     let location = resolve_kernel_location();
     log::info!("hipdnn: kernels: {location}");
+    open_at(location, ordinal)
+}
+
+/// [`open`] of the device current on the calling thread ([`current_device`]), the kernel
+/// location logged first as in [`open`] (so it shows on a machine without a GPU too).
+///
+/// # Errors
+/// As [`current_device`], then as [`open`].
+pub fn open_current() -> Result<GpuEngines, GpuUnavailable> {
+    let location = resolve_kernel_location();
+    log::info!("hipdnn: kernels: {location}");
+    open_at(location, current_device()?)
+}
+
+/// [`open`] with the kernel location resolved (and logged) already.
+fn open_at(
+    location: crate::kernel_location::KernelLocation,
+    ordinal: usize,
+) -> Result<GpuEngines, GpuUnavailable> {
     let rt = GpuRuntime::load()?;
     let count = rt.devices().len();
     if ordinal >= count {

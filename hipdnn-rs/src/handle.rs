@@ -346,7 +346,7 @@ impl Handle {
     /// # Errors
     /// As [`Handle::new`].
     pub fn on_current_device() -> Result<Self, Error> {
-        let opened = hipdnn_engines::gpu::current_device().and_then(hipdnn_engines::gpu::open);
+        let opened = hipdnn_engines::gpu::open_current();
         match opened {
             Ok(g) => Self::on_gpu(g),
             Err(e) => {
