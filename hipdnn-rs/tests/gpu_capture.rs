@@ -9,40 +9,11 @@
 //! inputs (same kernels, so the same bits).
 
 mod gpu_support;
-use gpu_support::{gpu, lcg};
+use gpu_support::{HW, K, N, W_LEN, X_LEN, Y_LEN, conv_graph, gpu, lcg};
 use hipdnn::{
-    Buffer, ConvFpropAttributes, DataType, DeviceGraph, ErrorCode, Graph, Handle,
-    PointwiseAttributes, PointwiseMode, TensorAttributes as T, VariantPack,
+    Buffer, DataType, DeviceGraph, ErrorCode, Graph, Handle, PointwiseAttributes, PointwiseMode,
+    TensorAttributes as T, VariantPack,
 };
-
-const N: i64 = 2;
-const C: i64 = 8;
-const HW: i64 = 9;
-const K: i64 = 16;
-const X_LEN: usize = (N * C * HW * HW) as usize;
-const W_LEN: usize = (K * C * 9) as usize;
-const Y_LEN: usize = (N * K * HW * HW) as usize;
-
-/// Plan A: y (uid 3) = conv3x3(x (uid 1), w (uid 2)), padding 1, f32 NCHW.
-fn conv_graph() -> Graph {
-    let mut g = Graph::new();
-    g.set_name("capture_conv")
-        .set_io_data_type(DataType::Float)
-        .set_intermediate_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
-    let x = g.tensor(T::new("x").uid(1).dims([N, C, HW, HW]).packed_nchw());
-    let w = g.tensor(T::new("w").uid(2).dims([K, C, 3, 3]).packed_nchw());
-    let y = g.conv_fprop(
-        x,
-        w,
-        ConvFpropAttributes::new()
-            .padding([1, 1])
-            .stride([1, 1])
-            .dilation([1, 1]),
-    );
-    g.set_output(y, true).set_uid(y, 3);
-    g
-}
 
 /// Plan B: z (uid 5) = relu(y (uid 4)), over plan A's output shape.
 fn relu_graph() -> Graph {
@@ -69,7 +40,7 @@ struct Pass {
 
 impl Pass {
     fn new(h: &Handle, seed: u64) -> Pass {
-        let (mut conv, mut relu) = (conv_graph(), relu_graph());
+        let (mut conv, mut relu) = (conv_graph("capture_conv"), relu_graph());
         conv.build(h).expect("build conv");
         relu.build(h).expect("build relu");
         assert_eq!(conv.engine_name().unwrap(), "hipkernel.ingestor.gpu");

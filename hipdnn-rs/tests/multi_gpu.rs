@@ -20,11 +20,8 @@
 //! --no-default-features --test multi_gpu -- --nocapture`.
 
 mod gpu_support;
-use gpu_support::{lcg, skipped};
-use hipdnn::{
-    Buffer, ConvFpropAttributes, DataType, ExecutionDevice, GpuInfo, Graph, Handle, ModuleStats,
-    TensorAttributes as T, VariantPack,
-};
+use gpu_support::{W_LEN, X_LEN, Y_LEN, conv_graph, lcg, skipped};
+use hipdnn::{Buffer, ExecutionDevice, GpuInfo, Graph, Handle, ModuleStats, VariantPack};
 use std::sync::{Barrier, Mutex};
 
 /// The visible GPUs with kernels for device 0, or `None` (printed) when there is none.
@@ -45,35 +42,6 @@ fn gpus() -> Option<Vec<GpuInfo>> {
         return None;
     }
     Some(list)
-}
-
-const N: i64 = 2;
-const C: i64 = 8;
-const HW: i64 = 9;
-const K: i64 = 16;
-const X_LEN: usize = (N * C * HW * HW) as usize;
-const W_LEN: usize = (K * C * 9) as usize;
-const Y_LEN: usize = (N * K * HW * HW) as usize;
-
-/// y (uid 3) = conv3x3(x (uid 1), w (uid 2)), padding 1, f32 NCHW: one kernel on the GPU.
-fn conv_graph() -> Graph {
-    let mut g = Graph::new();
-    g.set_name("multi_gpu_conv")
-        .set_io_data_type(DataType::Float)
-        .set_intermediate_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
-    let x = g.tensor(T::new("x").uid(1).dims([N, C, HW, HW]).packed_nchw());
-    let w = g.tensor(T::new("w").uid(2).dims([K, C, 3, 3]).packed_nchw());
-    let y = g.conv_fprop(
-        x,
-        w,
-        ConvFpropAttributes::new()
-            .padding([1, 1])
-            .stride([1, 1])
-            .dilation([1, 1]),
-    );
-    g.set_output(y, true).set_uid(y, 3);
-    g
 }
 
 /// Executes `g` on `h` over the fixed inputs; returns y.
@@ -128,7 +96,7 @@ fn every_gpu_builds_saves_and_runs_every_other_gpus_plans() {
     }
     let cpu = {
         let h = Handle::cpu().expect("cpu");
-        let mut g = conv_graph();
+        let mut g = conv_graph("multi_gpu_conv");
         g.build(&h).expect("cpu build");
         exec(&h, &g)
     };
@@ -201,7 +169,7 @@ fn phase1(i: usize, saved: &Mutex<Vec<Option<Saved>>>, cpu: &[f32]) -> Phase1 {
     let before = stats(&h);
 
     // Build twice (two plans of one kernel), execute, compare, save.
-    let mut g = conv_graph();
+    let mut g = conv_graph("multi_gpu_conv");
     g.build(&h).expect("build");
     assert_eq!(g.engine_name().unwrap(), "hipkernel.ingestor.gpu");
     let y = exec(&h, &g);
@@ -214,7 +182,7 @@ fn phase1(i: usize, saved: &Mutex<Vec<Option<Saved>>>, cpu: &[f32]) -> Phase1 {
         d <= 1e-5,
         "device {i}: max relative difference to the CPU {d}"
     );
-    let mut g2 = conv_graph();
+    let mut g2 = conv_graph("multi_gpu_conv");
     g2.build(&h).expect("second build");
     assert_eq!(bits(&exec(&h, &g2)), bits(&y), "device {i}: second plan");
     let built = stats(&h);

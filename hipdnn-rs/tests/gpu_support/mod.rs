@@ -2,7 +2,7 @@
 //! deterministic input generator.
 #![allow(dead_code)]
 
-use hipdnn::Handle;
+use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes as T};
 
 /// Prints why a GPU test does nothing here (`skipped: <why>` on stderr).
 pub fn skipped(why: &str) {
@@ -32,4 +32,41 @@ pub fn lcg(n: usize, seed: u64) -> Vec<f32> {
             ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
         })
         .collect()
+}
+
+/// Batch of [`conv_graph`].
+pub const N: i64 = 2;
+/// Input channels of [`conv_graph`].
+pub const C: i64 = 8;
+/// Image height and width of [`conv_graph`].
+pub const HW: i64 = 9;
+/// Filters of [`conv_graph`].
+pub const K: i64 = 16;
+/// Elements of x.
+pub const X_LEN: usize = (N * C * HW * HW) as usize;
+/// Elements of w.
+pub const W_LEN: usize = (K * C * 9) as usize;
+/// Elements of y.
+pub const Y_LEN: usize = (N * K * HW * HW) as usize;
+
+/// `name`: y (uid 3) = conv3x3(x (uid 1), w (uid 2)), padding 1, f32 NCHW, one kernel on the
+/// GPU.
+pub fn conv_graph(name: &str) -> Graph {
+    let mut g = Graph::new();
+    g.set_name(name)
+        .set_io_data_type(DataType::Float)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let x = g.tensor(T::new("x").uid(1).dims([N, C, HW, HW]).packed_nchw());
+    let w = g.tensor(T::new("w").uid(2).dims([K, C, 3, 3]).packed_nchw());
+    let y = g.conv_fprop(
+        x,
+        w,
+        ConvFpropAttributes::new()
+            .padding([1, 1])
+            .stride([1, 1])
+            .dilation([1, 1]),
+    );
+    g.set_output(y, true).set_uid(y, 3);
+    g
 }
