@@ -140,27 +140,22 @@ except Exception as ex:
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
-out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": []}
+out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": [], "graph_ms": []}
 for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
     x = torch.randn(n, c, h, h, device="cuda"); w = torch.randn(k, c, r, r, device="cuda")
-    for _ in range(5): torch.nn.functional.conv2d(x, w, padding=pad, stride=stride)
+    f = lambda: torch.nn.functional.conv2d(x, w, padding=pad, stride=stride)
+    for _ in range(5): f()
     torch.cuda.synchronize(); ts = []
     for _ in range(20):
-        t = time.perf_counter(); torch.nn.functional.conv2d(x, w, padding=pad, stride=stride); torch.cuda.synchronize(); ts.append(time.perf_counter() - t)
+        t = time.perf_counter(); f(); torch.cuda.synchronize(); ts.append(time.perf_counter() - t)
     ts.sort(); out["ms"].append(ts[len(ts)//2] * 1e3)
+    out["graph_ms"].append(graph_ms(f))
+out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
 
 fn torch_conv(shapes: &[[i64; 7]]) -> serde_json::Value {
-    let arg = serde_json::to_string(shapes).unwrap_or_default();
-    match std::process::Command::new("python3")
-        .args(["-c", TORCH, &arg])
-        .output()
-    {
-        Ok(o) => serde_json::from_slice(&o.stdout)
-            .unwrap_or_else(|_| json!({"error": String::from_utf8_lossy(&o.stderr).to_string()})),
-        Err(x) => json!({"error": x.to_string()}),
-    }
+    triton::torch_json(TORCH, &serde_json::to_string(shapes).unwrap_or_default())
 }
 
 fn raw_launch_time(h: &Handle) -> R<f64> {
@@ -261,9 +256,9 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
         let t1 = Instant::now();
         let _g2 = Graph::from_compiled_plan_binary(&h2, &plan).map_err(e)?;
         let load_ms = t1.elapsed().as_secs_f64() * 1e3;
-        let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
         let row = json!({"shape": s, "engine": g.engine_name().map_err(e)?, "ms": t * 1e3, "tflops": flops / t / 1e12,
-            "torch_ms": torch_ms, "build_ms": build_ms, "load_ms": load_ms});
+            "build_ms": build_ms, "load_ms": load_ms});
+        let row = triton::with_peer(row, &torch, i);
         println!("conv: {row}");
         convs.push(row);
     }
@@ -297,14 +292,12 @@ fn gpu(out: &str, md: Option<&str>) -> R<()> {
         );
         for r in &convs {
             t += &format!(
-                "| conv fprop f32 {} (n,c,h,k,r,pad,stride) | {:.3} ms ({:.2} TFLOP/s) | PyTorch/cuDNN {} |\n",
+                "| conv fprop f32 {} (n,c,h,k,r,pad,stride) | {:.3} ms ({:.2} TFLOP/s) | PyTorch/cuDNN {} (wall clock with a synchronize, as ours), replayed from a CUDA graph {} (events, kernel-only) |\n",
                 r["shape"],
                 r["ms"].as_f64().unwrap_or(0.0),
                 r["tflops"].as_f64().unwrap_or(0.0),
-                r["torch_ms"]
-                    .as_f64()
-                    .map(|v| format!("{v:.3} ms"))
-                    .unwrap_or_else(|| "n/a".into())
+                triton::ms_cell(&r["torch_ms"]),
+                triton::ms_cell(&r["torch_graph_ms"]),
             );
         }
         for r in &convs {

@@ -32,6 +32,15 @@
 //!    only): checks against the CPU reference and ResNet-50 batch-32 channels-last rows vs
 //!    PyTorch eager and replayed from a CUDA graph.
 //!
+//! 10. LLM GEMMs ([`llm`], `--only llm` only): decode and prefill rows vs `torch.matmul`.
+//!
+//! **Two PyTorch peers in every section** (issue 33): each peer call is timed eager (CUDA events
+//! around 20 calls from Python, dispatch included) and replayed from a CUDA graph of the same
+//! 20 calls (kernel-only), by the shared prelude's `peer`/`eager_ms`/`graph_ms`. Every row
+//! carries `torch_ms` and `ratio_vs_torch` (eager) and `torch_graph_ms` and `ratio_vs_graph`
+//! (replay; `null` when the capture failed, the reason in the peer's `graph_errors`), a ratio
+//! being PyTorch's ms ÷ ours (above 1 we are faster); every table shows both.
+//!
 //! `HIPDNN_BENCH_SWEEP=1`: the reduce and sdpa rows are also built with
 //! `Graph::build_benchmarked` and timed (`benchmarked_ms` in the JSON); the engine's
 //! `hipdnn benchmark:` lines print every candidate's time, so an archive packed with extra
@@ -68,12 +77,32 @@ fn sweep() -> bool {
     std::env::var_os("HIPDNN_BENCH_SWEEP").is_some()
 }
 
-/// Put before every PyTorch peer script: `graph_ms(f)`, the median ms per call of `f` replayed
-/// from a CUDA graph of 20 calls (5 rounds between CUDA events, after 3 warm-up calls on a side
-/// stream), or `None` when the capture fails (the reason appended to `GRAPH_ERRORS`): the
-/// kernel-only peer beside the eager one.
+/// Put before every PyTorch peer script (issue 33 deliverable 1: every section times PyTorch
+/// twice):
+/// - `eager_ms(f)`: the median ms per call of `f` called from Python, 5 rounds of 20 calls
+///   between CUDA events after 5 warm-up calls (what a PyTorch user's loop costs, Python
+///   dispatch included);
+/// - `graph_ms(f)`: the median ms per call of `f` replayed from a CUDA graph of 20 calls (5
+///   rounds between CUDA events, after 3 warm-up calls on a side stream), or `None` when the
+///   capture fails (the reason appended to `GRAPH_ERRORS`): the kernel-only peer;
+/// - `peer(out, key, f)`: both, as `out["ms"][key]` and `out["graph_ms"][key]`, and
+///   `out["graph_errors"]`.
 const TORCH_PRELUDE: &str = r#"
 GRAPH_ERRORS = []
+def eager_ms(f, calls=20):
+    import torch
+    for _ in range(5): f()
+    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    rs = []
+    for _ in range(5):
+        s.record()
+        for _ in range(calls): f()
+        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / calls)
+    rs.sort(); return rs[2]
+def peer(out, key, f):
+    out.setdefault("ms", {})[key] = eager_ms(f)
+    out.setdefault("graph_ms", {})[key] = graph_ms(f)
+    out["graph_errors"] = GRAPH_ERRORS
 def graph_ms(f, calls=20):
     import torch
     try:
@@ -95,7 +124,7 @@ def graph_ms(f, calls=20):
 "#;
 
 /// A table cell of milliseconds (`0.1234 ms`), `n/a` when the JSON value is not a number.
-fn ms_cell(v: &serde_json::Value) -> String {
+pub(crate) fn ms_cell(v: &serde_json::Value) -> String {
     v.as_f64()
         .map(|v| format!("{v:.4} ms"))
         .unwrap_or_else(|| "n/a".into())
@@ -108,10 +137,48 @@ fn ratio_cell(v: &serde_json::Value) -> String {
         .unwrap_or_else(|| "n/a".into())
 }
 
+/// The PyTorch peer of a timed row, added to it: `torch_ms` (eager) and `torch_graph_ms`
+/// (replayed from a CUDA graph, kernel-only) from `torch["ms"][key]` and
+/// `torch["graph_ms"][key]` (`key` a string for a script that fills dicts, an index for one
+/// that fills lists), and our speed against each, `ratio_vs_torch` and `ratio_vs_graph` (the
+/// peer's ms ÷ `row["ms"]`: above 1 we are faster). A figure the peer lacks (no PyTorch, a
+/// failed capture) is `null`.
+pub(crate) fn with_peer<I: serde_json::value::Index + Copy>(
+    mut row: serde_json::Value,
+    torch: &serde_json::Value,
+    key: I,
+) -> serde_json::Value {
+    let ms = row["ms"].as_f64();
+    let eager = torch["ms"].get(key).and_then(|v| v.as_f64());
+    let graph = torch["graph_ms"].get(key).and_then(|v| v.as_f64());
+    let ratio = |p: Option<f64>| p.zip(ms).map(|(p, ms)| p / ms);
+    if let Some(o) = row.as_object_mut() {
+        o.insert("torch_ms".into(), json!(eager));
+        o.insert("ratio_vs_torch".into(), json!(ratio(eager)));
+        o.insert("torch_graph_ms".into(), json!(graph));
+        o.insert("ratio_vs_graph".into(), json!(ratio(graph)));
+    }
+    row
+}
+
+/// The header cells of [`peer_cells`].
+const PEER_HEADER: &str = "PyTorch eager | ours/eager | PyTorch CUDA graph | ours/graph";
+
+/// The four table cells of a row's PyTorch peer ([`with_peer`]'s fields), joined by ` | `.
+fn peer_cells(r: &serde_json::Value) -> String {
+    format!(
+        "{} | {} | {} | {}",
+        ms_cell(&r["torch_ms"]),
+        ratio_cell(&r["ratio_vs_torch"]),
+        ms_cell(&r["torch_graph_ms"]),
+        ratio_cell(&r["ratio_vs_graph"])
+    )
+}
+
 /// Runs a PyTorch peer script (`python3 -c script arg`) and parses the JSON it prints on
 /// stdout; when python3 cannot start or prints no JSON, `{"error": <why or its stderr>}`
 /// (the tables then show `n/a` for the peer).
-fn torch_json(script: &str, arg: &str) -> serde_json::Value {
+pub(crate) fn torch_json(script: &str, arg: &str) -> serde_json::Value {
     let script = format!("{TORCH_PRELUDE}{script}");
     match std::process::Command::new("python3")
         .args(["-c", &script, arg])
@@ -580,18 +647,11 @@ except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
-out = {"torch": torch.__version__, "ms": {}}
+out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for n in json.loads(sys.argv[1]):
     for name, dt in [("f16", torch.float16), ("bf16", torch.bfloat16), ("f32", torch.float32)]:
         a = torch.full((n, n), 0.01, device="cuda", dtype=dt); b = torch.full((n, n), 0.02, device="cuda", dtype=dt)
-        for _ in range(5): torch.matmul(a, b)
-        s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        rs = []
-        for _ in range(5):
-            s.record()
-            for _ in range(20): torch.matmul(a, b)
-            t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-        rs.sort(); out["ms"][f"{name}_{n}"] = rs[2]
+        peer(out, f"{name}_{n}", lambda: torch.matmul(a, b))
 print(json.dumps(out))
 "#;
 
@@ -736,9 +796,9 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
                 _ => time_mm::<bf16>(&gpu, n, dt),
             }?;
             let tflops = 2.0 * (n as f64).powi(3) / (ms * 1e-3) / 1e12;
-            let torch_ms = torch["ms"][format!("{name}_{n}")].as_f64();
-            let row = json!({"dtype": name, "n": n, "ms": ms, "tflops": tflops, "torch_ms": torch_ms,
-                "ratio_vs_torch": torch_ms.map(|t| t / ms), "build_ms": build_ms, "plan": engine});
+            let row = json!({"dtype": name, "n": n, "ms": ms, "tflops": tflops,
+                "build_ms": build_ms, "plan": engine});
+            let row = with_peer(row, &torch, format!("{name}_{n}").as_str());
             println!("matmul: {row}");
             rows.push(row);
         }
@@ -807,73 +867,42 @@ pub fn triton(out: &str, md: Option<&str>, sizes: &[i64], only: Option<&str>) ->
             fused_checks.len(),
             reloads.len()
         );
-        t += "| matmul M=N=K | dtype | hipdnn-rs (Triton) | TFLOP/s | torch.matmul | ours/torch speed |\n|---|---|---|---|---|---|\n";
+        t += &format!(
+            "| matmul M=N=K | dtype | hipdnn-rs (Triton) | TFLOP/s | {PEER_HEADER} |\n|---|---|---|---|---|---|---|---|\n"
+        );
         for r in &rows {
             t += &format!(
-                "| {} | {} | {:.3} ms | {:.0} | {} | {} |\n",
+                "| {} | {} | {:.3} ms | {:.0} | {} |\n",
                 r["n"],
                 r["dtype"].as_str().unwrap_or_default(),
                 r["ms"].as_f64().unwrap_or(0.0),
                 r["tflops"].as_f64().unwrap_or(0.0),
-                r["torch_ms"]
-                    .as_f64()
-                    .map(|v| format!("{v:.3} ms"))
-                    .unwrap_or_else(|| "n/a".into()),
-                r["ratio_vs_torch"]
-                    .as_f64()
-                    .map(|v| format!("{v:.2}×"))
-                    .unwrap_or_else(|| "n/a".into()),
+                peer_cells(r),
             );
         }
         t += &format!(
-            "\nConv fprop + bias + ReLU (one fused launch; {} conv correctness cases passed) vs PyTorch `relu(conv2d(x, w, b))` (cuDNN, `cudnn.benchmark`, channels_last for NHWC, TF32 off), torch {} cuDNN {}:\n\n| n | layer (c, h, k, r, pad, stride) | dtype | layout | hipdnn-rs (static rule) | TFLOP/s | PyTorch | ours/torch speed | benchmarked plan | its speed vs torch |\n|---|---|---|---|---|---|---|---|---|---|\n",
+            "\nConv fprop + bias + ReLU (one fused launch; {} conv correctness cases passed) vs PyTorch `relu(conv2d(x, w, b))` (cuDNN, `cudnn.benchmark`, channels_last for NHWC, TF32 off), torch {} cuDNN {}:\n\n| n | layer (c, h, k, r, pad, stride) | dtype | layout | hipdnn-rs (static rule) | TFLOP/s | {} | benchmarked plan | its speed vs eager |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
             conv_checks.len(),
             torch_conv["torch"],
-            torch_conv["cudnn"]
+            torch_conv["cudnn"],
+            PEER_HEADER
         );
         for r in &conv_rows {
             t += &format!(
-                "| {} | {} | {} | {} | {:.3} ms | {:.0} | {} | {} | {:.3} ms | {} |\n",
+                "| {} | {} | {} | {} | {:.3} ms | {:.0} | {} | {:.3} ms | {} |\n",
                 r["n"],
                 r["layer"],
                 r["dtype"].as_str().unwrap_or_default(),
                 r["layout"].as_str().unwrap_or_default(),
                 r["ms"].as_f64().unwrap_or(0.0),
                 r["tflops"].as_f64().unwrap_or(0.0),
-                r["torch_ms"]
-                    .as_f64()
-                    .map(|v| format!("{v:.3} ms"))
-                    .unwrap_or_else(|| "n/a".into()),
-                r["ratio_vs_torch"]
-                    .as_f64()
-                    .map(|v| format!("{v:.2}×"))
-                    .unwrap_or_else(|| "n/a".into()),
+                peer_cells(r),
                 r["bench_ms"].as_f64().unwrap_or(0.0),
-                r["ratio_bench_vs_torch"]
-                    .as_f64()
-                    .map(|v| format!("{v:.2}×"))
-                    .unwrap_or_else(|| "n/a".into()),
+                ratio_cell(&r["ratio_bench_vs_torch"]),
             );
         }
-        t += &format!(
-            "\nConv dgrad f16 NHWC, batch 32 ({} dgrad correctness cases passed) vs PyTorch `aten.convolution_backward` (input gradient only, cuDNN):\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs | PyTorch | ours/torch speed |\n|---|---|---|---|\n",
-            dgrad_checks.len()
-        );
-        for r in &dgrad_rows {
-            t += &format!(
-                "| {} | {:.3} ms | {} | {} |\n",
-                r["layer"],
-                r["ms"].as_f64().unwrap_or(0.0),
-                r["torch_ms"]
-                    .as_f64()
-                    .map(|v| format!("{v:.3} ms"))
-                    .unwrap_or_else(|| "n/a".into()),
-                r["ratio_vs_torch"]
-                    .as_f64()
-                    .map(|v| format!("{v:.2}×"))
-                    .unwrap_or_else(|| "n/a".into()),
-            );
-        }
+        t += "\n";
+        t += &dgrad_table(dgrad_checks.len(), &dgrad_rows);
         if !tf32.is_null() {
             t += &format!(
                 "\nTF32 behind the engine knob (`KNOB_TF32`, `Graph::build_with_knobs`): matmul 4096³ f32 {:.3} ms with TF32 products vs {:.3} ms IEEE (same run); a 256×512×256 TF32 result stays within {:.2} of its TF32 tolerance (2e-3·Σ|a·b| + 1e-3) against the CPU reference.\n",
@@ -1097,14 +1126,7 @@ for (n, c, h, k, r, pad, stride, nhwc, dt) in json.loads(sys.argv[1]):
     w = torch.randn(k, c, r, r, device="cuda", dtype=dt).to(memory_format=mf)
     b = torch.randn(k, device="cuda", dtype=dt)
     f = lambda: F.relu(F.conv2d(x, w, b, padding=pad, stride=stride))
-    for _ in range(5): f()
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record()
-        for _ in range(20): f()
-        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); out["ms"].append(rs[2])
+    out["ms"].append(eager_ms(f))
     out["graph_ms"].append(graph_ms(f))
 out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
@@ -1194,13 +1216,11 @@ pub fn conv_section(
         println!("benchmarking build for conv {n} {l:?} {dt} nhwc={nhwc}:");
         let bench_ms = time(true)?;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
-        let graph_ms = torch["graph_ms"].get(i).and_then(|v| v.as_f64());
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let row = json!({"n": n, "layer": l, "dtype": dt, "layout": if *nhwc {"NHWC"} else {"NCHW"},
-            "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
-            "ratio_vs_torch": torch_ms.map(|t| t / ms), "torch_graph_ms": graph_ms,
-            "ratio_vs_graph": graph_ms.map(|t| t / ms), "bench_ms": bench_ms,
+            "ms": ms, "tflops": flops / (ms * 1e-3) / 1e12, "bench_ms": bench_ms,
             "ratio_bench_vs_torch": torch_ms.map(|t| t / bench_ms)});
+        let row = with_peer(row, &torch, i);
         println!("conv: {row}");
         rows.push(row);
     }
@@ -1350,33 +1370,7 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
     let mut t = String::new();
     if names.contains(&"dgrad") {
         let (checks, rows) = dgrad_section(gpu, cpu)?;
-        t += &format!(
-            "Conv dgrad f16 NHWC, batch 32 ({} checks passed), vs PyTorch eager and replayed from a CUDA graph:\n\n| layer | hipdnn-rs | PyTorch eager | ours/eager | PyTorch graph | ours/graph |\n|---|---|---|---|---|---|\n",
-            checks.len()
-        );
-        for r in &rows {
-            t += &format!(
-                "| {} | {:.3} ms | {} | {} | {} | {} |\n",
-                r["layer"],
-                r["ms"].as_f64().unwrap_or(0.0),
-                r["torch_ms"]
-                    .as_f64()
-                    .map(|v| format!("{v:.3} ms"))
-                    .unwrap_or_else(|| "n/a".into()),
-                r["ratio_vs_torch"]
-                    .as_f64()
-                    .map(|v| format!("{v:.2}×"))
-                    .unwrap_or_else(|| "n/a".into()),
-                r["torch_graph_ms"]
-                    .as_f64()
-                    .map(|v| format!("{v:.3} ms"))
-                    .unwrap_or_else(|| "n/a".into()),
-                r["ratio_vs_graph"]
-                    .as_f64()
-                    .map(|v| format!("{v:.2}×"))
-                    .unwrap_or_else(|| "n/a".into()),
-            );
-        }
+        t += &dgrad_table(checks.len(), &rows);
         report.insert("dgrad_checks".into(), json!(checks));
         report.insert("dgrad".into(), json!(rows));
     }
@@ -1476,18 +1470,27 @@ for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
     p = (h + 2 * pad - r) // stride + 1
     dy = torch.randn(n, k, p, p, device="cuda", dtype=torch.float16).to(memory_format=cl)
     f = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [stride, stride], [pad, pad], [1, 1], False, [0, 0], 1, [True, False, False])
-    for _ in range(5): f()
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record()
-        for _ in range(20): f()
-        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); out["ms"].append(rs[2])
+    out["ms"].append(eager_ms(f))
     out["graph_ms"].append(graph_ms(f))
 out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
+
+/// The markdown table of [`dgrad_section`]'s rows.
+fn dgrad_table(checks: usize, rows: &[serde_json::Value]) -> String {
+    let mut t = format!(
+        "Conv dgrad f16 NHWC, batch 32 ({checks} dgrad correctness cases passed) vs PyTorch `aten.convolution_backward` (input gradient only, cuDNN), eager and replayed from a CUDA graph:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs | {PEER_HEADER} |\n|---|---|---|---|---|---|\n"
+    );
+    for r in rows {
+        t += &format!(
+            "| {} | {:.3} ms | {} |\n",
+            r["layer"],
+            r["ms"].as_f64().unwrap_or(0.0),
+            peer_cells(r),
+        );
+    }
+    t
+}
 
 /// Dgrad checks and the batch-32 ResNet-50 table (f16 NHWC) vs PyTorch's conv backward (input
 /// gradient only).
@@ -1538,13 +1541,120 @@ pub fn dgrad_section(
     for (i, l) in layers.iter().enumerate() {
         let c = cc(32, l[0], l[1], l[2], l[3], l[4], l[5], true);
         let ms = time_dgrad(gpu, c)?;
-        let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
-        let graph_ms = torch["graph_ms"].get(i).and_then(|v| v.as_f64());
-        let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms,
-            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms),
-            "torch_graph_ms": graph_ms, "ratio_vs_graph": graph_ms.map(|t| t / ms)});
+        let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms});
+        let row = with_peer(row, &torch, i);
         println!("dgrad: {row}");
         rows.push(row);
     }
     Ok((checks, rows))
+}
+
+#[cfg(test)]
+mod peer_tests {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+
+    /// Every PyTorch peer script of the bench, named, as [`super::torch_json`] runs it (the
+    /// prelude first).
+    fn scripts() -> Vec<(&'static str, String)> {
+        [
+            ("gpu conv", crate::TORCH),
+            ("matmul", super::TORCH_MM),
+            ("conv", super::TORCH_CONV),
+            ("dgrad", super::TORCH_DGRAD),
+            ("wgrad", super::wgrad::TORCH_WGRAD),
+            ("pointwise", super::pointwise::TORCH_ADD),
+            ("pool", super::pool::TORCH),
+            ("reduce", super::reduce::TORCH),
+            ("sdpa", super::sdpa::TORCH),
+            ("normbwd", super::norm_bwd::TORCH),
+            ("bnbwd", super::bn_bwd::TORCH),
+            ("llm", super::llm::TORCH_LLM),
+        ]
+        .into_iter()
+        .map(|(n, s)| (n, format!("{}{s}", super::TORCH_PRELUDE)))
+        .collect()
+    }
+
+    /// Parses a script (stdin) and lists every name it reads that nothing in it defines, imports
+    /// or binds and that is not a builtin (scope-blind, so it catches a helper the prelude does
+    /// not define or a misspelt variable, not a use before assignment).
+    const CHECK: &str = r#"
+import ast, builtins, sys
+tree = ast.parse(sys.stdin.read())
+defined = set(dir(builtins))
+for n in ast.walk(tree):
+    if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load): defined.add(n.id)
+    elif isinstance(n, (ast.FunctionDef, ast.ClassDef)): defined.add(n.name)
+    elif isinstance(n, ast.arg): defined.add(n.arg)
+    elif isinstance(n, (ast.Import, ast.ImportFrom)):
+        for a in n.names: defined.add((a.asname or a.name).split(".")[0])
+    elif isinstance(n, ast.ExceptHandler) and n.name: defined.add(n.name)
+used = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+missing = sorted(used - defined)
+if missing:
+    print("undefined names:", ", ".join(missing)); sys.exit(1)
+"#;
+
+    /// A row gains both peers and both ratios (peer ÷ ours), by name or by index; a figure the
+    /// peer lacks stays `null` and shows as `n/a`.
+    #[test]
+    fn with_peer_adds_both_peers_and_their_ratios() {
+        use serde_json::json;
+        let torch = json!({"ms": {"a": 3.0, "b": 1.0}, "graph_ms": {"a": 1.0, "b": null}});
+        let r = super::with_peer(json!({"ms": 2.0, "n": 7}), &torch, "a");
+        assert_eq!(
+            r,
+            json!({"ms": 2.0, "n": 7, "torch_ms": 3.0, "ratio_vs_torch": 1.5,
+                "torch_graph_ms": 1.0, "ratio_vs_graph": 0.5})
+        );
+        assert_eq!(
+            super::peer_cells(&r),
+            "3.0000 ms | 1.50× | 1.0000 ms | 0.50×"
+        );
+        let r = super::with_peer(json!({"ms": 4.0}), &torch, "b");
+        assert_eq!(r["ratio_vs_torch"], json!(0.25));
+        assert!(r["torch_graph_ms"].is_null() && r["ratio_vs_graph"].is_null());
+        assert_eq!(super::peer_cells(&r), "1.0000 ms | 0.25× | n/a | n/a");
+        let lists = json!({"ms": [8.0, 2.0], "graph_ms": [4.0, 1.0]});
+        let r = super::with_peer(json!({"ms": 2.0}), &lists, 1);
+        assert_eq!(
+            (r["ratio_vs_torch"].as_f64(), r["ratio_vs_graph"].as_f64()),
+            (Some(1.0), Some(0.5))
+        );
+        let r = super::with_peer(json!({"ms": 2.0}), &json!({"error": "no torch"}), 0);
+        assert_eq!(super::peer_cells(&r), "n/a | n/a | n/a | n/a");
+    }
+
+    /// The scripts only run on a machine with a GPU and PyTorch, where a mistake costs a device
+    /// call: here each must parse and define every name it reads.
+    #[test]
+    fn every_peer_script_parses_and_defines_the_names_it_reads() {
+        if Command::new("python3").arg("-V").output().is_err() {
+            println!("skipped: python3 is not installed");
+            return;
+        }
+        for (name, script) in scripts() {
+            let mut child = Command::new("python3")
+                .args(["-c", CHECK])
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child
+                .stdin
+                .take()
+                .unwrap()
+                .write_all(script.as_bytes())
+                .unwrap();
+            let out = child.wait_with_output().unwrap();
+            assert!(
+                out.status.success(),
+                "peer script {name}: {}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
 }

@@ -217,7 +217,7 @@ fn time<T: Num>(gpu: &Handle, dims: [i64; 4], dt: DataType, relu: bool) -> R<(f6
     Ok((ms, engine))
 }
 
-const TORCH: &str = r#"
+pub(super) const TORCH: &str = r#"
 import json, sys
 try:
     import torch
@@ -225,13 +225,7 @@ try:
     assert torch.cuda.is_available()
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
-out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "eager_ms": {}, "graph_ms": {}}
-def timed(f):
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record(); f(); t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); return rs[2]
+out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": {}, "graph_ms": {}}
 for dims in json.loads(sys.argv[1]):
     n, c, h, w = dims
     for name, dt in [("f16", torch.float16), ("f32", torch.float32)]:
@@ -247,12 +241,8 @@ for dims in json.loads(sys.argv[1]):
             if relu: y = F.relu(y)
             f = lambda: torch.autograd.grad(y, (x, wt, b), dy, retain_graph=True)
             key = f"{'relu_' if relu else ''}{name}_{n}x{c}x{h}x{w}"
-            twenty = lambda: [f() for _ in range(20)]
-            for _ in range(5): f()
-            out["eager_ms"][key] = timed(twenty)
-            out["graph_ms"][key] = graph_ms(f)
+            peer(out, key, f)
             del x, dy, y
-out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
 "#;
 
@@ -292,16 +282,13 @@ pub(super) fn section(
                 }?;
                 let [n, c, h, w] = dims;
                 let key = format!("{}{name}_{n}x{c}x{h}x{w}", if relu { "relu_" } else { "" });
-                let eager = torch["eager_ms"][&key].as_f64();
-                let replay = torch["graph_ms"][&key].as_f64();
                 let elem = if name == "f16" { 2.0 } else { 4.0 };
                 // x and dy (dy_in and r) read twice, dx written once.
                 let reads = if relu { 3.0 } else { 2.0 };
                 let bytes = (n * c * h * w) as f64 * elem * (2.0 * reads + 1.0);
                 let row = json!({"dims": dims, "dtype": name, "relu": relu, "ms": ms,
-                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "torch_eager_ms": eager,
-                    "torch_graph_ms": replay, "ratio_vs_eager": eager.map(|t| t / ms),
-                    "ratio_vs_graph": replay.map(|t| t / ms), "plan": plan});
+                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "plan": plan});
+                let row = super::with_peer(row, &torch, key.as_str());
                 println!("bnbwd: {row}");
                 rows_out.push(row);
             }
@@ -316,16 +303,16 @@ pub(super) fn table(
     rows: &[serde_json::Value],
     torch: &serde_json::Value,
 ) -> String {
-    let ms = super::ms_cell;
-    let x = super::ratio_cell;
     let mut t = format!(
-        "\nBatchnorm backward (dx, dscale, dbias; channels-last x, f32 scale and statistics), alone and behind a fused ReLU backward ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (cuDNN {}; autograd of `F.batch_norm` in training mode, with `F.relu` for the ReLU rows), eager and replayed from a CUDA graph; CUDA events around 20 executes, median of 5 rounds; GB/s counts x and dy (ReLU: dy_in, r) read twice and dx written once:\n\n| N×C×H×W | dtype | ReLU | hipdnn-rs | GB/s | PyTorch eager | PyTorch graph | ours/eager | ours/graph |\n|---|---|---|---|---|---|---|---|---|\n",
-        torch["torch"], torch["cudnn"]
+        "\nBatchnorm backward (dx, dscale, dbias; channels-last x, f32 scale and statistics), alone and behind a fused ReLU backward ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (cuDNN {}; autograd of `F.batch_norm` in training mode, with `F.relu` for the ReLU rows), eager and replayed from a CUDA graph; CUDA events around 20 executes, median of 5 rounds; GB/s counts x and dy (ReLU: dy_in, r) read twice and dx written once:\n\n| N×C×H×W | dtype | ReLU | hipdnn-rs | GB/s | {} |\n|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"],
+        torch["cudnn"],
+        super::PEER_HEADER
     );
     for r in rows {
         let d = &r["dims"];
         t += &format!(
-            "| {}×{}×{}×{} | {} | {} | {:.4} ms | {:.0} | {} | {} | {} | {} |\n",
+            "| {}×{}×{}×{} | {} | {} | {:.4} ms | {:.0} | {} |\n",
             d[0],
             d[1],
             d[2],
@@ -338,10 +325,7 @@ pub(super) fn table(
             },
             r["ms"].as_f64().unwrap_or(0.0),
             r["gb_per_s"].as_f64().unwrap_or(0.0),
-            ms(&r["torch_eager_ms"]),
-            ms(&r["torch_graph_ms"]),
-            x(&r["ratio_vs_eager"]),
-            x(&r["ratio_vs_graph"]),
+            super::peer_cells(r),
         );
     }
     t

@@ -7,7 +7,7 @@
 //! static rule took (variant and tile, from the saved plan's launch values), so rows where it
 //! chose badly show. Measurement only: no kernel was added for these shapes. `--only llm`.
 
-use super::{Num, R, e, median_ms, ms_cell, ratio_cell, torch_json};
+use super::{Num, R, e, median_ms, ms_cell, torch_json};
 use half::{bf16, f16};
 use hipdnn::{Buffer, DataType, Graph, Handle, MatmulAttributes, TensorAttributes, VariantPack};
 use serde_json::json;
@@ -101,7 +101,7 @@ fn time<T: Num>(
     Ok((ms, entry(&g)))
 }
 
-const TORCH_LLM: &str = r#"
+pub(super) const TORCH_LLM: &str = r#"
 import json, sys
 try:
     import torch
@@ -113,17 +113,7 @@ for (name, m, n, k, linear) in json.loads(sys.argv[1]):
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[name]
     a = torch.full((m, k), 0.01, device="cuda", dtype=dt)
     b = torch.full((n, k), 0.02, device="cuda", dtype=dt).t() if linear else torch.full((k, n), 0.02, device="cuda", dtype=dt)
-    f = lambda: torch.matmul(a, b)
-    for _ in range(3): f()
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record()
-        for _ in range(20): f()
-        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); key = f"{name}_{m}_{n}_{k}_{int(linear)}"
-    out["ms"][key] = rs[2]; out["graph_ms"][key] = graph_ms(f)
-out["graph_errors"] = GRAPH_ERRORS
+    peer(out, f"{name}_{m}_{n}_{k}_{int(linear)}", lambda: torch.matmul(a, b))
 print(json.dumps(out))
 "#;
 
@@ -156,11 +146,10 @@ pub fn section(gpu: &Handle) -> R<(Vec<serde_json::Value>, serde_json::Value)> {
             _ => time::<bf16>(gpu, m, n, k, DataType::BFloat16, linear)?,
         };
         let key = format!("{name}_{m}_{n}_{k}_{}", i32::from(linear));
-        let (eager, graph) = (torch["ms"][&key].as_f64(), torch["graph_ms"][&key].as_f64());
         let tflops = 2.0 * (m * n * k) as f64 / (ms * 1e-3) / 1e12;
         let row = json!({"dtype": name, "m": m, "n": n, "k": k, "linear": linear, "ms": ms,
-            "tflops": tflops, "entry": entry, "torch_ms": eager, "torch_graph_ms": graph,
-            "ratio_vs_torch": eager.map(|t| t / ms), "ratio_vs_graph": graph.map(|t| t / ms)});
+            "tflops": tflops, "entry": entry});
+        let row = super::with_peer(row, &torch, key.as_str());
         println!("llm: {row}");
         rows.push(row);
     }
@@ -170,12 +159,13 @@ pub fn section(gpu: &Handle) -> R<(Vec<serde_json::Value>, serde_json::Value)> {
 /// The Markdown table of [`section`]'s rows.
 pub fn table(rows: &[serde_json::Value], torch: &serde_json::Value) -> String {
     let mut t = format!(
-        "LLM GEMMs (C = A·B, A `(M, K)` row-major, B `(K, N)` row-major or a `Linear` weight `(N, K)`), f16/bf16 with f32 accumulation, static rule, vs `torch.matmul` eager and replayed from a CUDA graph ({}):\n\n| dtype | M | N | K | B | entry | hipdnn-rs | TFLOP/s | PyTorch eager | ours/eager | PyTorch graph | ours/graph |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
-        torch["torch"].as_str().unwrap_or("torch n/a")
+        "LLM GEMMs (C = A·B, A `(M, K)` row-major, B `(K, N)` row-major or a `Linear` weight `(N, K)`), f16/bf16 with f32 accumulation, static rule, vs `torch.matmul` eager and replayed from a CUDA graph ({}):\n\n| dtype | M | N | K | B | entry | hipdnn-rs | TFLOP/s | {} |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"].as_str().unwrap_or("torch n/a"),
+        super::PEER_HEADER
     );
     for r in rows {
         t += &format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {} | {} | {} | {} |\n",
+            "| {} | {} | {} | {} | {} | {} | {} | {:.1} | {} |\n",
             r["dtype"].as_str().unwrap_or(""),
             r["m"],
             r["n"],
@@ -188,10 +178,7 @@ pub fn table(rows: &[serde_json::Value], torch: &serde_json::Value) -> String {
             r["entry"].as_str().unwrap_or(""),
             ms_cell(&r["ms"]),
             r["tflops"].as_f64().unwrap_or(0.0),
-            ms_cell(&r["torch_ms"]),
-            ratio_cell(&r["ratio_vs_torch"]),
-            ms_cell(&r["torch_graph_ms"]),
-            ratio_cell(&r["ratio_vs_graph"]),
+            super::peer_cells(r),
         );
     }
     t

@@ -241,7 +241,7 @@ fn time<T: Num>(gpu: &Handle, op: &str, rows: i64, cols: i64, dt: DataType) -> R
     Ok((ms, engine))
 }
 
-const TORCH: &str = r#"
+pub(super) const TORCH: &str = r#"
 import json, sys
 try:
     import torch
@@ -249,13 +249,7 @@ try:
     assert torch.cuda.is_available()
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
-out = {"torch": torch.__version__, "eager_ms": {}, "graph_ms": {}, "rms": ""}
-def timed(f):
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record(); f(); t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); return rs[2]
+out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}, "rms": ""}
 for rows, cols in json.loads(sys.argv[1]):
     for name, dt in [("f16", torch.float16), ("f32", torch.float32)]:
         x = torch.rand((rows, cols), device="cuda", dtype=dt) * 4 - 2
@@ -275,11 +269,7 @@ for rows, cols in json.loads(sys.argv[1]):
             out["rms"] = "autograd of F.rms_norm"
         for op, f in fns.items():
             key = f"{op}_{name}_{rows}x{cols}"
-            twenty = lambda: [f() for _ in range(20)]
-            for _ in range(5): f()
-            out["eager_ms"][key] = timed(twenty)
-            out["graph_ms"][key] = graph_ms(f)
-out["graph_errors"] = GRAPH_ERRORS
+            peer(out, key, f)
 print(json.dumps(out))
 "#;
 
@@ -318,15 +308,12 @@ pub(super) fn section(
                     time::<f16>(gpu, op, rows, cols, dt)
                 }?;
                 let key = format!("{op}_{name}_{rows}x{cols}");
-                let eager = torch["eager_ms"][&key].as_f64();
-                let replay = torch["graph_ms"][&key].as_f64();
                 let elem = if name == "f16" { 2.0 } else { 4.0 };
                 // x and dy read, dx written once.
                 let bytes = (rows * cols) as f64 * elem * 3.0;
                 let row = json!({"op": op, "dtype": name, "rows": rows, "cols": cols, "ms": ms,
-                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "torch_eager_ms": eager,
-                    "torch_graph_ms": replay, "ratio_vs_eager": eager.map(|t| t / ms),
-                    "ratio_vs_graph": replay.map(|t| t / ms), "plan": plan});
+                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "plan": plan});
+                let row = super::with_peer(row, &torch, key.as_str());
                 println!("normbwd: {row}");
                 rows_out.push(row);
             }
@@ -341,26 +328,22 @@ pub(super) fn table(
     rows: &[serde_json::Value],
     torch: &serde_json::Value,
 ) -> String {
-    let ms = super::ms_cell;
-    let x = super::ratio_cell;
     let mut t = format!(
-        "\nLayernorm / rmsnorm backward (dx, dscale, dbias; rmsnorm dx, dscale) over the last axis ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (`aten.native_layer_norm_backward`; rmsnorm: {}), eager and replayed from a CUDA graph; CUDA events around 20 executes, median of 5 rounds; GB/s counts x and dy read and dx written once:\n\n| op | rows × cols | dtype | hipdnn-rs | GB/s | PyTorch eager | PyTorch graph | ours/eager | ours/graph |\n|---|---|---|---|---|---|---|---|---|\n",
+        "\nLayernorm / rmsnorm backward (dx, dscale, dbias; rmsnorm dx, dscale) over the last axis ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (`aten.native_layer_norm_backward`; rmsnorm: {}), eager and replayed from a CUDA graph; CUDA events around 20 executes, median of 5 rounds; GB/s counts x and dy read and dx written once:\n\n| op | rows × cols | dtype | hipdnn-rs | GB/s | {} |\n|---|---|---|---|---|---|---|---|---|\n",
         torch["torch"],
-        torch["rms"].as_str().unwrap_or("n/a")
+        torch["rms"].as_str().unwrap_or("n/a"),
+        super::PEER_HEADER
     );
     for r in rows {
         t += &format!(
-            "| {} | {}×{} | {} | {:.4} ms | {:.0} | {} | {} | {} | {} |\n",
+            "| {} | {}×{} | {} | {:.4} ms | {:.0} | {} |\n",
             r["op"].as_str().unwrap_or_default(),
             r["rows"],
             r["cols"],
             r["dtype"].as_str().unwrap_or_default(),
             r["ms"].as_f64().unwrap_or(0.0),
             r["gb_per_s"].as_f64().unwrap_or(0.0),
-            ms(&r["torch_eager_ms"]),
-            ms(&r["torch_graph_ms"]),
-            x(&r["ratio_vs_eager"]),
-            x(&r["ratio_vs_graph"]),
+            super::peer_cells(r),
         );
     }
     t

@@ -73,29 +73,20 @@ fn time_add<T: Num>(h: &Handle, n: i64, dt: DataType, benchmarked: bool) -> R<f6
     Ok(ms)
 }
 
-const TORCH_ADD: &str = r#"
+pub(super) const TORCH_ADD: &str = r#"
 import json, sys
 try:
     import torch
     assert torch.cuda.is_available()
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
-out = {"torch": torch.__version__, "ms": {}}
-def med(f):
-    for _ in range(5): f()
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record()
-        for _ in range(20): f()
-        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); return rs[2]
+out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for n in json.loads(sys.argv[1]):
     for name, dt in [("f32", torch.float32), ("f16", torch.float16)]:
         a = torch.rand(n, device="cuda", dtype=dt); b = torch.rand(n, device="cuda", dtype=dt)
         c = torch.empty_like(a)
-        out["ms"][f"add_{name}_{n}"] = med(lambda: torch.add(a, b, out=c))
-        out["ms"][f"copy_{name}_{n}"] = med(lambda: c.copy_(a))
+        peer(out, f"add_{name}_{n}", lambda: torch.add(a, b, out=c))
+        out["ms"][f"copy_{name}_{n}"] = eager_ms(lambda: c.copy_(a))
         del a, b, c; torch.cuda.empty_cache()
 print(json.dumps(out))
 "#;
@@ -126,11 +117,11 @@ pub(super) fn section(gpu: &Handle) -> R<(Vec<serde_json::Value>, serde_json::Va
             let copy_gbps = copy_ms.map(|t| gbps(2.0 * n as f64 * size, t));
             let row = json!({"dtype": name, "n": n, "ms": ms, "gbps": gbps(add_bytes, ms),
                 "bench_ms": bench_ms, "bench_gbps": gbps(add_bytes, bench_ms),
-                "torch_add_ms": torch_ms, "torch_add_gbps": torch_ms.map(|t| gbps(add_bytes, t)),
-                "ratio_vs_torch": torch_ms.map(|t| t / ms),
+                "torch_add_gbps": torch_ms.map(|t| gbps(add_bytes, t)),
                 "bench_ratio_vs_torch": torch_ms.map(|t| t / bench_ms),
                 "copy_ms": copy_ms, "copy_gbps": copy_gbps,
                 "ratio_vs_copy_bandwidth": copy_gbps.map(|c| gbps(add_bytes, ms) / c)});
+            let row = super::with_peer(row, &torch, format!("add_{name}_{n}").as_str());
             println!("pointwise: {row}");
             rows.push(row);
         }
@@ -146,8 +137,9 @@ pub(super) fn table(rows: &[serde_json::Value], torch: &serde_json::Value) -> St
             .unwrap_or_else(|| "n/a".into())
     };
     let mut t = format!(
-        "\nPointwise ADD `y = a + b` (contract `hipkernel.pointwise.dispatch.v3`, one launch; output checked bit for bit against the host sum) vs `torch.add(a, b, out=c)` and a device-to-device copy (`c.copy_(a)`), torch {}; GB/s = bytes moved (add 3·n·size, copy 2·n·size) per second:\n\n| dtype | elements | hipdnn-rs (static rule) | GB/s | benchmarked plan GB/s | torch.add GB/s | ours/torch.add | benchmarked/torch.add | D2D copy GB/s | ours/copy bandwidth |\n|---|---|---|---|---|---|---|---|---|---|\n",
-        torch["torch"]
+        "\nPointwise ADD `y = a + b` (contract `hipkernel.pointwise.dispatch.v3`, one launch; output checked bit for bit against the host sum) vs `torch.add(a, b, out=c)` and a device-to-device copy (`c.copy_(a)`), torch {}; GB/s = bytes moved (add 3·n·size, copy 2·n·size) per second:\n\n| dtype | elements | hipdnn-rs (static rule) | GB/s | benchmarked plan GB/s | torch.add GB/s | {} | benchmarked/torch.add | D2D copy GB/s | ours/copy bandwidth |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"],
+        super::PEER_HEADER
     );
     for r in rows {
         t += &format!(
@@ -158,7 +150,7 @@ pub(super) fn table(rows: &[serde_json::Value], torch: &serde_json::Value) -> St
             f(&r["gbps"], ""),
             f(&r["bench_gbps"], ""),
             f(&r["torch_add_gbps"], ""),
-            f(&r["ratio_vs_torch"], "×"),
+            super::peer_cells(r),
             f(&r["bench_ratio_vs_torch"], "×"),
             f(&r["copy_gbps"], ""),
             f(&r["ratio_vs_copy_bandwidth"], "×"),

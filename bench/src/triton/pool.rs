@@ -161,7 +161,7 @@ fn time<T: Num>(gpu: &Handle, row: &Row, dt: DataType, nhwc: bool) -> R<(f64, St
     Ok((ms, engine))
 }
 
-const TORCH: &str = r#"
+pub(super) const TORCH: &str = r#"
 import json, sys
 try:
     import torch
@@ -169,7 +169,7 @@ try:
     assert torch.cuda.is_available()
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
-out = {"torch": torch.__version__, "ms": {}}
+out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for name, kind, d, k, s, p in json.loads(sys.argv[1]):
     for dn, dt in [("f16", torch.float16), ("f32", torch.float32)]:
         for nhwc in (False, True):
@@ -180,14 +180,7 @@ for name, kind, d, k, s, p in json.loads(sys.argv[1]):
                 f = lambda: F.max_pool2d(x, k, s, p)
             else:
                 f = lambda: F.avg_pool2d(x, k, s, p)
-            for _ in range(5): f()
-            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            rs = []
-            for _ in range(5):
-                a.record()
-                for _ in range(20): f()
-                b.record(); b.synchronize(); rs.append(a.elapsed_time(b) / 20)
-            rs.sort(); out["ms"][f"{name}_{dn}_{'nhwc' if nhwc else 'nchw'}"] = rs[2]
+            peer(out, f"{name}_{dn}_{'nhwc' if nhwc else 'nchw'}", f)
 print(json.dumps(out))
 "#;
 
@@ -241,10 +234,9 @@ pub(super) fn section(
                 let elem = if dn == "f16" { 2.0 } else { 4.0 };
                 let bytes = (d.iter().product::<i64>() as f64 + y_len(d, k, s, p) as f64) * elem;
                 let layout = if nhwc { "nhwc" } else { "nchw" };
-                let torch_ms = torch["ms"][format!("{name}_{dn}_{layout}")].as_f64();
                 let r = json!({"op": name, "dtype": dn, "layout": layout, "dims": d, "ms": ms,
-                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "torch_ms": torch_ms,
-                    "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan});
+                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "plan": plan});
+                let r = super::with_peer(r, &torch, format!("{name}_{dn}_{layout}").as_str());
                 println!("pool: {r}");
                 rows_out.push(r);
             }
@@ -260,13 +252,14 @@ pub(super) fn table(
     torch: &serde_json::Value,
 ) -> String {
     let mut t = format!(
-        "\nPooling (pool_fwd, one launch per graph; {n_checks} bit-exact checks vs the CPU reference passed) vs PyTorch {} (`F.max_pool2d`, `F.avg_pool2d`, NHWC = `channels_last`); CUDA events around 20 executes, median of 5 rounds; GB/s counts x read and y written once:\n\n| op | n × c × h × w | dtype | layout | hipdnn-rs | GB/s | PyTorch | ours/torch speed |\n|---|---|---|---|---|---|---|---|\n",
-        torch["torch"]
+        "\nPooling (pool_fwd, one launch per graph; {n_checks} bit-exact checks vs the CPU reference passed) vs PyTorch {} (`F.max_pool2d`, `F.avg_pool2d`, NHWC = `channels_last`); CUDA events around 20 executes, median of 5 rounds; GB/s counts x read and y written once:\n\n| op | n × c × h × w | dtype | layout | hipdnn-rs | GB/s | {} |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"],
+        super::PEER_HEADER
     );
     for r in rows {
         let d = &r["dims"];
         t += &format!(
-            "| {} | {}×{}×{}×{} | {} | {} | {:.4} ms | {:.0} | {} | {} |\n",
+            "| {} | {}×{}×{}×{} | {} | {} | {:.4} ms | {:.0} | {} |\n",
             r["op"].as_str().unwrap_or_default(),
             d[0],
             d[1],
@@ -276,14 +269,7 @@ pub(super) fn table(
             r["layout"].as_str().unwrap_or_default(),
             r["ms"].as_f64().unwrap_or(0.0),
             r["gb_per_s"].as_f64().unwrap_or(0.0),
-            r["torch_ms"]
-                .as_f64()
-                .map(|v| format!("{v:.4} ms"))
-                .unwrap_or_else(|| "n/a".into()),
-            r["ratio_vs_torch"]
-                .as_f64()
-                .map(|v| format!("{v:.2}×"))
-                .unwrap_or_else(|| "n/a".into()),
+            super::peer_cells(r),
         );
     }
     t

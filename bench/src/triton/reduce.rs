@@ -207,7 +207,7 @@ fn time<T: Num>(
     Ok((ms, engine))
 }
 
-const TORCH: &str = r#"
+pub(super) const TORCH: &str = r#"
 import json, sys
 try:
     import torch
@@ -215,7 +215,7 @@ try:
     assert torch.cuda.is_available()
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
-out = {"torch": torch.__version__, "ms": {}}
+out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for rows, cols in json.loads(sys.argv[1]):
     for name, dt in [("f16", torch.float16), ("f32", torch.float32)]:
         x = torch.rand((rows, cols), device="cuda", dtype=dt) * 4 - 2
@@ -227,14 +227,7 @@ for rows, cols in json.loads(sys.argv[1]):
         if hasattr(F, "rms_norm"):
             fns["rmsnorm"] = lambda: F.rms_norm(x, (cols,), w, 1e-5)
         for op, f in fns.items():
-            for _ in range(5): f()
-            s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-            rs = []
-            for _ in range(5):
-                s.record()
-                for _ in range(20): f()
-                t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-            rs.sort(); out["ms"][f"{op}_{name}_{rows}x{cols}"] = rs[2]
+            peer(out, f"{op}_{name}_{rows}x{cols}", f)
 print(json.dumps(out))
 "#;
 
@@ -286,11 +279,11 @@ pub(super) fn section(
                 };
                 let elem = if name == "f16" { 2.0 } else { 4.0 };
                 let bytes = (rows * cols) as f64 * elem * if op == "sum" { 1.0 } else { 2.0 };
-                let torch_ms = torch["ms"][format!("{op}_{name}_{rows}x{cols}")].as_f64();
                 let row = json!({"op": op, "dtype": name, "rows": rows, "cols": cols, "ms": ms,
-                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "torch_ms": torch_ms,
-                    "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan,
+                    "gb_per_s": bytes / (ms * 1e-3) / 1e9, "plan": plan,
                     "benchmarked_ms": bench_ms});
+                let row =
+                    super::with_peer(row, &torch, format!("{op}_{name}_{rows}x{cols}").as_str());
                 println!("reduce: {row}");
                 rows_out.push(row);
             }
@@ -306,26 +299,20 @@ pub(super) fn table(
     torch: &serde_json::Value,
 ) -> String {
     let mut t = format!(
-        "\nSoftmax, log-softmax, sum (reduce_fwd) and layernorm / rmsnorm (norm_fwd) over the last axis, one launch per graph ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (`torch.softmax`, `torch.log_softmax`, `x.sum(-1)`, `F.layer_norm`, `F.rms_norm`); CUDA events around 20 executes, median of 5 rounds; GB/s counts x read and y written once:\n\n| op | rows × cols | dtype | hipdnn-rs | GB/s | PyTorch | ours/torch speed |\n|---|---|---|---|---|---|---|\n",
-        torch["torch"]
+        "\nSoftmax, log-softmax, sum (reduce_fwd) and layernorm / rmsnorm (norm_fwd) over the last axis, one launch per graph ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} (`torch.softmax`, `torch.log_softmax`, `x.sum(-1)`, `F.layer_norm`, `F.rms_norm`); CUDA events around 20 executes, median of 5 rounds; GB/s counts x read and y written once:\n\n| op | rows × cols | dtype | hipdnn-rs | GB/s | {} |\n|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"],
+        super::PEER_HEADER
     );
     for r in rows {
         t += &format!(
-            "| {} | {}×{} | {} | {:.4} ms | {:.0} | {} | {} |\n",
+            "| {} | {}×{} | {} | {:.4} ms | {:.0} | {} |\n",
             r["op"].as_str().unwrap_or_default(),
             r["rows"],
             r["cols"],
             r["dtype"].as_str().unwrap_or_default(),
             r["ms"].as_f64().unwrap_or(0.0),
             r["gb_per_s"].as_f64().unwrap_or(0.0),
-            r["torch_ms"]
-                .as_f64()
-                .map(|v| format!("{v:.4} ms"))
-                .unwrap_or_else(|| "n/a".into()),
-            r["ratio_vs_torch"]
-                .as_f64()
-                .map(|v| format!("{v:.2}×"))
-                .unwrap_or_else(|| "n/a".into()),
+            super::peer_cells(r),
         );
     }
     t

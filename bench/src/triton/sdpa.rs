@@ -137,7 +137,7 @@ fn time<T: Num>(
     Ok((ms, engine))
 }
 
-const TORCH: &str = r#"
+pub(super) const TORCH: &str = r#"
 import json, sys
 try:
     import torch
@@ -147,7 +147,7 @@ try:
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
 b, h, seqs, dims = json.loads(sys.argv[1])
-out = {"torch": torch.__version__, "ms": {}}
+out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for s in seqs:
     for d in dims:
         for name, dt in [("f16", torch.float16), ("bf16", torch.bfloat16)]:
@@ -156,14 +156,7 @@ for s in seqs:
                 def f():
                     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
                         return F.scaled_dot_product_attention(q, k, v, is_causal=causal, scale=d ** -0.5)
-                for _ in range(5): f()
-                st, en = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                rs = []
-                for _ in range(5):
-                    st.record()
-                    for _ in range(20): f()
-                    en.record(); en.synchronize(); rs.append(st.elapsed_time(en) / 20)
-                rs.sort(); out["ms"][f"s{s}_d{d}_{name}_{'causal' if causal else 'full'}"] = rs[2]
+                peer(out, f"s{s}_d{d}_{name}_{'causal' if causal else 'full'}", f)
 print(json.dumps(out))
 "#;
 
@@ -219,12 +212,12 @@ pub(super) fn section(
                     let flops =
                         4.0 * (b * h * d) as f64 * (s * s) as f64 / if causal { 2.0 } else { 1.0 };
                     let mask = if causal { "causal" } else { "full" };
-                    let torch_ms = torch["ms"][format!("s{s}_d{d}_{name}_{mask}")].as_f64();
                     let row = json!({"batch": b, "heads": h, "seq": s, "head_dim": d,
                         "dtype": name, "causal": causal, "ms": ms,
-                        "tflops": flops / (ms * 1e-3) / 1e12, "torch_ms": torch_ms,
-                        "ratio_vs_torch": torch_ms.map(|t| t / ms), "plan": plan,
+                        "tflops": flops / (ms * 1e-3) / 1e12, "plan": plan,
                         "benchmarked_ms": bench_ms});
+                    let key = format!("s{s}_d{d}_{name}_{mask}");
+                    let row = super::with_peer(row, &torch, key.as_str());
                     println!("sdpa: {row}");
                     rows.push(row);
                 }
@@ -241,12 +234,13 @@ pub(super) fn table(
     torch: &serde_json::Value,
 ) -> String {
     let mut t = format!(
-        "\nSDPA forward (sdpa_fwd, flash attention), batch 8, 16 heads, s_q = s_kv, scale 1/√d, no stats ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} `F.scaled_dot_product_attention` with the flash backend; CUDA events around 20 executes, median of 5 rounds; TFLOP/s count 4·B·H·S²·D, halved when causal:\n\n| seq | head dim | dtype | mask | hipdnn-rs | TFLOP/s | PyTorch flash | ours/torch speed |\n|---|---|---|---|---|---|---|---|\n",
-        torch["torch"]
+        "\nSDPA forward (sdpa_fwd, flash attention), batch 8, 16 heads, s_q = s_kv, scale 1/√d, no stats ({n_checks} correctness checks vs the CPU reference passed), vs PyTorch {} `F.scaled_dot_product_attention` with the flash backend; CUDA events around 20 executes, median of 5 rounds; TFLOP/s count 4·B·H·S²·D, halved when causal:\n\n| seq | head dim | dtype | mask | hipdnn-rs | TFLOP/s | {} |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"],
+        super::PEER_HEADER
     );
     for r in rows {
         t += &format!(
-            "| {} | {} | {} | {} | {:.4} ms | {:.0} | {} | {} |\n",
+            "| {} | {} | {} | {} | {:.4} ms | {:.0} | {} |\n",
             r["seq"],
             r["head_dim"],
             r["dtype"].as_str().unwrap_or_default(),
@@ -257,14 +251,7 @@ pub(super) fn table(
             },
             r["ms"].as_f64().unwrap_or(0.0),
             r["tflops"].as_f64().unwrap_or(0.0),
-            r["torch_ms"]
-                .as_f64()
-                .map(|v| format!("{v:.4} ms"))
-                .unwrap_or_else(|| "n/a".into()),
-            r["ratio_vs_torch"]
-                .as_f64()
-                .map(|v| format!("{v:.2}×"))
-                .unwrap_or_else(|| "n/a".into()),
+            super::peer_cells(r),
         );
     }
     t

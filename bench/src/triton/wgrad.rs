@@ -206,7 +206,7 @@ fn time(h: &Handle, c: ConvCase, benchmarked: bool) -> R<(f64, usize)> {
     Ok((ms, wsb))
 }
 
-const TORCH_WGRAD: &str = r#"
+pub(super) const TORCH_WGRAD: &str = r#"
 import json, sys
 try:
     import torch
@@ -223,14 +223,7 @@ for (n, c, h, k, r, pad, stride) in json.loads(sys.argv[1]):
     p = (h + 2 * pad - r) // stride + 1
     dy = torch.randn(n, k, p, p, device="cuda", dtype=torch.float16).to(memory_format=cl)
     f = lambda: torch.ops.aten.convolution_backward(dy, x, w, None, [stride, stride], [pad, pad], [1, 1], False, [0, 0], 1, [False, True, False])
-    for _ in range(5): f()
-    s, t = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    rs = []
-    for _ in range(5):
-        s.record()
-        for _ in range(20): f()
-        t.record(); t.synchronize(); rs.append(s.elapsed_time(t) / 20)
-    rs.sort(); out["ms"].append(rs[2])
+    out["ms"].append(eager_ms(f))
     out["graph_ms"].append(graph_ms(f))
 out["graph_errors"] = GRAPH_ERRORS
 print(json.dumps(out))
@@ -289,12 +282,10 @@ pub fn section(
         let (bench_ms, _) = time(gpu, c, true)?;
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
-        let graph_ms = torch["graph_ms"].get(i).and_then(|v| v.as_f64());
         let row = json!({"n": 32, "layer": l, "dtype": "f16", "layout": "NHWC", "ms": ms,
             "tflops": flops / (ms * 1e-3) / 1e12, "workspace_bytes": workspace,
-            "torch_ms": torch_ms, "ratio_vs_torch": torch_ms.map(|t| t / ms),
-            "torch_graph_ms": graph_ms, "ratio_vs_graph": graph_ms.map(|t| t / ms),
             "bench_ms": bench_ms, "ratio_bench_vs_torch": torch_ms.map(|t| t / bench_ms)});
+        let row = super::with_peer(row, &torch, i);
         println!("wgrad: {row}");
         rows.push(row);
     }
@@ -304,37 +295,21 @@ pub fn section(
 /// The markdown table of [`section`]'s rows.
 pub fn table(checks: usize, rows: &[serde_json::Value], torch: &serde_json::Value) -> String {
     let mut t = format!(
-        "\nConv wgrad f16 NHWC, batch 32 ({checks} wgrad correctness cases passed, each executed twice with identical bits) vs PyTorch `aten.convolution_backward` (weight gradient only, cuDNN), torch {} cuDNN {}, eager and replayed from a CUDA graph:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs (static rule) | TFLOP/s | workspace | PyTorch eager | ours/eager | PyTorch graph | ours/graph | benchmarked plan | its speed vs eager |\n|---|---|---|---|---|---|---|---|---|---|\n",
-        torch["torch"], torch["cudnn"]
+        "\nConv wgrad f16 NHWC, batch 32 ({checks} wgrad correctness cases passed, each executed twice with identical bits) vs PyTorch `aten.convolution_backward` (weight gradient only, cuDNN), torch {} cuDNN {}, eager and replayed from a CUDA graph:\n\n| layer (c, h, k, r, pad, stride) | hipdnn-rs (static rule) | TFLOP/s | workspace | {} | benchmarked plan | its speed vs eager |\n|---|---|---|---|---|---|---|---|---|---|\n",
+        torch["torch"],
+        torch["cudnn"],
+        super::PEER_HEADER
     );
     for r in rows {
         t += &format!(
-            "| {} | {:.3} ms | {:.0} | {} KiB | {} | {} | {} | {} | {:.3} ms | {} |\n",
+            "| {} | {:.3} ms | {:.0} | {} KiB | {} | {:.3} ms | {} |\n",
             r["layer"],
             r["ms"].as_f64().unwrap_or(0.0),
             r["tflops"].as_f64().unwrap_or(0.0),
             r["workspace_bytes"].as_u64().unwrap_or(0) / 1024,
-            r["torch_ms"]
-                .as_f64()
-                .map(|v| format!("{v:.3} ms"))
-                .unwrap_or_else(|| "n/a".into()),
-            r["ratio_vs_torch"]
-                .as_f64()
-                .map(|v| format!("{v:.2}×"))
-                .unwrap_or_else(|| "n/a".into()),
-            r["torch_graph_ms"]
-                .as_f64()
-                .map(|v| format!("{v:.3} ms"))
-                .unwrap_or_else(|| "n/a".into()),
-            r["ratio_vs_graph"]
-                .as_f64()
-                .map(|v| format!("{v:.2}×"))
-                .unwrap_or_else(|| "n/a".into()),
+            super::peer_cells(r),
             r["bench_ms"].as_f64().unwrap_or(0.0),
-            r["ratio_bench_vs_torch"]
-                .as_f64()
-                .map(|v| format!("{v:.2}×"))
-                .unwrap_or_else(|| "n/a".into()),
+            super::ratio_cell(&r["ratio_bench_vs_torch"]),
         );
     }
     t
