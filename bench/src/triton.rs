@@ -33,6 +33,10 @@
 //!    PyTorch eager and replayed from a CUDA graph.
 //!
 //! 10. LLM GEMMs ([`llm`], `--only llm` only): decode and prefill rows vs `torch.matmul`.
+//! 11. The shapes users run ([`shapes`], `--only shapes` only): the ResNet-50 stem and stride-2
+//!     convs, grouped and depthwise convs, grouped-query, decode and odd-size attention,
+//!     vocabulary-size softmax and model-width norms; a shape the GPU engine does not take is a
+//!     `refused` row, not a failure.
 //!
 //! **Two PyTorch peers in every section** (issue 33): each peer call is timed eager (CUDA events
 //! around 20 calls from Python, dispatch included) and replayed from a CUDA graph of the same
@@ -64,6 +68,7 @@ mod pointwise;
 mod pool;
 mod reduce;
 mod sdpa;
+mod shapes;
 mod wgrad;
 
 type R<T> = Result<T, String>;
@@ -1078,14 +1083,16 @@ fn conv_check_case<T: Num>(
 }
 
 /// Median ms per execute of a conv graph (events around 20 executes, median of 5 rounds),
-/// built by the static rule or, with `benchmarked`, by [`Graph::build_benchmarked`].
-fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -> R<f64> {
+/// built by the static rule or, with `benchmarked`, by [`Graph::build_benchmarked`]; and the
+/// engine that built it.
+fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -> R<(f64, String)> {
     let mut g = conv_graph(c, dt);
     if benchmarked {
         g.build_benchmarked(h).map_err(e)?;
     } else {
         g.build(h).map_err(e)?;
     }
+    let engine = g.engine_name().map_err(e)?.to_string();
     let dev = h.gpu_device().ok_or("this handle executes on the CPU")?;
     let ins = conv_inputs::<T>(c);
     let bufs: Vec<(i64, Buffer<T>)> = ins
@@ -1104,7 +1111,7 @@ fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -
         g.execute(h, pack, Some(&mut ws)).map_err(e)
     };
     let ms = median_ms(dev, 3, exec)?;
-    Ok(ms)
+    Ok((ms, engine))
 }
 
 const TORCH_CONV: &str = r#"
@@ -1212,9 +1219,9 @@ pub fn conv_section(
                 time_conv::<f32>(gpu, c, DataType::Float, benchmarked)
             }
         };
-        let ms = time(false)?;
+        let ms = time(false)?.0;
         println!("benchmarking build for conv {n} {l:?} {dt} nhwc={nhwc}:");
-        let bench_ms = time(true)?;
+        let bench_ms = time(true)?.0;
         let torch_ms = torch["ms"].get(i).and_then(|v| v.as_f64());
         let flops = 2.0 * (c.n * c.k * c.p() * c.p() * c.c * c.r * c.r) as f64;
         let row = json!({"n": n, "layer": l, "dtype": dt, "layout": if *nhwc {"NHWC"} else {"NCHW"},
@@ -1359,11 +1366,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
             "normbwd",
             "bnbwd",
             "llm",
+            "shapes",
         ]
         .contains(n)
     }) {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd and llm, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd, llm and shapes, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1404,6 +1412,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("reduce_checks".into(), json!(checks));
         report.insert("reduce".into(), json!(rows));
         report.insert("torch_reduce".into(), torch);
+    }
+    if names.contains(&"shapes") {
+        let (checks, rows, torch) = shapes::section(gpu, cpu)?;
+        t += &shapes::table(checks.len(), &rows, &torch);
+        report.insert("shapes_checks".into(), json!(checks));
+        report.insert("shapes".into(), json!(rows));
+        report.insert("torch_shapes".into(), torch);
     }
     if names.contains(&"llm") {
         let (rows, torch) = llm::section(gpu)?;
@@ -1570,6 +1585,7 @@ mod peer_tests {
             ("normbwd", super::norm_bwd::TORCH),
             ("bnbwd", super::bn_bwd::TORCH),
             ("llm", super::llm::TORCH_LLM),
+            ("shapes", super::shapes::TORCH),
         ]
         .into_iter()
         .map(|(n, s)| (n, format!("{}{s}", super::TORCH_PRELUDE)))

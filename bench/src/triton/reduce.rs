@@ -28,7 +28,7 @@ const SIZES: [(i64, i64); 2] = [(4096, 1024), (32768, 4096)];
 
 /// `op` over the last axis of x `[rows, cols]` (UID 1) → y (UID 4; `[rows, 1]` for the sum);
 /// scale UID 2 and bias UID 3 `[1, cols]` for the norms.
-fn graph(op: &str, rows: i64, cols: i64, dt: DataType) -> Graph {
+pub(super) fn graph(op: &str, rows: i64, cols: i64, dt: DataType) -> Graph {
     let mut g = Graph::new();
     g.set_name(op)
         .set_io_data_type(dt)
@@ -128,7 +128,7 @@ fn y_len(op: &str, rows: i64, cols: i64) -> usize {
 /// Builds `op` on `gpu` and on `cpu`, runs both on the same inputs and compares: per element
 /// |d| ≤ tol·(1 + m) with tol 1e-4 (f32) or 1e-2 (f16) and m = |r|, or Σ|x| of the row for
 /// the sum. Returns the check record.
-fn check<T: Num>(
+pub(super) fn check<T: Num>(
     gpu: &Handle,
     cpu: &Handle,
     op: &str,
@@ -172,7 +172,7 @@ fn check<T: Num>(
 }
 
 /// Median ms per execute of `op` on `gpu`: 5 rounds of 20 executes between events.
-fn time<T: Num>(
+pub(super) fn time<T: Num>(
     gpu: &Handle,
     op: &str,
     rows: i64,

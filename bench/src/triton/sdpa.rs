@@ -28,40 +28,84 @@ const SEQS: [i64; 2] = [1024, 4096];
 /// Head dims of the timed rows.
 const DIMS: [i64; 2] = [64, 128];
 
-/// `o = softmax(q·kᵀ·scale [+ causal mask])·v`: q UID 1, k 2, v 3, o 4, all `(b, h, s, d)`
-/// packed, type `dt`, f32 compute.
-fn graph(b: i64, h: i64, s: i64, d: i64, causal: bool, dt: DataType) -> Graph {
+/// An attention shape: batch, query heads, key/value heads (dividing the query heads:
+/// grouped-query attention when fewer), query and key/value sequence lengths, head dim, and a
+/// causal mask (top-left, PyTorch's `is_causal`).
+#[derive(Clone, Copy, Debug)]
+pub(super) struct Shape {
+    pub b: i64,
+    pub hq: i64,
+    pub hkv: i64,
+    pub sq: i64,
+    pub skv: i64,
+    pub d: i64,
+    pub causal: bool,
+}
+
+impl Shape {
+    /// `b` × `h` heads, s_q = s_kv = `s`, the timed rows' shapes.
+    fn square(b: i64, h: i64, s: i64, d: i64, causal: bool) -> Shape {
+        Shape {
+            b,
+            hq: h,
+            hkv: h,
+            sq: s,
+            skv: s,
+            d,
+            causal,
+        }
+    }
+    /// Elements of q and o (`(b, hq, sq, d)`), and of k and v (`(b, hkv, skv, d)`).
+    pub fn lens(&self) -> (usize, usize) {
+        (
+            (self.b * self.hq * self.sq * self.d) as usize,
+            (self.b * self.hkv * self.skv * self.d) as usize,
+        )
+    }
+}
+
+/// `o = softmax(q·kᵀ·scale [+ causal mask])·v`: q UID 1 `(b, hq, sq, d)`, k 2 and v 3
+/// `(b, hkv, skv, d)`, o 4 `(b, hq, sq, d)`, all packed, type `dt`, f32 compute, scale 1/√d.
+pub(super) fn graph(sh: Shape, dt: DataType) -> Graph {
     let mut g = Graph::new();
     g.set_name("sdpa_fwd")
         .set_io_data_type(dt)
         .set_intermediate_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
-    let t = |g: &mut Graph, name: &str, uid: i64| {
+    let d = sh.d;
+    let t = |g: &mut Graph, name: &str, uid: i64, h: i64, s: i64| {
         g.tensor(
             TensorAttributes::new(name)
                 .uid(uid)
                 .data_type(dt)
-                .dims([b, h, s, d])
+                .dims([sh.b, h, s, d])
                 .strides([h * s * d, s * d, d, 1]),
         )
     };
-    let (q, k, v) = (t(&mut g, "q", 1), t(&mut g, "k", 2), t(&mut g, "v", 3));
+    let q = t(&mut g, "q", 1, sh.hq, sh.sq);
+    let k = t(&mut g, "k", 2, sh.hkv, sh.skv);
+    let v = t(&mut g, "v", 3, sh.hkv, sh.skv);
     let attrs = SdpaAttributes::new()
-        .causal_mask(causal)
+        .causal_mask(sh.causal)
         .attn_scale_value(1.0 / (d as f32).sqrt());
     let (o, _) = g.sdpa(q, k, v, attrs);
     g.set_output(o, true).set_uid(o, 4).set_data_type(o, dt);
     g
 }
 
-/// q, k, v by UID, uniform in [−1, 1) (deterministic seeds 61, 62, 63).
-fn inputs<T: Num>(n: usize) -> Vec<(i64, Vec<T>)> {
+/// q, k, v by UID for `sh`, uniform in [−1, 1) (deterministic seeds 61, 62, 63).
+fn inputs<T: Num>(sh: Shape) -> Vec<(i64, Vec<T>)> {
+    let (nq, nkv) = sh.lens();
     (1..=3)
-        .map(|u| (u, vals(n, 60 + u as u64).into_iter().map(T::of).collect()))
+        .map(|u| {
+            let n = if u == 1 { nq } else { nkv };
+            (u, vals(n, 60 + u as u64).into_iter().map(T::of).collect())
+        })
         .collect()
 }
 
-/// GPU vs CPU reference on one small graph; returns the check record.
+/// GPU vs CPU reference on one small graph (b 1, 2 heads, s_q = s_kv = `s`); returns the
+/// check record.
 fn check<T: Num>(
     gpu: &Handle,
     cpu: &Handle,
@@ -70,14 +114,25 @@ fn check<T: Num>(
     causal: bool,
     dt: DataType,
 ) -> R<serde_json::Value> {
-    let (b, h) = (1, 2);
-    let n = (b * h * s * d) as usize;
-    let ins = inputs::<T>(n);
-    let mut gg = graph(b, h, s, d, causal, dt);
+    check_shape::<T>(gpu, cpu, Shape::square(1, 2, s, d, causal), dt)
+}
+
+/// GPU vs CPU reference on `sh` from the same inputs: |d| ≤ 4e-3 (f16) or 2e-2 (bf16) per
+/// element (|o| ≤ 1); returns the check record. Errors: the first element beyond it, or a
+/// build or execute failure.
+pub(super) fn check_shape<T: Num>(
+    gpu: &Handle,
+    cpu: &Handle,
+    sh: Shape,
+    dt: DataType,
+) -> R<serde_json::Value> {
+    let n = sh.lens().0;
+    let ins = inputs::<T>(sh);
+    let mut gg = graph(sh, dt);
     gg.build(gpu).map_err(e)?;
     let engine = gg.engine_name().map_err(e)?.to_string();
     let got = super::run(gpu, &gg, &ins, n)?;
-    let mut gc = graph(b, h, s, d, causal, dt);
+    let mut gc = graph(sh, dt);
     gc.build(cpu).map_err(e)?;
     let want = super::run(cpu, &gc, &ins, n)?;
     let tol = if dt == DataType::Half { 4e-3 } else { 2e-2 };
@@ -86,7 +141,7 @@ fn check<T: Num>(
         let d = (a.f() - r.f()).abs();
         if d.is_nan() || d > tol {
             return Err(format!(
-                "sdpa {dt:?} s{s} d{d} causal {causal}: element {i}: gpu {}, cpu {} (tol {tol})",
+                "sdpa {dt:?} {sh:?}: element {i}: gpu {}, cpu {} (tol {tol})",
                 a.f(),
                 r.f()
             ));
@@ -94,12 +149,14 @@ fn check<T: Num>(
         worst = worst.max(d / tol);
     }
     Ok(
-        json!({"seq": s, "head_dim": d, "causal": causal, "dtype": format!("{dt:?}"),
+        json!({"seq": sh.sq, "seq_kv": sh.skv, "heads": sh.hq, "kv_heads": sh.hkv,
+        "head_dim": sh.d, "causal": sh.causal, "dtype": format!("{dt:?}"),
         "plan": engine, "worst_fraction_of_tolerance": worst}),
     )
 }
 
-/// Median ms per execute on `gpu`: 5 rounds of 20 executes between events.
+/// Median ms per execute of the rows' shape (`BH`, s_q = s_kv = `s`) on `gpu`: 5 rounds of 20
+/// executes between events; and the engine that built it.
 fn time<T: Num>(
     gpu: &Handle,
     s: i64,
@@ -108,8 +165,24 @@ fn time<T: Num>(
     dt: DataType,
     benchmarked: bool,
 ) -> R<(f64, String)> {
-    let (b, h) = BH;
-    let mut g = graph(b, h, s, d, causal, dt);
+    time_shape::<T>(
+        gpu,
+        Shape::square(BH.0, BH.1, s, d, causal),
+        dt,
+        benchmarked,
+    )
+}
+
+/// Median ms per execute of `sh` on `gpu`: 5 rounds of 20 executes between events, built by
+/// the static rule or, with `benchmarked`, by `Graph::build_benchmarked`; and the engine that
+/// built it. Errors: the build's refusal, an allocation or execute failure, as text.
+pub(super) fn time_shape<T: Num>(
+    gpu: &Handle,
+    sh: Shape,
+    dt: DataType,
+    benchmarked: bool,
+) -> R<(f64, String)> {
+    let mut g = graph(sh, dt);
     if benchmarked {
         g.build_benchmarked(gpu).map_err(e)?;
     } else {
@@ -117,13 +190,12 @@ fn time<T: Num>(
     }
     let engine = g.engine_name().map_err(e)?.to_string();
     let dev = gpu.gpu_device().ok_or("this handle executes on the CPU")?;
-    let n = (b * h * s * d) as usize;
-    let bufs: Vec<(i64, Buffer<T>)> = inputs::<T>(n)
+    let bufs: Vec<(i64, Buffer<T>)> = inputs::<T>(sh)
         .iter()
         .map(|(u, v)| Buffer::from_slice_on(gpu, v).map(|b| (*u, b)))
         .collect::<Result<_, _>>()
         .map_err(e)?;
-    let mut o = Buffer::<T>::alloc(gpu, n).map_err(e)?;
+    let mut o = Buffer::<T>::alloc(gpu, sh.lens().0).map_err(e)?;
     let mut ws = Buffer::<u8>::alloc(gpu, g.workspace_size().map_err(e)?).map_err(e)?;
     let exec = || {
         let mut pack = VariantPack::new();
