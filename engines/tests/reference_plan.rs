@@ -406,8 +406,8 @@ fn sdpa_dropout_is_refused_naming_op_attribute_and_value() {
 
 #[test]
 fn unsupported_data_type_and_unproduced_virtual_tensor_are_refused() {
-    let mut g = GraphBuilder::new("fp8");
-    g.tensor(TensorSpec::new(1, "a", DT::FP8_E4M3, &[4]))
+    let mut g = GraphBuilder::new("fp4");
+    g.tensor(TensorSpec::new(1, "a", DT::FP4_E2M1, &[4]))
         .tensor(TensorSpec::new(2, "b", DT::FLOAT, &[4]));
     g.pointwise(
         "id",
@@ -424,7 +424,7 @@ fn unsupported_data_type_and_unproduced_virtual_tensor_are_refused() {
     assert_eq!(err.status, PluginStatus::NotApplicable);
     assert!(
         err.message
-            .starts_with("tensor uid 1 ('a'): data_type FP8_E4M3 is not supported"),
+            .starts_with("tensor uid 1 ('a'): data_type FP4_E2M1 is not supported"),
         "{}",
         err.message
     );

@@ -1,0 +1,239 @@
+//! FP8 tensors on the CPU reference engine (issue 33 item 4, the CPU reference): E4M3 / E5M2
+//! (OCP) and their FNUZ variants are read exactly, computed in f32 and written round-to-nearest
+//! -even with saturation. Checked through the SDK: an FP8 matmul with an f32 output equals the
+//! exact f64 sum of the decoded products; with an FP8 output it equals the nearest code of that
+//! sum; a per-tensor scale is a pointwise MUL; a plan saved and loaded gives the same bytes.
+//! The expected values come from this file's own decoder (written from the format tables,
+//! not from the engine's code).
+
+use hipdnn::{
+    Buffer, DataType, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
+    TensorAttributes, TensorValue, VariantPack,
+};
+
+/// The value of an FP8 byte: `(exponent bits, mantissa bits, bias, fnuz)`; NaN/inf codes are
+/// never used by these tests, so they decode to NaN here.
+fn decode(b: u8, (eb, mb, bias, fnuz): (u32, u32, i32, bool)) -> f64 {
+    let e = i32::from(b >> mb) & ((1 << eb) - 1);
+    let f = f64::from(b & ((1 << mb) - 1) as u8);
+    let sign = if b & 0x80 != 0 { -1.0 } else { 1.0 };
+    if (fnuz && b == 0x80) || (!fnuz && e == (1 << eb) - 1 && (eb == 5 || f as u32 == 7)) {
+        return f64::NAN;
+    }
+    if e == 0 {
+        sign * f * 2f64.powi(1 - bias - mb as i32)
+    } else {
+        sign * (1.0 + f / f64::from(1u32 << mb)) * 2f64.powi(e - bias)
+    }
+}
+
+const E4M3: (u32, u32, i32, bool) = (4, 3, 7, false);
+const E5M2: (u32, u32, i32, bool) = (5, 2, 15, false);
+const E4M3_FNUZ: (u32, u32, i32, bool) = (4, 3, 8, true);
+
+/// The nearest finite code to `v` (ties to the even code), saturated to the largest finite.
+fn nearest(v: f64, fmt: (u32, u32, i32, bool)) -> u8 {
+    let max = (0..=255u8)
+        .map(|b| decode(b, fmt))
+        .filter(|d| d.is_finite())
+        .fold(0f64, f64::max);
+    let v = v.clamp(-max, max);
+    let mut best = (f64::INFINITY, 0u8);
+    for b in 0..=255u8 {
+        let d = decode(b, fmt);
+        if !d.is_finite() || (d != 0.0 && (d < 0.0) != (v < 0.0)) {
+            continue;
+        }
+        let err = (d - v).abs();
+        if err < best.0 || (err == best.0 && best.1 & 1 == 1) {
+            best = (err, b);
+        }
+    }
+    best.1
+}
+
+/// `C (m, n) = A (m, k) · B (k, n)`, A and B of the given FP8 types, C of `out`, f32 compute;
+/// with `scale`, C = (A·B) · s for a constant f32 scalar s (the per-tensor scale).
+fn graph(
+    m: i64,
+    n: i64,
+    k: i64,
+    a: DataType,
+    b: DataType,
+    out: DataType,
+    scale: Option<f32>,
+) -> Graph {
+    let mut g = Graph::new();
+    g.set_io_data_type(out)
+        .set_intermediate_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let ta = g.tensor(
+        TensorAttributes::new("a")
+            .uid(1)
+            .data_type(a)
+            .dims([m, k])
+            .strides([k, 1]),
+    );
+    let tb = g.tensor(
+        TensorAttributes::new("b")
+            .uid(2)
+            .data_type(b)
+            .dims([k, n])
+            .strides([n, 1]),
+    );
+    let mut c = g.matmul(ta, tb, MatmulAttributes::new());
+    if let Some(s) = scale {
+        g.set_data_type(c, DataType::Float);
+        let sv = g.scalar("scale", TensorValue::Float32(s));
+        c = g.pointwise(c, sv, PointwiseAttributes::with_mode(PointwiseMode::Mul));
+    }
+    g.set_output(c, true).set_uid(c, 3).set_data_type(c, out);
+    g
+}
+
+/// Codes of small dyadic values in each format, so every product and sum below is exact in
+/// f32 and f64 alike.
+fn codes(fmt: (u32, u32, i32, bool)) -> Vec<u8> {
+    (0..=255u8)
+        .filter(|&b| {
+            let d = decode(b, fmt);
+            d.is_finite() && d.abs() <= 6.0 && (d * 8.0).fract() == 0.0
+        })
+        .collect()
+}
+
+/// A deterministic pick of `n` codes from `pool`.
+fn pick(pool: &[u8], n: usize, seed: usize) -> Vec<u8> {
+    (0..n)
+        .map(|i| pool[(i * 7 + seed * 13 + i * i) % pool.len()])
+        .collect()
+}
+
+/// Builds and executes `g` on `h`; the output (`out_len` elements) as little-endian bytes,
+/// bound as a `Buffer<f32>` when `out_bytes` is 4, else as the FP8 bytes (`Buffer<u8>`).
+fn run(g: &mut Graph, h: &Handle, a: &[u8], b: &[u8], out_len: usize, out_bytes: usize) -> Vec<u8> {
+    g.build(h).unwrap();
+    let (ab, bb) = (Buffer::from_slice(a), Buffer::from_slice(b));
+    if out_bytes == 4 {
+        let mut c = Buffer::<f32>::zeros(out_len);
+        let pack = VariantPack::new().with(1, &ab).with(2, &bb).with(3, &mut c);
+        g.execute(h, pack, None).unwrap();
+        return c
+            .to_vec()
+            .unwrap()
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect();
+    }
+    let mut c = Buffer::<u8>::zeros(out_len);
+    let pack = VariantPack::new().with(1, &ab).with(2, &bb).with(3, &mut c);
+    g.execute(h, pack, None).unwrap();
+    c.to_vec().unwrap()
+}
+
+#[test]
+fn fp8_matmul_equals_the_exact_sum_of_the_decoded_products() {
+    let h = Handle::cpu().unwrap();
+    let (m, n, k) = (5usize, 7usize, 33usize);
+    for (ta, fa, tb, fb) in [
+        (DataType::Fp8E4m3, E4M3, DataType::Fp8E4m3, E4M3),
+        (DataType::Fp8E4m3, E4M3, DataType::Fp8E5m2, E5M2),
+        (
+            DataType::Fp8E4m3Fnuz,
+            E4M3_FNUZ,
+            DataType::Fp8E4m3Fnuz,
+            E4M3_FNUZ,
+        ),
+    ] {
+        let a = pick(&codes(fa), m * k, 1);
+        let b = pick(&codes(fb), k * n, 2);
+        let want: Vec<f64> = (0..m * n)
+            .map(|o| {
+                let (i, j) = (o / n, o % n);
+                (0..k)
+                    .map(|p| decode(a[i * k + p], fa) * decode(b[p * n + j], fb))
+                    .sum()
+            })
+            .collect();
+        assert!(want.iter().any(|v| v.abs() > 10.0), "{want:?}");
+        // f32 output: exact.
+        let mut g = graph(m as i64, n as i64, k as i64, ta, tb, DataType::Float, None);
+        let got = run(&mut g, &h, &a, &b, m * n, 4);
+        let got: Vec<f64> = got
+            .chunks(4)
+            .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
+            .collect();
+        assert_eq!(got, want, "{ta:?} x {tb:?}");
+        // E4M3 output: the nearest code of the exact sum, saturated at 448.
+        let mut g = graph(
+            m as i64,
+            n as i64,
+            k as i64,
+            ta,
+            tb,
+            DataType::Fp8E4m3,
+            None,
+        );
+        let got = run(&mut g, &h, &a, &b, m * n, 1);
+        let want8: Vec<u8> = want.iter().map(|&v| nearest(v, E4M3)).collect();
+        assert_eq!(got, want8, "{ta:?} x {tb:?} -> E4M3");
+        // A per-tensor scale as a pointwise MUL by a scalar, then E5M2.
+        let mut g = graph(
+            m as i64,
+            n as i64,
+            k as i64,
+            ta,
+            tb,
+            DataType::Fp8E5m2,
+            Some(0.375),
+        );
+        let got = run(&mut g, &h, &a, &b, m * n, 1);
+        let want8: Vec<u8> = want.iter().map(|&v| nearest(v * 0.375, E5M2)).collect();
+        assert_eq!(got, want8, "{ta:?} x {tb:?} x 0.375 -> E5M2");
+    }
+}
+
+#[test]
+fn an_fp8_output_saturates_and_a_saved_fp8_plan_reloads_to_the_same_bytes() {
+    let h = Handle::cpu().unwrap();
+    // 64 products of 6 · 6 = 2304 per output: beyond E4M3's 448, so every output saturates.
+    let six = nearest(6.0, E4M3);
+    let a = vec![six; 2 * 64];
+    let b = vec![six; 64 * 3];
+    let mut g = graph(
+        2,
+        3,
+        64,
+        DataType::Fp8E4m3,
+        DataType::Fp8E4m3,
+        DataType::Fp8E4m3,
+        None,
+    );
+    let got = run(&mut g, &h, &a, &b, 6, 1);
+    assert_eq!(decode(got[0], E4M3), 448.0);
+    assert_eq!(got, vec![0x7E; 6]);
+    let mut g = graph(
+        2,
+        3,
+        64,
+        DataType::Fp8E4m3,
+        DataType::Fp8E4m3,
+        DataType::Fp8E4m3,
+        Some(-1.0 / 64.0),
+    );
+    let got = run(&mut g, &h, &a, &b, 6, 1);
+    assert_eq!(got, vec![nearest(-36.0, E4M3); 6]);
+    let saved = g.to_binary().unwrap();
+    let loaded = Graph::from_binary(&h, &saved).unwrap();
+    assert_eq!(loaded.to_binary().unwrap(), saved);
+    let (ab, bb) = (Buffer::from_slice(&a), Buffer::from_slice(&b));
+    let mut c = Buffer::<u8>::zeros(6);
+    loaded
+        .execute(
+            &h,
+            VariantPack::new().with(1, &ab).with(2, &bb).with(3, &mut c),
+            None,
+        )
+        .unwrap();
+    assert_eq!(c.to_vec().unwrap(), got);
+}
