@@ -7,8 +7,9 @@
 //! not from the engine's code).
 
 use hipdnn::{
-    Buffer, DataType, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
-    TensorAttributes, TensorValue, VariantPack,
+    BlockScaleDequantizeAttributes, BlockScaleQuantizeAttributes, Buffer, DataType, Graph, Handle,
+    MatmulAttributes, PointwiseAttributes, PointwiseMode, TensorAttributes, TensorValue,
+    VariantPack,
 };
 
 /// The value of an FP8 byte: `(exponent bits, mantissa bits, bias, fnuz)`; NaN/inf codes are
@@ -236,4 +237,193 @@ fn an_fp8_output_saturates_and_a_saved_fp8_plan_reloads_to_the_same_bytes() {
         )
         .unwrap();
     assert_eq!(c.to_vec().unwrap(), got);
+}
+
+/// Values with a spread of magnitudes per block (some blocks all zero), deterministic.
+fn spread(n: usize) -> Vec<f32> {
+    (0..n)
+        .map(|i| {
+            if (i / 32) % 5 == 3 {
+                return 0.0;
+            }
+            let m = ((i * 37 + 11) % 101) as f32 / 17.0 - 3.0;
+            m * 2f32.powi((i % 9) as i32 - 4)
+        })
+        .collect()
+}
+
+/// MXFP8: quantize x `(4, 64)` in blocks of 32 along the last dim to E4M3 with E8M0 scales,
+/// then dequantize. Each scale is the next power of two at or above amax / 448 (the smallest
+/// E8M0 value for an all-zero block), each code the nearest E4M3 of x / scale, and the
+/// dequantized value code · scale, all from this file's own arithmetic.
+#[test]
+fn mxfp8_quantize_and_dequantize_follow_the_block_scale_formulas() {
+    let h = Handle::cpu().unwrap();
+    let (rows, cols, block) = (4usize, 64usize, 32usize);
+    let x = spread(rows * cols);
+    let mut g = Graph::new();
+    g.set_io_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let tx = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([rows as i64, cols as i64])
+            .strides([cols as i64, 1]),
+    );
+    let (y, s) = g.block_scale_quantize(
+        tx,
+        BlockScaleQuantizeAttributes::new().block_size(block as i32),
+    );
+    g.set_output(y, true)
+        .set_uid(y, 2)
+        .set_data_type(y, DataType::Fp8E4m3);
+    g.set_output(s, true)
+        .set_uid(s, 3)
+        .set_data_type(s, DataType::Fp8E8m0);
+    let d = g.block_scale_dequantize(
+        y,
+        s,
+        BlockScaleDequantizeAttributes::new().block_size(vec![1, block as i32]),
+    );
+    g.set_output(d, true)
+        .set_uid(d, 4)
+        .set_data_type(d, DataType::Float);
+    g.build(&h).unwrap();
+    let xb = Buffer::from_slice(&x);
+    let (mut yb, mut sb) = (
+        Buffer::<u8>::zeros(rows * cols),
+        Buffer::<u8>::zeros(rows * cols / block),
+    );
+    let mut db = Buffer::<f32>::zeros(rows * cols);
+    let pack = VariantPack::new()
+        .with(1, &xb)
+        .with(2, &mut yb)
+        .with(3, &mut sb)
+        .with(4, &mut db);
+    g.execute(&h, pack, None).unwrap();
+    let (yv, sv, dv) = (
+        yb.to_vec().unwrap(),
+        sb.to_vec().unwrap(),
+        db.to_vec().unwrap(),
+    );
+    let mut zero_blocks = 0;
+    for r in 0..rows {
+        for j in 0..cols / block {
+            let blk = &x[r * cols + j * block..r * cols + (j + 1) * block];
+            let amax = blk.iter().fold(0f64, |m, v| m.max(f64::from(v.abs())));
+            let e = if amax == 0.0 {
+                zero_blocks += 1;
+                -127
+            } else {
+                (amax / 448.0).log2().ceil() as i32
+            };
+            assert_eq!(
+                sv[r * 2 + j],
+                (e + 127) as u8,
+                "scale of row {r} block {j} (amax {amax})"
+            );
+            let scale = 2f64.powi(e);
+            for (t, &v) in blk.iter().enumerate() {
+                let at = r * cols + j * block + t;
+                let code = nearest(f64::from(v) / scale, E4M3);
+                assert_eq!(yv[at], code, "y[{at}] of {v}");
+                assert_eq!(
+                    f64::from(dv[at]),
+                    decode(code, E4M3) * scale,
+                    "dequantized [{at}]"
+                );
+            }
+        }
+    }
+    assert!(
+        zero_blocks > 0 && zero_blocks < rows * cols / block,
+        "{zero_blocks}"
+    );
+}
+
+/// Quantize along axis 0 with f32 scales (the quotient itself) to E5M2; transpose and an FP4
+/// output are refused by name.
+#[test]
+fn quantize_along_another_axis_and_the_refusals() {
+    let h = Handle::cpu().unwrap();
+    let x = spread(8 * 3);
+    let mut g = Graph::new();
+    g.set_io_data_type(DataType::Float)
+        .set_compute_data_type(DataType::Float);
+    let tx = g.tensor(
+        TensorAttributes::new("x")
+            .uid(1)
+            .dims([8, 3])
+            .strides([3, 1]),
+    );
+    let (y, s) = g.block_scale_quantize(
+        tx,
+        BlockScaleQuantizeAttributes::new().block_size(4).axis(0),
+    );
+    g.set_output(y, true)
+        .set_uid(y, 2)
+        .set_data_type(y, DataType::Fp8E5m2);
+    g.set_output(s, true)
+        .set_uid(s, 3)
+        .set_data_type(s, DataType::Float);
+    g.build(&h).unwrap();
+    let xb = Buffer::from_slice(&x);
+    let (mut yb, mut sb) = (Buffer::<u8>::zeros(24), Buffer::<f32>::zeros(6));
+    g.execute(
+        &h,
+        VariantPack::new()
+            .with(1, &xb)
+            .with(2, &mut yb)
+            .with(3, &mut sb),
+        None,
+    )
+    .unwrap();
+    let (yv, sv) = (yb.to_vec().unwrap(), sb.to_vec().unwrap());
+    for j in 0..2 {
+        for c in 0..3 {
+            let amax = (0..4).fold(0f32, |m, t| m.max(x[(j * 4 + t) * 3 + c].abs()));
+            let scale = if amax == 0.0 {
+                f32::from_bits(1)
+            } else {
+                amax / 57344.0
+            };
+            assert_eq!(sv[j * 3 + c], scale, "scale ({j}, {c})");
+            for t in 0..4 {
+                let at = (j * 4 + t) * 3 + c;
+                assert_eq!(yv[at], nearest(f64::from(x[at] / scale), E5M2), "y[{at}]");
+            }
+        }
+    }
+    for (attrs, ydt, want) in [
+        (
+            BlockScaleQuantizeAttributes::new()
+                .block_size(4)
+                .axis(0)
+                .transpose(true),
+            DataType::Fp8E5m2,
+            "transpose true is not supported by the CPU reference engine",
+        ),
+        (
+            BlockScaleQuantizeAttributes::new().block_size(4).axis(0),
+            DataType::Fp4E2m1,
+            "is not supported by the CPU reference engine",
+        ),
+    ] {
+        let mut g = Graph::new();
+        g.set_io_data_type(DataType::Float)
+            .set_compute_data_type(DataType::Float);
+        let tx = g.tensor(
+            TensorAttributes::new("x")
+                .uid(1)
+                .dims([8, 3])
+                .strides([3, 1]),
+        );
+        let (y, s) = g.block_scale_quantize(tx, attrs);
+        g.set_output(y, true).set_uid(y, 2).set_data_type(y, ydt);
+        g.set_output(s, true)
+            .set_uid(s, 3)
+            .set_data_type(s, DataType::Float);
+        let err = g.build(&h).unwrap_err();
+        assert!(err.message.contains(want), "{}", err.message);
+    }
 }

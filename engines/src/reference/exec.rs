@@ -7,7 +7,9 @@
 //! declared data type (so a fused graph equals running its nodes one at a time).
 
 use super::env::Env;
-use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax};
+use super::nodes::{
+    block_scale, conv, gather, matmul, norm, pointwise, reduction, resample, sdpa, softmax,
+};
 use super::ops::recycle;
 use super::plan::{INLINE_WORK, Plan};
 use super::step::Op;
@@ -115,6 +117,8 @@ fn run_step(env: &mut Env<'_, '_, '_>, name: &str, op: &Op) -> PluginResult<()> 
         Op::Sdpa(s) => sdpa::run(s, env, &e),
         Op::SdpaBackward(s) => sdpa::run_backward(s, env, &e),
         Op::Gather(s) => gather::run(s, env, &e),
+        Op::BlockQuantize(s) => block_scale::run_quantize(s, env, &e),
+        Op::BlockDequantize(s) => block_scale::run_dequantize(s, env, &e),
         Op::Softmax(s) => softmax::run(s, env, &e),
     }
 }

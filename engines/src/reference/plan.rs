@@ -12,7 +12,7 @@
 use super::check::{Cx, na};
 use super::dtype::Elem;
 use super::fuse::{fuse_epilogues, fuse_softmax};
-use super::nodes::{conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
+use super::nodes::{block_scale, conv, gather, matmul, norm, pointwise, reduction, resample, sdpa};
 use super::reshape;
 use super::step::{Op, Step};
 use super::tensor::{TensorDesc, tensor_value_f32};
@@ -224,6 +224,13 @@ fn parse_node(node: &Node<'_>, tensors: &HashMap<i64, TensorDesc>) -> PluginResu
             sdpa::parse_backward(node, &cx("sdpa_backward")).map(Op::SdpaBackward)
         }
         NA::CustomOpAttributes => gather::parse(node, &cx("custom_op")).map(Op::Gather),
+        NA::BlockScaleQuantizeAttributes => {
+            block_scale::parse_quantize(node, &cx("block_scale_quantize")).map(Op::BlockQuantize)
+        }
+        NA::BlockScaleDequantizeAttributes => {
+            block_scale::parse_dequantize(node, &cx("block_scale_dequantize"))
+                .map(Op::BlockDequantize)
+        }
         other => Err(na(format!(
             "node '{name}': operation {} is not supported by the CPU reference engine",
             other.variant_name().unwrap_or("NONE")

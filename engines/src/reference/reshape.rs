@@ -177,7 +177,9 @@ fn derive_outputs(
         | Op::Resample(_)
         | Op::ResampleBwd(_)
         | Op::NormBackward(_)
-        | Op::SdpaBackward(_) => {
+        | Op::SdpaBackward(_)
+        | Op::BlockQuantize(_)
+        | Op::BlockDequantize(_) => {
             let changed = step
                 .op
                 .inputs()

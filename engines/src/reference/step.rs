@@ -5,6 +5,7 @@
 //! Above the nodes and below the plan: [`super::plan`] builds steps, [`super::fuse`] rewrites
 //! the step list, [`super::exec`] dispatches them; nothing here parses or runs.
 
+use super::nodes::block_scale::{DequantizeStep, QuantizeStep};
 use super::nodes::conv::{ConvDgradStep, ConvFpropStep, ConvWgradStep};
 use super::nodes::gather::GatherStep;
 use super::nodes::matmul::MatmulStep;
@@ -52,6 +53,10 @@ pub enum Op {
     SdpaBackward(SdpaBackwardStep),
     /// Row gather (the `hipdnn_rs.gather` custom op).
     Gather(GatherStep),
+    /// Block-scale quantize.
+    BlockQuantize(QuantizeStep),
+    /// Block-scale dequantize.
+    BlockDequantize(DequantizeStep),
     /// Softmax or log-softmax over trailing axes (made by [`super::fuse`] from the nodes of
     /// the pattern, never parsed).
     Softmax(SoftmaxStep),
@@ -76,6 +81,8 @@ macro_rules! each_step {
             Op::Sdpa($s) => $e,
             Op::SdpaBackward($s) => $e,
             Op::Gather($s) => $e,
+            Op::BlockQuantize($s) => $e,
+            Op::BlockDequantize($s) => $e,
             Op::Softmax($s) => $e,
         }
     };

@@ -902,9 +902,9 @@ op_table! {
 }
 
 op_table! {
-    /// Block-scaled dequantization (`BlockScaleDequantizeAttributes`). No engine of this
-    /// crate runs it (the CPU engine refuses it with `NOT_APPLICABLE`); graphs holding it
-    /// can be built for other engines, saved and loaded.
+    /// Block-scaled dequantization (`BlockScaleDequantizeAttributes`): `y = x · scale` with one
+    /// scale per block of `block_size[d]` elements along each (trailing) dim `d`. Engines: CPU
+    /// (x FP8 E4M3 / E5M2 or FNUZ, y a float type; see `docs/engines.md`).
     ///
     /// ```
     /// use hipdnn::{BlockScaleDequantizeAttributes, Graph, TensorAttributes};
@@ -934,8 +934,9 @@ op_table! {
 
 op_table! {
     /// Block-scaled quantization (`BlockScaleQuantizeAttributes`): x → y (dims of x) and
-    /// scale (dims of x with the axis dim divided by block_size). No engine of this crate
-    /// runs it (the CPU engine refuses it with `NOT_APPLICABLE`).
+    /// scale (dims of x with the axis dim divided by block_size). Engines: CPU (x a float
+    /// type, y FP8 E4M3 / E5M2 or FNUZ, scale E8M0 / E4M3 / f32; cuDNN's formulas, see
+    /// `docs/engines.md`).
     ///
     /// ```
     /// use hipdnn::{BlockScaleQuantizeAttributes, Graph, TensorAttributes};

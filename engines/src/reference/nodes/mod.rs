@@ -10,6 +10,7 @@
 //! [`super::plan`] and [`super::exec`] only dispatch here ([`super::step::Op`] wraps the step
 //! types); nothing in this folder imports them, reads bytes or touches bindings directly.
 
+pub(super) mod block_scale;
 pub(super) mod conv;
 pub(super) mod gather;
 pub(super) mod matmul;
