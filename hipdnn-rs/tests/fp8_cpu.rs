@@ -3,8 +3,10 @@
 //! -even with saturation. Checked through the SDK: an FP8 matmul with an f32 output equals the
 //! exact f64 sum of the decoded products; with an FP8 output it equals the nearest code of that
 //! sum; a per-tensor scale is a pointwise MUL; a plan saved and loaded gives the same bytes.
-//! The expected values come from this file's own decoder (written from the format tables,
-//! not from the engine's code).
+//! Block-scale quantize (MXFP8: E4M3 data, E8M0 scales; axis 0 with f32 scales) and dequantize
+//! follow cuDNN's formulas, and what the engine does not run is refused by name. The expected
+//! values come from this file's own decoder and nearest-code search (written from the format
+//! tables, not from the engine's code).
 
 use hipdnn::{
     BlockScaleDequantizeAttributes, BlockScaleQuantizeAttributes, Buffer, DataType, Graph, Handle,
