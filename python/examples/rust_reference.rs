@@ -93,6 +93,7 @@ fn run(mut g: Graph, build: bool) -> String {
                     .collect::<Vec<_>>(),
             )),
             (DataType::Boolean, true) => Buf::B(Buffer::zeros(n)),
+            (DataType::Fp8E4m3 | DataType::Fp8E8m0, true) => Buf::U(Buffer::zeros(n)),
             (DataType::Boolean, false) => Buf::B(Buffer::from_slice(
                 &(0..n).map(|i| i % 3 == 0).collect::<Vec<_>>(),
             )),
@@ -109,6 +110,8 @@ fn run(mut g: Graph, build: bool) -> String {
             (Buf::I(b), false) => pack.with(*uid, &*b),
             (Buf::B(b), true) => pack.with(*uid, b),
             (Buf::B(b), false) => pack.with(*uid, &*b),
+            (Buf::U(b), true) => pack.with(*uid, b),
+            (Buf::U(b), false) => pack.with(*uid, &*b),
         };
     }
     let mut ws = Buffer::<u8>::zeros(g.workspace_size().expect("plan"));
@@ -128,6 +131,8 @@ enum Buf {
     F(Buffer<f32>),
     I(Buffer<i32>),
     B(Buffer<bool>),
+    /// The bytes of a type without a Rust element (FP8).
+    U(Buffer<u8>),
 }
 
 impl Buf {
@@ -152,6 +157,7 @@ impl Buf {
                 .iter()
                 .map(|x| u8::from(*x))
                 .collect(),
+            Buf::U(b) => b.to_vec().expect("host"),
         }
     }
 }
@@ -565,6 +571,23 @@ fn cases() -> Vec<(String, Graph)> {
     let z = g.pointwise(x, y, PointwiseAttributes::with_mode(PointwiseMode::Sub));
     out(&mut g, z, 3);
     v.push(("tensor_like".into(), g));
+
+    // MXFP8 on the CPU: f32 x quantized in blocks of 32 to E4M3 with E8M0 scales, then
+    // dequantized to f32 (the FP8 outputs are bound as their bytes).
+    let mut g = graph();
+    let x = input(&mut g, "x", 1, &[4, 64]);
+    let (y, s) = g.block_scale_quantize(x, BlockScaleQuantizeAttributes::new().block_size(32));
+    out(&mut g, y, 2);
+    out(&mut g, s, 3);
+    g.set_data_type(y, DataType::Fp8E4m3)
+        .set_data_type(s, DataType::Fp8E8m0);
+    let d = g.block_scale_dequantize(
+        y,
+        s,
+        BlockScaleDequantizeAttributes::new().block_size(vec![1, 32]),
+    );
+    out(&mut g, d, 4);
+    v.push(("block_scale_mxfp8".into(), g));
     v
 }
 

@@ -523,8 +523,12 @@ fn norm_phase(s: &str) -> PyResult<hipdnn::NormFwdPhase> {
     )
 }
 
-/// NumPy dtype name of an SDK data type (None: NumPy has none, e.g. BFLOAT16).
+/// NumPy dtype name of an SDK data type (None: NumPy has none, e.g. BFLOAT16). The FP8 types
+/// are carried as their bytes (`uint8`), as the SDK carries them in a `Buffer<u8>`.
 fn numpy_dtype(dt: DataType) -> Option<&'static str> {
+    if dlpack::is_byte_float(dt) {
+        return Some("uint8");
+    }
     Some(match dt {
         DataType::Float => "float32",
         DataType::Half => "float16",

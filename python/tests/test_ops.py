@@ -229,6 +229,14 @@ def case_graphs():
     g.set_uid(y, 2)
     out(g, g.pointwise(x, y, "SUB"), 3)
     c["tensor_like"] = g
+
+    g = graph()
+    x = g.tensor("x", [4, 64], uid=1)
+    y, s = g.block_scale_quantize(x, block_size=32)
+    out(g, y, 2), out(g, s, 3)
+    g.set_data_type(y, "FP8_E4M3").set_data_type(s, "FP8_E8M0")
+    out(g, g.block_scale_dequantize(y, s, block_size=[1, 32]), 4)
+    c["block_scale_mxfp8"] = g
     return c
 
 
