@@ -73,6 +73,14 @@ mod wgrad;
 
 type R<T> = Result<T, String>;
 
+/// What a checked-and-timed section returns: its correctness checks, its timed rows and the
+/// PyTorch peer's report.
+type Section = R<(
+    Vec<serde_json::Value>,
+    Vec<serde_json::Value>,
+    serde_json::Value,
+)>;
+
 fn e<E: std::fmt::Display>(x: E) -> String {
     x.to_string()
 }
@@ -84,6 +92,8 @@ fn sweep() -> bool {
 
 /// Put before every PyTorch peer script (issue 33 deliverable 1: every section times PyTorch
 /// twice):
+/// - `json`, `sys`, `torch` and `F` (`torch.nn.functional`) imported; without PyTorch or a
+///   CUDA/ROCm device the script prints `{"error": …}` and exits 0 here;
 /// - `eager_ms(f)`: the median ms per call of `f` called from Python, 5 rounds of 20 calls
 ///   between CUDA events after 5 warm-up calls (what a PyTorch user's loop costs, Python
 ///   dispatch included);
@@ -93,6 +103,13 @@ fn sweep() -> bool {
 /// - `peer(out, key, f)`: both, as `out["ms"][key]` and `out["graph_ms"][key]`, and
 ///   `out["graph_errors"]`.
 const TORCH_PRELUDE: &str = r#"
+import json, sys
+try:
+    import torch
+    import torch.nn.functional as F
+    assert torch.cuda.is_available()
+except Exception as ex:
+    print(json.dumps({"error": str(ex)})); sys.exit(0)
 GRAPH_ERRORS = []
 def eager_ms(f, calls=20):
     import torch
@@ -644,12 +661,6 @@ fn time_mm_knobs<T: Num>(
 }
 
 const TORCH_MM: &str = r#"
-import json, sys
-try:
-    import torch
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cuda.matmul.allow_tf32 = False
 torch.backends.cudnn.allow_tf32 = False
 out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
@@ -1115,13 +1126,6 @@ fn time_conv<T: Num>(h: &Handle, c: ConvCase, dt: DataType, benchmarked: bool) -
 }
 
 const TORCH_CONV: &str = r#"
-import json, sys
-try:
-    import torch
-    import torch.nn.functional as F
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -1140,14 +1144,7 @@ print(json.dumps(out))
 "#;
 
 /// Conv checks and the ResNet-50 table; returns (checks, rows, torch info).
-pub fn conv_section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub fn conv_section(gpu: &Handle, cpu: &Handle) -> Section {
     let cc = |n, c, h, k, r, pad, stride, dil, groups, nhwc, epilogue| ConvCase {
         n,
         c,
@@ -1469,12 +1466,6 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
 }
 
 const TORCH_DGRAD: &str = r#"
-import json, sys
-try:
-    import torch
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 out = {"ms": [], "graph_ms": []}

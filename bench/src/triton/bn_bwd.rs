@@ -218,13 +218,6 @@ fn time<T: Num>(gpu: &Handle, dims: [i64; 4], dt: DataType, relu: bool) -> R<(f6
 }
 
 pub(super) const TORCH: &str = r#"
-import json, sys
-try:
-    import torch
-    import torch.nn.functional as F
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 out = {"torch": torch.__version__, "cudnn": torch.backends.cudnn.version(), "ms": {}, "graph_ms": {}}
 for dims in json.loads(sys.argv[1]):
     n, c, h, w = dims
@@ -248,14 +241,7 @@ print(json.dumps(out))
 
 /// The section: checks (f32 and f16, with and without the ReLU, on small odd shapes), then the
 /// timed rows; returns (checks, rows, torch).
-pub(super) fn section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub(super) fn section(gpu: &Handle, cpu: &Handle) -> super::Section {
     let mut checks = Vec::new();
     for dims in [[2, 64, 9, 9], [3, 37, 5, 7], [32, 256, 8, 8]] {
         for relu in [false, true] {

@@ -102,12 +102,6 @@ fn time<T: Num>(
 }
 
 pub(super) const TORCH_LLM: &str = r#"
-import json, sys
-try:
-    import torch
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for (name, m, n, k, linear) in json.loads(sys.argv[1]):
     dt = {"f16": torch.float16, "bf16": torch.bfloat16}[name]

@@ -162,13 +162,6 @@ fn time<T: Num>(gpu: &Handle, row: &Row, dt: DataType, nhwc: bool) -> R<(f64, St
 }
 
 pub(super) const TORCH: &str = r#"
-import json, sys
-try:
-    import torch
-    import torch.nn.functional as F
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for name, kind, d, k, s, p in json.loads(sys.argv[1]):
     for dn, dt in [("f16", torch.float16), ("f32", torch.float32)]:
@@ -185,14 +178,7 @@ print(json.dumps(out))
 "#;
 
 /// The section: the bit-exact checks, then the timed rows; returns (checks, rows, torch).
-pub(super) fn section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub(super) fn section(gpu: &Handle, cpu: &Handle) -> super::Section {
     let mut checks = Vec::new();
     for row in &ROWS[..2] {
         for nhwc in [false, true] {

@@ -208,13 +208,6 @@ pub(super) fn time<T: Num>(
 }
 
 pub(super) const TORCH: &str = r#"
-import json, sys
-try:
-    import torch
-    import torch.nn.functional as F
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 out = {"torch": torch.__version__, "ms": {}, "graph_ms": {}}
 for rows, cols in json.loads(sys.argv[1]):
     for name, dt in [("f16", torch.float16), ("f32", torch.float32)]:
@@ -233,14 +226,7 @@ print(json.dumps(out))
 
 /// The section: correctness checks (every op, f32 and f16, at 64×1000 and 4096×1024), then the
 /// timed rows; returns (checks, rows, torch).
-pub(super) fn section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub(super) fn section(gpu: &Handle, cpu: &Handle) -> super::Section {
     let mut checks = Vec::new();
     for (rows, cols) in [(64, 1000), (4096, 1024)] {
         for op in OPS {

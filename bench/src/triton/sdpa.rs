@@ -210,12 +210,8 @@ pub(super) fn time_shape<T: Num>(
 }
 
 pub(super) const TORCH: &str = r#"
-import json, sys
 try:
-    import torch
-    import torch.nn.functional as F
     from torch.nn.attention import sdpa_kernel, SDPBackend
-    assert torch.cuda.is_available()
 except Exception as ex:
     print(json.dumps({"error": str(ex)})); sys.exit(0)
 b, h, seqs, dims = json.loads(sys.argv[1])
@@ -233,14 +229,7 @@ print(json.dumps(out))
 "#;
 
 /// The section: correctness checks, then the timed rows; returns (checks, rows, torch).
-pub(super) fn section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub(super) fn section(gpu: &Handle, cpu: &Handle) -> super::Section {
     let mut checks = Vec::new();
     for s in [200, 256] {
         for d in DIMS {

@@ -22,7 +22,7 @@
 //! CUDA graph ([`super::with_peer`]).
 
 use super::sdpa::Shape;
-use super::{ConvCase, R, e, torch_json, with_peer};
+use super::{ConvCase, e, torch_json, with_peer};
 use half::f16;
 use hipdnn::{DataType, Graph, Handle};
 use serde_json::json;
@@ -127,13 +127,6 @@ fn served(gpu: &Handle, mut g: Graph) -> Result<String, String> {
 }
 
 pub(super) const TORCH: &str = r#"
-import json, sys
-try:
-    import torch
-    import torch.nn.functional as F
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -167,14 +160,7 @@ print(json.dumps(out))
 
 /// The section: for every shape, the GPU engine's build, the check at a reduced size, the
 /// timed row; returns (checks, rows, torch).
-pub(super) fn section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub(super) fn section(gpu: &Handle, cpu: &Handle) -> super::Section {
     let arg = json!({"conv": CONVS.iter().flat_map(|l| [1i64, 32].map(|n| {
             let [c, h, k, r, pad, stride, groups] = *l;
             json!([n, c, h, k, r, pad, stride, groups])

@@ -207,12 +207,6 @@ fn time(h: &Handle, c: ConvCase, benchmarked: bool) -> R<(f64, usize)> {
 }
 
 pub(super) const TORCH_WGRAD: &str = r#"
-import json, sys
-try:
-    import torch
-    assert torch.cuda.is_available()
-except Exception as ex:
-    print(json.dumps({"error": str(ex)})); sys.exit(0)
 torch.backends.cudnn.benchmark = True
 torch.backends.cudnn.allow_tf32 = False
 out = {"ms": [], "graph_ms": [], "torch": torch.__version__, "cudnn": torch.backends.cudnn.version()}
@@ -245,14 +239,7 @@ pub(super) fn check_cases() -> Vec<ConvCase> {
 }
 
 /// Wgrad checks and the batch-32 ResNet-50 table (f16 NHWC) vs PyTorch.
-pub fn section(
-    gpu: &Handle,
-    cpu: &Handle,
-) -> R<(
-    Vec<serde_json::Value>,
-    Vec<serde_json::Value>,
-    serde_json::Value,
-)> {
+pub fn section(gpu: &Handle, cpu: &Handle) -> super::Section {
     let mut checks = Vec::new();
     for c in check_cases() {
         for dt in [DataType::Float, DataType::Half, DataType::BFloat16] {
