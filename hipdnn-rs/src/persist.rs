@@ -640,7 +640,7 @@ impl Graph {
             };
             if let Some(bt) = meta.element_type
                 && bt != t.data_type
-                && (bt != crate::DataType::Uint8 || has_element_type(t.data_type))
+                && (bt != crate::DataType::Uint8 || t.data_type.has_element_type())
             {
                 return Err(Error::new(
                     ErrorCode::InvalidValue,
@@ -873,23 +873,6 @@ impl Graph {
 /// dim is 0; `None` for a negative dim or stride or an overflow), shared with the C ABI.
 pub(crate) fn required_bytes(dims: &[i64], strides: &[i64], elem: usize) -> Option<usize> {
     hipdnn_backend::tensor_size::byte_extent(dims, strides, elem)
-}
-
-/// True for data types a `Buffer<T>` can hold directly.
-fn has_element_type(dt: crate::DataType) -> bool {
-    use crate::DataType as D;
-    matches!(
-        dt,
-        D::Float
-            | D::Double
-            | D::Half
-            | D::BFloat16
-            | D::Int32
-            | D::Int64
-            | D::Int8
-            | D::Uint8
-            | D::Boolean
-    )
 }
 
 /// Bytes per element of a data type as stored in a buffer (sub-byte types count as 1):

@@ -194,19 +194,6 @@ pub struct DLManagedTensor {
 pub(crate) const DLTENSOR: &CStr = c"dltensor";
 const USED_DLTENSOR: &CStr = c"used_dltensor";
 
-/// True for the one-byte float types NumPy and DLPack have no element type for (FP8): a
-/// `uint8` array carries their bytes, as a `Buffer<u8>` does in the SDK.
-pub fn is_byte_float(dt: DataType) -> bool {
-    matches!(
-        dt,
-        DataType::Fp8E4m3
-            | DataType::Fp8E5m2
-            | DataType::Fp8E8m0
-            | DataType::Fp8E4m3Fnuz
-            | DataType::Fp8E5m2Fnuz
-    )
-}
-
 /// The SDK data type of a DLPack element type, if the SDK has one.
 pub fn data_type_of(t: DLDataType) -> Option<DataType> {
     if t.lanes != 1 {
@@ -474,7 +461,8 @@ fn finish(
     let uid = imported.uid;
     let ndim = shape.len();
     if let Some((attrs, want)) = expect {
-        if dt != want && !(dt == DataType::Uint8 && is_byte_float(want)) {
+        // The SDK's rule: bytes (uint8) carry a type without an element type (FP8, ...).
+        if dt != want && (dt != DataType::Uint8 || want.has_element_type()) {
             return Err(bad(
                 uid,
                 format!(

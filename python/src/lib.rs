@@ -523,10 +523,11 @@ fn norm_phase(s: &str) -> PyResult<hipdnn::NormFwdPhase> {
     )
 }
 
-/// NumPy dtype name of an SDK data type (None: NumPy has none, e.g. BFLOAT16). The FP8 types
-/// are carried as their bytes (`uint8`), as the SDK carries them in a `Buffer<u8>`.
+/// NumPy dtype name of an SDK data type (None: NumPy has none, e.g. BFLOAT16). A type
+/// without an element type (FP8, ...) is carried as its bytes (`uint8`), as the SDK carries it
+/// in a `Buffer<u8>` ([`DataType::has_element_type`]).
 fn numpy_dtype(dt: DataType) -> Option<&'static str> {
-    if dlpack::is_byte_float(dt) {
+    if !dt.has_element_type() && dt != DataType::Unset {
         return Some("uint8");
     }
     Some(match dt {

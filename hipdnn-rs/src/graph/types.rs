@@ -139,6 +139,32 @@ schema_enum! {
     }
 }
 
+impl DataType {
+    /// True for the data types a [`crate::Buffer<T>`] holds directly (a Rust element type:
+    /// f32, f64, f16, bf16, i32, i64, i8, u8, bool). The others (FP8, FP6, FP4, INT4) are bound
+    /// as a `Buffer<u8>` of their bytes, which `Graph::execute` accepts for them.
+    ///
+    /// ```
+    /// use hipdnn::DataType;
+    /// assert!(DataType::Half.has_element_type());
+    /// assert!(!DataType::Fp8E4m3.has_element_type());
+    /// ```
+    pub fn has_element_type(self) -> bool {
+        matches!(
+            self,
+            DataType::Float
+                | DataType::Double
+                | DataType::Half
+                | DataType::BFloat16
+                | DataType::Int32
+                | DataType::Int64
+                | DataType::Int8
+                | DataType::Uint8
+                | DataType::Boolean
+        )
+    }
+}
+
 schema_enum! {
     /// Pointwise operation (`PointwiseMode : byte`).
     ///
