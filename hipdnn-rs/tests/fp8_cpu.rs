@@ -159,38 +159,30 @@ fn fp8_matmul_equals_the_exact_sum_of_the_decoded_products() {
             })
             .collect();
         assert!(want.iter().any(|v| v.abs() > 10.0), "{want:?}");
+        // The product on the CPU engine with output type `out` (and a scale), as bytes.
+        let product = |out: DataType, scale: Option<f32>, bytes: usize| {
+            let (mi, ni, ki) = (m as i64, n as i64, k as i64);
+            run(
+                &mut graph(mi, ni, ki, ta, tb, out, scale),
+                &h,
+                &a,
+                &b,
+                m * n,
+                bytes,
+            )
+        };
         // f32 output: exact.
-        let mut g = graph(m as i64, n as i64, k as i64, ta, tb, DataType::Float, None);
-        let got = run(&mut g, &h, &a, &b, m * n, 4);
-        let got: Vec<f64> = got
+        let got: Vec<f64> = product(DataType::Float, None, 4)
             .chunks(4)
             .map(|c| f64::from(f32::from_le_bytes([c[0], c[1], c[2], c[3]])))
             .collect();
         assert_eq!(got, want, "{ta:?} x {tb:?}");
         // E4M3 output: the nearest code of the exact sum, saturated at 448.
-        let mut g = graph(
-            m as i64,
-            n as i64,
-            k as i64,
-            ta,
-            tb,
-            DataType::Fp8E4m3,
-            None,
-        );
-        let got = run(&mut g, &h, &a, &b, m * n, 1);
+        let got = product(DataType::Fp8E4m3, None, 1);
         let want8: Vec<u8> = want.iter().map(|&v| nearest(v, E4M3)).collect();
         assert_eq!(got, want8, "{ta:?} x {tb:?} -> E4M3");
         // A per-tensor scale as a pointwise MUL by a scalar, then E5M2.
-        let mut g = graph(
-            m as i64,
-            n as i64,
-            k as i64,
-            ta,
-            tb,
-            DataType::Fp8E5m2,
-            Some(0.375),
-        );
-        let got = run(&mut g, &h, &a, &b, m * n, 1);
+        let got = product(DataType::Fp8E5m2, Some(0.375), 1);
         let want8: Vec<u8> = want.iter().map(|&v| nearest(v * 0.375, E5M2)).collect();
         assert_eq!(got, want8, "{ta:?} x {tb:?} x 0.375 -> E5M2");
     }
@@ -263,25 +255,12 @@ fn mxfp8_quantize_and_dequantize_follow_the_block_scale_formulas() {
     let h = Handle::cpu().unwrap();
     let (rows, cols, block) = (4usize, 64usize, 32usize);
     let x = spread(rows * cols);
-    let mut g = Graph::new();
-    g.set_io_data_type(DataType::Float)
-        .set_compute_data_type(DataType::Float);
-    let tx = g.tensor(
-        TensorAttributes::new("x")
-            .uid(1)
-            .dims([rows as i64, cols as i64])
-            .strides([cols as i64, 1]),
-    );
-    let (y, s) = g.block_scale_quantize(
-        tx,
+    let (mut g, y, s) = quantize_graph(
+        [rows as i64, cols as i64],
         BlockScaleQuantizeAttributes::new().block_size(block as i32),
+        DataType::Fp8E4m3,
+        DataType::Fp8E8m0,
     );
-    g.set_output(y, true)
-        .set_uid(y, 2)
-        .set_data_type(y, DataType::Fp8E4m3);
-    g.set_output(s, true)
-        .set_uid(s, 3)
-        .set_data_type(s, DataType::Fp8E8m0);
     let d = g.block_scale_dequantize(
         y,
         s,
@@ -343,31 +322,41 @@ fn mxfp8_quantize_and_dequantize_follow_the_block_scale_formulas() {
     );
 }
 
-/// Quantize along axis 0 with f32 scales (the quotient itself) to E5M2; transpose and an FP4
-/// output are refused by name.
-#[test]
-fn quantize_along_another_axis_and_the_refusals() {
-    let h = Handle::cpu().unwrap();
-    let x = spread(8 * 3);
+/// `x` (uid 1, f32, `dims` row-major) block-scale quantized by `attrs` into y (uid 2, type
+/// `ydt`) and scale (uid 3, type `sdt`), both graph outputs; returns the graph and (y, scale).
+fn quantize_graph(
+    dims: [i64; 2],
+    attrs: BlockScaleQuantizeAttributes,
+    ydt: DataType,
+    sdt: DataType,
+) -> (Graph, hipdnn::TensorId, hipdnn::TensorId) {
     let mut g = Graph::new();
     g.set_io_data_type(DataType::Float)
         .set_compute_data_type(DataType::Float);
     let tx = g.tensor(
         TensorAttributes::new("x")
             .uid(1)
-            .dims([8, 3])
-            .strides([3, 1]),
+            .dims(dims)
+            .strides([dims[1], 1]),
     );
-    let (y, s) = g.block_scale_quantize(
-        tx,
+    let (y, s) = g.block_scale_quantize(tx, attrs);
+    g.set_output(y, true).set_uid(y, 2).set_data_type(y, ydt);
+    g.set_output(s, true).set_uid(s, 3).set_data_type(s, sdt);
+    (g, y, s)
+}
+
+/// Quantize along axis 0 with f32 scales (the quotient itself) to E5M2; transpose and an FP4
+/// output are refused by name.
+#[test]
+fn quantize_along_another_axis_and_the_refusals() {
+    let h = Handle::cpu().unwrap();
+    let x = spread(8 * 3);
+    let (mut g, _, _) = quantize_graph(
+        [8, 3],
         BlockScaleQuantizeAttributes::new().block_size(4).axis(0),
+        DataType::Fp8E5m2,
+        DataType::Float,
     );
-    g.set_output(y, true)
-        .set_uid(y, 2)
-        .set_data_type(y, DataType::Fp8E5m2);
-    g.set_output(s, true)
-        .set_uid(s, 3)
-        .set_data_type(s, DataType::Float);
     g.build(&h).unwrap();
     let xb = Buffer::from_slice(&x);
     let (mut yb, mut sb) = (Buffer::<u8>::zeros(24), Buffer::<f32>::zeros(6));
@@ -411,20 +400,7 @@ fn quantize_along_another_axis_and_the_refusals() {
             "is not supported by the CPU reference engine",
         ),
     ] {
-        let mut g = Graph::new();
-        g.set_io_data_type(DataType::Float)
-            .set_compute_data_type(DataType::Float);
-        let tx = g.tensor(
-            TensorAttributes::new("x")
-                .uid(1)
-                .dims([8, 3])
-                .strides([3, 1]),
-        );
-        let (y, s) = g.block_scale_quantize(tx, attrs);
-        g.set_output(y, true).set_uid(y, 2).set_data_type(y, ydt);
-        g.set_output(s, true)
-            .set_uid(s, 3)
-            .set_data_type(s, DataType::Float);
+        let (mut g, _, _) = quantize_graph([8, 3], attrs, ydt, DataType::Float);
         let err = g.build(&h).unwrap_err();
         assert!(err.message.contains(want), "{}", err.message);
     }

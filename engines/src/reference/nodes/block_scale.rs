@@ -267,9 +267,17 @@ pub fn run_dequantize(
 ) -> PluginResult<()> {
     let x = env.get(s.x)?;
     let scale = env.get(s.scale)?;
+    let sc = scale
+        .as_slice()
+        .expect("the engine's arrays are dense row-major");
+    // Row-major strides of the scale array: element ix reads scale[Σ (ix[d] / block[d]) · st[d]].
+    let mut st = vec![1usize; s.blocks.len()];
+    for d in (0..st.len().saturating_sub(1)).rev() {
+        st[d] = st[d + 1] * scale.shape()[d + 1];
+    }
     let y = ArrayD::from_shape_fn(x.raw_dim(), |ix| {
-        let si: Vec<usize> = (0..s.blocks.len()).map(|d| ix[d] / s.blocks[d]).collect();
-        x[&ix] * scale[IxDyn(&si)]
+        let at: usize = (0..st.len()).map(|d| ix[d] / s.blocks[d] * st[d]).sum();
+        x[&ix] * sc[at]
     });
     env.put(s.y, y)
 }
