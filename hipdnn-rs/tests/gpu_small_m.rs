@@ -12,11 +12,11 @@
 //! rounds as it goes). Without a GPU the test prints `skipped: …` and passes.
 
 mod gpu_support;
-use gpu_support::{gpu, lcg};
+use gpu_support::{exec_as as exec, gpu, lcg};
 use hipdnn::half::{bf16, f16};
 use hipdnn::{
-    Buffer, DataType, Element, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
-    TensorAttributes, VariantPack,
+    DataType, Element, Graph, Handle, MatmulAttributes, PointwiseAttributes, PointwiseMode,
+    TensorAttributes,
 };
 
 /// One graph: C (uid 4) = A (uid 1, `[batch, m, k]`) · B (uid 2, `[batch, k, n]`, column-major
@@ -144,40 +144,6 @@ fn magnitude(c: Case, a: &[f32], b: &[f32]) -> Vec<f32> {
         }
     }
     out
-}
-
-/// Executes `g` on `h` with `ins` (converted by `to`), returning C as f32 (by `from`); C is
-/// filled with NaN first, so an element the kernel leaves unwritten fails the comparison.
-fn exec<T: Element>(
-    h: &Handle,
-    g: &Graph,
-    ins: &[(i64, Vec<f32>)],
-    n_out: usize,
-    to: fn(f32) -> T,
-    from: fn(T) -> f32,
-) -> Vec<f32> {
-    let bufs: Vec<(i64, Buffer<T>)> = ins
-        .iter()
-        .map(|(u, v)| {
-            let t: Vec<T> = v.iter().map(|x| to(*x)).collect();
-            (*u, Buffer::from_slice_on(h, &t).expect("upload"))
-        })
-        .collect();
-    let mut y = Buffer::<T>::filled(n_out, to(f32::NAN))
-        .to_handle(h)
-        .expect("y");
-    let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().expect("ws")).expect("ws");
-    let mut pack = VariantPack::new();
-    for (u, b) in &bufs {
-        pack = pack.with(*u, b);
-    }
-    pack = pack.with(4, &mut y);
-    g.execute(h, pack, Some(&mut ws)).expect("execute");
-    y.to_vec()
-        .expect("download")
-        .into_iter()
-        .map(from)
-        .collect()
 }
 
 /// `block_m`, `block_n` and `spec` of the plan's saved launch values.
