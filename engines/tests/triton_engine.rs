@@ -193,7 +193,27 @@ fn the_static_rule_picks_spec_tiles_by_shape_and_generic_for_unhinted_shapes() {
             128,
             256,
         ),
-        (matmul_graph_b(DT::HALF, 100, 48, 48, true), 0, 64, 64),
+        // M needs no hint: 100 rows over N = K = 48 take the bcol entries.
+        (matmul_graph_b(DT::HALF, 100, 48, 48, true), 4, 64, 128),
+        // Few rows (issue 33's decode, MiniLM at one 16-token sentence): a tile that leaves
+        // half its rows idle is refused, however many tiles it gives; the 16-row entry of the
+        // variant serves (spec or bcol at any M when N and K are multiples of 16).
+        (matmul_graph_b(DT::FLOAT, 16, 384, 1536, true), 4, 16, 32),
+        (matmul_graph_b(DT::FLOAT, 16, 1536, 384, true), 4, 16, 32),
+        (matmul_graph(DT::FLOAT, 16, 384, 384), 1, 16, 32),
+        (matmul_graph(DT::HALF, 1, 4096, 4096), 1, 16, 32),
+        (
+            matmul_graph_b(DT::BFLOAT16, 8, 11008, 4096, true),
+            4,
+            16,
+            32,
+        ),
+        (matmul_graph(DT::HALF, 7, 4096, 4100), 0, 16, 32),
+        (matmul_graph(DT::HALF, 32, 4096, 4096), 1, 16, 32),
+        // M = 48 fills more than half of a 64-row tile: kept; M = 16 over N = 16384 (128
+        // tiles of 128 × 128): the 16-row tile all the same.
+        (matmul_graph(DT::FLOAT, 48, 384, 384), 1, 64, 64),
+        (matmul_graph(DT::HALF, 16, 16384, 64), 1, 16, 32),
         (conv_graph(DT::HALF, true, 32, 64, 56, 64), 1, 128, 64),
         // C = 128 over 3×3 taps: two 64-deep blocks per tap, so 64-row tiles (static rule).
         (conv_graph(DT::HALF, true, 32, 128, 28, 128), 1, 64, 64),
@@ -1615,7 +1635,9 @@ fn rows_override(m: i64, n: i64, k: i64) -> Vec<hipdnn_backend::ShapeOverride> {
 #[test]
 fn an_override_launches_what_a_build_at_that_shape_launches() {
     assert!(engine(FakeDevice::new("sm_90", 0), sm90()).supports_shape_overrides());
-    // Generic 64×64 entry at both shapes (no spec hints at 100 × 37 × 53).
+    // Generic 64×64 entry at both shapes (no spec hints at 100 × 37 × 53). The build at each
+    // shape carries the flag too: without it, M = 7 and 64 would take the 16-row entry (the
+    // static rule's small-M choice, which a flagged graph does not make).
     let dev = FakeDevice::new("sm_90", 0);
     let e = engine(dev.clone(), sm90());
     let max = matmul_graph_flagged(DT::FLOAT, 100, 37, 53, true);
@@ -1637,7 +1659,7 @@ fn an_override_launches_what_a_build_at_that_shape_launches() {
 
         let dev2 = FakeDevice::new("sm_90", 0);
         let e2 = engine(dev2.clone(), sm90());
-        let own = matmul_graph_flagged(DT::FLOAT, m, 37, 53, false);
+        let own = matmul_graph_flagged(DT::FLOAT, m, 37, 53, true);
         let own_ctx = e2
             .create_execution_context(&default_config(&e2), &own)
             .unwrap();
@@ -1697,6 +1719,10 @@ fn a_flagged_graph_takes_an_entry_without_shape_hints() {
     let flagged = chosen(&e, &matmul_graph_flagged(DT::HALF, 4096, 4096, 4096, true));
     assert!(plain.contains("_spec_"), "{plain}");
     assert_eq!(flagged, "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32");
+    // Built at 16 rows, the flagged graph keeps the 64-row generic entry (its kernel serves
+    // every shape up to the built one; the small-M refusal is a choice for one shape).
+    let small = chosen(&e, &matmul_graph_flagged(DT::HALF, 16, 4096, 4096, true));
+    assert_eq!(small, "matmul_f16_generic_64x64x32_g8_w4_s2_sh8192_ws32");
     let conv_plain = chosen(&e, &conv_graph_flagged(DT::HALF, 8, 64, 14, 64, false));
     let conv_flagged = chosen(&e, &conv_graph_flagged(DT::HALF, 8, 64, 14, 64, true));
     assert!(conv_plain.contains("_spec_"), "{conv_plain}");
@@ -1747,8 +1773,15 @@ fn overrides_the_gpu_plan_cannot_serve_are_refused_by_name_before_any_launch() {
     assert_eq!(err.status, PluginStatus::BadParam);
     assert!(err.message.starts_with("shape override"), "{}", err.message);
     assert!(err.message.contains("5000"), "{}", err.message);
-    // The knob's spec entry (16-aligned extents); 4001 rows break its hint.
-    let err = run(&rows_override(4001, 4096, 4096));
+    // The knob's spec entry (N and K multiples of 16; M takes any value): 4001 columns break
+    // its hint.
+    let mut narrow = rows_override(4096, 4001, 4096);
+    narrow.push(hipdnn_backend::ShapeOverride::new(
+        2,
+        vec![1, 4096, 4001],
+        vec![4096 * 4001, 4001, 1],
+    ));
+    let err = run(&narrow);
     assert_eq!(err.status, PluginStatus::BadParam);
     assert!(
         err.message.starts_with("shape override: kernel ")

@@ -73,13 +73,14 @@ INTS = ["M", "N", "K", "stride_ab", "stride_am", "stride_ak", "stride_bb", "stri
         "stride_rn", "epilogue"]
 # Specialized variant ("spec"): A, B, C (and the residual) 16-byte aligned, these integers
 # multiples of 16, and the unit strides constant 1 (A, B, C and the residual row-major; a launch
-# without a residual passes C's strides). Others take the "generic" variant.
-SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "M", "N", "K", "stride_ab", "stride_am",
+# without a residual passes C's strides). Others take the "generic" variant. M carries no hint
+# (rows are only masked, never vectorized), so decode GEMMs (M = 1, 8) take these entries too.
+SPEC_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "N", "K", "stride_ab", "stride_am",
               "stride_bb", "stride_bk", "stride_cb", "stride_cm", "stride_rb", "stride_rm"]
 SPEC_ONE = ["stride_ak", "stride_bn", "stride_cn", "stride_rn"]
 # "bcol": the spec hints with B column-major (stride_bk = 1, stride_bn a multiple of 16): a
 # weight stored (N, K) row-major, as PyTorch's `Linear` keeps it, used as B = Wᵀ.
-BCOL_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "M", "N", "K", "stride_ab", "stride_am",
+BCOL_DIV16 = ["a_ptr", "b_ptr", "c_ptr", "res_ptr", "N", "K", "stride_ab", "stride_am",
               "stride_bb", "stride_bn", "stride_cb", "stride_cm", "stride_rb", "stride_rm"]
 BCOL_ONE = ["stride_ak", "stride_bk", "stride_cn", "stride_rn"]
 HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "bcol": (BCOL_DIV16, BCOL_ONE)}
@@ -89,23 +90,32 @@ DTYPES = {"f16": "fp16", "bf16": "bf16", "f32": "fp32", "tf32": "fp32"}
 
 
 def configs(vendor, dtype):
-    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) per variant."""
+    """(BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, num_warps, num_stages) per variant.
+
+    Every variant ends with a 16-row tile (`small`) for few rows (LLM decode, a short
+    sentence): the static rule refuses a taller tile that leaves half its rows idle, and the
+    16-row tile above 64 rows (engines/src/ingestor/packs/matmul.rs).
+    """
     if dtype == "tf32" and vendor != "cuda":
         return {}
     if vendor == "cuda":
         if dtype == "tf32":
-            tf32 = [(128, 128, 32, 8, 8, 3), (128, 64, 32, 8, 4, 3)]
+            tf32 = [(128, 128, 32, 8, 8, 3), (128, 64, 32, 8, 4, 3), (16, 32, 32, 1, 4, 3)]
             return {"spec": tf32, "bcol": tf32}
         if dtype == "f32":
-            spec = [(128, 128, 32, 8, 8, 3), (64, 64, 32, 8, 4, 3)]
+            small = (16, 32, 64, 1, 2, 3)
+            spec = [(128, 128, 32, 8, 8, 3), (64, 64, 32, 8, 4, 3), small]
         else:
-            spec = [(128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4)]
-        gen = [(64, 64, 32, 8, 4, 2)]
+            small = (16, 32, 128, 1, 4, 3)
+            spec = [(128, 256, 64, 8, 8, 3), (128, 128, 64, 8, 4, 4), (64, 128, 64, 8, 4, 4),
+                    small]
+        gen = [(64, 64, 32, 8, 4, 2), small]
     else:
+        small = (16, 32, 64, 1, 2, 2)
         if dtype == "f32":
-            spec = [(128, 128, 32, 8, 8, 2)]
+            spec = [(128, 128, 32, 8, 8, 2), small]
         else:
-            spec = [(256, 256, 64, 8, 8, 2), (128, 128, 64, 8, 4, 2)]
-        gen = [(64, 64, 32, 8, 4, 2)]
+            spec = [(256, 256, 64, 8, 8, 2), (128, 128, 64, 8, 4, 2), small]
+        gen = [(64, 64, 32, 8, 4, 2), small]
     # bcol: the spec tiles (same loop; only B's unit stride moves from N to K).
     return {"spec": spec, "bcol": spec, "generic": gen}

@@ -2,7 +2,10 @@
 //! deterministic input generator.
 #![allow(dead_code)]
 
-use hipdnn::{ConvFpropAttributes, DataType, Graph, Handle, TensorAttributes as T};
+use hipdnn::{
+    Buffer, ConvFpropAttributes, DataType, Element, Graph, Handle, TensorAttributes as T,
+    VariantPack,
+};
 
 /// Prints why a GPU test does nothing here (`skipped: <why>` on stderr).
 pub fn skipped(why: &str) {
@@ -69,4 +72,40 @@ pub fn conv_graph(name: &str) -> Graph {
     );
     g.set_output(y, true).set_uid(y, 3);
     g
+}
+
+/// Executes the built `g` on `h` with `inputs` (uid, f32 values converted by `to`) and its
+/// output at uid 4 (`n_out` elements, filled with NaN first, so an element the engine leaves
+/// unwritten fails any comparison), returning the output converted by `from`. Panics on any
+/// error (test helper).
+pub fn exec_as<T: Element>(
+    h: &Handle,
+    g: &Graph,
+    inputs: &[(i64, Vec<f32>)],
+    n_out: usize,
+    to: fn(f32) -> T,
+    from: fn(T) -> f32,
+) -> Vec<f32> {
+    let bufs: Vec<(i64, Buffer<T>)> = inputs
+        .iter()
+        .map(|(u, v)| {
+            let t: Vec<T> = v.iter().map(|x| to(*x)).collect();
+            (*u, Buffer::from_slice_on(h, &t).expect("upload"))
+        })
+        .collect();
+    let mut y = Buffer::<T>::filled(n_out, to(f32::NAN))
+        .to_handle(h)
+        .expect("y");
+    let mut ws = Buffer::<u8>::alloc(h, g.workspace_size().expect("ws")).expect("ws");
+    let mut pack = VariantPack::new();
+    for (u, b) in &bufs {
+        pack = pack.with(*u, b);
+    }
+    pack = pack.with(4, &mut y);
+    g.execute(h, pack, Some(&mut ws)).expect("execute");
+    y.to_vec()
+        .expect("download")
+        .into_iter()
+        .map(from)
+        .collect()
 }

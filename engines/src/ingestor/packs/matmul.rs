@@ -16,8 +16,8 @@
 //!
 //! Kernel entries (descriptor `name`, written by `xtask pack-kernels`):
 //! `matmul_<dtype>_<variant>_<bm>x<bn>x<bk>_g<group>_w<warps>_s<stages>_sh<shared>_ws<warp>`.
-//! `variant` is `spec` (pointers 16-byte aligned; M, N, K, the leading and batch strides
-//! multiples of 16; unit strides of A's K, B's N, C's N and the residual's N constant 1),
+//! `variant` is `spec` (pointers 16-byte aligned; N, K, the leading and batch strides
+//! multiples of 16, M any (since issue 33: decode GEMMs); unit strides of A's K, B's N, C's N and the residual's N constant 1),
 //! `bcol` (the same with B column-major: B's K stride constant 1 and its N stride a multiple of
 //! 16 — a `(N, K)` row-major weight used as B = Wᵀ, PyTorch's `Linear` layout; v2 only) or
 //! `generic` (no hints).
@@ -27,7 +27,11 @@
 //! hints (never both: their unit strides exclude each other), except that a tile larger than
 //! 64×128 is refused when it would give fewer than [`crate::ingestor::framework::triton::MIN_TILES`] tiles (the device would be
 //! under-filled), and for f32 (IEEE products on CUDA cores, not `tf32`) when K is at most
-//! [`F32_SHORT_K`]; the generic entry serves every graph. Pointer alignment is only known at
+//! [`F32_SHORT_K`]. Every variant ends with a 16-row tile ([`SMALL_M_TILE`]); any taller tile
+//! is refused when M fills at most half of its rows (decode GEMMs, a short sentence: the tall
+//! tile would run fewer programs, mostly on padding), and the 16-row tile is refused above
+//! M = [`SMALL_M_MAX`]; neither applies to a graph with the override-shape flag, whose kernel
+//! is chosen at its largest shape. The generic entries together serve every graph. Pointer alignment is only known at
 //! execute: a plan on a spec or bcol entry refuses (BAD_PARAM) tensors that are not 16-byte
 //! aligned.
 //!
@@ -81,6 +85,13 @@ pub const MATMUL_V2: &str = "hipkernel.matmul.dispatch.v2";
 /// 64×64×32 tile ran in 0.126 ms against 0.140 ms for 128×128; 2048³ and 4096³ keep the
 /// 128×128 tile (issue 10's f32 rows).
 pub const F32_SHORT_K: i64 = 512;
+/// Rows of the shortest tile every variant packs (issue 33's decode GEMMs, MiniLM at one short
+/// sentence): a taller tile is refused by the static rule when M fills at most half of its
+/// rows (it would spend most of its loads and products on padding rows, in fewer programs).
+pub const SMALL_M_TILE: i64 = 16;
+/// Largest M the 16-row tile is chosen for: above it the taller tiles serve (a benchmarking
+/// build does not time the 16-row tile there).
+pub const SMALL_M_MAX: i64 = 64;
 /// Epilogue bit: add bias\[n\].
 pub const EPILOGUE_BIAS: i64 = 1;
 /// Epilogue code of ReLU after the bias (activation 1 in bits 1–3).
@@ -117,11 +128,16 @@ pub struct MatmulInputs {
     pub strides: [i64; 9],
     /// stride_rb, stride_rm, stride_rn of the residual (elements; C's strides without one).
     pub res_strides: [i64; 3],
+    /// The graph carries the override-shape flag: its kernel, chosen at the built (largest)
+    /// shape, serves every smaller one, so the static rule's small-M refusal (a choice for
+    /// one shape) does not apply. False for launch values read back from a saved plan.
+    pub serves_overrides: bool,
 }
 
 impl MatmulInputs {
     /// Whether the shape satisfies the spec variant's hints (pointer alignment is checked at
-    /// execute): M, N, K, stride_ab/am/bb/bk/cb/cm (and stride_rb/rm) multiples of 16,
+    /// execute): N, K, stride_ab/am/bb/bk/cb/cm (and stride_rb/rm) multiples of 16 (M takes
+    /// any value: rows are masked, never vectorized),
     /// stride_ak/bn/cn (and stride_rn) = 1.
     pub fn fits_spec(&self) -> bool {
         self.fits_unit(5) && (self.common.version < 2 || self.res_strides[2] == 1)
@@ -136,11 +152,11 @@ impl MatmulInputs {
 
     /// The hints spec and bcol share, with B's unit stride at `b_unit` (index into
     /// [`Self::strides`]: 5 stride_bn, 4 stride_bk) and its other matrix stride a multiple of
-    /// 16: M, N, K, the batch and leading strides multiples of 16, stride_ak and stride_cn 1.
+    /// 16: N, K, the batch and leading strides multiples of 16, stride_ak and stride_cn 1.
     fn fits_unit(&self, b_unit: usize) -> bool {
         let s = self.strides;
         let r = self.res_strides;
-        self.mnk.iter().all(|v| v % 16 == 0)
+        self.mnk[1..].iter().all(|v| v % 16 == 0)
             && [s[0], s[1], s[3], s[9 - b_unit], s[6], s[7], r[0], r[1]]
                 .iter()
                 .all(|v| v % 16 == 0)
@@ -174,8 +190,11 @@ impl EpilogueGemm for MatmulInputs {
     /// # Errors
     /// `NOT_APPLICABLE` `kernel <k> is the spec variant; the graph's shape does not satisfy
     /// its hints (…)` (likewise bcol); `kernel <k>: static rule: <t> tiles under-fill the
-    /// device (fewer than 128); a smaller tile serves this graph`; `kernel <k>: static rule: an
-    /// f32 reduction of K = <k> (at most 512) runs faster on a 64×64 tile`.
+    /// device (fewer than 128); a smaller tile serves this graph`; `kernel <k>: static rule: M =
+    /// <m> leaves at least half of the <bm>-row tile idle; the 16-row tile serves this graph`;
+    /// `kernel <k>: static rule: the 16-row tile is for M up to 64, this graph has M = <m>; a
+    /// taller tile serves it`; `kernel <k>: static rule: an f32 reduction of K = <k> (at most
+    /// 512) runs faster on a 64×64 tile`.
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
         check_hints(
             kernel,
@@ -184,12 +203,12 @@ impl EpilogueGemm for MatmulInputs {
                 (
                     config.spec && !self.fits_spec(),
                     "spec",
-                    "M, N, K, leading and batch strides multiples of 16, unit strides 1",
+                    "N, K, leading and batch strides multiples of 16, unit strides 1",
                 ),
                 (
                     config.b_col && !self.fits_bcol(),
                     "bcol",
-                    "M, N, K, leading and batch strides multiples of 16, B column-major: unit strides of A's K, B's K, C's N and the residual's N",
+                    "N, K, leading and batch strides multiples of 16, B column-major: unit strides of A's K, B's K, C's N and the residual's N",
                 ),
             ],
         )?;
@@ -197,6 +216,25 @@ impl EpilogueGemm for MatmulInputs {
         let c = &self.common.config;
         let big = (c.spec || c.b_col) && c.block[0] * c.block[1] > 64 * 128;
         check_tiles(kernel, big, self.tiles() * self.batch)?;
+        let m = self.mnk[0];
+        if !self.serves_overrides && c.block[0] > SMALL_M_TILE && 2 * m <= c.block[0] {
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "M = {m} leaves at least half of the {}-row tile idle; the {SMALL_M_TILE}-row tile serves this graph",
+                    c.block[0]
+                ),
+            ));
+        }
+        if !self.serves_overrides && c.block[0] <= SMALL_M_TILE && m > SMALL_M_MAX {
+            return Err(static_rule(
+                kernel,
+                format_args!(
+                    "the {}-row tile is for M up to {SMALL_M_MAX}, this graph has M = {m}; a taller tile serves it",
+                    c.block[0]
+                ),
+            ));
+        }
         if big && c.dtype == "f32" && self.mnk[2] <= F32_SHORT_K {
             return Err(static_rule(
                 kernel,
@@ -244,6 +282,7 @@ impl EpilogueGemm for MatmulInputs {
             mnk: r.ints(&["m", "n", "k"], 1, max)?,
             strides,
             res_strides,
+            serves_overrides: false,
         };
         let unit = [strides[2], strides[8], res_strides[2]];
         let broken = |s: bool, b: i64| s && ([unit[0], b, unit[1], unit[2]] != [1, 1, 1, 1]);
@@ -504,6 +543,7 @@ fn match_graph(graph: &OperationGraph) -> PluginResult<MatmulInputs> {
             fits_i32(srm, "the residual's M stride")?,
             fits_i32(srn, "the residual's N stride")?,
         ],
+        serves_overrides: graph.is_override_shape_enabled(),
     })
 }
 
