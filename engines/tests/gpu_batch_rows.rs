@@ -29,81 +29,15 @@ mod pointwise_support;
 mod pool_support;
 mod reduce_support;
 
-use batch_rows_support::{GPU_BATCHES, Run, cases, check_rows, ingestor_plan};
-use hipdnn_backend::engine::{BufferRef, ExecuteArgs, TensorBinding};
-use hipdnn_backend::graph::OperationGraph;
-use hipdnn_engines::gpu::{self, GpuEngines};
+use batch_rows_support::{GPU_BATCHES, cases, check_rows, gpu_run};
+use hipdnn_engines::gpu;
 use hipdnn_engines::reference::testing::GraphBuilder;
-use hipdnn_hip::{DeviceBuffer, Stream};
 
 /// Prints `skipped: <why>` on the test process's stderr directly (the harness captures
 /// `println!` of a passing test; a direct write shows in plain `cargo test` output).
 fn skipped(why: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "skipped: {why}");
-}
-
-/// Builds `b` on the GPU engine (forcing `force` where it serves), runs it once on device 0
-/// and returns the outputs (dense row-major f32) and the kernel's name.
-fn gpu_run(
-    g: &GpuEngines,
-    b: GraphBuilder,
-    ins: &[(i64, Vec<f32>)],
-    outs: &[i64],
-    force: Option<&str>,
-) -> Result<Run, String> {
-    let specs: Vec<_> = ins
-        .iter()
-        .map(|(u, _)| *u)
-        .chain(outs.iter().copied())
-        .map(|u| b.spec(u).clone())
-        .collect();
-    let spec = |u: i64| specs.iter().find(|s| s.uid == u).unwrap();
-    let og = OperationGraph::from_bytes(&b.build()).map_err(|e| e.message)?;
-    let e = &g.engines[0];
-    let (ctx, kernel, _) = ingestor_plan(e, &og, force)?;
-    let upload = |bytes: &[u8]| g.device.htod(bytes).map_err(|e| e.to_string());
-    let mut bufs: Vec<(i64, DeviceBuffer<u8>)> = Vec::new();
-    for (u, v) in ins {
-        bufs.push((*u, upload(&spec(*u).encode(v))?));
-    }
-    for u in outs {
-        bufs.push((*u, upload(&vec![0xFF; spec(*u).bytes_len()])?));
-    }
-    let ws_len = ctx.workspace_size();
-    let ws = if ws_len > 0 {
-        Some(upload(&vec![0; ws_len])?)
-    } else {
-        None
-    };
-    let mut t: Vec<TensorBinding<'_>> = bufs
-        .iter()
-        .map(|(u, d)| TensorBinding {
-            uid: *u,
-            data: BufferRef::Device {
-                addr: d.device_ptr(),
-                len: d.len(),
-            },
-        })
-        .collect();
-    ctx.execute(ExecuteArgs {
-        stream: 0,
-        workspace: ws.as_ref().map(|w| BufferRef::Device {
-            addr: w.device_ptr(),
-            len: w.len(),
-        }),
-        tensors: &mut t,
-    })
-    .map_err(|e| format!("execute: {}", e.message))?;
-    Stream::default_stream(&g.device)
-        .synchronize()
-        .map_err(|e| e.to_string())?;
-    let mut outputs = Vec::new();
-    for u in outs {
-        let d = &bufs.iter().find(|(x, _)| x == u).unwrap().1;
-        outputs.push(spec(*u).decode(&d.to_vec().map_err(|e| e.to_string())?));
-    }
-    Ok(Run { outputs, kernel })
 }
 
 #[test]

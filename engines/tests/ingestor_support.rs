@@ -295,3 +295,28 @@ pub fn run_interpreter_check(script: &str, ok_cases: usize) {
         "{out}"
     );
 }
+
+/// The GPU engine as `gpu::open` makes it (the packed Triton entries, then the clang packs of
+/// `engines/kernels/packed/<arch>`) over a fake device of `arch` that records launches.
+pub fn fake_gpu_engine(
+    arch: &str,
+) -> (
+    hipdnn_engines::ingestor::engine::IngestorEngine,
+    Arc<FakeDevice>,
+) {
+    use hipdnn_engines::gpu::{load_packed_descriptors, load_triton_descriptors};
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("kernels/packed")
+        .join(arch);
+    let mut kernels = load_triton_descriptors(&dir).unwrap();
+    kernels.extend(load_packed_descriptors(&dir).unwrap());
+    let dev = FakeDevice::new(arch, 0);
+    let e = hipdnn_engines::ingestor::engine::IngestorEngine::new(
+        "hipkernel.ingestor.gpu",
+        kernels,
+        Arc::new(hipdnn_engines::ingestor::device::FixedDevice(dev.clone())),
+        Arc::new(hipdnn_engines::registry::pack_registry()),
+        Arc::new(hipdnn_engines::ingestor::KpackCodeObjectReader),
+    );
+    (e, dev)
+}

@@ -18,41 +18,17 @@ mod reduce_support;
 use batch_rows_support::{GPU_BATCHES, cases, ingestor_plan};
 use hipdnn_backend::engine::{BufferRef, ExecuteArgs, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
-use hipdnn_engines::gpu::{load_packed_descriptors, load_triton_descriptors};
-use hipdnn_engines::ingestor::KpackCodeObjectReader;
-use hipdnn_engines::ingestor::device::FixedDevice;
 use hipdnn_engines::ingestor::engine::IngestorEngine;
-use hipdnn_engines::registry::pack_registry;
 use std::collections::BTreeSet;
 use std::path::PathBuf;
-use std::sync::Arc;
 use support::FakeDevice;
-
-/// The GPU engine as `gpu::open` makes it (Triton entries, then the clang packs) over a fake
-/// device of `arch`.
-fn engine(arch: &str) -> (IngestorEngine, Arc<FakeDevice>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("kernels/packed")
-        .join(arch);
-    let mut kernels = load_triton_descriptors(&dir).unwrap();
-    kernels.extend(load_packed_descriptors(&dir).unwrap());
-    let dev = FakeDevice::new(arch, 0);
-    let e = IngestorEngine::new(
-        "hipkernel.ingestor.gpu",
-        kernels,
-        Arc::new(FixedDevice(dev.clone())),
-        Arc::new(pack_registry()),
-        Arc::new(KpackCodeObjectReader),
-    );
-    (e, dev)
-}
 
 #[test]
 fn every_row_case_is_served_by_its_family_at_every_batch_on_sm_90_and_gfx942() {
     let mut kernels = BTreeSet::new();
     let mut plans = 0;
     for arch in ["sm_90", "gfx942"] {
-        let (e, dev) = engine(arch);
+        let (e, dev) = support::fake_gpu_engine(arch);
         for case in cases() {
             for n in std::iter::once(1).chain(GPU_BATCHES) {
                 let b = (case.build)(n);
@@ -275,7 +251,7 @@ fn norm_and_softmax_rows_under_the_triton_interpreter_match_batch_one_bitwise() 
     let Some(site) = interpreter() else { return };
     let dir = tempfile::tempdir().unwrap();
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let (e, dev) = engine("sm_90");
+    let (e, dev) = support::fake_gpu_engine("sm_90");
     let families = [
         (
             "norm_support/interpret_launches.py",

@@ -27,6 +27,7 @@ use crate::{
     batchnorm_support as bn, norm_bwd_support as nb, norm_support as nf, pointwise_support as pw,
     pool_support as pool, reduce_support as red,
 };
+use hipdnn_backend::engine::{BufferRef, ExecuteArgs, TensorBinding};
 use hipdnn_backend::ops::gather::GATHER_OP_ID;
 use hipdnn_engines::reference::ops::conv::ConvGeometry;
 use hipdnn_engines::reference::testing::{
@@ -719,4 +720,85 @@ pub fn ingestor_plan(
         .map(|k| k.name.clone())
         .unwrap_or_else(|| format!("{:?}", p.kernel_descriptor_id));
     Ok((ctx, name, p.dispatch_symbol))
+}
+
+/// Builds `b` on the GPU engine (forcing `force` where it serves), runs it once on device 0
+/// and returns the outputs (dense row-major f32) and the kernel's name.
+pub fn gpu_run(
+    g: &hipdnn_engines::gpu::GpuEngines,
+    b: GraphBuilder,
+    ins: &[(i64, Vec<f32>)],
+    outs: &[i64],
+    force: Option<&str>,
+) -> Result<Run, String> {
+    let specs = bound_specs(&b, ins, outs);
+    let og =
+        hipdnn_backend::graph::OperationGraph::from_bytes(&b.build()).map_err(|e| e.message)?;
+    let (ctx, kernel, _) = ingestor_plan(&g.engines[0], &og, force)?;
+    let outputs = gpu_execute(g, ctx.as_ref(), &specs, ins, outs)?;
+    Ok(Run { outputs, kernel })
+}
+
+/// The specs of the tensors `ins` and `outs` bind in `b`.
+pub fn bound_specs(b: &GraphBuilder, ins: &[(i64, Vec<f32>)], outs: &[i64]) -> Vec<TensorSpec> {
+    ins.iter()
+        .map(|(u, _)| *u)
+        .chain(outs.iter().copied())
+        .map(|u| b.spec(u).clone())
+        .collect()
+}
+
+/// Executes plan `ctx` once on device 0 of `g` with `ins` (dense values per UID) and outputs
+/// `outs` that start as all-ones bytes, the tensors described by `specs` ([`bound_specs`]);
+/// returns the outputs (dense row-major f32).
+pub fn gpu_execute(
+    g: &hipdnn_engines::gpu::GpuEngines,
+    ctx: &dyn hipdnn_backend::engine::ExecutionContext,
+    specs: &[TensorSpec],
+    ins: &[(i64, Vec<f32>)],
+    outs: &[i64],
+) -> Result<Vec<Vec<f32>>, String> {
+    let spec = |u: i64| specs.iter().find(|s| s.uid == u).unwrap();
+    let upload = |bytes: &[u8]| g.device.htod(bytes).map_err(|e| e.to_string());
+    let mut bufs: Vec<(i64, hipdnn_hip::DeviceBuffer<u8>)> = Vec::new();
+    for (u, v) in ins {
+        bufs.push((*u, upload(&spec(*u).encode(v))?));
+    }
+    for u in outs {
+        bufs.push((*u, upload(&vec![0xFF; spec(*u).bytes_len()])?));
+    }
+    let ws_len = ctx.workspace_size();
+    let ws = if ws_len > 0 {
+        Some(upload(&vec![0; ws_len])?)
+    } else {
+        None
+    };
+    let mut t: Vec<TensorBinding<'_>> = bufs
+        .iter()
+        .map(|(u, d)| TensorBinding {
+            uid: *u,
+            data: BufferRef::Device {
+                addr: d.device_ptr(),
+                len: d.len(),
+            },
+        })
+        .collect();
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: ws.as_ref().map(|w| BufferRef::Device {
+            addr: w.device_ptr(),
+            len: w.len(),
+        }),
+        tensors: &mut t,
+    })
+    .map_err(|e| format!("execute: {}", e.message))?;
+    hipdnn_hip::Stream::default_stream(&g.device)
+        .synchronize()
+        .map_err(|e| e.to_string())?;
+    let mut outputs = Vec::new();
+    for u in outs {
+        let d = &bufs.iter().find(|(x, _)| x == u).unwrap().1;
+        outputs.push(spec(*u).decode(&d.to_vec().map_err(|e| e.to_string())?));
+    }
+    Ok(outputs)
 }
