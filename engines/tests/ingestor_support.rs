@@ -320,3 +320,31 @@ pub fn fake_gpu_engine(
     );
     (e, dev)
 }
+
+/// Executes `ctx` on a fake device: each `(uid, bytes)` of `tensors` bound at a distinct fake
+/// address (0x1000_0000·uid), a workspace at 0x7_0000_0000 when the plan needs one.
+pub fn fake_execute(
+    ctx: &dyn hipdnn_backend::engine::ExecutionContext,
+    tensors: &[(i64, usize)],
+) -> hipdnn_backend::status::PluginResult<()> {
+    use hipdnn_backend::engine::{BufferRef, ExecuteArgs, TensorBinding};
+    let mut t: Vec<TensorBinding<'_>> = tensors
+        .iter()
+        .map(|(u, len)| TensorBinding {
+            uid: *u,
+            data: BufferRef::Device {
+                addr: 0x1000_0000 * *u as u64,
+                len: *len,
+            },
+        })
+        .collect();
+    let ws = ctx.workspace_size();
+    ctx.execute(ExecuteArgs {
+        stream: 0,
+        workspace: (ws > 0).then_some(BufferRef::Device {
+            addr: 0x7_0000_0000,
+            len: ws,
+        }),
+        tensors: &mut t,
+    })
+}

@@ -16,7 +16,6 @@ mod pool_support;
 mod reduce_support;
 
 use batch_rows_support::{GPU_BATCHES, cases, ingestor_plan};
-use hipdnn_backend::engine::{BufferRef, ExecuteArgs, TensorBinding};
 use hipdnn_backend::graph::OperationGraph;
 use hipdnn_engines::ingestor::engine::IngestorEngine;
 use std::collections::BTreeSet;
@@ -32,13 +31,13 @@ fn every_row_case_is_served_by_its_family_at_every_batch_on_sm_90_and_gfx942() {
         for case in cases() {
             for n in std::iter::once(1).chain(GPU_BATCHES) {
                 let b = (case.build)(n);
-                let uids: Vec<i64> = case
+                let bound: Vec<(i64, usize)> = case
                     .inputs
                     .iter()
                     .map(|i| i.uid)
                     .chain(case.outputs.iter().copied())
+                    .map(|u| (u, b.spec(u).bytes_len()))
                     .collect();
-                let lens: Vec<usize> = uids.iter().map(|u| b.spec(*u).bytes_len()).collect();
                 let og = OperationGraph::from_bytes(&b.build()).unwrap();
                 let (ctx, kernel, dispatch) = ingestor_plan(&e, &og, None)
                     .unwrap_or_else(|err| panic!("{arch} {} at batch {n}: {err}", case.label));
@@ -47,28 +46,8 @@ fn every_row_case_is_served_by_its_family_at_every_batch_on_sm_90_and_gfx942() {
                     "{arch} {} at batch {n}: served by {kernel}",
                     case.label
                 );
-                let mut t: Vec<TensorBinding<'_>> = uids
-                    .iter()
-                    .zip(&lens)
-                    .map(|(u, len)| TensorBinding {
-                        uid: *u,
-                        data: BufferRef::Device {
-                            addr: 0x1000_0000 * *u as u64,
-                            len: *len,
-                        },
-                    })
-                    .collect();
-                let ws = ctx.workspace_size();
                 let before = dev.launches.lock().unwrap().len();
-                ctx.execute(ExecuteArgs {
-                    stream: 0,
-                    workspace: (ws > 0).then_some(BufferRef::Device {
-                        addr: 0x7_0000_0000,
-                        len: ws,
-                    }),
-                    tensors: &mut t,
-                })
-                .unwrap_or_else(|err| {
+                support::fake_execute(ctx.as_ref(), &bound).unwrap_or_else(|err| {
                     panic!(
                         "{arch} {} at batch {n}: execute: {}",
                         case.label, err.message
@@ -168,22 +147,8 @@ fn launch_entry(
         v => panic!("{k}: {v:?}"),
     };
     let spec = int("spec") == 1;
-    let mut t: Vec<TensorBinding<'_>> = uids
-        .iter()
-        .map(|u| TensorBinding {
-            uid: *u,
-            data: BufferRef::Device {
-                addr: 0x1000_0000 * *u as u64,
-                len: b.spec(*u).bytes_len(),
-            },
-        })
-        .collect();
-    ctx.execute(ExecuteArgs {
-        stream: 0,
-        workspace: None,
-        tensors: &mut t,
-    })
-    .unwrap();
+    let bound: Vec<(i64, usize)> = uids.iter().map(|u| (*u, b.spec(*u).bytes_len())).collect();
+    support::fake_execute(ctx.as_ref(), &bound).unwrap();
     let (geom, args) = dev.launches.lock().unwrap().last().unwrap().clone();
     let sig = if reduce {
         reduce_fwd::signature(spec)

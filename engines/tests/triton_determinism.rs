@@ -19,34 +19,10 @@ mod pool_support;
 mod reduce_support;
 
 use determinism_support::{assign, candidates, config_for};
-use hipdnn_backend::engine::{BufferRef, Engine, ExecuteArgs, TensorBinding};
-use hipdnn_engines::gpu::{load_packed_descriptors, load_triton_descriptors};
-use hipdnn_engines::ingestor::KpackCodeObjectReader;
-use hipdnn_engines::ingestor::device::FixedDevice;
-use hipdnn_engines::ingestor::engine::IngestorEngine;
-use hipdnn_engines::registry::pack_registry;
+use hipdnn_backend::engine::Engine;
 use std::path::PathBuf;
-use std::sync::Arc;
-use support::FakeDevice;
 
 const ARCHES: [&str; 5] = ["gfx90a", "gfx942", "gfx950", "sm_80", "sm_90"];
-
-fn engine(arch: &str) -> (IngestorEngine, Arc<FakeDevice>) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("kernels/packed")
-        .join(arch);
-    let mut kernels = load_triton_descriptors(&dir).unwrap();
-    kernels.extend(load_packed_descriptors(&dir).unwrap());
-    let dev = FakeDevice::new(arch, 0);
-    let e = IngestorEngine::new(
-        "hipkernel.ingestor.gpu",
-        kernels,
-        Arc::new(FixedDevice(dev.clone())),
-        Arc::new(pack_registry()),
-        Arc::new(KpackCodeObjectReader),
-    );
-    (e, dev)
-}
 
 /// The number of entries in `<arch>/triton.json`.
 fn packed_entries(arch: &str) -> usize {
@@ -63,7 +39,7 @@ fn packed_entries(arch: &str) -> usize {
 fn every_packed_triton_entry_of_every_arch_gets_a_graph_it_serves_and_launches() {
     let pool = candidates();
     for arch in ARCHES {
-        let (e, dev) = engine(arch);
+        let (e, dev) = support::fake_gpu_engine(arch);
         let assigned = assign(&e, &pool);
         assert_eq!(assigned.len(), packed_entries(arch), "{arch}");
         let missing: Vec<&str> = assigned
@@ -89,26 +65,8 @@ fn every_packed_triton_entry_of_every_arch_gets_a_graph_it_serves_and_launches()
             let ctx = e
                 .create_execution_context(&config_for(&e, k), &c.graph())
                 .unwrap_or_else(|err| panic!("{arch} {}: {}: {}", k.name, c.label, err.message));
-            let mut t: Vec<TensorBinding<'_>> = uids
-                .iter()
-                .map(|(u, len)| TensorBinding {
-                    uid: *u,
-                    data: BufferRef::Device {
-                        addr: 0x1000_0000 * *u as u64,
-                        len: *len,
-                    },
-                })
-                .collect();
-            let ws = ctx.workspace_size();
-            ctx.execute(ExecuteArgs {
-                stream: 0,
-                workspace: (ws > 0).then_some(BufferRef::Device {
-                    addr: 0x7_0000_0000,
-                    len: ws,
-                }),
-                tensors: &mut t,
-            })
-            .unwrap_or_else(|err| panic!("{arch} {}: execute: {}", k.name, err.message));
+            support::fake_execute(ctx.as_ref(), &uids)
+                .unwrap_or_else(|err| panic!("{arch} {}: execute: {}", k.name, err.message));
             let (symbol, sha) = dev.functions.lock().unwrap().last().cloned().unwrap();
             let src = k.single_source().unwrap();
             assert_eq!(symbol, src.symbol, "{arch} {}", k.name);
