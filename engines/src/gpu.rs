@@ -355,7 +355,7 @@ pub fn parse_triton_descriptors(
 fn triton_config(e: &serde_json::Value, family: &str) -> Option<TritonConfig> {
     let int = |v: &serde_json::Value| v.as_i64();
     let variant = e["variant"].as_str()?;
-    if !["spec", "nchw", "nchwt", "bcol", "generic"].contains(&variant) {
+    if !["spec", "nchw", "nchwt", "bcol", "grouped", "generic"].contains(&variant) {
         return None;
     }
     let b = &e["block"];
@@ -366,6 +366,7 @@ fn triton_config(e: &serde_json::Value, family: &str) -> Option<TritonConfig> {
         channels_first: variant == "nchw",
         transposing: variant == "nchwt",
         b_col: variant == "bcol",
+        grouped: variant == "grouped",
         block: [int(&b["m"])?, int(&b["n"])?, int(&b["k"])?],
         group_m: int(&b["group_m"])?,
         num_warps: int(&e["num_warps"])?,

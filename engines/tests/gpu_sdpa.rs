@@ -4,6 +4,7 @@
 //! included), head dims 32, 64, 128 (and 40, 80, 16 through the masked buckets), no mask,
 //! top-left and bottom-right causal, f16 and bf16 (f32 on a few MiniLM-like cases), the
 //! statistics outputs (logsumexp; max and sum_exp on some cases), plus grouped-query heads,
+//! decode-length grouped-query heads (8 over 2 or 1, s_q ≤ 16: the packed-heads entries),
 //! `[b, s, h, d]` strides, boolean key masks `[B, 1, 1, S_kv]`, additive masks, a sliding
 //! window, a scale tensor read at execute, and one save → restore → identical outputs.
 //!
@@ -12,7 +13,8 @@
 //! (a test binary copied to another machine), else this tree's `engines/kernels/packed`.
 //!
 //! Without a GPU, a second test plans every case of the matrix on a fake sm_90 device (each
-//! must take an `hipdnn_sdpa_fwd` entry) and on the CPU reference engine.
+//! must take an `hipdnn_sdpa_fwd` entry, the decode-length grouped-head cases a packed-heads
+//! entry and no other case one) and on the CPU reference engine.
 //!
 //! Run: `cargo test --release -p hipdnn-engines --test gpu_sdpa -- --nocapture`.
 //!
@@ -258,6 +260,24 @@ fn matrix() -> Vec<Case> {
     let mut c = Case::new(DT::FLOAT, 128, 128, 64, Causal::TopLeft);
     c.max_sum = true;
     v.push(c);
+    // Decode-length grouped-query heads (the packed-heads entries, group 4): 8 query heads over
+    // 2 (and 1: MQA), s_q 1, 3, 16, bottom-right causal, a boolean key mask, bf16, d 128.
+    for (dt, sq, skv, d, hk, causal, mask) in [
+        (DT::HALF, 1, 77, 64, 2, Causal::No, false),
+        (DT::HALF, 3, 300, 128, 2, Causal::BottomRight, false),
+        (DT::BFLOAT16, 16, 129, 64, 1, Causal::BottomRight, false),
+        (DT::BFLOAT16, 1, 1000, 128, 2, Causal::No, true),
+        (DT::HALF, 2, 33, 32, 4, Causal::No, false),
+    ] {
+        let mut c = Case::new(dt, sq, skv, d, causal);
+        c.h = 8;
+        c.hk = hk;
+        c.max_sum = true;
+        if mask {
+            c.mask = Some((DT::BOOLEAN, vec![2, 1, 1, skv]));
+        }
+        v.push(c);
+    }
     // Grouped-query heads, [b, s, h, d] strides, masks, a window, a scale tensor.
     let mut c = Case::new(DT::HALF, 77, 128, 64, Causal::No);
     c.h = 4;
@@ -488,7 +508,8 @@ fn every_matrix_case_plans_on_a_fake_sm_90_and_on_the_cpu_reference() {
     );
     let r = hipdnn_engines::reference::ReferenceEngine::new();
     let cases = matrix();
-    assert_eq!(cases.len(), 2 * 3 * 9 * 3 + 3 + 9);
+    assert_eq!(cases.len(), 2 * 3 * 9 * 3 + 3 + 5 + 9);
+    let mut packed = 0;
     for c in &cases {
         let graph = OperationGraph::from_bytes(&c.builder().build()).unwrap();
         let cfg = |id| EngineConfig {
@@ -511,7 +532,21 @@ fn every_matrix_case_plans_on_a_fake_sm_90_and_on_the_cpu_reference() {
             c.label()
         );
         assert_eq!(p.symbol, "hipdnn_sdpa_fwd", "{}", c.label());
+        // Decode-length grouped heads (16-bit) take a packed-heads entry, nothing else does.
+        let group = p.launch_values.get("group_m");
+        let decode = c.h > c.hk && c.sq <= 16 && c.dt != DT::FLOAT;
+        assert_eq!(
+            group
+                == Some(&hipdnn_engines::ingestor::launch_values::LaunchValue::Int(
+                    4
+                )),
+            decode,
+            "{}: group {group:?}",
+            c.label()
+        );
+        packed += usize::from(decode);
         r.create_execution_context(&cfg(r.id()), &graph)
             .unwrap_or_else(|err| panic!("reference {}: {}", c.label(), err.message));
     }
+    assert_eq!(packed, 5);
 }

@@ -98,9 +98,13 @@ fn every_triton_entry_records_its_launch_facts() {
             let family = k["family"].as_str().unwrap();
             let nchw = k["variant"] == "nchw";
             let nchwt = k["variant"] == "nchwt";
-            let suffix = match (nchw, nchwt) {
-                (true, _) => "_cf",
-                (_, true) => "_nt",
+            let grouped = k["variant"] == "grouped";
+            let generic_conv = family == "conv_fprop" && k["variant"] == "generic";
+            let suffix = match (nchw, nchwt, grouped, generic_conv) {
+                (true, ..) => "_cf",
+                (_, true, ..) => "_nt",
+                (_, _, true, _) => "_dg",
+                (.., true) => "_g",
                 _ => "",
             };
             let symbol = match (family, k["variant"].as_str()) {
@@ -121,6 +125,8 @@ fn every_triton_entry_records_its_launch_facts() {
                 2
             } else if nchwt {
                 3
+            } else if grouped {
+                5
             } else {
                 0
             };
@@ -346,12 +352,25 @@ fn every_triton_entry_records_its_launch_facts() {
                     assert!(d.contains(&n), "{n}");
                 }
                 assert!(!d.contains(&"stride_bk") && !d.contains(&"M"));
+            } else if grouped {
+                assert_eq!(family, "conv_fprop");
+                for n in ["sxc", "syk", "srk"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                assert_eq!(
+                    k["divisibility_16"],
+                    serde_json::json!([
+                        "res_ptr", "srn", "srp", "srq", "sxh", "sxn", "sxw", "syn", "syp", "syq",
+                        "w_ptr", "x_ptr", "y_ptr"
+                    ])
+                );
             } else {
                 assert_eq!(k["divisibility_16"].as_array().unwrap().len(), 0);
             }
             let cfg = TritonConfig::parse(k["name"].as_str().unwrap()).unwrap();
             assert_eq!(cfg.spec, spec);
             assert_eq!(cfg.b_col, bcol);
+            assert_eq!(cfg.grouped, grouped);
             assert_eq!(cfg.shared_bytes, k["shared_bytes"].as_i64().unwrap());
             assert_eq!(cfg.num_warps, k["num_warps"].as_i64().unwrap());
             assert_eq!(cfg.warp_size, warp);
@@ -498,7 +517,9 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "bn_bwd" => (BN_BWD_V1, "hipdnn_bn_bwd"),
                 _ if cfg.channels_first => (CONV_FPROP_V2, "hipdnn_conv_fprop_cf"),
                 _ if cfg.transposing => (CONV_FPROP_V2, "hipdnn_conv_fprop_nt"),
-                _ => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
+                _ if cfg.grouped => (CONV_FPROP_V2, "hipdnn_conv_fprop_dg"),
+                _ if cfg.spec => (CONV_FPROP_V2, "hipdnn_conv_fprop"),
+                _ => (CONV_FPROP_V2, "hipdnn_conv_fprop_g"),
             };
             assert_eq!(d.dispatch, dispatch);
             let s = d.single_source().unwrap();
@@ -1054,7 +1075,13 @@ fn conv_fprop_nchwt_variant_follows_the_layout_sizes_its_workspace_and_round_tri
         .restore_launch(CONV_FPROP_V2, &v)
         .unwrap_err()
         .message;
-    assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.conv_fprop.dispatch.v2' must be int in [0, 3], and the plan holds 4"), "{e}");
+    assert!(e.ends_with("launch values of dispatch 'hipkernel.conv_fprop.dispatch.v2' name variant 4 (bcol), a matmul variant; conv fprop takes 0 generic, 1 spec, 2 nchw, 3 nchwt or 5 grouped"), "{e}");
+    v.insert("spec".into(), LaunchValue::Int(6));
+    let e = ConvFpropHandler::V2
+        .restore_launch(CONV_FPROP_V2, &v)
+        .unwrap_err()
+        .message;
+    assert!(e.ends_with("launch value 'spec' of dispatch 'hipkernel.conv_fprop.dispatch.v2' must be int in [0, 5], and the plan holds 6"), "{e}");
 }
 
 fn wgrad_inputs(spec: bool) -> conv_wgrad::ConvWgradV1Inputs {

@@ -47,6 +47,7 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
         .unwrap();
         let mut seen = Vec::new();
         let mut rows64 = Vec::new();
+        let mut packed = Vec::new();
         for k in v["kernels"].as_array().unwrap() {
             if k["family"] != "sdpa_fwd" {
                 continue;
@@ -83,7 +84,10 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
                 assert!(div.is_empty(), "{name}");
             }
             seen.push((cfg.dtype.clone(), cfg.spec, cfg.block[2]));
-            if cfg.spec && cfg.warp_size == 32 && cfg.block[0] <= 64 {
+            if cfg.group_m == sdpa_fwd::PACKED_GROUP {
+                assert!(cfg.spec, "{name}");
+                packed.push((cfg.dtype.clone(), cfg.block[2]));
+            } else if cfg.spec && cfg.warp_size == 32 && cfg.block[0] <= 64 {
                 rows64.push((cfg.dtype.clone(), cfg.block[2]));
             }
         }
@@ -102,6 +106,14 @@ fn every_arch_packs_each_dtype_and_head_dim_bucket_with_the_contract_signature()
             Vec::new()
         };
         assert_eq!(rows64, want64, "{arch}: 64-row spec tiles");
+        // Every 16-bit bucket packs one packed-heads (group 4) entry: the static rule sends
+        // every decode-length grouped-head graph the spec hints admit to it.
+        packed.sort();
+        let want_packed: Vec<(String, i64)> = ["bf16", "f16"]
+            .iter()
+            .flat_map(|dt| [32, 64, 128].map(|d| (dt.to_string(), d)))
+            .collect();
+        assert_eq!(packed, want_packed, "{arch}: packed-heads entries");
         let mut want = Vec::new();
         for dt in ["bf16", "f16"] {
             for spec in [false, true] {

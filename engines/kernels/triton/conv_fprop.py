@@ -10,9 +10,12 @@ Grid: (cdiv(N*P*Q, BLOCK_M) * cdiv(K/groups, BLOCK_N), groups, 1); block: num_wa
 Epilogue (`epilogue`, run-time; epilogue.py): scale, + bias[k], + residual[n, k, p, q] (its own
 strides), activation, + residual after it.
 Index math is int32: the contract refuses tensors whose element offsets exceed 2^31 - 1.
-Variants: `spec` (channels-last, hipdnn_conv_fprop), `nchwt` (NCHW through a layout pass into
-the workspace: two launches of hipdnn_conv_fprop_nt, `phase` 0 then 1), `nchw` (channels-first
-in place, hipdnn_conv_fprop_cf: no workspace, any groups), `generic` (any strides).
+Variants: `grouped` (direct, few channels per group, channels-last: hipdnn_conv_fprop_dg;
+grid cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)), `spec` (channels-last, hipdnn_conv_fprop),
+`nchwt` (NCHW through a layout pass into the workspace: two launches of hipdnn_conv_fprop_nt,
+`phase` 0 then 1), `nchw` (channels-first in place, hipdnn_conv_fprop_cf: no workspace, any
+groups), `generic` (any strides, hipdnn_conv_fprop_g: with the flattened small-channel
+reduction).
 
 Read by build.py at pack time only.
 """
@@ -29,7 +32,7 @@ def _conv_tile(pid, g, x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
                srn, srk, srp, srq, epilogue,
                BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr,
-               PIXEL_RUNS: tl.constexpr):
+               PIXEL_RUNS: tl.constexpr, FLAT_TAPS: tl.constexpr):
     """One output tile (program `pid` of group `g`) of the implicit GEMM + epilogue, for any
     strides of x, w, y and the residual (channels-last strides vectorize the loads).
     PIXEL_RUNS: y is channels-first (unit q stride): its pixel offsets are declared runs of
@@ -38,7 +41,11 @@ def _conv_tile(pid, g, x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
     The alignment stays unknown, so every store remains a scalar one and a broken run (image
     and row ends) stays correct. Not applied to the residual load: with the declaration, the
     conv + bias + add + ReLU check of an NCHW 2x48x5x5 output failed on the H200 (Triton 3.9
-    build), so that load keeps the channel-walking layout."""
+    build), so that load keeps the channel-walking layout.
+    FLAT_TAPS: compile the flattened (r, s, c) reduction for few channels per group (the
+    generic entries, hipdnn_conv_fprop_g; compiled into the spec kernel as a run-time branch
+    it cost the batch-32 stride-2 and 1x1 ResNet-50 layers 30-100 % on an H100, though it
+    never ran there)."""
     cg = C // groups
     kg = K // groups
     m_total = N * P * Q
@@ -66,7 +73,28 @@ def _conv_tile(pid, g, x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
     w_k = kch * swk
     ih0 = p * stride_h - pad_h
     iw0 = q * stride_w - pad_w
-    if cg <= BLOCK_K:
+    if FLAT_TAPS and cg * 4 <= BLOCK_K and R * S > 1:
+        # Few channels per group (the RGB stem: C = 3 over 7x7 taps): one block per tap would
+        # leave most of each BLOCK_K-deep product idle, so the reduction runs over the
+        # flattened (r, s, c), several taps per block.
+        crs = R * S * cg
+        for k0 in range(0, crs, BLOCK_K):
+            kk = k0 + offs_c
+            k_ok = kk < crs
+            c = kk % cg
+            rs = kk // cg
+            r = rs // S
+            s = rs - r * S
+            ih = ih0[:, None] + (r * dil_h)[None, :]
+            iw = iw0[:, None] + (s * dil_w)[None, :]
+            ok = (m_mask[:, None] & k_ok[None, :] & (ih >= 0) & (ih < H) & (iw >= 0)
+                  & (iw < W))
+            a = tl.load(x_ptr + (x_n[:, None] + ih * sxh + iw * sxw + (c * sxc)[None, :]),
+                        mask=ok, other=0.0)
+            b = tl.load(w_ptr + (w_k[None, :] + (r * swr + s * sws + c * swc)[:, None]),
+                        mask=k_ok[:, None] & n_mask[None, :], other=0.0)
+            acc = tl.dot(a, b, acc, input_precision=INPUT_PRECISION)
+    elif cg <= BLOCK_K:
         # One channel block per tap: a flat loop over the taps, so the software pipeline
         # spans them (a loop nest pipelines only its inner loop, here of a single trip).
         for rs in range(0, R * S):
@@ -130,7 +158,24 @@ def hipdnn_conv_fprop(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
                scale_ptr, N, C, H, W, K, P, Q, R, S, pad_h, pad_w, stride_h, stride_w, dil_h,
                dil_w, groups, sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq, srn,
                srk, srp, srq, epilogue, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, INPUT_PRECISION,
-               False)
+               False, False)
+
+
+@triton.jit
+def hipdnn_conv_fprop_g(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
+                        N, C, H, W, K, P, Q, R, S,
+                        pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
+                        sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
+                        srn, srk, srp, srq, epilogue,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                        GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """Generic form (any strides): hipdnn_conv_fprop's tile with the flattened small-channel
+    reduction compiled in (FLAT_TAPS; the RGB stem)."""
+    _conv_tile(tl.program_id(0), tl.program_id(1), x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr,
+               scale_ptr, N, C, H, W, K, P, Q, R, S, pad_h, pad_w, stride_h, stride_w, dil_h,
+               dil_w, groups, sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq, srn,
+               srk, srp, srq, epilogue, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M, INPUT_PRECISION,
+               False, True)
 
 
 @triton.jit
@@ -185,7 +230,7 @@ def hipdnn_conv_fprop_nt(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr, ws_p
                    scale_ptr, N, C, H, W, K, P, Q, R, S, pad_h, pad_w, stride_h, stride_w,
                    dil_h, dil_w, 1, hw * C, 1, W * C, C, rs_n * C, 1, S * C, C, syn, syk, syp,
                    syq, srn, srk, srp, srq, epilogue, BLOCK_M, BLOCK_N, BLOCK_K, GROUP_M,
-                   INPUT_PRECISION, True)
+                   INPUT_PRECISION, True, False)
 
 
 @triton.jit
@@ -260,6 +305,102 @@ def hipdnn_conv_fprop_cf(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
     tl.store(y_ptrs, tl.trans(acc).to(y_ptr.dtype.element_ty), mask=out_mask_t)
 
 
+@triton.jit
+def _dg_tap(rs, S, ih0, iw0, dil_h, dil_w, H, W, m_mask, x_n, sxh, sxw):
+    """Tap `rs` of the direct grouped kernel: its filter position (r, s), which output pixels
+    read inside the image, and the element offsets of their x rows."""
+    r = rs // S
+    s = rs - r * S
+    ih = ih0 + r * dil_h
+    iw = iw0 + s * dil_w
+    in_ok = m_mask & (ih >= 0) & (ih < H) & (iw >= 0) & (iw < W)
+    return r, s, in_ok, x_n + ih * sxh + iw * sxw
+
+
+@triton.jit
+def hipdnn_conv_fprop_dg(x_ptr, w_ptr, y_ptr, bias_ptr, res_ptr, scale_ptr,
+                         N, C, H, W, K, P, Q, R, S,
+                         pad_h, pad_w, stride_h, stride_w, dil_h, dil_w, groups,
+                         sxn, sxc, sxh, sxw, swk, swc, swr, sws, syn, syk, syp, syq,
+                         srn, srk, srp, srq, epilogue,
+                         BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                         GROUP_M: tl.constexpr, INPUT_PRECISION: tl.constexpr):
+    """Direct grouped form ("grouped" variant) for few channels per group (depthwise,
+    ResNeXt), where a per-group GEMM tile would leave most of its rows and columns idle.
+    Program `pid` computes BLOCK_M output pixels x BLOCK_N output channels taken across
+    groups (grid cdiv(N*P*Q, BLOCK_M) * cdiv(K, BLOCK_N)) by f32 multiply-adds: taps outer,
+    the group's C/groups input channels inner, a fixed order (deterministic). x, y and the
+    residual are channels-last (unit channel strides: their channel runs load and store as
+    vectors); w has any strides. Depthwise (groups = C = K) reads x at the output channel;
+    16-bit graphs with C/groups = K/groups dividing BLOCK_N take one block-diagonal product per
+    tap on the matrix units."""
+    pid = tl.program_id(0)
+    num_pid_n = tl.cdiv(K, BLOCK_N)
+    pid_m = pid // num_pid_n
+    pid_n = pid % num_pid_n
+    offs_m = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    kch = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    m_mask = offs_m < N * P * Q
+    n_mask = kch < K
+    cg = C // groups
+    kg = K // groups
+    pq = P * Q
+    n_idx = offs_m // pq
+    rem = offs_m % pq
+    p = rem // Q
+    q = rem % Q
+    ih0 = p * stride_h - pad_h
+    iw0 = q * stride_w - pad_w
+    x_n = n_idx * sxn
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    # Three forms, each a loop over the taps (_dg_tap: the tap's filter position, the rows of
+    # x it reads and which pixels are inside the image).
+    depthwise = cg == 1 and kg == 1
+    block_diag = x_ptr.dtype.element_ty != tl.float32 and cg == kg and BLOCK_N % cg == 0
+    if depthwise or block_diag:
+        # Depthwise: x at the output channel times w[k, 0, r, s]. Block-diagonal (16-bit, as
+        # many outputs as inputs per group, groups aligned with the channel tile: ResNeXt):
+        # the tile's input channels are its output channels, and each tap is one product with
+        # a block-diagonal [BLOCK_N, BLOCK_N] weight on the matrix units (zeros between groups)
+        # instead of cg multiply-adds per output on the vector lanes.
+        same = (kch // cg)[:, None] == (kch // cg)[None, :]
+        w_bd = kch[None, :] * swk + (kch % cg)[:, None] * swc
+        w_ok = same & n_mask[:, None] & n_mask[None, :]
+        for rs in range(0, R * S):
+            r, s, in_ok, x_row = _dg_tap(rs, S, ih0, iw0, dil_h, dil_w, H, W, m_mask, x_n, sxh,
+                                         sxw)
+            xv = tl.load(x_ptr + (x_row[:, None] + kch[None, :] * sxc),
+                         mask=in_ok[:, None] & n_mask[None, :], other=0.0)
+            if depthwise:
+                wd = tl.load(w_ptr + (kch * swk + r * swr + s * sws), mask=n_mask, other=0.0)
+                acc += xv.to(tl.float32) * wd.to(tl.float32)[None, :]
+            else:
+                wb = tl.load(w_ptr + (w_bd + r * swr + s * sws), mask=w_ok, other=0.0)
+                acc = tl.dot(xv, wb, acc, input_precision=INPUT_PRECISION)
+    else:
+        cbase = (kch // kg) * cg
+        for rs in range(0, R * S):
+            r, s, in_ok, x_row = _dg_tap(rs, S, ih0, iw0, dil_h, dil_w, H, W, m_mask, x_n, sxh,
+                                         sxw)
+            w_tap = kch * swk + r * swr + s * sws
+            for j in range(0, cg):
+                xv = tl.load(x_ptr + (x_row[:, None] + (cbase + j)[None, :] * sxc),
+                             mask=in_ok[:, None] & n_mask[None, :], other=0.0)
+                wv = tl.load(w_ptr + (w_tap + j * swc), mask=n_mask, other=0.0)
+                acc += xv.to(tl.float32) * wv.to(tl.float32)[None, :]
+    out_mask = m_mask[:, None] & n_mask[None, :]
+    if epilogue != 0:
+        res = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        if (epilogue & 48) != 0:
+            r_rows = n_idx * srn + p * srp + q * srq
+            res = tl.load(res_ptr + (r_rows[:, None] + kch[None, :] * srk), mask=out_mask,
+                          other=0.0).to(tl.float32)
+        acc = apply_epilogue(acc, epilogue, bias_ptr, kch, n_mask, scale_ptr, res)
+    y_rows = n_idx * syn + p * syp + q * syq
+    tl.store(y_ptr + (y_rows[:, None] + kch[None, :] * syk), acc.to(y_ptr.dtype.element_ty),
+             mask=out_mask)
+
+
 KERNEL = hipdnn_conv_fprop
 FAMILY = "conv_fprop"
 POINTERS = ["x_ptr", "w_ptr", "y_ptr", "bias_ptr", "res_ptr", "scale_ptr", "ws_ptr"]
@@ -283,13 +424,21 @@ CF_ONE = ["sxw", "syq", "srq"]
 # the residual constant 1 (the kernel takes no other x/w strides: packed planes, packed KCRS).
 NT_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "res_ptr", "ws_ptr", "C", "K"]
 NT_ONE = ["syq", "srq"]
-HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "nchw": (CF_DIV16, CF_ONE), "nchwt": (NT_DIV16, NT_ONE)}
+# Direct grouped variant ("grouped", kernel hipdnn_conv_fprop_dg): x, w, y and the residual
+# 16-byte aligned; unit channel strides of x, y and the residual constant 1; their other strides
+# multiples of 16 (channels-last with C and K multiples of 16); w any strides.
+DG_DIV16 = ["x_ptr", "w_ptr", "y_ptr", "res_ptr", "sxn", "sxh", "sxw", "syn", "syp", "syq",
+            "srn", "srp", "srq"]
+DG_ONE = ["sxc", "syk", "srk"]
+HINTS = {"spec": (SPEC_DIV16, SPEC_ONE), "nchw": (CF_DIV16, CF_ONE), "nchwt": (NT_DIV16, NT_ONE),
+         "grouped": (DG_DIV16, DG_ONE)}
 
 
 def kernel_for(variant):
     """The jit function of a variant."""
-    return {"nchw": hipdnn_conv_fprop_cf, "nchwt": hipdnn_conv_fprop_nt}.get(variant,
-                                                                            hipdnn_conv_fprop)
+    return {"nchw": hipdnn_conv_fprop_cf, "nchwt": hipdnn_conv_fprop_nt,
+            "grouped": hipdnn_conv_fprop_dg, "generic": hipdnn_conv_fprop_g}.get(variant,
+                                                                               hipdnn_conv_fprop)
 
 
 # `tf32`: f32 tensors with TF32 tensor-core products (INPUT_PRECISION "tf32"), CUDA targets
@@ -323,4 +472,7 @@ def configs(vendor, dtype):
         gen = [(64, 64, 32, 8, 4, 2)]
         nchw = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(128, 128, 64, 8, 8, 2)]
         nchwt = [(128, 64, 32, 8, 4, 2)] if dtype == "f32" else [(64, 64, 64, 8, 4, 2)]
-    return {"spec": spec, "nchwt": nchwt, "nchw": nchw, "generic": gen}
+    # grouped: one tile of 64 pixels x 64 channels (CUDA-core multiply-adds, memory bound).
+    grouped = [(64, 64, 16, 1, 4, 2)]
+    out = {"grouped": grouped, "spec": spec, "nchwt": nchwt, "nchw": nchw, "generic": gen}
+    return {k: v for k, v in out.items() if v}

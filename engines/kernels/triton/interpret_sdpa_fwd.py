@@ -6,7 +6,8 @@ PYTHONPATH=target/triton-venv/lib/python3.11/site-packages python3 interpret_sdp
 
 Runs the kernel on small random cases (odd sequence lengths, s_q != s_kv, head dims 32/64/128
 and a masked 80 in the 128 bucket, causal top-left and bottom-right, a sliding window,
-grouped-query heads, permuted strides, boolean and additive masks that broadcast, a runtime
+grouped-query heads (and the group-4 entries, query heads packed per key/value head),
+permuted strides, boolean and additive masks that broadcast, a runtime
 scale read from memory, fully masked rows; and the group-2 entries, built without the
 mask-tensor code, on graphs without a mask) against a float64 numpy transcription of the CPU
 reference engine's semantics (engines/src/reference/ops/sdpa.rs), and prints the largest
@@ -162,7 +163,8 @@ def run_case(name, B, H, HK, SQ, SKV, D, dtype, bucket, cfg, causal=None, window
     flags |= 224 if stats else 0
     bits = struct.unpack("<i", struct.pack("<f", np.float32(scale)))[0]
     bm, bn, _bk, gm, _w, _s = cfg
-    grid = (-(-SQ // bm), B * H, 1)
+    # GROUP_M 4 packs the H / HK query heads of a key/value head into the tile's rows.
+    grid = (-(-(SQ * (H // HK)) // bm), B * HK, 1) if gm == 4 else (-(-SQ // bm), B * H, 1)
     sdpa_fwd.KERNEL[grid](
         Arr(qs), Arr(ks), Arr(vs), Arr(os_), Arr(sc), Arr(mstore), Arr(st), Arr(mx), Arr(se),
         H, H // HK, SQ, SKV, D, *qst, *kst, *vst, *ost, *mstr, H * SQ, SQ, 1,
@@ -212,6 +214,16 @@ def main():
         ("g2 plain", 2, 2, 2, 37, 29, 64, f16, 64, (16, 16, 0, 2, 4, 1)),
         ("g2 causal", 1, 2, 2, 45, 45, 128, f16, 128, (32, 16, 0, 2, 4, 1), "top_left"),
         ("g2 window br", 1, 1, 1, 70, 130, 32, f32, 32, (16, 16, 0, 2, 4, 1), "bottom_right", 33),
+        # Group 4: query heads packed per key/value head (decode GQA/MQA), rows i * REP + j.
+        ("g4 decode gqa", 2, 8, 2, 1, 77, 64, f16, 64, (16, 16, 0, 4, 4, 1)),
+        ("g4 mqa sq3", 1, 6, 1, 3, 40, 32, f32, 32, (16, 16, 0, 4, 4, 1)),
+        ("g4 causal br", 1, 4, 2, 5, 37, 32, f16, 32, (16, 16, 0, 4, 4, 1), "bottom_right"),
+        ("g4 window tl", 1, 8, 2, 9, 50, 32, f32, 32, (16, 16, 0, 4, 4, 1), "top_left", 6),
+        ("g4 bool mask", 2, 4, 2, 2, 21, 32, f32, 32, (16, 16, 0, 4, 4, 1), None, None,
+         ("bool", (2, 4, 2, 21))),
+        ("g4 rep 1", 1, 2, 2, 7, 19, 64, f16, 64, (16, 16, 0, 4, 4, 1), "top_left"),
+        ("g4 bshd d80", 1, 4, 1, 4, 33, 80, f32, 128, (16, 16, 0, 4, 4, 1), None, None, None,
+         False, (0, 2, 1, 3)),
     ]
     results = [run_case(*c) for c in cases]
     worst = {}

@@ -85,12 +85,12 @@ fn is_tf32(kernel: &KernelDescriptor) -> bool {
 }
 
 /// Whether `kernel` is a packed Triton entry of a specialized variant (spec, bcol, nchw,
-/// nchwt), whose divisibility, unit-stride or layout hints hold for some shapes only.
+/// nchwt, grouped), whose divisibility, unit-stride or layout hints hold for some shapes only.
 fn is_hinted(kernel: &KernelDescriptor) -> bool {
     kernel
         .config
         .as_ref()
-        .is_some_and(|c| c.spec || c.b_col || c.channels_first || c.transposing)
+        .is_some_and(|c| c.spec || c.b_col || c.channels_first || c.transposing || c.grouped)
 }
 
 /// Launches per candidate of a build-time benchmark before timing (warm-up: module load,

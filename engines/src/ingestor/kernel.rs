@@ -178,6 +178,9 @@ pub struct TritonConfig {
     /// The column-major-B specialized variant (`bcol`, matmul only: the spec hints with
     /// B's unit stride along K instead of N; `spec` is false).
     pub b_col: bool,
+    /// The direct grouped variant (`grouped`, conv fprop only: few channels per group,
+    /// channels-last x and y, a grid over pixel and output-channel tiles; the others false).
+    pub grouped: bool,
     /// Tile M, N, K.
     pub block: [i64; 3],
     /// Grouped ordering of M tiles.

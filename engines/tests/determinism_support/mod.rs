@@ -115,16 +115,31 @@ fn conv_geo() -> ConvGeometry {
 
 /// conv fprop 3×3 pad 1, `x (n, c, h, w)`, `w (k, c, 3, 3)`; `nhwc`: channels-last tensors.
 fn conv(dt: DT, nhwc: bool, n: i64, c: i64, k: i64, h: i64, w: i64) -> Candidate {
+    grouped_conv(dt, nhwc, n, c, k, 1, h, w)
+}
+
+/// [`conv`] with `groups` (`w (k, c / groups, 3, 3)`).
+#[allow(clippy::too_many_arguments)]
+fn grouped_conv(
+    dt: DT,
+    nhwc: bool,
+    n: i64,
+    c: i64,
+    k: i64,
+    groups: i64,
+    h: i64,
+    w: i64,
+) -> Candidate {
     let lay = move |t: TensorSpec| if nhwc { t.channels_last() } else { t };
     cand(
         format!(
-            "conv fprop {dt:?} {} n {n} c {c} k {k} {h}x{w}",
+            "conv fprop {dt:?} {} n {n} c {c} k {k} groups {groups} {h}x{w}",
             if nhwc { "NHWC" } else { "NCHW" }
         ),
         move || {
             let mut g = GraphBuilder::new("conv");
             g.tensor(lay(spec(1, "x", dt, &[n, c, h, w])))
-                .tensor(lay(spec(2, "w", dt, &[k, c, 3, 3])))
+                .tensor(lay(spec(2, "w", dt, &[k, c / groups, 3, 3])))
                 .tensor(lay(spec(3, "y", dt, &[n, k, h, w])));
             g.conv_fprop("conv", 1, 2, 3, &conv_geo());
             g
@@ -199,6 +214,12 @@ fn conv_bwd(wgrad: bool, dt: DT, nhwc: bool, n: i64, c: i64, k: i64, h: i64) -> 
 /// SDPA forward `(b, h, s, d)` q, k, v → o; `mask`: an additive f32 mask `(1, 1, s, s)`
 /// (UID 7).
 fn sdpa(dt: DT, b: i64, h: i64, s: i64, d: i64, mask: bool) -> Candidate {
+    gqa(dt, b, h, h, s, s, d, mask)
+}
+
+/// SDPA with `h` query heads over `hk` key/value heads, `sq` queries over `skv` keys.
+#[allow(clippy::too_many_arguments)]
+fn gqa(dt: DT, b: i64, h: i64, hk: i64, sq: i64, skv: i64, d: i64, mask: bool) -> Candidate {
     let mut ins = vec![
         rows::row(1, -1.0, 1.0),
         rows::row(2, -1.0, 1.0),
@@ -209,17 +230,17 @@ fn sdpa(dt: DT, b: i64, h: i64, s: i64, d: i64, mask: bool) -> Candidate {
     }
     cand(
         format!(
-            "sdpa {dt:?} ({b}, {h}, {s}, {d}){}",
+            "sdpa {dt:?} ({b}, {h}/{hk}, {sq}x{skv}, {d}){}",
             if mask { " mask" } else { "" }
         ),
         move || {
             let mut g = GraphBuilder::new("sdpa");
-            g.tensor(spec(1, "q", dt, &[b, h, s, d]))
-                .tensor(spec(2, "k", dt, &[b, h, s, d]))
-                .tensor(spec(3, "v", dt, &[b, h, s, d]))
-                .tensor(spec(4, "o", dt, &[b, h, s, d]));
+            g.tensor(spec(1, "q", dt, &[b, h, sq, d]))
+                .tensor(spec(2, "k", dt, &[b, hk, skv, d]))
+                .tensor(spec(3, "v", dt, &[b, hk, skv, d]))
+                .tensor(spec(4, "o", dt, &[b, h, sq, d]));
             if mask {
-                g.tensor(spec(7, "mask", DT::FLOAT, &[1, 1, s, s]));
+                g.tensor(spec(7, "mask", DT::FLOAT, &[1, 1, sq, skv]));
             }
             g.sdpa(
                 "sdpa",
@@ -309,6 +330,7 @@ pub fn candidates() -> Vec<Candidate> {
         }
         v.push(conv(dt, false, 2, 16, 16, 8, 7));
         v.push(conv(dt, true, 2, 64, 64, 8, 8));
+        v.push(grouped_conv(dt, true, 2, 32, 32, 32, 8, 8));
         v.push(conv(dt, false, 2, 64, 64, 16, 16));
         for wgrad in [false, true] {
             for (nhwc, c, k) in [(true, 3, 5), (true, 16, 16), (false, 3, 5), (true, 64, 64)] {
@@ -316,6 +338,7 @@ pub fn candidates() -> Vec<Candidate> {
             }
         }
         for d in [32, 64, 128] {
+            v.push(gqa(dt, 2, 8, 2, 1, 100, d, false));
             v.push(sdpa(dt, 1, 2, 33, d, false));
             v.push(sdpa(dt, 1, 2, 64, d, false));
             v.push(sdpa(dt, 2, 4, 128, d, false));

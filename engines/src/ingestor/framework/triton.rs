@@ -68,7 +68,7 @@ pub(crate) fn triton_kernel_args(
     };
     if matches!(
         launch.launch_values.get("spec"),
-        Some(LaunchValue::Int(1..=4))
+        Some(LaunchValue::Int(1..=5))
     ) {
         let mut hinted = launch.pointer_uids[..launch.pointer_uids.len().min(3)].to_vec();
         hinted.extend(uid_of("res.uid"));
@@ -106,7 +106,7 @@ pub(crate) fn triton_kernel_args(
 
 impl TritonConfig {
     /// The config a restore reads from launch values (`spec` as the `spec` value holds it:
-    /// 0 generic, 1 spec, 2 nchw, 3 nchwt, 4 bcol; the data type and stage count are not
+    /// 0 generic, 1 spec, 2 nchw, 3 nchwt, 4 bcol, 5 grouped; the data type and stage count are not
     /// saved, so they are empty and 0).
     pub fn restored(
         family: &str,
@@ -124,6 +124,7 @@ impl TritonConfig {
             channels_first: false,
             transposing: false,
             b_col: false,
+            grouped: false,
             block,
             group_m,
             num_warps,
@@ -136,12 +137,13 @@ impl TritonConfig {
     }
 
     /// Sets the variant flags from `variant` as the `spec` launch value holds it (0 generic,
-    /// 1 spec, 2 nchw, 3 nchwt, 4 bcol).
+    /// 1 spec, 2 nchw, 3 nchwt, 4 bcol, 5 grouped).
     pub fn set_variant(&mut self, variant: i64) {
         self.spec = variant == 1;
         self.channels_first = variant == 2;
         self.transposing = variant == 3;
         self.b_col = variant == 4;
+        self.grouped = variant == 5;
     }
 
     /// Threads per block, `num_warps · warp_size`.
@@ -162,7 +164,7 @@ impl TritonConfig {
     }
 
     /// The variant as the `spec` launch value holds it: 0 generic, 1 spec, 2 nchw, 3 nchwt,
-    /// 4 bcol.
+    /// 4 bcol, 5 grouped.
     pub fn variant_code(&self) -> i64 {
         if self.spec {
             1
@@ -172,6 +174,8 @@ impl TritonConfig {
             3
         } else if self.b_col {
             4
+        } else if self.grouped {
+            5
         } else {
             0
         }
@@ -237,28 +241,32 @@ impl TritonConfig {
             .split('x')
             .map(|v| v.parse().ok())
             .collect::<Option<_>>()?;
-        let (spec, channels_first, transposing, b_col) = match p[2] {
-            "spec" => (true, false, false, false),
-            "nchw" => (false, true, false, false),
-            "nchwt" => (false, false, true, false),
-            "bcol" => (false, false, false, true),
-            "generic" => (false, false, false, false),
+        let variant = match p[2] {
+            "generic" => 0,
+            "spec" => 1,
+            "nchw" => 2,
+            "nchwt" => 3,
+            "bcol" => 4,
+            "grouped" => 5,
             _ => return None,
         };
-        Some(TritonConfig {
+        let mut c = TritonConfig {
             family,
             dtype: p[1].to_string(),
-            spec,
-            channels_first,
-            transposing,
-            b_col,
+            spec: false,
+            channels_first: false,
+            transposing: false,
+            b_col: false,
+            grouped: false,
             block: <[i64; 3]>::try_from(tile).ok()?,
             group_m: num(p[4], "g")?,
             num_warps: num(p[5], "w")?,
             num_stages: num(p[6], "s")?,
             shared_bytes: num(p[7], "sh")?,
             warp_size: num(p[8], "ws")?,
-        })
+        };
+        c.set_variant(variant);
+        Some(c)
     }
 }
 

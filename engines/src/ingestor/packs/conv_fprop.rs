@@ -24,10 +24,19 @@
 //! groups 1, C and K multiples of 16, pointers and workspace 16-byte aligned; kernel
 //! `hipdnn_conv_fprop_nt`, launched twice per execute: `phase` 0 writes x as packed NHWC and
 //! w as packed KRSC into the workspace, `phase` 1 runs the channels-last implicit GEMM on
-//! those copies and stores y through its own strides); `generic` = anything else.
+//! those copies and stores y through its own strides); `grouped` = direct grouped (v2: unit
+//! channel strides of x, y and the residual, their other strides multiples of 16, w any
+//! strides, pointers 16-byte aligned; kernel `hipdnn_conv_fprop_dg`, which computes a tile of
+//! pixels × output channels across groups: f32 multiply-adds over the taps and the group's
+//! channels, or for 16-bit groups with C/groups = K/groups dividing `block_n` one
+//! block-diagonal product per tap; for depthwise and ResNeXt-style convolutions); `generic` =
+//! anything else (kernel `hipdnn_conv_fprop_g`: the spec kernel's tile over any strides, which
+//! reduces over the flattened (r, s, c) when a group has at most a quarter of `block_k`
+//! channels and the filter several taps: the RGB stem).
 //!
-//! **Static rule**: entries in pack order (spec, then nchwt, then nchw, then generic; larger
-//! tiles first); an f16/bf16 spec entry with more than 64 rows is refused when C/groups needs
+//! **Static rule**: entries in pack order (grouped, spec, then nchwt, then nchw, then generic;
+//! larger tiles first); the grouped entry serves groups > 1 with at most [`MAX_DIRECT_CG`]
+//! channels per group only; an f16/bf16 spec entry with more than 64 rows is refused when C/groups needs
 //! several reduction blocks per tap and R·S > 1 (the nested per-tap loop restarts its
 //! pipeline every tap; on the H200 the 64×64 entry ran the batch-32 ResNet-50 c128 and c256
 //! 3×3 layers 9–13 % faster); a spec, nchwt or nchw entry whose
@@ -41,15 +50,17 @@
 //! r s` [1, 2³¹−1], `pad_h pad_w` [0, 2³¹−1], `stride_h stride_w dil_h dil_w groups` [1,
 //! 2³¹−1], the 12 element strides `sxn sxc sxh sxw swk swc swr sws syn syk syp syq` and (v2)
 //! the residual's `srn srk srp srq` (y's without one) [0, 2³¹−1], `epilogue` [0, 127] (v1 [0,
-//! 3]), `spec` [0, 3] (0 generic, 1 spec, 2 nchw, 3 nchwt; v1 [0, 1]), `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
+//! 3]), `spec` [0, 5] without 4 (0 generic, 1 spec, 2 nchw, 3 nchwt, 5 grouped; v1 [0, 1]), `block_m block_n block_k` [16, 256], `group_m` [1, 64], `num_warps` [1,
 //! 16], `warp_size` 32/64, `shared_bytes` [0, 262144]. Launch: grid (cdiv(n·p·q,
-//! block_m)·cdiv(k/groups, block_n), groups, 1), block (num_warps·warp_size), dynamic shared
+//! block_m)·cdiv(k/groups, block_n), groups, 1) (grouped: (cdiv(n·p·q, block_m)·cdiv(k,
+//! block_n), 1, 1)), block (num_warps·warp_size), dynamic shared
 //! memory `shared_bytes`, workspace 0 (nchwt: [`ConvFpropInputs::workspace_bytes`], after a
 //! prologue launch of grid ([`ConvFpropInputs::layout_pass_programs`], 1, 1)), both scratch
 //! pointers null. Kernel arguments: x, w, y,
 //! bias, res, scale (null when absent; v1: x, w, y, bias), (nchwt: the workspace), the
 //! integers in the order of `conv_fprop.py` (the spec variant drops `groups`, `sxc`, `swc`,
-//! `syk`, `srk`; the nchw variant drops `sxw`, `syq`, `srq`; the nchwt variant takes `n c h
+//! `syk`, `srk`; the nchw variant drops `sxw`, `syq`, `srq`; the grouped variant drops `sxc`,
+//! `syk`, `srk`; the nchwt variant takes `n c h
 //! width k p q r s pad_h pad_w stride_h stride_w dil_h dil_w sxn sxc swk syn syk syp srn srk
 //! srp epilogue phase`), then the two scratch pointers.
 
@@ -81,6 +92,11 @@ pub const CONV_FPROP_V1: &str = "hipkernel.conv_fprop.dispatch.v1";
 /// [`crate::ingestor::framework::epilogue`]'s code.
 pub const CONV_FPROP_V2: &str = "hipkernel.conv_fprop.dispatch.v2";
 
+/// The most channels per group the direct grouped variant serves (static rule): its
+/// multiply-adds run on CUDA cores / SIMD lanes, so wider groups go to the per-group implicit
+/// GEMM on the matrix units.
+pub const MAX_DIRECT_CG: i64 = 16;
+
 /// Residual stride value names (v2), in kernel order.
 const RES_STRIDES: [&str; 4] = ["srn", "srk", "srp", "srq"];
 /// Stride value names, in kernel order.
@@ -98,7 +114,7 @@ pub fn value_names(version: u8) -> Vec<&'static str> {
 /// only): the `spec` launch value) of contract `version`, in order (with the two scratch
 /// pointers).
 pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
-    let (spec, cf, nt) = (variant == 1, variant == 2, variant == 3);
+    let (spec, cf, nt, dg) = (variant == 1, variant == 2, variant == 3, variant == 5);
     let mut pointers = vec!["x_ptr", "w_ptr", "y_ptr", "bias_ptr"];
     if version >= 2 || nt {
         pointers.extend(["res_ptr", "scale_ptr"]);
@@ -116,12 +132,12 @@ pub fn param_names(variant: i64, version: u8) -> Vec<&'static str> {
     }
     let mut v = conv::param_names(spec, &pointers, &[], &STRIDES);
     v.truncate(v.len() - 2);
-    v.retain(|n| !(cf && ["sxw", "syq"].contains(n)));
+    v.retain(|n| !(cf && ["sxw", "syq"].contains(n) || dg && ["sxc", "syk"].contains(n)));
     if version >= 2 {
         v.extend(
             RES_STRIDES
                 .iter()
-                .filter(|n| !(spec && **n == "srk" || cf && **n == "srq")),
+                .filter(|n| !((spec || dg) && **n == "srk" || cf && **n == "srq")),
         );
     }
     v.extend(["epilogue", "global_scratch", "profile_scratch"]);
@@ -172,6 +188,20 @@ impl ConvFpropInputs {
             && s[7] == 1
             && s[6] == sz
             && s[5] == r * sz
+    }
+
+    /// Whether the launch satisfies the direct grouped (`grouped`) variant's hints (v2 only;
+    /// alignment at execute): unit channel strides of x, y and the residual (`sxc`, `syk`,
+    /// `srk` = 1) and their other strides multiples of 16; w any strides.
+    pub fn fits_grouped(&self) -> bool {
+        let (s, r) = (self.strides, self.res_strides);
+        self.common.version >= 2
+            && s[1] == 1
+            && s[9] == 1
+            && r[1] == 1
+            && [s[0], s[2], s[3], s[8], s[10], s[11], r[0], r[2], r[3]]
+                .iter()
+                .all(|v| v % 16 == 0)
     }
 
     /// Whether the launch satisfies the transposing channels-first (`nchwt`) variant's hints
@@ -243,12 +273,12 @@ impl ConvFpropInputs {
         layout_pass_programs([sh[0], sh[1], sh[2], sh[3], sh[4], sh[7], sh[8]])
     }
 
-    /// Tiles per group.
+    /// Tiles per group (the grouped variant: tiles in all, its column tiles span K).
     pub fn tiles(&self) -> i64 {
         let [n, k, p, q] = [0, 4, 5, 6].map(|i| self.shape[i]);
-        let kg = k / self.shape[15];
         let c = &self.common.config;
-        ((n * p * q + c.block[0] - 1) / c.block[0]) * ((kg + c.block[1] - 1) / c.block[1])
+        let cols = if c.grouped { k } else { k / self.shape[15] };
+        ((n * p * q + c.block[0] - 1) / c.block[0]) * ((cols + c.block[1] - 1) / c.block[1])
     }
 }
 
@@ -289,11 +319,34 @@ impl EpilogueGemm for ConvFpropInputs {
                     "nchwt",
                     "NCHW x with packed planes, packed KCRS w, unit q strides of y and the residual, groups 1, C and K multiples of 16",
                 ),
+                (
+                    config.grouped && !self.fits_grouped(),
+                    "grouped",
+                    "channels-last x, y and the residual, their other strides multiples of 16",
+                ),
             ],
         )?;
         self.common.config = config;
         let groups = self.shape[15];
         let c = &self.common.config;
+        if c.grouped {
+            let cg = self.shape[1] / groups;
+            return if groups == 1 {
+                Err(static_rule(
+                    kernel,
+                    "the direct grouped kernel serves grouped convolutions; groups = 1 runs as an implicit GEMM",
+                ))
+            } else if cg > MAX_DIRECT_CG {
+                Err(static_rule(
+                    kernel,
+                    format_args!(
+                        "C/groups = {cg} is more than {MAX_DIRECT_CG} channels per group; the implicit GEMM per group serves this graph"
+                    ),
+                ))
+            } else {
+                Ok(())
+            };
+        }
         let hinted = c.spec || c.channels_first || c.transposing;
         let kg = self.shape[4] / groups;
         if hinted && c.block[1] > 64 && c.block[1] > kg {
@@ -345,7 +398,13 @@ impl EpilogueGemm for ConvFpropInputs {
         let strides = r.ints(&STRIDES, 0, i64::from(i32::MAX))?;
         let dtype = r.int("dtype", 1, 3)? as i8;
         let mut config = r.config("conv_fprop", 0)?;
-        config.set_variant(r.int("spec", 0, if version >= 2 { 3 } else { 1 })?);
+        let variant = r.int("spec", 0, if version >= 2 { 5 } else { 1 })?;
+        if variant == 4 {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' name variant 4 (bcol), a matmul variant; conv fprop takes 0 generic, 1 spec, 2 nchw, 3 nchwt or 5 grouped"
+            )));
+        }
+        config.set_variant(variant);
         let res_strides = r.res_strides(&RES_STRIDES, [8, 9, 10, 11].map(|i| strides[i]))?;
         let inputs = ConvFpropInputs {
             common: r.common::<Self>(dtype, config)?,
@@ -373,6 +432,11 @@ impl EpilogueGemm for ConvFpropInputs {
         if inputs.common.config.transposing && !inputs.fits_nchwt() {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the nchwt variant, whose 'groups', 'sxw', 'sws', 'syq' and 'srq' must be 1, 'sxh' = 'width', 'swr' = 's', 'swc' = 'r'·'s', 'c' and 'k' multiples of 16 and the workspace at most 2147483647 elements"
+            )));
+        }
+        if inputs.common.config.grouped && !inputs.fits_grouped() {
+            return Err(incompatible(format!(
+                "launch values of dispatch '{d}' name the grouped variant, whose 'sxc', 'syk' and 'srk' must be 1 and 'sxn', 'sxh', 'sxw', 'syn', 'syp', 'syq', 'srn', 'srp' and 'srq' multiples of 16"
             )));
         }
         check_restored(dispatch, false, &shape, &strides, &STRIDES)?;
@@ -405,29 +469,40 @@ impl EpilogueGemm for ConvFpropInputs {
             ints.extend([self.common.epilogue, 1]);
             return ints;
         }
-        let (spec, cf) = (self.common.config.spec, self.common.config.channels_first);
-        let kept = |items: &[i64], spec_drops: &[usize], cf_drops: &[usize]| {
-            let dropped = |i: &usize| spec && spec_drops.contains(i) || cf && cf_drops.contains(i);
+        let c = &self.common.config;
+        let (spec, cf, dg) = (c.spec, c.channels_first, c.grouped);
+        // The values each variant's hints made constants: (spec, nchw, grouped) drops.
+        let kept = |items: &[i64], drops: [&[usize]; 3]| {
+            let dropped = |i: &usize| {
+                spec && drops[0].contains(i)
+                    || cf && drops[1].contains(i)
+                    || dg && drops[2].contains(i)
+            };
             let kept = items.iter().enumerate().filter(|(i, _)| !dropped(i));
             kept.map(|(_, v)| *v).collect::<Vec<i64>>()
         };
-        let mut ints = kept(&self.shape, &[15], &[]);
-        ints.extend(kept(&s, &[1, 5, 9], &[3, 11]));
+        let mut ints = kept(&self.shape, [&[15], &[], &[]]);
+        ints.extend(kept(&s, [&[1, 5, 9], &[3, 11], &[1, 9]]));
         if self.common.version >= 2 {
-            ints.extend(kept(&r, &[1], &[3]));
+            ints.extend(kept(&r, [&[1], &[3], &[1]]));
         }
         ints.push(self.common.epilogue);
         ints
     }
 
-    /// (tiles, groups, 1).
+    /// (tiles, groups, 1); the grouped variant (tiles, 1, 1).
     ///
     /// # Errors
     /// `NOT_APPLICABLE` `launch values of dispatch '<d>' give more than 2147483647 tiles or
     /// 65535 groups`.
     fn grid(&self, dispatch: &str) -> PluginResult<[u32; 3]> {
         let [n, p, q] = [self.shape[0], self.shape[5], self.shape[6]];
-        conv::group_grid(dispatch, [n, p, q], self.shape[15], || self.tiles())
+        let groups = if self.common.config.grouped {
+            1
+        } else {
+            self.shape[15]
+        };
+        conv::group_grid(dispatch, [n, p, q], groups, || self.tiles())
     }
 
     fn param_names(variant: i64, version: u8) -> Vec<&'static str> {

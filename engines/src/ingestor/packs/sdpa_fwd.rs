@@ -23,10 +23,15 @@
 //! batch, head and row strides multiples of 16, unit head-dim strides, 16-byte aligned
 //! Q/K/V/O (checked at execute, BAD_PARAM); `generic`: anything else. Group `g` 1: the kernel
 //! with the mask-tensor code; group 2: the same tile built without it, for graphs without a
-//! mask tensor (every spec tile is packed in both groups; generic entries are group 1 only).
+//! mask tensor (every spec tile is packed in both groups; generic entries are group 1 only);
+//! group 4 (f16/bf16, one 16-row spec tile per bucket): the query heads
+//! that share a key/value head packed into the tile's rows (row r = query r / rep of head
+//! h_kv·rep + r mod rep), with the mask-tensor code.
 //! **Static rule**: first applicable entry in pack order (spec before generic, larger tiles
 //! first); an entry is applicable when its data type and head-dim bucket match and, for spec,
-//! the hints hold; a group-2 entry is refused for a graph with a mask tensor (`kernel <k> is
+//! the hints hold; a group-4 entry serves only graphs with `rep` > 1 and S_q ≤
+//! [`PACKED_MAX_SQ`] (decode), and takes every such 16-bit graph the spec hints admit (the
+//! other spec entries refuse it); a group-2 entry is refused for a graph with a mask tensor (`kernel <k> is
 //! built without the mask-tensor code (group 2); this graph has a mask tensor`) and a group-1
 //! spec entry for a graph without one (`static rule: a graph without a mask tensor takes the
 //! group-2 twin of this tile …`: the mask path's registers took the spec tiles to 255
@@ -57,7 +62,7 @@
 //! | `right`, `left` | int | [−2^29, 2^29]: band bounds (0 when absent; graph bounds beyond are clamped, which keeps their meaning) |
 //! | `spec`, `block_m`, `block_n`, `block_k`, `group_m`, `num_warps`, `warp_size`, `shared_bytes` | int | as the matmul contract |
 //!
-//! Launch: grid (cdiv(sq, block_m), b·h, 1), block num_warps·warp_size, dynamic shared memory
+//! Launch: grid (cdiv(sq, block_m), b·h, 1) (group 4: (cdiv(sq·rep, block_m), b·h/rep, 1)), block num_warps·warp_size, dynamic shared memory
 //! `shared_bytes`, workspace 0. Kernel arguments: q, k, v, o, scale, mask, stats, max, sum_exp
 //! pointers (null when absent), H, REP, SQ, SKV, D, the strides (spec drops sqd, skd, svd,
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
@@ -153,6 +158,13 @@ pub struct SdpaFwdInputs {
     pub config: TritonConfig,
 }
 
+/// `group_m` of the packed-heads entries: the `rep` query heads that share a key/value head
+/// run in one tile (rows = (query, head) pairs), so decode GQA/MQA reads each K/V block once
+/// per group.
+pub const PACKED_GROUP: i64 = 4;
+/// The longest query sequence the packed-heads entries serve (static rule).
+pub const PACKED_MAX_SQ: i64 = 16;
+
 impl SdpaFwdInputs {
     /// Whether the launch satisfies the spec hints (alignment is checked at execute).
     pub fn fits_spec(&self) -> bool {
@@ -222,7 +234,26 @@ impl TritonFamily for SdpaFwdInputs {
                 kernel.describe()
             )));
         }
-        if config.spec && config.group_m != 2 && !has_mask {
+        let (rep, sq) = (self.shape[2], self.shape[3]);
+        let decode = rep > 1 && sq <= PACKED_MAX_SQ;
+        if config.group_m == PACKED_GROUP && !decode {
+            return Err(na(format!(
+                "kernel {}: static rule: the packed-heads entry (group {PACKED_GROUP}) serves decode-length queries of grouped heads (S_q <= {PACKED_MAX_SQ}, H/H_kv > 1); this graph has S_q {sq}, H/H_kv {rep}",
+                kernel.describe()
+            )));
+        }
+        // Every bucket of the 16-bit types packs a group-4 spec entry.
+        if config.spec
+            && config.group_m != PACKED_GROUP
+            && decode
+            && self.dtype != DataType::FLOAT.0
+        {
+            return Err(na(format!(
+                "kernel {}: static rule: decode-length queries of grouped heads (S_q {sq} <= {PACKED_MAX_SQ}, H/H_kv {rep}) take the packed-heads entry (group {PACKED_GROUP}), which reads each key/value block once per group",
+                kernel.describe()
+            )));
+        }
+        if config.spec && config.group_m == 1 && !has_mask {
             return Err(na(format!(
                 "kernel {}: static rule: a graph without a mask tensor takes the group-2 twin of this tile (built without the mask-tensor code: fewer registers)",
                 kernel.describe()
@@ -378,7 +409,8 @@ impl TritonFamily for SdpaFwdInputs {
         ints
     }
 
-    /// Grid (cdiv(sq, block_m), b·h, 1). Errors: `NOT_APPLICABLE`
+    /// Grid (cdiv(sq, block_m), b·h, 1); group [`PACKED_GROUP`]: (cdiv(sq·rep, block_m),
+    /// b·h / rep, 1). Errors: `NOT_APPLICABLE`
     /// [`TritonConfig::threads_per_block`]'s text; `launch values 'b' and 'h' of dispatch
     /// '<d>' give <n> batch-heads; the grid takes at most 65535`.
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
@@ -391,7 +423,13 @@ impl TritonFamily for SdpaFwdInputs {
                 "launch values 'b' and 'h' of dispatch '{d}' give {bh} batch-heads; the grid takes at most 65535"
             )));
         }
-        let rows = (self.shape[3] + c.block[0] - 1) / c.block[0];
+        let (rows, bh) = if c.group_m == PACKED_GROUP {
+            // The rows are (query, head of the group) pairs; one program row per K/V head.
+            let r = self.shape[3] * self.shape[2];
+            ((r + c.block[0] - 1) / c.block[0], bh / self.shape[2])
+        } else {
+            ((self.shape[3] + c.block[0] - 1) / c.block[0], bh)
+        };
         Ok(block_geometry(c, [rows as u32, bh as u32, 1], threads))
     }
 
