@@ -30,6 +30,7 @@ use crate::ingestor::packs::norm_fwd;
 use crate::ingestor::packs::pointwise_v3;
 use crate::ingestor::packs::pool_fwd;
 use crate::ingestor::packs::reduce_fwd;
+use crate::ingestor::packs::sdpa_bwd;
 use crate::ingestor::packs::sdpa_fwd;
 use std::sync::Arc;
 
@@ -101,6 +102,9 @@ pack_families! {
     /// Triton batchnorm backward with the optional fused ReLU backward: dscale/dbias through
     /// a deterministic split reduction, then dx (`family: "bn_bwd"`).
     BnBwd => FamilyDecl::triton::<bn_bwd::BnBwdInputs>(),
+    /// Triton flash-attention SDPA backward: dq, then dk and dv, deterministic
+    /// (`family: "sdpa_bwd"`).
+    SdpaBwd => FamilyDecl::triton::<sdpa_bwd::SdpaBwdInputs>(),
 }
 
 impl PackFamily {
@@ -138,7 +142,8 @@ pub fn native_packs() -> DispatchRegistry {
 /// `hipkernel.conv_wgrad.dispatch.v1`, `hipkernel.norm_fwd.dispatch.v1`, `hipkernel.sdpa_fwd.dispatch.v1`,
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
 /// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`,
-/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`, `hipkernel.bn_bwd.dispatch.v1`) under their
+/// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`, `hipkernel.bn_bwd.dispatch.v1`,
+/// `hipkernel.sdpa_bwd.dispatch.v1`) under their
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();

@@ -28,6 +28,7 @@ mod norm_support;
 mod pointwise_support;
 mod pool_support;
 mod reduce_support;
+mod sdpa_bwd_support;
 
 use determinism_support::{Candidate, assign, candidates, config_for};
 use hipdnn_backend::engine::{BufferRef, Engine, ExecuteArgs, TensorBinding};

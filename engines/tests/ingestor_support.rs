@@ -247,11 +247,10 @@ pub fn valid_conv_payload() -> IngestorPlanPayload {
     }
 }
 
-/// Runs the Triton-interpreter check `engines/kernels/triton/<script>` with the system
-/// `python3` and the pack venv's site-packages (`TRITON_VENV`, else `target/triton-venv`);
-/// asserts it ends with `all ok` after exactly `ok_cases` lines starting `ok `. Prints
-/// `skipped: …` and returns when that python cannot import numpy and triton.
-pub fn run_interpreter_check(script: &str, ok_cases: usize) {
+/// The system `python3` with the pack venv's site-packages (`TRITON_VENV`, else
+/// `target/triton-venv`) ahead of any `PYTHONPATH` already set, as a command builder; `None`
+/// (after printing `skipped: …`) when that python cannot import numpy and triton.
+fn triton_python() -> Option<impl Fn(&[&str]) -> std::process::Output> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
     let venv = std::env::var_os("TRITON_VENV")
         .map(PathBuf::from)
@@ -262,27 +261,39 @@ pub fn run_interpreter_check(script: &str, ok_cases: usize) {
         .map(|e| e.path().join("site-packages"));
     let Some(site) = site.filter(|s| s.is_dir()) else {
         eprintln!("skipped: no Triton venv at {}", venv.display());
-        return;
+        return None;
     };
-    let py = |args: &[&str]| {
+    let mut path = std::ffi::OsString::from(&site);
+    if let Some(p) = std::env::var_os("PYTHONPATH") {
+        path.push(":");
+        path.push(p);
+    }
+    let py = move |args: &[&str]| {
         std::process::Command::new("python3")
             .args(args)
-            .env("PYTHONPATH", &site)
+            .current_dir(&root)
+            .env("PYTHONPATH", &path)
             .env("PYTHONDONTWRITEBYTECODE", "1")
             .output()
+            .expect("python3 runs")
     };
-    match py(&["-c", "import numpy, triton"]) {
-        Ok(o) if o.status.success() => {}
-        _ => {
-            eprintln!(
-                "skipped: python3 cannot import numpy and triton from {}",
-                site.display()
-            );
-            return;
-        }
+    if !py(&["-c", "import numpy, triton"]).status.success() {
+        eprintln!(
+            "skipped: python3 cannot import numpy and triton from {}",
+            site.display()
+        );
+        return None;
     }
-    let path = root.join("engines/kernels/triton").join(script);
-    let o = py(&[path.to_str().unwrap()]).unwrap();
+    Some(py)
+}
+
+/// Runs the Triton-interpreter check `engines/kernels/triton/<script>` with [`triton_python`];
+/// asserts it ends with `all ok` after exactly `ok_cases` lines starting `ok `. Prints
+/// `skipped: …` and returns when that python cannot import numpy and triton.
+pub fn run_interpreter_check(script: &str, ok_cases: usize) {
+    let Some(py) = triton_python() else { return };
+    let path = format!("engines/kernels/triton/{script}");
+    let o = py(&[&path]);
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(
         o.status.success() && out.trim_end().ends_with("all ok"),
@@ -293,6 +304,23 @@ pub fn run_interpreter_check(script: &str, ok_cases: usize) {
         out.lines().filter(|l| l.starts_with("ok ")).count(),
         ok_cases,
         "{out}"
+    );
+}
+
+/// Runs the python check `script` (a path from the repository root) with `args` under
+/// [`triton_python`]; asserts it succeeds with `expect` in its output. Prints `skipped: …` and
+/// returns when that python cannot import numpy and triton.
+pub fn run_python_check(script: &str, args: &[&str], expect: &str) {
+    let Some(py) = triton_python() else { return };
+    let mut all = vec![script];
+    all.extend_from_slice(args);
+    let o = py(&all);
+    let out = String::from_utf8_lossy(&o.stdout);
+    eprintln!("{out}");
+    assert!(
+        o.status.success() && out.contains(expect),
+        "{out}\n{}",
+        String::from_utf8_lossy(&o.stderr)
     );
 }
 

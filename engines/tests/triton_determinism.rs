@@ -17,6 +17,7 @@ mod norm_support;
 mod pointwise_support;
 mod pool_support;
 mod reduce_support;
+mod sdpa_bwd_support;
 
 use determinism_support::{assign, candidates, config_for};
 use hipdnn_backend::engine::Engine;

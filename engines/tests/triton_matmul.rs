@@ -27,6 +27,7 @@ use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
 use hipdnn_engines::ingestor::packs::pool_fwd::{self, RESAMPLE_FWD_V1};
 use hipdnn_engines::ingestor::packs::reduce_fwd::{self, REDUCE_FWD_V1};
+use hipdnn_engines::ingestor::packs::sdpa_bwd::{self, SDPA_BWD_V1};
 use hipdnn_engines::ingestor::packs::sdpa_fwd::{self, SDPA_FWD_V1};
 
 /// The contract's signature of a family's variant (`spec` launch value: 0 generic, 1 spec, 2
@@ -41,6 +42,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "norm_fwd" => norm_fwd::signature(spec),
         "norm_bwd" => norm_bwd::signature(spec),
         "sdpa_fwd" => sdpa_fwd::signature(spec),
+        "sdpa_bwd" => sdpa_bwd::signature(spec),
         "pointwise_fused" => pointwise_v3::signature(spec),
         "reduce_fwd" => reduce_fwd::signature(spec),
         "pool_fwd" => pool_fwd::signature(spec),
@@ -272,6 +274,15 @@ fn every_triton_entry_records_its_launch_facts() {
                 for n in ["sqd", "skd", "svd", "sod"] {
                     assert_eq!(ce[n], 1, "{n}");
                 }
+            } else if spec && family == "sdpa_bwd" {
+                for n in ["sqd", "skd", "svd", "sod", "sdod", "sdqd", "sdkd", "sdvd"] {
+                    assert_eq!(ce[n], 1, "{n}");
+                }
+                let d = k["divisibility_16"].as_array().unwrap();
+                for n in ["D", "q_ptr", "do_ptr", "dv_ptr", "sqs", "sdvh"] {
+                    assert!(d.contains(&serde_json::json!(n)), "{n}");
+                }
+                assert!(!d.contains(&serde_json::json!("stats_ptr")), "stats");
             } else if spec && family == "reduce_fwd" {
                 for n in ["sxri", "syri", "yal"] {
                     assert_eq!(ce[n], 1, "{n}");
@@ -502,6 +513,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "norm_fwd" => (NORM_FWD_V1, "hipdnn_norm_fwd"),
                 "norm_bwd" => (NORM_BWD_V1, "hipdnn_norm_bwd"),
                 "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
+                "sdpa_bwd" => (SDPA_BWD_V1, "hipdnn_sdpa_bwd"),
                 "pointwise_fused" if cfg.spec => (POINTWISE_V3, "hipdnn_pointwise_flat"),
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
                 "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
@@ -577,6 +589,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "pointwise_fused",
             "pool_fwd",
             "reduce_fwd",
+            "sdpa_bwd",
             "sdpa_fwd",
         ];
         assert_eq!(families.into_iter().collect::<Vec<_>>(), want, "{arch}");

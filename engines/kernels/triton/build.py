@@ -3,7 +3,7 @@
 Usage: python build.py OUT_DIR [--arch A]... [--family F]... [--only ARCH/NAME]...
                       [--only-file PATH] [--jobs N] [--list]
 
-Compiles every family module of this folder (matmul.py, conv_fwd.py, ...) for every target x
+Compiles every family module of this folder (matmul.py, conv_fprop.py, ...: `families()`) for every target x
 dtype x variant x config and writes OUT_DIR/<arch>/<name>.<cubin|hsaco> plus
 OUT_DIR/manifest.json (one record per entry: the kernel descriptor fields xtask packs).
 `--only-file PATH` reads more ARCH/NAME lines from PATH (xtask's sampled check passes its
@@ -23,14 +23,20 @@ sys.path.insert(0, HERE)
 
 TARGETS = [("gfx90a", "hip", "gfx90a", 64), ("gfx942", "hip", "gfx942", 64),
            ("gfx950", "hip", "gfx950", 64), ("sm_80", "cuda", 80, 32), ("sm_90", "cuda", 90, 32)]
-FAMILIES = ["matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "norm_fwd", "sdpa_fwd",
-            "pointwise_fused",
-            "reduce_fwd",
-            "pool_fwd",
-            "batchnorm_fwd",
-            "gather",
-            "norm_bwd",
-            "bn_bwd"]
+
+
+def families():
+    """The family modules: every module of this folder that declares `DTYPES` and `configs`
+    (build.py, the `interpret_*.py` checks and shared helpers such as epilogue.py are not), by
+    name. A new family is a new module here; nothing in this file names it."""
+    out = []
+    for f in sorted(os.listdir(HERE)):
+        if not f.endswith(".py") or f == "build.py" or f.startswith("interpret_"):
+            continue
+        mod = importlib.import_module(f[:-3])
+        if hasattr(mod, "DTYPES") and hasattr(mod, "configs"):
+            out.append(f[:-3])
+    return out
 
 
 def entries(arches, families):
@@ -118,7 +124,7 @@ def main():
     args = sys.argv[1:]
     out = args[0]
     arches = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--arch"] or [t[0] for t in TARGETS]
-    fams = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--family"] or FAMILIES
+    fams = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--family"] or families()
     only = [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--only"]
     for path in [a for i, a in enumerate(args) if i > 0 and args[i - 1] == "--only-file"]:
         with open(path) as f:

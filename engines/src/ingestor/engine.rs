@@ -72,11 +72,12 @@ pub const FALLBACK_DISPATCHES: [&str; 1] = ["hipkernel.conv_fwd.dispatch.v2"];
 /// The Triton families whose kernels compute their products with `tl.dot` (matrix units for
 /// f16/bf16 and TF32 inputs; f32 entries run it in IEEE precision): the engine's
 /// `TENSOR_CORE` note. A test checks the list against the kernel sources.
-pub const TENSOR_CORE_FAMILIES: [&str; 5] = [
+pub const TENSOR_CORE_FAMILIES: [&str; 6] = [
     "conv_dgrad",
     "conv_fprop",
     "conv_wgrad",
     "matmul",
+    "sdpa_bwd",
     "sdpa_fwd",
 ];
 

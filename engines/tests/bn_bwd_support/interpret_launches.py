@@ -21,94 +21,24 @@ an unwritten element fails. What this checks: the pack's rows/columns/strides/fl
 two launches and argument names against the kernel, and the kernel's arithmetic against the
 reference engine; not the device code generation.
 """
-import json
 import os
 import sys
 
-import numpy as np
-
-os.environ.setdefault("TRITON_INTERPRET", "1")
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, os.path.join(HERE, "..", "..", "kernels", "triton"))
-import triton.language as tl  # noqa: E402
+sys.path.insert(0, os.path.join(HERE, ".."))
+from launch_replay import replay  # noqa: E402
 
 import bn_bwd  # noqa: E402
-from interpret_norm_fwd import Arr, from_bf16_bits  # noqa: E402
-
-TOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 2e-2}
 
 
-def as_ptr(buf, dt):
-    """A byte buffer announced with the entry's element type."""
-    if dt == "f32":
-        return Arr(buf.view(np.float32))
-    if dt == "f16":
-        return Arr(buf.view(np.float16))
-    return Arr(buf.view(np.uint16), dtype=tl.bfloat16)
-
-
-def decode(buf, t):
-    """Dense row-major float64 values of a strided tensor."""
-    if t["dt"] == "f32":
-        v = buf.view(np.float32).astype(np.float64)
-    elif t["dt"] == "f16":
-        v = buf.view(np.float16).astype(np.float64)
-    else:
-        v = from_bf16_bits(buf.view(np.uint16)).astype(np.float64)
-    dims, st = t["dims"], t["strides"]
-    flat = np.arange(int(np.prod(dims)), dtype=np.int64)
-    idx = np.zeros_like(flat)
-    for d in reversed(range(len(dims))):
-        idx += (flat % dims[d]) * st[d]
-        flat //= dims[d]
-    return v[idx]
-
-
-def main():
-    cases = json.load(open(sys.argv[1]))
-    worst, bad = {}, 0
-    for ci, c in enumerate(cases):
-        bufs = {}
-        for u, t in c["tensors"].items():
-            if "input_hex" in t:
-                bufs[int(u)] = np.frombuffer(bytes.fromhex(t["input_hex"]), np.uint8).copy()
-            else:
-                bufs[int(u)] = np.full(t["bytes_len"], 0xFF, dtype=np.uint8)
-        ws = np.full(max(c["workspace"], 4), 0xFF, dtype=np.uint8)
-        dummy = np.zeros(64, dtype=np.uint8)
-        for launch in c["launches"]:
-            kw = {}
-            for n, a in launch["args"].items():
-                if n in ("global_scratch", "profile_scratch"):
-                    continue
-                if "ws" in a:
-                    kw[n] = as_ptr(ws, "f32")
-                elif "ptr" in a:
-                    kw[n] = as_ptr(bufs[a["ptr"]] if a["ptr"] else dummy, c["dtype"])
-                else:
-                    kw[n] = a["i32"]
-            variant = ["generic", "spec", "nchw"][c["variant"]]
-            for n in bn_bwd.HINTS.get(variant, ([], []))[1]:
-                assert n not in kw, n
-                kw[n] = 1
-            bn_bwd.kernel_for(variant)[tuple(launch["grid"])](**kw, BLOCK_M=c["block_m"],
-                                                              BLOCK_N=c["block_n"])
-        for u in c["outputs"]:
-            t = c["tensors"][str(u)]
-            got = decode(bufs[u], t)
-            want = np.array(c["reference"][str(u)], dtype=np.float64)
-            d = np.abs(got - want) / (1.0 + np.abs(want))
-            ok = bool(np.all(d <= TOL[t["dt"]]))
-            m = float(d.max()) if ok else float("inf")
-            if not ok:
-                bad += 1
-                print(f"BAD case {ci} output uid {u} ({t['dt']}): {c['case']} "
-                      f"max {np.nanmax(d) if np.any(np.isfinite(d)) else 'nan'}")
-            worst[t["dt"]] = max(worst.get(t["dt"], 0.0), m)
-    print(f"{len(cases)} cases, {bad} outputs out of tolerance; worst |d|/(1+|r|) per output "
-          f"type: " + ", ".join(f"{k} {v:.2e}" for k, v in sorted(worst.items())))
-    sys.exit(1 if bad else 0)
+def call(c, grid, kw):
+    """The entry's kernel (_cl, _cf or generic) with its variant's constant strides."""
+    variant = ["generic", "spec", "nchw"][c["variant"]]
+    for n in bn_bwd.HINTS.get(variant, ([], []))[1]:
+        assert n not in kw, n
+        kw[n] = 1
+    bn_bwd.kernel_for(variant)[grid](**kw, BLOCK_M=c["block_m"], BLOCK_N=c["block_n"])
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(replay(sys.argv[1], call, lambda n, c: "f32" if n == "ws_ptr" else c["dtype"]))

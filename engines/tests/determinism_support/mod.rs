@@ -13,7 +13,7 @@
 use crate::batch_rows_support::{self as rows, In};
 use crate::{
     batchnorm_support as bn, bn_bwd_support as bb, norm_bwd_support as nb, norm_support as nf,
-    pointwise_support as pw, pool_support as pool, reduce_support as red,
+    pointwise_support as pw, pool_support as pool, reduce_support as red, sdpa_bwd_support as sb,
 };
 use hipdnn_backend::engine::{Engine, EngineConfig};
 use hipdnn_backend::graph::OperationGraph;
@@ -261,6 +261,26 @@ fn gqa(dt: DT, b: i64, h: i64, hk: i64, sq: i64, skv: i64, d: i64, mask: bool) -
     )
 }
 
+/// SDPA backward `(b, h, s, d)`, causal, packed (spec where d allows) or with padded key rows
+/// (generic); o and stats from the float64 forward.
+fn sdpa_bwd(dt: DT, b: usize, h: usize, s: usize, d: usize, padded: bool) -> Candidate {
+    let mut c = sb::Case::base((b, h, h, s, s, d, d));
+    c.dt = dt;
+    c.causal = true;
+    c.scale = sb::Scale::Value(1.0 / (d as f32).sqrt());
+    if padded {
+        c.layout = sb::Layout::Padded;
+    }
+    let inputs = sb::bound(&sb::inputs(&c, 50 + d as u64));
+    let outputs = sb::outs(&c);
+    Candidate {
+        label: format!("sdpa_bwd {c:?}"),
+        build: Box::new(move || sb::graph(&c)),
+        inputs,
+        outputs,
+    }
+}
+
 /// Max pooling 3×3, stride 2, padding 1 over `dims` (channels-last when `nhwc`).
 fn pool_case(dt: DT, dims: &[i64], nhwc: bool) -> Candidate {
     let mut c = pool::PoolCase::new(
@@ -343,6 +363,8 @@ pub fn candidates() -> Vec<Candidate> {
             v.push(sdpa(dt, 1, 2, 64, d, false));
             v.push(sdpa(dt, 2, 4, 128, d, false));
             v.push(sdpa(dt, 2, 4, 128, d, true));
+            v.push(sdpa_bwd(dt, 1, 2, 33, d as usize, false));
+            v.push(sdpa_bwd(dt, 1, 2, 33, d as usize, true));
         }
         for (cols, col) in [
             (33, false),
@@ -372,6 +394,7 @@ pub fn candidates() -> Vec<Candidate> {
         for d in [32, 64, 128] {
             v.push(sdpa(dt, 4, 8, 512, d, false));
             v.push(sdpa(dt, 4, 8, 512, d, true));
+            v.push(sdpa_bwd(dt, 4, 16, 256, d as usize, false));
         }
         v.push(pool_case(dt, &[2, 256, 16, 16], false));
         v.push(pool_case(dt, &[2, 256, 16, 16], true));

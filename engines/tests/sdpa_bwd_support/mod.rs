@@ -507,7 +507,9 @@ pub fn gpu_cases() -> Vec<Case> {
         c.scale = Scale::One
     }));
     // Head dim 72: not a multiple of 16, the generic entry of bucket 128.
-    v.push(with((2, 2, 1, 23, 29, 72, 72), DT::HALF, &|c| c.causal = true));
+    v.push(with((2, 2, 1, 23, 29, 72, 72), DT::HALF, &|c| {
+        c.causal = true
+    }));
     // Layouts: BSHD q/o/do/dq with channels-last k/dk (spec where the strides allow),
     // padded k rows (generic).
     v.push(with((2, 4, 4, 50, 64, 64, 64), DT::HALF, &|c| {

@@ -19,4 +19,5 @@ pub mod norm_fwd;
 pub mod pointwise_v3;
 pub mod pool_fwd;
 pub mod reduce_fwd;
+pub mod sdpa_bwd;
 pub mod sdpa_fwd;

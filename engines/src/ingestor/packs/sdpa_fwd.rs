@@ -67,27 +67,19 @@
 //! pointers (null when absent), H, REP, SQ, SKV, D, the strides (spec drops sqd, skd, svd,
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
 
+use crate::ingestor::framework::attention::{
+    batch_heads, check_heads, read_band, read_scale, span,
+};
 use crate::ingestor::framework::conv::CONFIG;
 use crate::ingestor::framework::family;
 use crate::ingestor::framework::prelude::*;
-use hipdnn_schema::graph::DiagonalAlignment;
-use hipdnn_schema::tensor_value::TensorValue;
-use hipdnn_schema::tensor_value::read_tensor_value;
 
 /// The versioned contract name.
 pub const SDPA_FWD_V1: &str = "hipkernel.sdpa_fwd.dispatch.v1";
 
-/// Longest query or key sequence the contract takes (2^28).
-pub const SEQ_MAX: i64 = 1 << 28;
-/// Band bounds are clamped to ±2^29 (beyond it a bound keeps or drops every key).
-pub const BOUND_MAX: i64 = 1 << 29;
-
-/// `flags` bit: the scale is read from `scale.uid`.
-pub const FLAG_SCALE_TENSOR: i64 = 1;
-/// `flags` bit: keep `j ≤ i + shift + right`.
-pub const FLAG_RIGHT: i64 = 8;
-/// `flags` bit: keep `j > i + shift − left`.
-pub const FLAG_LEFT: i64 = 16;
+pub use crate::ingestor::framework::attention::{
+    BOUND_MAX, FLAG_LEFT, FLAG_RIGHT, FLAG_SCALE_TENSOR, SEQ_MAX,
+};
 /// `flags` bit: write logsumexp to `stats.uid`.
 pub const FLAG_STATS: i64 = 32;
 /// `flags` bit: write the row max to `max.uid`.
@@ -175,7 +167,7 @@ impl SdpaFwdInputs {
 
     /// The head-dim bucket (`block_k`) that serves head dim `d`: max(32, next power of two).
     pub fn bucket(d: i64) -> i64 {
-        (d.max(1) as u64).next_power_of_two().max(32) as i64
+        crate::ingestor::framework::attention::bucket(d)
     }
 }
 
@@ -364,11 +356,7 @@ impl TritonFamily for SdpaFwdInputs {
     fn check(&self, dispatch: &str) -> PluginResult<()> {
         let d = quote(dispatch);
         let shape = self.shape;
-        if shape[1] % shape[2] != 0 || shape[5] > self.config.block[2] {
-            return Err(incompatible(format!(
-                "launch values of dispatch '{d}': 'rep' must divide 'h' and 'd' must not exceed 'block_k'"
-            )));
-        }
+        check_heads(dispatch, shape[1], shape[2], shape[5], self.config.block[2])?;
         if self.config.spec && SPEC_UNIT.iter().any(|&i| self.strides[i] != 1) {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}' name the spec variant, whose 'sqd', 'skd', 'svd' and 'sod' must be 1"
@@ -414,15 +402,9 @@ impl TritonFamily for SdpaFwdInputs {
     /// [`TritonConfig::threads_per_block`]'s text; `launch values 'b' and 'h' of dispatch
     /// '<d>' give <n> batch-heads; the grid takes at most 65535`.
     fn geometry(&self, dispatch: &str) -> PluginResult<LaunchGeometry> {
-        let d = quote(dispatch);
         let c = &self.config;
         let threads = c.threads_per_block(dispatch)?;
-        let bh = self.shape[0].saturating_mul(self.shape[1]);
-        if bh > 65_535 {
-            return Err(incompatible(format!(
-                "launch values 'b' and 'h' of dispatch '{d}' give {bh} batch-heads; the grid takes at most 65535"
-            )));
-        }
+        let bh = batch_heads(dispatch, self.shape[0], self.shape[1])?;
         let (rows, bh) = if c.group_m == PACKED_GROUP {
             // The rows are (query, head of the group) pairs; one program row per K/V head.
             let r = self.shape[3] * self.shape[2];
@@ -443,22 +425,6 @@ impl TritonFamily for SdpaFwdInputs {
     ) -> PluginResult<Vec<KernelArgValue>> {
         check_aligned::<Self>(launch, tensors)?;
         pointer_args::<Self>(launch, tensors)
-    }
-}
-
-/// Largest element offset of a tensor, `None` on overflow.
-fn span(d: &[i64], s: &[i64]) -> Option<i64> {
-    d.iter().zip(s).try_fold(0i64, |acc, (d, s)| {
-        acc.checked_add((d - 1).checked_mul(*s)?)
-    })
-}
-
-/// The f32 value of a constant scale tensor.
-fn constant_scale(v: TensorValue) -> Option<f32> {
-    match v {
-        TensorValue::Float32(x) | TensorValue::Float16(x) | TensorValue::BFloat16(x) => Some(x),
-        TensorValue::Float64(x) => Some(x as f32),
-        _ => None,
     }
 }
 
@@ -581,66 +547,26 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
             )));
         }
     }
-    // Scale.
-    let mut flags = 0i64;
+    // Scale and band.
+    let scale = read_scale(
+        graph,
+        "sdpa_fwd",
+        a.attn_scale_value(),
+        a.scale_tensor_uid(),
+    )?;
     let mut optional = [None; 5];
-    let scale = match (a.attn_scale_value(), a.scale_tensor_uid()) {
-        (Some(s), _) => s,
-        (None, Some(u)) => {
-            let t = tensor(graph, u)?;
-            let value = read_tensor_value(&t).ok().flatten();
-            match value {
-                Some(v) => constant_scale(v).ok_or_else(|| {
-                    na(format!(
-                        "the sdpa_fwd pack takes a floating-point scale value; tensor {u} holds {v:?}"
-                    ))
-                })?,
-                None if t.is_runtime_pass_by_value() || t.data_type() != DataType::FLOAT => {
-                    return Err(na(format!(
-                        "the sdpa_fwd pack reads a scale tensor of data type FLOAT from device memory; tensor {u} is {:?}{}",
-                        t.data_type(),
-                        if t.is_runtime_pass_by_value() {
-                            ", passed by value at run time"
-                        } else {
-                            ""
-                        }
-                    )));
-                }
-                None => {
-                    flags |= FLAG_SCALE_TENSOR;
-                    optional[0] = Some(u);
-                    0.0
-                }
-            }
-        }
-        (None, None) => 1.0,
-    };
-    let scale_bits = if flags & FLAG_SCALE_TENSOR != 0 {
-        0
-    } else {
-        i64::from(scale.to_bits() as i32)
-    };
-    // Band.
-    let bottom_right = if a.causal_mask() || a.causal_mask_bottom_right() {
-        a.causal_mask_bottom_right()
-    } else {
-        a.diagonal_alignment() == DiagonalAlignment::BOTTOM_RIGHT
-    };
-    let mut right = a.right_bound();
-    if a.causal_mask() || a.causal_mask_bottom_right() {
-        right = Some(right.map_or(0, |r| r.min(0)));
-    }
-    let left = a.left_bound();
-    let shift = if bottom_right { skv - sq } else { 0 };
-    // Bounds beyond ±2^29 keep or drop every key of a sequence of at most 2^28: clamping
-    // them keeps the kernel's i32 band arithmetic from overflowing.
-    let right = right.map(|x| x.clamp(-BOUND_MAX, BOUND_MAX));
-    let left = left.map(|x| x.clamp(-BOUND_MAX, BOUND_MAX));
-    if right.is_some() {
-        flags |= FLAG_RIGHT;
-    }
-    if left.is_some() {
-        flags |= FLAG_LEFT;
+    optional[0] = scale.tensor;
+    let (mut flags, shift, right, left) = read_band(
+        a.causal_mask(),
+        a.causal_mask_bottom_right(),
+        a.diagonal_alignment(),
+        a.left_bound(),
+        a.right_bound(),
+        sq,
+        skv,
+    );
+    if scale.tensor.is_some() {
+        flags |= FLAG_SCALE_TENSOR;
     }
     // Mask.
     let mut mask_kind = 0;
@@ -743,14 +669,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
         dtype: dtype.0,
         shape: [b, h, h / hk, sq, skv, dd],
         strides,
-        misc: [
-            scale_bits,
-            mask_kind,
-            flags,
-            shift,
-            right.unwrap_or(0),
-            left.unwrap_or(0),
-        ],
+        misc: [scale.bits, mask_kind, flags, shift, right, left],
         config: TritonConfig::parse("sdpa_fwd_f32_generic_64x32x32_g1_w4_s1_sh0_ws32")
             .unwrap_or_else(|| unreachable!("a valid config name")),
     })
