@@ -68,6 +68,7 @@ mod pointwise;
 mod pool;
 mod reduce;
 mod sdpa;
+mod sdpa_bwd;
 mod shapes;
 mod wgrad;
 
@@ -1347,7 +1348,7 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
 ];
 
 /// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`,
-/// `normbwd`, `bnbwd`, `llm`) and, for
+/// `normbwd`, `bnbwd`, `llm`, `shapes`, `sdpabwd`) and, for
 /// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
 /// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
@@ -1364,11 +1365,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
             "bnbwd",
             "llm",
             "shapes",
+            "sdpabwd",
         ]
         .contains(n)
     }) {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd, llm and shapes, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd, llm, shapes and sdpabwd, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1450,6 +1452,13 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("sdpa_checks".into(), json!(checks));
         report.insert("sdpa".into(), json!(rows));
         report.insert("torch_sdpa".into(), torch);
+    }
+    if names.contains(&"sdpabwd") {
+        let (checks, rows, torch) = sdpa_bwd::section(gpu, cpu)?;
+        t += &sdpa_bwd::table(checks.len(), &rows, &torch);
+        report.insert("sdpabwd_checks".into(), json!(checks));
+        report.insert("sdpabwd".into(), json!(rows));
+        report.insert("torch_sdpabwd".into(), torch);
     }
     if let Some(dir) = std::path::Path::new(out).parent() {
         std::fs::create_dir_all(dir).map_err(e)?;
@@ -1573,6 +1582,7 @@ mod peer_tests {
             ("pool", super::pool::TORCH),
             ("reduce", super::reduce::TORCH),
             ("sdpa", super::sdpa::TORCH),
+            ("sdpabwd", super::sdpa_bwd::TORCH),
             ("normbwd", super::norm_bwd::TORCH),
             ("bnbwd", super::bn_bwd::TORCH),
             ("llm", super::llm::TORCH_LLM),
