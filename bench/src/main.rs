@@ -396,7 +396,7 @@ fn main() -> std::process::ExitCode {
     }
     if args.first().map(String::as_str) != Some("gpu") {
         eprintln!(
-            "usage: hipdnn-bench gpu|triton|overhead [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad,pointwise,reduce,sdpa,pool,normbwd,bnbwd,llm,shapes,sdpabwd]"
+            "usage: hipdnn-bench gpu|triton|overhead [--out PATH] [--md PATH] [--sizes 512,4096] [--only dgrad,wgrad,pointwise,reduce,sdpa,pool,normbwd,bnbwd,llm,shapes,sdpabwd,poolbwd]"
         );
         return std::process::ExitCode::from(2);
     }

@@ -1348,7 +1348,7 @@ const DGRAD_LAYERS: [[i64; 6]; 5] = [
 ];
 
 /// `--only a,b`: the named sections (`dgrad`, `wgrad`, `pointwise`, `reduce`, `sdpa`, `pool`,
-/// `normbwd`, `bnbwd`, `llm`, `shapes`, `sdpabwd`) and, for
+/// `normbwd`, `bnbwd`, `llm`, `shapes`, `sdpabwd`, `poolbwd`) and, for
 /// wgrad, its three save/reload round trips; JSON to `out`, their tables alone to `md`
 /// (overwritten).
 fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, only: &str) -> R<()> {
@@ -1366,11 +1366,12 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
             "llm",
             "shapes",
             "sdpabwd",
+            "poolbwd",
         ]
         .contains(n)
     }) {
         return Err(format!(
-            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd, llm, shapes and sdpabwd, not {bad:?}"
+            "--only takes dgrad, wgrad, pointwise, reduce, sdpa, pool, normbwd, bnbwd, llm, shapes, sdpabwd and poolbwd, not {bad:?}"
         ));
     }
     let mut report = serde_json::Map::new();
@@ -1452,6 +1453,16 @@ fn backward_sections(gpu: &Handle, cpu: &Handle, out: &str, md: Option<&str>, on
         report.insert("sdpa_checks".into(), json!(checks));
         report.insert("sdpa".into(), json!(rows));
         report.insert("torch_sdpa".into(), torch);
+    }
+    if names.contains(&"poolbwd") {
+        let (checks, rows, torch) = pool::bwd_section(gpu, cpu)?;
+        t += &pool::table(checks.len(), &rows, &torch).replace(
+            "Pooling (pool_fwd, one launch per graph;",
+            "Pooling backward (pool_bwd, one launch per graph, deterministic; dy and the index in, dx out;",
+        );
+        report.insert("poolbwd_checks".into(), json!(checks));
+        report.insert("poolbwd".into(), json!(rows));
+        report.insert("torch_poolbwd".into(), torch);
     }
     if names.contains(&"sdpabwd") {
         let (checks, rows, torch) = sdpa_bwd::section(gpu, cpu)?;
@@ -1583,6 +1594,7 @@ mod peer_tests {
             ("reduce", super::reduce::TORCH),
             ("sdpa", super::sdpa::TORCH),
             ("sdpabwd", super::sdpa_bwd::TORCH),
+            ("poolbwd", super::pool::TORCH_BWD),
             ("normbwd", super::norm_bwd::TORCH),
             ("bnbwd", super::bn_bwd::TORCH),
             ("llm", super::llm::TORCH_LLM),

@@ -28,6 +28,7 @@ use crate::ingestor::packs::matmul::{MATMUL_V2, MatmulHandler};
 use crate::ingestor::packs::norm_bwd;
 use crate::ingestor::packs::norm_fwd;
 use crate::ingestor::packs::pointwise_v3;
+use crate::ingestor::packs::pool_bwd;
 use crate::ingestor::packs::pool_fwd;
 use crate::ingestor::packs::reduce_fwd;
 use crate::ingestor::packs::sdpa_bwd;
@@ -105,6 +106,10 @@ pack_families! {
     /// Triton flash-attention SDPA backward: dq, then dk and dv, deterministic
     /// (`family: "sdpa_bwd"`).
     SdpaBwd => FamilyDecl::triton::<sdpa_bwd::SdpaBwdInputs>(),
+    /// Triton resample backward: max pooling through the forward's index and average
+    /// pooling, 1-D to 3-D windows, a deterministic gather per dx element (`family:
+    /// "pool_bwd"`).
+    PoolBwd => FamilyDecl::triton::<pool_bwd::PoolBwdInputs>(),
 }
 
 impl PackFamily {
@@ -143,7 +148,7 @@ pub fn native_packs() -> DispatchRegistry {
 /// `hipkernel.pointwise.dispatch.v3`, `hipkernel.reduce_fwd.dispatch.v1`,
 /// `hipkernel.resample_fwd.dispatch.v1`, `hipkernel.batchnorm_fwd.dispatch.v1`,
 /// `hipkernel.gather.dispatch.v1`, `hipkernel.norm_bwd.dispatch.v1`, `hipkernel.bn_bwd.dispatch.v1`,
-/// `hipkernel.sdpa_bwd.dispatch.v1`) under their
+/// `hipkernel.sdpa_bwd.dispatch.v1`, `hipkernel.resample_bwd.dispatch.v1`) under their
 /// versioned names only, so the unversioned aliases keep naming the native v1 packs.
 pub fn pack_registry() -> DispatchRegistry {
     let mut r = native_packs();

@@ -26,6 +26,7 @@ mod determinism_support;
 mod norm_bwd_support;
 mod norm_support;
 mod pointwise_support;
+mod pool_bwd_support;
 mod pool_support;
 mod reduce_support;
 mod sdpa_bwd_support;

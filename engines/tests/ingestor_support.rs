@@ -376,3 +376,56 @@ pub fn fake_execute(
         tensors: &mut t,
     })
 }
+
+/// The launches `dev` recorded, as an interpreter replay reads them (`launch_replay.py`): per
+/// launch its grid and each kernel argument by `sig`'s parameter name (a pointer as the
+/// tensor UID of its fake address `0x1000_0000·uid`, 0 = null; the workspace at
+/// 0x7_0000_0000 as `{"ws": true}`; an integer as `{"i32": v}`).
+pub fn recorded_launches(dev: &FakeDevice, sig: &[KernelArgument]) -> Vec<serde_json::Value> {
+    dev.launches
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(geom, args)| {
+            let mut named = serde_json::Map::new();
+            for (a, v) in sig.iter().zip(args) {
+                let v = match v {
+                    KernelArgValue::Pointer(0x7_0000_0000) => serde_json::json!({ "ws": true }),
+                    KernelArgValue::Pointer(p) => serde_json::json!({ "ptr": p / 0x1000_0000 }),
+                    KernelArgValue::I32(v) => serde_json::json!({ "i32": v }),
+                    o => panic!("{o:?}"),
+                };
+                named.insert(a.name.clone(), v);
+            }
+            serde_json::json!({"grid": geom.grid, "args": named})
+        })
+        .collect()
+}
+
+/// The tensors `uids` of graph `b` as an interpreter replay reads them: element type (`f32`,
+/// `f16`, `bf16`, else the `DataType` name), dims, strides, byte length, and for each of `ins`
+/// its bytes in the tensor's layout (hex).
+pub fn tensors_json(
+    b: &hipdnn_engines::reference::testing::GraphBuilder,
+    uids: &[i64],
+    ins: &[(i64, Vec<f32>)],
+) -> serde_json::Map<String, serde_json::Value> {
+    use hipdnn_schema::graph::DataType as DT;
+    let mut tensors = serde_json::Map::new();
+    for u in uids {
+        let s = b.spec(*u);
+        let dt = match s.data_type {
+            DT::FLOAT => "f32".to_string(),
+            DT::HALF => "f16".to_string(),
+            DT::BFLOAT16 => "bf16".to_string(),
+            other => format!("{other:?}"),
+        };
+        let mut o = serde_json::json!({"dt": dt, "dims": s.dims, "strides": s.strides,
+            "bytes_len": s.bytes_len()});
+        if let Some((_, v)) = ins.iter().find(|(x, _)| x == u) {
+            o["input_hex"] = serde_json::json!(hex::encode(s.encode(v)));
+        }
+        tensors.insert(u.to_string(), o);
+    }
+    tensors
+}

@@ -25,6 +25,7 @@ use hipdnn_engines::ingestor::packs::matmul::{
 use hipdnn_engines::ingestor::packs::norm_bwd::{self, NORM_BWD_V1};
 use hipdnn_engines::ingestor::packs::norm_fwd::{self, NORM_FWD_V1};
 use hipdnn_engines::ingestor::packs::pointwise_v3::{self, POINTWISE_V3};
+use hipdnn_engines::ingestor::packs::pool_bwd::{self, RESAMPLE_BWD_V1};
 use hipdnn_engines::ingestor::packs::pool_fwd::{self, RESAMPLE_FWD_V1};
 use hipdnn_engines::ingestor::packs::reduce_fwd::{self, REDUCE_FWD_V1};
 use hipdnn_engines::ingestor::packs::sdpa_bwd::{self, SDPA_BWD_V1};
@@ -43,6 +44,7 @@ fn family_signature(family: &str, variant: i64) -> Vec<KernelArgument> {
         "norm_bwd" => norm_bwd::signature(spec),
         "sdpa_fwd" => sdpa_fwd::signature(spec),
         "sdpa_bwd" => sdpa_bwd::signature(spec),
+        "pool_bwd" => pool_bwd::signature(),
         "pointwise_fused" => pointwise_v3::signature(spec),
         "reduce_fwd" => reduce_fwd::signature(spec),
         "pool_fwd" => pool_fwd::signature(spec),
@@ -514,6 +516,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
                 "norm_bwd" => (NORM_BWD_V1, "hipdnn_norm_bwd"),
                 "sdpa_fwd" => (SDPA_FWD_V1, "hipdnn_sdpa_fwd"),
                 "sdpa_bwd" => (SDPA_BWD_V1, "hipdnn_sdpa_bwd"),
+                "pool_bwd" => (RESAMPLE_BWD_V1, "hipdnn_pool_bwd"),
                 "pointwise_fused" if cfg.spec => (POINTWISE_V3, "hipdnn_pointwise_flat"),
                 "pointwise_fused" => (POINTWISE_V3, "hipdnn_pointwise"),
                 "reduce_fwd" => (REDUCE_FWD_V1, "hipdnn_reduce_fwd"),
@@ -587,6 +590,7 @@ fn triton_code_objects_are_elf_of_their_arch_with_the_kernel_symbol() {
             "norm_bwd",
             "norm_fwd",
             "pointwise_fused",
+            "pool_bwd",
             "pool_fwd",
             "reduce_fwd",
             "sdpa_bwd",

@@ -488,37 +488,9 @@ fn dump_launches(path: &std::path::Path) {
         uids.extend(outs(c));
         let t: Vec<(i64, usize)> = uids.iter().map(|u| (*u, 1 << 26)).collect();
         support::fake_execute(ctx.as_ref(), &t).unwrap();
-        let sig = signature(spec);
-        let launches: Vec<serde_json::Value> = dev
-            .launches
-            .lock()
-            .unwrap()
-            .iter()
-            .map(|(geom, args)| {
-                let mut named = serde_json::Map::new();
-                for (a, v) in sig.iter().zip(args) {
-                    let v = match v {
-                        KernelArgValue::Pointer(WS) => serde_json::json!({ "ws": true }),
-                        KernelArgValue::Pointer(p) => serde_json::json!({ "ptr": p / 0x1000_0000 }),
-                        KernelArgValue::I32(v) => serde_json::json!({ "i32": v }),
-                        o => panic!("{o:?}"),
-                    };
-                    named.insert(a.name.clone(), v);
-                }
-                serde_json::json!({"grid": geom.grid, "args": named})
-            })
-            .collect();
+        let launches = support::recorded_launches(&dev, &signature(spec));
         let want = hipdnn_engines::reference::testing::run_graph(graph(c), &ins, &outs(c)).unwrap();
-        let mut tensors = serde_json::Map::new();
-        for u in &uids {
-            let s = b.spec(*u);
-            let mut o = serde_json::json!({"dt": dtn(s.data_type), "dims": s.dims,
-                "strides": s.strides, "bytes_len": s.bytes_len()});
-            if let Some((_, v)) = ins.iter().find(|(x, _)| x == u) {
-                o["input_hex"] = serde_json::json!(hex::encode(s.encode(v)));
-            }
-            tensors.insert(u.to_string(), o);
-        }
+        let tensors = support::tensors_json(&b, &uids, &ins);
         let reference: serde_json::Map<String, serde_json::Value> = outs(c)
             .iter()
             .zip(&want)

@@ -13,7 +13,8 @@
 use crate::batch_rows_support::{self as rows, In};
 use crate::{
     batchnorm_support as bn, bn_bwd_support as bb, norm_bwd_support as nb, norm_support as nf,
-    pointwise_support as pw, pool_support as pool, reduce_support as red, sdpa_bwd_support as sb,
+    pointwise_support as pw, pool_bwd_support as pb, pool_support as pool, reduce_support as red,
+    sdpa_bwd_support as sb,
 };
 use hipdnn_backend::engine::{Engine, EngineConfig};
 use hipdnn_backend::graph::OperationGraph;
@@ -419,6 +420,15 @@ pub fn candidates() -> Vec<Candidate> {
             build: Box::new(move || c.graph()),
             inputs,
             outputs,
+        });
+    }
+    for (i, c) in pb::gpu_cases().into_iter().enumerate() {
+        let inputs = c.inputs(45 + i as u64);
+        v.push(Candidate {
+            label: format!("pool_bwd {c:?}"),
+            build: Box::new(move || c.graph()),
+            inputs,
+            outputs: vec![pb::DX],
         });
     }
     for (i, c) in red::gpu_cases().into_iter().enumerate() {

@@ -1245,8 +1245,9 @@ op_table! {
 }
 
 op_table! {
-    /// Resample (pooling) backward (`ResampleBwdAttributes`). Engines: CPU only (1–3
-    /// spatial dims, float types; MAXPOOL needs the forward's index).
+    /// Resample (pooling) backward (`ResampleBwdAttributes`). Engines: CPU and GPU (1–3
+    /// spatial dims, float types; MAXPOOL needs the forward's index; the GPU kernel needs dy of
+    /// dx's type).
     ///
     /// ```
     /// use hipdnn::{Graph, ResampleBwdAttributes, ResampleMode, TensorAttributes};

@@ -13,6 +13,7 @@ pub mod gemm;
 pub mod graph;
 pub mod head;
 pub mod launch;
+pub mod pool;
 pub(crate) mod prelude;
 pub mod rows;
 pub mod tables;

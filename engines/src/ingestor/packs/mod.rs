@@ -17,6 +17,7 @@ pub mod matmul;
 pub mod norm_bwd;
 pub mod norm_fwd;
 pub mod pointwise_v3;
+pub mod pool_bwd;
 pub mod pool_fwd;
 pub mod reduce_fwd;
 pub mod sdpa_bwd;

@@ -59,9 +59,8 @@
 //! out_d, out_h, out_w, win_d, win_h, win_w, str_d, str_h, str_w, pad_d, pad_h, pad_w, the 15
 //! strides, cl, op (`by_value` 4; spec drops sxc, syc, sic and cl), the two scratch pointers.
 
+use crate::ingestor::framework::pool::{MAX_WINDOW, SHAPE_WINDOW, WindowAttrs, five, read_pool};
 use crate::ingestor::framework::prelude::*;
-use hipdnn_backend::ops::conv::SpatialAttr;
-use hipdnn_backend::ops::resample as table;
 use hipdnn_schema::graph::PaddingMode;
 use hipdnn_schema::graph::ResampleMode;
 
@@ -92,19 +91,6 @@ const STRIDES: [&str; 15] = [
 /// The kernel arguments between the window and `op` the spec variant holds constant 1, as
 /// indices into [`STRIDES`] followed by `cl`: the channel strides and `cl`.
 const SPEC_ONE: [usize; 4] = [1, 6, 11, 15];
-/// The shape and window launch values, which the kernel takes by the same names and in this
-/// order after its pointers.
-#[rustfmt::skip]
-const SHAPE_WINDOW: [IntValue; 17] = [
-    int("batch", 1, I32_MAX), int("channels", 1, I32_MAX), int("in_d", 1, I32_MAX),
-    int("in_h", 1, I32_MAX), int("in_w", 1, I32_MAX), int("out_d", 1, I32_MAX),
-    int("out_h", 1, I32_MAX), int("out_w", 1, I32_MAX),
-    int("win_d", 1, I32_MAX), int("win_h", 1, I32_MAX), int("win_w", 1, I32_MAX),
-    int("str_d", 1, I32_MAX), int("str_h", 1, I32_MAX), int("str_w", 1, I32_MAX),
-    int("pad_d", 0, I32_MAX), int("pad_h", 0, I32_MAX), int("pad_w", 0, I32_MAX),
-];
-/// The largest window volume (the index and the divisor are exact in f32 up to it).
-const MAX_WINDOW: i64 = 1 << 24;
 /// The largest row or column count of a launch (int32 coordinates with a tile's overhang).
 const MAX_ROWS: i64 = 1 << 30;
 /// The narrowest and widest column tile of the family.
@@ -249,70 +235,21 @@ impl TritonFamily for PoolFwdInputs {
                 )));
             }
         }
+        let view = read_pool(
+            "pool_fwd",
+            ("x", &xt),
+            ("y", &yt),
+            &WindowAttrs {
+                window: a.window(),
+                stride: a.stride(),
+                pre_padding: a.pre_padding(),
+                post_padding: a.post_padding(),
+            },
+        )?;
         let (xd, xs) = dims_strides(&xt);
         let (yd, ys) = dims_strides(&yt);
-        let r = xd.len();
-        if !(3..=5).contains(&r) || yd.len() != r {
-            return Err(na(format!(
-                "the pool_fwd pack serves x and y of rank 3, 4 or 5 (1-D, 2-D or 3-D pooling); x dims {xd:?}, y dims {yd:?}"
-            )));
-        }
-        if xd.iter().any(|d| *d < 1) {
-            return Err(na(format!(
-                "the pool_fwd pack needs x dims of at least 1; x {xd:?}"
-            )));
-        }
-        let sp = r - 2;
-        let win = spatial(SpatialAttr::Window, a.window(), sp)?;
-        let stride = spatial(SpatialAttr::Stride, a.stride(), sp)?;
-        let pre = spatial(SpatialAttr::PrePadding, a.pre_padding(), sp)?;
-        let post = spatial(SpatialAttr::PostPadding, a.post_padding(), sp)?;
         let max = i64::from(i32::MAX);
         let fits = |v: &i64| (0..=max).contains(v);
-        if !(xd
-            .iter()
-            .chain(&win)
-            .chain(&stride)
-            .chain(&pre)
-            .chain(&post))
-        .all(fits)
-        {
-            return Err(na(format!(
-                "the pool_fwd pack needs extents, windows, strides and paddings of at most {max}; x {xd:?}, window {win:?}, stride {stride:?}, pre_padding {pre:?}, post_padding {post:?}"
-            )));
-        }
-        if (0..sp).any(|i| xd[i + 2] + pre[i] + post[i] > max) {
-            return Err(na(format!(
-                "the pool_fwd pack needs in + pre_padding + post_padding at most {max} per spatial dim (int32 coordinates); x {xd:?}, pre_padding {pre:?}, post_padding {post:?}"
-            )));
-        }
-        let vol = win.iter().fold(1i64, |a, b| a.saturating_mul(*b));
-        if vol > MAX_WINDOW {
-            return Err(na(format!(
-                "the pool_fwd pack needs a window of at most {MAX_WINDOW} positions (the index and the divisor exact in f32), not {vol}"
-            )));
-        }
-        let mut want = vec![xd[0], xd[1]];
-        for i in 0..sp {
-            let o = table::output_extent(xd[i + 2], win[i], pre[i], post[i], stride[i]).map_err(
-                |e| {
-                    na(format!(
-                        "the pool_fwd pack: the window does not fit the padded input along spatial dim {i} (in {}, window {}, pre_padding {}, post_padding {}, stride {}): {e}",
-                        xd[i + 2],
-                        win[i],
-                        pre[i],
-                        post[i],
-                        stride[i]
-                    ))
-                },
-            )?;
-            want.push(o);
-        }
-        if yd != want {
-            return Err(na(format!(
-                "the pool_fwd pack needs y dims {want:?} (floor((in + pre + post − window) / stride) + 1 per spatial dim), not {yd:?}"
-            )));
-        }
         let idx = match &it {
             Some(t) => {
                 let (id, is) = dims_strides(t);
@@ -334,17 +271,8 @@ impl TritonFamily for PoolFwdInputs {
                     .unwrap_or_default()
             )));
         }
-        let (x5, sx) = five(&xt);
-        let (y5, sy) = five(&yt);
         let si = it.as_ref().map(|t| five(t).1).unwrap_or([0; 5]);
-        let lead = 3 - sp;
-        let pad3 = |v: &[i64], fill: i64| -> [i64; 3] {
-            let mut o = [fill; 3];
-            o[lead..].copy_from_slice(v);
-            o
-        };
-        let (w3, s3, p3) = (pad3(&win, 1), pad3(&stride, 1), pad3(&pre, 0));
-        let shape = [x5[0], x5[1], x5[2], x5[3], x5[4], y5[2], y5[3], y5[4]];
+        let (shape, sx, sy) = (view.shape, view.sx, view.sy);
         // Channels-first order when the output has more than one column and x's w axis is nearer
         // than its channels (NCHW) or there is one channel.
         let cl = !(shape[7] > 1 && (shape[1] == 1 || sx[4] < sx[1]));
@@ -359,9 +287,7 @@ impl TritonFamily for PoolFwdInputs {
             op,
             cl,
             shape,
-            window: [
-                w3[0], w3[1], w3[2], s3[0], s3[1], s3[2], p3[0], p3[1], p3[2],
-            ],
+            window: view.window,
             strides,
             config: TritonConfig::restored("pool_fwd", 0, [64, 16, 1], 1, 4, 0, 32),
         };
@@ -552,40 +478,4 @@ impl TritonFamily for PoolFwdInputs {
 pub fn static_block_n(cols: i64) -> i64 {
     let p = (cols.max(1) as u64).next_power_of_two() as i64;
     p.clamp(TILE_N.0, TILE_N.1)
-}
-
-/// A spatial list attribute as the reference engine reads it: `n` entries, each at least the
-/// table's minimum; the default entry for every dim when absent.
-fn spatial(
-    attr: SpatialAttr,
-    v: Option<flatbuffers::Vector<'_, i64>>,
-    n: usize,
-) -> PluginResult<Vec<i64>> {
-    let Some(v) = v else {
-        return Ok(vec![attr.default_entry(); n]);
-    };
-    let vals: Vec<i64> = v.iter().collect();
-    if vals.len() != n || attr.first_bad_entry(&vals).is_some() {
-        return Err(na(format!(
-            "the pool_fwd pack needs {} with {n} entries (one per spatial dim), each at least {}; the node has {vals:?}",
-            attr.name(),
-            attr.min()
-        )));
-    }
-    Ok(vals)
-}
-
-/// Dims and strides of `t` padded to 5 axes (n, c, d, h, w): missing spatial axes extent 1;
-/// the strides of extent-1 axes 0.
-fn five(t: &TensorAttributes<'_>) -> ([i64; 5], [i64; 5]) {
-    let (d, s) = dims_strides(t);
-    let mut dims = [1i64; 5];
-    let mut strides = [0i64; 5];
-    let lead = 5 - d.len().min(5);
-    for (i, (&e, &st)) in d.iter().zip(&s).enumerate().take(5) {
-        let a = if i < 2 { i } else { i + lead };
-        dims[a] = e;
-        strides[a] = if e == 1 { 0 } else { st };
-    }
-    (dims, strides)
 }
