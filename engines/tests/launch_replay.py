@@ -26,7 +26,9 @@ TOL = {"f32": 1e-4, "f16": 1e-2, "bf16": 2e-2}
 
 
 def as_ptr(buf, dt):
-    """A byte buffer announced with element type `dt` ('f32', 'f16', 'bf16', 'i32')."""
+    """A byte buffer announced with element type `dt` ('f32', 'f16', 'bf16', 'i32', 'i8')."""
+    if dt == "i8":
+        return Arr(buf.view(np.int8))
     if dt == "i32":
         return Arr(buf.view(np.int32))
     if dt == "f32":

@@ -48,18 +48,19 @@ fn inputs(spec: bool) -> SdpaBwdInputs {
     let (h, hk, sq, skv, d) = (8, 2, 300, 200, 64);
     let q = [h * sq * d, sq * d, d, 1];
     let k = [hk * skv * d, skv * d, d, 1];
-    let mut strides = [0i64; 35];
+    let mut strides = [0i64; 39];
     for (t, s) in [q, k, k, q, q, q, k, k].iter().enumerate() {
         strides[t * 4..t * 4 + 4].copy_from_slice(s);
     }
-    strides[32..].copy_from_slice(&[h * sq, sq, 1]);
+    strides[32..35].copy_from_slice(&[h * sq, sq, 1]);
     SdpaBwdInputs {
         uids: [Q, K, V, O, DO, ST, DQ, DK, DV],
         scale_uid: None,
+        mask_uid: None,
         dtype: 2,
         shape: [2, h, h / hk, sq, skv, d],
         strides,
-        misc: [0.125f32.to_bits() as i32 as i64, 8, 0, 0, 0],
+        misc: [0.125f32.to_bits() as i32 as i64, 0, 8, 0, 0, 0],
         config,
     }
 }
@@ -88,12 +89,12 @@ fn sdpa_bwd_launch_values_round_trip_and_give_both_launches() {
         assert_eq!(
             names.len(),
             if spec {
-                11 + 5 + 27 + 6 + 2
+                12 + 5 + 31 + 7 + 2
             } else {
-                11 + 5 + 35 + 6 + 2
+                12 + 5 + 39 + 7 + 2
             }
         );
-        assert_eq!((sig[10].name.as_str(), sig[10].offset), ("ws_ptr", 80));
+        assert_eq!((sig[11].name.as_str(), sig[11].offset), ("ws_ptr", 88));
         let t: Vec<TensorBinding<'_>> = l
             .pointer_uids
             .iter()
@@ -111,7 +112,7 @@ fn sdpa_bwd_launch_values_round_trip_and_give_both_launches() {
         assert_eq!(args.len(), sig.len());
         let p = |u: i64| KernelArgValue::Pointer(addr(u));
         assert_eq!(
-            &args[..11],
+            &args[..12],
             &[
                 p(Q),
                 p(K),
@@ -123,9 +124,10 @@ fn sdpa_bwd_launch_values_round_trip_and_give_both_launches() {
                 p(DK),
                 p(DV),
                 KernelArgValue::Pointer(0),
+                KernelArgValue::Pointer(0),
                 KernelArgValue::Pointer(WS)
             ],
-            "the scale pointer is null without a scale tensor"
+            "the scale and mask pointers are null without those tensors"
         );
         let int = |n: &str| args[names.iter().position(|x| *x == n).unwrap()];
         assert_eq!(int("H"), KernelArgValue::I32(8));
@@ -158,7 +160,10 @@ fn sdpa_bwd_launch_values_round_trip_and_give_both_launches() {
     let mut i = inputs(false);
     i.scale_uid = Some(SCALE);
     i.misc[0] = 0;
-    i.misc[1] |= 1;
+    i.misc[2] |= 1;
+    i.mask_uid = Some(MASK);
+    i.misc[1] = 3;
+    i.strides[35..].copy_from_slice(&[0, 0, 200, 1]);
     let l = i.to_launch().unwrap();
     assert_eq!(
         SdpaBwdHandler
@@ -166,7 +171,7 @@ fn sdpa_bwd_launch_values_round_trip_and_give_both_launches() {
             .unwrap(),
         l
     );
-    assert_eq!(l.pointer_uids.last(), Some(&SCALE));
+    assert_eq!(&l.pointer_uids[9..], &[SCALE, MASK]);
 }
 
 #[test]
@@ -192,6 +197,12 @@ fn sdpa_bwd_launch_value_refusals_are_exact() {
         restore(&set("sqd", 2)),
         format!(
             "{LOAD}launch values of dispatch '{SDPA_BWD_V1}' name the spec variant, whose head-dim strides must be 1"
+        )
+    );
+    assert_eq!(
+        restore(&set("mask_kind", 2)),
+        format!(
+            "{LOAD}launch values of dispatch '{SDPA_BWD_V1}': 'mask.uid' is present iff 'mask_kind' is not 0"
         )
     );
     assert_eq!(
@@ -343,7 +354,7 @@ fn a_built_plan_launches_phase_0_then_phase_1_and_restores_without_kernels() {
             KernelArgValue::I32(45 - 77),
             "bottom-right: s_kv − s_q"
         );
-        assert_eq!(args[10], KernelArgValue::Pointer(WS));
+        assert_eq!(args[11], KernelArgValue::Pointer(WS));
     }
     // Save → restore on an engine without kernels → the identical launches.
     let dev2 = support::FakeDevice::new("sm_90", 0);
@@ -383,18 +394,22 @@ fn refusal(c: &Case) -> String {
 
 #[test]
 fn graphs_the_pack_does_not_serve_are_refused_by_name() {
-    let mut m = case((1, 2, 2, 17, 17, 32, 32), DT::HALF);
+    let mut m = case((1, 2, 2, 17, 17, 32, 32), DT::FLOAT);
     m.mask = Mask::Add(vec![1, 1, 17, 17]);
+    m.dbias = true;
+    assert_eq!(
+        refusal(&m),
+        "the sdpa_bwd pack does not serve dbias_tensor_uid (tensor 12); the CPU reference engine does"
+    );
+    let mut m = case((1, 2, 2, 17, 17, 32, 32), DT::HALF);
+    m.mask = Mask::Add(vec![3, 1, 17, 17]);
     assert!(
-        refusal(&m).contains(
-            "the sdpa_bwd pack does not serve attn_mask_tensor_uid (tensor 10); the CPU reference engine does"
+        refusal(&m).starts_with(
+            "the sdpa_bwd pack needs an attn_mask that broadcasts to [B, H, S_q, S_kv] = [1, 2, 17, 17]"
         ),
         "{}",
         refusal(&m)
     );
-    let mut db = m.clone();
-    db.dbias = true;
-    assert!(refusal(&db).contains("does not serve attn_mask_tensor_uid"));
     let big = case((1, 2, 2, 17, 17, 160, 160), DT::HALF);
     assert!(
         refusal(&big).contains("the sdpa_bwd pack serves head dims 1 to 128; q [1, 2, 17, 160]"),
@@ -412,7 +427,7 @@ fn graphs_the_pack_does_not_serve_are_refused_by_name() {
 
 #[test]
 fn the_kernel_matches_float64_under_the_triton_interpreter() {
-    support::run_interpreter_check("interpret_sdpa_bwd.py", 15);
+    support::run_interpreter_check("interpret_sdpa_bwd.py", 19);
 }
 
 /// The f32 and f16 GPU-test cases small enough for the interpreter (b·h·s_q·s_kv·d at most
@@ -435,7 +450,7 @@ fn small_gpu_cases() -> Vec<Case> {
 #[test]
 fn every_gpu_sdpa_bwd_case_builds_on_the_fake_device_and_runs_on_the_reference() {
     let cases = gpu_cases();
-    assert_eq!(cases.len(), 20);
+    assert_eq!(cases.len(), 23);
     for (i, c) in cases.iter().enumerate() {
         let (name, _) = chosen("sm_90", c);
         let spec = c.dt != DT::FLOAT && c.layout == Layout::Packed && c.dims.5 % 16 == 0;

@@ -5,7 +5,8 @@ interpret_sdpa_fwd.py)
 
 Runs both launches of the kernel (phase 0: delta and dq; phase 1: dk and dv) on small random
 cases (odd sequence lengths, s_q != s_kv, head dims 32/64/128 and a masked 80 in the 128 bucket,
-causal top-left and bottom-right, a sliding window, rows whose every key is masked,
+causal top-left and bottom-right, a sliding window, rows whose every key is masked, boolean
+and additive (f32, f16) mask tensors that broadcast,
 grouped-query and multi-query heads, permuted strides, a runtime scale read from memory, more
 than one block of rows and keys) against a float64 numpy transcription of the CPU reference
 engine's SDPA backward (engines/src/reference/ops/sdpa.rs), the statistics taken from the
@@ -25,9 +26,9 @@ import sdpa_bwd  # noqa: E402
 from interpret_sdpa_fwd import Arr, reference, strided  # noqa: E402
 
 
-def reference_bwd(q, k, v, do, scale, shift, right, left):
+def reference_bwd(q, k, v, do, scale, shift, right, left, mask=None, mask_bool=False):
     """float64 dq, dk, dv (PyTorch's formulas, ops/sdpa.rs), and o and stats of the forward."""
-    o, st, _mx, _se = reference(q, k, v, scale, None, False, shift, right, left)
+    o, st, _mx, _se = reference(q, k, v, scale, mask, mask_bool, shift, right, left)
     B, H, SQ, D = q.shape
     HK, SKV = k.shape[1], k.shape[2]
     rep = H // HK
@@ -42,10 +43,18 @@ def reference_bwd(q, k, v, do, scale, shift, right, left):
         keep &= j <= i + shift + right
     if left is not None:
         keep &= j > i + shift - left
+    m = None if mask is None else np.broadcast_to(mask.astype(np.float64), (B, H, SQ, SKV))
     for b in range(B):
         for h in range(H):
             hk = h // rep
-            s = np.where(keep, float(scale) * (q64[b, h] @ k64[b, hk].T), -np.inf)
+            kp = keep.copy()
+            s = float(scale) * (q64[b, h] @ k64[b, hk].T)
+            if m is not None:
+                if mask_bool:
+                    kp &= m[b, h] != 0
+                else:
+                    s = s + m[b, h]
+            s = np.where(kp, s, -np.inf)
             lse = st[b, h][:, None]
             p = np.where(np.isinf(lse), 0.0, np.exp(s - np.where(np.isinf(lse), 0.0, lse)))
             dv[b, hk] += p.T @ do64[b, h]
@@ -58,7 +67,7 @@ def reference_bwd(q, k, v, do, scale, shift, right, left):
 
 
 def run_case(name, B, H, HK, SQ, SKV, D, dtype, bucket, cfg, causal=None, window=None,
-             scale_mem=False, perm=(0, 1, 2, 3)):
+             scale_mem=False, perm=(0, 1, 2, 3), mask=None):
     rng = np.random.default_rng(B * 7919 + SQ * 31 + SKV + D + H)
     q = rng.standard_normal((B, H, SQ, D)).astype(dtype)
     k = rng.standard_normal((B, HK, SKV, D)).astype(dtype)
@@ -68,7 +77,21 @@ def run_case(name, B, H, HK, SQ, SKV, D, dtype, bucket, cfg, causal=None, window
     shift = SKV - SQ if causal == "bottom_right" else 0
     right = 0 if causal else None
     left = window
-    o, st, want_dq, want_dk, want_dv = reference_bwd(q, k, v, do, scale, shift, right, left)
+    mkind, mstore, mstr, mbool, mref = 0, np.zeros(1, np.int8), [0, 0, 0, 0], False, None
+    if mask is not None:
+        kind, mdims = mask
+        if kind == "bool":
+            mref = (rng.random(mdims) > 0.3).astype(np.int8)
+            mkind, mbool, mstore = 1, True, mref
+        else:
+            mt = {"f32": np.float32, "f16": np.float16}[kind]
+            mref = (rng.standard_normal(mdims) * 2).astype(mt)
+            mkind, mstore = {"f32": 2, "f16": 3}[kind], mref
+        full = [B, H, SQ, SKV]
+        el = mstore.itemsize
+        mstr = [0 if mdims[a] == 1 and full[a] != 1 else mstore.strides[a] // el for a in range(4)]
+    o, st, want_dq, want_dk, want_dv = reference_bwd(q, k, v, do, scale, shift, right, left,
+                                                     mref, mbool)
     o = o.astype(dtype)
     st32 = st.astype(np.float32)
     qs, qst = strided(q, perm)
@@ -88,9 +111,9 @@ def run_case(name, B, H, HK, SQ, SKV, D, dtype, bucket, cfg, causal=None, window
     bits = struct.unpack("<i", struct.pack("<f", scale))[0]
     bm, bn, _bk, _g, _w, _s = cfg
     args = [Arr(qs), Arr(ks), Arr(vs), Arr(os_), Arr(dos), Arr(st32), Arr(dqs), Arr(dks),
-            Arr(dvs), Arr(sc), Arr(ws), H, H // HK, SQ, SKV, D, *qst, *kst, *vst, *ost, *dost,
-            *dqst, *dkst, *dvst, H * SQ, SQ, 1, 0 if scale_mem else bits, flags, shift,
-            right or 0, left or 0]
+            Arr(dvs), Arr(sc), Arr(mstore), Arr(ws), H, H // HK, SQ, SKV, D, *qst, *kst, *vst,
+            *ost, *dost, *dqst, *dkst, *dvst, H * SQ, SQ, 1, *mstr, 0 if scale_mem else bits,
+            mkind, flags, shift, right or 0, left or 0]
     meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bucket, INPUT_PRECISION="ieee")
     sdpa_bwd.KERNEL[(-(-SQ // bn), B * H, 1)](*args, 0, **meta)
     sdpa_bwd.KERNEL[(-(-SKV // bn), B * HK, 1)](*args, 1, **meta)
@@ -126,6 +149,14 @@ def main():
         ("scale in memory", 1, 1, 1, 17, 17, 32, f32, 32, small, "top_left", None, True),
         ("big tiles causal", 1, 2, 1, 100, 90, 64, f16, 64, (32, 64, 0, 1, 4, 1), "top_left"),
         ("window 3 blocks", 1, 1, 1, 100, 100, 32, f32, 32, small, "top_left", 40),
+        ("bool key mask", 2, 2, 2, 13, 21, 32, f32, 32, small, None, None, False, (0, 1, 2, 3),
+         ("bool", (2, 1, 1, 21))),
+        ("bool mask causal gqa", 1, 4, 2, 19, 33, 32, f16, 32, small, "bottom_right", None, False,
+         (0, 1, 2, 3), ("bool", (1, 4, 19, 33))),
+        ("f32 additive", 1, 2, 2, 35, 35, 64, f32, 64, small, None, None, False, (0, 1, 2, 3),
+         ("f32", (1, 1, 35, 35))),
+        ("f16 additive bshd", 2, 1, 1, 9, 30, 32, f16, 32, small, None, None, False,
+         (0, 2, 1, 3), ("f16", (2, 1, 1, 30))),
     ]
     results = [run_case(*c) for c in cases]
     ok = all(r[0] for r in results)

@@ -5,7 +5,8 @@ no atomics; every sum runs in a fixed order.
 
 Semantics (the CPU reference engine's, engines/src/reference/ops/sdpa.rs `sdpa_backward`):
 per (b, h, i, j), with hk = h / REP,
-    s[i, j] = scale * (q[b, h, i, :] . k[b, hk, j, :]), -inf where the band drops (i, j),
+    s[i, j] = scale * (q[b, h, i, :] . k[b, hk, j, :]) (+ additive mask), -inf where the band
+              or a boolean mask (0 = masked) drops (i, j),
     P       = exp(s - stats[b, h, i])          (0 where stats is -inf: a fully masked row),
     delta_i = sum_d do[b, h, i, d] * o[b, h, i, d],
     dS      = P * (do . v[b, hk, j, :] - delta_i),
@@ -28,7 +29,9 @@ Phase 1 reads the delta phase 0 wrote (same stream, in order).
 
 Arguments: q/k/v/o/do/dq/dk/dv `[B, H(kv), S, D]` with element strides; `stats_ptr` f32 with
 strides over (b, h, i); `scale_ptr` (f32, read when flags bit 0, else `scale_bits` holds the
-f32 bits of the scale); `ws_ptr` the f32 workspace.
+f32 bits of the scale); `mask_ptr` (`mask_kind` 1: bool bytes, 2: f32, 3: f16, 4: bf16
+additive; strides smb, smh, sms, smk over (b, h, i, j), 0 = broadcast); `ws_ptr` the f32
+workspace. With a mask tensor every block runs masked.
 Launch contract: `hipkernel.sdpa_bwd.dispatch.v1` (engines/src/ingestor/packs/sdpa_bwd.rs).
 
 Read by build.py at pack time (and by interpret_sdpa_bwd.py under the interpreter) only.
@@ -38,12 +41,32 @@ import triton.language as tl
 
 
 @triton.jit
-def _dq_blocks(dq, q, do, delta, lse, rows, k_base, v_base, lo, hi, offs_d, d_ok, SKV, sks, skd,
-               svs, svd, qk_scale, flags, shift, right, left, BLOCK_M: tl.constexpr,
-               INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
+def _mask_scores(s, mask_ptr, mp, mk, mask_kind):
+    """The mask tensor applied to log2-domain scores `s` at element offsets `mp` (`mk`: which
+    exist): `mask_kind` 1 BOOLEAN bytes (0 masks the score: -inf), 2 f32, 3 f16, 4 bf16 added
+    (times log2(e))."""
+    if mask_kind == 1:
+        mb = tl.load(mask_ptr + mp, mask=mk, other=1).to(tl.float32)
+        s = tl.where(mb != 0.0, s, float("-inf"))
+    elif mask_kind == 2:
+        s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float32), bitcast=True) + mp, mask=mk,
+                        other=0.0) * 1.4426950408889634
+    elif mask_kind == 3:
+        s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.float16), bitcast=True) + mp, mask=mk,
+                        other=0.0).to(tl.float32) * 1.4426950408889634
+    else:
+        s = s + tl.load(mask_ptr.to(tl.pointer_type(tl.bfloat16), bitcast=True) + mp, mask=mk,
+                        other=0.0).to(tl.float32) * 1.4426950408889634
+    return s
+
+
+@triton.jit
+def _dq_blocks(dq, q, do, delta, lse, rows, r_ok, k_base, v_base, mask_ptr, m_row, lo, hi, offs_d,
+               d_ok, SKV, sks, skd, svs, svd, smk, qk_scale, mask_kind, flags, shift, right, left,
+               BLOCK_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
     """dq += dS·K over the key blocks [lo, hi) of BLOCK_M keys, in order. MASKED = False: every
-    key of every block exists and lies inside the band for every row of the tile (no
-    per-score masking)."""
+    key of every block exists and lies inside the band for every row of the tile, and there is
+    no mask tensor (no per-score masking)."""
     for start_n in range(lo, hi, BLOCK_M):
         cols = start_n + tl.arange(0, BLOCK_M)
         if MASKED:
@@ -58,6 +81,11 @@ def _dq_blocks(dq, q, do, delta, lse, rows, k_base, v_base, lo, hi, offs_d, d_ok
             vt = tl.load(v_base + cols[None, :] * svs + offs_d[:, None] * svd,
                          mask=d_ok[:, None], other=0.0)
         s = tl.dot(q, kt, input_precision=INPUT_PRECISION) * qk_scale
+        if MASKED:
+            if mask_kind != 0:
+                mp = m_row[:, None] + cols[None, :] * smk
+                mk = r_ok[:, None] & c_ok[None, :]
+                s = _mask_scores(s, mask_ptr, mp, mk, mask_kind)
         p = tl.math.exp2(s - lse[:, None])
         if MASKED:
             keep = c_ok[None, :] & (rows[:, None] >= 0)
@@ -73,12 +101,13 @@ def _dq_blocks(dq, q, do, delta, lse, rows, k_base, v_base, lo, hi, offs_d, d_ok
 
 
 @triton.jit
-def _dkdv_blocks(dk, dv, k, v, cols, q_base, do_base, st_base, ws_base, lo, hi, offs_d, d_ok,
-                 SQ, sqs, sqd, sdos, sdod, sts, qk_scale, flags, shift, right, left,
-                 BLOCK_M: tl.constexpr, INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
+def _dkdv_blocks(dk, dv, k, v, cols, c_ok, q_base, do_base, st_base, ws_base, mask_ptr, m_base,
+                 lo, hi, offs_d, d_ok, SQ, sqs, sqd, sdos, sdod, sts, sms, smk, qk_scale,
+                 mask_kind, flags, shift, right, left, BLOCK_M: tl.constexpr,
+                 INPUT_PRECISION: tl.constexpr, MASKED: tl.constexpr):
     """dv += Pᵀ·dO and dk += dSᵀ·Q over the query blocks [lo, hi) of BLOCK_M rows of one query
-    head, in order. MASKED = False: every row of every block exists and every (row, key) of the
-    tile lies inside the band."""
+    head, in order. MASKED = False: every row of every block exists, every (row, key) of the
+    tile lies inside the band, and there is no mask tensor."""
     for start_m in range(lo, hi, BLOCK_M):
         rows = start_m + tl.arange(0, BLOCK_M)
         if MASKED:
@@ -98,6 +127,11 @@ def _dkdv_blocks(dk, dv, k, v, cols, q_base, do_base, st_base, ws_base, lo, hi, 
             delta = tl.load(ws_base + rows)
         lse = tl.where(lse == float("-inf"), float("inf"), lse)
         st = tl.dot(k, qt, input_precision=INPUT_PRECISION) * qk_scale
+        if MASKED:
+            if mask_kind != 0:
+                mp = m_base + rows[None, :] * sms + cols[:, None] * smk
+                mk = r_ok[None, :] & c_ok[:, None]
+                st = _mask_scores(st, mask_ptr, mp, mk, mask_kind)
         pt = tl.math.exp2(st - lse[None, :])
         if MASKED:
             keep = r_ok[None, :] & (cols[:, None] >= 0)
@@ -115,13 +149,13 @@ def _dkdv_blocks(dk, dv, k, v, cols, q_base, do_base, st_base, ws_base, lo, hi, 
 
 @triton.jit
 def hipdnn_sdpa_bwd(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, stats_ptr, dq_ptr, dk_ptr, dv_ptr,
-                    scale_ptr, ws_ptr,
+                    scale_ptr, mask_ptr, ws_ptr,
                     H, REP, SQ, SKV, D,
                     sqb, sqh, sqs, sqd, skb, skh, sks, skd, svb, svh, svs, svd,
                     sob, soh, sos, sod, sdob, sdoh, sdos, sdod,
                     sdqb, sdqh, sdqs, sdqd, sdkb, sdkh, sdks, sdkd, sdvb, sdvh, sdvs, sdvd,
-                    stb, sth, sts,
-                    scale_bits, flags, shift, right, left, phase,
+                    stb, sth, sts, smb, smh, sms, smk,
+                    scale_bits, mask_kind, flags, shift, right, left, phase,
                     BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     INPUT_PRECISION: tl.constexpr):
     pid = tl.program_id(0)
@@ -174,18 +208,21 @@ def hipdnn_sdpa_bwd(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, stats_ptr, dq_ptr, dk_pt
         if (flags & 16) != 0:
             f_lo = tl.maximum(f_lo, tl.cdiv(tl.maximum(start + BLOCK_N + shift - left, 0),
                                             BLOCK_M) * BLOCK_M)
+        if mask_kind != 0:
+            f_lo = hi
         f_lo = tl.minimum(f_lo, hi)
         f_hi = tl.maximum(tl.minimum(f_hi, hi), f_lo)
+        m_row = b.to(tl.int64) * smb + h.to(tl.int64) * smh + rows.to(tl.int64) * sms
         dq = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
-        dq = _dq_blocks(dq, q, do, delta, lse, rows, k_base, v_base, lo, f_lo, offs_d, d_ok,
-                        SKV, sks, skd, svs, svd, qk_scale, flags, shift, right, left,
-                        BLOCK_M, INPUT_PRECISION, True)
-        dq = _dq_blocks(dq, q, do, delta, lse, rows, k_base, v_base, f_lo, f_hi, offs_d, d_ok,
-                        SKV, sks, skd, svs, svd, qk_scale, flags, shift, right, left,
-                        BLOCK_M, INPUT_PRECISION, False)
-        dq = _dq_blocks(dq, q, do, delta, lse, rows, k_base, v_base, f_hi, hi, offs_d, d_ok,
-                        SKV, sks, skd, svs, svd, qk_scale, flags, shift, right, left,
-                        BLOCK_M, INPUT_PRECISION, True)
+        dq = _dq_blocks(dq, q, do, delta, lse, rows, r_ok, k_base, v_base, mask_ptr, m_row, lo, f_lo,
+                        offs_d, d_ok, SKV, sks, skd, svs, svd, smk, qk_scale, mask_kind, flags,
+                        shift, right, left, BLOCK_M, INPUT_PRECISION, True)
+        dq = _dq_blocks(dq, q, do, delta, lse, rows, r_ok, k_base, v_base, mask_ptr, m_row, f_lo, f_hi,
+                        offs_d, d_ok, SKV, sks, skd, svs, svd, smk, qk_scale, mask_kind, flags,
+                        shift, right, left, BLOCK_M, INPUT_PRECISION, False)
+        dq = _dq_blocks(dq, q, do, delta, lse, rows, r_ok, k_base, v_base, mask_ptr, m_row, f_hi, hi,
+                        offs_d, d_ok, SKV, sks, skd, svs, svd, smk, qk_scale, mask_kind, flags,
+                        shift, right, left, BLOCK_M, INPUT_PRECISION, True)
         dq = dq * scale
         tl.store(dq_ptr + b.to(tl.int64) * sdqb + h.to(tl.int64) * sdqh
                  + rows[:, None] * sdqs + offs_d[None, :] * sdqd,
@@ -220,6 +257,8 @@ def hipdnn_sdpa_bwd(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, stats_ptr, dq_ptr, dk_pt
                                             BLOCK_M) * BLOCK_M)
         if (flags & 16) != 0:
             f_hi = tl.minimum(f_hi, (tl.maximum(start - shift + left, 0) // BLOCK_M) * BLOCK_M)
+        if mask_kind != 0:
+            f_lo = hi
         f_lo = tl.minimum(f_lo, hi)
         f_hi = tl.maximum(tl.minimum(f_hi, hi), f_lo)
         dk = tl.zeros([BLOCK_N, BLOCK_K], dtype=tl.float32)
@@ -230,15 +269,19 @@ def hipdnn_sdpa_bwd(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, stats_ptr, dq_ptr, dk_pt
             do_base = do_ptr + b.to(tl.int64) * sdob + h.to(tl.int64) * sdoh
             st_base = stats_ptr + b.to(tl.int64) * stb + h.to(tl.int64) * sth
             ws_base = ws_ptr + (b * H + h).to(tl.int64) * SQ
-            dk, dv = _dkdv_blocks(dk, dv, k, v, cols, q_base, do_base, st_base, ws_base, lo,
-                                  f_lo, offs_d, d_ok, SQ, sqs, sqd, sdos, sdod, sts, qk_scale,
-                                  flags, shift, right, left, BLOCK_M, INPUT_PRECISION, True)
-            dk, dv = _dkdv_blocks(dk, dv, k, v, cols, q_base, do_base, st_base, ws_base, f_lo,
-                                  f_hi, offs_d, d_ok, SQ, sqs, sqd, sdos, sdod, sts, qk_scale,
-                                  flags, shift, right, left, BLOCK_M, INPUT_PRECISION, False)
-            dk, dv = _dkdv_blocks(dk, dv, k, v, cols, q_base, do_base, st_base, ws_base, f_hi,
-                                  hi, offs_d, d_ok, SQ, sqs, sqd, sdos, sdod, sts, qk_scale,
-                                  flags, shift, right, left, BLOCK_M, INPUT_PRECISION, True)
+            m_base = b.to(tl.int64) * smb + h.to(tl.int64) * smh
+            dk, dv = _dkdv_blocks(dk, dv, k, v, cols, c_ok, q_base, do_base, st_base, ws_base,
+                                  mask_ptr, m_base, lo, f_lo, offs_d, d_ok, SQ, sqs, sqd, sdos,
+                                  sdod, sts, sms, smk, qk_scale, mask_kind, flags, shift, right,
+                                  left, BLOCK_M, INPUT_PRECISION, True)
+            dk, dv = _dkdv_blocks(dk, dv, k, v, cols, c_ok, q_base, do_base, st_base, ws_base,
+                                  mask_ptr, m_base, f_lo, f_hi, offs_d, d_ok, SQ, sqs, sqd, sdos,
+                                  sdod, sts, sms, smk, qk_scale, mask_kind, flags, shift, right,
+                                  left, BLOCK_M, INPUT_PRECISION, False)
+            dk, dv = _dkdv_blocks(dk, dv, k, v, cols, c_ok, q_base, do_base, st_base, ws_base,
+                                  mask_ptr, m_base, f_hi, hi, offs_d, d_ok, SQ, sqs, sqd, sdos,
+                                  sdod, sts, sms, smk, qk_scale, mask_kind, flags, shift, right,
+                                  left, BLOCK_M, INPUT_PRECISION, True)
         dk = dk * scale
         tl.store(dk_ptr + b.to(tl.int64) * sdkb + hk.to(tl.int64) * sdkh
                  + cols[:, None] * sdks + offs_d[None, :] * sdkd,
@@ -251,13 +294,13 @@ def hipdnn_sdpa_bwd(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, stats_ptr, dq_ptr, dk_pt
 KERNEL = hipdnn_sdpa_bwd
 FAMILY = "sdpa_bwd"
 POINTERS = ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr", "stats_ptr", "dq_ptr", "dk_ptr",
-            "dv_ptr", "scale_ptr", "ws_ptr"]
+            "dv_ptr", "scale_ptr", "mask_ptr", "ws_ptr"]
 INTS = ["H", "REP", "SQ", "SKV", "D",
         "sqb", "sqh", "sqs", "sqd", "skb", "skh", "sks", "skd", "svb", "svh", "svs", "svd",
         "sob", "soh", "sos", "sod", "sdob", "sdoh", "sdos", "sdod",
         "sdqb", "sdqh", "sdqs", "sdqd", "sdkb", "sdkh", "sdks", "sdkd", "sdvb", "sdvh", "sdvs",
-        "sdvd", "stb", "sth", "sts",
-        "scale_bits", "flags", "shift", "right", "left", "phase"]
+        "sdvd", "stb", "sth", "sts", "smb", "smh", "sms", "smk",
+        "scale_bits", "mask_kind", "flags", "shift", "right", "left", "phase"]
 # Specialized variant ("spec"): the eight data tensors 16-byte aligned, D and their batch, head
 # and row strides multiples of 16, unit head-dim strides constant 1. Everything else: "generic".
 SPEC_DIV16 = ["q_ptr", "k_ptr", "v_ptr", "o_ptr", "do_ptr", "dq_ptr", "dk_ptr", "dv_ptr", "D",
@@ -271,8 +314,10 @@ SKIP_ARCHES = ()
 
 
 def pointer_type(name, ty):
-    """Element type of a pointer parameter: the statistics, the scale and the workspace f32,
-    the rest the data type."""
+    """Element type of a pointer parameter: the mask bytes (i8; other mask types are read
+    through a cast), the statistics, the scale and the workspace f32, the rest the data type."""
+    if name == "mask_ptr":
+        return "i8"
     if name in ("stats_ptr", "scale_ptr", "ws_ptr"):
         return "fp32"
     return ty

@@ -42,8 +42,10 @@ def call(c, grid, kw):
 
 
 def ptr_type(name, c):
-    """The statistics, scale and workspace pointers are f32; the rest the entry's type."""
-    return "f32" if sdpa_bwd.pointer_type(name, "x") == "fp32" else c["dtype"]
+    """The statistics, scale and workspace pointers are f32, the mask bytes i8 (other mask
+    types are read through a cast); the rest the entry's type."""
+    t = sdpa_bwd.pointer_type(name, "x")
+    return {"fp32": "f32", "i8": "i8"}.get(t, c["dtype"])
 
 
 if __name__ == "__main__":

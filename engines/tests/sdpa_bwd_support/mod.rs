@@ -506,6 +506,19 @@ pub fn gpu_cases() -> Vec<Case> {
     v.push(with((1, 1, 1, 5, 9, 16, 16), DT::FLOAT, &|c| {
         c.scale = Scale::One
     }));
+    // Mask tensors: an additive key mask broadcast over heads and rows, a BOOLEAN mask of
+    // every (head, row, key) with causal, a bf16-graph additive mask on a padded layout.
+    v.push(with((2, 4, 2, 33, 47, 64, 64), DT::HALF, &|c| {
+        c.mask = Mask::Add(vec![2, 1, 1, 47]);
+    }));
+    v.push(with((1, 2, 2, 29, 29, 32, 32), DT::FLOAT, &|c| {
+        c.mask = Mask::Bool(vec![1, 2, 29, 29]);
+        c.causal = true;
+    }));
+    v.push(with((1, 2, 1, 21, 40, 32, 32), DT::BFLOAT16, &|c| {
+        c.mask = Mask::Add(vec![1, 1, 21, 40]);
+        c.layout = Layout::Padded;
+    }));
     // Head dim 72: not a multiple of 16, the generic entry of bucket 128.
     v.push(with((2, 2, 1, 23, 29, 72, 72), DT::HALF, &|c| {
         c.causal = true

@@ -971,8 +971,8 @@ op_table! {
     /// Engines: the CPU engine (float types) runs what the forward takes (scale, masks, causal,
     /// bounds, GQA) and the optional `dbias`, and refuses dropout, sequence lengths, alibi and
     /// padding mask; the GPU kernel (flash attention backward, deterministic, f16 / bf16 / f32,
-    /// head dim ≤ 128, causal and bands, GQA) serves graphs without a mask tensor or dbias
-    /// and leaves the rest to the CPU. `stats` is the forward's logsumexp output
+    /// head dim ≤ 128, causal and bands, mask tensors, GQA) serves graphs without dbias and
+    /// leaves the rest to the CPU. `stats` is the forward's logsumexp output
     /// ([`SdpaAttributes::generate_stats`]).
     ///
     /// ```

@@ -155,3 +155,53 @@ pub fn batch_heads(dispatch: &str, b: i64, h: i64) -> PluginResult<i64> {
     }
     Ok(bh)
 }
+
+/// The attention mask tensor `u` of an SDPA node of `pack` as launch values: (`mask_kind`,
+/// strides over (b, h, i, j) with 0 on broadcast axes); `mask_kind` 1 BOOLEAN (0 masks the
+/// score), 2 FLOAT, 3 HALF, 4 BFLOAT16 (added to the scaled score). `full` is `[B, H, S_q,
+/// S_kv]`.
+///
+/// # Errors
+/// `NOT_APPLICABLE` `the <pack> pack takes a BOOLEAN, FLOAT, HALF or BFLOAT16 attn_mask; tensor
+/// <u> is <dt>`; `the <pack> pack needs an attn_mask that broadcasts to [B, H, S_q, S_kv] =
+/// <full> with non-negative strides and offsets within 2147483647; tensor <u> has dims <d>,
+/// strides <s>`.
+pub fn read_mask(
+    graph: &OperationGraph,
+    pack: &str,
+    u: i64,
+    full: [i64; 4],
+) -> PluginResult<(i64, [i64; 4])> {
+    let t = tensor(graph, u)?;
+    let kind = match t.data_type() {
+        DataType::BOOLEAN => 1,
+        DataType::FLOAT => 2,
+        DataType::HALF => 3,
+        DataType::BFLOAT16 => 4,
+        other => {
+            return Err(na(format!(
+                "the {pack} pack takes a BOOLEAN, FLOAT, HALF or BFLOAT16 attn_mask; tensor {u} is {other:?}"
+            )));
+        }
+    };
+    let (md, ms) = super::graph::dims_strides(&t);
+    let fits = md.len() <= 4
+        && md
+            .iter()
+            .rev()
+            .zip(full.iter().rev())
+            .all(|(m, f)| *m == 1 || m == f)
+        && ms.iter().all(|s| *s >= 0)
+        && span(&md, &ms).is_some_and(|x| x <= i64::from(i32::MAX));
+    if !fits {
+        return Err(na(format!(
+            "the {pack} pack needs an attn_mask that broadcasts to [B, H, S_q, S_kv] = {full:?} with non-negative strides and offsets within 2147483647; tensor {u} has dims {md:?}, strides {ms:?}"
+        )));
+    }
+    let mut strides = [0i64; 4];
+    let off = 4 - md.len();
+    for (i, (m, s)) in md.iter().zip(&ms).enumerate() {
+        strides[off + i] = if *m == 1 { 0 } else { *s };
+    }
+    Ok((kind, strides))
+}

@@ -11,11 +11,12 @@
 //! products), one data type for the eight data tensors; D in [1, 128] (head-dim buckets 32,
 //! 64, 128 as the forward). Scale: `attn_scale_value`, a scale tensor holding a constant, or
 //! an f32 device tensor read at execute (its first element), default 1. Masks: causal (top-left
-//! or bottom-right) and `left_bound`/`right_bound` bands with either diagonal alignment.
-//! Refused (`NOT_APPLICABLE`, by name; the CPU reference engine serves the mask tensor and
-//! dbias): an attention mask tensor, dbias, dropout and its tensors, sequence-length tensors,
-//! ALiBi, the padding mask, D_v ≠ D, D > 128, B·H > 65535, sequences longer than 2^28, element
-//! offsets beyond 2^31 − 1.
+//! or bottom-right) and `left_bound`/`right_bound` bands with either diagonal alignment, and an
+//! attention mask tensor that broadcasts to `[B, H, S_q, S_kv]` (rank ≤ 4; BOOLEAN: 0 masks the
+//! score; FLOAT, HALF or BFLOAT16: added to the scaled score), as the forward. Refused
+//! (`NOT_APPLICABLE`, by name; the CPU reference engine serves dbias): dbias, dropout and its
+//! tensors, sequence-length tensors, ALiBi, the padding mask, D_v ≠ D, D > 128, B·H > 65535,
+//! sequences longer than 2^28, element offsets beyond 2^31 − 1.
 //!
 //! Entries: `sdpa_bwd_<dtype>_<spec|generic>_<bm>x<bn>x<d>_g1_w<w>_s<s>_sh<shared>_ws<warp>`:
 //! a program owns `bn` query rows (phase 0) or keys (phase 1) and walks the other side in
@@ -31,12 +32,14 @@
 //! | `q.uid` `k.uid` `v.uid` `o.uid` `do.uid` `stats.uid` `dq.uid` `dk.uid` `dv.uid` | int | any |
 //! | `dtype` | int | `DataType` FLOAT 1, HALF 2, BFLOAT16 3 |
 //! | `b`, `h`, `rep`, `d` | int | [1, 2147483647]; `sq`, `skv` [1, 2^28]; `rep` divides `h`; `d` ≤ `block_k`; `b`·`h` ≤ 65535 |
-//! | the 35 strides of [`STRIDES`] | int | [0, 2147483647] (elements) |
+//! | the 39 strides of [`STRIDES`] | int | [0, 2147483647] (elements; mask strides 0 on broadcast axes) |
 //! | `scale_bits` | int | the f32 bits of the scale (0 when read from `scale.uid`) |
+//! | `mask_kind` | int | 0 none, 1 BOOLEAN, 2 FLOAT, 3 HALF, 4 BFLOAT16 additive |
 //! | `flags` | int | [0, 25]: bit 0 scale tensor, bit 3 right bound, bit 4 left bound |
 //! | `shift` | int | [−2^28, 2^28]: diagonal shift (0 or S_kv − S_q) |
 //! | `right`, `left` | int | [−2^29, 2^29]: band bounds (0 when absent) |
 //! | `scale.uid` | int | present iff `flags` bit 0 |
+//! | `mask.uid` | int | present iff `mask_kind` ≠ 0 |
 //! | `spec`, `block_m`, `block_n`, `block_k`, `group_m`, `num_warps`, `shared_bytes`, `warp_size` | int | as the matmul contract |
 //!
 //! Launches, on the launch stream in order: phase 0 (delta = rowsum(dO ∘ O) into the
@@ -44,13 +47,13 @@
 //! (cdiv(skv, block_n), b·h / rep, 1); block num_warps·warp_size, dynamic shared memory
 //! `shared_bytes`. Workspace: `b·h·sq` f32 (delta), every element phase 1 reads written by
 //! phase 0 first, so nothing is zeroed. Kernel arguments: q, k, v, o, do, stats, dq, dk, dv,
-//! scale (null when absent), the workspace, H, REP, SQ, SKV, D, the strides (spec drops the
-//! eight head-dim strides), scale_bits, flags, shift, right, left, phase (`by_value` 4), the
-//! two scratch pointers.
+//! scale, mask (null when absent), the workspace, H, REP, SQ, SKV, D, the strides (spec drops
+//! the eight head-dim strides), scale_bits, mask_kind, flags, shift, right, left, phase
+//! (`by_value` 4), the two scratch pointers. With a mask tensor every block runs masked.
 
 use crate::ingestor::framework::attention::{
-    BOUND_MAX, FLAG_SCALE_TENSOR, SEQ_MAX, batch_heads, bucket, check_heads, read_band, read_scale,
-    span,
+    BOUND_MAX, FLAG_SCALE_TENSOR, SEQ_MAX, batch_heads, bucket, check_heads, read_band, read_mask,
+    read_scale, span,
 };
 use crate::ingestor::framework::conv::CONFIG;
 use crate::ingestor::framework::family;
@@ -60,21 +63,23 @@ use crate::ingestor::framework::prelude::*;
 /// The versioned contract name.
 pub const SDPA_BWD_V1: &str = "hipkernel.sdpa_bwd.dispatch.v1";
 
-/// Stride value names, in kernel order: q, k, v, o, do, dq, dk, dv over (b, h, s, d), then
-/// the statistics over (b, h, s).
+/// Stride value names, in kernel order: q, k, v, o, do, dq, dk, dv over (b, h, s, d), the
+/// statistics over (b, h, s), the mask over (b, h, i, j) (0 on broadcast axes and without a
+/// mask).
 #[rustfmt::skip]
-pub const STRIDES: [&str; 35] = [
+pub const STRIDES: [&str; 39] = [
     "sqb", "sqh", "sqs", "sqd", "skb", "skh", "sks", "skd", "svb", "svh", "svs", "svd",
     "sob", "soh", "sos", "sod", "sdob", "sdoh", "sdos", "sdod", "sdqb", "sdqh", "sdqs", "sdqd",
     "sdkb", "sdkh", "sdks", "sdkd", "sdvb", "sdvh", "sdvs", "sdvd", "stb", "sth", "sts",
+    "smb", "smh", "sms", "smk",
 ];
 /// Indices in [`STRIDES`] of the unit head-dim strides the spec variant takes as constant 1.
 const SPEC_UNIT: [usize; 8] = [3, 7, 11, 15, 19, 23, 27, 31];
 /// The pointers' UID values in kernel order (the workspace pointer follows them).
 #[rustfmt::skip]
-const POINTER_UIDS: [&str; 10] = [
+const POINTER_UIDS: [&str; 11] = [
     "q.uid", "k.uid", "v.uid", "o.uid", "do.uid", "stats.uid", "dq.uid", "dk.uid", "dv.uid",
-    "scale.uid",
+    "scale.uid", "mask.uid",
 ];
 /// The data tensors' UID values (16-byte aligned for a spec entry).
 #[rustfmt::skip]
@@ -83,8 +88,9 @@ const DATA_UIDS: [&str; 8] = [
 ];
 /// Index in `VALUES` of the first stride, of `scale_bits` and of `scale.uid`.
 const STRIDE0: usize = 16;
-const MISC0: usize = STRIDE0 + 35;
-const SCALE_UID: usize = MISC0 + 5;
+const MISC0: usize = STRIDE0 + 39;
+const SCALE_UID: usize = MISC0 + 6;
+const MASK_UID: usize = SCALE_UID + 1;
 /// The largest key tile the static rule gives a graph whose phase 1 runs fewer than
 /// `MIN_TILES` programs.
 const SMALL_TILE: i64 = 64;
@@ -117,14 +123,16 @@ pub struct SdpaBwdInputs {
     pub uids: [i64; 9],
     /// UID of the device scale tensor (`flags` bit 0).
     pub scale_uid: Option<i64>,
+    /// UID of the mask tensor (`mask_kind` ≠ 0).
+    pub mask_uid: Option<i64>,
     /// `DataType` value of the eight data tensors.
     pub dtype: i8,
     /// b, h, rep (= H / H_kv), sq, skv, d.
     pub shape: [i64; 6],
-    /// The 35 element strides in [`STRIDES`] order.
-    pub strides: [i64; 35],
-    /// scale_bits, flags, shift, right, left.
-    pub misc: [i64; 5],
+    /// The 39 element strides in [`STRIDES`] order.
+    pub strides: [i64; 39],
+    /// scale_bits, mask_kind, flags, shift, right, left.
+    pub misc: [i64; 6],
     /// Kernel configuration.
     pub config: TritonConfig,
 }
@@ -140,21 +148,22 @@ impl TritonFamily for SdpaBwdInputs {
     const FAMILY: &'static str = "sdpa_bwd";
     const CONTRACT: &'static str = SDPA_BWD_V1;
     #[rustfmt::skip]
-    const VALUES: &'static [IntValue] = &concat::<65>(&[
+    const VALUES: &'static [IntValue] = &concat::<71>(&[
         &[uid("q.uid"), uid("k.uid"), uid("v.uid"), uid("o.uid"), uid("do.uid")],
         &[uid("stats.uid"), uid("dq.uid"), uid("dk.uid"), uid("dv.uid"), int("dtype", 1, 3)],
         &[int("b", 1, I32_MAX), int("h", 1, I32_MAX), int("rep", 1, I32_MAX)],
         &[int("sq", 1, SEQ_MAX), int("skv", 1, SEQ_MAX), int("d", 1, I32_MAX)],
         &strides(STRIDES),
-        &[int("scale_bits", i32::MIN as i64, I32_MAX), int("flags", 0, 25)],
-        &[int("shift", -SEQ_MAX, SEQ_MAX), int("right", -BOUND_MAX, BOUND_MAX)],
-        &[int("left", -BOUND_MAX, BOUND_MAX), uid("scale.uid")],
+        &[int("scale_bits", i32::MIN as i64, I32_MAX), int("mask_kind", 0, 4)],
+        &[int("flags", 0, 25), int("shift", -SEQ_MAX, SEQ_MAX)],
+        &[int("right", -BOUND_MAX, BOUND_MAX), int("left", -BOUND_MAX, BOUND_MAX)],
+        &[uid("scale.uid"), uid("mask.uid")],
         &CONFIG,
     ]);
     const POINTERS: &'static [&'static str] = &POINTER_UIDS;
     const ALIGNED: &'static [&'static str] = &DATA_UIDS;
     const ALIGNED_TEXT: &'static str = "16-byte aligned q, k, v, o, do, dq, dk and dv";
-    const OPTIONAL: &'static [&'static str] = &["scale.uid"];
+    const OPTIONAL: &'static [&'static str] = &["scale.uid", "mask.uid"];
     const SPEC_HINTS: &'static str = "head dim a multiple of 16, unit head-dim strides, the batch, head and row strides of q, k, v, o, do, dq, dk and dv multiples of 16";
 
     fn match_graph(graph: &OperationGraph) -> PluginResult<Self> {
@@ -203,6 +212,7 @@ impl TritonFamily for SdpaBwdInputs {
         v.extend(self.strides);
         v.extend(self.misc);
         v.push(self.scale_uid.unwrap_or(0));
+        v.push(self.mask_uid.unwrap_or(0));
         v.extend([
             c.variant_code(),
             c.block[0],
@@ -217,13 +227,14 @@ impl TritonFamily for SdpaBwdInputs {
     }
 
     fn from_ints(v: &[i64]) -> Self {
-        let c = &v[SCALE_UID + 1..];
+        let c = &v[MASK_UID + 1..];
         let mut config =
             TritonConfig::restored("sdpa_bwd", c[0], [c[1], c[2], c[3]], c[4], c[5], c[6], c[7]);
         config.dtype = ["f32", "f16", "bf16"][(v[9] - 1) as usize].into();
         SdpaBwdInputs {
             uids: std::array::from_fn(|i| v[i]),
-            scale_uid: Some(v[SCALE_UID]).filter(|_| v[MISC0 + 1] & FLAG_SCALE_TENSOR != 0),
+            scale_uid: Some(v[SCALE_UID]).filter(|_| v[MISC0 + 2] & FLAG_SCALE_TENSOR != 0),
+            mask_uid: Some(v[MASK_UID]).filter(|_| v[MISC0 + 1] != 0),
             dtype: v[9] as i8,
             shape: std::array::from_fn(|i| v[10 + i]),
             strides: std::array::from_fn(|i| v[STRIDE0 + i]),
@@ -233,29 +244,38 @@ impl TritonFamily for SdpaBwdInputs {
     }
 
     /// `flags` bits 1 and 2 clear (`launch values of dispatch '<d>': 'flags' has bits 1 or 2
-    /// set (<f>)`); `scale.uid` present exactly when `flags` bit 0 is set (`launch values of
-    /// dispatch '<d>': 'scale.uid' is present iff 'flags' bit 0`).
+    /// set (<f>)`); `scale.uid` present exactly when `flags` bit 0 is set and `mask.uid`
+    /// exactly when `mask_kind` is not 0 (`launch values of dispatch '<d>': '<name>' is
+    /// present iff <condition>`).
     fn read_value(r: &ValueReader<'_>, read: &[i64], i: usize) -> PluginResult<i64> {
-        if i != SCALE_UID {
+        if i != SCALE_UID && i != MASK_UID {
             return r.read(i);
         }
-        let (d, flags) = (r.dispatch(), read[MISC0 + 1]);
+        let (d, kind, flags) = (r.dispatch(), read[MISC0 + 1], read[MISC0 + 2]);
         if flags & 6 != 0 {
             return Err(incompatible(format!(
                 "launch values of dispatch '{d}': 'flags' has bits 1 or 2 set ({flags})"
             )));
         }
-        let has = r.has("scale.uid");
-        if has != (flags & FLAG_SCALE_TENSOR != 0) {
+        let (name, want, cond) = if i == SCALE_UID {
+            ("scale.uid", flags & FLAG_SCALE_TENSOR != 0, "'flags' bit 0")
+        } else {
+            ("mask.uid", kind != 0, "'mask_kind' is not 0")
+        };
+        let has = r.has(name);
+        if has != want {
             return Err(incompatible(format!(
-                "launch values of dispatch '{d}': 'scale.uid' is present iff 'flags' bit 0"
+                "launch values of dispatch '{d}': '{name}' is present iff {cond}"
             )));
         }
         if has { r.read(i) } else { Ok(0) }
     }
 
-    fn present(&self, _name: &str) -> bool {
-        self.scale_uid.is_some()
+    fn present(&self, name: &str) -> bool {
+        match name {
+            "scale.uid" => self.scale_uid.is_some(),
+            _ => self.mask_uid.is_some(),
+        }
     }
 
     /// `launch values of dispatch '<d>': 'rep' must divide 'h' and 'd' must not exceed
@@ -285,6 +305,7 @@ impl TritonFamily for SdpaBwdInputs {
             "dk_ptr",
             "dv_ptr",
             "scale_ptr",
+            "mask_ptr",
             "ws_ptr",
             "H",
             "REP",
@@ -293,7 +314,15 @@ impl TritonFamily for SdpaBwdInputs {
             "D",
         ];
         v.extend(spec_kept(&STRIDES, spec, &SPEC_UNIT));
-        v.extend(["scale_bits", "flags", "shift", "right", "left", "phase"]);
+        v.extend([
+            "scale_bits",
+            "mask_kind",
+            "flags",
+            "shift",
+            "right",
+            "left",
+            "phase",
+        ]);
         v.extend(["global_scratch", "profile_scratch"]);
         v
     }
@@ -388,7 +417,6 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaBwdInputs> {
         ));
     }
     for (attr, u) in [
-        ("attn_mask_tensor_uid", a.attn_mask_tensor_uid()),
         ("dbias_tensor_uid", a.dbias_tensor_uid()),
         ("seq_len_q_tensor_uid", a.seq_len_q_tensor_uid()),
         ("seq_len_kv_tensor_uid", a.seq_len_kv_tensor_uid()),
@@ -529,17 +557,27 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaBwdInputs> {
         skv,
     );
     let flags = band | scale.tensor.map_or(0, |_| FLAG_SCALE_TENSOR);
-    let mut strides = [0i64; 35];
-    for (i, x) in ds.iter().flat_map(|(_, s)| s).chain(&ss[..3]).enumerate() {
+    let (mask_kind, mask_strides) = match a.attn_mask_tensor_uid() {
+        Some(u) => read_mask(graph, "sdpa_bwd", u, [b, h, sq, skv])?,
+        None => (0, [0; 4]),
+    };
+    let mut strides = [0i64; 39];
+    let all = ds
+        .iter()
+        .flat_map(|(_, s)| s)
+        .chain(&ss[..3])
+        .chain(&mask_strides);
+    for (i, x) in all.enumerate() {
         strides[i] = *x;
     }
     Ok(SdpaBwdInputs {
         uids,
         scale_uid: scale.tensor,
+        mask_uid: a.attn_mask_tensor_uid(),
         dtype: dtype.0,
         shape: [b, h, h / hk, sq, skv, dd],
         strides,
-        misc: [scale.bits, flags, shift, right, left],
+        misc: [scale.bits, mask_kind, flags, shift, right, left],
         config: TritonConfig::parse("sdpa_bwd_f32_generic_16x64x32_g1_w4_s1_sh0_ws32")
             .unwrap_or_else(|| unreachable!("a valid config name")),
     })

@@ -68,7 +68,7 @@
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
 
 use crate::ingestor::framework::attention::{
-    batch_heads, check_heads, read_band, read_scale, span,
+    batch_heads, check_heads, read_band, read_mask, read_scale, span,
 };
 use crate::ingestor::framework::conv::CONFIG;
 use crate::ingestor::framework::family;
@@ -572,37 +572,7 @@ fn read_graph(graph: &OperationGraph) -> PluginResult<SdpaFwdInputs> {
     let mut mask_kind = 0;
     let mut mask_strides = [0i64; 4];
     if let Some(u) = a.attn_mask_tensor_uid() {
-        let t = tensor(graph, u)?;
-        mask_kind = match t.data_type() {
-            DataType::BOOLEAN => 1,
-            DataType::FLOAT => 2,
-            DataType::HALF => 3,
-            DataType::BFLOAT16 => 4,
-            other => {
-                return Err(na(format!(
-                    "the sdpa_fwd pack takes a BOOLEAN, FLOAT, HALF or BFLOAT16 attn_mask; tensor {u} is {other:?}"
-                )));
-            }
-        };
-        let (md, ms) = dims_strides(&t);
-        let full = [b, h, sq, skv];
-        let fits = md.len() <= 4
-            && md
-                .iter()
-                .rev()
-                .zip(full.iter().rev())
-                .all(|(m, f)| *m == 1 || m == f)
-            && ms.iter().all(|s| *s >= 0)
-            && span(&md, &ms).is_some_and(|x| x <= max);
-        if !fits {
-            return Err(na(format!(
-                "the sdpa_fwd pack needs an attn_mask that broadcasts to [B, H, S_q, S_kv] = {full:?} with non-negative strides and offsets within 2147483647; tensor {u} has dims {md:?}, strides {ms:?}"
-            )));
-        }
-        let off = 4 - md.len();
-        for (i, (m, s)) in md.iter().zip(&ms).enumerate() {
-            mask_strides[off + i] = if *m == 1 { 0 } else { *s };
-        }
+        (mask_kind, mask_strides) = read_mask(graph, "sdpa_fwd", u, [b, h, sq, skv])?;
         optional[1] = Some(u);
     }
     // Statistics.
