@@ -403,60 +403,22 @@ fn dump_launches(path: &std::path::Path) {
 
 /// Runs every GPU-test case's recorded launches through `bn_bwd.py` under Triton's
 /// interpreter (`engines/tests/bn_bwd_support/interpret_launches.py`) against the CPU
-/// reference engine's outputs, with the system `python3`, the pack venv's site-packages
-/// (`TRITON_VENV`, else `target/triton-venv`) and any `PYTHONPATH` already set. Prints
+/// reference engine's outputs ([`support::run_python_check`]: the system `python3` with the
+/// pack venv's site-packages ahead of any `PYTHONPATH`). Prints
 /// `skipped: …` and passes when that python cannot import numpy and triton; fails when an
 /// output is out of tolerance.
 #[test]
 fn every_gpu_bn_bwd_case_matches_the_reference_under_the_triton_interpreter() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..");
-    let venv = std::env::var_os("TRITON_VENV")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| root.join("target/triton-venv"));
-    let site = std::fs::read_dir(venv.join("lib"))
-        .ok()
-        .and_then(|mut d| d.find_map(|e| e.ok()))
-        .map(|e| e.path().join("site-packages"));
-    let Some(site) = site.filter(|s| s.is_dir()) else {
-        eprintln!("skipped: no Triton venv at {}", venv.display());
-        return;
-    };
-    let mut path = std::ffi::OsString::from(&site);
-    if let Some(p) = std::env::var_os("PYTHONPATH") {
-        path.push(":");
-        path.push(p);
-    }
-    let py = |args: &[&str]| {
-        std::process::Command::new("python3")
-            .args(args)
-            .env("PYTHONPATH", &path)
-            .env("PYTHONDONTWRITEBYTECODE", "1")
-            .output()
-    };
-    match py(&["-c", "import numpy, triton"]) {
-        Ok(o) if o.status.success() => {}
-        _ => {
-            eprintln!(
-                "skipped: python3 cannot import numpy and triton from {}",
-                site.display()
-            );
-            return;
-        }
-    }
     let dir = std::env::temp_dir().join(format!("hipdnn-bn-bwd-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let file = dir.join("launches.json");
     dump_launches(&file);
-    let script = root.join("engines/tests/bn_bwd_support/interpret_launches.py");
-    let o = py(&[script.to_str().unwrap(), file.to_str().unwrap()]).unwrap();
-    let _ = std::fs::remove_dir_all(&dir);
-    let out = String::from_utf8_lossy(&o.stdout);
-    eprintln!("{out}");
-    assert!(
-        o.status.success() && out.contains("96 cases, 0 outputs out of tolerance"),
-        "{out}\n{}",
-        String::from_utf8_lossy(&o.stderr)
+    support::run_python_check(
+        "engines/tests/bn_bwd_support/interpret_launches.py",
+        &[file.to_str().unwrap()],
+        "96 cases, 0 outputs out of tolerance",
     );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Not a check by itself: writes the interpreter test's JSON to the file named by

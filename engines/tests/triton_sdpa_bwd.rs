@@ -410,6 +410,22 @@ fn graphs_the_pack_does_not_serve_are_refused_by_name() {
         "{}",
         refusal(&m)
     );
+    // A head dim of another bucket (the first f16 entry is bucket 32).
+    let (e, _) = support::fake_gpu_engine("sm_90");
+    let k = e
+        .kernels()
+        .iter()
+        .find(|k| k.name.starts_with("sdpa_bwd_f16_spec_32x64x32_"))
+        .unwrap()
+        .clone();
+    let m = err(SdpaBwdInputs::for_kernel(
+        &k,
+        &og(&case((1, 2, 2, 17, 17, 64, 64), DT::HALF)),
+    ));
+    assert!(
+        m.ends_with("serves head dims in the bucket 32; the graph's head dim 64 takes bucket 64"),
+        "{m}"
+    );
     let big = case((1, 2, 2, 17, 17, 160, 160), DT::HALF);
     assert!(
         refusal(&big).contains("the sdpa_bwd pack serves head dims 1 to 128; q [1, 2, 17, 160]"),

@@ -124,6 +124,27 @@ pub fn bucket(d: i64) -> i64 {
     (d.max(1) as u64).next_power_of_two().max(32) as i64
 }
 
+/// Refuses `kernel`, built for head-dim bucket `block_k`, for a graph of head dim `d` in another
+/// bucket ([`bucket`]).
+///
+/// # Errors
+/// `NOT_APPLICABLE` `kernel <k> serves head dims in the bucket <b>; the graph's head dim <d>
+/// takes bucket <b'>`.
+pub fn check_bucket(
+    kernel: &crate::ingestor::descriptor::KernelDescriptor,
+    block_k: i64,
+    d: i64,
+) -> PluginResult<()> {
+    let want = bucket(d);
+    if block_k != want {
+        return Err(na(format!(
+            "kernel {} serves head dims in the bucket {block_k}; the graph's head dim {d} takes bucket {want}",
+            kernel.describe()
+        )));
+    }
+    Ok(())
+}
+
 /// The restore rule both attention contracts share on `h`, `rep`, `d` and the entry's
 /// `block_k`.
 ///

@@ -52,8 +52,8 @@
 //! (`by_value` 4), the two scratch pointers. With a mask tensor every block runs masked.
 
 use crate::ingestor::framework::attention::{
-    BOUND_MAX, FLAG_SCALE_TENSOR, SEQ_MAX, batch_heads, bucket, check_heads, read_band, read_mask,
-    read_scale, span,
+    BOUND_MAX, FLAG_SCALE_TENSOR, SEQ_MAX, batch_heads, check_bucket, check_heads, read_band,
+    read_mask, read_scale, span,
 };
 use crate::ingestor::framework::conv::CONFIG;
 use crate::ingestor::framework::family;
@@ -187,15 +187,7 @@ impl TritonFamily for SdpaBwdInputs {
     /// `kernel <k> is the spec variant; …`; `kernel <k>: static rule: <t> tiles under-fill the
     /// device …`.
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        let d = self.shape[5];
-        let want = bucket(d);
-        if config.block[2] != want {
-            return Err(na(format!(
-                "kernel {} serves head dims in the bucket {}; the graph's head dim {d} takes bucket {want}",
-                kernel.describe(),
-                config.block[2]
-            )));
-        }
+        check_bucket(kernel, config.block[2], self.shape[5])?;
         spec_hints(kernel, &config, self.fits_spec(), Self::SPEC_HINTS)?;
         let programs =
             cdiv(self.shape[4], config.block[1]) * self.shape[0] * self.shape[1] / self.shape[2];
@@ -378,21 +370,22 @@ impl TritonFamily for SdpaBwdInputs {
     }
 
     /// Phase 0 (delta and dQ): the same arguments with `phase` 0 on grid (cdiv(sq, block_n),
-    /// b·h, 1).
+    /// b·h, 1); none when `args` does not end with `phase` 1 and the two scratch pointers.
     fn prologue_launches(
         launch: &PreparedLaunch,
         args: &[KernelArgValue],
     ) -> Vec<(LaunchGeometry, Vec<KernelArgValue>)> {
-        let spec = matches!(launch.launch_values.get("spec"), Some(LaunchValue::Int(1)));
-        let names = Self::param_names(spec);
         let get = |n: &str| match launch.launch_values.get(n) {
             Some(LaunchValue::Int(v)) => *v,
             _ => 0,
         };
-        let phase = names.iter().position(|n| *n == "phase");
-        let (Some(phase), true) = (phase, args.len() == names.len()) else {
+        // `phase` is the last integer, before the two scratch pointers (param_names).
+        let Some(phase) = args.len().checked_sub(3) else {
             return Vec::new();
         };
+        if args[phase] != KernelArgValue::I32(1) {
+            return Vec::new();
+        }
         let mut pargs = args.to_vec();
         pargs[phase] = KernelArgValue::I32(0);
         let mut geometry = launch.geometry;

@@ -68,7 +68,7 @@
 //! sod), scale_bits, mask_kind, flags, shift, right, left, two null scratch pointers.
 
 use crate::ingestor::framework::attention::{
-    batch_heads, check_heads, read_band, read_mask, read_scale, span,
+    batch_heads, check_bucket, check_heads, read_band, read_mask, read_scale, span,
 };
 use crate::ingestor::framework::conv::CONFIG;
 use crate::ingestor::framework::family;
@@ -204,15 +204,7 @@ impl TritonFamily for SdpaFwdInputs {
     /// <d> takes bucket <b'>`; `kernel <k> is the spec variant; the graph's layout does not
     /// satisfy its hints (…)`; the group and static-rule texts.
     fn select(&mut self, kernel: &KernelDescriptor, config: TritonConfig) -> PluginResult<()> {
-        let d = self.shape[5];
-        let want = SdpaFwdInputs::bucket(d);
-        if config.block[2] != want {
-            return Err(na(format!(
-                "kernel {} serves head dims in the bucket {}; the graph's head dim {d} takes bucket {want}",
-                kernel.describe(),
-                config.block[2]
-            )));
-        }
+        check_bucket(kernel, config.block[2], self.shape[5])?;
         spec_hints(
             kernel,
             &config,
