@@ -1958,3 +1958,22 @@ fn a_flagged_plan_restored_with_its_graph_serves_overrides_like_a_build() {
         }
     }
 }
+
+/// A graph every kernel refuses gets the refusal of the family that takes its pattern (here
+/// the matmul pack's broadcast rule), not the last kernel's (another family's "serves …").
+#[test]
+fn the_engine_names_the_refusal_of_the_family_that_takes_the_pattern() {
+    let e = engine(FakeDevice::new("sm_90", 0), sm90());
+    let mut g = GraphBuilder::new("mm");
+    g.tensor(TensorSpec::new(1, "a", DT::HALF, &[2, 1, 16, 32]))
+        .tensor(TensorSpec::new(2, "b", DT::HALF, &[1, 2, 32, 16]))
+        .tensor(TensorSpec::new(3, "c", DT::HALF, &[2, 2, 16, 16]));
+    g.matmul("mm", 1, 2, 3);
+    let og = OperationGraph::from_bytes(&g.build()).unwrap();
+    let err = e.check_applicable(&og).unwrap_err();
+    assert_eq!(err.status, PluginStatus::NotApplicable);
+    assert_eq!(
+        err.message,
+        "the matmul pack (dispatch v1) broadcasts an operand's batch only when all its batch dims are 1; A has batch dims [2, 1], the output [2, 2]"
+    );
+}

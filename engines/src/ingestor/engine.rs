@@ -558,8 +558,15 @@ impl Engine for IngestorEngine {
         &self.name
     }
 
+    /// # Errors
+    /// `NOT_APPLICABLE` with the most telling refusal of the engine's kernels: the first one
+    /// of a family that takes the graph's pattern but not this graph (its text names what it
+    /// refuses: a broadcast, a data type, a layout); else the first refusal of one packed
+    /// entry (`kernel <k> …`: its type, its variant's hints, the static rule); else the last
+    /// refusal (`the <family> pack serves …`: the pattern of another family); else `no kernel
+    /// of engine <name> serves this graph`.
     fn check_applicable(&self, graph: &OperationGraph) -> PluginResult<()> {
-        let mut last = None;
+        let (mut specific, mut entry, mut last) = (None, None, None);
         for k in self.kernels.iter().filter(|k| !is_tf32(k)) {
             match self
                 .registry
@@ -567,11 +574,19 @@ impl Engine for IngestorEngine {
                 .map(|h| h.prepare_kernel(k, graph))
             {
                 Some(Ok(_)) => return Ok(()),
-                Some(Err(e)) => last = Some(e),
+                Some(Err(e)) => {
+                    if e.message.contains(" pack serves ") {
+                        last = Some(e);
+                    } else if e.message.starts_with("kernel ") {
+                        entry = entry.or(Some(e));
+                    } else {
+                        specific = specific.or(Some(e));
+                    }
+                }
                 None => {}
             }
         }
-        Err(last.unwrap_or_else(|| {
+        Err(specific.or(entry).or(last).unwrap_or_else(|| {
             PluginError::not_applicable(format!(
                 "no kernel of engine {} serves this graph",
                 self.name
